@@ -1,0 +1,235 @@
+/* tether: GPU communication runtime — C host API.
+ *
+ * Conventions
+ *  - Every call takes the runtime instance (tether_t) first; there is no hidden global instance, so several may live
+ *    in one process. The OpenSHMEM layer keeps one default instance on top of this API.
+ *  - Every fallible call returns tether_status_t; on failure tether_last_error() (thread-local) holds a message that
+ *    names the call and the offending values. Nothing aborts the process on bad input.
+ *  - "Symmetric address": an address inside this PE's symmetric heap (returned by tether_malloc & co.). It names the
+ *    same object on every PE; `pe` selects whose copy an operation touches.
+ *  - Blocking RMA (put/get/p/g) is complete locally and remotely on return. _nbi forms may return before completion;
+ *    tether_quiet() completes all of the caller's outstanding operations, tether_fence() orders them per target PE.
+ *  - Waits (barrier, wait_until, signal_wait_until) are bounded by TETHER_TIMEOUT and fail with TETHER_ERR_TIMEOUT
+ *    naming address, expected and seen values.
+ *  - Thread safety: calls on one instance may be made from several threads, except tether_init*/tether_finalize and
+ *    the collective allocation calls, which the threads of a PE must not race with each other.
+ */
+#ifndef TETHER_TETHER_H
+#define TETHER_TETHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define TETHER_VERSION_MAJOR 0
+#define TETHER_VERSION_MINOR 1
+#define TETHER_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Status                                                                                                           */
+
+typedef enum tether_status {
+  TETHER_SUCCESS = 0,
+  TETHER_ERR_INVALID_ARG = 1,  /* null pointer, bad enum, bad alignment, unsupported type for the operation */
+  TETHER_ERR_INVALID_PE = 2,   /* PE number outside [0, n_pes) */
+  TETHER_ERR_NOT_SYMMETRIC = 3,/* address (range) not inside the symmetric heap */
+  TETHER_ERR_OVERFLOW = 4,     /* size arithmetic overflows */
+  TETHER_ERR_NO_MEMORY = 5,    /* symmetric heap exhausted (TETHER_HEAP_MAX) or host allocation failed */
+  TETHER_ERR_MISMATCH = 6,     /* a collective call got different arguments on different PEs */
+  TETHER_ERR_TIMEOUT = 7,      /* a wait exceeded TETHER_TIMEOUT */
+  TETHER_ERR_PEER_LOST = 8,    /* a PE exited or its connection broke */
+  TETHER_ERR_BOOTSTRAP = 9,    /* rendezvous failed (address, secret, launcher environment) */
+  TETHER_ERR_SYSTEM = 10,      /* an OS call failed (message has errno) */
+  TETHER_ERR_CUDA = 11,        /* a CUDA call failed (message has the CUDA error) */
+  TETHER_ERR_UNSUPPORTED = 12, /* valid request this build or path cannot serve (message says why) */
+  TETHER_ERR_UNREACHABLE = 13, /* no path to the target PE (e.g. another host without a network transport) */
+  TETHER_ERR_INTERNAL = 14
+} tether_status_t;
+
+/* Name of a status code ("TETHER_ERR_TIMEOUT"). Never NULL. */
+const char* tether_status_string(tether_status_t status);
+/* Message of the last failed call on this thread ("" if none). Valid until the next failing call on this thread. */
+const char* tether_last_error(void);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Instance                                                                                                         */
+
+typedef struct tether_world* tether_t;
+
+/* Explicit start-up parameters; zero-initialise, then set what you need. Unset fields come from the environment
+ * (tetherrun, mpirun, srun, torchrun variables; see README "Launching"). */
+typedef struct tether_init_attr {
+  int rank;                     /* -1: from environment */
+  int size;                     /* -1 or 0: from environment */
+  const char* bootstrap_addr;   /* "host:port" served by rank 0; NULL: from environment */
+  const char* job_secret;       /* NULL: from environment */
+  int bootstrap_listen_fd;      /* rank 0 only: an already listening TCP socket to serve on; -1: bind addr itself */
+  const char* const* config;    /* NULL or NULL-terminated list of "TETHER_NAME=value" overriding the environment */
+} tether_init_attr_t;
+
+/* Fills attr with "everything from the environment". */
+void tether_init_attr_default(tether_init_attr_t* attr);
+
+/* Collective over all PEs of the job. A program started without any launcher is a job of 1 PE. */
+tether_status_t tether_init(tether_t* world);
+tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world);
+/* Collective: completes outstanding operations, synchronises, releases the heap. world may be NULL (no-op). */
+tether_status_t tether_finalize(tether_t world);
+
+int tether_my_pe(tether_t world);
+int tether_n_pes(tether_t world);
+int tether_local_pe(tether_t world);   /* rank among the PEs on this host */
+int tether_local_size(tether_t world); /* number of PEs on this host */
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Symmetric heap. All allocation calls are collective: every PE calls them in the same order with the same
+ * arguments (checked: a mismatch fails on every PE with TETHER_ERR_MISMATCH naming both values). They end with a
+ * barrier, so the new object is usable on every PE on return. */
+
+typedef enum tether_seg_kind {
+  TETHER_SEG_DEFAULT = 0, /* DEVICE when this PE has a GPU segment, else HOST */
+  TETHER_SEG_HOST = 1,    /* shared host memory, mapped by all same-host PEs */
+  TETHER_SEG_DEVICE = 2   /* GPU memory (issue #4; returns TETHER_ERR_UNSUPPORTED until then) */
+} tether_seg_kind_t;
+
+tether_status_t tether_malloc(tether_t world, size_t size, void** ptr);
+tether_status_t tether_calloc(tether_t world, size_t count, size_t size, void** ptr);
+tether_status_t tether_align(tether_t world, size_t alignment, size_t size, void** ptr);
+tether_status_t tether_malloc_kind(tether_t world, tether_seg_kind_t kind, size_t alignment, size_t size, void** ptr);
+/* ptr NULL behaves like malloc; size 0 frees and returns NULL. Contents up to min(old, new) size are kept. */
+tether_status_t tether_realloc(tether_t world, void* ptr, size_t size, void** new_ptr);
+tether_status_t tether_free(tether_t world, void* ptr); /* NULL is a (collective) no-op */
+
+/* Direct load/store pointer to `pe`'s copy of the symmetric object at `addr`, or NULL when that PE's memory cannot
+ * be addressed directly from here (or addr is not symmetric). */
+void* tether_ptr(tether_t world, const void* addr, int pe);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Element types (atomics, waits, typed helpers) */
+
+typedef enum tether_dtype {
+  TETHER_INT = 0, TETHER_LONG, TETHER_LONGLONG, TETHER_UINT, TETHER_ULONG, TETHER_ULONGLONG,
+  TETHER_INT32, TETHER_INT64, TETHER_UINT32, TETHER_UINT64, TETHER_SIZE, TETHER_PTRDIFF,
+  TETHER_FLOAT, TETHER_DOUBLE, TETHER_SHORT, TETHER_USHORT,
+  TETHER_DTYPE_COUNT
+} tether_dtype_t;
+
+size_t tether_dtype_size(tether_dtype_t type); /* 0 for an invalid type */
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* RMA. dest (put) / src (get) are symmetric addresses, the local buffer may be any memory. */
+
+tether_status_t tether_put(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
+tether_status_t tether_get(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
+tether_status_t tether_put_nbi(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
+tether_status_t tether_get_nbi(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
+/* Element-count forms: fail with TETHER_ERR_OVERFLOW when nelems * elem_size overflows. */
+tether_status_t tether_put_elems(tether_t world, void* dest, const void* src, size_t nelems, size_t elem_size, int pe);
+tether_status_t tether_get_elems(tether_t world, void* dest, const void* src, size_t nelems, size_t elem_size, int pe);
+
+tether_status_t tether_quiet(tether_t world);
+tether_status_t tether_fence(tether_t world);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Atomics. Atomic with respect to every other tether atomic on the same object, from any PE. Types:
+ *  - FETCH, SET, SWAP: all dtypes but SHORT/USHORT (those are for waits only)
+ *  - COMPARE_SWAP, INC, FETCH_INC, ADD, FETCH_ADD: integer dtypes
+ *  - AND, OR, XOR (+ FETCH_): UINT, ULONG, ULONGLONG, INT32, INT64, UINT32, UINT64
+ * value/cond point to one element of `type`; fetched (may be NULL for non-fetching ops) receives the old value. */
+
+typedef enum tether_amo {
+  TETHER_AMO_FETCH = 0, TETHER_AMO_SET, TETHER_AMO_SWAP, TETHER_AMO_COMPARE_SWAP,
+  TETHER_AMO_INC, TETHER_AMO_FETCH_INC, TETHER_AMO_ADD, TETHER_AMO_FETCH_ADD,
+  TETHER_AMO_AND, TETHER_AMO_FETCH_AND, TETHER_AMO_OR, TETHER_AMO_FETCH_OR,
+  TETHER_AMO_XOR, TETHER_AMO_FETCH_XOR,
+  TETHER_AMO_COUNT
+} tether_amo_t;
+
+tether_status_t tether_atomic(tether_t world, tether_amo_t op, tether_dtype_t type, void* dest, const void* value,
+                              const void* cond, void* fetched, int pe);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Point-to-point synchronisation on local symmetric variables (ivars are this PE's own symmetric objects). */
+
+typedef enum tether_cmp {
+  TETHER_CMP_EQ = 0, TETHER_CMP_NE, TETHER_CMP_GT, TETHER_CMP_GE, TETHER_CMP_LT, TETHER_CMP_LE
+} tether_cmp_t;
+
+tether_status_t tether_wait_until(tether_t world, void* ivar, tether_dtype_t type, tether_cmp_t cmp,
+                                  const void* value);
+/* *result = 1 when the comparison holds now, else 0. */
+tether_status_t tether_test(tether_t world, void* ivar, tether_dtype_t type, tether_cmp_t cmp, const void* value,
+                            int* result);
+
+/* Array forms over ivars[0..n) (elements of `type`, contiguous). status (may be NULL) excludes entries whose status
+ * is non-zero. `values` is one value (scalar forms) or n values (the _vector forms).
+ *  _all: wait until every included entry satisfies; _any: until one does, *index = its index (SIZE_MAX when no
+ *  entry is included); _some: until at least one does, indices[0..*count) = all satisfied entries.
+ *  The test_ forms return at once: *result (all) 1/0, *index SIZE_MAX if none, *count 0 if none. */
+tether_status_t tether_wait_until_all(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                      tether_cmp_t cmp, const void* value);
+tether_status_t tether_wait_until_any(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                      tether_cmp_t cmp, const void* value, size_t* index);
+tether_status_t tether_wait_until_some(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                       tether_cmp_t cmp, const void* value, size_t* indices, size_t* count);
+tether_status_t tether_wait_until_all_vector(tether_t world, void* ivars, size_t n, const int* status,
+                                             tether_dtype_t type, tether_cmp_t cmp, const void* values);
+tether_status_t tether_wait_until_any_vector(tether_t world, void* ivars, size_t n, const int* status,
+                                             tether_dtype_t type, tether_cmp_t cmp, const void* values, size_t* index);
+tether_status_t tether_wait_until_some_vector(tether_t world, void* ivars, size_t n, const int* status,
+                                              tether_dtype_t type, tether_cmp_t cmp, const void* values,
+                                              size_t* indices, size_t* count);
+tether_status_t tether_test_all(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                tether_cmp_t cmp, const void* value, int* result);
+tether_status_t tether_test_any(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                tether_cmp_t cmp, const void* value, size_t* index);
+tether_status_t tether_test_some(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                 tether_cmp_t cmp, const void* value, size_t* indices, size_t* count);
+tether_status_t tether_test_all_vector(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                       tether_cmp_t cmp, const void* values, int* result);
+tether_status_t tether_test_any_vector(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
+                                       tether_cmp_t cmp, const void* values, size_t* index);
+tether_status_t tether_test_some_vector(tether_t world, void* ivars, size_t n, const int* status,
+                                        tether_dtype_t type, tether_cmp_t cmp, const void* values, size_t* indices,
+                                        size_t* count);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Signals: 64-bit words in the symmetric heap. A put-with-signal delivers the data before the signal update is
+ * visible (release/acquire): who sees the signal sees the data. */
+
+typedef enum tether_signal_op { TETHER_SIGNAL_SET = 0, TETHER_SIGNAL_ADD = 1 } tether_signal_op_t;
+
+tether_status_t tether_put_signal(tether_t world, void* dest, const void* src, size_t nbytes, uint64_t* sig_addr,
+                                  uint64_t signal, tether_signal_op_t sig_op, int pe);
+tether_status_t tether_put_signal_nbi(tether_t world, void* dest, const void* src, size_t nbytes, uint64_t* sig_addr,
+                                      uint64_t signal, tether_signal_op_t sig_op, int pe);
+tether_status_t tether_signal_op(tether_t world, uint64_t* sig_addr, uint64_t signal, tether_signal_op_t sig_op,
+                                 int pe);
+tether_status_t tether_signal_fetch(tether_t world, const uint64_t* sig_addr, uint64_t* value);
+/* Waits until (*sig_addr cmp value) holds on this PE; *seen (may be NULL) receives the satisfying value. */
+tether_status_t tether_signal_wait_until(tether_t world, uint64_t* sig_addr, tether_cmp_t cmp, uint64_t value,
+                                         uint64_t* seen);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Collective synchronisation over all PEs. barrier_all also completes (quiet) the caller's outstanding operations
+ * first; sync_all only synchronises (memory stores made before it are visible to all PEs after it). */
+
+tether_status_t tether_barrier_all(tether_t world);
+tether_status_t tether_sync_all(tether_t world);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+#ifdef __cplusplus
+}
+#endif
+
+#include "tether/tether_typed.h"
+
+#endif /* TETHER_TETHER_H */

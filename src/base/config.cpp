@@ -1,0 +1,191 @@
+#include "base/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace tether {
+
+const std::vector<ConfigVar>& configVars() {
+  // The one place where TETHER_* variables are declared. Keep README's table in sync (tether-info --config prints it).
+  static const std::vector<ConfigVar> vars = {
+      {"TETHER_LOG", ConfigType::String, "warn",
+       "Log filter: <level>[:<subsys>,...]; levels error|warn|info|debug|trace; subsystems base, config, bootstrap, "
+       "launcher, heap, transport, rma, sync, core, topology"},
+      {"TETHER_TIMEOUT", ConfigType::Seconds, "300",
+       "Bound on every wait (bootstrap, barrier, wait_until, signal_wait_until); on expiry the call fails naming what "
+       "it waited for"},
+      {"TETHER_HEAP_SIZE", ConfigType::Size, "64M", "Initial size of each PE's host symmetric heap"},
+      {"TETHER_HEAP_MAX", ConfigType::Size, "8G",
+       "Largest size the host symmetric heap may grow to (address space is reserved for it at init)"},
+      {"TETHER_RANK", ConfigType::Int, "-1", "This PE's rank (set by tetherrun; read when no other launcher is seen)"},
+      {"TETHER_SIZE", ConfigType::Int, "-1", "Number of PEs (set by tetherrun)"},
+      {"TETHER_LOCAL_RANK", ConfigType::Int, "-1", "Rank among the PEs of this host (set by tetherrun)"},
+      {"TETHER_LOCAL_SIZE", ConfigType::Int, "-1", "Number of PEs on this host (set by tetherrun)"},
+      {"TETHER_BOOTSTRAP_ADDR", ConfigType::String, "",
+       "Rendezvous address host:port served by PE 0 (set by tetherrun; set it yourself under mpirun/srun; torchrun's "
+       "MASTER_ADDR/MASTER_PORT are used when it is unset)"},
+      {"TETHER_BOOTSTRAP_FD", ConfigType::Int, "-1",
+       "Internal: listening socket inherited by PE 0 from tetherrun (avoids a port race)"},
+      {"TETHER_JOB_SECRET", ConfigType::String, "",
+       "Shared secret of the job; bootstrap connections that do not present it are refused (set by tetherrun)"},
+      {"TETHER_PATHS", ConfigType::String, "auto",
+       "Force the peer path for same-host peers: auto|shm (p2p and proxy come with the GPU and network issues)"},
+      {"TETHER_KILL_GRACE", ConfigType::Seconds, "3",
+       "tetherrun: seconds between SIGTERM and SIGKILL when stopping the remaining PEs"},
+  };
+  return vars;
+}
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+bool parseInt(const std::string& in, int64_t* out) {
+  std::string s = trim(in);
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parseSize(const std::string& in, uint64_t* out) {
+  std::string s = trim(in);
+  if (s.empty() || s[0] == '-') return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str()) return false;
+  std::string suffix = end;
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
+  if (suffix.size() == 2 && (suffix[1] == 'i')) suffix.pop_back();  // KiB, MiB...
+  unsigned shift = 0;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M" || suffix == "m") shift = 20;
+  else if (suffix == "G" || suffix == "g") shift = 30;
+  else if (suffix == "T" || suffix == "t") shift = 40;
+  else return false;
+  if (shift && v > (~0ull >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
+bool parseSeconds(const std::string& in, double* out) {
+  std::string s = trim(in);
+  if (s.empty()) return false;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !std::isfinite(v) || v < 0) return false;
+  std::string suffix = end;
+  if (suffix == "ms") v /= 1e3;
+  else if (suffix == "us") v /= 1e6;
+  else if (suffix == "m" || suffix == "min") v *= 60;
+  else if (!suffix.empty() && suffix != "s") return false;
+  *out = v;
+  return true;
+}
+
+bool parseBool(const std::string& in, bool* out) {
+  std::string s = trim(in);
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return *out = true, true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return *out = false, true;
+  return false;
+}
+
+Config Config::fromEnvironment() {
+  Config c;
+  for (const auto& v : configVars()) {
+    const char* e = std::getenv(v.name);
+    if (e) c.values_[v.name] = e;
+  }
+  for (char** p = environ; p && *p; ++p) {
+    if (std::strncmp(*p, "TETHER_", 7) != 0) continue;
+    std::string name(*p, std::strcspn(*p, "="));
+    bool known = false;
+    for (const auto& v : configVars()) known = known || name == v.name;
+    if (!known) c.unknownInEnv_.push_back(name);
+  }
+  return c;
+}
+
+void Config::set(const std::string& name, const std::string& value) {
+  (void)var(name);
+  values_[name] = value;
+}
+
+const ConfigVar& Config::var(const std::string& name) const {
+  for (const auto& v : configVars())
+    if (name == v.name) return v;
+  std::fprintf(stderr, "tether: internal error: config variable %s is not declared\n", name.c_str());
+  std::abort();
+}
+
+bool Config::isSet(const std::string& name) const {
+  (void)var(name);
+  return values_.count(name) != 0;
+}
+
+std::string Config::raw(const std::string& name) const {
+  auto it = values_.find(name);
+  return it != values_.end() ? it->second : var(name).defaultValue;
+}
+
+Status Config::validate(std::vector<std::string>* unknown) const {
+  if (unknown) *unknown = unknownInEnv_;
+  for (const auto& v : configVars()) {
+    std::string r = raw(v.name);
+    bool ok = true;
+    const char* expect = "";
+    switch (v.type) {
+      case ConfigType::String: break;
+      case ConfigType::Int: { int64_t x; ok = parseInt(r, &x); expect = "an integer"; break; }
+      case ConfigType::Size: { uint64_t x; ok = parseSize(r, &x); expect = "a size (e.g. 4096, 64M, 2G)"; break; }
+      case ConfigType::Seconds: { double x; ok = parseSeconds(r, &x); expect = "a duration (e.g. 30, 500ms, 2m)"; break; }
+      case ConfigType::Bool: { bool x; ok = parseBool(r, &x); expect = "a boolean (1/0, true/false)"; break; }
+    }
+    if (!ok) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s='%s': not %s", v.name, r.c_str(), expect);
+  }
+  return Status::ok();
+}
+
+std::string Config::str(const std::string& name) const { return raw(name); }
+
+int64_t Config::integer(const std::string& name) const {
+  int64_t v = 0;
+  if (!parseInt(raw(name), &v)) parseInt(var(name).defaultValue, &v);
+  return v;
+}
+
+uint64_t Config::size(const std::string& name) const {
+  uint64_t v = 0;
+  if (!parseSize(raw(name), &v)) parseSize(var(name).defaultValue, &v);
+  return v;
+}
+
+double Config::seconds(const std::string& name) const {
+  double v = 0;
+  if (!parseSeconds(raw(name), &v)) parseSeconds(var(name).defaultValue, &v);
+  return v;
+}
+
+bool Config::flag(const std::string& name) const {
+  bool v = false;
+  if (!parseBool(raw(name), &v)) parseBool(var(name).defaultValue, &v);
+  return v;
+}
+
+}  // namespace tether

@@ -1,0 +1,116 @@
+#include "base/log.h"
+
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace tether {
+namespace {
+
+struct SysName {
+  LogSys sys;
+  const char* name;
+};
+constexpr SysName kSysNames[] = {
+    {LogSys::Base, "base"},         {LogSys::Config, "config"}, {LogSys::Bootstrap, "bootstrap"},
+    {LogSys::Launcher, "launcher"}, {LogSys::Heap, "heap"},     {LogSys::Transport, "transport"},
+    {LogSys::Rma, "rma"},           {LogSys::Sync, "sync"},     {LogSys::Core, "core"},
+    {LogSys::Topology, "topology"},
+};
+constexpr const char* kLevelNames[] = {"error", "warn", "info", "debug", "trace"};
+
+struct Sink {
+  LogFilter filter;
+  char label[32];
+  std::mutex mu;
+  Sink() {
+    const char* spec = std::getenv("TETHER_LOG");
+    std::string err;
+    if (spec && *spec && !parseLogSpec(spec, &filter, &err))
+      std::fprintf(stderr, "tether: ignoring TETHER_LOG=%s: %s\n", spec, err.c_str());
+    const char* rank = std::getenv("TETHER_RANK");
+    if (rank && *rank)
+      std::snprintf(label, sizeof label, "pe %s", rank);
+    else
+      std::snprintf(label, sizeof label, "pid %d", static_cast<int>(getpid()));
+  }
+};
+
+Sink& sink() {
+  static Sink s;  // filter parsed once; no runtime state lives here
+  return s;
+}
+
+}  // namespace
+
+const char* logSysName(LogSys sys) {
+  for (const auto& s : kSysNames)
+    if (s.sys == sys) return s.name;
+  return "?";
+}
+
+bool parseLogSpec(const std::string& spec, LogFilter* out, std::string* error) {
+  LogFilter f;
+  std::string level = spec, systems;
+  size_t colon = spec.find(':');
+  if (colon != std::string::npos) {
+    level = spec.substr(0, colon);
+    systems = spec.substr(colon + 1);
+  }
+  bool found = false;
+  for (int i = 0; i < 5; ++i)
+    if (level == kLevelNames[i]) {
+      f.level = static_cast<LogLevel>(i);
+      found = true;
+    }
+  if (!found) {
+    *error = "unknown level '" + level + "' (expected error|warn|info|debug|trace)";
+    return false;
+  }
+  if (!systems.empty()) {
+    f.mask = 0;
+    size_t pos = 0;
+    while (pos <= systems.size()) {
+      size_t comma = systems.find(',', pos);
+      std::string name = systems.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      bool known = false;
+      for (const auto& s : kSysNames)
+        if (name == s.name || name == "all") {
+          f.mask |= name == "all" ? ~0u : static_cast<uint32_t>(s.sys);
+          known = true;
+        }
+      if (!known) {
+        *error = "unknown subsystem '" + name + "'";
+        return false;
+      }
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
+  *out = f;
+  return true;
+}
+
+bool logEnabled(LogLevel level, LogSys sys) {
+  const LogFilter& f = sink().filter;
+  if (static_cast<int>(level) > static_cast<int>(f.level)) return false;
+  if (level <= LogLevel::Warn) return true;
+  return (f.mask & static_cast<uint32_t>(sys)) != 0;
+}
+
+void logWrite(LogLevel level, LogSys sys, const char* fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  Sink& s = sink();
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::fprintf(stderr, "tether[%s] %s %s: %s\n", s.label, kLevelNames[static_cast<int>(level)], logSysName(sys), msg);
+}
+
+}  // namespace tether
