@@ -11,7 +11,7 @@
  *    tether_quiet() completes all of the caller's outstanding operations, tether_fence() orders them per target PE.
  *  - Waits (barrier, wait_until, signal_wait_until) are bounded by TETHER_TIMEOUT and fail with TETHER_ERR_TIMEOUT
  *    naming address, expected and seen values.
- *  - Thread safety: calls on one instance may be made from several threads, except tether_init*/tether_finalize and
+ *  - Thread safety: calls on one instance may be made from several threads, except tether_init, tether_init_attr, tether_finalize and
  *    the collective allocation calls, which the threads of a PE must not race with each other.
  */
 #ifndef TETHER_TETHER_H
@@ -64,7 +64,7 @@ typedef struct tether_world* tether_t;
 
 /* Explicit start-up parameters; zero-initialise, then set what you need. Unset fields come from the environment
  * (tetherrun, mpirun, srun, torchrun variables; see README "Launching"). */
-typedef struct tether_init_attr {
+typedef struct tether_init_attr_s {
   int rank;                     /* -1: from environment */
   int size;                     /* -1 or 0: from environment */
   const char* bootstrap_addr;   /* "host:port" served by rank 0; NULL: from environment */
