@@ -33,6 +33,8 @@ const std::vector<ConfigVar>& configVars() {
        "Internal: listening socket inherited by PE 0 from tetherrun (avoids a port race)"},
       {"TETHER_JOB_SECRET", ConfigType::String, "",
        "Shared secret of the job; bootstrap connections that do not present it are refused (set by tetherrun)"},
+      {"TETHER_LAUNCHER", ConfigType::String, "",
+       "Internal: set to 'tetherrun' by tetherrun so the runtime can name its launcher; leave unset"},
       {"TETHER_PATHS", ConfigType::String, "auto",
        "Force the peer path for same-host peers: auto|shm (p2p and proxy come with the GPU and network issues)"},
       {"TETHER_KILL_GRACE", ConfigType::Seconds, "3",

@@ -1,1 +1,306 @@
-// placeholder
+// The C API: argument plumbing from tether.h to World, Status -> tether_status_t + thread-local message.
+#include <cstdint>
+#include <new>
+#include <string>
+
+#include "base/log.h"
+#include "core/dtype.h"
+#include "core/world.h"
+
+struct tether_world {
+  std::unique_ptr<tether::World> impl;
+};
+
+namespace {
+
+thread_local std::string tlsLastError;
+
+tether_status_t report(const tether::Status& s) {
+  if (s.isOk()) return TETHER_SUCCESS;
+  tlsLastError = s.message();
+  TETHER_LOG_INFO(tether::LogSys::Core, "%s", s.message().c_str());
+  return s.code();
+}
+
+tether_status_t nullWorld(const char* call) {
+  return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": world is NULL"));
+}
+
+// Runs f() -> Status with world checked and exceptions contained.
+template <typename F>
+tether_status_t guarded(tether_t w, const char* call, F&& f) {
+  if (!w || !w->impl) return nullWorld(call);
+  try {
+    return report(f(*w->impl));
+  } catch (const std::bad_alloc&) {
+    return report(tether::Status(TETHER_ERR_NO_MEMORY, std::string(call) + ": out of host memory"));
+  } catch (const std::exception& e) {
+    return report(tether::Status(TETHER_ERR_INTERNAL, std::string(call) + ": " + e.what()));
+  }
+}
+
+using tether::World;
+using Mode = tether::World::WaitMode;
+
+}  // namespace
+
+extern "C" {
+
+const char* tether_status_string(tether_status_t s) {
+  switch (s) {
+    case TETHER_SUCCESS: return "TETHER_SUCCESS";
+    case TETHER_ERR_INVALID_ARG: return "TETHER_ERR_INVALID_ARG";
+    case TETHER_ERR_INVALID_PE: return "TETHER_ERR_INVALID_PE";
+    case TETHER_ERR_NOT_SYMMETRIC: return "TETHER_ERR_NOT_SYMMETRIC";
+    case TETHER_ERR_OVERFLOW: return "TETHER_ERR_OVERFLOW";
+    case TETHER_ERR_NO_MEMORY: return "TETHER_ERR_NO_MEMORY";
+    case TETHER_ERR_MISMATCH: return "TETHER_ERR_MISMATCH";
+    case TETHER_ERR_TIMEOUT: return "TETHER_ERR_TIMEOUT";
+    case TETHER_ERR_PEER_LOST: return "TETHER_ERR_PEER_LOST";
+    case TETHER_ERR_BOOTSTRAP: return "TETHER_ERR_BOOTSTRAP";
+    case TETHER_ERR_SYSTEM: return "TETHER_ERR_SYSTEM";
+    case TETHER_ERR_CUDA: return "TETHER_ERR_CUDA";
+    case TETHER_ERR_UNSUPPORTED: return "TETHER_ERR_UNSUPPORTED";
+    case TETHER_ERR_UNREACHABLE: return "TETHER_ERR_UNREACHABLE";
+    case TETHER_ERR_INTERNAL: return "TETHER_ERR_INTERNAL";
+  }
+  return "TETHER_ERR_(unknown)";
+}
+
+const char* tether_last_error(void) { return tlsLastError.c_str(); }
+
+size_t tether_dtype_size(tether_dtype_t type) { return tether::dtypeInfo(type).size; }
+
+void tether_init_attr_default(tether_init_attr_t* attr) {
+  if (!attr) return;
+  *attr = tether_init_attr_t{};
+  attr->rank = -1;
+  attr->size = -1;
+  attr->bootstrap_listen_fd = -1;
+}
+
+tether_status_t tether_init(tether_t* world) {
+  tether_init_attr_t attr;
+  tether_init_attr_default(&attr);
+  return tether_init_attr(&attr, world);
+}
+
+tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world) {
+  if (!world) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_init: world is NULL"));
+  *world = nullptr;
+  tether_init_attr_t a;
+  tether_init_attr_default(&a);
+  if (attr) a = *attr;
+  try {
+    std::unique_ptr<World> impl;
+    tether_status_t s = report(World::create(a, &impl));
+    if (s != TETHER_SUCCESS) return s;
+    *world = new tether_world{std::move(impl)};
+    return TETHER_SUCCESS;
+  } catch (const std::bad_alloc&) {
+    return report(tether::Status(TETHER_ERR_NO_MEMORY, "tether_init: out of host memory"));
+  }
+}
+
+tether_status_t tether_finalize(tether_t world) {
+  if (!world) return TETHER_SUCCESS;
+  tether_status_t s = guarded(world, "tether_finalize", [](World& w) { return w.finalize(); });
+  delete world;
+  return s;
+}
+
+int tether_my_pe(tether_t w) { return w && w->impl ? w->impl->myPe() : -1; }
+int tether_n_pes(tether_t w) { return w && w->impl ? w->impl->nPes() : -1; }
+int tether_local_pe(tether_t w) { return w && w->impl ? w->impl->localPe() : -1; }
+int tether_local_size(tether_t w) { return w && w->impl ? w->impl->localSize() : -1; }
+
+// ---- heap
+
+tether_status_t tether_malloc(tether_t w, size_t size, void** ptr) {
+  return tether_malloc_kind(w, TETHER_SEG_DEFAULT, 0, size, ptr);
+}
+
+tether_status_t tether_align(tether_t w, size_t alignment, size_t size, void** ptr) {
+  if (alignment == 0)
+    return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_align: alignment 0 is not a power of two"));
+  return tether_malloc_kind(w, TETHER_SEG_DEFAULT, alignment, size, ptr);
+}
+
+tether_status_t tether_malloc_kind(tether_t w, tether_seg_kind_t kind, size_t alignment, size_t size, void** ptr) {
+  if (!ptr) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_malloc: ptr is NULL"));
+  *ptr = nullptr;
+  return guarded(w, "tether_malloc", [&](World& x) {
+    return x.allocate("tether_malloc", kind, alignment, size, false, ptr);
+  });
+}
+
+tether_status_t tether_calloc(tether_t w, size_t count, size_t size, void** ptr) {
+  if (!ptr) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_calloc: ptr is NULL"));
+  *ptr = nullptr;
+  return guarded(w, "tether_calloc", [&](World& x) {
+    if (size != 0 && count > SIZE_MAX / size)
+      // Still collective: every PE gets here with the same arguments (or the mismatch check would differ anyway).
+      return tether::Status(TETHER_ERR_OVERFLOW, tether::strprintf("tether_calloc: %zu x %zu bytes overflows",
+                                                                   count, size));
+    return x.allocate("tether_calloc", TETHER_SEG_DEFAULT, 0, count * size, true, ptr);
+  });
+}
+
+tether_status_t tether_realloc(tether_t w, void* p, size_t size, void** out) {
+  if (!out) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_realloc: new_ptr is NULL"));
+  *out = nullptr;
+  return guarded(w, "tether_realloc", [&](World& x) { return x.reallocate("tether_realloc", p, size, out); });
+}
+
+tether_status_t tether_free(tether_t w, void* p) {
+  return guarded(w, "tether_free", [&](World& x) { return x.release("tether_free", p); });
+}
+
+void* tether_ptr(tether_t w, const void* addr, int pe) { return w && w->impl ? w->impl->ptr(addr, pe) : nullptr; }
+
+// ---- RMA
+
+tether_status_t tether_put(tether_t w, void* d, const void* s, size_t n, int pe) {
+  return guarded(w, "tether_put", [&](World& x) { return x.put("tether_put", d, s, n, pe, false); });
+}
+tether_status_t tether_get(tether_t w, void* d, const void* s, size_t n, int pe) {
+  return guarded(w, "tether_get", [&](World& x) { return x.get("tether_get", d, s, n, pe, false); });
+}
+tether_status_t tether_put_nbi(tether_t w, void* d, const void* s, size_t n, int pe) {
+  return guarded(w, "tether_put_nbi", [&](World& x) { return x.put("tether_put_nbi", d, s, n, pe, true); });
+}
+tether_status_t tether_get_nbi(tether_t w, void* d, const void* s, size_t n, int pe) {
+  return guarded(w, "tether_get_nbi", [&](World& x) { return x.get("tether_get_nbi", d, s, n, pe, true); });
+}
+
+static tether::Status elemBytes(const char* call, size_t nelems, size_t elemSize, size_t* bytes) {
+  if (elemSize != 0 && nelems > SIZE_MAX / elemSize)
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %zu elements of %zu bytes overflow size_t", call, nelems, elemSize);
+  *bytes = nelems * elemSize;
+  return tether::Status::ok();
+}
+
+tether_status_t tether_put_elems(tether_t w, void* d, const void* s, size_t nelems, size_t elemSize, int pe) {
+  return guarded(w, "tether_put", [&](World& x) {
+    size_t n;
+    TETHER_TRY(elemBytes("tether_put", nelems, elemSize, &n));
+    return x.put("tether_put", d, s, n, pe, false);
+  });
+}
+tether_status_t tether_get_elems(tether_t w, void* d, const void* s, size_t nelems, size_t elemSize, int pe) {
+  return guarded(w, "tether_get", [&](World& x) {
+    size_t n;
+    TETHER_TRY(elemBytes("tether_get", nelems, elemSize, &n));
+    return x.get("tether_get", d, s, n, pe, false);
+  });
+}
+
+tether_status_t tether_quiet(tether_t w) { return guarded(w, "tether_quiet", [](World& x) { return x.quiet(); }); }
+tether_status_t tether_fence(tether_t w) { return guarded(w, "tether_fence", [](World& x) { return x.fence(); }); }
+
+// ---- atomics
+
+tether_status_t tether_atomic(tether_t w, tether_amo_t op, tether_dtype_t type, void* dest, const void* value,
+                              const void* cond, void* fetched, int pe) {
+  return guarded(w, "tether_atomic", [&](World& x) { return x.atomic(op, type, dest, value, cond, fetched, pe); });
+}
+
+// ---- waits
+
+tether_status_t tether_wait_until(tether_t w, void* ivar, tether_dtype_t t, tether_cmp_t c, const void* v) {
+  return guarded(w, "tether_wait_until", [&](World& x) {
+    return x.waitOrTest("tether_wait_until", Mode::All, true, ivar, 1, nullptr, t, c, v, false, nullptr, nullptr,
+                        nullptr);
+  });
+}
+tether_status_t tether_test(tether_t w, void* ivar, tether_dtype_t t, tether_cmp_t c, const void* v, int* result) {
+  return guarded(w, "tether_test", [&](World& x) {
+    return x.waitOrTest("tether_test", Mode::All, false, ivar, 1, nullptr, t, c, v, false, result, nullptr, nullptr);
+  });
+}
+
+#define TETHER_WAIT_FORMS(SUFFIX, VEC)                                                                               \
+  tether_status_t tether_wait_until_all##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,     \
+                                                tether_cmp_t c, const void* v) {                                     \
+    return guarded(w, "tether_wait_until_all" #SUFFIX, [&](World& x) {                                              \
+      return x.waitOrTest("tether_wait_until_all" #SUFFIX, Mode::All, true, iv, n, st, t, c, v, VEC, nullptr,       \
+                          nullptr, nullptr);                                                                         \
+    });                                                                                                              \
+  }                                                                                                                  \
+  tether_status_t tether_wait_until_any##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,     \
+                                                tether_cmp_t c, const void* v, size_t* index) {                      \
+    return guarded(w, "tether_wait_until_any" #SUFFIX, [&](World& x) {                                              \
+      return x.waitOrTest("tether_wait_until_any" #SUFFIX, Mode::Any, true, iv, n, st, t, c, v, VEC, nullptr,       \
+                          index, nullptr);                                                                           \
+    });                                                                                                              \
+  }                                                                                                                  \
+  tether_status_t tether_wait_until_some##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,    \
+                                                 tether_cmp_t c, const void* v, size_t* idx, size_t* count) {        \
+    return guarded(w, "tether_wait_until_some" #SUFFIX, [&](World& x) {                                             \
+      return x.waitOrTest("tether_wait_until_some" #SUFFIX, Mode::Some, true, iv, n, st, t, c, v, VEC, nullptr,     \
+                          idx, count);                                                                               \
+    });                                                                                                              \
+  }                                                                                                                  \
+  tether_status_t tether_test_all##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,           \
+                                          tether_cmp_t c, const void* v, int* result) {                              \
+    return guarded(w, "tether_test_all" #SUFFIX, [&](World& x) {                                                    \
+      return x.waitOrTest("tether_test_all" #SUFFIX, Mode::All, false, iv, n, st, t, c, v, VEC, result, nullptr,    \
+                          nullptr);                                                                                  \
+    });                                                                                                              \
+  }                                                                                                                  \
+  tether_status_t tether_test_any##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,           \
+                                          tether_cmp_t c, const void* v, size_t* index) {                            \
+    return guarded(w, "tether_test_any" #SUFFIX, [&](World& x) {                                                    \
+      return x.waitOrTest("tether_test_any" #SUFFIX, Mode::Any, false, iv, n, st, t, c, v, VEC, nullptr, index,     \
+                          nullptr);                                                                                  \
+    });                                                                                                              \
+  }                                                                                                                  \
+  tether_status_t tether_test_some##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,          \
+                                           tether_cmp_t c, const void* v, size_t* idx, size_t* count) {              \
+    return guarded(w, "tether_test_some" #SUFFIX, [&](World& x) {                                                   \
+      return x.waitOrTest("tether_test_some" #SUFFIX, Mode::Some, false, iv, n, st, t, c, v, VEC, nullptr, idx,     \
+                          count);                                                                                    \
+    });                                                                                                              \
+  }
+TETHER_WAIT_FORMS(, false)
+TETHER_WAIT_FORMS(_vector, true)
+#undef TETHER_WAIT_FORMS
+
+// ---- signals
+
+tether_status_t tether_put_signal(tether_t w, void* d, const void* s, size_t n, uint64_t* sig, uint64_t v,
+                                  tether_signal_op_t op, int pe) {
+  return guarded(w, "tether_put_signal",
+                 [&](World& x) { return x.putSignal("tether_put_signal", d, s, n, sig, v, op, pe, false); });
+}
+tether_status_t tether_put_signal_nbi(tether_t w, void* d, const void* s, size_t n, uint64_t* sig, uint64_t v,
+                                      tether_signal_op_t op, int pe) {
+  return guarded(w, "tether_put_signal_nbi",
+                 [&](World& x) { return x.putSignal("tether_put_signal_nbi", d, s, n, sig, v, op, pe, true); });
+}
+tether_status_t tether_signal_op(tether_t w, uint64_t* sig, uint64_t v, tether_signal_op_t op, int pe) {
+  return guarded(w, "tether_signal_op", [&](World& x) { return x.signalOp(sig, v, op, pe); });
+}
+tether_status_t tether_signal_fetch(tether_t w, const uint64_t* sig, uint64_t* value) {
+  return guarded(w, "tether_signal_fetch", [&](World& x) -> tether::Status {
+    uint64_t off;
+    TETHER_TRY(x.checkSymmetric("tether_signal_fetch", "sig_addr", sig, sizeof *sig, &off));
+    if (!value) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_signal_fetch: value is NULL");
+    *value = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
+    return tether::Status::ok();
+  });
+}
+tether_status_t tether_signal_wait_until(tether_t w, uint64_t* sig, tether_cmp_t c, uint64_t v, uint64_t* seen) {
+  return guarded(w, "tether_signal_wait_until", [&](World& x) { return x.signalWaitUntil(sig, c, v, seen); });
+}
+
+// ---- collectives
+
+tether_status_t tether_barrier_all(tether_t w) {
+  return guarded(w, "tether_barrier_all", [](World& x) { return x.barrier("tether_barrier_all", true); });
+}
+tether_status_t tether_sync_all(tether_t w) {
+  return guarded(w, "tether_sync_all", [](World& x) { return x.barrier("tether_sync_all", false); });
+}
+
+}  // extern "C"

@@ -1,1 +1,165 @@
-// placeholder
+// Waits (wait_until/test and their array forms, signal_wait_until) and the barrier.
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "core/dtype.h"
+#include "core/world.h"
+
+namespace tether {
+namespace {
+
+const char* cmpName(tether_cmp_t c) {
+  static const char* const names[] = {"EQ", "NE", "GT", "GE", "LT", "LE"};
+  return static_cast<unsigned>(c) <= TETHER_CMP_LE ? names[c] : "?";
+}
+
+template <typename T>
+bool compare(T x, tether_cmp_t cmp, T v) {
+  switch (cmp) {
+    case TETHER_CMP_EQ: return x == v;
+    case TETHER_CMP_NE: return x != v;
+    case TETHER_CMP_GT: return x > v;
+    case TETHER_CMP_GE: return x >= v;
+    case TETHER_CMP_LT: return x < v;
+    case TETHER_CMP_LE: return x <= v;
+  }
+  return false;
+}
+
+// Acquire-load of one element; returns its bits.
+uint64_t loadBits(const void* p, size_t size) {
+  switch (size) {
+    case 2: return __atomic_load_n(static_cast<const uint16_t*>(p), __ATOMIC_ACQUIRE);
+    case 4: return __atomic_load_n(static_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE);
+    default: return __atomic_load_n(static_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+  }
+}
+
+bool holds(tether_dtype_t type, uint64_t bits, tether_cmp_t cmp, const void* value) {
+  return withDtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    T x, v;
+    std::memcpy(&x, &bits, sizeof x);
+    std::memcpy(&v, value, sizeof v);
+    return compare(x, cmp, v);
+  });
+}
+
+}  // namespace
+
+Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivars, size_t n, const int* status,
+                         tether_dtype_t type, tether_cmp_t cmp, const void* values, bool vector, int* allResult,
+                         size_t* indices, size_t* count) {
+  const DtypeInfo& d = dtypeInfo(type);
+  if (d.cls == DtypeClass::Invalid) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown type %d", call, type);
+  if (static_cast<unsigned>(cmp) > TETHER_CMP_LE)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown comparison %d", call, static_cast<int>(cmp));
+  if (!values) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: value is NULL", call);
+  if (n > 0 && !ivars) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: ivars is NULL", call);
+  if (n > SIZE_MAX / d.size) TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %zu elements of %zu bytes overflow", call, n, d.size);
+  uint64_t off;
+  if (n > 0) {
+    TETHER_TRY(checkSymmetric(call, "ivars", ivars, n * d.size, &off));
+    if (reinterpret_cast<uintptr_t>(ivars) % d.size)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: ivars %p is not aligned to %zu bytes", call, ivars, d.size);
+  }
+  if (mode == WaitMode::Any && !indices) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: index is NULL", call);
+  if (mode == WaitMode::Some && (!indices || !count))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: indices or count is NULL", call);
+  if (mode == WaitMode::All && !block && !allResult) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: result is NULL", call);
+
+  char* base = static_cast<char*>(ivars);
+  auto valueAt = [&](size_t i) { return static_cast<const char*>(values) + (vector ? i * d.size : 0); };
+  size_t included = 0;
+  for (size_t i = 0; i < n; ++i) included += !(status && status[i]);
+
+  SpinWait spin(timeout_);
+  size_t pending = SIZE_MAX;  // an entry not yet satisfied (for the timeout message)
+  uint64_t pendingBits = 0;
+  for (;;) {
+    size_t satisfied = 0;
+    size_t found = 0;
+    pending = SIZE_MAX;
+    for (size_t i = 0; i < n; ++i) {
+      if (status && status[i]) continue;
+      uint64_t bits = loadBits(base + i * d.size, d.size);
+      if (holds(type, bits, cmp, valueAt(i))) {
+        ++satisfied;
+        if (mode == WaitMode::Any) {
+          indices[0] = i;
+          return Status::ok();
+        }
+        if (mode == WaitMode::Some) indices[found++] = i;
+      } else if (pending == SIZE_MAX) {
+        pending = i;
+        pendingBits = bits;
+      }
+    }
+    bool done = mode == WaitMode::All ? satisfied == included : (included == 0 || satisfied > 0);
+    if (done || !block) {
+      if (mode == WaitMode::All && allResult) *allResult = done ? 1 : 0;
+      if (mode == WaitMode::Any) indices[0] = SIZE_MAX;
+      if (mode == WaitMode::Some) *count = found;
+      return Status::ok();
+    }
+    if (!spin.next()) break;
+  }
+  const char* entry = base + pending * d.size;
+  TETHER_FAIL(TETHER_ERR_TIMEOUT,
+              "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d waiting for ivars[%zu] at %p (symmetric offset "
+              "0x%llx, %s) %s %s; last seen %s",
+              call, timeout_, job_.rank, pending, static_cast<const void*>(entry),
+              static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(entry) -
+                                              reinterpret_cast<uintptr_t>(host_->myBase())),
+              d.name, cmpName(cmp), formatDtype(type, [&] {
+                uint64_t b = 0;
+                std::memcpy(&b, valueAt(pending), d.size);
+                return b;
+              }()).c_str(),
+              formatDtype(type, pendingBits).c_str());
+}
+
+Status World::signalWaitUntil(uint64_t* sig, tether_cmp_t cmp, uint64_t value, uint64_t* seen) {
+  const char* call = "tether_signal_wait_until";
+  size_t index = 0;
+  TETHER_TRY(waitOrTest(call, WaitMode::Any, true, sig, 1, nullptr, TETHER_UINT64, cmp, &value, false, nullptr,
+                        &index, nullptr));
+  // Signals only move forward under the documented use; report the value that satisfied (re-read if it moved on).
+  if (seen) *seen = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
+  return Status::ok();
+}
+
+Status World::barrier(const char* call, bool quietFirst) {
+  if (quietFirst) TETHER_TRY(quiet());
+  const int n = job_.size, me = job_.rank;
+  if (n == 1) return fence();
+  const uint64_t epoch = ++barrierEpoch_;
+  auto* ctl = reinterpret_cast<ControlBlock*>(host_->myBase());
+  // Dissemination: in round r, tell PE me+2^r and wait to be told by PE me-2^r. Counters only grow, and each PE
+  // gets exactly one increment per round per barrier, so "counter >= epoch" means this barrier's round arrived.
+  int round = 0;
+  for (int dist = 1; dist < n; dist <<= 1, ++round) {
+    const int to = (me + dist) % n, from = (me - dist + n) % n;
+    const uint64_t slotOff = offsetof(ControlBlock, barrier) + static_cast<uint64_t>(round) * sizeof(ControlBlock::Slot);
+    const PeerPath& p = path(to);
+    TETHER_TRY(p.ops->signal(p.ctx, to, remote(to, slotOff), 1, TETHER_SIGNAL_ADD));
+    uint64_t* mine = &ctl->barrier[round].value;
+    SpinWait spin(timeout_);
+    while (__atomic_load_n(mine, __ATOMIC_ACQUIRE) < epoch) {
+      if (!spin.next())
+        TETHER_FAIL(TETHER_ERR_TIMEOUT,
+                    "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d in barrier #%llu, round %d, waiting for PE "
+                    "%d (counter at %p expected >= %llu, seen %llu); did PE %d exit or skip the call?",
+                    call, timeout_, me, static_cast<unsigned long long>(epoch), round, from,
+                    static_cast<void*>(mine), static_cast<unsigned long long>(epoch),
+                    static_cast<unsigned long long>(__atomic_load_n(mine, __ATOMIC_ACQUIRE)), from);
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return Status::ok();
+}
+
+}  // namespace tether

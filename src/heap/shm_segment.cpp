@@ -1,1 +1,103 @@
-// placeholder
+#include "heap/shm_segment.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/log.h"
+#include "base/unix_socket.h"
+#include "bootstrap/bootstrap.h"
+
+namespace tether {
+namespace {
+
+constexpr uint64_t kStrideAlign = 2ull << 20;
+
+uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+std::string socketName(const std::string& jobTag, int rank) {
+  return "tether." + jobTag + ".heap." + std::to_string(rank);
+}
+
+}  // namespace
+
+HostSegmentGroup::~HostSegmentGroup() {
+  if (window_) ::munmap(window_, windowBytes_);
+  if (memfd_ >= 0) ::close(memfd_);
+}
+
+Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap,
+                                std::unique_ptr<HostSegmentGroup>* out) {
+  std::unique_ptr<HostSegmentGroup> g(new HostSegmentGroup());
+  g->params_ = p;
+  const int localSize = static_cast<int>(p.localRanks.size());
+  const int me = p.localRanks[static_cast<size_t>(p.localIndex)];
+  if (p.initialBytes > p.maxBytes)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_HEAP_SIZE (%llu bytes) is larger than TETHER_HEAP_MAX (%llu bytes)",
+                static_cast<unsigned long long>(p.initialBytes), static_cast<unsigned long long>(p.maxBytes));
+  g->stride_ = roundUp(p.maxBytes, kStrideAlign);
+  if (g->stride_ > (1ull << 46) / static_cast<uint64_t>(localSize))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_HEAP_MAX=%llu bytes x %d same-host PEs exceeds the address space",
+                static_cast<unsigned long long>(p.maxBytes), localSize);
+  g->windowBytes_ = g->stride_ * static_cast<uint64_t>(localSize);
+
+  void* w = ::mmap(nullptr, g->windowBytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (w == MAP_FAILED) return errnoStatus("reserving " + std::to_string(g->windowBytes_) + " bytes of address space "
+                                          "for the host heap (lower TETHER_HEAP_MAX)", errno);
+  g->window_ = static_cast<char*>(w);
+
+  g->memfd_ = ::memfd_create(("tether-heap-" + std::to_string(me)).c_str(), MFD_CLOEXEC);
+  if (g->memfd_ < 0) return errnoStatus("memfd_create(host heap)", errno);
+  if (::ftruncate(g->memfd_, static_cast<off_t>(p.initialBytes)) != 0)
+    return errnoStatus("ftruncate(host heap, " + std::to_string(p.initialBytes) + ")", errno);
+  g->committed_ = p.initialBytes;
+
+  UnixFdServer server;
+  if (localSize > 1) TETHER_TRY(server.listen(socketName(p.jobTag, me), localSize));
+  TETHER_TRY(bootstrap.barrier());  // every same-host PE is listening
+
+  // Step j: local PE j serves its descriptor to the others, who fetch it. Everyone walks j in the same order, so a
+  // PE is served by j only after having served (or fetched from) every earlier PE: no cycle, no deadlock.
+  for (int j = 0; j < localSize; ++j) {
+    int fd = -1;
+    bool owned = false;
+    if (j == p.localIndex) {
+      fd = g->memfd_;
+      for (int k = 0; k < localSize - 1; ++k) {
+        int client = -1;
+        TETHER_TRY(server.serveOne(p.secret, g->memfd_, nullptr, 0, p.timeoutSeconds, &client));
+      }
+    } else {
+      TETHER_TRY(unixFetchFd(socketName(p.jobTag, p.localRanks[static_cast<size_t>(j)]), p.secret, me,
+                             p.timeoutSeconds, &fd, nullptr, 0));
+      owned = true;
+    }
+    void* m = ::mmap(g->base(j), g->stride_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    int err = errno;
+    if (owned) ::close(fd);  // the mapping keeps the memory alive
+    if (m == MAP_FAILED)
+      return errnoStatus("mapping the host heap of PE " + std::to_string(p.localRanks[static_cast<size_t>(j)]), err);
+  }
+  server.close();
+  TETHER_LOG_INFO(LogSys::Heap, "host heap: %llu bytes committed, up to %llu, %d same-host PEs mapped at %p (+%llu each)",
+                  static_cast<unsigned long long>(g->committed_), static_cast<unsigned long long>(p.maxBytes),
+                  localSize, static_cast<void*>(g->window_), static_cast<unsigned long long>(g->stride_));
+  *out = std::move(g);
+  return Status::ok();
+}
+
+Status HostSegmentGroup::grow(uint64_t newBytes) {
+  if (newBytes <= committed_) return Status::ok();
+  if (newBytes > params_.maxBytes)
+    TETHER_FAIL(TETHER_ERR_NO_MEMORY, "host heap cannot grow to %llu bytes: TETHER_HEAP_MAX is %llu bytes",
+                static_cast<unsigned long long>(newBytes), static_cast<unsigned long long>(params_.maxBytes));
+  if (::ftruncate(memfd_, static_cast<off_t>(newBytes)) != 0)
+    return errnoStatus("growing the host heap to " + std::to_string(newBytes) + " bytes", errno);
+  TETHER_LOG_INFO(LogSys::Heap, "host heap grown from %llu to %llu bytes", static_cast<unsigned long long>(committed_),
+                  static_cast<unsigned long long>(newBytes));
+  committed_ = newBytes;
+  return Status::ok();
+}
+
+}  // namespace tether

@@ -1,0 +1,78 @@
+// Transport interface: one ops table plus capability flags per peer path (DESIGN §2, §3).
+//
+// A path is chosen once per (PE pair) at start-up from the topology record and never on the hot path. The RMA layer
+// calls ops through the PeerPath of the target PE. Paths today: `self` and `shm` (host memory of a same-host PE,
+// direct load/store). `p2p` (GPU peer mappings, issue #4) and `proxy` (network via UCX) fill the same table.
+//
+// Ordering contract every implementation keeps:
+//  - put/get: blocking forms complete before returning; nbi forms complete at quiet().
+//  - signal(): the signal update becomes visible to the target only after every put this PE issued to that target
+//    before it (release); a reader that acquires the signal sees the data.
+//  - amo(): atomic with respect to every other amo()/signal() on the same word, from any PE and path.
+//  - fence(): orders puts/AMOs/signals to each target; quiet(): completes everything issued so far.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tether/tether.h"
+
+namespace tether {
+
+enum TransportCap : uint32_t {
+  kCapLoadStore = 1u << 0,     // peer memory is mapped here: tether_ptr works, ops take RemoteAddr::ptr
+  kCapAtomics = 1u << 1,       // atomics native on the peer's memory
+  kCapHostSegment = 1u << 2,   // serves HOST segments
+  kCapDeviceSegment = 1u << 3, // serves DEVICE segments
+};
+
+// Target of an operation: the symmetric offset (always) and, on load/store paths, the translated pointer.
+struct RemoteAddr {
+  char* ptr;
+  uint64_t offset;
+};
+
+// One atomic operation on a word of `width` bytes (4 or 8); operands are bit patterns in the low bytes.
+struct AmoArgs {
+  tether_amo_t op;
+  unsigned width;
+  uint64_t value;
+  uint64_t cond;
+};
+
+struct TransportOps {
+  const char* name;
+  uint32_t caps;
+  Status (*put)(void* ctx, int pe, RemoteAddr dst, const void* src, size_t n, bool nbi);
+  Status (*get)(void* ctx, int pe, void* dst, RemoteAddr src, size_t n, bool nbi);
+  Status (*amo)(void* ctx, int pe, RemoteAddr dst, const AmoArgs& args, uint64_t* fetched);
+  Status (*signal)(void* ctx, int pe, RemoteAddr sig, uint64_t value, tether_signal_op_t op);
+  Status (*quiet)(void* ctx);
+  Status (*fence)(void* ctx);
+};
+
+enum class PathKind { Self, Shm, P2p, Proxy, None };
+const char* pathKindName(PathKind k);
+
+// What start-up knows about one PE, gathered from every PE (serialisable; the GPU issue adds devices and links).
+struct PeInfo {
+  std::string host;   // host identity (hostname + boot id)
+  int localIndex = 0; // index among the PEs of that host
+};
+
+struct PathChoice {
+  PathKind kind;
+  std::string reason;
+};
+
+// Pure path choice: from the topology record, the PE pair and the TETHER_PATHS override ("auto" or "shm").
+// Returns PathKind::None with the reason when no path exists (e.g. another host and no network transport).
+Status choosePath(const std::vector<PeInfo>& pes, int me, int pe, const std::string& override, PathChoice* out);
+
+// The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.
+const TransportOps& shmTransportOps();
+
+}  // namespace tether

@@ -1,0 +1,55 @@
+// Helpers for multi-process tests (run under tetherrun). A failed check prints PE, file, line, the expression and
+// tether_last_error(), then exits 1 so tetherrun stops the job and ctest sees the failure.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "tether/tether.h"
+
+namespace mp {
+
+inline tether_t& world() {
+  static tether_t w = nullptr;  // test program state, not library state
+  return w;
+}
+
+[[noreturn]] inline void fail(const char* file, int line, const char* expr, const char* extra) {
+  std::fprintf(stderr, "FAIL PE %d %s:%d: %s%s%s | last error: %s\n", tether_my_pe(world()), file, line, expr,
+               extra ? " " : "", extra ? extra : "", tether_last_error());
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+inline void init() {
+  if (tether_init(&world()) != TETHER_SUCCESS) {
+    std::fprintf(stderr, "FAIL: tether_init: %s\n", tether_last_error());
+    std::exit(1);
+  }
+}
+
+inline int finish() {
+  if (tether_finalize(world()) != TETHER_SUCCESS) {
+    std::fprintf(stderr, "FAIL: tether_finalize: %s\n", tether_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mp
+
+#define MP_CHECK(cond)                                             \
+  do {                                                             \
+    if (!(cond)) ::mp::fail(__FILE__, __LINE__, #cond, nullptr);   \
+  } while (0)
+#define MP_OK(call) MP_CHECK((call) == TETHER_SUCCESS)
+#define MP_EXPECT_STATUS(call, code)                                                                  \
+  do {                                                                                                \
+    tether_status_t mp_s_ = (call);                                                                   \
+    if (mp_s_ != (code)) ::mp::fail(__FILE__, __LINE__, #call, tether_status_string(mp_s_));          \
+  } while (0)
+#define MP_MSG_HAS(needle)                                                                            \
+  do {                                                                                                \
+    if (!std::strstr(tether_last_error(), (needle))) ::mp::fail(__FILE__, __LINE__, "message lacks", needle); \
+  } while (0)
