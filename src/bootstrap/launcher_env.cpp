@@ -1,1 +1,261 @@
-// placeholder
+// Launcher detection: turns the environment a launcher gives each process into a JobInfo.
+//
+// TETHER_* variables come from the Config (registry-declared); the variables of foreign launchers (Open MPI, Hydra,
+// Slurm, torchrun) are read with getenv, or with an injected lookup in tests. Detection is pure: it never changes
+// the environment and keeps no state.
+#include <cinttypes>
+#include <climits>
+#include <cstdlib>
+
+#include "base/log.h"
+#include "bootstrap/launcher_env.h"
+
+namespace tether {
+namespace {
+
+constexpr size_t kMaxSecretBytes = 1024;  // also the limit of the TCP hello (tcp_bootstrap.cpp)
+
+// Strict decimal int: the whole value, no sign games beyond a leading '-', in int range.
+bool parseIntStrict(const std::string& s, int* out) {
+  int64_t v = 0;
+  if (!parseInt(s, &v) || v < INT_MIN || v > INT_MAX) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+Status intVar(const char* name, const std::string& value, int* out) {
+  if (!parseIntStrict(value, out))
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment: %s='%s' is not an integer", name, value.c_str());
+  return Status::ok();
+}
+
+// The variable names a launcher uses; localRank/localSize may be null (not provided by that launcher).
+struct LauncherVars {
+  const char* launcher;
+  const char* rank;
+  const char* size;
+  const char* localRank;
+  const char* localSize;
+};
+
+// Reads rank/size (both required once rank is present) and the optional local pair.
+Status readForeign(const EnvLookup& env, const LauncherVars& v, JobInfo* job) {
+  const char* r = env(v.rank);
+  const char* s = env(v.size);
+  if (!s)
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment (%s): %s=%s is set but %s is not", v.launcher, v.rank, r,
+                v.size);
+  TETHER_TRY(intVar(v.rank, r, &job->rank));
+  TETHER_TRY(intVar(v.size, s, &job->size));
+  const char* lr = v.localRank ? env(v.localRank) : nullptr;
+  const char* ls = v.localSize ? env(v.localSize) : nullptr;
+  if (lr) TETHER_TRY(intVar(v.localRank, lr, &job->localRank));
+  if (ls) TETHER_TRY(intVar(v.localSize, ls, &job->localSize));
+  job->launcher = v.launcher;
+  return Status::ok();
+}
+
+// "N" or "N(xM)" (Slurm's homogeneous tasks-per-node forms) -> N; anything else -> false.
+bool slurmUniformTasksPerNode(const char* value, int* out) {
+  if (!value) return false;
+  std::string s = value;
+  size_t paren = s.find('(');
+  if (paren != std::string::npos) {
+    if (s.back() != ')' || s.find(',') != std::string::npos) return false;
+    s = s.substr(0, paren);
+  } else if (s.find(',') != std::string::npos) {
+    return false;
+  }
+  return parseIntStrict(s, out) && *out > 0;
+}
+
+Status readSlurm(const EnvLookup& env, JobInfo* job) {
+  // Inside an srun step SLURM_STEP_NUM_TASKS is the step's size; SLURM_NTASKS may be the whole allocation's.
+  const char* sizeVar = env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
+  TETHER_TRY(readForeign(env, {"slurm", "SLURM_PROCID", sizeVar, "SLURM_LOCALID", nullptr}, job));
+  int perNode = -1;
+  if (slurmUniformTasksPerNode(env("SLURM_NTASKS_PER_NODE"), &perNode) ||
+      slurmUniformTasksPerNode(env("SLURM_STEP_TASKS_PER_NODE"), &perNode))
+    job->localSize = perNode;
+  return Status::ok();
+}
+
+// Names of the variables that gave rank and size, for error messages.
+struct Origin {
+  std::string rank = "rank";
+  std::string size = "size";
+  std::string localRank = "local rank";
+  std::string localSize = "local size";
+};
+
+Origin originOf(const std::string& launcher, const EnvLookup& env) {
+  if (launcher == "tetherrun" || launcher == "explicit")
+    return {"TETHER_RANK", "TETHER_SIZE", "TETHER_LOCAL_RANK", "TETHER_LOCAL_SIZE"};
+  if (launcher == "openmpi")
+    return {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+  if (launcher == "hydra") return {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
+  if (launcher == "slurm")
+    return {"SLURM_PROCID", env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS", "SLURM_LOCALID",
+            "SLURM_NTASKS_PER_NODE"};
+  if (launcher == "torchrun") return {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+  return {};
+}
+
+Status validateRanks(const JobInfo& job, const Origin& o) {
+  if (job.size < 1)
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment (%s): %s=%d: the job size must be at least 1",
+                job.launcher.c_str(), o.size.c_str(), job.size);
+  if (job.rank < 0 || job.rank >= job.size)
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment (%s): %s=%d is outside [0, %s=%d)", job.launcher.c_str(),
+                o.rank.c_str(), job.rank, o.size.c_str(), job.size);
+  if (job.localSize != -1 && (job.localSize < 1 || job.localSize > job.size))
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment (%s): %s=%d is outside [1, %s=%d]", job.launcher.c_str(),
+                o.localSize.c_str(), job.localSize, o.size.c_str(), job.size);
+  if (job.localRank != -1 && job.localRank < 0)
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment (%s): %s=%d is negative", job.launcher.c_str(),
+                o.localRank.c_str(), job.localRank);
+  if (job.localRank >= 0 && job.localSize >= 1 && job.localRank >= job.localSize)
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment (%s): %s=%d is outside [0, %s=%d)", job.launcher.c_str(),
+                o.localRank.c_str(), job.localRank, o.localSize.c_str(), job.localSize);
+  return Status::ok();
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// A secret every rank of a foreign-launched job computes alike: the address plus whatever job identity the launcher
+// exports. It keeps unrelated jobs apart but is no protection against local users (they can compute it too).
+std::string derivedSecret(const JobInfo& job, const EnvLookup& env) {
+  std::string id = job.launcher + "|" + job.bootstrapAddr + "|" + std::to_string(job.size);
+  for (const char* name : {"SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid", "TORCHELASTIC_RUN_ID"}) {
+    const char* v = env(name);
+    if (v) id += std::string("|") + name + "=" + v;
+  }
+  return strprintf("derived-%016" PRIx64 "%016" PRIx64, fnv1a(id), fnv1a(id + "#"));
+}
+
+}  // namespace
+
+bool splitHostPort(const std::string& addr, std::string* host, int* port) {
+  size_t colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) return false;
+  std::string h = addr.substr(0, colon);
+  if (h.front() == '[') {
+    if (h.size() < 3 || h.back() != ']') return false;
+    h = h.substr(1, h.size() - 2);
+  }
+  int p = 0;
+  if (!parseIntStrict(addr.substr(colon + 1), &p) || p < 0 || p > 65535) return false;
+  for (char c : addr.substr(colon + 1))
+    if (c < '0' || c > '9') return false;
+  *host = h;
+  *port = p;
+  return true;
+}
+
+Status detectJobWith(const Config& config, const EnvLookup& env, JobInfo* out) {
+  JobInfo job;
+  const bool haveRank = config.isSet("TETHER_RANK"), haveSize = config.isSet("TETHER_SIZE");
+  if (haveRank || haveSize) {
+    if (!haveRank || !haveSize)
+      TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "launcher environment: %s is set but %s is not (set both, or neither)",
+                  haveRank ? "TETHER_RANK" : "TETHER_SIZE", haveRank ? "TETHER_SIZE" : "TETHER_RANK");
+    TETHER_TRY(intVar("TETHER_RANK", config.str("TETHER_RANK"), &job.rank));
+    TETHER_TRY(intVar("TETHER_SIZE", config.str("TETHER_SIZE"), &job.size));
+    if (config.isSet("TETHER_LOCAL_RANK"))
+      TETHER_TRY(intVar("TETHER_LOCAL_RANK", config.str("TETHER_LOCAL_RANK"), &job.localRank));
+    if (config.isSet("TETHER_LOCAL_SIZE"))
+      TETHER_TRY(intVar("TETHER_LOCAL_SIZE", config.str("TETHER_LOCAL_SIZE"), &job.localSize));
+    job.launcher = config.str("TETHER_LAUNCHER") == "tetherrun" ? "tetherrun" : "explicit";
+  } else if (env("OMPI_COMM_WORLD_RANK")) {
+    TETHER_TRY(readForeign(env,
+                           {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                            "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                           &job));
+  } else if (env("PMI_RANK")) {
+    TETHER_TRY(readForeign(env, {"hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, &job));
+  } else if (env("SLURM_PROCID")) {
+    TETHER_TRY(readSlurm(env, &job));
+  } else if (env("RANK") && env("WORLD_SIZE")) {
+    TETHER_TRY(readForeign(env, {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}, &job));
+  } else {
+    job.rank = 0;
+    job.size = 1;
+    job.localRank = 0;
+    job.localSize = 1;
+    job.launcher = "none";
+  }
+  TETHER_TRY(validateRanks(job, originOf(job.launcher, env)));
+
+  // Rendezvous address.
+  if (config.isSet("TETHER_BOOTSTRAP_ADDR") && !config.str("TETHER_BOOTSTRAP_ADDR").empty()) {
+    job.bootstrapAddr = config.str("TETHER_BOOTSTRAP_ADDR");
+  } else if (job.launcher == "torchrun" && env("MASTER_ADDR") && env("MASTER_PORT")) {
+    // torchrun's own rendezvous store may already listen on MASTER_PORT of that host; then rank 0's bind fails with
+    // EADDRINUSE and the error (tcp_bootstrap.cpp) tells the user to set TETHER_BOOTSTRAP_ADDR to another port.
+    job.bootstrapAddr = std::string(env("MASTER_ADDR")) + ":" + env("MASTER_PORT");
+  }
+  if (job.size > 1 && job.bootstrapAddr.empty()) {
+    if (job.launcher == "torchrun")
+      TETHER_FAIL(TETHER_ERR_BOOTSTRAP,
+                  "job of %d PEs (torchrun, RANK=%d) has no rendezvous address: set TETHER_BOOTSTRAP_ADDR=host:port "
+                  "(host of rank 0, a free port, the same on every rank), or MASTER_ADDR and MASTER_PORT",
+                  job.size, job.rank);
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP,
+                "job of %d PEs (launcher %s, rank %d) has no rendezvous address: set TETHER_BOOTSTRAP_ADDR=host:port "
+                "(host of rank 0, a free port, the same on every rank)",
+                job.size, job.launcher.c_str(), job.rank);
+  }
+  if (config.isSet("TETHER_BOOTSTRAP_FD")) {
+    int fd = -1;
+    TETHER_TRY(intVar("TETHER_BOOTSTRAP_FD", config.str("TETHER_BOOTSTRAP_FD"), &fd));
+    if (fd < 0) TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "TETHER_BOOTSTRAP_FD=%d is not a file descriptor", fd);
+    if (job.rank == 0)
+      job.listenFd = fd;
+    else
+      TETHER_LOG_DEBUG(LogSys::Bootstrap, "ignoring TETHER_BOOTSTRAP_FD=%d on rank %d (only rank 0 serves)", fd,
+                       job.rank);
+  }
+  if (!job.bootstrapAddr.empty()) {
+    std::string host;
+    int port = 0;
+    if (!splitHostPort(job.bootstrapAddr, &host, &port) || (port == 0 && job.listenFd < 0))
+      TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "rendezvous address '%s'%s: expected host:port with a port in 1-65535",
+                  job.bootstrapAddr.c_str(),
+                  config.isSet("TETHER_BOOTSTRAP_ADDR") ? " (TETHER_BOOTSTRAP_ADDR)" : " (MASTER_ADDR:MASTER_PORT)");
+  }
+
+  // Job secret.
+  if (config.isSet("TETHER_JOB_SECRET") && !config.str("TETHER_JOB_SECRET").empty()) {
+    job.secret = config.str("TETHER_JOB_SECRET");
+    if (job.secret.size() > kMaxSecretBytes)
+      TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "TETHER_JOB_SECRET is %zu bytes long; at most %zu are allowed",
+                  job.secret.size(), kMaxSecretBytes);
+  } else if (job.size > 1) {
+    job.secret = derivedSecret(job, env);
+    if (job.rank == 0)
+      TETHER_LOG_WARN(LogSys::Bootstrap,
+                      "no TETHER_JOB_SECRET under %s: using a secret derived from the job's identity, which other "
+                      "users of these hosts can compute; export TETHER_JOB_SECRET=<random string> to every rank",
+                      job.launcher.c_str());
+  }
+
+  TETHER_LOG_INFO(LogSys::Bootstrap, "job: launcher %s, rank %d of %d, local %d of %d, rendezvous %s%s",
+                  job.launcher.c_str(), job.rank, job.size, job.localRank, job.localSize,
+                  job.bootstrapAddr.empty() ? "(none)" : job.bootstrapAddr.c_str(),
+                  job.listenFd >= 0 ? " (inherited socket)" : "");
+  *out = std::move(job);
+  return Status::ok();
+}
+
+Status detectJob(const Config& config, JobInfo* out) {
+  return detectJobWith(config, [](const char* name) -> const char* { return std::getenv(name); }, out);
+}
+
+}  // namespace tether

@@ -39,9 +39,16 @@ int main() {
   MP_OK(tether_malloc(w, 512, &p));
   MP_OK(tether_free(w, p));
 
-  // One PE frees a bogus pointer: every PE fails, nobody hangs.
-  MP_EXPECT_STATUS(tether_free(w, me == 0 ? static_cast<void*>(&stackVar) : static_cast<void*>(buf + 8)),
-                   me == 0 ? TETHER_ERR_NOT_SYMMETRIC : TETHER_ERR_NOT_SYMMETRIC);
+  // One PE frees a bogus pointer while the others free a live block: every PE fails (the others naming PE 0),
+  // nobody hangs, and the live block stays allocated on every PE.
+  void* live = nullptr;
+  MP_OK(tether_malloc(w, 256, &live));
+  MP_EXPECT_STATUS(tether_free(w, me == 0 ? static_cast<void*>(&stackVar) : live), TETHER_ERR_NOT_SYMMETRIC);
+  if (me != 0) MP_MSG_HAS("PE 0 passed invalid arguments");
+  MP_OK(tether_free(w, live));
+  // A pointer inside the heap that is not the start of an allocation is refused too.
+  MP_EXPECT_STATUS(tether_free(w, buf + 8), TETHER_ERR_INVALID_ARG);
+  MP_MSG_HAS("not the start of a live symmetric allocation");
 
   // Heap exhaustion (TETHER_HEAP_MAX is 32M in the test): the same clear error on every PE.
   MP_EXPECT_STATUS(tether_malloc(w, 64ull << 20, &p), TETHER_ERR_NO_MEMORY);

@@ -1,0 +1,675 @@
+// tetherrun: starts N PEs of one program on this host, gives them a rendezvous socket and a random job secret,
+// forwards signals and output, and ends the job when one PE fails (DESIGN §4, Bootstrap).
+//
+// Structure: parse the command line, prepare every PE's environment, fork/exec the PEs (each in its own process
+// group, with PR_SET_PDEATHSIG so none outlives tetherrun), then run one poll() loop over a self-pipe (fed by the
+// signal handlers: SIGCHLD and the forwarded signals) and the PEs' output pipes. The self-pipe's write end is the one
+// global: signal handlers cannot reach anything else.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "tether/tether.h"
+
+extern char** environ;
+
+namespace {
+
+using tether::Config;
+using tether::nowNs;
+using tether::Status;
+
+constexpr int kMaxPes = 1024;
+constexpr int kExitUsage = 2;
+constexpr int kExitTimeout = 124;
+constexpr size_t kChunk = 64 * 1024;       // one read from a PE's pipe
+constexpr size_t kMaxPartial = 64 * 1024;  // a line longer than this is forwarded in pieces
+
+int gSignalPipeWrite = -1;  // written by the signal handlers only
+
+void onSignal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  ssize_t ignored = ::write(gSignalPipeWrite, &b, 1);  // full pipe: a wake-up is already pending
+  (void)ignored;
+  errno = saved;
+}
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+const char kHelp[] =
+    "Usage: tetherrun -n N [options] [--] [NAME=VALUE...] program [args...]\n"
+    "\n"
+    "Starts N processing elements (PEs) of `program` on this host and waits for them.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --np N            number of PEs, 1..1024 (required)\n"
+    "  --tag-output          prefix every line a PE writes to stdout/stderr with \"[rank] \"\n"
+    "  --output-dir DIR      write PE r's stdout to DIR/pe<r>.out and stderr to DIR/pe<r>.err (DIR is created;\n"
+    "                        with --tag-output the lines in the files are prefixed too)\n"
+    "  -x, --env NAME=VALUE  export NAME=VALUE to every PE (repeatable); NAME=VALUE words before the program do the\n"
+    "                        same\n"
+    "  --timeout SEC         wall-clock limit for the whole job (e.g. 30, 2m); on expiry the PEs are stopped and\n"
+    "                        tetherrun exits with 124\n"
+    "  -h, --help            show this help\n"
+    "  --version             show the version\n"
+    "\n"
+    "Each PE gets TETHER_RANK, TETHER_SIZE, TETHER_LOCAL_RANK, TETHER_LOCAL_SIZE (all PEs are local),\n"
+    "TETHER_BOOTSTRAP_ADDR=127.0.0.1:<port>, TETHER_JOB_SECRET (64 random hex digits, the same for the whole job) and\n"
+    "TETHER_LAUNCHER=tetherrun; PE 0 also inherits the listening rendezvous socket as TETHER_BOOTSTRAP_FD.\n"
+    "PE 0 inherits stdin unless it is a terminal; the other PEs read /dev/null.\n"
+    "\n"
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to every PE (and its process group). When a PE exits with a\n"
+    "non-zero status or dies by a signal, tetherrun names it, sends SIGTERM to the other PEs and SIGKILL to those\n"
+    "still running TETHER_KILL_GRACE seconds later (default 3); the same grace applies after a forwarded signal.\n"
+    "\n"
+    "Exit status: 0 when every PE exits 0; else the first failing PE's status (128+N for a PE killed by signal N);\n"
+    "128+N when tetherrun was stopped by signal N; 124 on --timeout; 127 (126) when the program cannot be found\n"
+    "(executed); 2 for bad usage.\n";
+
+// ---- command line ---------------------------------------------------------------------------------------------
+
+struct Options {
+  int np = 0;
+  bool tagOutput = false;
+  std::string outputDir;
+  std::vector<std::string> env;  // NAME=VALUE, in command-line order
+  double timeout = 0;            // 0: none
+  std::vector<std::string> argv;
+};
+
+bool isAssignment(const std::string& s) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (size_t i = 1; i < eq; ++i)
+    if (!(std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) return false;
+  return true;
+}
+
+[[noreturn]] void usageError(const char* fmt, const std::string& arg) {
+  std::fprintf(stderr, "tetherrun: ");
+  std::fprintf(stderr, fmt, arg.c_str());
+  std::fprintf(stderr, "\nRun 'tetherrun --help' for usage.\n");
+  std::exit(kExitUsage);
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  bool haveNp = false;
+  int i = 1;
+  // Value of an option given as "--opt V", "--opt=V" or (short) "-oV".
+  auto value = [&](const std::string& a, const char* shortName, const char* longName, std::string* out) {
+    std::string l = longName;
+    if (a == l || (shortName && a == shortName)) {
+      if (i + 1 >= argc) usageError("option %s needs a value", a);
+      *out = argv[++i];
+      return true;
+    }
+    if (a.compare(0, l.size() + 1, l + "=") == 0) {
+      *out = a.substr(l.size() + 1);
+      return true;
+    }
+    if (shortName && a.size() > 2 && a.compare(0, 2, shortName) == 0) {
+      *out = a.substr(2);
+      return true;
+    }
+    return false;
+  };
+  for (; i < argc; ++i) {
+    std::string a = argv[i], v;
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-' || a == "-") break;
+    if (a == "-h" || a == "--help") {
+      std::fputs(kHelp, stdout);
+      std::exit(0);
+    } else if (a == "--version") {
+      std::printf("tetherrun (tether) %d.%d.%d\n", TETHER_VERSION_MAJOR, TETHER_VERSION_MINOR, TETHER_VERSION_PATCH);
+      std::exit(0);
+    } else if (a == "--tag-output") {
+      o.tagOutput = true;
+    } else if (value(a, "-n", "--np", &v)) {
+      int64_t n = 0;
+      if (!tether::parseInt(v, &n) || n < 1 || n > kMaxPes)
+        usageError("-n/--np needs a number of PEs in 1..1024, got '%s'", v);
+      o.np = static_cast<int>(n);
+      haveNp = true;
+    } else if (value(a, nullptr, "--output-dir", &v)) {
+      if (v.empty()) usageError("--output-dir needs a directory%s", "");
+      o.outputDir = v;
+    } else if (value(a, "-x", "--env", &v)) {
+      if (!isAssignment(v)) usageError("-x/--env expects NAME=VALUE, got '%s'", v);
+      o.env.push_back(v);
+    } else if (value(a, nullptr, "--timeout", &v)) {
+      if (!tether::parseSeconds(v, &o.timeout) || o.timeout <= 0)
+        usageError("--timeout needs a positive duration (e.g. 30, 90s, 2m), got '%s'", v);
+    } else {
+      usageError("unknown option '%s'", a);
+    }
+  }
+  for (; i < argc && isAssignment(argv[i]); ++i) o.env.push_back(argv[i]);
+  if (!haveNp) usageError("the number of PEs is required (-n N)%s", "");
+  if (i >= argc) usageError("no program given%s", "");
+  for (; i < argc; ++i) o.argv.push_back(argv[i]);
+  return o;
+}
+
+// ---- helpers --------------------------------------------------------------------------------------------------
+
+[[noreturn]] void die(const char* what, int err) {
+  std::fprintf(stderr, "tetherrun: %s: %s\n", what, std::strerror(err));
+  std::exit(1);
+}
+
+Status mkdirs(const std::string& path) {
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    std::string part = path.substr(0, pos);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return tether::errnoStatus("mkdir " + part, errno);
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status(TETHER_ERR_SYSTEM, "--output-dir " + path + " is not a directory");
+  return Status::ok();
+}
+
+// Sets NAME=VALUE in an environment list, replacing an earlier NAME.
+void setEnv(std::vector<std::string>* env, const std::string& assignment) {
+  std::string prefix = assignment.substr(0, assignment.find('=') + 1);
+  env->erase(std::remove_if(env->begin(), env->end(),
+                            [&](const std::string& e) { return e.compare(0, prefix.size(), prefix) == 0; }),
+             env->end());
+  env->push_back(assignment);
+}
+
+std::string randomSecret() {
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t k = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) break;
+    got += static_cast<size_t>(k);
+  }
+  if (got < sizeof bytes) {
+    int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open /dev/urandom", errno);
+    while (got < sizeof bytes) {
+      ssize_t k = ::read(fd, bytes + got, sizeof bytes - got);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) die("read /dev/urandom", k < 0 ? errno : EIO);
+      got += static_cast<size_t>(k);
+    }
+    ::close(fd);
+  }
+  static const char hex[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char b : bytes) {
+    s += hex[b >> 4];
+    s += hex[b & 15];
+  }
+  return s;
+}
+
+// A destination for forwarded output. A sink whose reader went away (EPIPE) is dropped silently.
+struct Sink {
+  int fd = -1;
+  bool dead = false;
+  void write(const char* p, size_t n) {
+    while (n > 0 && !dead) {
+      ssize_t k = ::write(fd, p, n);
+      if (k > 0) {
+        p += k;
+        n -= static_cast<size_t>(k);
+      } else if (k < 0 && errno == EINTR) {
+        continue;
+      } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd pfd{fd, POLLOUT, 0};
+        (void)::poll(&pfd, 1, 100);
+      } else {
+        dead = true;
+      }
+    }
+  }
+};
+
+// One output pipe of one PE, forwarded line by line with the "[rank] " prefix.
+struct Stream {
+  int fd = -1;  // read end, -1 once closed
+  Sink* sink = nullptr;
+  std::string prefix;
+  std::string partial;  // bytes after the last newline
+  bool atLineStart = true;
+
+  // Reads one chunk; returns false at EOF or error (the stream is closed then).
+  bool pump() {
+    char buf[kChunk];
+    ssize_t k = ::read(fd, buf, sizeof buf);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+    if (k <= 0) {
+      close();
+      return false;
+    }
+    feed(buf, static_cast<size_t>(k));
+    return true;
+  }
+  void feed(const char* p, size_t n) {
+    std::string out;
+    size_t start = 0;
+    for (size_t j = 0; j < n; ++j) {
+      if (p[j] != '\n') continue;
+      if (atLineStart) out += prefix;
+      out += partial;
+      partial.clear();
+      out.append(p + start, j + 1 - start);
+      start = j + 1;
+      atLineStart = true;
+    }
+    partial.append(p + start, n - start);
+    if (partial.size() > kMaxPartial) {  // an endless line: pass it on in pieces, prefixed once
+      if (atLineStart) out += prefix;
+      out += partial;
+      partial.clear();
+      atLineStart = false;
+    }
+    if (!out.empty()) sink->write(out.data(), out.size());
+  }
+  // Reads what is left without waiting (writers may linger in grandchildren), then ends a partial last line.
+  void drain() {
+    while (fd >= 0) {
+      char buf[kChunk];
+      ssize_t k = ::read(fd, buf, sizeof buf);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      feed(buf, static_cast<size_t>(k));
+    }
+    close();
+    if (!partial.empty() || !atLineStart) {
+      std::string out = (atLineStart ? prefix : std::string()) + partial + "\n";
+      sink->write(out.data(), out.size());
+      partial.clear();
+      atLineStart = true;
+    }
+  }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+struct Pe {
+  int rank = 0;
+  pid_t pid = -1;
+  bool running = false;
+  Stream out, err;
+  Sink fileOut, fileErr;  // --output-dir with --tag-output
+};
+
+std::string describeStatus(int status) {
+  if (WIFEXITED(status)) return tether::strprintf("exited with status %d", WEXITSTATUS(status));
+  int sig = WTERMSIG(status);
+  return tether::strprintf("was killed by signal %d (%s)", sig, strsignal(sig));
+}
+
+int exitCodeOf(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+class Launcher {
+ public:
+  Launcher(Options o, double grace) : opt_(std::move(o)), grace_(grace), pes_(static_cast<size_t>(opt_.np)) {}
+  int run();
+
+ private:
+  void setUpSignals();
+  void openListener();
+  void spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std::string& secret);
+  void signalRunning(int sig);
+  void startStopping();
+  void reap();
+  void onSignalByte(int sig);
+  int runningCount() const {
+    int n = 0;
+    for (const auto& pe : pes_) n += pe.running ? 1 : 0;
+    return n;
+  }
+
+  Options opt_;
+  double grace_;
+  std::vector<Pe> pes_;
+  Sink stdoutSink_{1, false}, stderrSink_{2, false};
+  int signalPipeRead_ = -1;
+  int listenFd_ = -1;
+  int port_ = 0;
+  sigset_t oldMask_;
+  rlimit oldNoFile_{};  // restored in the PEs (tetherrun raises its own limit for 2 pipes per PE)
+  int exitCode_ = -1;          // -1: nothing failed yet
+  bool stopping_ = false;      // SIGTERM sent (or forwarded a terminating signal)
+  uint64_t killAtNs_ = 0;      // when to SIGKILL the remaining PEs; 0: not scheduled
+};
+
+void Launcher::setUpSignals() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) die("pipe2", errno);
+  signalPipeRead_ = fds[0];
+  gSignalPipeWrite = fds[1];
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : kForwarded) ::sigaction(sig, &sa, nullptr);
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  ::sigaction(SIGCHLD, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+void Launcher::openListener() {
+  listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listenFd_ < 0) die("socket", errno);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = 0;  // the kernel picks a free port: no race with other jobs
+  if (::bind(listenFd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) die("bind 127.0.0.1:0", errno);
+  if (::listen(listenFd_, SOMAXCONN) != 0) die("listen", errno);
+  socklen_t len = sizeof sa;
+  if (::getsockname(listenFd_, reinterpret_cast<sockaddr*>(&sa), &len) != 0) die("getsockname", errno);
+  port_ = ntohs(sa.sin_port);
+}
+
+void Launcher::spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std::string& secret) {
+  // Everything the child needs is built before fork().
+  std::vector<std::string> env = baseEnv;
+  const int r = pe.rank;
+  setEnv(&env, "TETHER_RANK=" + std::to_string(r));
+  setEnv(&env, "TETHER_SIZE=" + std::to_string(opt_.np));
+  setEnv(&env, "TETHER_LOCAL_RANK=" + std::to_string(r));
+  setEnv(&env, "TETHER_LOCAL_SIZE=" + std::to_string(opt_.np));
+  setEnv(&env, "TETHER_BOOTSTRAP_ADDR=127.0.0.1:" + std::to_string(port_));
+  setEnv(&env, "TETHER_JOB_SECRET=" + secret);
+  setEnv(&env, "TETHER_LAUNCHER=tetherrun");
+  if (r == 0) setEnv(&env, "TETHER_BOOTSTRAP_FD=" + std::to_string(listenFd_));
+  std::vector<char*> envp, argv;
+  for (auto& e : env) envp.push_back(&e[0]);
+  envp.push_back(nullptr);
+  for (auto& a : opt_.argv) argv.push_back(&a[0]);
+  argv.push_back(nullptr);
+
+  int childOut = -1, childErr = -1, childIn = -1;
+  if (opt_.tagOutput) {
+    int o[2], e[2];
+    if (::pipe2(o, O_CLOEXEC) != 0 || ::pipe2(e, O_CLOEXEC) != 0) die("pipe2", errno);
+    pe.out.fd = o[0];
+    pe.err.fd = e[0];
+    childOut = o[1];
+    childErr = e[1];
+    for (int fd : {o[0], e[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    pe.out.prefix = pe.err.prefix = "[" + std::to_string(r) + "] ";
+    pe.out.sink = &stdoutSink_;
+    pe.err.sink = &stderrSink_;
+  }
+  if (!opt_.outputDir.empty()) {
+    std::string base = opt_.outputDir + "/pe" + std::to_string(r);
+    int fo = ::open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fo < 0) die(("open " + base + ".out").c_str(), errno);
+    int fe = ::open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fe < 0) die(("open " + base + ".err").c_str(), errno);
+    if (opt_.tagOutput) {
+      pe.fileOut = Sink{fo, false};
+      pe.fileErr = Sink{fe, false};
+      pe.out.sink = &pe.fileOut;
+      pe.err.sink = &pe.fileErr;
+    } else {
+      childOut = fo;
+      childErr = fe;
+    }
+  }
+  if (r != 0 || ::isatty(0)) {
+    childIn = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (childIn < 0) die("open /dev/null", errno);
+  }
+  int execPipe[2];
+  if (::pipe2(execPipe, O_CLOEXEC) != 0) die("pipe2", errno);
+  const pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) die("fork", errno);
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // tetherrun died before PDEATHSIG was armed
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : kForwarded) ::sigaction(sig, &dfl, nullptr);
+    ::sigaction(SIGCHLD, &dfl, nullptr);
+    ::sigaction(SIGPIPE, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &oldMask_, nullptr);
+    if (oldNoFile_.rlim_max != 0) ::setrlimit(RLIMIT_NOFILE, &oldNoFile_);
+    auto redirect = [](int from, int to) {
+      if (from < 0) return;
+      if (from == to) ::fcntl(to, F_SETFD, 0);
+      else ::dup2(from, to);  // the duplicate is not close-on-exec
+    };
+    redirect(childIn, 0);
+    redirect(childOut, 1);
+    redirect(childErr, 2);
+    if (r == 0) ::fcntl(listenFd_, F_SETFD, 0);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    ssize_t ignored = ::write(execPipe[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: whichever runs first, signals sent after this reach the group
+  pe.pid = pid;
+  pe.running = true;
+  for (int fd : {childOut, childErr, childIn, execPipe[1]})
+    if (fd >= 0) ::close(fd);
+  int execErr = 0;
+  ssize_t k;
+  do k = ::read(execPipe[0], &execErr, sizeof execErr);
+  while (k < 0 && errno == EINTR);
+  ::close(execPipe[0]);
+  if (k == static_cast<ssize_t>(sizeof execErr)) {
+    std::fprintf(stderr, "tetherrun: cannot run '%s' (PE %d): %s\n", opt_.argv[0].c_str(), r, std::strerror(execErr));
+    ::waitpid(pid, nullptr, 0);
+    pe.running = false;
+    exitCode_ = (execErr == ENOENT || execErr == ENOTDIR) ? 127 : 126;
+  }
+}
+
+// Signals every PE still running, and its process group (what the PE started itself).
+void Launcher::signalRunning(int sig) {
+  for (const auto& pe : pes_) {
+    if (!pe.running) continue;
+    if (::kill(-pe.pid, sig) != 0) ::kill(pe.pid, sig);
+  }
+}
+
+void Launcher::startStopping() {
+  if (stopping_) return;
+  stopping_ = true;
+  signalRunning(SIGTERM);
+  killAtNs_ = nowNs() + static_cast<uint64_t>(grace_ * 1e9);
+}
+
+void Launcher::reap() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) return;
+    for (auto& pe : pes_) {
+      if (pe.pid != pid || !pe.running) continue;
+      pe.running = false;
+      const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+      TETHER_LOG_DEBUG(tether::LogSys::Launcher, "PE %d (pid %d) %s", pe.rank, static_cast<int>(pid),
+                       describeStatus(status).c_str());
+      if (failed && !stopping_ && exitCode_ < 0) {
+        int others = runningCount();
+        if (others > 0)
+          std::fprintf(stderr, "tetherrun: PE %d (pid %d) %s; stopping the other %d PE%s\n", pe.rank,
+                       static_cast<int>(pid), describeStatus(status).c_str(), others, others == 1 ? "" : "s");
+        else
+          std::fprintf(stderr, "tetherrun: PE %d (pid %d) %s\n", pe.rank, static_cast<int>(pid),
+                       describeStatus(status).c_str());
+        exitCode_ = exitCodeOf(status);
+        startStopping();
+      }
+    }
+  }
+}
+
+void Launcher::onSignalByte(int sig) {
+  if (sig == SIGCHLD) {
+    reap();
+    return;
+  }
+  int n = runningCount();
+  if (!stopping_)
+    std::fprintf(stderr, "tetherrun: received %s; forwarding it to %d running PE%s\n", strsignal(sig), n,
+                 n == 1 ? "" : "s");
+  signalRunning(sig);
+  if (exitCode_ < 0) exitCode_ = 128 + sig;
+  if (!stopping_) {
+    stopping_ = true;
+    killAtNs_ = nowNs() + static_cast<uint64_t>(grace_ * 1e9);
+  }
+}
+
+int Launcher::run() {
+  if (!opt_.outputDir.empty()) {
+    Status s = mkdirs(opt_.outputDir);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "tetherrun: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  const uint64_t startNs = nowNs();
+  if (::getrlimit(RLIMIT_NOFILE, &oldNoFile_) == 0) {
+    rlimit raised = oldNoFile_;
+    raised.rlim_cur = raised.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &raised);
+  }
+  setUpSignals();
+  openListener();
+  const std::string secret = randomSecret();
+
+  // The position variables of an enclosing job are replaced in spawn(); its inherited fd must not leak to PEs 1..N-1.
+  std::vector<std::string> baseEnv;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "TETHER_BOOTSTRAP_FD=", 20) != 0) baseEnv.push_back(*e);
+  for (const auto& a : opt_.env) setEnv(&baseEnv, a);
+
+  sigset_t block;
+  sigemptyset(&block);
+  for (int sig : kForwarded) sigaddset(&block, sig);
+  sigaddset(&block, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &block, &oldMask_);
+  for (int r = 0; r < opt_.np && exitCode_ < 0; ++r) {
+    pes_[static_cast<size_t>(r)].rank = r;
+    spawn(pes_[static_cast<size_t>(r)], baseEnv, secret);
+  }
+  ::close(listenFd_);  // PE 0 has it; once PE 0 is gone, connecting fails at once
+  if (exitCode_ >= 0) startStopping();  // exec failed: stop the PEs already started
+  ::sigprocmask(SIG_SETMASK, &oldMask_, nullptr);
+
+  const uint64_t jobEndNs = opt_.timeout > 0 ? startNs + static_cast<uint64_t>(opt_.timeout * 1e9) : 0;
+  bool timedOut = false, killed = false;
+  std::vector<pollfd> pfds;
+  std::vector<Stream*> streams;
+  while (runningCount() > 0) {
+    const uint64_t now = nowNs();
+    if (jobEndNs && !timedOut && now >= jobEndNs) {
+      timedOut = true;
+      int n = runningCount();
+      std::fprintf(stderr, "tetherrun: job timed out after %g s (--timeout); stopping %d running PE%s\n",
+                   opt_.timeout, n, n == 1 ? "" : "s");
+      exitCode_ = kExitTimeout;
+      if (stopping_) killAtNs_ = std::min(killAtNs_, now);
+      startStopping();
+    }
+    if (killAtNs_ && !killed && now >= killAtNs_) {
+      killed = true;
+      int n = runningCount();
+      std::fprintf(stderr, "tetherrun: %d PE%s still running %g s after SIGTERM; sending SIGKILL\n", n,
+                   n == 1 ? "" : "s", grace_);
+      signalRunning(SIGKILL);
+    }
+    int64_t waitMs = -1;
+    auto until = [&](uint64_t t) {
+      int64_t ms = t > now ? static_cast<int64_t>((t - now + 999999) / 1000000) : 0;
+      waitMs = waitMs < 0 ? ms : std::min(waitMs, ms);
+    };
+    if (jobEndNs && !timedOut) until(jobEndNs);
+    if (killAtNs_ && !killed) until(killAtNs_);
+
+    pfds.clear();
+    streams.clear();
+    pfds.push_back({signalPipeRead_, POLLIN, 0});
+    for (auto& pe : pes_)
+      for (Stream* s : {&pe.out, &pe.err})
+        if (s->fd >= 0) {
+          pfds.push_back({s->fd, POLLIN, 0});
+          streams.push_back(s);
+        }
+    int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(std::min<int64_t>(waitMs, 1 << 30)));
+    if (n < 0 && errno != EINTR) die("poll", errno);
+    if (n <= 0) continue;
+    for (size_t i = 0; i < streams.size(); ++i)
+      if (pfds[i + 1].revents) streams[i]->pump();
+    if (pfds[0].revents) {
+      unsigned char sigs[64];
+      ssize_t k;
+      while ((k = ::read(signalPipeRead_, sigs, sizeof sigs)) > 0)
+        for (ssize_t j = 0; j < k; ++j) onSignalByte(sigs[j]);
+    }
+    reap();  // also catches a SIGCHLD whose byte found the pipe full
+  }
+  for (auto& pe : pes_) {
+    pe.out.drain();
+    pe.err.drain();
+    for (Sink* s : {&pe.fileOut, &pe.fileErr})
+      if (s->fd >= 0) ::close(s->fd);
+  }
+  return exitCode_ < 0 ? 0 : exitCode_;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = parseArgs(argc, argv);
+  Config config = Config::fromEnvironment();
+  double grace = 0;
+  if (!tether::parseSeconds(config.str("TETHER_KILL_GRACE"), &grace)) {
+    std::fprintf(stderr, "tetherrun: TETHER_KILL_GRACE='%s' is not a duration (e.g. 3, 500ms)\n",
+                 config.str("TETHER_KILL_GRACE").c_str());
+    return kExitUsage;
+  }
+  Launcher launcher(std::move(opt), grace);
+  return launcher.run();
+}
