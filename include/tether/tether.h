@@ -95,7 +95,8 @@ int tether_local_size(tether_t world); /* number of PEs on this host */
 typedef enum tether_seg_kind {
   TETHER_SEG_DEFAULT = 0, /* DEVICE when this PE has a GPU segment, else HOST */
   TETHER_SEG_HOST = 1,    /* shared host memory, mapped by all same-host PEs */
-  TETHER_SEG_DEVICE = 2   /* GPU memory (issue #4; returns TETHER_ERR_UNSUPPORTED until then) */
+  TETHER_SEG_DEVICE = 2,  /* GPU memory (issue #4; returns TETHER_ERR_UNSUPPORTED until then) */
+  TETHER_SEG_KIND_MAX_ENUM_ = 0x7fffffff
 } tether_seg_kind_t;
 
 tether_status_t tether_malloc(tether_t world, size_t size, void** ptr);
@@ -117,7 +118,8 @@ typedef enum tether_dtype {
   TETHER_INT = 0, TETHER_LONG, TETHER_LONGLONG, TETHER_UINT, TETHER_ULONG, TETHER_ULONGLONG,
   TETHER_INT32, TETHER_INT64, TETHER_UINT32, TETHER_UINT64, TETHER_SIZE, TETHER_PTRDIFF,
   TETHER_FLOAT, TETHER_DOUBLE, TETHER_SHORT, TETHER_USHORT,
-  TETHER_DTYPE_COUNT
+  TETHER_DTYPE_COUNT,
+  TETHER_DTYPE_MAX_ENUM_ = 0x7fffffff /* keeps any int a valid value of the type: bad values are reported, not UB */
 } tether_dtype_t;
 
 size_t tether_dtype_size(tether_dtype_t type); /* 0 for an invalid type */
@@ -148,7 +150,8 @@ typedef enum tether_amo {
   TETHER_AMO_INC, TETHER_AMO_FETCH_INC, TETHER_AMO_ADD, TETHER_AMO_FETCH_ADD,
   TETHER_AMO_AND, TETHER_AMO_FETCH_AND, TETHER_AMO_OR, TETHER_AMO_FETCH_OR,
   TETHER_AMO_XOR, TETHER_AMO_FETCH_XOR,
-  TETHER_AMO_COUNT
+  TETHER_AMO_COUNT,
+  TETHER_AMO_MAX_ENUM_ = 0x7fffffff
 } tether_amo_t;
 
 tether_status_t tether_atomic(tether_t world, tether_amo_t op, tether_dtype_t type, void* dest, const void* value,
@@ -158,7 +161,8 @@ tether_status_t tether_atomic(tether_t world, tether_amo_t op, tether_dtype_t ty
 /* Point-to-point synchronisation on local symmetric variables (ivars are this PE's own symmetric objects). */
 
 typedef enum tether_cmp {
-  TETHER_CMP_EQ = 0, TETHER_CMP_NE, TETHER_CMP_GT, TETHER_CMP_GE, TETHER_CMP_LT, TETHER_CMP_LE
+  TETHER_CMP_EQ = 0, TETHER_CMP_NE, TETHER_CMP_GT, TETHER_CMP_GE, TETHER_CMP_LT, TETHER_CMP_LE,
+  TETHER_CMP_MAX_ENUM_ = 0x7fffffff
 } tether_cmp_t;
 
 tether_status_t tether_wait_until(tether_t world, void* ivar, tether_dtype_t type, tether_cmp_t cmp,
@@ -203,7 +207,7 @@ tether_status_t tether_test_some_vector(tether_t world, void* ivars, size_t n, c
 /* Signals: 64-bit words in the symmetric heap. A put-with-signal delivers the data before the signal update is
  * visible (release/acquire): who sees the signal sees the data. */
 
-typedef enum tether_signal_op { TETHER_SIGNAL_SET = 0, TETHER_SIGNAL_ADD = 1 } tether_signal_op_t;
+typedef enum tether_signal_op { TETHER_SIGNAL_SET = 0, TETHER_SIGNAL_ADD = 1, TETHER_SIGNAL_MAX_ENUM_ = 0x7fffffff } tether_signal_op_t;
 
 tether_status_t tether_put_signal(tether_t world, void* dest, const void* src, size_t nbytes, uint64_t* sig_addr,
                                   uint64_t signal, tether_signal_op_t sig_op, int pe);

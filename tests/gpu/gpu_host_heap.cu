@@ -93,7 +93,9 @@ int main() {
   registerRange(buf, bytes);
   if (next != me) registerRange(peerBuf, bytes);
   int *dPeerBuf, *dBuf;
+  unsigned long long* dPeerSig;
   CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dPeerBuf), peerBuf, 0));
+  CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dPeerSig), peerSig, 0));
   CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dBuf), buf, 0));
   int* dErrors;
   CK(cudaMalloc(&dErrors, sizeof(int)));
@@ -103,7 +105,7 @@ int main() {
   int failures = 0;
   for (unsigned long long round = 1; round <= 20; ++round) {
     CK(cudaMemset(dErrors, 0, sizeof(int)));
-    writeAndSignal<<<blocks, threads>>>(dPeerBuf, reinterpret_cast<unsigned long long*>(dPeerBuf + kN), me, round);
+    writeAndSignal<<<blocks, threads>>>(dPeerBuf, dPeerSig, me, round);
     CK(cudaGetLastError());
     // GPU-side check of what prev's GPU wrote into my segment.
     waitAndCheck<<<blocks, threads>>>(dBuf, reinterpret_cast<unsigned long long*>(dBuf + kN),
@@ -124,7 +126,6 @@ int main() {
     failures += errors;
     TK(tether_barrier_all(w));  // nobody starts round+1 before everyone checked round
   }
-  (void)peerSig;
   CK(cudaFree(dErrors));
   CK(cudaHostUnregister(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(buf) & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1))));
   if (next != me)

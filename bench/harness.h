@@ -1,0 +1,154 @@
+// Benchmark harness shared by the programs in bench/: command line, timing, statistics, OSU-style tables and
+// JSON-lines output.
+//
+// Contract
+//  - Benchmarks are products, not tests: nothing here asserts on a time. A benchmark fails (exits non-zero) only when
+//    a call fails or data arrives wrong.
+//  - Every PE parses the same command line and derives the same schedule (sizes, ops per batch, batches), so PEs that
+//    take part in a measurement without timing it (the target of a ping-pong, the other side of a barrier) run the
+//    same number of iterations as the PE that times it.
+//  - Only the reporting PE constructs an enabled Reporter; the others pass enabled = false and print nothing.
+//  - Times are taken with a monotonic clock (CLOCK_MONOTONIC through std::chrono::steady_clock).
+//  - Statistics are over per-batch samples: a batch runs k operations back to back and yields one sample, the batch
+//    time divided by k. median, min and p90 are taken over the timed batches (warm-up batches are discarded).
+//
+// The harness does not depend on libtether: it knows nothing about PEs except the count it is told.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tether_bench {
+
+// ---- command line ------------------------------------------------------------------------------------------------
+
+struct Options {
+  size_t minSize = 8;
+  size_t maxSize = size_t{64} << 20;  // 64 MiB
+  int iters = 1000;                   // operations per batch for small sizes (see opsPerBatch)
+  int batches = 20;                   // timed batches per row (samples for the statistics)
+  int warmup = 2;                     // untimed batches before the timed ones
+  int window = 64;                    // operations issued before one completion, for bandwidth rows
+  size_t batchBytes = size_t{64} << 20;  // at large sizes, ops per batch shrink so a batch moves about this much
+  bool quick = false;                 // smoke-test settings: few iterations, sizes up to 64 KiB unless given
+  std::string jsonPath;               // "" none, "-" stdout (the table then goes to stderr), else a file
+  std::vector<std::string> ops;       // --ops a,b,c: only these rows (empty: all)
+  std::vector<std::string> argv;      // the exact command line
+  bool help = false;
+};
+
+// Parses a byte count: decimal digits with an optional K/M/G/T suffix (powers of 2; "KiB", "KB" and "k" accepted).
+bool parseSize(const std::string& text, size_t* out);
+
+// Formats a byte count compactly: "8", "4K", "64M", "1G" (exact multiples only, else plain bytes).
+std::string formatSize(size_t bytes);
+
+// Parses the common options into *opts. Returns false with *error set on a malformed or unknown option.
+// --help sets opts->help (the caller prints usage() and exits 0).
+bool parseOptions(int argc, char** argv, Options* opts, std::string* error);
+
+// Usage text for the common options; `extra` is appended verbatim (benchmark-specific notes).
+std::string usage(const char* prog, const std::string& extra);
+
+// Whether the row named `op` was selected by --ops (always true when --ops was not given).
+bool wantsOp(const Options& opts, const std::string& op);
+
+// Sizes from minSize to maxSize: minSize, then the powers of two above it, then maxSize when it is not one of them.
+std::vector<size_t> messageSizes(const Options& opts);
+
+// Operations per batch at `bytes`: opts.iters, reduced so one batch moves about opts.batchBytes, at least 1.
+int opsPerBatch(const Options& opts, size_t bytes);
+
+// ---- timing and statistics ---------------------------------------------------------------------------------------
+
+// Seconds on a monotonic clock from an arbitrary origin.
+double nowSeconds();
+
+struct Stats {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  double p90 = 0;  // 90th percentile (linear interpolation between order statistics)
+  double mean = 0;
+  size_t n = 0;
+};
+
+Stats computeStats(std::vector<double> samples);
+
+// Runs `warmup` untimed batches then `batches` timed ones, each a call batch(ops). batch returns false on failure
+// (it has reported the error); measure then returns false. On success *perOpUs holds one sample per timed batch:
+// the batch's time divided by ops, in microseconds.
+bool measure(int warmup, int batches, int ops, const std::function<bool(int ops)>& batch,
+             std::vector<double>* perOpUs);
+
+// ---- machine description -----------------------------------------------------------------------------------------
+
+struct RunInfo {
+  std::string bench;        // benchmark name ("put_get")
+  std::string host;         // hostname
+  std::string cpu;          // CPU model from /proc/cpuinfo ("unknown" when not found)
+  int cpus = 0;             // online logical CPUs
+  std::string date;         // ISO 8601 UTC at start, e.g. 2026-11-22T10:00:00Z
+  std::string commandLine;  // argv joined, shell-quoted where needed
+  int pes = 1;
+};
+
+RunInfo collectRunInfo(const std::string& bench, const Options& opts, int pes);
+
+// ---- output --------------------------------------------------------------------------------------------------------
+
+// One result row. lat_us_* are per operation; bwGBps (decimal GB/s, 1e9 bytes/s) is negative where it does not
+// apply (latency-only rows).
+struct Row {
+  std::string op;                // "put", "get_nbi", "barrier_all", ...
+  std::string model = "host";    // host | stream | device
+  std::string path;              // self | shm | p2p | proxy | ...
+  std::string kinds;             // segment kinds source->destination, e.g. "H->H"; "" where none
+  size_t bytes = 0;
+  long iters = 0;                // timed operations (ops per batch x batches)
+  Stats latUs;
+  double bwGBps = -1;
+};
+
+enum class TableKind { Latency, Bandwidth };
+
+class Reporter {
+ public:
+  // enabled = false: prints nothing and writes no JSON (non-reporting PEs).
+  Reporter(RunInfo info, const Options& opts, bool enabled);
+  ~Reporter();
+  Reporter(const Reporter&) = delete;
+  Reporter& operator=(const Reporter&) = delete;
+
+  // Opens the JSON destination; false with *error set when the file cannot be opened.
+  bool open(std::string* error);
+  // The run header: benchmark, machine, date, command line, PE count, settings; in the JSON, one first line
+  // {"record":"run", ...} with the same facts (rows carry "record":"row").
+  void printHeader(const std::string& notes);
+  // Starts a table: a title line ("# put: ...") and the column header for the kind.
+  void beginTable(const std::string& title, TableKind kind);
+  // Prints one table line and writes one JSON line.
+  void addRow(const Row& row);
+  void flush();
+
+  // Where the tables go (stdout, or stderr when the JSON goes to stdout).
+  FILE* tableStream() const { return table_; }
+
+ private:
+  RunInfo info_;
+  Options opts_;
+  bool enabled_;
+  FILE* table_ = stdout;
+  FILE* json_ = nullptr;
+  bool ownJson_ = false;
+  TableKind kind_ = TableKind::Latency;
+};
+
+// JSON string escaping (quotes included).
+std::string jsonString(const std::string& s);
+
+}  // namespace tether_bench
