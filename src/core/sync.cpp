@@ -25,6 +25,7 @@ bool compare(T x, tether_cmp_t cmp, T v) {
     case TETHER_CMP_GE: return x >= v;
     case TETHER_CMP_LT: return x < v;
     case TETHER_CMP_LE: return x <= v;
+    case TETHER_CMP_MAX_ENUM_: break;
   }
   return false;
 }

@@ -30,7 +30,8 @@ uint64_t amoOn(U* p, const AmoArgs& a) {
     case TETHER_AMO_FETCH_OR: return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
     case TETHER_AMO_XOR:
     case TETHER_AMO_FETCH_XOR: return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
-    case TETHER_AMO_COUNT: break;
+    case TETHER_AMO_COUNT:
+    case TETHER_AMO_MAX_ENUM_: break;
   }
   return 0;
 }
