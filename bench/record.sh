@@ -31,7 +31,7 @@ txt=$out/$bench.txt jsonl=$out/$bench.jsonl
 cmd=("$launcher" -n "$npes" "$exe" --json "$jsonl" "$@")
 {
   printf '# recorded with: bench/record.sh %q %q %q -n %q' "$machine" "$build" "$bench" "$npes"
-  printf ' %q' "$@"
+  if [[ $# -gt 0 ]]; then printf ' %q' "$@"; fi
   printf '\n# which ran: %s\n' "${cmd[*]}"
   if [[ -n ${TETHER_HEAP_SIZE:-} ]]; then printf '# TETHER_HEAP_SIZE=%s\n' "$TETHER_HEAP_SIZE"; fi
 } >"$txt"
