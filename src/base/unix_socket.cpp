@@ -166,4 +166,31 @@ Status unixFetchFd(const std::string& name, const std::string& secret, int clien
   return Status::ok();
 }
 
+Status FdExchange::listen(const std::string& jobTag, const std::string& channel, int myRank, int localSize) {
+  jobTag_ = jobTag;
+  channel_ = channel;
+  if (localSize > 1) return server_.listen(name(myRank), localSize);
+  return Status::ok();
+}
+
+Status FdExchange::exchange(int localIndex, const std::vector<int>& localRanks, const std::string& secret, int myFd,
+                            double timeoutSeconds, std::vector<int>* peerFds) {
+  const int localSize = static_cast<int>(localRanks.size());
+  const int me = localRanks[static_cast<size_t>(localIndex)];
+  peerFds->assign(static_cast<size_t>(localSize), -1);
+  for (int j = 0; j < localSize; ++j) {
+    if (j == localIndex) {
+      for (int k = 0; k < localSize - 1; ++k) {
+        int client = -1;
+        TETHER_TRY(server_.serveOne(secret, myFd, nullptr, 0, timeoutSeconds, &client));
+      }
+    } else {
+      TETHER_TRY(unixFetchFd(name(localRanks[static_cast<size_t>(j)]), secret, me, timeoutSeconds,
+                             &(*peerFds)[static_cast<size_t>(j)], nullptr, 0));
+    }
+  }
+  server_.close();
+  return Status::ok();
+}
+
 }  // namespace tether

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -35,5 +36,22 @@ class UnixFdServer {
 // The caller owns *fd (CLOEXEC).
 Status unixFetchFd(const std::string& name, const std::string& secret, int clientId, double timeoutSeconds, int* fd,
                    void* payload, size_t payloadBytes);
+
+// Collective over the same-host PEs of a job: every PE offers `myFd` and receives a duplicate of every other PE's
+// descriptor. peerFds[j] is local PE j's descriptor (owned by the caller; peerFds[localIndex] = -1). localRanks are the
+// global ranks of the same-host PEs by local index; `channel` names this exchange within the job (e.g. "heap", "dev3").
+// Step j: local PE j serves, the others fetch; everyone walks j in the same order, so there is no cycle. The caller
+// must make sure every PE is listening before anyone fetches: listen first, then a barrier, then exchange().
+class FdExchange {
+ public:
+  Status listen(const std::string& jobTag, const std::string& channel, int myRank, int localSize);
+  Status exchange(int localIndex, const std::vector<int>& localRanks, const std::string& secret, int myFd,
+                  double timeoutSeconds, std::vector<int>* peerFds);
+
+ private:
+  std::string name(int rank) const { return "tether." + jobTag_ + "." + channel_ + "." + std::to_string(rank); }
+  UnixFdServer server_;
+  std::string jobTag_, channel_;
+};
 
 }  // namespace tether

@@ -16,10 +16,6 @@ constexpr uint64_t kStrideAlign = 2ull << 20;
 
 uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-std::string socketName(const std::string& jobTag, int rank) {
-  return "tether." + jobTag + ".heap." + std::to_string(rank);
-}
-
 }  // namespace
 
 HostSegmentGroup::~HostSegmentGroup() {
@@ -53,33 +49,20 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
     return errnoStatus("ftruncate(host heap, " + std::to_string(p.initialBytes) + ")", errno);
   g->committed_ = p.initialBytes;
 
-  UnixFdServer server;
-  if (localSize > 1) TETHER_TRY(server.listen(socketName(p.jobTag, me), localSize));
+  FdExchange fx;
+  TETHER_TRY(fx.listen(p.jobTag, "heap", me, localSize));
   TETHER_TRY(bootstrap.barrier());  // every same-host PE is listening
-
-  // Step j: local PE j serves its descriptor to the others, who fetch it. Everyone walks j in the same order, so a
-  // PE is served by j only after having served (or fetched from) every earlier PE: no cycle, no deadlock.
+  std::vector<int> fds;
+  TETHER_TRY(fx.exchange(p.localIndex, p.localRanks, p.secret, g->memfd_, p.timeoutSeconds, &fds));
   for (int j = 0; j < localSize; ++j) {
-    int fd = -1;
-    bool owned = false;
-    if (j == p.localIndex) {
-      fd = g->memfd_;
-      for (int k = 0; k < localSize - 1; ++k) {
-        int client = -1;
-        TETHER_TRY(server.serveOne(p.secret, g->memfd_, nullptr, 0, p.timeoutSeconds, &client));
-      }
-    } else {
-      TETHER_TRY(unixFetchFd(socketName(p.jobTag, p.localRanks[static_cast<size_t>(j)]), p.secret, me,
-                             p.timeoutSeconds, &fd, nullptr, 0));
-      owned = true;
-    }
+    const bool mine = j == p.localIndex;
+    const int fd = mine ? g->memfd_ : fds[static_cast<size_t>(j)];
     void* m = ::mmap(g->base(j), g->stride_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     int err = errno;
-    if (owned) ::close(fd);  // the mapping keeps the memory alive
+    if (!mine) ::close(fd);  // the mapping keeps the memory alive
     if (m == MAP_FAILED)
       return errnoStatus("mapping the host heap of PE " + std::to_string(p.localRanks[static_cast<size_t>(j)]), err);
   }
-  server.close();
   TETHER_LOG_INFO(LogSys::Heap, "host heap: %llu bytes committed, up to %llu, %d same-host PEs mapped at %p (+%llu each)",
                   static_cast<unsigned long long>(g->committed_), static_cast<unsigned long long>(p.maxBytes),
                   localSize, static_cast<void*>(g->window_), static_cast<unsigned long long>(g->stride_));
