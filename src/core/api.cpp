@@ -283,9 +283,10 @@ tether_status_t tether_signal_op(tether_t w, uint64_t* sig, uint64_t v, tether_s
 }
 tether_status_t tether_signal_fetch(tether_t w, const uint64_t* sig, uint64_t* value) {
   return guarded(w, "tether_signal_fetch", [&](World& x) -> tether::Status {
-    uint64_t off;
-    TETHER_TRY(x.checkSymmetric("tether_signal_fetch", "sig_addr", sig, sizeof *sig, &off));
+    tether::SymRef ref;
+    TETHER_TRY(x.checkSymmetric("tether_signal_fetch", "sig_addr", sig, sizeof *sig, &ref));
     if (!value) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_signal_fetch: value is NULL");
+    if (ref.kind == tether::SegKind::Device) return x.readLocal(ref, value, sizeof *value);
     *value = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
     return tether::Status::ok();
   });

@@ -11,20 +11,20 @@ Status World::put(const char* call, void* dest, const void* src, size_t n, int p
   TETHER_TRY(checkPe(call, pe));
   if (n == 0) return Status::ok();
   if (!src) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: src is NULL (%zu bytes to PE %d)", call, n, pe);
-  uint64_t off;
-  TETHER_TRY(checkSymmetric(call, "dest", dest, n, &off));
-  const PeerPath& p = path(pe);
-  return p.ops->put(p.ctx, pe, remote(pe, off), src, n, nbi);
+  SymRef ref;
+  TETHER_TRY(checkSymmetric(call, "dest", dest, n, &ref));
+  const SegPath& p = path(pe, ref.kind);
+  return p.ops->put(p.ctx, pe, remote(pe, ref), src, n, nbi);
 }
 
 Status World::get(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi) {
   TETHER_TRY(checkPe(call, pe));
   if (n == 0) return Status::ok();
   if (!dest) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest is NULL (%zu bytes from PE %d)", call, n, pe);
-  uint64_t off;
-  TETHER_TRY(checkSymmetric(call, "src", src, n, &off));
-  const PeerPath& p = path(pe);
-  return p.ops->get(p.ctx, pe, dest, remote(pe, off), n, nbi);
+  SymRef ref;
+  TETHER_TRY(checkSymmetric(call, "src", src, n, &ref));
+  const SegPath& p = path(pe, ref.kind);
+  return p.ops->get(p.ctx, pe, dest, remote(pe, ref), n, nbi);
 }
 
 namespace {
@@ -69,8 +69,8 @@ Status World::atomic(tether_amo_t op, tether_dtype_t type, void* dest, const voi
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(compare_swap): cond is NULL", call);
   if (amoFetches(op) && !fetched)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): fetched is NULL", call, amoName(op));
-  uint64_t off;
-  TETHER_TRY(checkSymmetric(call, "dest", dest, d.size, &off));
+  SymRef ref;
+  TETHER_TRY(checkSymmetric(call, "dest", dest, d.size, &ref));
   if (reinterpret_cast<uintptr_t>(dest) % d.size != 0)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): dest %p is not aligned to %zu bytes", call, amoName(op), dest,
                 d.size);
@@ -78,8 +78,8 @@ Status World::atomic(tether_amo_t op, tether_dtype_t type, void* dest, const voi
   if (value) std::memcpy(&a.value, value, d.size);
   if (cond) std::memcpy(&a.cond, cond, d.size);
   uint64_t old = 0;
-  const PeerPath& p = path(pe);
-  TETHER_TRY(p.ops->amo(p.ctx, pe, remote(pe, off), a, &old));
+  const SegPath& p = path(pe, ref.kind);
+  TETHER_TRY(p.ops->amo(p.ctx, pe, remote(pe, ref), a, &old));
   if (fetched && amoFetches(op)) std::memcpy(fetched, &old, d.size);
   return Status::ok();
 }
@@ -89,26 +89,26 @@ Status World::signalOp(uint64_t* sig, uint64_t value, tether_signal_op_t op, int
   TETHER_TRY(checkPe(call, pe));
   if (op != TETHER_SIGNAL_SET && op != TETHER_SIGNAL_ADD)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown signal operation %d", call, static_cast<int>(op));
-  uint64_t off;
-  TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &off));
-  if (off % sizeof(uint64_t))
+  SymRef ref;
+  TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &ref));
+  if (ref.offset % sizeof(uint64_t))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: sig_addr %p is not 8-byte aligned", call, static_cast<void*>(sig));
-  const PeerPath& p = path(pe);
-  return p.ops->signal(p.ctx, pe, remote(pe, off), value, op);
+  const SegPath& p = path(pe, ref.kind);
+  return p.ops->signal(p.ctx, pe, remote(pe, ref), value, op);
 }
 
 Status World::putSignal(const char* call, void* dest, const void* src, size_t n, uint64_t* sig, uint64_t value,
                         tether_signal_op_t op, int pe, bool nbi) {
   TETHER_TRY(checkPe(call, pe));
-  uint64_t sigOff;
-  TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &sigOff));
-  if (sigOff % sizeof(uint64_t))
+  SymRef sigRef;
+  TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &sigRef));
+  if (sigRef.offset % sizeof(uint64_t))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: sig_addr %p is not 8-byte aligned", call, static_cast<void*>(sig));
   if (op != TETHER_SIGNAL_SET && op != TETHER_SIGNAL_ADD)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown signal operation %d", call, static_cast<int>(op));
   TETHER_TRY(put(call, dest, src, n, pe, nbi));
-  const PeerPath& p = path(pe);
-  return p.ops->signal(p.ctx, pe, remote(pe, sigOff), value, op);
+  const SegPath& p = path(pe, sigRef.kind);
+  return p.ops->signal(p.ctx, pe, remote(pe, sigRef), value, op);
 }
 
 Status World::quiet() {

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -61,9 +62,9 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
   if (!values) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: value is NULL", call);
   if (n > 0 && !ivars) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: ivars is NULL", call);
   if (n > SIZE_MAX / d.size) TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %zu elements of %zu bytes overflow", call, n, d.size);
-  uint64_t off;
+  SymRef ref{SegKind::Host, 0};
   if (n > 0) {
-    TETHER_TRY(checkSymmetric(call, "ivars", ivars, n * d.size, &off));
+    TETHER_TRY(checkSymmetric(call, "ivars", ivars, n * d.size, &ref));
     if (reinterpret_cast<uintptr_t>(ivars) % d.size)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: ivars %p is not aligned to %zu bytes", call, ivars, d.size);
   }
@@ -72,7 +73,9 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: indices or count is NULL", call);
   if (mode == WaitMode::All && !block && !allResult) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: result is NULL", call);
 
-  char* base = static_cast<char*>(ivars);
+  // HOST ivars are read in place (acquire loads); DEVICE ivars through a fresh copy of the array on every poll.
+  std::vector<char> snapshot(ref.kind == SegKind::Device ? n * d.size : 0);
+  const char* base = ref.kind == SegKind::Device ? snapshot.data() : static_cast<char*>(ivars);
   auto valueAt = [&](size_t i) { return static_cast<const char*>(values) + (vector ? i * d.size : 0); };
   size_t included = 0;
   for (size_t i = 0; i < n; ++i) included += !(status && status[i]);
@@ -84,6 +87,7 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
     size_t satisfied = 0;
     size_t found = 0;
     pending = SIZE_MAX;
+    if (ref.kind == SegKind::Device && n > 0) TETHER_TRY(readLocal(ref, snapshot.data(), snapshot.size()).withContext(call));
     for (size_t i = 0; i < n; ++i) {
       if (status && status[i]) continue;
       uint64_t bits = loadBits(base + i * d.size, d.size);
@@ -108,13 +112,12 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
     }
     if (!spin.next()) break;
   }
-  const char* entry = base + pending * d.size;
+  const char* entry = static_cast<const char*>(ivars) + pending * d.size;
   TETHER_FAIL(TETHER_ERR_TIMEOUT,
               "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d waiting for ivars[%zu] at %p (symmetric offset "
               "0x%llx, %s) %s %s; last seen %s",
               call, timeout_, job_.rank, pending, static_cast<const void*>(entry),
-              static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(entry) -
-                                              reinterpret_cast<uintptr_t>(host_->myBase())),
+              static_cast<unsigned long long>(ref.offset + pending * d.size),
               d.name, cmpName(cmp), formatDtype(type, [&] {
                 uint64_t b = 0;
                 std::memcpy(&b, valueAt(pending), d.size);
@@ -129,7 +132,14 @@ Status World::signalWaitUntil(uint64_t* sig, tether_cmp_t cmp, uint64_t value, u
   TETHER_TRY(waitOrTest(call, WaitMode::Any, true, sig, 1, nullptr, TETHER_UINT64, cmp, &value, false, nullptr,
                         &index, nullptr));
   // Signals only move forward under the documented use; report the value that satisfied (re-read if it moved on).
-  if (seen) *seen = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
+  if (seen) {
+    SymRef ref;
+    TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &ref));
+    if (ref.kind == SegKind::Host)
+      *seen = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
+    else
+      TETHER_TRY(readLocal(ref, seen, sizeof *seen));
+  }
   return Status::ok();
 }
 
@@ -145,8 +155,8 @@ Status World::barrier(const char* call, bool quietFirst) {
   for (int dist = 1; dist < n; dist <<= 1, ++round) {
     const int to = (me + dist) % n, from = (me - dist + n) % n;
     const uint64_t slotOff = offsetof(ControlBlock, barrier) + static_cast<uint64_t>(round) * sizeof(ControlBlock::Slot);
-    const PeerPath& p = path(to);
-    TETHER_TRY(p.ops->signal(p.ctx, to, remote(to, slotOff), 1, TETHER_SIGNAL_ADD));
+    const SegPath& p = path(to, SegKind::Host);
+    TETHER_TRY(p.ops->signal(p.ctx, to, remote(to, SymRef{SegKind::Host, slotOff}), 1, TETHER_SIGNAL_ADD));
     uint64_t* mine = &ctl->barrier[round].value;
     SpinWait spin(timeout_);
     while (__atomic_load_n(mine, __ATOMIC_ACQUIRE) < epoch) {

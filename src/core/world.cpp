@@ -91,54 +91,123 @@ Status World::init(const tether_init_attr_t& attr) {
     TETHER_TRY(createTcpBootstrap(job_, timeout_, &bootstrap_).withContext("tether_init"));
   }
   TETHER_LOG_INFO(LogSys::Core, "PE %d of %d (launcher %s)", job_.rank, job_.size, job_.launcher.c_str());
+  TETHER_TRY(discoverHosts());
+  TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
   TETHER_TRY(discoverTopology());
 
-  // Heap: a per-job tag from rank 0 names the fd-exchange sockets.
+  // Heaps: a per-job tag from rank 0 names the fd-exchange sockets.
   uint64_t tag = 0;
   if (job_.rank == 0) tag = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32) ^ nowTag();
   TETHER_TRY(bootstrap_->broadcast(&tag, sizeof tag, 0));
   std::vector<int> localRanks;
   for (int r = 0; r < job_.size; ++r)
-    if (pes_[static_cast<size_t>(r)].host == pes_[static_cast<size_t>(job_.rank)].host) localRanks.push_back(r);
+    if (topo_.sameHost(r, job_.rank)) localRanks.push_back(r);
+  char tagText[32];
+  std::snprintf(tagText, sizeof tagText, "%016llx", static_cast<unsigned long long>(tag));
+  const std::string secret = job_.secret.empty() ? std::string(tagText) : job_.secret;
+
   HostSegmentParams hp;
   hp.localIndex = localPe_;
   hp.localRanks = localRanks;
   hp.maxBytes = roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_MAX"), kControlBytes + kPage), kPage);
   hp.initialBytes = std::min(hp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_SIZE"),
                                                                      kControlBytes + kPage), kPage));
-  char tagText[32];
-  std::snprintf(tagText, sizeof tagText, "%016llx", static_cast<unsigned long long>(tag));
   hp.jobTag = tagText;
-  hp.secret = job_.secret.empty() ? hp.jobTag : job_.secret;
+  hp.secret = secret;
   hp.timeoutSeconds = timeout_;
   TETHER_TRY(HostSegmentGroup::create(hp, *bootstrap_, &host_).withContext("tether_init: host heap"));
   alloc_.reset(new Allocator(kControlBytes, hp.maxBytes));
-
-  // Peer paths, chosen once.
-  const std::string override = config_.str("TETHER_PATHS");
-  paths_.resize(static_cast<size_t>(job_.size));
-  for (int pe = 0; pe < job_.size; ++pe) {
-    PathChoice c;
-    TETHER_TRY(choosePath(pes_, job_.rank, pe, override, &c).withContext("tether_init"));
-    PeerPath& p = paths_[static_cast<size_t>(pe)];
-    p.kind = c.kind;
-    p.reason = c.reason;
-    if (c.kind == PathKind::None)
-      TETHER_FAIL(TETHER_ERR_UNREACHABLE, "tether_init: no path from PE %d to PE %d: %s", job_.rank, pe,
-                  c.reason.c_str());
-    p.ops = &shmTransportOps();
-    p.base = host_->base(pes_[static_cast<size_t>(pe)].localIndex);
-    if (std::find(opsInUse_.begin(), opsInUse_.end(), std::make_pair(p.ops, p.ctx)) == opsInUse_.end())
-      opsInUse_.emplace_back(p.ops, p.ctx);
-    TETHER_LOG_INFO(LogSys::Transport, "path to PE %d: %s (%s)", pe, pathKindName(c.kind), c.reason.c_str());
+  if (gpu_) {
+    TETHER_TRY(registerHostViews(0, host_->committed()).withContext("tether_init"));
+    registered_ = host_->committed();
   }
+
+  // DEVICE heap only when every PE has a GPU (the heap is symmetric: all or none).
+  int32_t hasGpu = gpu_ ? 1 : 0;
+  std::vector<int32_t> gpus(static_cast<size_t>(job_.size));
+  TETHER_TRY(bootstrap_->allgather(&hasGpu, gpus.data(), sizeof hasGpu).withContext("tether_init"));
+  bool allGpu = std::all_of(gpus.begin(), gpus.end(), [](int32_t g) { return g != 0; });
+  if (gpu_ && !allGpu)
+    TETHER_LOG_WARN(LogSys::Heap, "some PEs have no GPU: DEVICE segments are disabled on every PE");
+  if (allGpu) {
+    DeviceHeapParams dp;
+    dp.localIndex = localPe_;
+    dp.localRanks = localRanks;
+    dp.maxBytes = roundUp(config_.size("TETHER_DEVICE_HEAP_MAX"), kGrowAlign);
+    dp.initialBytes = std::min(dp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_DEVICE_HEAP_SIZE"),
+                                                                       kGrowAlign), kGrowAlign));
+    dp.jobTag = tagText;
+    dp.secret = secret;
+    dp.timeoutSeconds = timeout_;
+    dp.forceIpc = config_.flag("TETHER_DEVICE_IPC");
+    TETHER_TRY(gpu_->createDeviceHeap(dp, *bootstrap_, &device_).withContext("tether_init: device heap"));
+    devAlloc_.reset(new Allocator(0, device_->maxBytes()));
+    TETHER_LOG_INFO(LogSys::Heap, "DEVICE heap (%s): %llu bytes committed on GPU %d, up to %llu",
+                    device_->mechanism(), static_cast<unsigned long long>(device_->committed()), gpu_->device(),
+                    static_cast<unsigned long long>(device_->maxBytes()));
+  }
+  const std::string def = config_.str("TETHER_DEFAULT_SEGMENT");
+  if (def != "auto" && def != "host" && def != "device")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_DEFAULT_SEGMENT=%s: expected auto, host or device",
+                def.c_str());
+  if (def == "device" && !device_)
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "tether_init: TETHER_DEFAULT_SEGMENT=device but %s",
+                gpu_ ? "not every PE has a GPU" : "this PE has no GPU context");
+  defaultKind_ = (def == "device" || (def == "auto" && device_)) ? SegKind::Device : SegKind::Host;
+
+  TETHER_TRY(setUpPaths());
   TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
+  return Status::ok();
+}
+
+Status World::registerHostViews(uint64_t from, uint64_t to) {
+  // Every same-host PE's HOST segment, as mapped here, becomes GPU-addressable (pinned, mapped).
+  for (size_t j = 0; j < static_cast<size_t>(localSize_); ++j)
+    TETHER_TRY(gpu_->registerHost(host_->base(static_cast<int>(j)) + from, to - from));
+  return Status::ok();
+}
+
+Status World::setUpPaths() {
+  PathOverrides ov;
+  TETHER_TRY(PathOverrides::parse(config_.str("TETHER_PATHS"), &ov).withContext("tether_init"));
+  paths_.assign(static_cast<size_t>(job_.size), PeerPath{});
+  for (int pe = 0; pe < job_.size; ++pe) {
+    for (SegKind kind : {SegKind::Host, SegKind::Device}) {
+      if (kind == SegKind::Device && !device_) continue;
+      PathChoice c;
+      TETHER_TRY(choosePath(topo_, job_.rank, pe, kind, ov, &c).withContext("tether_init"));
+      SegPath& p = paths_[static_cast<size_t>(pe)].seg[static_cast<int>(kind)];
+      p.kind = c.kind;
+      p.reason = c.reason;
+      const int localIndex = topo_.pes[static_cast<size_t>(pe)].localIndex;
+      switch (c.kind) {
+        case PathKind::Self:
+        case PathKind::Shm:
+        case PathKind::P2p:
+          p.ops = gpu_ ? &p2pTransportOps() : &shmTransportOps();
+          p.ctx = gpu_.get();
+          p.base = kind == SegKind::Host ? host_->base(localIndex) : device_->base(localIndex);
+          break;
+        case PathKind::Staged:
+        case PathKind::Proxy:
+        case PathKind::None:
+          TETHER_FAIL(TETHER_ERR_UNREACHABLE, "tether_init: no usable path from PE %d to the %s segment of PE %d: %s%s",
+                      job_.rank, kind == SegKind::Host ? "HOST" : "DEVICE", pe, c.reason.c_str(),
+                      c.kind == PathKind::None ? "" : " (this path is not implemented yet)");
+      }
+      auto key = std::make_pair(p.ops, p.ctx);
+      if (std::find(opsInUse_.begin(), opsInUse_.end(), key) == opsInUse_.end()) opsInUse_.push_back(key);
+      TETHER_LOG_INFO(LogSys::Transport, "path to the %s segment of PE %d: %s via %s (%s)",
+                      kind == SegKind::Host ? "HOST" : "DEVICE", pe, pathKindName(c.kind), p.ops->name,
+                      c.reason.c_str());
+    }
+  }
   return Status::ok();
 }
 
 uint64_t World::nowTag() { return static_cast<uint64_t>(getpid()) << 16 ^ static_cast<uint64_t>(time(nullptr)); }
 
-Status World::discoverTopology() {
+Status World::discoverHosts() {
   struct Rec {
     char host[240];
     int32_t rank;
@@ -149,21 +218,49 @@ Status World::discoverTopology() {
   mine.rank = job_.rank;
   std::vector<Rec> all(static_cast<size_t>(job_.size));
   TETHER_TRY(bootstrap_->allgather(&mine, all.data(), sizeof mine).withContext("tether_init: topology"));
-  pes_.assign(static_cast<size_t>(job_.size), PeInfo{});
-  std::vector<std::pair<std::string, int>> counts;
+  topo_.pes.assign(static_cast<size_t>(job_.size), PeRecord{});
   for (int r = 0; r < job_.size; ++r) {
-    PeInfo& p = pes_[static_cast<size_t>(r)];
+    PeRecord& p = topo_.pes[static_cast<size_t>(r)];
     p.host = all[static_cast<size_t>(r)].host;
     int idx = 0;
-    for (int q = 0; q < r; ++q) idx += pes_[static_cast<size_t>(q)].host == p.host;
+    for (int q = 0; q < r; ++q) idx += topo_.pes[static_cast<size_t>(q)].host == p.host;
     p.localIndex = idx;
   }
-  localPe_ = pes_[static_cast<size_t>(job_.rank)].localIndex;
+  localPe_ = topo_.pes[static_cast<size_t>(job_.rank)].localIndex;
   localSize_ = 0;
-  for (const auto& p : pes_) localSize_ += p.host == pes_[static_cast<size_t>(job_.rank)].host;
+  for (const auto& p : topo_.pes) localSize_ += p.host == topo_.pes[static_cast<size_t>(job_.rank)].host;
   if (job_.localRank >= 0 && job_.localRank != localPe_)
     TETHER_LOG_INFO(LogSys::Topology, "launcher says local rank %d, host identity gives %d (using %d)",
                     job_.localRank, localPe_, localPe_);
+  return Status::ok();
+}
+
+Status World::discoverTopology() {
+  // Each PE describes itself (GPU, NUMA) as one serialised record; every PE then derives the pair facts itself.
+  constexpr size_t kRecordBytes = 2048;
+  std::unique_ptr<GpuQuery> q = createSystemGpuQuery();
+  Topology one;
+  one.pes.resize(1);
+  TETHER_TRY(discoverLocalPe(*q, gpu_ ? gpu_->device() : -1, &one.pes[0]).withContext("tether_init: topology"));
+  one.pes[0].localIndex = localPe_;
+  std::string text = one.serialize();
+  if (text.size() >= kRecordBytes)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "tether_init: topology record of %zu bytes exceeds %zu", text.size(), kRecordBytes);
+  std::vector<char> mine(kRecordBytes, 0), all(kRecordBytes * static_cast<size_t>(job_.size));
+  std::memcpy(mine.data(), text.data(), text.size());
+  TETHER_TRY(bootstrap_->allgather(mine.data(), all.data(), kRecordBytes).withContext("tether_init: topology"));
+  Topology t;
+  for (int r = 0; r < job_.size; ++r) {
+    Topology part;
+    TETHER_TRY(Topology::parse(std::string(all.data() + static_cast<size_t>(r) * kRecordBytes), &part)
+                   .withContext("tether_init: topology record of PE " + std::to_string(r)));
+    if (part.pes.size() != 1) TETHER_FAIL(TETHER_ERR_INTERNAL, "tether_init: bad topology record from PE %d", r);
+    t.pes.push_back(part.pes[0]);
+  }
+  t.pairs.assign(t.pes.size() * t.pes.size(), PairRecord{});
+  TETHER_TRY(discoverPairs(*q, job_.rank, &t).withContext("tether_init: topology"));
+  topo_ = std::move(t);
+  TETHER_LOG_DEBUG(LogSys::Topology, "topology:\n%s", topo_.serialize().c_str());
   return Status::ok();
 }
 
@@ -171,6 +268,10 @@ Status World::finalize() {
   if (finalized_) return Status::ok();
   finalized_ = true;
   Status s = barrier("tether_finalize", true);
+  // Tear down in dependency order: device mappings, the GPU context (it unregisters the host views it registered),
+  // then the host heap.
+  device_.reset();
+  gpu_.reset();
   host_.reset();
   bootstrap_.reset();
   return s;
@@ -184,29 +285,52 @@ Status World::checkPe(const char* call, int pe) const {
   return Status::ok();
 }
 
-Status World::checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n,
-                             uint64_t* offset) const {
+Status World::checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const {
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(host_->myBase()) + kControlBytes;
-  const uintptr_t hi = reinterpret_cast<uintptr_t>(host_->myBase()) + host_->committed();
   if (a + n < a)
     TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s %p + %llu bytes overflows the address space", call, what, addr,
                 static_cast<unsigned long long>(n));
-  if (a < lo || a > hi || n > hi - a)
-    TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC,
-                "%s: %s %p (+%llu bytes) is not inside the symmetric heap [%p, %p) of PE %d", call, what, addr,
-                static_cast<unsigned long long>(n), reinterpret_cast<void*>(lo), reinterpret_cast<void*>(hi),
-                job_.rank);
-  *offset = a - reinterpret_cast<uintptr_t>(host_->myBase());
-  return Status::ok();
+  struct Range {
+    SegKind kind;
+    uintptr_t base, lo, hi;
+  };
+  Range ranges[2];
+  int count = 0;
+  const uintptr_t hb = reinterpret_cast<uintptr_t>(host_->myBase());
+  ranges[count++] = {SegKind::Host, hb, hb + kControlBytes, hb + host_->committed()};
+  if (device_) {
+    const uintptr_t db = reinterpret_cast<uintptr_t>(device_->myBase());
+    ranges[count++] = {SegKind::Device, db, db, db + device_->committed()};
+  }
+  for (int i = 0; i < count; ++i) {
+    const Range& r = ranges[i];
+    if (a >= r.lo && a <= r.hi && n <= r.hi - a && (a < r.hi || n == 0)) {
+      *ref = SymRef{r.kind, a - r.base};
+      return Status::ok();
+    }
+  }
+  std::string where = strprintf("HOST [%p, %p)", reinterpret_cast<void*>(ranges[0].lo),
+                                reinterpret_cast<void*>(ranges[0].hi));
+  if (count > 1)
+    where += strprintf(", DEVICE [%p, %p)", reinterpret_cast<void*>(ranges[1].lo), reinterpret_cast<void*>(ranges[1].hi));
+  TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: %s %p (+%llu bytes) is not inside the symmetric heap of PE %d (%s)", call,
+              what, addr, static_cast<unsigned long long>(n), job_.rank, where.c_str());
+}
+
+Status World::readLocal(SymRef ref, void* out, size_t n) const {
+  if (ref.kind == SegKind::Host) {
+    std::memcpy(out, host_->myBase() + ref.offset, n);
+    return Status::ok();
+  }
+  return gpu_->copy(out, device_->myBase() + ref.offset, n, false);
 }
 
 void* World::ptr(const void* addr, int pe) const {
-  uint64_t off;
-  if (pe < 0 || pe >= job_.size || !checkSymmetric("tether_ptr", "addr", addr, 0, &off).isOk()) return nullptr;
-  const PeerPath& p = path(pe);
-  if (!(p.ops->caps & kCapLoadStore) || !p.base) return nullptr;
-  return p.base + off;
+  SymRef ref;
+  if (pe < 0 || pe >= job_.size || !checkSymmetric("tether_ptr", "addr", addr, 0, &ref).isOk()) return nullptr;
+  const SegPath& p = path(pe, ref.kind);
+  if (!p.ops || !(p.ops->caps & kCapLoadStore) || !p.base) return nullptr;
+  return p.base + ref.offset;
 }
 
 // ---- collective allocation -----------------------------------------------------------------------------------------
@@ -244,15 +368,29 @@ Status World::collectiveCheckWithError(const char* call, uint64_t op, uint64_t a
   return Status::ok();
 }
 
-Status World::commitAndSync(const char* call, uint64_t zeroOffset, uint64_t zeroBytes) {
+Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes) {
   Status local;
-  uint64_t need = alloc_->highWater();
-  if (need > host_->committed()) {
-    uint64_t target = std::max(need, host_->committed() + host_->committed() / 2);
-    target = std::min(roundUp(target, kGrowAlign), alloc_->limit());
-    local = host_->grow(std::max(target, need));
+  Allocator& al = allocator(kind);
+  const uint64_t need = al.highWater();
+  if (kind == SegKind::Host && need > host_->committed()) {
+    const uint64_t old = host_->committed();
+    uint64_t target = std::max(need, old + old / 2);
+    target = std::max(std::min(roundUp(target, kGrowAlign), al.limit()), need);
+    local = host_->grow(target);  // peers' new bytes exist after the exchange below: registration follows it
   }
-  if (local.isOk() && zeroBytes) std::memset(host_->myBase() + zeroOffset, 0, zeroBytes);
+  if (kind == SegKind::Device && need > device_->committed()) {
+    const uint64_t old = device_->committed();
+    uint64_t target = std::max(need, old + old / 2);
+    target = std::max(std::min(roundUp(target, kGrowAlign), al.limit()), need);
+    // Collective inside (every PE computes the same target from the same allocator state).
+    TETHER_TRY(device_->grow(target, *bootstrap_).withContext(call));
+  }
+  if (local.isOk() && zeroBytes) {
+    if (kind == SegKind::Host)
+      std::memset(host_->myBase() + zeroOffset, 0, zeroBytes);
+    else
+      local = gpu_->memset(device_->myBase() + zeroOffset, 0, zeroBytes);
+  }
   // The status exchange is also the closing barrier of the collective call.
   int32_t mine = local.isOk() ? 0 : static_cast<int32_t>(local.code());
   std::vector<int32_t> all(static_cast<size_t>(job_.size));
@@ -262,78 +400,103 @@ Status World::commitAndSync(const char* call, uint64_t zeroOffset, uint64_t zero
     if (all[static_cast<size_t>(r)])
       TETHER_FAIL(static_cast<tether_status_t>(all[static_cast<size_t>(r)]),
                   "%s: PE %d could not grow its symmetric heap (see its log)", call, r);
+  if (kind == SegKind::Host && gpu_ && host_->committed() > registered_) {
+    TETHER_TRY(registerHostViews(registered_, host_->committed()).withContext(call));
+    registered_ = host_->committed();
+  }
   return Status::ok();
+}
+
+Status World::resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const {
+  switch (kind) {
+    case TETHER_SEG_DEFAULT: *out = defaultKind_; return Status::ok();
+    case TETHER_SEG_HOST: *out = SegKind::Host; return Status::ok();
+    case TETHER_SEG_DEVICE:
+      if (!device_)
+        TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: no DEVICE segments in this job (%s); use TETHER_SEG_HOST", call,
+                    gpu_ ? "not every PE has a GPU" : "this PE has no GPU context: host-only build, no GPU visible, "
+                                                      "or TETHER_GPU=none");
+      *out = SegKind::Device;
+      return Status::ok();
+    default:
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown segment kind %d", call, static_cast<int>(kind));
+  }
 }
 
 Status World::allocate(const char* call, tether_seg_kind_t kind, uint64_t align, uint64_t size, bool zero,
                        void** out) {
   *out = nullptr;
-  Status local;
   if (align == 0) align = kDefaultAlign;
-  if (kind == TETHER_SEG_DEVICE)
-    local = Status(TETHER_ERR_UNSUPPORTED, strprintf("%s: DEVICE segments need the GPU heap, which is not built yet "
-                                                     "(issue #4); use TETHER_SEG_HOST", call));
-  else if (kind != TETHER_SEG_DEFAULT && kind != TETHER_SEG_HOST)
-    local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: unknown segment kind %d", call, static_cast<int>(kind)));
-  else if ((align & (align - 1)) != 0)
+  SegKind k = SegKind::Host;
+  Status local = resolveKind(call, kind, &k);
+  if (local.isOk() && (align & (align - 1)) != 0)
     local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: alignment %llu is not a power of two", call,
                                                      static_cast<unsigned long long>(align)));
-  TETHER_TRY(collectiveCheckWithError(call, kOpAlloc, size, align, "size", "alignment", local));
+  TETHER_TRY(collectiveCheckWithError(call, kOpAlloc + 16 * static_cast<uint64_t>(k), size, align, "size",
+                                      "alignment", local));
   uint64_t off = 0;
-  TETHER_TRY(alloc_->allocate(size, align, &off).withContext(call));
-  Status s = commitAndSync(call, off, zero ? size : 0);
+  TETHER_TRY(allocator(k).allocate(size, align, &off).withContext(call));
+  Status s = commitAndSync(call, k, off, zero ? size : 0);
   if (!s.isOk()) {
-    TETHER_WARN_ON_FAIL(alloc_->release(off));
+    TETHER_WARN_ON_FAIL(allocator(k).release(off));
     return s;
   }
-  *out = host_->myBase() + off;
-  TETHER_LOG_DEBUG(LogSys::Heap, "%s: %llu bytes at offset 0x%llx", call, static_cast<unsigned long long>(size),
-                   static_cast<unsigned long long>(off));
+  *out = segBase(k) + off;
+  TETHER_LOG_DEBUG(LogSys::Heap, "%s: %llu bytes of %s at offset 0x%llx", call, static_cast<unsigned long long>(size),
+                   k == SegKind::Host ? "HOST" : "DEVICE", static_cast<unsigned long long>(off));
   return Status::ok();
 }
 
-Status World::liveOffset(const char* call, const void* ptr, uint64_t* off) const {
-  TETHER_TRY(checkSymmetric(call, "ptr", ptr, 0, off));
-  if (!alloc_->isLive(*off))
+Status World::liveRef(const char* call, const void* ptr, SymRef* ref) const {
+  TETHER_TRY(checkSymmetric(call, "ptr", ptr, 0, ref));
+  const Allocator& al = ref->kind == SegKind::Host ? *alloc_ : *devAlloc_;
+  if (!al.isLive(ref->offset))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %p is not the start of a live symmetric allocation", call, ptr);
   return Status::ok();
 }
 
 Status World::release(const char* call, void* ptr) {
-  uint64_t off = 0;
-  Status local = ptr ? liveOffset(call, ptr, &off) : Status::ok();
+  SymRef ref{SegKind::Host, 0};
+  Status local = ptr ? liveRef(call, ptr, &ref) : Status::ok();
   TETHER_TRY(quiet());
-  TETHER_TRY(collectiveCheckWithError(call, kOpFree, ptr ? off : 0, 0, "offset", "-", local));
-  if (ptr) TETHER_TRY(alloc_->release(off).withContext(call));
+  TETHER_TRY(collectiveCheckWithError(call, kOpFree + 16 * static_cast<uint64_t>(ref.kind), ptr ? ref.offset : 0, 0,
+                                      "offset", "-", local));
+  if (ptr) TETHER_TRY(allocator(ref.kind).release(ref.offset).withContext(call));
   return Status::ok();
 }
 
 Status World::reallocate(const char* call, void* ptr, uint64_t size, void** out) {
   *out = nullptr;
-  if (!ptr) return allocate(call, TETHER_SEG_HOST, kDefaultAlign, size, false, out);
+  if (!ptr) return allocate(call, TETHER_SEG_DEFAULT, kDefaultAlign, size, false, out);
   if (size == 0) return release(call, ptr);
-  uint64_t off = 0;
-  Status local = liveOffset(call, ptr, &off);
+  SymRef ref{SegKind::Host, 0};
+  Status local = liveRef(call, ptr, &ref);
   TETHER_TRY(quiet());
-  TETHER_TRY(collectiveCheckWithError(call, kOpRealloc, off, size, "offset", "size", local));
+  TETHER_TRY(collectiveCheckWithError(call, kOpRealloc + 16 * static_cast<uint64_t>(ref.kind), ref.offset, size,
+                                      "offset", "size", local));
+  Allocator& al = allocator(ref.kind);
+  const uint64_t off = ref.offset;
   bool inPlace = false;
-  TETHER_TRY(alloc_->resizeInPlace(off, size, &inPlace).withContext(call));
+  TETHER_TRY(al.resizeInPlace(off, size, &inPlace).withContext(call));
   uint64_t newOff = off;
-  if (!inPlace) {
-    TETHER_TRY(alloc_->allocate(size, kDefaultAlign, &newOff).withContext(call));
-  }
-  Status s = commitAndSync(call, 0, 0);
+  if (!inPlace) TETHER_TRY(al.allocate(size, kDefaultAlign, &newOff).withContext(call));
+  Status s = commitAndSync(call, ref.kind, 0, 0);
   if (!s.isOk()) {
-    if (!inPlace) TETHER_WARN_ON_FAIL(alloc_->release(newOff));
+    if (!inPlace) TETHER_WARN_ON_FAIL(al.release(newOff));
     return s;
   }
+  char* base = segBase(ref.kind);
   if (!inPlace) {
-    std::memmove(host_->myBase() + newOff, host_->myBase() + off, std::min<uint64_t>(alloc_->blockSize(off), size));
-    TETHER_TRY(alloc_->release(off).withContext(call));
+    const uint64_t keep = std::min<uint64_t>(al.blockSize(off), size);
+    if (ref.kind == SegKind::Host)
+      std::memmove(base + newOff, base + off, keep);
+    else
+      TETHER_TRY(gpu_->copy(base + newOff, base + off, keep, false).withContext(call));
+    TETHER_TRY(al.release(off).withContext(call));
     // Peers may put into the new block only after every PE has copied its old contents.
     TETHER_TRY(bootstrap_->barrier().withContext(call));
   }
-  *out = host_->myBase() + newOff;
+  *out = base + newOff;
   return Status::ok();
 }
 

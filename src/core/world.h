@@ -1,8 +1,9 @@
 // World: one tether runtime instance (the object behind tether_t). No global state: several Worlds may live in one
 // process, each with its own bootstrap, heap and peer paths.
 //
-// Owns: Config snapshot, Bootstrap, topology record, HOST segment group + deterministic allocator, one PeerPath per
-// PE, the control block (internal words at the start of the heap: barrier counters).
+// Owns: Config snapshot, Bootstrap, topology record, GPU context (when this PE has a GPU), HOST segment group and
+// DEVICE heap with one deterministic allocator each, one PeerPath per PE (a SegPath per segment kind), the control
+// block (internal words at the start of the HOST heap: barrier counters).
 // Thread-safety: RMA, AMO, signal and wait calls may come from several threads; init, finalize and the collective
 // calls (allocation, barrier, sync) must not race with each other on one World.
 #pragma once
@@ -16,18 +17,31 @@
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
 #include "heap/allocator.h"
+#include "gpu/gpu.h"
 #include "heap/shm_segment.h"
 #include "tether/tether.h"
+#include "topology/topology.h"
 #include "transport/transport.h"
 
 namespace tether {
 
-struct PeerPath {
+// How this PE reaches one segment kind of one PE.
+struct SegPath {
   PathKind kind = PathKind::None;
   const TransportOps* ops = nullptr;
   void* ctx = nullptr;
-  char* base = nullptr;  // the peer's heap base as mapped here, or nullptr on non-load/store paths
+  char* base = nullptr;  // the peer's segment as mapped here (CPU- or GPU-addressable), or nullptr
   std::string reason;
+};
+
+struct PeerPath {
+  SegPath seg[2];  // indexed by SegKind
+};
+
+// A checked symmetric address: which segment, and the offset in it.
+struct SymRef {
+  SegKind kind;
+  uint64_t offset;
 };
 
 class World {
@@ -41,7 +55,10 @@ class World {
   int localPe() const { return localPe_; }
   int localSize() const { return localSize_; }
   double timeout() const { return timeout_; }
-  const PeerPath& path(int pe) const { return paths_[static_cast<size_t>(pe)]; }
+  const SegPath& path(int pe, SegKind kind) const {
+    return paths_[static_cast<size_t>(pe)].seg[static_cast<int>(kind)];
+  }
+  GpuContext* gpu() const { return gpu_.get(); }
 
   // ---- heap (collective) -- core/world.cpp
   Status allocate(const char* call, tether_seg_kind_t kind, uint64_t align, uint64_t size, bool zero, void** out);
@@ -51,12 +68,14 @@ class World {
 
   // ---- checks: build the error message that names the call and the values
   Status checkPe(const char* call, int pe) const;
-  // [addr, addr + n) must lie in this PE's symmetric heap; *offset = addr - heap base.
-  Status checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, uint64_t* offset) const;
-  RemoteAddr remote(int pe, uint64_t offset) const {
-    const PeerPath& p = path(pe);
-    return RemoteAddr{p.base ? p.base + offset : nullptr, offset};
+  // [addr, addr + n) must lie in one of this PE's symmetric segments; *ref = its kind and offset.
+  Status checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
+  RemoteAddr remote(int pe, SymRef ref) const {
+    const SegPath& p = path(pe, ref.kind);
+    return RemoteAddr{p.base ? p.base + ref.offset : nullptr, ref.offset, ref.kind};
   }
+  // Reads n bytes of this PE's own symmetric memory (a DEVICE segment goes through the GPU).
+  Status readLocal(SymRef ref, void* out, size_t n) const;
 
   // ---- RMA, AMO, signals -- core/rma.cpp
   Status put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi);
@@ -81,7 +100,13 @@ class World {
  private:
   World() = default;
   Status init(const tether_init_attr_t& attr);
+  Status discoverHosts();
   Status discoverTopology();
+  Status setUpPaths();
+  Status registerHostViews(uint64_t from, uint64_t to);
+  Status resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const;
+  Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
+  char* segBase(SegKind k) const { return k == SegKind::Host ? host_->myBase() : device_->myBase(); }
   static uint64_t nowTag();
   // Exchanges (seq, op, a, b, localError) with every PE; fails identically on every PE when any PE had a local
   // error or the records differ. Doubles as the entry barrier of the collective call.
@@ -89,18 +114,22 @@ class World {
                                   const char* bName, const Status& localError);
   // Commits heap memory up to the allocator's high-water mark, zeroes [zeroOffset, +zeroBytes) of this PE's copy,
   // then exchanges every PE's outcome (the closing barrier of the collective call).
-  Status commitAndSync(const char* call, uint64_t zeroOffset, uint64_t zeroBytes);
-  Status liveOffset(const char* call, const void* ptr, uint64_t* off) const;
+  Status commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes);
+  Status liveRef(const char* call, const void* ptr, SymRef* ref) const;
 
   Config config_;
   JobInfo job_;
   double timeout_ = 300;
   std::unique_ptr<Bootstrap> bootstrap_;
-  std::vector<PeInfo> pes_;
+  Topology topo_;
   int localPe_ = 0, localSize_ = 1;
   std::unique_ptr<HostSegmentGroup> host_;
   std::unique_ptr<Allocator> alloc_;
-  uint64_t growChunk_ = 0;
+  std::unique_ptr<GpuContext> gpu_;
+  std::unique_ptr<DeviceHeap> device_;
+  std::unique_ptr<Allocator> devAlloc_;
+  SegKind defaultKind_ = SegKind::Host;
+  uint64_t registered_ = 0;  // HOST bytes registered with the GPU (every same-host view)
   std::vector<PeerPath> paths_;
   std::vector<std::pair<const TransportOps*, void*>> opsInUse_;  // distinct (ops, ctx) over all paths (quiet/fence visit each once)
   uint64_t allocSeq_ = 0;

@@ -69,7 +69,8 @@ struct PathChoice {
   std::string reason;  // one line for TETHER_LOG=info: why this path
 };
 
-// Overrides from TETHER_PATHS: "auto" or a comma list of kind=path, e.g. "device=staged", "host=shm".
+// Overrides from TETHER_PATHS: "auto" or a comma list of kind=path, e.g. "device=staged", "host=shm" (a bare "shm",
+// the older spelling, means host=shm). They apply to same-host peers only.
 struct PathOverrides {
   std::string host = "auto";
   std::string device = "auto";
@@ -103,8 +104,9 @@ std::unique_ptr<GpuQuery> createSystemGpuQuery();
 
 // Fills the record of this PE: host identity, CPU NUMA node, its GPU (device = chosen ordinal, -1 for none).
 Status discoverLocalPe(GpuQuery& q, int device, PeRecord* out);
-// Fills pairs for every same-host pair, from this process's view (all GPUs of the host visible here; a peer GPU not
-// visible gives p2pAccess false).
-Status discoverPairs(GpuQuery& q, Topology* topo);
+// Fills pairs (resized to n*n, reset) for every pair i != j of PEs with GPUs on PE me's host, from this process's
+// view: all GPUs of the host visible here; a peer GPU not visible gives p2pAccess false. Pairs of other hosts stay
+// default (their bus ids may repeat here on identical machines, so they are never looked up).
+Status discoverPairs(GpuQuery& q, int me, Topology* topo);
 
 }  // namespace tether

@@ -1,8 +1,9 @@
 // Transport interface: one ops table plus capability flags per peer path (DESIGN §2, §3).
 //
 // A path is chosen once per (PE pair) at start-up from the topology record and never on the hot path. The RMA layer
-// calls ops through the PeerPath of the target PE. Paths today: `self` and `shm` (host memory of a same-host PE,
-// direct load/store). `p2p` (GPU peer mappings, issue #4) and `proxy` (network via UCX) fill the same table.
+// calls ops through the PeerPath of the target PE and segment kind. Paths today: `self`/`shm` (host memory of a
+// same-host PE, direct load/store, no GPU) and `p2p` (GPU present: copy engines, GPU atomics). `proxy` (network via
+// UCX) will fill the same table.
 //
 // Ordering contract every implementation keeps:
 //  - put/get: blocking forms complete before returning; nbi forms complete at quiet().
@@ -19,6 +20,7 @@
 
 #include "base/status.h"
 #include "tether/tether.h"
+#include "topology/topology.h"
 
 namespace tether {
 
@@ -29,10 +31,12 @@ enum TransportCap : uint32_t {
   kCapDeviceSegment = 1u << 3, // serves DEVICE segments
 };
 
-// Target of an operation: the symmetric offset (always) and, on load/store paths, the translated pointer.
+// Target of an operation: the segment kind and symmetric offset (always) and, where the peer's segment is mapped
+// here, the translated pointer (CPU-addressable for HOST segments, GPU-addressable for DEVICE segments).
 struct RemoteAddr {
   char* ptr;
   uint64_t offset;
+  SegKind kind;
 };
 
 // One atomic operation on a word of `width` bytes (4 or 8); operands are bit patterns in the low bytes.
@@ -54,25 +58,13 @@ struct TransportOps {
   Status (*fence)(void* ctx);
 };
 
-enum class PathKind { Self, Shm, P2p, Proxy, None };
-const char* pathKindName(PathKind k);
-
-// What start-up knows about one PE, gathered from every PE (serialisable; the GPU issue adds devices and links).
-struct PeInfo {
-  std::string host;   // host identity (hostname + boot id)
-  int localIndex = 0; // index among the PEs of that host
-};
-
-struct PathChoice {
-  PathKind kind;
-  std::string reason;
-};
-
-// Pure path choice: from the topology record, the PE pair and the TETHER_PATHS override ("auto" or "shm").
-// Returns PathKind::None with the reason when no path exists (e.g. another host and no network transport).
-Status choosePath(const std::vector<PeInfo>& pes, int me, int pe, const std::string& override, PathChoice* out);
-
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.
 const TransportOps& shmTransportOps();
+
+// The GPU host path (ctx = GpuContext*): serves HOST and DEVICE segments of same-host PEs whose GPUs can address each
+// other. Copies that touch device memory go through copy engines; HOST-to-HOST bytes are memcpy'd; atomics and
+// signals on DEVICE words run as system-scope GPU atomics (so they are atomic against kernels' atomics), on HOST
+// words as CPU atomics.
+const TransportOps& p2pTransportOps();
 
 }  // namespace tether

@@ -9,7 +9,8 @@
 
 namespace {
 
-const char* const kSmallHeap[] = {"TETHER_HEAP_SIZE=1M", "TETHER_HEAP_MAX=8M", "TETHER_TIMEOUT=0.3", nullptr};
+const char* const kSmallHeap[] = {"TETHER_HEAP_SIZE=1M", "TETHER_HEAP_MAX=8M", "TETHER_TIMEOUT=0.3",
+                                  "TETHER_DEFAULT_SEGMENT=host", "TETHER_GPU=none", nullptr};
 
 class Single : public ::testing::Test {
  protected:

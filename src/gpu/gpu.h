@@ -1,0 +1,75 @@
+// The core's GPU layer: one GpuContext per World when this PE has a GPU. CUDA builds compile src/gpu/cuda/, host-only
+// builds src/gpu/none/ (create() then reports "no GPU"); the core never tests for CUDA itself.
+//
+// Contracts
+//  - Copies (copy) move bytes between any two memories the GPU can address (device memory of this GPU or a peer GPU
+//    mapped here, HOST segments registered with registerHost, and pageable host memory) by copy engines on a small
+//    pool of internal streams. Blocking copies are complete (visible to every GPU and CPU) on return; nbi copies are
+//    complete at quiet(). Large copies may be split across streams.
+//  - atomic()/signal() on GPU-addressable memory run in a kernel on this PE's GPU with system-scope atomics, so they
+//    are atomic with respect to GPU atomics from any GPU on the same word (and to each other). signal() is ordered
+//    after every copy issued before it (it synchronises the pool first).
+//  - Thread safety: all methods may be called from several threads; each makes this PE's device current first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "base/status.h"
+#include "transport/transport.h"
+
+namespace tether {
+
+class Bootstrap;
+
+struct DeviceHeapParams {
+  int localIndex = 0;
+  std::vector<int> localRanks;  // global ranks of the same-host PEs, by local index
+  uint64_t initialBytes = 0;
+  uint64_t maxBytes = 0;        // per-PE stride of the device window
+  std::string jobTag, secret;
+  double timeoutSeconds = 300;
+  bool forceIpc = false;        // TETHER_DEVICE_IPC=1: legacy CUDA IPC instead of VMM + POSIX FDs
+};
+
+// The DEVICE segments of all same-host PEs, mapped here so that a symmetric offset translates with one add.
+class DeviceHeap {
+ public:
+  virtual ~DeviceHeap() = default;
+  virtual char* base(int localIndex) const = 0;
+  virtual char* myBase() const = 0;
+  virtual uint64_t committed() const = 0;
+  virtual uint64_t maxBytes() const = 0;
+  virtual const char* mechanism() const = 0;  // "vmm" or "ipc"
+  // Collective over the same-host PEs (all call it with the same newBytes); maps every PE's new memory here.
+  virtual Status grow(uint64_t newBytes, Bootstrap& bootstrap) = 0;
+};
+
+class GpuContext {
+ public:
+  // *out stays null (and the reason is logged at info) when this build or machine has no usable GPU, or when
+  // TETHER_GPU=none. device: TETHER_GPU ("auto" = localPe modulo the visible GPUs, or an ordinal).
+  static Status create(const Config& config, int localPe, std::unique_ptr<GpuContext>* out);
+  virtual ~GpuContext() = default;
+
+  virtual int device() const = 0;
+  virtual std::string busId() const = 0;
+
+  // Page-rounded; the context unregisters every range it registered when it is destroyed.
+  virtual Status registerHost(void* p, size_t n) = 0;
+  virtual bool isDeviceMemory(const void* p) = 0;  // any GPU's memory (user buffers are classified with it)
+
+  virtual Status copy(void* dst, const void* src, size_t n, bool nbi) = 0;
+  virtual Status quiet() = 0;
+  virtual Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) = 0;
+  virtual Status signal(void* target, uint64_t value, tether_signal_op_t op) = 0;
+  virtual Status memset(void* dst, int value, size_t n) = 0;  // blocking
+
+  virtual Status createDeviceHeap(const DeviceHeapParams& params, Bootstrap& bootstrap,
+                                  std::unique_ptr<DeviceHeap>* out) = 0;
+};
+
+}  // namespace tether
