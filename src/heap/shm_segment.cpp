@@ -1,5 +1,6 @@
 #include "heap/shm_segment.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -47,6 +48,7 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
   if (g->memfd_ < 0) return errnoStatus("memfd_create(host heap)", errno);
   if (::ftruncate(g->memfd_, static_cast<off_t>(p.initialBytes)) != 0)
     return errnoStatus("ftruncate(host heap, " + std::to_string(p.initialBytes) + ")", errno);
+  TETHER_TRY(g->populate(0, p.initialBytes));
   g->committed_ = p.initialBytes;
 
   FdExchange fx;
@@ -70,6 +72,18 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
   return Status::ok();
 }
 
+Status HostSegmentGroup::populate(uint64_t from, uint64_t to) {
+  // Back the range with memory now: peers map and GPUs register these pages right after, and must all see the same
+  // pages (registration of never-touched file pages is not reliably shared on every kernel/sandbox). It also turns a
+  // later SIGBUS on memory exhaustion into an error here.
+  int r;
+  do r = ::fallocate(memfd_, 0, static_cast<off_t>(from), static_cast<off_t>(to - from));
+  while (r != 0 && errno == EINTR);
+  if (r != 0 && errno != EOPNOTSUPP)
+    return errnoStatus("allocating " + std::to_string(to - from) + " bytes for the host heap", errno);
+  return Status::ok();
+}
+
 Status HostSegmentGroup::grow(uint64_t newBytes) {
   if (newBytes <= committed_) return Status::ok();
   if (newBytes > params_.maxBytes)
@@ -77,6 +91,7 @@ Status HostSegmentGroup::grow(uint64_t newBytes) {
                 static_cast<unsigned long long>(newBytes), static_cast<unsigned long long>(params_.maxBytes));
   if (::ftruncate(memfd_, static_cast<off_t>(newBytes)) != 0)
     return errnoStatus("growing the host heap to " + std::to_string(newBytes) + " bytes", errno);
+  TETHER_TRY(populate(committed_, newBytes));
   TETHER_LOG_INFO(LogSys::Heap, "host heap grown from %llu to %llu bytes", static_cast<unsigned long long>(committed_),
                   static_cast<unsigned long long>(newBytes));
   committed_ = newBytes;

@@ -46,6 +46,7 @@ class HostSegmentGroup {
 
  private:
   HostSegmentGroup() = default;
+  Status populate(uint64_t from, uint64_t to);
   HostSegmentParams params_;
   char* window_ = nullptr;
   uint64_t windowBytes_ = 0;

@@ -336,7 +336,7 @@ std::string linkPhrase(const PairRecord& p) {
     case LinkType::NvLink:
       return p.nvlinkCount > 0 ? strprintf("NVLink x%d", p.nvlinkCount) : std::string("NVLink");
     case LinkType::Pcie: return "PCIe";
-    case LinkType::SameGpu: return "one GPU";
+    case LinkType::SameGpu: return "one shared GPU";
     case LinkType::None: break;
   }
   return "peer access (link type unknown)";
@@ -378,7 +378,8 @@ Status choosePath(const Topology& topo, int me, int pe, SegKind kind, const Path
   const PairRecord& p = topo.pair(me, pe);
   const std::string& busA = a.gpu.busId;
   const std::string& busB = b.gpu.busId;
-  const std::string gpus = p.link == LinkType::SameGpu ? "both PEs on GPU " + busA : "GPUs " + busA + " -> " + busB;
+  const std::string gpus =
+      p.link == LinkType::SameGpu ? "both PEs on GPU " + busA + " (same device)" : "GPUs " + busA + " -> " + busB;
 
   if (!p.p2pAccess) {
     if (ov.device == "p2p")
@@ -393,7 +394,7 @@ Status choosePath(const Topology& topo, int me, int pe, SegKind kind, const Path
   }
   if (ov.device == "staged") {
     *out = {PathKind::Staged, strprintf("same host, %s: staging through host memory, forced by TETHER_PATHS "
-                                        "device=staged (peer access over %s not used)",
+                                        "device=staged (peer access via %s not used)",
                                         gpus.c_str(), linkPhrase(p).c_str())};
     return Status::ok();
   }

@@ -1,5 +1,5 @@
 // GPU test (2+ PEs, one GPU each when available): each PE's kernel stores into the NEXT PE's host symmetric segment
-// through the pointer tether_ptr() returns (registered with CUDA, so the GPU reaches it over PCIe/C2C), then
+// through the pointer tether_ptr() returns (tether registers HOST segments with CUDA, so the GPU reaches it), then
 // publishes with a system-scope release on the next PE's signal word. The next PE checks twice: its CPU through
 // tether_signal_wait_until, and its own GPU through an acquire-spinning kernel. This is the visibility contract the
 // device and stream models build on: a signal seen means the data is there, across processes and across the GPU.
@@ -58,13 +58,6 @@ __global__ void waitAndCheck(const int* buf, unsigned long long* sig, unsigned l
   }
 }
 
-static void registerRange(void* p, size_t bytes) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t lo = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
-  uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) & ~(page - 1);
-  CK(cudaHostRegister(reinterpret_cast<void*>(lo), hi - lo, cudaHostRegisterMapped | cudaHostRegisterPortable));
-}
-
 int main() {
   tether_t w = nullptr;
   TK(tether_init(&w));
@@ -90,8 +83,7 @@ int main() {
     return 1;
   }
   auto* peerSig = reinterpret_cast<unsigned long long*>(peerBuf + kN);
-  registerRange(buf, bytes);
-  if (next != me) registerRange(peerBuf, bytes);
+  // tether registers every HOST segment view with CUDA (mapped, portable): no cudaHostRegister needed here.
   int *dPeerBuf, *dBuf;
   unsigned long long* dPeerSig;
   CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dPeerBuf), peerBuf, 0));
@@ -127,10 +119,6 @@ int main() {
     TK(tether_barrier_all(w));  // nobody starts round+1 before everyone checked round
   }
   CK(cudaFree(dErrors));
-  CK(cudaHostUnregister(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(buf) & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1))));
-  if (next != me)
-    CK(cudaHostUnregister(
-        reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(peerBuf) & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1))));
   if (failures) {
     std::fprintf(stderr, "FAIL PE %d: GPU saw %d stale elements\n", me, failures);
     return 1;

@@ -60,8 +60,9 @@ Topology load(const std::string& name) {
 
 bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
-const char* const kTopoFiles[] = {"h200x2_nv18.topo", "pcie_only.topo",  "no_peer_access.topo",
-                                  "two_hosts.topo",   "shared_gpu.topo", "mixed_gpu_nogpu.topo"};
+const char* const kTopoFiles[] = {"h200x2_nv18.topo", "h200x2_vm_recorded.topo", "pcie_only.topo",
+                                  "no_peer_access.topo", "two_hosts.topo", "shared_gpu.topo",
+                                  "mixed_gpu_nogpu.topo"};
 
 }  // namespace
 
@@ -267,6 +268,9 @@ TEST(ChoosePath, RecordedTopologies) {
       {"h200x2_nv18.topo", 0, 1, SegKind::Device, PathKind::P2p,
        {"same host, GPUs 0000:19:00.0 -> 0000:3b:00.0 joined by NVLink x18, native atomics"}},
       {"h200x2_nv18.topo", 1, 0, SegKind::Device, PathKind::P2p, {"0000:3b:00.0 -> 0000:19:00.0", "NVLink x18"}},
+      // the same machine as recorded on the VM
+      {"h200x2_vm_recorded.topo", 1, 0, SegKind::Device, PathKind::P2p,
+       {"same host, GPUs 0000:00:07.0 -> 0000:00:06.0 joined by NVLink x18, native atomics"}},
       // PCIe only
       {"pcie_only.topo", 0, 1, SegKind::Host, PathKind::Shm, {"same host"}},
       {"pcie_only.topo", 0, 1, SegKind::Device, PathKind::P2p,
@@ -283,7 +287,8 @@ TEST(ChoosePath, RecordedTopologies) {
       {"two_hosts.topo", 1, 1, SegKind::Device, PathKind::Self, {"same PE"}},
       // two PEs on one GPU
       {"shared_gpu.topo", 0, 1, SegKind::Host, PathKind::Shm, {"same host"}},
-      {"shared_gpu.topo", 0, 1, SegKind::Device, PathKind::P2p, {"both PEs on GPU 0000:19:00.0", "native atomics"}},
+      {"shared_gpu.topo", 0, 1, SegKind::Device, PathKind::P2p,
+       {"both PEs on GPU 0000:19:00.0 (same device), native atomics"}},
       {"shared_gpu.topo", 1, 0, SegKind::Device, PathKind::P2p, {"both PEs on GPU"}},
       // one PE without a GPU
       {"mixed_gpu_nogpu.topo", 0, 1, SegKind::Host, PathKind::Shm, {"same host"}},
@@ -476,7 +481,7 @@ TEST(DiscoverPairs, FourGpusMixedLinks) {
   EXPECT_FALSE(t.pair(0, 3).p2pAccess);
   EXPECT_FALSE(t.pair(0, 3).nativeAtomics);  // no atomics without peer access
   EXPECT_EQ(t.pair(0, 3).link, LinkType::NvLink);
-  EXPECT_EQ(t.asked.size(), 12u);  // every ordered pair of distinct GPUs, once
+  EXPECT_EQ(q.asked.size(), 12u);  // every ordered pair of distinct GPUs, once
 
   PathChoice c;
   ASSERT_TRUE(choosePath(t, 2, 3, SegKind::Device, PathOverrides(), &c).isOk());
@@ -569,7 +574,9 @@ TEST(DiscoverLocalPe, SystemQuery) {
   EXPECT_FALSE(p.host.empty());
   std::ifstream f("/proc/sys/kernel/random/boot_id");
   std::string boot;
-  if (std::getline(f, boot) && !boot.empty()) EXPECT_TRUE(contains(p.host, "/" + boot)) << p.host;
+  if (std::getline(f, boot) && !boot.empty()) {
+    EXPECT_TRUE(contains(p.host, "/" + boot)) << p.host;
+  }
   EXPECT_EQ(p.gpu.present, n > 0);
   if (n == 0) {
     EXPECT_EQ(q->deviceByBusId("0000:19:00.0"), -1);
@@ -607,8 +614,12 @@ TEST(DiscoverPairs, SystemQueryAllVisibleGpus) {
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;
       const PairRecord& p = t.pair(i, j);
-      if (p.nativeAtomics) EXPECT_TRUE(p.p2pAccess);
-      if (p.link == LinkType::NvLink) EXPECT_GT(p.nvlinkCount, 0);
+      if (p.nativeAtomics) {
+        EXPECT_TRUE(p.p2pAccess);
+      }
+      if (p.link == LinkType::NvLink) {
+        EXPECT_GT(p.nvlinkCount, 0);
+      }
       PathChoice c;
       ASSERT_TRUE(choosePath(t, i, j, SegKind::Device, PathOverrides(), &c).isOk());
       std::printf("PE %d -> PE %d: %s (%s)\n", i, j, pathKindName(c.kind), c.reason.c_str());
