@@ -117,10 +117,7 @@ Status World::init(const tether_init_attr_t& attr) {
   hp.timeoutSeconds = timeout_;
   TETHER_TRY(HostSegmentGroup::create(hp, *bootstrap_, &host_).withContext("tether_init: host heap"));
   alloc_.reset(new Allocator(kControlBytes, hp.maxBytes));
-  if (gpu_) {
-    TETHER_TRY(registerHostViews(0, host_->committed()).withContext("tether_init"));
-    registered_ = host_->committed();
-  }
+  if (gpu_) TETHER_TRY(registerHostViews(host_->committed()).withContext("tether_init"));
 
   // DEVICE heap only when every PE has a GPU (the heap is symmetric: all or none).
   int32_t hasGpu = gpu_ ? 1 : 0;
@@ -160,11 +157,27 @@ Status World::init(const tether_init_attr_t& attr) {
   return Status::ok();
 }
 
-Status World::registerHostViews(uint64_t from, uint64_t to) {
-  // Every same-host PE's HOST segment, as mapped here, becomes GPU-addressable (pinned, mapped).
-  for (size_t j = 0; j < static_cast<size_t>(localSize_); ++j)
-    TETHER_TRY(gpu_->registerHost(host_->base(static_cast<int>(j)) + from, to - from));
+Status World::registerHostViews(uint64_t committed) {
+  // Every same-host PE's HOST segment, as mapped here, becomes GPU-addressable (pinned, mapped) as ONE registered
+  // range [0, committed) (re-registered after growth), so one device alias delta serves the whole view. Copy engines
+  // and kernels use that alias.
+  TETHER_TRY(gpu_->quiet());
+  hostAlias_.resize(static_cast<size_t>(localSize_), 0);
+  for (int j = 0; j < localSize_; ++j) {
+    char* cpu = host_->base(j);
+    if (registered_) TETHER_TRY(gpu_->unregisterHost(cpu));
+    char* gpu = nullptr;
+    TETHER_TRY(gpu_->registerHost(cpu, committed, &gpu));
+    hostAlias_[static_cast<size_t>(j)] = gpu - cpu;
+  }
+  registered_ = committed;
   return Status::ok();
+}
+
+char* World::hostGpuAlias(int pe, uint64_t offset) const {
+  if (!gpu_ || offset >= registered_) return nullptr;
+  const int j = topo_.pes[static_cast<size_t>(pe)].localIndex;
+  return host_->base(j) + offset + hostAlias_[static_cast<size_t>(j)];
 }
 
 Status World::setUpPaths() {
@@ -400,10 +413,8 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
     if (all[static_cast<size_t>(r)])
       TETHER_FAIL(static_cast<tether_status_t>(all[static_cast<size_t>(r)]),
                   "%s: PE %d could not grow its symmetric heap (see its log)", call, r);
-  if (kind == SegKind::Host && gpu_ && host_->committed() > registered_) {
-    TETHER_TRY(registerHostViews(registered_, host_->committed()).withContext(call));
-    registered_ = host_->committed();
-  }
+  if (kind == SegKind::Host && gpu_ && host_->committed() > registered_)
+    TETHER_TRY(registerHostViews(host_->committed()).withContext(call));
   return Status::ok();
 }
 

@@ -72,8 +72,11 @@ class World {
   Status checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
   RemoteAddr remote(int pe, SymRef ref) const {
     const SegPath& p = path(pe, ref.kind);
-    return RemoteAddr{p.base ? p.base + ref.offset : nullptr, ref.offset, ref.kind};
+    char* ptr = p.base ? p.base + ref.offset : nullptr;
+    return RemoteAddr{ptr, ref.offset, ref.kind, ref.kind == SegKind::Device ? ptr : hostGpuAlias(pe, ref.offset)};
   }
+  // GPU-usable address of byte `offset` of PE pe's HOST segment, or nullptr (no GPU, or not registered).
+  char* hostGpuAlias(int pe, uint64_t offset) const;
   // Reads n bytes of this PE's own symmetric memory (a DEVICE segment goes through the GPU).
   Status readLocal(SymRef ref, void* out, size_t n) const;
 
@@ -103,7 +106,7 @@ class World {
   Status discoverHosts();
   Status discoverTopology();
   Status setUpPaths();
-  Status registerHostViews(uint64_t from, uint64_t to);
+  Status registerHostViews(uint64_t committed);
   Status resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const;
   Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
   char* segBase(SegKind k) const { return k == SegKind::Host ? host_->myBase() : device_->myBase(); }
@@ -130,6 +133,7 @@ class World {
   std::unique_ptr<Allocator> devAlloc_;
   SegKind defaultKind_ = SegKind::Host;
   uint64_t registered_ = 0;  // HOST bytes registered with the GPU (every same-host view)
+  std::vector<intptr_t> hostAlias_;  // by local index: GPU address - CPU address of that HOST view
   std::vector<PeerPath> paths_;
   std::vector<std::pair<const TransportOps*, void*>> opsInUse_;  // distinct (ops, ctx) over all paths (quiet/fence visit each once)
   uint64_t allocSeq_ = 0;

@@ -58,8 +58,12 @@ class GpuContext {
   virtual int device() const = 0;
   virtual std::string busId() const = 0;
 
-  // Page-rounded; the context unregisters every range it registered when it is destroyed.
-  virtual Status registerHost(void* p, size_t n) = 0;
+  // Registers [p, p + n) (page-rounded) as mapped, portable pinned memory and returns in *deviceAlias the address a
+  // GPU (kernels and copy engines) must use for p. It is not always p itself: a range registered in one process while
+  // other processes map the same pages elsewhere can get a different device address, so GPU-side users take the alias.
+  // The context unregisters every range it registered when it is destroyed.
+  virtual Status registerHost(void* p, size_t n, char** deviceAlias) = 0;
+  virtual Status unregisterHost(void* p) = 0;  // p: a pointer passed to registerHost
   virtual bool isDeviceMemory(const void* p) = 0;  // any GPU's memory (user buffers are classified with it)
 
   virtual Status copy(void* dst, const void* src, size_t n, bool nbi) = 0;

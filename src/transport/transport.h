@@ -34,9 +34,10 @@ enum TransportCap : uint32_t {
 // Target of an operation: the segment kind and symmetric offset (always) and, where the peer's segment is mapped
 // here, the translated pointer (CPU-addressable for HOST segments, GPU-addressable for DEVICE segments).
 struct RemoteAddr {
-  char* ptr;
+  char* ptr;       // CPU-usable (HOST segments) or GPU-usable (DEVICE segments) address, or nullptr
   uint64_t offset;
   SegKind kind;
+  char* gpuPtr;    // the GPU-usable address of the same byte (HOST segments registered with CUDA), or nullptr
 };
 
 // One atomic operation on a word of `width` bytes (4 or 8); operands are bit patterns in the low bytes.

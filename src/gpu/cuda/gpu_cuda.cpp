@@ -290,19 +290,32 @@ class CudaGpuContext : public GpuContext {
   int device() const override { return device_; }
   std::string busId() const override { return busId_; }
 
-  Status registerHost(void* p, size_t n) override {
+  Status registerHost(void* p, size_t n, char** deviceAlias) override {
     CUDA_TRY(cudaSetDevice(device_));
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     uintptr_t lo = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
     uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n + page - 1) & ~(page - 1);
     cudaError_t e = cudaHostRegister(reinterpret_cast<void*>(lo), hi - lo,
                                      cudaHostRegisterPortable | cudaHostRegisterMapped);
-    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+    if (e == cudaErrorHostMemoryAlreadyRegistered)
       cudaGetLastError();
-      return Status::ok();
-    }
-    if (e != cudaSuccess) return cudaFail("cudaHostRegister(host segment)", e);
-    registered_.push_back(reinterpret_cast<void*>(lo));
+    else if (e != cudaSuccess)
+      return cudaFail("cudaHostRegister(host segment)", e);
+    else
+      registered_.push_back(reinterpret_cast<void*>(lo));
+    void* d = nullptr;
+    CUDA_TRY(cudaHostGetDevicePointer(&d, p, 0));
+    *deviceAlias = static_cast<char*>(d);
+    return Status::ok();
+  }
+
+  Status unregisterHost(void* p) override {
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    void* lo = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~(page - 1));
+    auto it = std::find(registered_.begin(), registered_.end(), lo);
+    if (it == registered_.end()) return Status::ok();
+    registered_.erase(it);
+    CUDA_TRY(cudaHostUnregister(lo));
     return Status::ok();
   }
 

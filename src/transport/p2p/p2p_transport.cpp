@@ -16,17 +16,17 @@ GpuContext& gpu(void* ctx) { return *static_cast<GpuContext*>(ctx); }
 
 Status p2pPut(void* ctx, int pe, RemoteAddr dst, const void* src, size_t n, bool nbi) {
   if (dst.kind == SegKind::Host && !gpu(ctx).isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
-  return gpu(ctx).copy(dst.ptr, src, n, nbi);
+  return gpu(ctx).copy(dst.gpuPtr, src, n, nbi);
 }
 
 Status p2pGet(void* ctx, int pe, void* dst, RemoteAddr src, size_t n, bool nbi) {
   if (src.kind == SegKind::Host && !gpu(ctx).isDeviceMemory(dst)) return shmTransportOps().get(nullptr, pe, dst, src, n, nbi);
-  return gpu(ctx).copy(dst, src.ptr, n, nbi);
+  return gpu(ctx).copy(dst, src.gpuPtr, n, nbi);
 }
 
 Status p2pAmo(void* ctx, int pe, RemoteAddr dst, const AmoArgs& a, uint64_t* fetched) {
   if (dst.kind == SegKind::Host) return shmTransportOps().amo(nullptr, pe, dst, a, fetched);
-  return gpu(ctx).atomic(dst.ptr, a, fetched);
+  return gpu(ctx).atomic(dst.gpuPtr, a, fetched);
 }
 
 Status p2pSignal(void* ctx, int pe, RemoteAddr sig, uint64_t value, tether_signal_op_t op) {
@@ -34,7 +34,7 @@ Status p2pSignal(void* ctx, int pe, RemoteAddr sig, uint64_t value, tether_signa
     TETHER_TRY(gpu(ctx).quiet());  // earlier copy-engine puts land before the signal
     return shmTransportOps().signal(nullptr, pe, sig, value, op);
   }
-  return gpu(ctx).signal(sig.ptr, value, op);
+  return gpu(ctx).signal(sig.gpuPtr, value, op);
 }
 
 Status p2pQuiet(void* ctx) {
