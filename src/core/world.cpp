@@ -169,6 +169,8 @@ Status World::registerHostViews(uint64_t committed) {
     char* gpu = nullptr;
     TETHER_TRY(gpu_->registerHost(cpu, committed, &gpu));
     hostAlias_[static_cast<size_t>(j)] = gpu - cpu;
+    TETHER_LOG_DEBUG(LogSys::Heap, "HOST view of local PE %d at %p (+%llu bytes) registered; GPU alias %p", j,
+                     static_cast<void*>(cpu), static_cast<unsigned long long>(committed), static_cast<void*>(gpu));
   }
   registered_ = committed;
   return Status::ok();
