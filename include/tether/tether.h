@@ -9,6 +9,9 @@
  *    same object on every PE; `pe` selects whose copy an operation touches.
  *  - Blocking RMA (put/get/p/g) is complete locally and remotely on return. _nbi forms may return before completion;
  *    tether_quiet() completes all of the caller's outstanding operations, tether_fence() orders them per target PE.
+ *  - Local buffers may be host memory or GPU memory. Host calls read/write GPU buffers after the work already queued on
+ *    the legacy default stream (cudaMemcpy, cudaMemset, default-stream kernels); work on your own streams must be
+ *    synchronised before its buffers are passed here (as with NVSHMEM's host API).
  *  - Waits (barrier, wait_until, signal_wait_until) are bounded by TETHER_TIMEOUT and fail with TETHER_ERR_TIMEOUT
  *    naming address, expected and seen values.
  *  - Thread safety: calls on one instance may be made from several threads, except tether_init, tether_init_attr, tether_finalize and

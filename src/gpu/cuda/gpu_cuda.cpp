@@ -277,7 +277,10 @@ class CudaGpuContext : public GpuContext {
     CUDA_TRY(cudaDeviceGetPCIBusId(bus, sizeof bus, device_));
     busId_ = bus;
     streams_.resize(static_cast<size_t>(std::max(1, nStreams)));
-    for (auto& s : streams_) CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    // Blocking streams on purpose: they wait for work already queued on the legacy default stream, so a user buffer
+    // filled there (cudaMemcpy from pageable memory and cudaMemset return before the data has landed) is complete
+    // before a tether copy reads it. Work on the user's own non-default streams must be synchronised by the user.
+    for (auto& s : streams_) CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamDefault));
     pending_.reset(new std::atomic<bool>[streams_.size()]);
     for (size_t i = 0; i < streams_.size(); ++i) pending_[i] = false;
     CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&result_), 64, cudaHostAllocMapped | cudaHostAllocPortable));
