@@ -49,16 +49,18 @@ int main(void) {
   /* Symmetric objects: every PE allocates the same objects in the same order (collective calls). */
   char* inbox = NULL;
   uint64_t* sig = NULL;
-  CHECK(tether_malloc_kind(world, TETHER_SEG_HOST, 64, MSG_BYTES, (void**)&inbox));
-  CHECK(tether_malloc_kind(world, TETHER_SEG_HOST, 8, sizeof(uint64_t), (void**)&sig));
-  memset(inbox, 0, MSG_BYTES);
-  *sig = 0;
-  CHECK(tether_barrier_all(world)); /* nobody writes into a peer's inbox before that peer has cleared it */
+  /* The default segment kind is DEVICE (GPU memory) when every PE has a GPU, HOST otherwise; the demo touches its
+   * symmetric objects only through tether calls, so it runs unchanged on both. calloc zeroes and ends with a barrier. */
+  void* probe = NULL;
+  CHECK(tether_calloc(world, 1, MSG_BYTES, (void**)&inbox));
+  CHECK(tether_calloc(world, 1, sizeof(uint64_t), (void**)&sig));
+  CHECK(tether_malloc(world, 64, &probe));
+  const int device = tether_segment_kind(world, probe) == TETHER_SEG_DEVICE;
+  CHECK(tether_free(world, probe));
 
   /* 1. Who am I */
-  printf("PE %d of %d: local PE %d of %d on this host; symmetric segment kind HOST "
-         "(GPU DEVICE segments arrive in a later release)\n",
-         me, npes, tether_local_pe(world), tether_local_size(world));
+  printf("PE %d of %d: local PE %d of %d on this host; symmetric objects in %s\n", me, npes,
+         tether_local_pe(world), tether_local_size(world), device ? "GPU memory (DEVICE segment)" : "host memory (HOST segment)");
   fflush(stdout);
   CHECK(tether_barrier_all(world));
 
@@ -70,8 +72,10 @@ int main(void) {
   snprintf(expected, sizeof expected, "greetings from PE %d of %d", prev, npes);
   CHECK(tether_put_signal(world, inbox, msg, sizeof msg, sig, 1, TETHER_SIGNAL_SET, next));
   CHECK(tether_signal_wait_until(world, sig, TETHER_CMP_EQ, 1, NULL));
-  const int ring_ok = memchr(inbox, '\0', MSG_BYTES) != NULL && strcmp(inbox, expected) == 0;
-  printf("PE %d received \"%.*s\" from PE %d: %s\n", me, MSG_BYTES, inbox, prev, ring_ok ? "ok" : "WRONG");
+  char got[MSG_BYTES];
+  CHECK(tether_get(world, got, inbox, MSG_BYTES, me)); /* read my own copy: works for host and GPU memory */
+  const int ring_ok = memchr(got, '\0', MSG_BYTES) != NULL && strcmp(got, expected) == 0;
+  printf("PE %d received \"%.*s\" from PE %d: %s\n", me, MSG_BYTES, got, prev, ring_ok ? "ok" : "WRONG");
   fflush(stdout);
   if (!ring_ok) {
     fprintf(stderr, "demo[PE %d]: ring exchange delivered wrong data (expected \"%s\")\n", me, expected);
@@ -84,7 +88,7 @@ int main(void) {
     printf("PE 0: one PE only, skipping the PE 0 -> PE 1 table (run with tetherrun -n 2)\n");
   } else {
     unsigned char* dest = NULL;
-    CHECK(tether_malloc_kind(world, TETHER_SEG_HOST, 4096, TABLE_MAX, (void**)&dest));
+    CHECK(tether_align(world, 4096, TABLE_MAX, (void**)&dest));
     static const size_t sizes[] = {8, 4096, 65536, (size_t)1 << 20, TABLE_MAX};
     static const int iters[] = {500, 500, 200, 50, 10};
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
@@ -95,7 +99,8 @@ int main(void) {
         return 1;
       }
       for (size_t i = 0; i < TABLE_MAX; ++i) src[i] = pattern(i);
-      printf("\nPE 0 -> PE 1: blocking tether_put, HOST -> HOST, then tether_quiet; mean over the iterations\n");
+      printf("\nPE 0 -> PE 1: blocking tether_put, host buffer -> %s of PE 1, then tether_quiet; mean over the "
+             "iterations\n", device ? "GPU memory" : "host memory");
       printf("%-12s%14s%18s%10s\n", "# Size", "Latency(us)", "Bandwidth(GB/s)", "Iters");
       for (int s = 0; s < nsizes; ++s) {
         const size_t n = sizes[s];
@@ -111,12 +116,19 @@ int main(void) {
     }
     CHECK(tether_barrier_all(world)); /* completes PE 0's puts; PE 1 may now read its copy */
     if (me == 1) {
+      unsigned char* copy = malloc(TABLE_MAX);
+      if (copy == NULL) {
+        fprintf(stderr, "demo[PE 1]: out of memory\n");
+        return 1;
+      }
+      CHECK(tether_get(world, copy, dest, TABLE_MAX, me));
       for (size_t i = 0; i < TABLE_MAX; ++i) {
-        if (dest[i] != pattern(i)) {
+        if (copy[i] != pattern(i)) {
           fprintf(stderr, "demo[PE 1]: byte %zu of the %zu put by PE 0 is wrong\n", i, TABLE_MAX);
           return 1;
         }
       }
+      free(copy);
       printf("PE 1: checked the %zu bytes PE 0 put: ok\n", TABLE_MAX);
       fflush(stdout);
     }

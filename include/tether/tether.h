@@ -110,8 +110,13 @@ tether_status_t tether_malloc_kind(tether_t world, tether_seg_kind_t kind, size_
 tether_status_t tether_realloc(tether_t world, void* ptr, size_t size, void** new_ptr);
 tether_status_t tether_free(tether_t world, void* ptr); /* NULL is a (collective) no-op */
 
-/* Direct load/store pointer to `pe`'s copy of the symmetric object at `addr`, or NULL when that PE's memory cannot
- * be addressed directly from here (or addr is not symmetric). */
+/* Which segment the symmetric address addr lies in (TETHER_SEG_HOST or TETHER_SEG_DEVICE), or TETHER_SEG_DEFAULT when
+ * addr is not a symmetric address of this PE. */
+tether_seg_kind_t tether_segment_kind(tether_t world, const void* addr);
+
+/* Direct pointer to `pe`'s copy of the symmetric object at `addr`, or NULL when that PE's memory cannot be addressed
+ * directly from here (or addr is not symmetric). For a DEVICE object it is a GPU address (usable in kernels and CUDA
+ * copies, not by CPU loads and stores). */
 void* tether_ptr(tether_t world, const void* addr, int pe);
 
 /* ---------------------------------------------------------------------------------------------------------------- */

@@ -156,6 +156,13 @@ tether_status_t tether_free(tether_t w, void* p) {
   return guarded(w, "tether_free", [&](World& x) { return x.release("tether_free", p); });
 }
 
+tether_seg_kind_t tether_segment_kind(tether_t w, const void* addr) {
+  tether::SymRef ref;
+  if (!w || !w->impl || !w->impl->checkSymmetric("tether_segment_kind", "addr", addr, 0, &ref).isOk())
+    return TETHER_SEG_DEFAULT;
+  return ref.kind == tether::SegKind::Host ? TETHER_SEG_HOST : TETHER_SEG_DEVICE;
+}
+
 void* tether_ptr(tether_t w, const void* addr, int pe) { return w && w->impl ? w->impl->ptr(addr, pe) : nullptr; }
 
 // ---- RMA

@@ -54,6 +54,7 @@ int main() {
   cudaPointerAttributes attr;
   CK(cudaPointerGetAttributes(&attr, d));
   MP_CHECK(attr.type == cudaMemoryTypeDevice);
+  MP_CHECK(tether_segment_kind(w, d) == TETHER_SEG_DEVICE);
   MP_CHECK(tether_ptr(w, d, next) != nullptr);
   MP_OK(tether_free(w, d));
 

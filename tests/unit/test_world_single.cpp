@@ -63,6 +63,8 @@ TEST_F(Single, PutGetSelfAllForms) {
   EXPECT_EQ(e[2], 3.5);
   EXPECT_EQ(tether_put(w, buf, nullptr, 0, 0), TETHER_SUCCESS) << "zero bytes is a no-op";
   EXPECT_EQ(tether_ptr(w, buf, 0), buf);
+  EXPECT_EQ(tether_segment_kind(w, buf), TETHER_SEG_HOST);
+  EXPECT_EQ(tether_segment_kind(w, src), TETHER_SEG_DEFAULT);
 }
 
 TEST_F(Single, AtomicsEveryOp) {
