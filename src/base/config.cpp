@@ -36,7 +36,8 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_LAUNCHER", ConfigType::String, "",
        "Internal: set to 'tetherrun' by tetherrun so the runtime can name its launcher; leave unset"},
       {"TETHER_PATHS", ConfigType::String, "auto",
-       "Force the peer path for same-host peers: auto|shm (p2p and proxy come with the GPU and network issues)"},
+       "Peer path overrides for same-host peers: auto, or a comma list host=<auto|shm>, device=<auto|p2p|staged> "
+       "(a bare shm means host=shm)"},
       {"TETHER_GPU", ConfigType::String, "auto",
        "GPU of this PE: auto (node-local PE modulo visible GPUs), an ordinal, or none (host segments only)"},
       {"TETHER_DEFAULT_SEGMENT", ConfigType::String, "auto",
@@ -47,8 +48,9 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_DEVICE_IPC", ConfigType::Bool, "0",
        "1: share DEVICE segments with legacy CUDA IPC (fixed size) instead of VMM + POSIX file descriptors"},
       {"TETHER_COPY_STREAMS", ConfigType::Int, "4", "Internal copy-engine streams of the host path"},
-      {"TETHER_COPY_SPLIT", ConfigType::Size, "64M",
-       "Host-path copies of at least this many bytes are split across the internal streams"},
+      {"TETHER_COPY_SPLIT", ConfigType::Size, "0",
+       "Host-path copies of at least this many bytes are split across the internal streams; 0 = never (on 2xH200 "
+       "NV18 splitting lowered peer bandwidth at every size: bench/results/h200x2/host_paths.txt)"},
       {"TETHER_KILL_GRACE", ConfigType::Seconds, "3",
        "tetherrun: seconds between SIGTERM and SIGKILL when stopping the remaining PEs"},
   };

@@ -102,13 +102,15 @@ int main() {
   if (me == 0) std::printf("put/get over every kind pair: ok\n");
 
   // p/g and atomics on DEVICE words; a kernel races the host atomics on PE 0's counter.
-  auto* words = static_cast<uint64_t*>(symAlloc(w, TETHER_SEG_DEVICE, 64 * sizeof(uint64_t)));
+  uint64_t* words = nullptr;  // DEVICE (the default kind here), zeroed: device memory from malloc is not
+  MP_OK(tether_calloc(w, 64, sizeof(uint64_t), reinterpret_cast<void**>(&words)));
+  MP_CHECK(tether_segment_kind(w, words) == TETHER_SEG_DEVICE);
   MP_OK(tether_uint64_p(w, &words[1], 1000 + me, next));
   MP_OK(tether_barrier_all(w));
   uint64_t v = 0;
   MP_OK(tether_uint64_g(w, &v, &words[1], me));
   MP_CHECK(v == static_cast<uint64_t>(1000 + prev));
-  const int hostIters = 200, gpuIters = 5000;
+  const int hostIters = 200, gpuIters = 500;
   auto* peerCounter = static_cast<unsigned long long*>(tether_ptr(w, &words[0], 0));
   MP_CHECK(peerCounter != nullptr);
   gpuAdd<<<4, 32>>>(peerCounter, gpuIters);

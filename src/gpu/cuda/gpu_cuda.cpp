@@ -333,7 +333,7 @@ class CudaGpuContext : public GpuContext {
 
   Status copy(void* dst, const void* src, size_t n, bool nbi) override {
     CUDA_TRY(cudaSetDevice(device_));
-    const size_t k = n >= splitMin_ ? streams_.size() : 1;
+    const size_t k = splitMin_ && n >= splitMin_ ? streams_.size() : 1;
     const size_t first = next_.fetch_add(k) % streams_.size();
     const size_t chunk = (n + k - 1) / k;
     for (size_t i = 0; i < k; ++i) {
