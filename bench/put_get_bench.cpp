@@ -1,11 +1,14 @@
-// put_get: host-model RMA benchmark over the symmetric heap between PE 0 and PE 1 (osu_oshm_put style).
+// put_get: host-model RMA benchmark between PE 0 and PE 1 (osu_oshm_put style), for every pair of memory kinds.
 //
-//   tetherrun -n 2 tether_bench_put_get [--max-size 1G] [--json out.jsonl] [--ops put,get] ...
+//   tetherrun -n 2 tether_bench_put_get [--kinds all] [--max-size 1G] [--json out.jsonl] [--ops put,get] ...
 //
-// PE 0 issues and times every operation; PE 1 is the target (it only takes part in the ping-pong and the barrier);
-// PEs beyond 1, if any, take part in the barriers only. Only PE 0 prints results; any PE prints its own errors.
-// Every call's status is checked: on failure the PE prints tether_last_error() and exits non-zero (tetherrun then
-// ends the job). Data is validated once per row and size after the timed batches; a mismatch fails the run.
+// A pair `L->T` names the memory of the local buffer L (source of a put, destination of a get: H = host memory,
+// D = GPU memory) and the segment of the symmetric target T (H = TETHER_SEG_HOST, D = TETHER_SEG_DEVICE).
+// PE 0 issues and times every operation; PE 1 is the target (it also takes part in the ping-pong, put_bidir and the
+// barriers); PEs beyond 1, if any, take part in the barriers only. Only PE 0 prints results; any PE prints its own
+// errors. Every call's status is checked: on failure the PE prints tether_last_error() and exits non-zero (tetherrun
+// then ends the job). Data is validated once per row and size after the timed batches; a mismatch fails the run.
+// CUDA calls (local buffers, the copies that fill and check GPU memory) live behind bench/local_mem.h.
 #include <tether/tether.h>
 
 #include <cinttypes>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "local_mem.h"
 
 namespace {
 
@@ -25,8 +29,94 @@ using tether_bench::Reporter;
 using tether_bench::Row;
 using tether_bench::TableKind;
 
-const char* const kOps[] = {"put", "get", "put_nbi", "get_nbi", "p", "g", "put_signal", "atomic_fetch_add",
-                            "barrier_all"};
+const char* const kOps[] = {"put", "get", "put_nbi", "get_nbi", "put_bidir", "p", "g", "put_signal",
+                            "atomic_fetch_add", "barrier_all"};
+
+// ---- memory kinds ------------------------------------------------------------------------------------------------
+
+enum class Mem { H, D };
+
+struct Pair {
+  Mem local = Mem::H;   // PE's local buffer: source of a put, destination of a get
+  Mem target = Mem::H;  // segment of the symmetric object the operation targets
+  bool explicitly = true;  // named on the command line (false: only through "all")
+  std::string name() const {
+    return std::string(local == Mem::H ? "H" : "D") + "->" + (target == Mem::H ? "H" : "D");
+  }
+  bool usesGpu() const { return local == Mem::D || target == Mem::D; }
+  bool operator==(const Pair& o) const { return local == o.local && target == o.target; }
+};
+
+// "H->D", "HD" (any case) -> pair.
+bool parsePair(std::string t, Pair* out) {
+  for (char& c : t) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  if (t.size() == 4 && t.compare(1, 2, "->") == 0) t = t.substr(0, 1) + t.substr(3);
+  if (t.size() != 2) return false;
+  for (char c : t)
+    if (c != 'H' && c != 'D') return false;
+  out->local = t[0] == 'H' ? Mem::H : Mem::D;
+  out->target = t[1] == 'H' ? Mem::H : Mem::D;
+  return true;
+}
+
+// --kinds LIST: comma list of pairs and/or "all" (= H->H,H->D,D->H,D->D), in order, duplicates dropped (a pair
+// named explicitly as well as through "all" counts as explicit).
+bool parseKinds(const std::string& text, std::vector<Pair>* out, std::string* error) {
+  std::vector<Pair> pairs;
+  auto add = [&](Pair p) {
+    for (Pair& q : pairs)
+      if (q == p) {
+        q.explicitly = q.explicitly || p.explicitly;
+        return;
+      }
+    pairs.push_back(p);
+  };
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string t = text.substr(start, comma - start);
+    start = comma + 1;
+    if (t.empty()) continue;
+    if (t == "all") {
+      for (const char* n : {"HH", "HD", "DH", "DD"}) {
+        Pair p;
+        parsePair(n, &p);
+        p.explicitly = false;
+        add(p);
+      }
+      continue;
+    }
+    Pair p;
+    if (!parsePair(t, &p)) {
+      *error = "--kinds: '" + t + "' is not a pair <local>-><target> of H (host memory) and D (GPU memory), e.g. "
+               "'H->D' (quote it in the shell) or HD, or all";
+      return false;
+    }
+    add(p);
+  }
+  if (pairs.empty()) {
+    *error = "--kinds needs at least one pair (e.g. 'H->H', 'D->D', all)";
+    return false;
+  }
+  *out = pairs;
+  return true;
+}
+
+std::string joinPairs(const std::vector<Pair>& pairs) {
+  std::string s;
+  for (const Pair& p : pairs) s += (s.empty() ? "" : ",") + p.name();
+  return s;
+}
+
+// Memory one row touches on this PE. `addr` is what tether calls are given (a symmetric address or the local
+// buffer); `view` is how this PE reaches its own copy for filling and checking: the same host pointer for H, the
+// GPU address for D (tether_ptr(addr, me) of a DEVICE object; CUDA copies only, no CPU loads and stores).
+struct Region {
+  uint8_t* addr = nullptr;
+  uint8_t* view = nullptr;
+  bool device = false;
+};
 
 struct Bench {
   tether_t w = nullptr;
@@ -34,15 +124,22 @@ struct Bench {
   int npes = 0;
   Options opts;
   Reporter* rep = nullptr;
-  uint8_t* src = nullptr;  // symmetric, opts.maxSize bytes: what a PE sends
-  uint8_t* dst = nullptr;  // symmetric, opts.maxSize bytes: where a PE receives
-  uint64_t* sig = nullptr;      // symmetric: ping-pong signal word
-  uint64_t* word = nullptr;     // symmetric: p/g word
-  uint64_t* counter = nullptr;  // symmetric: atomic counter
-  int64_t* vflags = nullptr;    // symmetric, npes entries: validation votes
+  // symmetric, opts.maxSize bytes each, allocated when a listed pair targets that kind
+  Region tgtH, tgtD;
+  // local buffers of opts.maxSize on PEs 0 and 1, allocated when a listed pair uses that kind locally
+  Region locH, locD;
+  bool locHPinned = false;
+  uint8_t* staging = nullptr;  // host, opts.maxSize: fills and checks of GPU memory go through it (PEs 0 and 1)
+  bool stagingPinned = false;
+  uint64_t* sig = nullptr;      // symmetric HOST: ping-pong signal word
+  uint64_t* word = nullptr;     // symmetric HOST: p/g word
+  uint64_t* counter = nullptr;  // symmetric HOST: atomic counter
+  int64_t* vflags = nullptr;    // symmetric HOST, npes entries: validation votes
+  Region syncD;                 // symmetric DEVICE, 256 B: signal word at 0, atomic counter at 64 (D targets)
   int64_t round = 0;            // validation round (same on every PE)
   uint64_t seq = 0;             // ping-pong sequence number (same on PE 0 and PE 1)
-  std::string path;             // path PE 0 -> PE 1 for host segments
+  std::string path;             // path PE 0 -> PE 1 for HOST targets (inferred)
+  int gpu = -1;                 // this PE's GPU (local_mem's current device), -1 when none
 };
 
 [[noreturn]] void fail(const Bench& b, const char* call, tether_status_t st) {
@@ -56,6 +153,16 @@ struct Bench {
     tether_status_t st_ = (call);                       \
     if (st_ != TETHER_SUCCESS) fail((b), #call, st_);   \
   } while (0)
+
+[[noreturn]] void failLocal(const Bench& b, const std::string& what, const std::string& error) {
+  std::fprintf(stderr, "put_get[PE %d]: %s: %s\n", b.me, what.c_str(), error.c_str());
+  std::exit(1);
+}
+
+std::string pathFor(const Bench& b, Mem target) { return target == Mem::D ? "p2p" : b.path; }
+
+Region localRegion(const Bench& b, Mem m) { return m == Mem::H ? b.locH : b.locD; }
+Region targetRegion(const Bench& b, Mem m) { return m == Mem::H ? b.tgtH : b.tgtD; }
 
 // ---- data patterns -----------------------------------------------------------------------------------------------
 
@@ -112,13 +219,65 @@ bool checkPattern(const uint8_t* p, size_t n, uint64_t seed, size_t* bad) {
   return true;
 }
 
+// ---- filling and checking memory of either kind (outside timed regions) ------------------------------------------
+
+void fillRegion(Bench& b, const Region& r, size_t n, uint64_t seed) {
+  if (!r.device) {
+    fillPattern(r.view, n, seed);
+    return;
+  }
+  fillPattern(b.staging, n, seed);
+  std::string error;
+  if (!tether_bench::localCopy(r.view, b.staging, n, &error)) failLocal(b, "filling GPU memory", error);
+}
+
+void clearRegion(Bench& b, const Region& r, size_t n) {
+  std::string error;
+  if (!r.device)
+    std::memset(r.view, 0, n);
+  else if (!tether_bench::localZeroDevice(r.view, n, &error))
+    failLocal(b, "clearing GPU memory", error);
+}
+
+bool checkRegion(Bench& b, const Region& r, size_t n, uint64_t seed, const std::string& what) {
+  const uint8_t* p = r.view;
+  if (r.device) {
+    std::string error;
+    if (!tether_bench::localCopy(b.staging, r.view, n, &error)) failLocal(b, "reading GPU memory back", error);
+    p = b.staging;
+  }
+  size_t bad = 0;
+  if (checkPattern(p, n, seed, &bad)) return true;
+  std::fprintf(stderr, "put_get[PE %d]: wrong data after %s: byte %zu of %zu differs%s\n", b.me, what.c_str(), bad,
+               n, r.device ? " (GPU memory, read back with cudaMemcpy)" : "");
+  return false;
+}
+
+// One 64-bit word of this PE's own symmetric memory: `view` is a host pointer, or a GPU address when device.
+uint64_t readWord(Bench& b, const uint64_t* view, bool device) {
+  if (!device) return __atomic_load_n(view, __ATOMIC_ACQUIRE);
+  uint64_t v = 0;
+  std::string error;
+  if (!tether_bench::localCopy(&v, view, sizeof v, &error)) failLocal(b, "reading a GPU word", error);
+  return v;
+}
+
+void writeWord(Bench& b, uint64_t* view, bool device, uint64_t v) {
+  if (!device) {
+    __atomic_store_n(view, v, __ATOMIC_RELEASE);
+    return;
+  }
+  std::string error;
+  if (!tether_bench::localCopy(view, &v, sizeof v, &error)) failLocal(b, "writing a GPU word", error);
+}
+
 // ---- collective helpers ------------------------------------------------------------------------------------------
 
 void barrier(Bench& b) { CHECK(b, tether_barrier_all(b.w)); }
 
-// Collective: every PE votes ok/not ok for `what`; returns only when all PEs voted ok, else every PE finalizes and
-// exits 1 (PE 0 names the PEs that saw wrong data; the PE itself has printed the details).
-void agree(Bench& b, bool localOk, const std::string& what) {
+// Collective: every PE votes; returns whether all voted true. *which (PE 0's view, may be null) lists the PEs that
+// voted false.
+bool voteAll(Bench& b, bool localOk, std::vector<int>* which) {
   ++b.round;
   int64_t vote = localOk ? b.round : -b.round;
   for (int pe = 0; pe < b.npes; ++pe) CHECK(b, tether_put(b.w, &b.vflags[b.me], &vote, sizeof(vote), pe));
@@ -127,31 +286,36 @@ void agree(Bench& b, bool localOk, const std::string& what) {
   for (int pe = 0; pe < b.npes; ++pe) {
     if (b.vflags[pe] != b.round) {
       allOk = false;
-      if (b.me == 0)
-        std::fprintf(stderr, "put_get: data validation FAILED for %s on PE %d (vote %" PRId64 ", round %" PRId64
-                     ")\n", what.c_str(), pe, b.vflags[pe], b.round);
+      if (which) which->push_back(pe);
     }
   }
-  if (allOk) return;
+  barrier(b);  // nobody starts the next vote (overwriting vflags) before everyone has read this one
+  return allOk;
+}
+
+// Collective: every PE votes ok/not ok for `what`; returns only when all PEs voted ok, else every PE finalizes and
+// exits 1 (PE 0 names the PEs that saw wrong data; the PE itself has printed the details).
+void agree(Bench& b, bool localOk, const std::string& what) {
+  std::vector<int> bad;
+  if (voteAll(b, localOk, &bad)) return;
+  if (b.me == 0)
+    for (int pe : bad)
+      std::fprintf(stderr, "put_get: data validation FAILED for %s on PE %d (round %" PRId64 ")\n", what.c_str(), pe,
+                   b.round);
   (void)tether_finalize(b.w);
   std::exit(1);
 }
 
-bool checkBuffer(const Bench& b, const uint8_t* buf, size_t n, uint64_t seed, const std::string& what) {
-  size_t bad = 0;
-  if (checkPattern(buf, n, seed, &bad)) return true;
-  std::fprintf(stderr, "put_get[PE %d]: wrong data after %s: byte %zu of %zu differs\n", b.me, what.c_str(), bad, n);
-  return false;
+std::string sizeLabel(const std::string& op, const Pair& pair, size_t bytes) {
+  return op + " " + pair.name() + " " + std::to_string(bytes) + " B";
 }
 
-std::string sizeLabel(const std::string& op, size_t bytes) { return op + " " + std::to_string(bytes) + " B"; }
-
 void report(Bench& b, const std::string& op, size_t bytes, long iters, const std::vector<double>& samples,
-            bool bandwidth, const std::string& kinds) {
+            bool bandwidth, const std::string& kinds, const std::string& path) {
   if (b.me != 0) return;
   Row row;
   row.op = op;
-  row.path = b.path;
+  row.path = path;
   row.kinds = kinds;
   row.bytes = bytes;
   row.iters = iters;
@@ -160,63 +324,73 @@ void report(Bench& b, const std::string& op, size_t bytes, long iters, const std
   b.rep->addRow(row);
 }
 
+std::string tag(const Bench& b, const Pair& pair) { return pair.name() + ", path " + pathFor(b, pair.target); }
+
 // ---- rows --------------------------------------------------------------------------------------------------------
 
 // Blocking put or get of S bytes, PE 0 <-> PE 1, ops back to back, one quiet per batch.
-void runBlocking(Bench& b, bool isPut) {
+// put: PE 0's local buffer -> PE 1's target; get: PE 1's target -> PE 0's local buffer.
+void runBlocking(Bench& b, const Pair& pair, bool isPut) {
   const char* op = isPut ? "put" : "get";
   if (b.me == 0) {
-    b.rep->beginTable(isPut ? "put: blocking tether_put of S bytes, PE 0 -> PE 1 (H->H, path " + b.path +
+    b.rep->beginTable(isPut ? "put: blocking tether_put of S bytes, PE 0 -> PE 1 (" + tag(b, pair) +
                                   "); ops back to back, tether_quiet once per batch"
-                            : "get: blocking tether_get of S bytes from PE 1 into PE 0 (H->H, path " + b.path +
+                            : "get: blocking tether_get of S bytes from PE 1 into PE 0 (" + tag(b, pair) +
                                   "); ops back to back, tether_quiet once per batch",
                       TableKind::Latency);
   }
+  const Region loc = localRegion(b, pair.local), tgt = targetRegion(b, pair.target);
   for (size_t S : tether_bench::messageSizes(b.opts)) {
     const int ops = tether_bench::opsPerBatch(b.opts, S);
     const int sender = isPut ? 0 : 1, receiver = isPut ? 1 : 0;
+    const Region& from = isPut ? loc : tgt;  // on the sender
+    const Region& into = isPut ? tgt : loc;  // on the receiver
     const uint64_t seed = seedFor(op, S, sender);
-    if (b.me == sender) fillPattern(b.src, S, seed);
-    if (b.me == receiver) std::memset(b.dst, 0, S);
+    if (b.me == sender) fillRegion(b, from, S, seed);
+    if (b.me == receiver) clearRegion(b, into, S);
     barrier(b);
     std::vector<double> samples;
     if (b.me == 0) {
       tether_bench::measure(b.opts.warmup, b.opts.batches, ops, [&](int k) {
         for (int i = 0; i < k; ++i) {
           if (isPut)
-            CHECK(b, tether_put(b.w, b.dst, b.src, S, 1));
+            CHECK(b, tether_put(b.w, tgt.addr, loc.addr, S, 1));
           else
-            CHECK(b, tether_get(b.w, b.dst, b.src, S, 1));
+            CHECK(b, tether_get(b.w, loc.addr, tgt.addr, S, 1));
         }
         CHECK(b, tether_quiet(b.w));
         return true;
       }, &samples);
     }
     barrier(b);
-    bool ok = b.me != receiver || checkBuffer(b, b.dst, S, seed, sizeLabel(op, S));
-    agree(b, ok, sizeLabel(op, S));
-    report(b, op, S, static_cast<long>(ops) * b.opts.batches, samples, false, "H->H");
+    const std::string what = sizeLabel(op, pair, S);
+    bool ok = b.me != receiver || checkRegion(b, into, S, seed, what);
+    agree(b, ok, what);
+    report(b, op, S, static_cast<long>(ops) * b.opts.batches, samples, false, pair.name(), pathFor(b, pair.target));
   }
 }
 
 // Windows of put_nbi / get_nbi then one quiet: bandwidth.
-void runNbi(Bench& b, bool isPut) {
+void runNbi(Bench& b, const Pair& pair, bool isPut) {
   const char* op = isPut ? "put_nbi" : "get_nbi";
   if (b.me == 0) {
     std::string title = std::string(op) + " bandwidth: windows of " + std::to_string(b.opts.window) + " tether_" +
                         op + (isPut ? " PE 0 -> PE 1" : " from PE 1 into PE 0") +
-                        " then one tether_quiet (window shrinks where a batch would exceed --batch-bytes), H->H, "
-                        "path " + b.path + "; Latency = time per operation";
+                        " then one tether_quiet (window shrinks where a batch would exceed --batch-bytes), " +
+                        tag(b, pair) + "; Latency = time per operation";
     b.rep->beginTable(title, TableKind::Bandwidth);
   }
+  const Region loc = localRegion(b, pair.local), tgt = targetRegion(b, pair.target);
   for (size_t S : tether_bench::messageSizes(b.opts)) {
     const int ops = tether_bench::opsPerBatch(b.opts, S);
     const int window = ops < b.opts.window ? ops : b.opts.window;
     const int windows = ops / window;  // >= 1
     const int sender = isPut ? 0 : 1, receiver = isPut ? 1 : 0;
+    const Region& from = isPut ? loc : tgt;
+    const Region& into = isPut ? tgt : loc;
     const uint64_t seed = seedFor(op, S, sender);
-    if (b.me == sender) fillPattern(b.src, S, seed);
-    if (b.me == receiver) std::memset(b.dst, 0, S);
+    if (b.me == sender) fillRegion(b, from, S, seed);
+    if (b.me == receiver) clearRegion(b, into, S);
     barrier(b);
     std::vector<double> samples;
     if (b.me == 0) {
@@ -224,9 +398,9 @@ void runNbi(Bench& b, bool isPut) {
         for (int wi = 0; wi < windows; ++wi) {
           for (int i = 0; i < window; ++i) {
             if (isPut)
-              CHECK(b, tether_put_nbi(b.w, b.dst, b.src, S, 1));
+              CHECK(b, tether_put_nbi(b.w, tgt.addr, loc.addr, S, 1));
             else
-              CHECK(b, tether_get_nbi(b.w, b.dst, b.src, S, 1));
+              CHECK(b, tether_get_nbi(b.w, loc.addr, tgt.addr, S, 1));
           }
           CHECK(b, tether_quiet(b.w));
         }
@@ -234,13 +408,61 @@ void runNbi(Bench& b, bool isPut) {
       }, &samples);
     }
     barrier(b);
-    bool ok = b.me != receiver || checkBuffer(b, b.dst, S, seed, sizeLabel(op, S));
-    agree(b, ok, sizeLabel(op, S));
-    report(b, op, S, static_cast<long>(windows) * window * b.opts.batches, samples, true, "H->H");
+    const std::string what = sizeLabel(op, pair, S);
+    bool ok = b.me != receiver || checkRegion(b, into, S, seed, what);
+    agree(b, ok, what);
+    report(b, op, S, static_cast<long>(windows) * window * b.opts.batches, samples, true, pair.name(),
+           pathFor(b, pair.target));
   }
 }
 
-// p: 8-byte puts of an increasing value, one quiet per batch; PE 1 checks the last value.
+// put_bidir: PE 0 and PE 1 both put S bytes to each other at the same time (windows of put_nbi + quiet, from the
+// local buffer into the peer's target). A batch starts and ends with tether_barrier_all on every PE; PE 0 times from
+// after the first barrier to after the second (the second is where PE 0 learns that PE 1's puts are complete too).
+// Reported per direction pair: Size = 2 S (both directions), GB/s = 2 S / time per operation pair.
+void runBidir(Bench& b, const Pair& pair) {
+  const char* op = "put_bidir";
+  if (b.me == 0) {
+    b.rep->beginTable("put_bidir bandwidth: PE 0 -> PE 1 and PE 1 -> PE 0 at once, each windows of " +
+                          std::to_string(b.opts.window) + " tether_put_nbi of S bytes then one tether_quiet; batch "
+                          "between two tether_barrier_all, timed on PE 0 (" + tag(b, pair) +
+                          "); Size and GB/s are TOTALS of both directions (2 S); Latency = time per pair of puts",
+                      TableKind::Bandwidth);
+  }
+  const Region loc = localRegion(b, pair.local), tgt = targetRegion(b, pair.target);
+  for (size_t S : tether_bench::messageSizes(b.opts)) {
+    const int ops = tether_bench::opsPerBatch(b.opts, S);
+    const int window = ops < b.opts.window ? ops : b.opts.window;
+    const int windows = ops / window;  // >= 1
+    const int k = windows * window;
+    const int peer = 1 - b.me;
+    if (b.me <= 1) {
+      fillRegion(b, loc, S, seedFor(op, S, b.me));
+      clearRegion(b, tgt, S);
+    }
+    barrier(b);
+    std::vector<double> samples;
+    for (int bi = 0; bi < b.opts.warmup + b.opts.batches; ++bi) {
+      barrier(b);
+      const double t0 = tether_bench::nowSeconds();
+      if (b.me <= 1) {
+        for (int wi = 0; wi < windows; ++wi) {
+          for (int i = 0; i < window; ++i) CHECK(b, tether_put_nbi(b.w, tgt.addr, loc.addr, S, peer));
+          CHECK(b, tether_quiet(b.w));
+        }
+      }
+      barrier(b);
+      const double t1 = tether_bench::nowSeconds();
+      if (bi >= b.opts.warmup) samples.push_back((t1 - t0) * 1e6 / k);
+    }
+    const std::string what = sizeLabel(op, pair, S);
+    bool ok = b.me > 1 || checkRegion(b, tgt, S, seedFor(op, S, peer), what);
+    agree(b, ok, what);
+    report(b, op, 2 * S, static_cast<long>(k) * b.opts.batches, samples, true, pair.name(), pathFor(b, pair.target));
+  }
+}
+
+// p: 8-byte puts of an increasing value, one quiet per batch; PE 1 checks the last value. (H->H only.)
 void runP(Bench& b) {
   if (b.me == 0)
     b.rep->beginTable("p: tether_uint64_p (8 B) PE 0 -> PE 1, ops back to back, tether_quiet once per batch (H->H, "
@@ -265,10 +487,10 @@ void runP(Bench& b) {
     ok = false;
   }
   agree(b, ok, "p 8 B");
-  report(b, "p", 8, static_cast<long>(ops) * b.opts.batches, samples, false, "H->H");
+  report(b, "p", 8, static_cast<long>(ops) * b.opts.batches, samples, false, "H->H", b.path);
 }
 
-// g: 8-byte gets of a known value; every fetched value is checked.
+// g: 8-byte gets of a known value; every fetched value is checked. (H->H only.)
 void runG(Bench& b) {
   if (b.me == 0)
     b.rep->beginTable("g: tether_uint64_g (8 B) from PE 1 into a private variable on PE 0, ops back to back (H->H, "
@@ -292,24 +514,32 @@ void runG(Bench& b) {
   }
   barrier(b);
   agree(b, wrong == 0, "g 8 B");
-  report(b, "g", 8, static_cast<long>(ops) * b.opts.batches, samples, false, "H->H");
+  report(b, "g", 8, static_cast<long>(ops) * b.opts.batches, samples, false, "H->H", b.path);
 }
 
-// put_signal ping-pong: PE 0 put_signal(S, SET seq) to PE 1, PE 1 waits for seq and answers the same way.
-void runPingPong(Bench& b) {
+// put_signal ping-pong: PE 0 put_signal(S, SET seq) to PE 1, PE 1 waits for seq and answers the same way. Data goes
+// from each PE's local buffer into the peer's target; the signal word lives in the target's segment kind.
+void runPingPong(Bench& b, const Pair& pair) {
   const char* op = "put_signal";
   if (b.me == 0)
     b.rep->beginTable("put_signal ping-pong: PE 0 tether_put_signal(S bytes, SIGNAL_SET seq) -> PE 1 "
-                      "tether_signal_wait_until(GE seq), PE 1 answers in kind; latency = round trip / 2 (H->H, "
-                      "path " + b.path + ")", TableKind::Latency);
-  if (b.me <= 1) *b.sig = b.seq;  // both start from the same seq: no stale signal can satisfy the first wait
+                      "tether_signal_wait_until(GE seq), PE 1 answers in kind; latency = round trip / 2 (" +
+                          tag(b, pair) + (pair.target == Mem::D ? ", signal word in GPU memory" : "") + ")",
+                      TableKind::Latency);
+  const bool devSig = pair.target == Mem::D;
+  uint64_t* sig = devSig ? reinterpret_cast<uint64_t*>(b.syncD.addr) : b.sig;
+  uint64_t* sigView = devSig ? reinterpret_cast<uint64_t*>(b.syncD.view) : b.sig;
+  const Region loc = localRegion(b, pair.local), tgt = targetRegion(b, pair.target);
+  // Both start from the same seq: no stale signal can satisfy the first wait (the first barrier below orders this
+  // store before the peer's first put_signal).
+  if (b.me <= 1) writeWord(b, sigView, devSig, b.seq);
   for (size_t S : tether_bench::messageSizes(b.opts)) {
     const int ops = tether_bench::opsPerBatch(b.opts, S);
     const uint64_t seed = seedFor(op, S, b.me);
     const uint64_t peerSeed = seedFor(op, S, 1 - b.me);
     if (b.me <= 1) {
-      fillPattern(b.src, S, seed);
-      std::memset(b.dst, 0, S);
+      fillRegion(b, loc, S, seed);
+      clearRegion(b, tgt, S);
     }
     barrier(b);
     std::vector<double> samples;
@@ -320,11 +550,11 @@ void runPingPong(Bench& b) {
           ++b.seq;
           uint64_t seen = 0;
           if (b.me == 0) {
-            CHECK(b, tether_put_signal(b.w, b.dst, b.src, S, b.sig, b.seq, TETHER_SIGNAL_SET, peer));
-            CHECK(b, tether_signal_wait_until(b.w, b.sig, TETHER_CMP_GE, b.seq, &seen));
+            CHECK(b, tether_put_signal(b.w, tgt.addr, loc.addr, S, sig, b.seq, TETHER_SIGNAL_SET, peer));
+            CHECK(b, tether_signal_wait_until(b.w, sig, TETHER_CMP_GE, b.seq, &seen));
           } else {
-            CHECK(b, tether_signal_wait_until(b.w, b.sig, TETHER_CMP_GE, b.seq, &seen));
-            CHECK(b, tether_put_signal(b.w, b.dst, b.src, S, b.sig, b.seq, TETHER_SIGNAL_SET, peer));
+            CHECK(b, tether_signal_wait_until(b.w, sig, TETHER_CMP_GE, b.seq, &seen));
+            CHECK(b, tether_put_signal(b.w, tgt.addr, loc.addr, S, sig, b.seq, TETHER_SIGNAL_SET, peer));
           }
           if (seen != b.seq) {
             std::fprintf(stderr, "put_get[PE %d]: signal_wait_until saw %" PRIu64 ", expected %" PRIu64 "\n", b.me,
@@ -337,19 +567,27 @@ void runPingPong(Bench& b) {
       for (double& s : samples) s /= 2;  // round trip -> one way
     }
     barrier(b);
-    bool ok = b.me > 1 || checkBuffer(b, b.dst, S, peerSeed, sizeLabel(op, S));
-    agree(b, ok, sizeLabel(op, S));
-    report(b, op, S, static_cast<long>(ops) * b.opts.batches, samples, false, "H->H");
+    const std::string what = sizeLabel(op, pair, S);
+    bool ok = b.me > 1 || checkRegion(b, tgt, S, peerSeed, what);
+    agree(b, ok, what);
+    report(b, op, S, static_cast<long>(ops) * b.opts.batches, samples, false, pair.name(), pathFor(b, pair.target));
   }
 }
 
-// atomic_fetch_add on PE 1's counter; every fetched value is checked, PE 1 checks the final count.
-void runAtomic(Bench& b) {
+// atomic_fetch_add on PE 1's counter (in a HOST or DEVICE segment); every fetched value (a private host variable on
+// PE 0) is checked, PE 1 checks the final count.
+void runAtomic(Bench& b, Mem target) {
+  const Pair pair{Mem::H, target, true};
+  const bool dev = target == Mem::D;
+  uint64_t* counter = dev ? reinterpret_cast<uint64_t*>(b.syncD.addr + 64) : b.counter;
+  uint64_t* counterView = dev ? reinterpret_cast<uint64_t*>(b.syncD.view + 64) : b.counter;
   if (b.me == 0)
-    b.rep->beginTable("atomic_fetch_add: tether_uint64_atomic_fetch_add(+1) on PE 1's counter, blocking, ops back "
-                      "to back (H->H, path " + b.path + ")", TableKind::Latency);
+    b.rep->beginTable("atomic_fetch_add: tether_uint64_atomic_fetch_add(+1) on PE 1's counter" +
+                          std::string(dev ? " in GPU memory" : "") + ", blocking, ops back to back (" +
+                          tag(b, pair) + ")",
+                      TableKind::Latency);
   const int ops = b.opts.iters;
-  if (b.me == 1) *b.counter = 0;
+  if (b.me == 1) writeWord(b, counterView, dev, 0);
   barrier(b);
   std::vector<double> samples;
   uint64_t expected = 0;
@@ -358,7 +596,7 @@ void runAtomic(Bench& b) {
     tether_bench::measure(b.opts.warmup, b.opts.batches, ops, [&](int k) {
       for (int i = 0; i < k; ++i) {
         uint64_t old = 0;
-        CHECK(b, tether_uint64_atomic_fetch_add(b.w, b.counter, 1, 1, &old));
+        CHECK(b, tether_uint64_atomic_fetch_add(b.w, counter, 1, 1, &old));
         wrong += old != expected++;
       }
       return true;
@@ -368,13 +606,17 @@ void runAtomic(Bench& b) {
   barrier(b);
   bool ok = wrong == 0;
   const uint64_t total = static_cast<uint64_t>(ops) * static_cast<uint64_t>(b.opts.warmup + b.opts.batches);
-  if (b.me == 1 && *b.counter != total) {
-    std::fprintf(stderr, "put_get[PE 1]: counter is %" PRIu64 " after %" PRIu64 " fetch_add(+1)\n", *b.counter,
-                 total);
-    ok = false;
+  if (b.me == 1) {
+    const uint64_t got = readWord(b, counterView, dev);
+    if (got != total) {
+      std::fprintf(stderr, "put_get[PE 1]: counter (%s) is %" PRIu64 " after %" PRIu64 " fetch_add(+1)\n",
+                   pair.name().c_str(), got, total);
+      ok = false;
+    }
   }
-  agree(b, ok, "atomic_fetch_add 8 B");
-  report(b, "atomic_fetch_add", 8, static_cast<long>(ops) * b.opts.batches, samples, false, "H->H");
+  agree(b, ok, "atomic_fetch_add " + pair.name() + " 8 B");
+  report(b, "atomic_fetch_add", 8, static_cast<long>(ops) * b.opts.batches, samples, false, pair.name(),
+         pathFor(b, target));
 }
 
 void runBarrier(Bench& b) {
@@ -398,33 +640,120 @@ void runBarrier(Bench& b) {
   }
 }
 
-void allocOrDie(Bench& b, size_t bytes, size_t align, void** out, const char* what) {
-  tether_status_t st = tether_malloc_kind(b.w, TETHER_SEG_HOST, align, bytes, out);
-  if (st == TETHER_SUCCESS) return;
+// ---- set-up ------------------------------------------------------------------------------------------------------
+
+// Collective symmetric allocation; on failure prints what the benchmark needs and exits 1 (every PE fails alike).
+void* allocSymmetric(Bench& b, tether_seg_kind_t kind, size_t bytes, size_t align, const char* what) {
+  void* p = nullptr;
+  tether_status_t st = tether_malloc_kind(b.w, kind, align, bytes, &p);
+  if (st == TETHER_SUCCESS) return p;
+  const bool dev = kind == TETHER_SEG_DEVICE;
+  std::fprintf(stderr, "put_get[PE %d]: allocating %s (%zu bytes of %s symmetric heap) failed: %s: %s\n", b.me, what,
+               bytes, dev ? "DEVICE" : "HOST", tether_status_string(st), tether_last_error());
+  if (st == TETHER_ERR_UNSUPPORTED) std::exit(1);  // no such segment in this job: tether's message says why
+  const std::string need = tether_bench::formatSize(b.opts.maxSize);
   std::fprintf(stderr,
-               "put_get[PE %d]: allocating %s (%zu bytes of HOST symmetric heap) failed: %s: %s\n"
-               "  the buffers need 2 x --max-size per PE: raise TETHER_HEAP_SIZE (initial heap, default 64M) and\n"
-               "  TETHER_HEAP_MAX (growth limit, default 8G), e.g. TETHER_HEAP_SIZE=4G TETHER_HEAP_MAX=8G tetherrun -n 2 ...,\n"
-               "  or lower --max-size\n",
-               b.me, what, bytes, tether_status_string(st), tether_last_error());
+               "  every PE needs one %s buffer of --max-size (%s) plus a few words of %s heap: raise %s (initial heap, "
+               "default %s) and %s (growth limit, default %s),\n"
+               "  e.g. TETHER_HEAP_SIZE=4G TETHER_DEVICE_HEAP_SIZE=4G tetherrun -n 2 ... for --max-size 1G, or lower "
+               "--max-size\n",
+               dev ? "DEVICE" : "HOST", need.c_str(), dev ? "DEVICE" : "HOST",
+               dev ? "TETHER_DEVICE_HEAP_SIZE" : "TETHER_HEAP_SIZE", dev ? "256M" : "64M",
+               dev ? "TETHER_DEVICE_HEAP_MAX" : "TETHER_HEAP_MAX", dev ? "32G" : "8G");
   std::exit(1);
 }
+
+// This PE's GPU for local buffers: tether's default choice (node-local PE modulo the visible GPUs) or the ordinal
+// in TETHER_GPU; TETHER_GPU=none: no GPU. Returns -1 with *why when there is none.
+int chooseGpu(const Bench& b, std::string* why) {
+  const int count = tether_bench::localGpuCount(why);
+  if (count <= 0) return -1;
+  const char* sel = std::getenv("TETHER_GPU");
+  int dev = tether_local_pe(b.w) % count;
+  if (sel && std::strcmp(sel, "none") == 0) {
+    *why = "TETHER_GPU=none";
+    return -1;
+  }
+  if (sel && *sel && std::strcmp(sel, "auto") != 0) {
+    char* end = nullptr;
+    long v = std::strtol(sel, &end, 10);
+    if (*end != '\0' || v < 0 || v >= count) {
+      *why = std::string("TETHER_GPU=") + sel + " is not auto, none or a GPU ordinal below " + std::to_string(count);
+      return -1;
+    }
+    dev = static_cast<int>(v);
+  }
+  if (!tether_bench::localSelectGpu(dev, why)) return -1;
+  return dev;
+}
+
+Region allocLocal(Bench& b, Mem m, bool* pinned) {
+  Region r;
+  std::string error;
+  void* p = m == Mem::H ? tether_bench::localAllocHost(b.opts.maxSize, pinned, &error)
+                        : tether_bench::localAllocDevice(b.opts.maxSize, &error);
+  if (!p)
+    failLocal(b, std::string("allocating the local ") + (m == Mem::H ? "host" : "GPU") + " buffer (" +
+                     std::to_string(b.opts.maxSize) + " bytes, --max-size)",
+              error);
+  r.addr = r.view = static_cast<uint8_t*>(p);
+  r.device = m == Mem::D;
+  return r;
+}
+
+Region symmetricRegion(Bench& b, void* p, bool device) {
+  Region r;
+  r.addr = static_cast<uint8_t*>(p);
+  r.device = device;
+  r.view = r.addr;
+  if (device) {
+    void* own = tether_ptr(b.w, p, b.me);
+    if (own) r.view = static_cast<uint8_t*>(own);
+  }
+  return r;
+}
+
+const char* const kExtraUsage =
+    "  --kinds LIST     memory kinds, a comma list of <local>-><target> pairs (default H->H): local H = host memory\n"
+    "                   (pinned when a GPU is present), D = GPU memory (cudaMalloc); target H = TETHER_SEG_HOST,\n"
+    "                   D = TETHER_SEG_DEVICE; 'all' = H->H,H->D,D->H,D->D (D pairs skipped without GPUs; a D pair\n"
+    "                   named explicitly fails instead). Quote pairs in the shell ('H->D') or write HD\n"
+    "rows (--ops): per pair put get put_nbi get_nbi put_bidir; H->H only: p g put_signal atomic_fetch_add;\n"
+    "              pairs with a D target: put_signal, and atomic_fetch_add once; then barrier_all\n"
+    "heap: one symmetric buffer of --max-size per target kind per PE; if allocation fails, raise TETHER_HEAP_SIZE /\n"
+    "      TETHER_HEAP_MAX (HOST) or TETHER_DEVICE_HEAP_SIZE / TETHER_DEVICE_HEAP_MAX (DEVICE)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Our own option (--kinds) is taken out before the harness parses the rest.
+  std::vector<char*> rest;
+  std::string kindsText = "H->H";
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i > 0 && (a == "--kinds" || a.rfind("--kinds=", 0) == 0)) {
+      if (a == "--kinds") {
+        if (i + 1 >= argc) {
+          std::fprintf(stderr, "put_get: --kinds needs a value (e.g. all, 'H->D', DD)\n");
+          return 2;
+        }
+        kindsText = argv[++i];
+      } else {
+        kindsText = a.substr(std::strlen("--kinds="));
+      }
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
   Options opts;
   std::string error;
-  if (!tether_bench::parseOptions(argc, argv, &opts, &error)) {
+  if (!tether_bench::parseOptions(static_cast<int>(rest.size()), rest.data(), &opts, &error)) {
     std::fprintf(stderr, "put_get: %s\n", error.c_str());
     return 2;
   }
+  opts.argv.assign(argv, argv + argc);
   if (opts.help) {
-    std::printf("%s", tether_bench::usage("tether_bench_put_get",
-                                          "rows (--ops): put get put_nbi get_nbi p g put_signal atomic_fetch_add "
-                                          "barrier_all\nheap: two HOST symmetric buffers of --max-size per PE; if allocation "
-                                          "fails, raise TETHER_HEAP_SIZE / TETHER_HEAP_MAX\n")
-                          .c_str());
+    std::printf("%s", tether_bench::usage("tether_bench_put_get", kExtraUsage).c_str());
     return 0;
   }
   for (const std::string& op : opts.ops) {
@@ -434,6 +763,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "put_get: unknown row '%s' in --ops (see --help)\n", op.c_str());
       return 2;
     }
+  }
+  std::vector<Pair> pairs;
+  if (!parseKinds(kindsText, &pairs, &error)) {
+    std::fprintf(stderr, "put_get: %s\n", error.c_str());
+    return 2;
   }
 
   Bench b;
@@ -454,21 +788,83 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  void* p = nullptr;
-  allocOrDie(b, opts.maxSize, 4096, &p, "the source buffer");
-  b.src = static_cast<uint8_t*>(p);
-  allocOrDie(b, opts.maxSize, 4096, &p, "the destination buffer");
-  b.dst = static_cast<uint8_t*>(p);
   const size_t syncBytes = 256 + sizeof(int64_t) * static_cast<size_t>(b.npes);
-  allocOrDie(b, syncBytes, 64, &p, "the synchronisation words");
-  std::memset(p, 0, syncBytes);
-  uint8_t* sync = static_cast<uint8_t*>(p);
+  uint8_t* sync = static_cast<uint8_t*>(allocSymmetric(b, TETHER_SEG_HOST, syncBytes, 64, "the synchronisation words"));
+  std::memset(sync, 0, syncBytes);
   b.sig = reinterpret_cast<uint64_t*>(sync + 0);
   b.word = reinterpret_cast<uint64_t*>(sync + 64);
   b.counter = reinterpret_cast<uint64_t*>(sync + 128);
   b.vflags = reinterpret_cast<int64_t*>(sync + 256);
-  b.path = tether_ptr(b.w, b.dst, 1) != nullptr ? "shm" : "proxy";
   barrier(b);  // the zeroed sync words are in place everywhere before anyone writes to them
+
+  // GPU memory needs a GPU on every PE (DEVICE segments exist only then); decided together so all PEs agree.
+  bool wantGpu = false, explicitGpu = false;
+  for (const Pair& p : pairs) {
+    wantGpu = wantGpu || p.usesGpu();
+    explicitGpu = explicitGpu || (p.usesGpu() && p.explicitly);
+  }
+  std::string gpuWhy, skippedNote;
+  if (wantGpu) {
+    b.gpu = chooseGpu(b, &gpuWhy);
+    std::vector<int> without;
+    const bool allGpu = voteAll(b, b.gpu >= 0, &without);
+    if (!allGpu) {
+      std::string pes;
+      for (int pe : without) pes += (pes.empty() ? "" : ", ") + std::to_string(pe);
+      if (b.gpu < 0 && (explicitGpu || b.me == 0))
+        std::fprintf(stderr, "put_get[PE %d]: no GPU: %s\n", b.me, gpuWhy.c_str());
+      if (explicitGpu) {
+        if (b.me == 0)
+          std::fprintf(stderr,
+                       "put_get: --kinds %s needs GPU memory on every PE, but PE(s) %s have no GPU; use --kinds H->H "
+                       "(or all, which skips the D pairs) on this machine\n",
+                       kindsText.c_str(), pes.c_str());
+        (void)tether_finalize(b.w);
+        return 2;
+      }
+      std::vector<Pair> kept;
+      std::string skipped;
+      for (const Pair& p : pairs) {
+        if (p.usesGpu())
+          skipped += (skipped.empty() ? "" : ", ") + p.name();
+        else
+          kept.push_back(p);
+      }
+      skippedNote = "skipped (no GPU on PE(s) " + pes + "): " + skipped + "\n";
+      if (b.me == 0)
+        std::fprintf(stderr, "put_get: --kinds all: skipping the GPU-memory pairs %s: no GPU on PE(s) %s\n",
+                     skipped.c_str(), pes.c_str());
+      pairs = kept;
+      b.gpu = -1;
+    }
+  }
+
+  bool tgtH = false, tgtD = false, locH = false, locD = false;
+  for (const Pair& p : pairs) {
+    (p.target == Mem::H ? tgtH : tgtD) = true;
+    (p.local == Mem::H ? locH : locD) = true;
+  }
+  if (tgtH) b.tgtH = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_HOST, opts.maxSize, 4096, "the HOST target "
+                                                       "buffer"), false);
+  if (tgtD) {
+    b.tgtD = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_DEVICE, opts.maxSize, 4096, "the DEVICE target buffer"),
+                             true);
+    b.syncD = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_DEVICE, 256, 64, "the DEVICE synchronisation words"),
+                              true);
+    std::string e;
+    if (!tether_bench::localZeroDevice(b.syncD.view, 256, &e)) failLocal(b, "clearing the DEVICE words", e);
+  }
+  if (b.me <= 1) {
+    if (locH) b.locH = allocLocal(b, Mem::H, &b.locHPinned);
+    if (locD) b.locD = allocLocal(b, Mem::D, nullptr);
+    if (tgtD || locD) {
+      b.staging = static_cast<uint8_t*>(tether_bench::localAllocHost(opts.maxSize, &b.stagingPinned, &error));
+      if (!b.staging) failLocal(b, "allocating the host staging buffer (--max-size bytes)", error);
+    }
+  }
+  // Path guess for HOST targets: shm when PE 1's segment is directly mapped; DEVICE targets are labelled p2p.
+  b.path = tether_ptr(b.w, sync, 1) != nullptr ? "shm" : "proxy";
+  barrier(b);  // every PE's buffers and words are in place before anyone writes to them
 
   Reporter rep(tether_bench::collectRunInfo("put_get", opts, b.npes), opts, b.me == 0);
   b.rep = &rep;
@@ -476,25 +872,52 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "put_get: %s\n", error.c_str());
     std::exit(1);
   }
-  rep.printHeader("model host: CPU-issued tether calls on HOST symmetric segments (H->H); PE 0 issues and times, "
-                  "PE 1 is the target\npath " + b.path + " (PE 1's segment is " +
-                  (b.path == "shm" ? "directly mapped: tether_ptr != NULL" : "not directly addressable") +
-                  "); data validated once per row and size after the timed batches");
+  std::string notes =
+      "model host: CPU-issued tether calls; PE 0 issues and times, PE 1 is the target; kinds " + joinPairs(pairs) +
+      " (<local>-><target>)\n" + skippedNote;
+  if (locH)
+    notes += std::string("local H: ") +
+             (b.locHPinned ? "pinned host memory (cudaHostAlloc)" : "malloc'ed host memory") + "; ";
+  if (locD) notes += "local D: cudaMalloc on the PE's GPU; ";
+  notes += std::string(tgtH ? "target H: TETHER_SEG_HOST" : "") + (tgtH && tgtD ? ", " : "") +
+           (tgtD ? "target D: TETHER_SEG_DEVICE" : "") + "\n";
+  if (b.gpu >= 0)
+    notes += "PE 0's GPU: " + std::to_string(b.gpu) + " (" + tether_bench::localGpuName(b.gpu) +
+             "), node-local PE modulo visible GPUs as tether chooses (or TETHER_GPU)\n";
+  notes += "path " + b.path + " for HOST targets (PE 1's segment is " +
+           (b.path == "shm" ? "directly mapped: tether_ptr != NULL" : "not directly addressable") +
+           "), p2p for DEVICE targets (inferred); data validated once per row and size after the timed batches";
+  rep.printHeader(notes);
 
-  if (tether_bench::wantsOp(opts, "put")) runBlocking(b, true);
-  if (tether_bench::wantsOp(opts, "get")) runBlocking(b, false);
-  if (tether_bench::wantsOp(opts, "put_nbi")) runNbi(b, true);
-  if (tether_bench::wantsOp(opts, "get_nbi")) runNbi(b, false);
-  if (tether_bench::wantsOp(opts, "p")) runP(b);
-  if (tether_bench::wantsOp(opts, "g")) runG(b);
-  if (tether_bench::wantsOp(opts, "put_signal")) runPingPong(b);
-  if (tether_bench::wantsOp(opts, "atomic_fetch_add")) runAtomic(b);
+  bool atomicD = false;
+  for (const Pair& pair : pairs) {
+    if (tether_bench::wantsOp(opts, "put")) runBlocking(b, pair, true);
+    if (tether_bench::wantsOp(opts, "get")) runBlocking(b, pair, false);
+    if (tether_bench::wantsOp(opts, "put_nbi")) runNbi(b, pair, true);
+    if (tether_bench::wantsOp(opts, "get_nbi")) runNbi(b, pair, false);
+    if (tether_bench::wantsOp(opts, "put_bidir")) runBidir(b, pair);
+    const bool hh = pair.local == Mem::H && pair.target == Mem::H;
+    if (hh && tether_bench::wantsOp(opts, "p")) runP(b);
+    if (hh && tether_bench::wantsOp(opts, "g")) runG(b);
+    if ((hh || pair.target == Mem::D) && tether_bench::wantsOp(opts, "put_signal")) runPingPong(b, pair);
+    if (hh && tether_bench::wantsOp(opts, "atomic_fetch_add")) runAtomic(b, Mem::H);
+    if (pair.target == Mem::D && !atomicD && tether_bench::wantsOp(opts, "atomic_fetch_add")) {
+      runAtomic(b, Mem::D);
+      atomicD = true;
+    }
+  }
   if (tether_bench::wantsOp(opts, "barrier_all")) runBarrier(b);
   rep.flush();
 
+  tether_bench::localFreeHost(b.staging, b.stagingPinned);
+  tether_bench::localFreeDevice(b.locD.addr);
+  tether_bench::localFreeHost(b.locH.addr, b.locHPinned);
+  if (tgtD) {
+    CHECK(b, tether_free(b.w, b.syncD.addr));
+    CHECK(b, tether_free(b.w, b.tgtD.addr));
+  }
+  if (tgtH) CHECK(b, tether_free(b.w, b.tgtH.addr));
   CHECK(b, tether_free(b.w, sync));
-  CHECK(b, tether_free(b.w, b.dst));
-  CHECK(b, tether_free(b.w, b.src));
   CHECK(b, tether_finalize(b.w));
   return 0;
 }
