@@ -141,6 +141,7 @@ struct Bench {
   int64_t* votes = nullptr;  // NVSHMEM symmetric (GPU), npes entries: validation votes
   uint8_t* host = nullptr;   // pinned host, opts.maxSize, registered with NVSHMEM: H source of puts, get destination
   uint8_t* stage = nullptr;  // pinned host, opts.maxSize: pattern staging and read-back (never given to NVSHMEM)
+  bool hostRegistered = false;  // nvshmemx_buffer_register(host) succeeded on this PE (agreed by all PEs)
   int64_t round = 0;         // validation round (same on every PE)
 };
 
@@ -164,7 +165,9 @@ uint64_t rowSeed(const std::string& op, const std::string& kinds, int sender) {
   return scramble(h + static_cast<uint64_t>(sender) * 0x1000193ull);
 }
 
-uint64_t patternWord(uint64_t seed, size_t k) { return scramble(seed ^ (static_cast<uint64_t>(k) * 0xd6e8feb86659fd93ull)); }
+uint64_t patternWord(uint64_t seed, size_t k) {
+  return scramble(seed ^ (static_cast<uint64_t>(k) * 0xd6e8feb86659fd93ull));
+}
 
 void writePattern(uint8_t* p, size_t n, uint64_t seed) {
   const size_t words = n / 8;
@@ -639,10 +642,23 @@ int main(int argc, char** argv) {
         "(2 x --max-size + 64M) or lower --max-size", opts.maxSize, envHeap.c_str(), heapNeed);
   CUDA_OK(cudaMallocHost(reinterpret_cast<void**>(&b.host), opts.maxSize));
   CUDA_OK(cudaMallocHost(reinterpret_cast<void**>(&b.stage), opts.maxSize));
-  // NVSHMEM asks for host memory used as a local operand to be registered.
+  // NVSHMEM asks for host memory used as a local operand to be registered. Should that fail, the H rows are skipped
+  // (and the header says why); the D rows still run.
   const int regRc = nvshmemx_buffer_register(b.host, opts.maxSize);
-  if (regRc != 0)
-    die("nvshmemx_buffer_register(pinned host buffer, %zu bytes) failed (status %d)", opts.maxSize, regRc);
+  b.hostRegistered = regRc == 0;
+  if (!b.hostRegistered)
+    std::fprintf(stderr, "nvshmem_bench[PE %d]: warning: nvshmemx_buffer_register(pinned host buffer, %zu bytes) "
+                 "failed (status %d): rows with a host-memory local buffer (H) are skipped\n", b.me, opts.maxSize,
+                 regRc);
+
+  {  // every PE must take the same rows: H rows only when every PE registered its host buffer
+    for (int pe = 0; pe < b.npes; ++pe) nvshmem_int64_p(&b.votes[b.me], b.hostRegistered ? 1 : 0, pe);
+    barrier(b, "host-buffer registration vote");
+    std::vector<int64_t> seen(static_cast<size_t>(b.npes));
+    CUDA_OK(cudaMemcpy(seen.data(), b.votes, sizeof(int64_t) * seen.size(), cudaMemcpyDeviceToHost));
+    for (int64_t v : seen) b.hostRegistered = b.hostRegistered && v == 1;
+    barrier(b, "host-buffer registration vote (end)");  // everyone has read the votes before they are reused
+  }
 
   // Header facts: each PE's GPU, and whether PE 1's heap is mapped into PE 0 (P2P).
   const std::string myGpu = describeGpu(device);
@@ -670,34 +686,37 @@ int main(int argc, char** argv) {
       "model host: CPU-issued NVSHMEM " + std::to_string(major) + "." + std::to_string(minor) + "." +
       std::to_string(patch) + " host API, PE 0 issues and times, PE 1 is the target (JSON path \"nvshmem\")\n"
       "PE 0: " + myGpu + "; PE 1: " + peerGpu + "; PE 1's heap " +
-      (mapped ? "is mapped into PE 0 (nvshmem_ptr != NULL: P2P over NVLink/PCIe)" : "is NOT mapped (nvshmem_ptr == NULL)") +
+      (mapped ? "is mapped into PE 0 (nvshmem_ptr != NULL: P2P over NVLink/PCIe)"
+              : "is NOT mapped (nvshmem_ptr == NULL)") +
       "\nNVSHMEM_SYMMETRIC_SIZE=" + envHeap + " NVSHMEM_REMOTE_TRANSPORT=" + envTransport + " NVSHMEM_DISABLE_NVLS=" +
       envNvls + "; bootstrap: unique id handed out through tether\n"
       "kinds: local buffer -> remote symmetric GPU buffer (get: remote -> local); D = GPU memory, H = pinned host "
-      "memory registered with nvshmemx_buffer_register; data validated once per row and size");
+      "memory registered with nvshmemx_buffer_register" + (b.hostRegistered ? std::string() :
+      std::string(" (registration FAILED on a PE: H rows skipped)")) + "; data validated once per row and size");
 
+  const bool h = b.hostRegistered;
   if (tether_bench::wantsOp(opts, "put")) {
     runPut(b, Mem::Device);
-    runPut(b, Mem::Host);
+    if (h) runPut(b, Mem::Host);
   }
   if (tether_bench::wantsOp(opts, "put_nbi")) {
     runPutWindows(b, Mem::Device, true);
-    runPutWindows(b, Mem::Host, true);
+    if (h) runPutWindows(b, Mem::Host, true);
   }
   if (tether_bench::wantsOp(opts, "put_window")) {
     runPutWindows(b, Mem::Device, false);
-    runPutWindows(b, Mem::Host, false);
+    if (h) runPutWindows(b, Mem::Host, false);
   }
   if (tether_bench::wantsOp(opts, "get")) {
     runGet(b, Mem::Device);
-    runGet(b, Mem::Host);
+    if (h) runGet(b, Mem::Host);
   }
   if (tether_bench::wantsOp(opts, "put_bidir")) runBidir(b);
   rep.flush();
 
   dog.beat("teardown");
   barrier(b, "teardown");
-  if (nvshmemx_buffer_unregister(b.host) != 0) die("nvshmemx_buffer_unregister failed");
+  if (regRc == 0 && nvshmemx_buffer_unregister(b.host) != 0) die("nvshmemx_buffer_unregister failed");
   nvshmem_free(meta);
   nvshmem_free(b.votes);
   nvshmem_free(b.src);
