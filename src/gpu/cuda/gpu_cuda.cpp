@@ -132,8 +132,10 @@ class VmmDeviceHeap : public DeviceHeap {
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CUresult r = d_.setAccess(at, bytes, &access, 1);
     if (r != CUDA_SUCCESS)
-      TETHER_FAIL(TETHER_ERR_CUDA, "cannot give GPU %d access to the DEVICE segment of PE %d (driver error %d): "
-                  "no peer access between the GPUs?", device_, ownerRank, static_cast<int>(r));
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
+                  "cannot give GPU %d access to the DEVICE segment of PE %d (driver error %d): the GPUs have no peer "
+                  "access, and the staged path for such GPUs is not built yet; run host-only with TETHER_GPU=none",
+                  device_, ownerRank, static_cast<int>(r));
     return Status::ok();
   }
 
