@@ -137,6 +137,7 @@ Status World::init(const tether_init_attr_t& attr) {
     dp.secret = secret;
     dp.timeoutSeconds = timeout_;
     dp.forceIpc = config_.flag("TETHER_DEVICE_IPC");
+    TETHER_TRY(deviceAccess(localRanks, &dp.accessDevice).withContext("tether_init"));
     TETHER_TRY(gpu_->createDeviceHeap(dp, *bootstrap_, &device_).withContext("tether_init: device heap"));
     devAlloc_.reset(new Allocator(0, device_->maxBytes()));
     TETHER_LOG_INFO(LogSys::Heap, "DEVICE heap (%s): %llu bytes committed on GPU %d, up to %llu",
@@ -182,6 +183,22 @@ char* World::hostGpuAlias(int pe, uint64_t offset) const {
   return host_->base(j) + offset + hostAlias_[static_cast<size_t>(j)];
 }
 
+Status World::deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out) {
+  // Which GPU of this process reaches each same-host PE's DEVICE segment: this PE's GPU (p2p), or the owner's GPU
+  // itself (staged: no peer access, or forced by TETHER_PATHS).
+  PathOverrides ov;
+  TETHER_TRY(PathOverrides::parse(config_.str("TETHER_PATHS"), &ov));
+  out->assign(localRanks.size(), gpu_->device());
+  for (size_t j = 0; j < localRanks.size(); ++j) {
+    PathChoice c;
+    TETHER_TRY(choosePath(topo_, job_.rank, localRanks[j], SegKind::Device, ov, &c));
+    if (c.kind == PathKind::Staged)
+      TETHER_TRY(gpu_->deviceByBusId(topo_.pes[static_cast<size_t>(localRanks[j])].gpu.busId, &(*out)[j])
+                     .withContext("GPU of PE " + std::to_string(localRanks[j])));
+  }
+  return Status::ok();
+}
+
 Status World::setUpPaths() {
   PathOverrides ov;
   TETHER_TRY(PathOverrides::parse(config_.str("TETHER_PATHS"), &ov).withContext("tether_init"));
@@ -203,12 +220,20 @@ Status World::setUpPaths() {
           p.ctx = gpu_.get();
           p.base = kind == SegKind::Host ? host_->base(localIndex) : device_->base(localIndex);
           break;
-        case PathKind::Staged:
+        case PathKind::Staged: {
+          int dev = -1;
+          TETHER_TRY(gpu_->deviceByBusId(topo_.pes[static_cast<size_t>(pe)].gpu.busId, &dev).withContext("tether_init"));
+          staged_.emplace_back(new StagedCtx{gpu_.get(), dev});
+          p.ops = &stagedTransportOps();
+          p.ctx = staged_.back().get();
+          p.base = device_->base(localIndex);
+          break;
+        }
         case PathKind::Proxy:
         case PathKind::None:
           TETHER_FAIL(TETHER_ERR_UNREACHABLE, "tether_init: no usable path from PE %d to the %s segment of PE %d: %s%s",
                       job_.rank, kind == SegKind::Host ? "HOST" : "DEVICE", pe, c.reason.c_str(),
-                      c.kind == PathKind::None ? "" : " (this path is not implemented yet)");
+                      c.kind == PathKind::None ? "" : " (the proxy path is not implemented yet)");
       }
       auto key = std::make_pair(p.ops, p.ctx);
       if (std::find(opsInUse_.begin(), opsInUse_.end(), key) == opsInUse_.end()) opsInUse_.push_back(key);

@@ -106,6 +106,7 @@ class World {
   Status discoverHosts();
   Status discoverTopology();
   Status setUpPaths();
+  Status deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out);
   Status registerHostViews(uint64_t committed);
   Status resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const;
   Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
@@ -135,6 +136,7 @@ class World {
   uint64_t registered_ = 0;  // HOST bytes registered with the GPU (every same-host view)
   std::vector<intptr_t> hostAlias_;  // by local index: GPU address - CPU address of that HOST view
   std::vector<PeerPath> paths_;
+  std::vector<std::unique_ptr<StagedCtx>> staged_;  // ctx of each staged path (owned here, used by PeerPaths)
   std::vector<std::pair<const TransportOps*, void*>> opsInUse_;  // distinct (ops, ctx) over all paths (quiet/fence visit each once)
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;

@@ -33,6 +33,9 @@ struct DeviceHeapParams {
   std::string jobTag, secret;
   double timeoutSeconds = 300;
   bool forceIpc = false;        // TETHER_DEVICE_IPC=1: legacy CUDA IPC instead of VMM + POSIX FDs
+  // By local index: the GPU (ordinal in this process) that accesses that PE's DEVICE segment from here — this PE's
+  // GPU on the p2p path, the owner's own GPU on the staged path (GPUs without peer access). Empty: this PE's GPU.
+  std::vector<int> accessDevice;
 };
 
 // The DEVICE segments of all same-host PEs, mapped here so that a symmetric offset translates with one add.
@@ -70,6 +73,15 @@ class GpuContext {
   virtual Status quiet() = 0;
   virtual Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) = 0;
   virtual Status signal(void* target, uint64_t value, tether_signal_op_t op) = 0;
+
+  // Staged path (a peer GPU this GPU cannot address): the same operations executed by GPU `dev` of this process
+  // (the peer's GPU, on a stream of this context's own). copyVia: one side is memory `dev` can address (its DEVICE
+  // segment as mapped here), the other any memory; a buffer on this PE's GPU goes through pinned host staging.
+  // Completed by quiet() like every other copy.
+  virtual Status deviceByBusId(const std::string& busId, int* dev) = 0;
+  virtual Status copyVia(int dev, void* dst, const void* src, size_t n, bool nbi) = 0;
+  virtual Status atomicVia(int dev, void* target, const AmoArgs& a, uint64_t* fetched) = 0;
+  virtual Status signalVia(int dev, void* target, uint64_t value, tether_signal_op_t op) = 0;
   virtual Status memset(void* dst, int value, size_t n) = 0;  // blocking
 
   virtual Status createDeviceHeap(const DeviceHeapParams& params, Bootstrap& bootstrap,

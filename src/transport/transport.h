@@ -62,10 +62,21 @@ struct TransportOps {
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.
 const TransportOps& shmTransportOps();
 
+class GpuContext;
+
 // The GPU host path (ctx = GpuContext*): serves HOST and DEVICE segments of same-host PEs whose GPUs can address each
 // other. Copies that touch device memory go through copy engines; HOST-to-HOST bytes are memcpy'd; atomics and
 // signals on DEVICE words run as system-scope GPU atomics (so they are atomic against kernels' atomics), on HOST
 // words as CPU atomics.
 const TransportOps& p2pTransportOps();
+
+// The staged path: DEVICE segments of a same-host PE whose GPU this PE's GPU cannot address (no peer access). The
+// target GPU's own copy engine and kernels are driven from this process (its segment is mapped here with access for
+// that GPU); a buffer on this PE's GPU hops through pinned host memory. ctx = StagedCtx*.
+struct StagedCtx {
+  GpuContext* gpu;
+  int device;  // the target PE's GPU, as an ordinal of this process
+};
+const TransportOps& stagedTransportOps();
 
 }  // namespace tether

@@ -35,6 +35,12 @@ Status cudaFail(const char* what, cudaError_t e) {
 
 uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// Makes `dev` current again when a scope that switched to another GPU ends (also on error returns).
+struct DeviceRestore {
+  int dev;
+  ~DeviceRestore() { cudaSetDevice(dev); }
+};
+
 // Driver entry points for VMM (resolved once per context).
 struct Driver {
   decltype(&cuMemCreate) memCreate = nullptr;
@@ -123,20 +129,24 @@ class VmmDeviceHeap : public DeviceHeap {
     return prop;
   }
 
-  Status mapAt(CUdeviceptr at, uint64_t bytes, CUmemGenericAllocationHandle h, int ownerRank) {
+  Status mapAt(CUdeviceptr at, uint64_t bytes, CUmemGenericAllocationHandle h, int ownerRank, int accessDevice) {
     CU_TRY(d_.map(at, bytes, 0, h, 0));
     mapped_.emplace_back(at, bytes);
     CUmemAccessDesc access{};
     access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = device_;
+    access.location.id = accessDevice;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CUresult r = d_.setAccess(at, bytes, &access, 1);
     if (r != CUDA_SUCCESS)
       TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
                   "cannot give GPU %d access to the DEVICE segment of PE %d (driver error %d): the GPUs have no peer "
                   "access, and the staged path for such GPUs is not built yet; run host-only with TETHER_GPU=none",
-                  device_, ownerRank, static_cast<int>(r));
+                  accessDevice, ownerRank, static_cast<int>(r));
     return Status::ok();
+  }
+
+  int accessDevice(int j) const {
+    return p_.accessDevice.empty() ? device_ : p_.accessDevice[static_cast<size_t>(j)];
   }
 
   // Collective: every same-host PE creates `bytes` more, exports it, and maps everybody's new chunk.
@@ -157,7 +167,7 @@ class VmmDeviceHeap : public DeviceHeap {
       TETHER_FAIL(TETHER_ERR_CUDA, "cuMemExportToShareableHandle(POSIX fd) failed with driver error %d "
                   "(set TETHER_DEVICE_IPC=1 to use legacy CUDA IPC)", static_cast<int>(r));
     }
-    Status s = mapAt(reinterpret_cast<CUdeviceptr>(myBase() + committed_), bytes, h, me);
+    Status s = mapAt(reinterpret_cast<CUdeviceptr>(myBase() + committed_), bytes, h, me, device_);
     d_.memRelease(h);  // the mapping keeps the memory
     FdExchange fx;
     if (s.isOk()) s = fx.listen(p_.jobTag, "dev" + std::to_string(chunks_), me, localSize);
@@ -189,7 +199,7 @@ class VmmDeviceHeap : public DeviceHeap {
         TETHER_FAIL(TETHER_ERR_CUDA, "importing the DEVICE segment of PE %d failed with driver error %d",
                     p_.localRanks[static_cast<size_t>(j)], static_cast<int>(ri));
       Status ms = mapAt(reinterpret_cast<CUdeviceptr>(base(j) + committed_), bytes, ph,
-                        p_.localRanks[static_cast<size_t>(j)]);
+                        p_.localRanks[static_cast<size_t>(j)], accessDevice(j));
       d_.memRelease(ph);
       TETHER_TRY(ms);
     }
@@ -219,6 +229,7 @@ class IpcDeviceHeap : public DeviceHeap {
 
   Status init(const DeviceHeapParams& p, Bootstrap& bootstrap) {
     localIndex_ = p.localIndex;
+    DeviceRestore restore{device_};
     bytes_ = roundUp(std::max<uint64_t>(p.initialBytes, 2ull << 20), 2ull << 20);
     CUDA_TRY(cudaMalloc(&mine_, bytes_));
     cudaIpcMemHandle_t h;
@@ -232,6 +243,7 @@ class IpcDeviceHeap : public DeviceHeap {
         continue;
       }
       void* q = nullptr;
+      CUDA_TRY(cudaSetDevice(p.accessDevice.empty() ? device_ : p.accessDevice[j]));
       cudaError_t e = cudaIpcOpenMemHandle(&q, all[static_cast<size_t>(p.localRanks[j])],
                                            cudaIpcMemLazyEnablePeerAccess);
       if (e != cudaSuccess) return cudaFail("cudaIpcOpenMemHandle (DEVICE segment of a same-host PE)", e);
@@ -264,6 +276,11 @@ class IpcDeviceHeap : public DeviceHeap {
 class CudaGpuContext : public GpuContext {
  public:
   ~CudaGpuContext() override {
+    for (auto& v : vias_) {
+      cudaSetDevice(v->dev);
+      cudaStreamDestroy(v->stream);
+      if (v->staging) cudaFreeHost(v->staging);
+    }
     cudaSetDevice(device_);
     for (auto s : streams_) cudaStreamDestroy(s);
     for (void* p : registered_) cudaHostUnregister(p);
@@ -359,6 +376,9 @@ class CudaGpuContext : public GpuContext {
     CUDA_TRY(cudaSetDevice(device_));
     for (size_t i = 0; i < streams_.size(); ++i)
       if (pending_[i].exchange(false)) CUDA_TRY(cudaStreamSynchronize(streams_[i]));
+    std::lock_guard<std::mutex> lock(viaMu_);
+    for (auto& v : vias_)
+      if (v->pending.exchange(false)) CUDA_TRY(cudaStreamSynchronize(v->stream));
     return Status::ok();
   }
 
@@ -376,6 +396,71 @@ class CudaGpuContext : public GpuContext {
     std::lock_guard<std::mutex> lock(kernelMu_);
     CUDA_TRY(gpukernels::launchSignal(streams_[0], static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
     CUDA_TRY(cudaStreamSynchronize(streams_[0]));
+    return Status::ok();
+  }
+
+  Status deviceByBusId(const std::string& busId, int* dev) override {
+    CUDA_TRY(cudaDeviceGetByPCIBusId(dev, busId.c_str()));
+    return Status::ok();
+  }
+
+  Status copyVia(int dev, void* dst, const void* src, size_t n, bool nbi) override {
+    if (dev == device_) return copy(dst, src, n, nbi);
+    Via* v = nullptr;
+    TETHER_TRY(via(dev, &v));
+    const bool dstMine = onMyGpu(dst), srcMine = onMyGpu(src);
+    if (!dstMine && !srcMine) {
+      DeviceRestore restore{device_};
+      CUDA_TRY(cudaSetDevice(dev));
+      CUDA_TRY(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, v->stream));
+      v->pending = true;
+      if (nbi) return Status::ok();
+      CUDA_TRY(cudaStreamSynchronize(v->stream));
+      v->pending = false;
+      return Status::ok();
+    }
+    // A buffer on this PE's GPU and the peer's DEVICE segment: neither GPU reaches both, so hop through pinned host
+    // memory, chunk by chunk (this GPU's copy engine on one side, the peer GPU's on the other). Always completes.
+    std::lock_guard<std::mutex> lock(v->mu);
+    DeviceRestore restore{device_};
+    for (size_t off = 0; off < n; off += kStageBytes) {
+      const size_t len = std::min(kStageBytes, n - off);
+      char* d = static_cast<char*>(dst) + off;
+      const char* s2 = static_cast<const char*>(src) + off;
+      cudaStream_t first = srcMine ? streams_[0] : v->stream, second = srcMine ? v->stream : streams_[0];
+      CUDA_TRY(cudaSetDevice(srcMine ? device_ : dev));
+      CUDA_TRY(cudaMemcpyAsync(v->staging, s2, len, cudaMemcpyDefault, first));
+      CUDA_TRY(cudaStreamSynchronize(first));
+      CUDA_TRY(cudaSetDevice(srcMine ? dev : device_));
+      CUDA_TRY(cudaMemcpyAsync(d, v->staging, len, cudaMemcpyDefault, second));
+      CUDA_TRY(cudaStreamSynchronize(second));
+    }
+    return Status::ok();
+  }
+
+  Status atomicVia(int dev, void* target, const AmoArgs& a, uint64_t* fetched) override {
+    if (dev == device_) return atomic(target, a, fetched);
+    Via* v = nullptr;
+    TETHER_TRY(via(dev, &v));
+    std::lock_guard<std::mutex> lock(kernelMu_);
+    DeviceRestore restore{device_};
+    CUDA_TRY(cudaSetDevice(dev));
+    CUDA_TRY(gpukernels::launchAmo(v->stream, target, a, result_));
+    CUDA_TRY(cudaStreamSynchronize(v->stream));
+    if (fetched) *fetched = __atomic_load_n(result_, __ATOMIC_ACQUIRE);
+    return Status::ok();
+  }
+
+  Status signalVia(int dev, void* target, uint64_t value, tether_signal_op_t op) override {
+    if (dev == device_) return signal(target, value, op);
+    Via* v = nullptr;
+    TETHER_TRY(via(dev, &v));
+    TETHER_TRY(quiet());
+    std::lock_guard<std::mutex> lock(kernelMu_);
+    DeviceRestore restore{device_};
+    CUDA_TRY(cudaSetDevice(dev));
+    CUDA_TRY(gpukernels::launchSignal(v->stream, static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
+    CUDA_TRY(cudaStreamSynchronize(v->stream));
     return Status::ok();
   }
 
@@ -414,6 +499,43 @@ class CudaGpuContext : public GpuContext {
   }
 
  private:
+  // Another GPU of this host used for the staged path: its stream (in this process) and a pinned staging buffer.
+  struct Via {
+    int dev = -1;
+    cudaStream_t stream = nullptr;
+    char* staging = nullptr;
+    std::atomic<bool> pending{false};
+    std::mutex mu;
+  };
+  static constexpr size_t kStageBytes = 8u << 20;
+
+  bool onMyGpu(const void* p) {
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) && a.device == device_;
+  }
+
+  Status via(int dev, Via** out) {
+    std::lock_guard<std::mutex> lock(viaMu_);
+    for (auto& v : vias_)
+      if (v->dev == dev) return *out = v.get(), Status::ok();
+    std::unique_ptr<Via> v(new Via());
+    v->dev = dev;
+    CUDA_TRY(cudaSetDevice(dev));
+    CUDA_TRY(cudaStreamCreateWithFlags(&v->stream, cudaStreamDefault));
+    CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&v->staging), kStageBytes, cudaHostAllocPortable));
+    CUDA_TRY(cudaSetDevice(device_));
+    TETHER_LOG_INFO(LogSys::Transport, "staged path: using GPU %d's copy engine from this process", dev);
+    *out = v.get();
+    vias_.push_back(std::move(v));
+    return Status::ok();
+  }
+
+  std::mutex viaMu_;
+  std::vector<std::unique_ptr<Via>> vias_;
   int device_ = -1;
   std::string busId_;
   std::vector<cudaStream_t> streams_;

@@ -51,4 +51,34 @@ const TransportOps kP2pOps = {
 
 const TransportOps& p2pTransportOps() { return kP2pOps; }
 
+namespace {
+
+StagedCtx& staged(void* ctx) { return *static_cast<StagedCtx*>(ctx); }
+
+Status stagedPut(void* ctx, int, RemoteAddr dst, const void* src, size_t n, bool nbi) {
+  return staged(ctx).gpu->copyVia(staged(ctx).device, dst.ptr, src, n, nbi);
+}
+
+Status stagedGet(void* ctx, int, void* dst, RemoteAddr src, size_t n, bool nbi) {
+  return staged(ctx).gpu->copyVia(staged(ctx).device, dst, src.ptr, n, nbi);
+}
+
+Status stagedAmo(void* ctx, int, RemoteAddr dst, const AmoArgs& a, uint64_t* fetched) {
+  return staged(ctx).gpu->atomicVia(staged(ctx).device, dst.ptr, a, fetched);
+}
+
+Status stagedSignal(void* ctx, int, RemoteAddr sig, uint64_t value, tether_signal_op_t op) {
+  return staged(ctx).gpu->signalVia(staged(ctx).device, sig.ptr, value, op);
+}
+
+Status stagedQuiet(void* ctx) { return staged(ctx).gpu->quiet(); }
+
+const TransportOps kStagedOps = {
+    "staged", kCapAtomics | kCapDeviceSegment, stagedPut, stagedGet, stagedAmo, stagedSignal, stagedQuiet, stagedQuiet,
+};
+
+}  // namespace
+
+const TransportOps& stagedTransportOps() { return kStagedOps; }
+
 }  // namespace tether
