@@ -139,8 +139,8 @@ class VmmDeviceHeap : public DeviceHeap {
     CUresult r = d_.setAccess(at, bytes, &access, 1);
     if (r != CUDA_SUCCESS)
       TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
-                  "cannot give GPU %d access to the DEVICE segment of PE %d (driver error %d): the GPUs have no peer "
-                  "access, and the staged path for such GPUs is not built yet; run host-only with TETHER_GPU=none",
+                  "cannot give GPU %d access to the DEVICE segment of PE %d (driver error %d); run host-only with "
+                  "TETHER_GPU=none",
                   accessDevice, ownerRank, static_cast<int>(r));
     return Status::ok();
   }
