@@ -69,6 +69,10 @@ Status World::init(const tether_init_attr_t& attr) {
   for (const auto& u : unknown)
     TETHER_LOG_WARN(LogSys::Config, "%s is not a tether variable (typo?); see tether-info --config", u.c_str());
   timeout_ = config_.seconds("TETHER_TIMEOUT");
+  const std::string defaultSegment = config_.str("TETHER_DEFAULT_SEGMENT");
+  if (defaultSegment != "auto" && defaultSegment != "host" && defaultSegment != "device")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_DEFAULT_SEGMENT=%s: expected auto, host or device",
+                defaultSegment.c_str());
 
   if (attr.rank >= 0 && attr.size > 0) {
     if (attr.rank >= attr.size)
@@ -95,6 +99,19 @@ Status World::init(const tether_init_attr_t& attr) {
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
   TETHER_TRY(discoverTopology());
 
+  TETHER_TRY(setUpHeaps());
+  const std::string def = config_.str("TETHER_DEFAULT_SEGMENT");
+  if (def == "device" && !device_)
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "tether_init: TETHER_DEFAULT_SEGMENT=device but %s",
+                gpu_ ? "not every PE has a GPU" : "this PE has no GPU context");
+  defaultKind_ = (def == "device" || (def == "auto" && device_)) ? SegKind::Device : SegKind::Host;
+
+  TETHER_TRY(setUpPaths());
+  TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
+  return Status::ok();
+}
+
+Status World::setUpHeaps() {
   // Heaps: a per-job tag from rank 0 names the fd-exchange sockets.
   uint64_t tag = 0;
   if (job_.rank == 0) tag = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32) ^ nowTag();
@@ -144,17 +161,6 @@ Status World::init(const tether_init_attr_t& attr) {
                     device_->mechanism(), static_cast<unsigned long long>(device_->committed()), gpu_->device(),
                     static_cast<unsigned long long>(device_->maxBytes()));
   }
-  const std::string def = config_.str("TETHER_DEFAULT_SEGMENT");
-  if (def != "auto" && def != "host" && def != "device")
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_DEFAULT_SEGMENT=%s: expected auto, host or device",
-                def.c_str());
-  if (def == "device" && !device_)
-    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "tether_init: TETHER_DEFAULT_SEGMENT=device but %s",
-                gpu_ ? "not every PE has a GPU" : "this PE has no GPU context");
-  defaultKind_ = (def == "device" || (def == "auto" && device_)) ? SegKind::Device : SegKind::Host;
-
-  TETHER_TRY(setUpPaths());
-  TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
   return Status::ok();
 }
 

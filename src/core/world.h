@@ -105,6 +105,7 @@ class World {
   Status init(const tether_init_attr_t& attr);
   Status discoverHosts();
   Status discoverTopology();
+  Status setUpHeaps();  // HOST segments (registered with the GPU), and the DEVICE heap when every PE has a GPU
   Status setUpPaths();
   Status deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out);
   Status registerHostViews(uint64_t committed);
