@@ -1,0 +1,268 @@
+/* OpenSHMEM 1.5 C API on tether (host path). Usable from C (C99; C11 for the generic names) and C++.
+ *
+ * One default tether instance backs the whole API (created by shmem_init / shmem_init_thread, released by
+ * shmem_finalize). Errors follow the OpenSHMEM model: a routine that cannot do what it was asked (bad PE, address
+ * outside the symmetric heap, call before shmem_init, ...) prints "shmem: PE <n>: <routine> failed: <reason>" and
+ * aborts the program; the launcher (tetherrun / oshrun) then stops the other PEs. Exceptions, as the specification
+ * says: the allocation routines return NULL when the heap is exhausted.
+ *
+ * What this header covers so far (see src/shmem/README.md for what is missing):
+ *  - setup and query, symmetric heap allocation (always the HOST segment),
+ *  - RMA for every standard RMA type (shmem_<T>_put/get/p/g/iput/iget/put_nbi/get_nbi), the sized forms
+ *    (shmem_put<N>, N = 8, 16, 32, 64, 128 bits, and get/iput/iget/_nbi), shmem_putmem/getmem(_nbi),
+ *  - put-with-signal (typed, sized, mem; blocking and _nbi), shmem_signal_fetch, shmem_signal_wait_until,
+ *  - shmem_quiet, shmem_fence, shmem_barrier_all, shmem_sync_all,
+ *  - atomics (shmem_amo.h) and point-to-point synchronisation and locks (shmem_sync.h).
+ * Only symmetric-heap objects are remotely accessible: static and global variables are not (yet) symmetric.
+ */
+#ifndef SHMEM_H
+#define SHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Version and library constants                                                                                    */
+
+#define SHMEM_MAJOR_VERSION 1
+#define SHMEM_MINOR_VERSION 5
+#define SHMEM_MAX_NAME_LEN 256
+#define SHMEM_VENDOR_STRING "tether OpenSHMEM 1.5"
+/* deprecated spellings (OpenSHMEM 1.2) */
+#define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
+#define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
+#define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
+#define _SHMEM_VENDOR_STRING SHMEM_VENDOR_STRING
+
+/* Thread levels: every level is supported (tether calls are thread-safe). */
+#define SHMEM_THREAD_SINGLE 0
+#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SERIALIZED 2
+#define SHMEM_THREAD_MULTIPLE 3
+
+/* Comparison operators (values match tether_cmp_t; shmem_sync.h defines the same). */
+#ifndef SHMEM_CMP_EQ
+#define SHMEM_CMP_EQ 0
+#define SHMEM_CMP_NE 1
+#define SHMEM_CMP_GT 2
+#define SHMEM_CMP_GE 3
+#define SHMEM_CMP_LT 4
+#define SHMEM_CMP_LE 5
+#endif
+
+/* Signal operators (values match tether_signal_op_t). */
+#define SHMEM_SIGNAL_SET 0
+#define SHMEM_SIGNAL_ADD 1
+
+/* shmem_malloc_with_hints hints: accepted and ignored (every allocation already serves atomics and signals). */
+#define SHMEM_MALLOC_ATOMICS_REMOTE 1L
+#define SHMEM_MALLOC_SIGNAL_REMOTE 2L
+
+/* Standard RMA types: X(NAME, C type). Reserved for the implementation (SHMEM_ prefix, trailing underscore). */
+#define SHMEM_RMA_TYPES_(X)                                                                                        \
+  X(float, float) X(double, double) X(longdouble, long double) X(char, char) X(schar, signed char)               \
+  X(short, short) X(int, int) X(long, long) X(longlong, long long) X(uchar, unsigned char)                        \
+  X(ushort, unsigned short) X(uint, unsigned int) X(ulong, unsigned long) X(ulonglong, unsigned long long)        \
+  X(int8, int8_t) X(int16, int16_t) X(int32, int32_t) X(int64, int64_t) X(uint8, uint8_t) X(uint16, uint16_t)    \
+  X(uint32, uint32_t) X(uint64, uint64_t) X(size, size_t) X(ptrdiff, ptrdiff_t)
+/* Sized RMA forms: X(bits) */
+#define SHMEM_RMA_SIZES_(X) X(8) X(16) X(32) X(64) X(128)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Library setup and query                                                                                          */
+
+/* Collective. Calling it again while initialised does nothing. */
+void shmem_init(void);
+/* Collective. Every level is provided as requested (a value outside SINGLE..MULTIPLE gives MULTIPLE). Returns 0. */
+int shmem_init_thread(int requested, int* provided);
+void shmem_query_thread(int* provided);
+/* Collective: completes outstanding operations, synchronises, releases the heap. Further calls do nothing. */
+void shmem_finalize(void);
+int shmem_my_pe(void);
+int shmem_n_pes(void);
+/* Flushes stdio and exits this process with `status`. The launcher stops the other PEs when status is non-zero; with
+ * status 0 the others run on (they end when they finish, or when a wait on this PE times out). */
+void shmem_global_exit(int status);
+/* 1 when pe is a PE of the job (every PE is reachable: all PEs of a job share one host today), else 0. */
+int shmem_pe_accessible(int pe);
+/* 1 when addr is a symmetric-heap address and pe is accessible. Static and global data: 0 (not symmetric yet). */
+int shmem_addr_accessible(const void* addr, int pe);
+/* Load/store address of pe's copy of the symmetric object at dest, or NULL when not directly addressable. */
+void* shmem_ptr(const void* dest, int pe);
+void shmem_info_get_version(int* major, int* minor);
+/* Copies SHMEM_VENDOR_STRING (NUL-terminated, at most SHMEM_MAX_NAME_LEN bytes) to name. */
+void shmem_info_get_name(char* name);
+
+/* deprecated (OpenSHMEM 1.2) */
+void start_pes(int npes);
+int _my_pe(void);
+int _num_pes(void);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Symmetric heap (collective; every PE calls with the same arguments, in the same order). NULL when the heap is
+ * exhausted; size 0 gives NULL. */
+
+void* shmem_malloc(size_t size);
+void* shmem_malloc_with_hints(size_t size, long hints);
+void* shmem_calloc(size_t count, size_t size);
+void* shmem_align(size_t alignment, size_t size);
+void* shmem_realloc(void* ptr, size_t size);
+void shmem_free(void* ptr);
+
+/* deprecated (OpenSHMEM 1.2) */
+void* shmalloc(size_t size);
+void* shmemalign(size_t alignment, size_t size);
+void* shrealloc(void* ptr, size_t size);
+void shfree(void* ptr);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* RMA. Blocking put/p/iput return with the transfer complete at the target; get/g/iget with the data in dest.
+ * _nbi forms may return before completion: shmem_quiet (or barrier_all) completes them. Strides of iput/iget are in
+ * elements and may be any value (0 and negative included). */
+
+#define SHMEM_DECLARE_RMA_(NAME, T)                                                                                \
+  void shmem_##NAME##_put(T* dest, const T* source, size_t nelems, int pe);                                        \
+  void shmem_##NAME##_get(T* dest, const T* source, size_t nelems, int pe);                                        \
+  void shmem_##NAME##_put_nbi(T* dest, const T* source, size_t nelems, int pe);                                    \
+  void shmem_##NAME##_get_nbi(T* dest, const T* source, size_t nelems, int pe);                                    \
+  void shmem_##NAME##_p(T* dest, T value, int pe);                                                                 \
+  T shmem_##NAME##_g(const T* source, int pe);                                                                     \
+  void shmem_##NAME##_iput(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);         \
+  void shmem_##NAME##_iget(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);         \
+  void shmem_##NAME##_put_signal(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,     \
+                                 int sig_op, int pe);                                                              \
+  void shmem_##NAME##_put_signal_nbi(T* dest, const T* source, size_t nelems, uint64_t* sig_addr,                  \
+                                     uint64_t signal, int sig_op, int pe);
+SHMEM_RMA_TYPES_(SHMEM_DECLARE_RMA_)
+#undef SHMEM_DECLARE_RMA_
+
+#define SHMEM_DECLARE_SIZED_RMA_(BITS)                                                                             \
+  void shmem_put##BITS(void* dest, const void* source, size_t nelems, int pe);                                     \
+  void shmem_get##BITS(void* dest, const void* source, size_t nelems, int pe);                                     \
+  void shmem_put##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe);                               \
+  void shmem_get##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe);                               \
+  void shmem_iput##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);      \
+  void shmem_iget##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);      \
+  void shmem_put##BITS##_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,                 \
+                                uint64_t signal, int sig_op, int pe);                                              \
+  void shmem_put##BITS##_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,             \
+                                    uint64_t signal, int sig_op, int pe);
+SHMEM_RMA_SIZES_(SHMEM_DECLARE_SIZED_RMA_)
+#undef SHMEM_DECLARE_SIZED_RMA_
+
+void shmem_putmem(void* dest, const void* source, size_t nelems, int pe);
+void shmem_getmem(void* dest, const void* source, size_t nelems, int pe);
+void shmem_putmem_nbi(void* dest, const void* source, size_t nelems, int pe);
+void shmem_getmem_nbi(void* dest, const void* source, size_t nelems, int pe);
+void shmem_putmem_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                         int sig_op, int pe);
+void shmem_putmem_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe);
+
+/* Signals: sig_addr is a symmetric uint64_t of this PE. */
+uint64_t shmem_signal_fetch(const uint64_t* sig_addr);
+/* Waits until (*sig_addr cmp cmp_value) holds (bounded by TETHER_TIMEOUT) and returns the satisfying value. */
+uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Ordering and collective synchronisation over all PEs                                                             */
+
+void shmem_quiet(void);
+void shmem_fence(void);
+void shmem_barrier_all(void);
+void shmem_sync_all(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Generic names: dispatch on the pointed-to type of dest (source for shmem_g). Only the distinct C types appear; the
+ * fixed-width and size typedefs select the routine of their underlying type, which has the same representation. */
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+
+#define SHMEM_RMA_G_(ptr, OP)                                                                                      \
+  _Generic(*(ptr), float: shmem_float_##OP, double: shmem_double_##OP, long double: shmem_longdouble_##OP,        \
+           char: shmem_char_##OP, signed char: shmem_schar_##OP, short: shmem_short_##OP, int: shmem_int_##OP,    \
+           long: shmem_long_##OP, long long: shmem_longlong_##OP, unsigned char: shmem_uchar_##OP,               \
+           unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,    \
+           unsigned long long: shmem_ulonglong_##OP)
+
+#define shmem_put(dest, source, nelems, pe) SHMEM_RMA_G_(dest, put)(dest, source, nelems, pe)
+#define shmem_get(dest, source, nelems, pe) SHMEM_RMA_G_(dest, get)(dest, source, nelems, pe)
+#define shmem_put_nbi(dest, source, nelems, pe) SHMEM_RMA_G_(dest, put_nbi)(dest, source, nelems, pe)
+#define shmem_get_nbi(dest, source, nelems, pe) SHMEM_RMA_G_(dest, get_nbi)(dest, source, nelems, pe)
+#define shmem_p(dest, value, pe) SHMEM_RMA_G_(dest, p)(dest, value, pe)
+#define shmem_g(source, pe) SHMEM_RMA_G_(source, g)(source, pe)
+#define shmem_iput(dest, source, dst, sst, nelems, pe) SHMEM_RMA_G_(dest, iput)(dest, source, dst, sst, nelems, pe)
+#define shmem_iget(dest, source, dst, sst, nelems, pe) SHMEM_RMA_G_(dest, iget)(dest, source, dst, sst, nelems, pe)
+#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe)                                       \
+  SHMEM_RMA_G_(dest, put_signal)(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe)                                   \
+  SHMEM_RMA_G_(dest, put_signal_nbi)(dest, source, nelems, sig_addr, signal, sig_op, pe)
+
+#elif defined(__cplusplus)
+
+#define SHMEM_RMA_CXX_(NAME, T)                                                                                    \
+  inline void shmem_put(T* dest, const T* source, size_t nelems, int pe) {                                         \
+    shmem_##NAME##_put(dest, source, nelems, pe);                                                                  \
+  }                                                                                                                \
+  inline void shmem_get(T* dest, const T* source, size_t nelems, int pe) {                                         \
+    shmem_##NAME##_get(dest, source, nelems, pe);                                                                  \
+  }                                                                                                                \
+  inline void shmem_put_nbi(T* dest, const T* source, size_t nelems, int pe) {                                     \
+    shmem_##NAME##_put_nbi(dest, source, nelems, pe);                                                              \
+  }                                                                                                                \
+  inline void shmem_get_nbi(T* dest, const T* source, size_t nelems, int pe) {                                     \
+    shmem_##NAME##_get_nbi(dest, source, nelems, pe);                                                              \
+  }                                                                                                                \
+  inline void shmem_p(T* dest, T value, int pe) { shmem_##NAME##_p(dest, value, pe); }                             \
+  inline T shmem_g(const T* source, int pe) { return shmem_##NAME##_g(source, pe); }                               \
+  inline void shmem_iput(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {          \
+    shmem_##NAME##_iput(dest, source, dst, sst, nelems, pe);                                                       \
+  }                                                                                                                \
+  inline void shmem_iget(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {          \
+    shmem_##NAME##_iget(dest, source, dst, sst, nelems, pe);                                                       \
+  }                                                                                                                \
+  inline void shmem_put_signal(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,      \
+                               int sig_op, int pe) {                                                               \
+    shmem_##NAME##_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);                                 \
+  }                                                                                                                \
+  inline void shmem_put_signal_nbi(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,  \
+                                   int sig_op, int pe) {                                                           \
+    shmem_##NAME##_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);                             \
+  }
+SHMEM_RMA_CXX_(float, float)
+SHMEM_RMA_CXX_(double, double)
+SHMEM_RMA_CXX_(longdouble, long double)
+SHMEM_RMA_CXX_(char, char)
+SHMEM_RMA_CXX_(schar, signed char)
+SHMEM_RMA_CXX_(short, short)
+SHMEM_RMA_CXX_(int, int)
+SHMEM_RMA_CXX_(long, long)
+SHMEM_RMA_CXX_(longlong, long long)
+SHMEM_RMA_CXX_(uchar, unsigned char)
+SHMEM_RMA_CXX_(ushort, unsigned short)
+SHMEM_RMA_CXX_(uint, unsigned int)
+SHMEM_RMA_CXX_(ulong, unsigned long)
+SHMEM_RMA_CXX_(ulonglong, unsigned long long)
+#undef SHMEM_RMA_CXX_
+
+#endif
+
+/* Atomics, point-to-point synchronisation, locks. */
+#include "shmem_amo.h"
+#include "shmem_sync.h"
+
+#endif /* SHMEM_H */

@@ -1,0 +1,361 @@
+// OpenSHMEM 1.5 on tether: setup/query, symmetric heap, RMA, put-with-signal, ordering and barriers.
+// Every routine maps onto the tether C API of the one default instance; a failing tether call ends the program
+// (shmemAbort), as OpenSHMEM has no error returns.
+#include <shmem.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <unistd.h>
+
+#include "shmem_internal.h"
+
+namespace tether_shmem {
+namespace {
+
+std::atomic<tether_t> g_world{nullptr};
+std::atomic<int> g_my_pe{-1};
+std::atomic<int> g_thread_level{SHMEM_THREAD_SINGLE};
+std::mutex g_init_mutex;  // shmem_init / shmem_finalize racing from several threads
+
+}  // namespace
+
+[[noreturn]] void shmemAbortMsg(const char* call, const char* message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "shmem: PE %d: %s failed: %s\n", g_my_pe.load(std::memory_order_relaxed), call,
+               (message && *message) ? message : "(no message)");
+  std::fflush(stderr);
+  std::abort();
+}
+
+[[noreturn]] void shmemAbort(const char* call) { shmemAbortMsg(call, tether_last_error()); }
+
+tether_t shmemWorld(const char* call) {
+  tether_t w = g_world.load(std::memory_order_acquire);
+  if (w == nullptr) shmemAbortMsg(call, "OpenSHMEM is not initialised (call shmem_init first)");
+  return w;
+}
+
+namespace {
+
+void initOnce(const char* call) {
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  if (g_world.load(std::memory_order_acquire) != nullptr) return;
+  tether_t w = nullptr;
+  if (tether_init(&w) != TETHER_SUCCESS) shmemAbort(call);
+  g_my_pe.store(tether_my_pe(w), std::memory_order_relaxed);
+  g_world.store(w, std::memory_order_release);
+}
+
+// nelems * elem_size, aborting on overflow.
+size_t bytesOf(size_t nelems, size_t elem_size, const char* call) {
+  size_t n = 0;
+  if (__builtin_mul_overflow(nelems, elem_size, &n)) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "nelems %zu x element size %zu overflows size_t", nelems, elem_size);
+    shmemAbortMsg(call, msg);
+  }
+  return n;
+}
+
+void put(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  shmemCheck(tether_put_elems(shmemWorld(call), dest, src, nelems, es, pe), call);
+}
+void get(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  shmemCheck(tether_get_elems(shmemWorld(call), dest, src, nelems, es, pe), call);
+}
+void putNbi(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  shmemCheck(tether_put_nbi(shmemWorld(call), dest, src, bytesOf(nelems, es, call), pe), call);
+}
+void getNbi(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  shmemCheck(tether_get_nbi(shmemWorld(call), dest, src, bytesOf(nelems, es, call), pe), call);
+}
+
+// Strided forms: element i goes from source + i*sst to dest + i*dst (strides in elements). Contiguous on both sides
+// is one transfer; otherwise one transfer per element (tether validates every element's address).
+void iput(void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es, int pe,
+          const char* call) {
+  tether_t w = shmemWorld(call);
+  if (dst == 1 && sst == 1) return shmemCheck(tether_put_elems(w, dest, src, nelems, es, pe), call);
+  char* d = static_cast<char*>(dest);
+  const char* s = static_cast<const char*>(src);
+  for (size_t i = 0; i < nelems; ++i) {
+    const ptrdiff_t ii = static_cast<ptrdiff_t>(i);
+    shmemCheck(tether_put(w, d + ii * dst * static_cast<ptrdiff_t>(es), s + ii * sst * static_cast<ptrdiff_t>(es),
+                          es, pe),
+               call);
+  }
+}
+void iget(void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es, int pe,
+          const char* call) {
+  tether_t w = shmemWorld(call);
+  if (dst == 1 && sst == 1) return shmemCheck(tether_get_elems(w, dest, src, nelems, es, pe), call);
+  char* d = static_cast<char*>(dest);
+  const char* s = static_cast<const char*>(src);
+  for (size_t i = 0; i < nelems; ++i) {
+    const ptrdiff_t ii = static_cast<ptrdiff_t>(i);
+    shmemCheck(tether_get(w, d + ii * dst * static_cast<ptrdiff_t>(es), s + ii * sst * static_cast<ptrdiff_t>(es),
+                          es, pe),
+               call);
+  }
+}
+
+void putSignal(void* dest, const void* src, size_t nelems, size_t es, uint64_t* sig_addr, uint64_t signal,
+               int sig_op, int pe, bool nbi, const char* call) {
+  tether_t w = shmemWorld(call);
+  const size_t n = bytesOf(nelems, es, call);
+  const auto op = static_cast<tether_signal_op_t>(sig_op);
+  shmemCheck(nbi ? tether_put_signal_nbi(w, dest, src, n, sig_addr, signal, op, pe)
+                 : tether_put_signal(w, dest, src, n, sig_addr, signal, op, pe),
+             call);
+}
+
+// Collective allocation: NULL when the heap is exhausted (OpenSHMEM), abort on anything else (mismatched arguments
+// across PEs, bad alignment).
+void* allocated(tether_status_t st, void* p, const char* call) {
+  if (st == TETHER_SUCCESS) return p;
+  if (st == TETHER_ERR_NO_MEMORY || st == TETHER_ERR_OVERFLOW) return nullptr;
+  shmemAbort(call);
+}
+
+// Size 0: NULL and no action (OpenSHMEM 1.5), so no collective call is made on any PE.
+void* hostAlloc(size_t alignment, size_t size, const char* call) {
+  void* p = nullptr;
+  if (size == 0) {
+    shmemWorld(call);
+    return nullptr;
+  }
+  const tether_status_t st = tether_malloc_kind(shmemWorld(call), TETHER_SEG_HOST, alignment, size, &p);
+  return allocated(st, p, call);
+}
+
+}  // namespace
+}  // namespace tether_shmem
+
+using namespace tether_shmem;
+
+extern "C" {
+
+// ---- setup and query -------------------------------------------------------------------------------------------
+
+void shmem_init(void) { initOnce("shmem_init"); }
+
+int shmem_init_thread(int requested, int* provided) {
+  initOnce("shmem_init_thread");
+  int level = requested;
+  if (level < SHMEM_THREAD_SINGLE || level > SHMEM_THREAD_MULTIPLE) level = SHMEM_THREAD_MULTIPLE;
+  g_thread_level.store(level, std::memory_order_relaxed);
+  if (provided) *provided = level;
+  return 0;
+}
+
+void shmem_query_thread(int* provided) {
+  shmemWorld("shmem_query_thread");
+  if (provided == nullptr) shmemAbortMsg("shmem_query_thread", "provided is NULL");
+  *provided = g_thread_level.load(std::memory_order_relaxed);
+}
+
+void shmem_finalize(void) {
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  tether_t w = g_world.exchange(nullptr, std::memory_order_acq_rel);
+  if (w == nullptr) return;
+  if (tether_finalize(w) != TETHER_SUCCESS) shmemAbort("shmem_finalize");
+}
+
+int shmem_my_pe(void) { return tether_my_pe(shmemWorld("shmem_my_pe")); }
+int shmem_n_pes(void) { return tether_n_pes(shmemWorld("shmem_n_pes")); }
+
+void shmem_global_exit(int status) {
+  std::fflush(nullptr);
+  ::_exit(status);
+}
+
+int shmem_pe_accessible(int pe) {
+  tether_t w = shmemWorld("shmem_pe_accessible");
+  return pe >= 0 && pe < tether_n_pes(w) ? 1 : 0;
+}
+
+int shmem_addr_accessible(const void* addr, int pe) {
+  tether_t w = shmemWorld("shmem_addr_accessible");
+  if (pe < 0 || pe >= tether_n_pes(w)) return 0;
+  return tether_segment_kind(w, addr) != TETHER_SEG_DEFAULT ? 1 : 0;
+}
+
+void* shmem_ptr(const void* dest, int pe) { return tether_ptr(shmemWorld("shmem_ptr"), dest, pe); }
+
+void shmem_info_get_version(int* major, int* minor) {
+  if (major) *major = SHMEM_MAJOR_VERSION;
+  if (minor) *minor = SHMEM_MINOR_VERSION;
+}
+
+void shmem_info_get_name(char* name) {
+  if (name == nullptr) return;
+  static_assert(sizeof(SHMEM_VENDOR_STRING) <= SHMEM_MAX_NAME_LEN, "vendor string too long");
+  std::memcpy(name, SHMEM_VENDOR_STRING, sizeof(SHMEM_VENDOR_STRING));
+}
+
+void start_pes(int) { initOnce("start_pes"); }
+int _my_pe(void) { return tether_my_pe(shmemWorld("_my_pe")); }
+int _num_pes(void) { return tether_n_pes(shmemWorld("_num_pes")); }
+
+// ---- symmetric heap --------------------------------------------------------------------------------------------
+
+void* shmem_malloc(size_t size) { return hostAlloc(0, size, "shmem_malloc"); }
+void* shmem_malloc_with_hints(size_t size, long) { return hostAlloc(0, size, "shmem_malloc_with_hints"); }
+
+void* shmem_calloc(size_t count, size_t size) {
+  size_t n = 0;
+  if (__builtin_mul_overflow(count, size, &n)) {
+    shmemWorld("shmem_calloc");
+    return nullptr;  // every PE sees the same overflow: no collective call is made anywhere
+  }
+  void* p = hostAlloc(0, n, "shmem_calloc");
+  if (p != nullptr) std::memset(p, 0, n);
+  // The memset is local; make sure no PE writes into another's fresh object before that PE zeroed it.
+  if (p != nullptr) shmemCheck(tether_sync_all(shmemWorld("shmem_calloc")), "shmem_calloc");
+  return p;
+}
+
+void* shmem_align(size_t alignment, size_t size) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    char msg[96];
+    std::snprintf(msg, sizeof msg, "alignment %zu is not a power of two", alignment);
+    shmemAbortMsg("shmem_align", msg);
+  }
+  return hostAlloc(alignment, size, "shmem_align");
+}
+
+void* shmem_realloc(void* ptr, size_t size) {
+  if (ptr == nullptr) return hostAlloc(0, size, "shmem_realloc");
+  void* p = nullptr;
+  const tether_status_t st = tether_realloc(shmemWorld("shmem_realloc"), ptr, size, &p);
+  return allocated(st, p, "shmem_realloc");
+}
+
+void shmem_free(void* ptr) { shmemCheck(tether_free(shmemWorld("shmem_free"), ptr), "shmem_free"); }
+
+void* shmalloc(size_t size) { return hostAlloc(0, size, "shmalloc"); }
+void* shmemalign(size_t alignment, size_t size) { return shmem_align(alignment, size); }
+void* shrealloc(void* ptr, size_t size) { return shmem_realloc(ptr, size); }
+void shfree(void* ptr) { shmem_free(ptr); }
+
+// ---- RMA -------------------------------------------------------------------------------------------------------
+
+#define SHMEM_DEFINE_RMA_(NAME, T)                                                                                 \
+  void shmem_##NAME##_put(T* dest, const T* source, size_t nelems, int pe) {                                       \
+    put(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_put");                                               \
+  }                                                                                                                \
+  void shmem_##NAME##_get(T* dest, const T* source, size_t nelems, int pe) {                                       \
+    get(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_get");                                               \
+  }                                                                                                                \
+  void shmem_##NAME##_put_nbi(T* dest, const T* source, size_t nelems, int pe) {                                   \
+    putNbi(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_put_nbi");                                        \
+  }                                                                                                                \
+  void shmem_##NAME##_get_nbi(T* dest, const T* source, size_t nelems, int pe) {                                   \
+    getNbi(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_get_nbi");                                        \
+  }                                                                                                                \
+  void shmem_##NAME##_p(T* dest, T value, int pe) {                                                                \
+    shmemCheck(tether_put(shmemWorld("shmem_" #NAME "_p"), dest, &value, sizeof(T), pe), "shmem_" #NAME "_p");     \
+  }                                                                                                                \
+  T shmem_##NAME##_g(const T* source, int pe) {                                                                    \
+    T value;                                                                                                       \
+    shmemCheck(tether_get(shmemWorld("shmem_" #NAME "_g"), &value, source, sizeof(T), pe), "shmem_" #NAME "_g");   \
+    return value;                                                                                                  \
+  }                                                                                                                \
+  void shmem_##NAME##_iput(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {        \
+    iput(dest, source, dst, sst, nelems, sizeof(T), pe, "shmem_" #NAME "_iput");                                   \
+  }                                                                                                                \
+  void shmem_##NAME##_iget(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {        \
+    iget(dest, source, dst, sst, nelems, sizeof(T), pe, "shmem_" #NAME "_iget");                                   \
+  }                                                                                                                \
+  void shmem_##NAME##_put_signal(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,    \
+                                 int sig_op, int pe) {                                                             \
+    putSignal(dest, source, nelems, sizeof(T), sig_addr, signal, sig_op, pe, false, "shmem_" #NAME "_put_signal"); \
+  }                                                                                                                \
+  void shmem_##NAME##_put_signal_nbi(T* dest, const T* source, size_t nelems, uint64_t* sig_addr,                  \
+                                     uint64_t signal, int sig_op, int pe) {                                        \
+    putSignal(dest, source, nelems, sizeof(T), sig_addr, signal, sig_op, pe, true,                                 \
+              "shmem_" #NAME "_put_signal_nbi");                                                                   \
+  }
+SHMEM_RMA_TYPES_(SHMEM_DEFINE_RMA_)
+#undef SHMEM_DEFINE_RMA_
+
+#define SHMEM_DEFINE_SIZED_RMA_(BITS)                                                                              \
+  void shmem_put##BITS(void* dest, const void* source, size_t nelems, int pe) {                                    \
+    put(dest, source, nelems, (BITS) / 8, pe, "shmem_put" #BITS);                                                  \
+  }                                                                                                                \
+  void shmem_get##BITS(void* dest, const void* source, size_t nelems, int pe) {                                    \
+    get(dest, source, nelems, (BITS) / 8, pe, "shmem_get" #BITS);                                                  \
+  }                                                                                                                \
+  void shmem_put##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe) {                              \
+    putNbi(dest, source, nelems, (BITS) / 8, pe, "shmem_put" #BITS "_nbi");                                        \
+  }                                                                                                                \
+  void shmem_get##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe) {                              \
+    getNbi(dest, source, nelems, (BITS) / 8, pe, "shmem_get" #BITS "_nbi");                                        \
+  }                                                                                                                \
+  void shmem_iput##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {     \
+    iput(dest, source, dst, sst, nelems, (BITS) / 8, pe, "shmem_iput" #BITS);                                      \
+  }                                                                                                                \
+  void shmem_iget##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {     \
+    iget(dest, source, dst, sst, nelems, (BITS) / 8, pe, "shmem_iget" #BITS);                                      \
+  }                                                                                                                \
+  void shmem_put##BITS##_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,                \
+                                uint64_t signal, int sig_op, int pe) {                                             \
+    putSignal(dest, source, nelems, (BITS) / 8, sig_addr, signal, sig_op, pe, false, "shmem_put" #BITS "_signal"); \
+  }                                                                                                                \
+  void shmem_put##BITS##_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,            \
+                                    uint64_t signal, int sig_op, int pe) {                                         \
+    putSignal(dest, source, nelems, (BITS) / 8, sig_addr, signal, sig_op, pe, true,                                \
+              "shmem_put" #BITS "_signal_nbi");                                                                    \
+  }
+SHMEM_RMA_SIZES_(SHMEM_DEFINE_SIZED_RMA_)
+#undef SHMEM_DEFINE_SIZED_RMA_
+
+void shmem_putmem(void* dest, const void* source, size_t nelems, int pe) {
+  put(dest, source, nelems, 1, pe, "shmem_putmem");
+}
+void shmem_getmem(void* dest, const void* source, size_t nelems, int pe) {
+  get(dest, source, nelems, 1, pe, "shmem_getmem");
+}
+void shmem_putmem_nbi(void* dest, const void* source, size_t nelems, int pe) {
+  putNbi(dest, source, nelems, 1, pe, "shmem_putmem_nbi");
+}
+void shmem_getmem_nbi(void* dest, const void* source, size_t nelems, int pe) {
+  getNbi(dest, source, nelems, 1, pe, "shmem_getmem_nbi");
+}
+void shmem_putmem_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                         int sig_op, int pe) {
+  putSignal(dest, source, nelems, 1, sig_addr, signal, sig_op, pe, false, "shmem_putmem_signal");
+}
+void shmem_putmem_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+  putSignal(dest, source, nelems, 1, sig_addr, signal, sig_op, pe, true, "shmem_putmem_signal_nbi");
+}
+
+uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
+  uint64_t v = 0;
+  shmemCheck(tether_signal_fetch(shmemWorld("shmem_signal_fetch"), sig_addr, &v), "shmem_signal_fetch");
+  return v;
+}
+
+uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
+  uint64_t seen = 0;
+  shmemCheck(tether_signal_wait_until(shmemWorld("shmem_signal_wait_until"), sig_addr,
+                                      static_cast<tether_cmp_t>(cmp), cmp_value, &seen),
+             "shmem_signal_wait_until");
+  return seen;
+}
+
+// ---- ordering and barriers -------------------------------------------------------------------------------------
+
+void shmem_quiet(void) { shmemCheck(tether_quiet(shmemWorld("shmem_quiet")), "shmem_quiet"); }
+void shmem_fence(void) { shmemCheck(tether_fence(shmemWorld("shmem_fence")), "shmem_fence"); }
+void shmem_barrier_all(void) {
+  shmemCheck(tether_barrier_all(shmemWorld("shmem_barrier_all")), "shmem_barrier_all");
+}
+void shmem_sync_all(void) { shmemCheck(tether_sync_all(shmemWorld("shmem_sync_all")), "shmem_sync_all"); }
+
+}  // extern "C"

@@ -1,0 +1,25 @@
+// Internal interface of the OpenSHMEM layer (libtether_shmem). Shared by shmem_core.cpp, shmem_amo.cpp and
+// shmem_sync.cpp; not installed.
+#pragma once
+
+#include "tether/tether.h"
+
+namespace tether_shmem {
+
+// The default instance created by shmem_init / shmem_init_thread. Calling any routine before shmem_init (or after
+// shmem_finalize) aborts with a message naming that routine.
+tether_t shmemWorld(const char* call);
+inline tether_t shmemWorld() { return shmemWorld("OpenSHMEM routine"); }
+
+// OpenSHMEM error model: an error ends the job. Prints "shmem: PE <pe>: <call> failed: <tether_last_error()>" to
+// stderr and calls std::abort (tetherrun then stops the other PEs).
+[[noreturn]] void shmemAbort(const char* call);
+// Same, with an explicit message instead of tether_last_error().
+[[noreturn]] void shmemAbortMsg(const char* call, const char* message);
+
+// Checks a tether status; anything but TETHER_SUCCESS aborts naming `call`.
+inline void shmemCheck(tether_status_t st, const char* call) {
+  if (st != TETHER_SUCCESS) shmemAbort(call);
+}
+
+}  // namespace tether_shmem
