@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <random>
 
 #include "base/clock.h"
@@ -18,15 +17,6 @@ constexpr uint64_t kGrowAlign = 2ull << 20;
 constexpr uint64_t kDefaultAlign = 64;
 
 uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-std::string hostIdentity() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  return std::string(name) + (boot.empty() ? "" : "/" + boot);
-}
 
 // Collective operations checked across PEs (names for messages).
 enum CollectiveOp : uint64_t { kOpAlloc = 1, kOpRealloc = 2, kOpFree = 3 };
@@ -259,7 +249,8 @@ Status World::discoverHosts() {
     int32_t rank;
     int32_t pad;
   } mine{};
-  std::string id = hostIdentity();
+  std::string id;
+  TETHER_TRY(hostIdentity(&id).withContext("tether_init"));
   std::strncpy(mine.host, id.c_str(), sizeof mine.host - 1);
   mine.rank = job_.rank;
   std::vector<Rec> all(static_cast<size_t>(job_.size));

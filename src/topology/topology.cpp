@@ -408,9 +408,6 @@ Status choosePath(const Topology& topo, int me, int pe, SegKind kind, const Path
 
 // ---- discovery ---------------------------------------------------------------------------------------------------
 
-namespace {
-
-// The host identity: hostname + "/" + boot id, so two containers or VMs that share a hostname but not a kernel differ.
 Status hostIdentity(std::string* out) {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return errnoStatus("gethostname", errno);
@@ -421,6 +418,8 @@ Status hostIdentity(std::string* out) {
   *out = boot.empty() ? std::string(name) : std::string(name) + "/" + boot;
   return Status::ok();
 }
+
+namespace {
 
 // NUMA node of the CPU this thread runs on now, -1 when unknown.
 int currentCpuNumaNode() {

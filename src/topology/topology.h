@@ -102,6 +102,9 @@ class GpuQuery {
 // CUDA, else a query that reports no devices.
 std::unique_ptr<GpuQuery> createSystemGpuQuery();
 
+// This host's identity: hostname + "/" + boot id, so containers or VMs that share a hostname but not a kernel differ.
+Status hostIdentity(std::string* out);
+
 // Fills the record of this PE: host identity, CPU NUMA node, its GPU (device = chosen ordinal, -1 for none).
 Status discoverLocalPe(GpuQuery& q, int device, PeRecord* out);
 // Fills pairs (resized to n*n, reset) for every pair i != j of PEs with GPUs on PE me's host, from this process's
