@@ -68,12 +68,27 @@
 /* Sized RMA forms: X(bits) */
 #define SHMEM_RMA_SIZES_(X) X(8) X(16) X(32) X(64) X(128)
 
+/* Teams and communication contexts: opaque handles. SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEM_CTX_DEFAULT name
+ * objects of the library (valid between shmem_init and shmem_finalize); the _INVALID handles are null. */
+typedef struct tether_shmem_team_s* shmem_team_t;
+typedef struct tether_shmem_ctx_s* shmem_ctx_t;
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+#define SHMEM_TEAM_WORLD (&tether_shmem_team_world_)
+#define SHMEM_TEAM_SHARED (&tether_shmem_team_shared_)
+#define SHMEM_CTX_DEFAULT (&tether_shmem_ctx_default_)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
+
+/* The objects behind SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEM_CTX_DEFAULT (use the macros). */
+extern struct tether_shmem_team_s tether_shmem_team_world_;
+extern struct tether_shmem_team_s tether_shmem_team_shared_;
+extern struct tether_shmem_ctx_s tether_shmem_ctx_default_;
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Library setup and query                                                                                          */
@@ -261,8 +276,9 @@ SHMEM_RMA_CXX_(ulonglong, unsigned long long)
 
 #endif
 
-/* Atomics, point-to-point synchronisation, locks. */
+/* Atomics, point-to-point synchronisation, locks; teams and collectives. */
 #include "shmem_amo.h"
 #include "shmem_sync.h"
+#include "shmem_team.h"
 
 #endif /* SHMEM_H */

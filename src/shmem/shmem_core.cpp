@@ -47,6 +47,7 @@ void initOnce(const char* call) {
   tether_t w = nullptr;
   if (tether_init(&w) != TETHER_SUCCESS) shmemAbort(call);
   g_my_pe.store(tether_my_pe(w), std::memory_order_relaxed);
+  shmemTeamsInit(w);
   g_world.store(w, std::memory_order_release);
 }
 
@@ -162,6 +163,7 @@ void shmem_finalize(void) {
   std::lock_guard<std::mutex> lock(g_init_mutex);
   tether_t w = g_world.exchange(nullptr, std::memory_order_acq_rel);
   if (w == nullptr) return;
+  shmemTeamsFinalize();
   if (tether_finalize(w) != TETHER_SUCCESS) shmemAbort("shmem_finalize");
 }
 

@@ -2,6 +2,8 @@
 // shmem_sync.cpp; not installed.
 #pragma once
 
+#include <shmem.h>
+
 #include "tether/tether.h"
 
 namespace tether_shmem {
@@ -21,5 +23,15 @@ inline tether_t shmemWorld() { return shmemWorld("OpenSHMEM routine"); }
 inline void shmemCheck(tether_status_t st, const char* call) {
   if (st != TETHER_SUCCESS) shmemAbort(call);
 }
+
+// ---- teams (shmem_team.cpp)
+// Set up SHMEM_TEAM_WORLD / SHMEM_TEAM_SHARED (collective; called by shmem_init once the world exists) and release
+// every team (called by shmem_finalize before the world is finalised).
+void shmemTeamsInit(tether_t world);
+void shmemTeamsFinalize();
+// True for SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and teams this PE belongs to that are not destroyed yet.
+bool shmemTeamValid(shmem_team_t team);
+// World PE number of team-relative `pe`; -1 when the team is invalid or pe is outside [0, team size).
+int shmemTeamWorldPe(shmem_team_t team, int pe);
 
 }  // namespace tether_shmem
