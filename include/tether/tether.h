@@ -110,6 +110,20 @@ tether_status_t tether_malloc_kind(tether_t world, tether_seg_kind_t kind, size_
 tether_status_t tether_realloc(tether_t world, void* ptr, size_t size, void** new_ptr);
 tether_status_t tether_free(tether_t world, void* ptr); /* NULL is a (collective) no-op */
 
+/* Symmetric global and static data (the STATIC segment). Collective: makes the existing range [addr, addr + size) of
+ * this process symmetric -- byte k of it corresponds to byte k of every other PE's range (every PE passes the same
+ * size; checked). The contents are kept and the program goes on using the same addresses; RMA, atomics, signals,
+ * waits and tether_ptr then accept addresses in the range like HOST heap addresses (it is host memory, reached by
+ * same-host PEs; tether_segment_kind reports TETHER_SEG_HOST). addr and size must be page-aligned, the range writable
+ * private memory of this process, and no other thread may write it during the call. One range per instance; it
+ * cannot be freed (it stays shared for the life of the process, also after tether_finalize, and a fork()ed child
+ * shares it with its parent). */
+tether_status_t tether_register_static(tether_t world, void* addr, size_t size);
+/* Collective: tether_register_static on the main program's own global and static variables (the writable data of the
+ * executable: .data and .bss, whole pages, without the part that is read-only after relocation). Variables of shared
+ * libraries are not included. */
+tether_status_t tether_register_program_data(tether_t world);
+
 /* Which segment the symmetric address addr lies in (TETHER_SEG_HOST or TETHER_SEG_DEVICE), or TETHER_SEG_DEFAULT when
  * addr is not a symmetric address of this PE. */
 tether_seg_kind_t tether_segment_kind(tether_t world, const void* addr);

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "core/dtype.h"
 #include "core/world.h"
+#include "heap/program_data.h"
 
 struct tether_world {
   std::unique_ptr<tether::World> impl;
@@ -160,7 +161,22 @@ tether_seg_kind_t tether_segment_kind(tether_t w, const void* addr) {
   tether::SymRef ref;
   if (!w || !w->impl || !w->impl->checkSymmetric("tether_segment_kind", "addr", addr, 0, &ref).isOk())
     return TETHER_SEG_DEFAULT;
-  return ref.kind == tether::SegKind::Host ? TETHER_SEG_HOST : TETHER_SEG_DEVICE;
+  return tether::isHostMemory(ref.kind) ? TETHER_SEG_HOST : TETHER_SEG_DEVICE;
+}
+
+tether_status_t tether_register_static(tether_t w, void* addr, size_t size) {
+  return guarded(w, "tether_register_static",
+                 [&](World& x) { return x.registerStatic("tether_register_static", addr, size); });
+}
+
+tether_status_t tether_register_program_data(tether_t w) {
+  return guarded(w, "tether_register_program_data", [&](World& x) -> tether::Status {
+    void* addr = nullptr;
+    uint64_t bytes = 0;
+    tether::Status found = tether::programDataRange(&addr, &bytes);
+    // Every PE takes part in the collective step, also one whose lookup failed (registerStatic reports it to all).
+    return x.registerStatic("tether_register_program_data", found.isOk() ? addr : nullptr, found.isOk() ? bytes : 0);
+  });
 }
 
 void* tether_ptr(tether_t w, const void* addr, int pe) { return w && w->impl ? w->impl->ptr(addr, pe) : nullptr; }

@@ -135,7 +135,7 @@ Status World::signalWaitUntil(uint64_t* sig, tether_cmp_t cmp, uint64_t value, u
   if (seen) {
     SymRef ref;
     TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &ref));
-    if (ref.kind == SegKind::Host)
+    if (isHostMemory(ref.kind))
       *seen = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
     else
       TETHER_TRY(readLocal(ref, seen, sizeof *seen));

@@ -19,7 +19,8 @@ constexpr uint64_t kDefaultAlign = 64;
 uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Collective operations checked across PEs (names for messages).
-enum CollectiveOp : uint64_t { kOpAlloc = 1, kOpRealloc = 2, kOpFree = 3 };
+// An op is kOp* + 16 * segment kind.
+enum CollectiveOp : uint64_t { kOpAlloc = 1, kOpRealloc = 2, kOpFree = 3, kOpStatic = 4 };
 
 struct CollectiveRecord {
   uint64_t seq;
@@ -106,22 +107,20 @@ Status World::setUpHeaps() {
   uint64_t tag = 0;
   if (job_.rank == 0) tag = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32) ^ nowTag();
   TETHER_TRY(bootstrap_->broadcast(&tag, sizeof tag, 0));
-  std::vector<int> localRanks;
   for (int r = 0; r < job_.size; ++r)
-    if (topo_.sameHost(r, job_.rank)) localRanks.push_back(r);
+    if (topo_.sameHost(r, job_.rank)) localRanks_.push_back(r);
+  const std::vector<int>& localRanks = localRanks_;
   char tagText[32];
   std::snprintf(tagText, sizeof tagText, "%016llx", static_cast<unsigned long long>(tag));
-  const std::string secret = job_.secret.empty() ? std::string(tagText) : job_.secret;
+  heapTag_ = tagText;
+  heapSecret_ = job_.secret.empty() ? std::string(tagText) : job_.secret;
+  const std::string& secret = heapSecret_;
 
   HostSegmentParams hp;
-  hp.localIndex = localPe_;
-  hp.localRanks = localRanks;
+  TETHER_TRY(heapParams("heap", &hp));
   hp.maxBytes = roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_MAX"), kControlBytes + kPage), kPage);
   hp.initialBytes = std::min(hp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_SIZE"),
                                                                      kControlBytes + kPage), kPage));
-  hp.jobTag = tagText;
-  hp.secret = secret;
-  hp.timeoutSeconds = timeout_;
   TETHER_TRY(HostSegmentGroup::create(hp, *bootstrap_, &host_).withContext("tether_init: host heap"));
   alloc_.reset(new Allocator(kControlBytes, hp.maxBytes));
   if (gpu_) TETHER_TRY(registerHostViews(host_->committed()).withContext("tether_init"));
@@ -173,10 +172,66 @@ Status World::registerHostViews(uint64_t committed) {
   return Status::ok();
 }
 
-char* World::hostGpuAlias(int pe, uint64_t offset) const {
-  if (!gpu_ || offset >= registered_) return nullptr;
+char* World::hostGpuAlias(int pe, SymRef ref) const {
+  if (!gpu_) return nullptr;
   const int j = topo_.pes[static_cast<size_t>(pe)].localIndex;
-  return host_->base(j) + offset + hostAlias_[static_cast<size_t>(j)];
+  if (ref.kind == SegKind::Static)
+    return static_ && ref.offset < staticBytes_ ? static_->base(j) + ref.offset + staticAlias_[static_cast<size_t>(j)]
+                                                : nullptr;
+  if (ref.offset >= registered_) return nullptr;
+  return host_->base(j) + ref.offset + hostAlias_[static_cast<size_t>(j)];
+}
+
+Status World::heapParams(const char* name, HostSegmentParams* out) const {
+  out->name = name;
+  out->localIndex = localPe_;
+  out->localRanks = localRanks_;
+  out->jobTag = heapTag_;
+  out->secret = heapSecret_;
+  out->timeoutSeconds = timeout_;
+  return Status::ok();
+}
+
+Status World::registerStatic(const char* call, void* addr, uint64_t bytes) {
+  Status local;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (static_)
+    local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: this instance already has a STATIC segment (%p, %llu bytes); "
+                                                     "one range per instance", call, static_cast<void*>(staticLocal_),
+                                                     static_cast<unsigned long long>(staticBytes_)));
+  else if (!addr || bytes == 0 || reinterpret_cast<uintptr_t>(addr) % page || bytes % page)
+    local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: the range %p + %llu bytes must be non-empty and page-aligned "
+                                                     "(%llu-byte pages)", call, addr,
+                                                     static_cast<unsigned long long>(bytes),
+                                                     static_cast<unsigned long long>(page)));
+  TETHER_TRY(collectiveCheckWithError(call, kOpStatic, bytes, 0, "size", "-", local));
+
+  HostSegmentParams sp;
+  TETHER_TRY(heapParams("static", &sp));
+  sp.initialBytes = sp.maxBytes = bytes;
+  sp.adopt = addr;
+  TETHER_TRY(HostSegmentGroup::create(sp, *bootstrap_, &static_).withContext(call));
+  staticLocal_ = static_cast<char*>(addr);
+  staticBytes_ = bytes;
+  if (gpu_) {
+    TETHER_TRY(gpu_->quiet().withContext(call));
+    staticAlias_.assign(static_cast<size_t>(localSize_), 0);
+    for (int j = 0; j < localSize_; ++j) {
+      char* gpu = nullptr;
+      TETHER_TRY(gpu_->registerHost(static_->base(j), bytes, &gpu).withContext(call));
+      staticAlias_[static_cast<size_t>(j)] = gpu - static_->base(j);
+    }
+  }
+  // Same paths as the HOST heap (host memory of the same PEs), with the STATIC views as bases.
+  for (int pe = 0; pe < job_.size; ++pe) {
+    PeerPath& pp = paths_[static_cast<size_t>(pe)];
+    SegPath& p = pp.seg[static_cast<int>(SegKind::Static)];
+    p = pp.seg[static_cast<int>(SegKind::Host)];
+    if (p.base) p.base = static_->base(topo_.pes[static_cast<size_t>(pe)].localIndex);
+  }
+  TETHER_LOG_INFO(LogSys::Heap, "STATIC segment: %p + %llu bytes of this process made symmetric", addr,
+                  static_cast<unsigned long long>(bytes));
+  return bootstrap_->barrier().withContext(call);
 }
 
 Status World::deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out) {
@@ -231,14 +286,18 @@ Status World::setUpPaths() {
                       job_.rank, kind == SegKind::Host ? "HOST" : "DEVICE", pe, c.reason.c_str(),
                       c.kind == PathKind::None ? "" : " (the proxy path is not implemented yet)");
       }
-      auto key = std::make_pair(p.ops, p.ctx);
-      if (std::find(opsInUse_.begin(), opsInUse_.end(), key) == opsInUse_.end()) opsInUse_.push_back(key);
+      addOpsInUse(p);
       TETHER_LOG_INFO(LogSys::Transport, "path to the %s segment of PE %d: %s via %s (%s)",
                       kind == SegKind::Host ? "HOST" : "DEVICE", pe, pathKindName(c.kind), p.ops->name,
                       c.reason.c_str());
     }
   }
   return Status::ok();
+}
+
+void World::addOpsInUse(const SegPath& p) {
+  auto key = std::make_pair(p.ops, p.ctx);
+  if (std::find(opsInUse_.begin(), opsInUse_.end(), key) == opsInUse_.end()) opsInUse_.push_back(key);
 }
 
 uint64_t World::nowTag() { return static_cast<uint64_t>(getpid()) << 16 ^ static_cast<uint64_t>(time(nullptr)); }
@@ -310,6 +369,7 @@ Status World::finalize() {
   device_.reset();
   gpu_.reset();
   host_.reset();
+  static_.reset();  // unmaps the peers' copies; this PE's range stays in place (backed by its file)
   bootstrap_.reset();
   return s;
 }
@@ -331,13 +391,17 @@ Status World::checkSymmetric(const char* call, const char* what, const void* add
     SegKind kind;
     uintptr_t base, lo, hi;
   };
-  Range ranges[2];
+  Range ranges[kSegKinds];
   int count = 0;
   const uintptr_t hb = reinterpret_cast<uintptr_t>(host_->myBase());
   ranges[count++] = {SegKind::Host, hb, hb + kControlBytes, hb + host_->committed()};
   if (device_) {
     const uintptr_t db = reinterpret_cast<uintptr_t>(device_->myBase());
     ranges[count++] = {SegKind::Device, db, db, db + device_->committed()};
+  }
+  if (static_) {
+    const uintptr_t sb = reinterpret_cast<uintptr_t>(staticLocal_);
+    ranges[count++] = {SegKind::Static, sb, sb, sb + staticBytes_};
   }
   for (int i = 0; i < count; ++i) {
     const Range& r = ranges[i];
@@ -346,17 +410,17 @@ Status World::checkSymmetric(const char* call, const char* what, const void* add
       return Status::ok();
     }
   }
-  std::string where = strprintf("HOST [%p, %p)", reinterpret_cast<void*>(ranges[0].lo),
-                                reinterpret_cast<void*>(ranges[0].hi));
-  if (count > 1)
-    where += strprintf(", DEVICE [%p, %p)", reinterpret_cast<void*>(ranges[1].lo), reinterpret_cast<void*>(ranges[1].hi));
+  std::string where;
+  for (int i = 0; i < count; ++i)
+    where += strprintf("%s%s [%p, %p)", i ? ", " : "", segKindName(ranges[i].kind),
+                       reinterpret_cast<void*>(ranges[i].lo), reinterpret_cast<void*>(ranges[i].hi));
   TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: %s %p (+%llu bytes) is not inside the symmetric heap of PE %d (%s)", call,
               what, addr, static_cast<unsigned long long>(n), job_.rank, where.c_str());
 }
 
 Status World::readLocal(SymRef ref, void* out, size_t n) const {
-  if (ref.kind == SegKind::Host) {
-    std::memcpy(out, host_->myBase() + ref.offset, n);
+  if (isHostMemory(ref.kind)) {
+    std::memcpy(out, (ref.kind == SegKind::Host ? host_->myBase() : staticLocal_) + ref.offset, n);
     return Status::ok();
   }
   return gpu_->copy(out, device_->myBase() + ref.offset, n, false);
@@ -374,7 +438,9 @@ void* World::ptr(const void* addr, int pe) const {
 
 Status World::collectiveCheckWithError(const char* call, uint64_t op, uint64_t a, uint64_t b, const char* aName,
                                        const char* bName, const Status& localError) {
-  static const char* const opNames[] = {"?", "tether_malloc/calloc/align", "tether_realloc", "tether_free"};
+  static const char* const opNames[] = {"?", "tether_malloc/calloc/align", "tether_realloc", "tether_free",
+                                        "tether_register_static"};
+  auto opName = [](uint64_t o) { return opNames[o % 16 < 5 ? o % 16 : 0]; };
   CollectiveRecord mine{++allocSeq_, op, a, b, localError.isOk() ? 0u : static_cast<uint64_t>(localError.code())};
   std::vector<CollectiveRecord> all(static_cast<size_t>(job_.size));
   TETHER_TRY(bootstrap_->allgather(&mine, all.data(), sizeof mine).withContext(call));
@@ -392,8 +458,8 @@ Status World::collectiveCheckWithError(const char* call, uint64_t op, uint64_t a
     if (o.op != mine.op || o.seq != mine.seq)
       TETHER_FAIL(TETHER_ERR_MISMATCH,
                   "%s: collective call #%llu differs across PEs: PE %d called %s (call #%llu), PE %d called %s",
-                  call, static_cast<unsigned long long>(mine.seq), job_.rank, opNames[op],
-                  static_cast<unsigned long long>(mine.seq), r, opNames[o.op < 4 ? o.op : 0]);
+                  call, static_cast<unsigned long long>(mine.seq), job_.rank, opName(op),
+                  static_cast<unsigned long long>(mine.seq), r, opName(o.op));
     if (o.a != mine.a || o.b != mine.b)
       TETHER_FAIL(TETHER_ERR_MISMATCH,
                   "%s: collective call #%llu has different arguments on different PEs: PE %d passed %s=%llu %s=%llu, "
@@ -484,6 +550,9 @@ Status World::allocate(const char* call, tether_seg_kind_t kind, uint64_t align,
 
 Status World::liveRef(const char* call, const void* ptr, SymRef* ref) const {
   TETHER_TRY(checkSymmetric(call, "ptr", ptr, 0, ref));
+  if (ref->kind == SegKind::Static)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %p is a static or global variable, not a symmetric heap allocation", call,
+                ptr);
   const Allocator& al = ref->kind == SegKind::Host ? *alloc_ : *devAlloc_;
   if (!al.isLive(ref->offset))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %p is not the start of a live symmetric allocation", call, ptr);

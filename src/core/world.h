@@ -35,7 +35,7 @@ struct SegPath {
 };
 
 struct PeerPath {
-  SegPath seg[2];  // indexed by SegKind
+  SegPath seg[kSegKinds];  // indexed by SegKind
 };
 
 // A checked symmetric address: which segment, and the offset in it.
@@ -65,6 +65,12 @@ class World {
   Status reallocate(const char* call, void* ptr, uint64_t size, void** out);
   Status release(const char* call, void* ptr);
   void* ptr(const void* addr, int pe) const;
+  // Collective: makes [addr, addr + bytes) of this process -- page-aligned, writable private memory such as the
+  // program's global and static data -- the STATIC segment: contents are kept, the program goes on using the same
+  // addresses, and byte k of it is symmetric with byte k of every PE's range (same size on every PE, checked). One
+  // range per World; no thread may write the range during the call. Same-host PEs reach it like the HOST heap; a
+  // network path would register the same range (the segment keeps addr and bytes).
+  Status registerStatic(const char* call, void* addr, uint64_t bytes);
 
   // ---- checks: build the error message that names the call and the values
   Status checkPe(const char* call, int pe) const;
@@ -73,10 +79,10 @@ class World {
   RemoteAddr remote(int pe, SymRef ref) const {
     const SegPath& p = path(pe, ref.kind);
     char* ptr = p.base ? p.base + ref.offset : nullptr;
-    return RemoteAddr{ptr, ref.offset, ref.kind, ref.kind == SegKind::Device ? ptr : hostGpuAlias(pe, ref.offset)};
+    return RemoteAddr{ptr, ref.offset, ref.kind, ref.kind == SegKind::Device ? ptr : hostGpuAlias(pe, ref)};
   }
-  // GPU-usable address of byte `offset` of PE pe's HOST segment, or nullptr (no GPU, or not registered).
-  char* hostGpuAlias(int pe, uint64_t offset) const;
+  // GPU-usable address of byte ref.offset of PE pe's HOST or STATIC segment, or nullptr (no GPU, or not registered).
+  char* hostGpuAlias(int pe, SymRef ref) const;
   // Reads n bytes of this PE's own symmetric memory (a DEVICE segment goes through the GPU).
   Status readLocal(SymRef ref, void* out, size_t n) const;
 
@@ -109,9 +115,11 @@ class World {
   Status setUpPaths();
   Status deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out);
   Status registerHostViews(uint64_t committed);
+  Status heapParams(const char* name, HostSegmentParams* out) const;  // localRanks, tag, secret, timeout
   Status resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const;
   Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
   char* segBase(SegKind k) const { return k == SegKind::Host ? host_->myBase() : device_->myBase(); }
+  void addOpsInUse(const SegPath& p);
   static uint64_t nowTag();
   // Exchanges (seq, op, a, b, localError) with every PE; fails identically on every PE when any PE had a local
   // error or the records differ. Doubles as the entry barrier of the collective call.
@@ -136,6 +144,13 @@ class World {
   SegKind defaultKind_ = SegKind::Host;
   uint64_t registered_ = 0;  // HOST bytes registered with the GPU (every same-host view)
   std::vector<intptr_t> hostAlias_;  // by local index: GPU address - CPU address of that HOST view
+  std::string heapTag_, heapSecret_;  // name the fd-exchange sockets of this job's segments / authenticate fetches
+  std::vector<int> localRanks_;       // global rank of each same-host PE, by local index
+  // STATIC segment (registerStatic): this PE's range in place, and every same-host PE's copy in a window.
+  std::unique_ptr<HostSegmentGroup> static_;
+  char* staticLocal_ = nullptr;
+  uint64_t staticBytes_ = 0;
+  std::vector<intptr_t> staticAlias_;  // by local index: GPU address - CPU address of that STATIC view
   std::vector<PeerPath> paths_;
   std::vector<std::unique_ptr<StagedCtx>> staged_;  // ctx of each staged path (owned here, used by PeerPaths)
   std::vector<std::pair<const TransportOps*, void*>> opsInUse_;  // distinct (ops, ctx) over all paths (quiet/fence visit each once)

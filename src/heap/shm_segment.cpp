@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,6 +31,9 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
   g->params_ = p;
   const int localSize = static_cast<int>(p.localRanks.size());
   const int me = p.localRanks[static_cast<size_t>(p.localIndex)];
+  if (p.adopt && p.initialBytes != p.maxBytes)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "adopting a range: its size (%llu) must be both the initial and the maximum size",
+                static_cast<unsigned long long>(p.initialBytes));
   if (p.initialBytes > p.maxBytes)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_HEAP_SIZE (%llu bytes) is larger than TETHER_HEAP_MAX (%llu bytes)",
                 static_cast<unsigned long long>(p.initialBytes), static_cast<unsigned long long>(p.maxBytes));
@@ -44,15 +48,16 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
                                           "for the host heap (lower TETHER_HEAP_MAX)", errno);
   g->window_ = static_cast<char*>(w);
 
-  g->memfd_ = ::memfd_create(("tether-heap-" + std::to_string(me)).c_str(), MFD_CLOEXEC);
-  if (g->memfd_ < 0) return errnoStatus("memfd_create(host heap)", errno);
+  g->memfd_ = ::memfd_create(("tether-" + p.name + "-" + std::to_string(me)).c_str(), MFD_CLOEXEC);
+  if (g->memfd_ < 0) return errnoStatus("memfd_create(" + p.name + ")", errno);
   if (::ftruncate(g->memfd_, static_cast<off_t>(p.initialBytes)) != 0)
-    return errnoStatus("ftruncate(host heap, " + std::to_string(p.initialBytes) + ")", errno);
+    return errnoStatus("ftruncate(" + p.name + ", " + std::to_string(p.initialBytes) + ")", errno);
   TETHER_TRY(g->populate(0, p.initialBytes));
   g->committed_ = p.initialBytes;
+  if (p.adopt) TETHER_TRY(g->adoptRange(p.adopt, p.initialBytes));
 
   FdExchange fx;
-  TETHER_TRY(fx.listen(p.jobTag, "heap", me, localSize));
+  TETHER_TRY(fx.listen(p.jobTag, p.name, me, localSize));
   TETHER_TRY(bootstrap.barrier());  // every same-host PE is listening
   std::vector<int> fds;
   TETHER_TRY(fx.exchange(p.localIndex, p.localRanks, p.secret, g->memfd_, p.timeoutSeconds, &fds));
@@ -63,12 +68,34 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
     int err = errno;
     if (!mine) ::close(fd);  // the mapping keeps the memory alive
     if (m == MAP_FAILED)
-      return errnoStatus("mapping the host heap of PE " + std::to_string(p.localRanks[static_cast<size_t>(j)]), err);
+      return errnoStatus("mapping the " + p.name + " segment of PE " + std::to_string(p.localRanks[static_cast<size_t>(j)]), err);
   }
-  TETHER_LOG_INFO(LogSys::Heap, "host heap: %llu bytes committed, up to %llu, %d same-host PEs mapped at %p (+%llu each)",
+  TETHER_LOG_INFO(LogSys::Heap, "host %s: %llu bytes committed, up to %llu, %d same-host PEs mapped at %p (+%llu each)",
+                  p.name.c_str(),
                   static_cast<unsigned long long>(g->committed_), static_cast<unsigned long long>(p.maxBytes),
                   localSize, static_cast<void*>(g->window_), static_cast<unsigned long long>(g->stride_));
   *out = std::move(g);
+  return Status::ok();
+}
+
+Status HostSegmentGroup::adoptRange(void* addr, uint64_t bytes) {
+  if (reinterpret_cast<uintptr_t>(addr) % static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) != 0)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "adopting %p as symmetric memory: the address is not page-aligned", addr);
+  // Copy the bytes into the file, then put the file in place of the original pages: from here on the program's own
+  // accesses and the peers' windows see one copy.
+  const char* src = static_cast<const char*>(addr);
+  for (uint64_t done = 0; done < bytes;) {
+    // The raw system call, not pwrite(): sanitizers intercept pwrite and would flag the redzones they put between
+    // the program's globals, which this copy must carry over as they are.
+    ssize_t w = ::syscall(SYS_pwrite64, memfd_, src + done, bytes - done, static_cast<off_t>(done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return errnoStatus("copying " + std::to_string(bytes) + " bytes at " + strprintf("%p", addr) +
+                                   " into the " + params_.name + " file", errno);
+    done += static_cast<uint64_t>(w);
+  }
+  void* m = ::mmap(addr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd_, 0);
+  if (m == MAP_FAILED)
+    return errnoStatus("mapping the " + params_.name + " file over " + strprintf("%p", addr), errno);
   return Status::ok();
 }
 
@@ -86,6 +113,9 @@ Status HostSegmentGroup::populate(uint64_t from, uint64_t to) {
 
 Status HostSegmentGroup::grow(uint64_t newBytes) {
   if (newBytes <= committed_) return Status::ok();
+  if (params_.adopt)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "the %s segment adopts a fixed range of %llu bytes and cannot grow",
+                params_.name.c_str(), static_cast<unsigned long long>(committed_));
   if (newBytes > params_.maxBytes)
     TETHER_FAIL(TETHER_ERR_NO_MEMORY, "host heap cannot grow to %llu bytes: TETHER_HEAP_MAX is %llu bytes",
                 static_cast<unsigned long long>(newBytes), static_cast<unsigned long long>(params_.maxBytes));

@@ -6,6 +6,14 @@
 // (ftruncate by its owner); a peer never touches bytes beyond the collectively agreed size, so the mapping beyond
 // end-of-file is never accessed.
 //
+// Adopting an existing range (params.adopt): instead of starting empty, this PE's file starts as a copy of
+// [adopt, adopt + initialBytes) of its own address space and is then mapped over that range (MAP_FIXED|MAP_SHARED),
+// so the program keeps using the same addresses while same-host peers reach the same bytes through their windows.
+// This is how global and static variables become symmetric. The range must be page-aligned, writable, private
+// memory of this process (e.g. the program's .data/.bss), and no thread may write it during create(); an adopted
+// group never grows. After create() the range stays backed by the shared file for the life of the process (also
+// after the group is destroyed), and a fork()ed child shares it with the parent.
+//
 // Contract: create() and grow() are collective over the same-host PEs; the caller synchronises after grow() before
 // any PE uses the new bytes. Not thread-safe; owned by one World.
 #pragma once
@@ -26,6 +34,8 @@ struct HostSegmentParams {
   std::vector<int> localRanks;       // global rank of each same-host PE, by local index
   uint64_t initialBytes = 0;         // committed size at creation
   uint64_t maxBytes = 0;             // stride; the heap never grows beyond it
+  std::string name = "heap";         // names the memfd and the fd-exchange sockets; unique among the job's groups
+  void* adopt = nullptr;             // page-aligned range of initialBytes to adopt (maxBytes must equal initialBytes)
   std::string jobTag;                // unique per job (names the fd-exchange sockets)
   std::string secret;                // presented by PEs fetching this PE's descriptor
   double timeoutSeconds = 300;
@@ -47,6 +57,7 @@ class HostSegmentGroup {
  private:
   HostSegmentGroup() = default;
   Status populate(uint64_t from, uint64_t to);
+  Status adoptRange(void* addr, uint64_t bytes);
   HostSegmentParams params_;
   char* window_ = nullptr;
   uint64_t windowBytes_ = 0;

@@ -47,6 +47,8 @@ void initOnce(const char* call) {
   tether_t w = nullptr;
   if (tether_init(&w) != TETHER_SUCCESS) shmemAbort(call);
   g_my_pe.store(tether_my_pe(w), std::memory_order_relaxed);
+  // Global and static variables of the program are symmetric (OpenSHMEM's "symmetric data objects").
+  if (tether_register_program_data(w) != TETHER_SUCCESS) shmemAbort(call);
   shmemTeamsInit(w);
   g_world.store(w, std::memory_order_release);
 }

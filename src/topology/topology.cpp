@@ -344,6 +344,15 @@ std::string linkPhrase(const PairRecord& p) {
 
 }  // namespace
 
+const char* segKindName(SegKind k) {
+  switch (k) {
+    case SegKind::Host: return "HOST";
+    case SegKind::Device: return "DEVICE";
+    case SegKind::Static: return "STATIC";
+  }
+  return "?";
+}
+
 Status choosePath(const Topology& topo, int me, int pe, SegKind kind, const PathOverrides& ov, PathChoice* out) {
   const int n = topo.size();
   if (me < 0 || me >= n || pe < 0 || pe >= n)
@@ -360,7 +369,7 @@ Status choosePath(const Topology& topo, int me, int pe, SegKind kind, const Path
                                       pe, b.host.c_str())};
     return Status::ok();
   }
-  if (kind == SegKind::Host) {
+  if (isHostMemory(kind)) {
     *out = {PathKind::Shm, ov.host == "shm" ? "same host, forced by TETHER_PATHS host=shm"
                                             : "same host: host segments are mapped by both PEs"};
     return Status::ok();

@@ -61,8 +61,13 @@ struct Topology {
 enum class PathKind { Self, Shm, P2p, Staged, Proxy, None };
 const char* pathKindName(PathKind k);
 
-// Segment kind served by a path (the C API's tether_seg_kind_t without DEFAULT).
-enum class SegKind { Host = 0, Device = 1 };
+// Segment kind served by a path. Host and Device are the two heaps (the C API's tether_seg_kind_t without DEFAULT);
+// Static is a range of the program's own memory made symmetric after the fact (tether_register_static: global and
+// static variables). Static is host memory and behaves as Host everywhere but in address translation.
+enum class SegKind { Host = 0, Device = 1, Static = 2 };
+constexpr int kSegKinds = 3;
+inline bool isHostMemory(SegKind k) { return k != SegKind::Device; }
+const char* segKindName(SegKind k);  // "HOST", "DEVICE", "STATIC"
 
 struct PathChoice {
   PathKind kind = PathKind::None;

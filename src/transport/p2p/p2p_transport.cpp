@@ -15,22 +15,22 @@ namespace {
 GpuContext& gpu(void* ctx) { return *static_cast<GpuContext*>(ctx); }
 
 Status p2pPut(void* ctx, int pe, RemoteAddr dst, const void* src, size_t n, bool nbi) {
-  if (dst.kind == SegKind::Host && !gpu(ctx).isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
+  if (isHostMemory(dst.kind) && !gpu(ctx).isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
   return gpu(ctx).copy(dst.gpuPtr, src, n, nbi);
 }
 
 Status p2pGet(void* ctx, int pe, void* dst, RemoteAddr src, size_t n, bool nbi) {
-  if (src.kind == SegKind::Host && !gpu(ctx).isDeviceMemory(dst)) return shmTransportOps().get(nullptr, pe, dst, src, n, nbi);
+  if (isHostMemory(src.kind) && !gpu(ctx).isDeviceMemory(dst)) return shmTransportOps().get(nullptr, pe, dst, src, n, nbi);
   return gpu(ctx).copy(dst, src.gpuPtr, n, nbi);
 }
 
 Status p2pAmo(void* ctx, int pe, RemoteAddr dst, const AmoArgs& a, uint64_t* fetched) {
-  if (dst.kind == SegKind::Host) return shmTransportOps().amo(nullptr, pe, dst, a, fetched);
+  if (isHostMemory(dst.kind)) return shmTransportOps().amo(nullptr, pe, dst, a, fetched);
   return gpu(ctx).atomic(dst.gpuPtr, a, fetched);
 }
 
 Status p2pSignal(void* ctx, int pe, RemoteAddr sig, uint64_t value, tether_signal_op_t op) {
-  if (sig.kind == SegKind::Host) {
+  if (isHostMemory(sig.kind)) {
     TETHER_TRY(gpu(ctx).quiet());  // earlier copy-engine puts land before the signal
     return shmTransportOps().signal(nullptr, pe, sig, value, op);
   }
