@@ -24,7 +24,9 @@
  * Active-set collectives (OpenSHMEM 1.4, deprecated in 1.5): the set is the world PEs PE_start + i*2^logPE_stride,
  * i < PE_size; PE_root is an index into the set. pSync is a symmetric long array of at least SHMEM_*_SYNC_SIZE
  * elements, all SHMEM_SYNC_VALUE before its first use (then left at SHMEM_SYNC_VALUE once every member has returned;
- * it may be reused by the next collective of the same set without re-initialising). pWrk is not used. A caller
+ * it may be reused by the next collective of the same set without re-initialising or synchronising; before it is
+ * used by a different active set, the PEs of both sets must have left the previous call, as OpenSHMEM 1.4 requires:
+ * barrier arrivals are counted per round, not per sender). pWrk is not used. A caller
  * outside the set, a set outside the job, PE_root outside the set, strides < 1 or a NULL pSync end the program with
  * a message naming the routine. shmem_broadcast32/64 leave dest on the root unchanged (1.4). shmem_barrier completes
  * the caller's outstanding puts first (shmem_quiet); shmem_sync does not.
