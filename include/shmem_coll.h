@@ -31,8 +31,10 @@
  * a message naming the routine. shmem_broadcast32/64 leave dest on the root unchanged (1.4). shmem_barrier completes
  * the caller's outstanding puts first (shmem_quiet); shmem_sync does not.
  *
- * Limits: every member is reached directly (one host); each call moves the data with one tether_get per member
- * (pulls) between two team barriers, so a collective costs two barriers plus n gets of the per-PE size.
+ * Cost (every member is reached directly: one host): a collective is two barriers of the team with, between them,
+ * one tether_get per member that this PE pulls its data from (it never writes another PE's memory). Reductions of
+ * at least 64 KiB over 3 or more members are a reduce-scatter and an allgather (three barriers, each member moves
+ * about twice the array); smaller ones pull the whole array from every member.
  */
 #ifndef SHMEM_COLL_H
 #define SHMEM_COLL_H

@@ -203,28 +203,59 @@ struct OpProd {
   }
 };
 
-constexpr size_t kReduceChunkBytes = 64 * 1024;
+constexpr size_t kReduceChunkBytes = 64 * 1024;  // elements combined per round of gets
+constexpr size_t kScatterMinBytes = 64 * 1024;   // from this size (and 3 members) on: reduce-scatter + allgather
 
+// out[0, len) = element-wise combination, in member order, of elements [0, len) at the symmetric address src of every
+// member; chunk by chunk. viaTemp: each chunk is combined in a temporary and then copied to out, for an out that is
+// this PE's own copy of src (in place: this PE reads its chunk before it overwrites it).
+template <class T, class Op>
+void combineMembers(const CollGroup& g, const T* src, size_t len, T* out, bool viaTemp, const char* call) {
+  const size_t chunk = std::max<size_t>(1, kReduceChunkBytes / sizeof(T));
+  const size_t bufLen = std::min(chunk, std::max<size_t>(len, 1));
+  std::unique_ptr<T[]> in(new T[bufLen]);
+  std::unique_ptr<T[]> acc(viaTemp ? new T[bufLen] : nullptr);
+  for (size_t off = 0; off < len; off += chunk) {
+    const size_t c = std::min(chunk, len - off);
+    T* a = viaTemp ? acc.get() : out + off;
+    pull(g, a, src + off, c * sizeof(T), 0, call);
+    for (int m = 1; m < g.size; ++m) {
+      pull(g, in.get(), src + off, c * sizeof(T), m, call);
+      for (size_t i = 0; i < c; ++i) a[i] = Op::apply(a[i], in[i]);
+    }
+    if (viaTemp) std::memcpy(static_cast<void*>(out + off), a, c * sizeof(T));
+  }
+}
+
+// Small arrays (or 2 members): every member combines the whole array (two barriers, n gets per chunk). Large arrays:
+// member k combines slice k of the array into its own dest (reduce-scatter: only k reads slice k of any source, so
+// in place is safe), then every member pulls slice j from member j's dest (allgather); three barriers, and each
+// member moves 2x the array instead of n x. Either way every element is combined in member order by one routine,
+// so all members get the same bits.
 template <class T, class Op>
 void reduce(const CollGroup& g, T* dest, const T* src, size_t nreduce, const char* call) {
   shmemMulChecked(nreduce, sizeof(T), call);
-  collBarrier(g, call);
   // OpenSHMEM allows dest == source (in place) or disjoint objects; any overlap is treated as in place.
   const bool inPlace = nreduce != 0 && dest < src + nreduce && src < dest + nreduce;
-  std::unique_ptr<T[]> temp(inPlace ? new T[nreduce] : nullptr);
-  T* out = inPlace ? temp.get() : dest;
-  const size_t chunk = std::max<size_t>(1, kReduceChunkBytes / sizeof(T));
-  std::unique_ptr<T[]> in(new T[std::min(chunk, std::max<size_t>(nreduce, 1))]);
-  for (size_t off = 0; off < nreduce; off += chunk) {
-    const size_t c = std::min(chunk, nreduce - off);
-    pull(g, out + off, src + off, c * sizeof(T), 0, call);
-    for (int m = 1; m < g.size; ++m) {
-      pull(g, in.get(), src + off, c * sizeof(T), m, call);
-      for (size_t i = 0; i < c; ++i) out[off + i] = Op::apply(out[off + i], in[i]);
-    }
-  }
   collBarrier(g, call);
-  if (inPlace) std::memcpy(static_cast<void*>(dest), out, nreduce * sizeof(T));
+  if (g.size < 3 || nreduce * sizeof(T) < kScatterMinBytes) {
+    // In place, the result waits in a temporary until the second barrier: the others read this PE's source until then.
+    std::unique_ptr<T[]> temp(inPlace ? new T[nreduce] : nullptr);
+    combineMembers<T, Op>(g, src, nreduce, inPlace ? temp.get() : dest, false, call);
+    collBarrier(g, call);
+    if (inPlace) std::memcpy(static_cast<void*>(dest), temp.get(), nreduce * sizeof(T));
+    return;
+  }
+  const size_t n = static_cast<size_t>(g.size), q = nreduce / n, r = nreduce % n;
+  auto lo = [&](size_t k) { return k * q + std::min(k, r); };  // slice k is [lo(k), lo(k + 1))
+  const size_t me = static_cast<size_t>(g.me);
+  combineMembers<T, Op>(g, src + lo(me), lo(me + 1) - lo(me), dest + lo(me), inPlace, call);
+  collBarrier(g, call);
+  forEachMember(g, [&](int m) {
+    const size_t k = static_cast<size_t>(m);
+    if (m != g.me) pull(g, dest + lo(k), dest + lo(k), (lo(k + 1) - lo(k)) * sizeof(T), m, call);
+  });
+  collBarrier(g, call);  // the others have read this PE's slice: dest is the caller's again
 }
 
 // ---- groups -----------------------------------------------------------------------------------------------------

@@ -188,6 +188,20 @@ void overloads() {
   SCHECK(shmem_int_sum_reduce(SHMEM_TEAM_INVALID, id, is, 1) != 0, "reduce on INVALID");
 }
 
+// A large reduction: each member's slice of the reduce-scatter spans several 64 KiB chunks.
+void large() {
+  const size_t n = 160 * 1024;
+  double* s = static_cast<double*>(g_src);
+  double* d = static_cast<double*>(g_dst);
+  for (int inPlace = 0; inPlace < 2; ++inPlace) {
+    for (size_t i = 0; i < n; ++i) s[i] = static_cast<double>((i % 1000) * static_cast<size_t>(me + 1));
+    double* out = inPlace ? s : d;
+    SCHECK(shmem_double_sum_reduce(SHMEM_TEAM_WORLD, out, s, n) == 0, "large sum");
+    const double f = npes * (npes + 1) / 2.0;
+    for (size_t i = 0; i < n; ++i) SCHECK(out[i] == static_cast<double>(i % 1000) * f, "large sum [%zu]", i);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -212,6 +226,7 @@ int main() {
   g_teams = {{SHMEM_TEAM_WORLD, world}, {me % 2 == 0 ? even : odd, parity}, {rev, reversed}};
 
   overloads();
+  large();
   allTeamReductions();
   allToAllReductions();
 
