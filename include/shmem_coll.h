@@ -19,7 +19,8 @@
  *    of OpenSHMEM 1.5 (SHMEM_REDUCE_*_TYPES_ below) for the reductions.
  * Generic names: shmem_broadcast, shmem_collect, shmem_fcollect, shmem_alltoall, shmem_alltoalls and
  * shmem_and/or/xor/max/min/sum/prod_reduce select the typed routine from the type dest points to (C11 _Generic in C,
- * overloads in C++; C++ uses std::complex<float>/<double> for complexf/complexd).
+ * overloads in C++; C++ uses std::complex<float>/<double> for complexf/complexd). shmem_sync(team) is
+ * shmem_team_sync (C11: a macro choosing by argument count; C++: an overload).
  *
  * Active-set collectives (OpenSHMEM 1.4, deprecated in 1.5): the set is the world PEs PE_start + i*2^logPE_stride,
  * i < PE_size; PE_root is an index into the set. pSync is a symmetric long array of at least SHMEM_*_SYNC_SIZE
@@ -214,6 +215,10 @@ SHMEM_TO_ALL_ARITH_TYPES_(SHMEM_DECLARE_ARITH_TO_ALL_)
 #define shmem_sum_reduce(team, dest, source, nreduce) SHMEM_REDUCE_G_ARITH_(dest, sum)(team, dest, source, nreduce)
 #define shmem_prod_reduce(team, dest, source, nreduce) SHMEM_REDUCE_G_ARITH_(dest, prod)(team, dest, source, nreduce)
 
+/* shmem_sync: shmem_team_sync(team) with one argument (1.5), the active-set routine with four (1.4). */
+#define SHMEM_SYNC_PICK_(_1, _2, _3, _4, NAME, ...) NAME
+#define shmem_sync(...) SHMEM_SYNC_PICK_(__VA_ARGS__, shmem_sync, _, _, shmem_team_sync, _)(__VA_ARGS__)
+
 #elif defined(__cplusplus)
 
 #define SHMEM_COLL_CXX_(NAME, T)                                                                                   \
@@ -286,6 +291,8 @@ SHMEM_REDUCE_CXX_REAL_(double, double)
 SHMEM_REDUCE_CXX_REAL_(longdouble, long double)
 SHMEM_REDUCE_CXX_COMPLEX_(complexf, std::complex<float>)
 SHMEM_REDUCE_CXX_COMPLEX_(complexd, std::complex<double>)
+inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
+
 #undef SHMEM_REDUCE_CXX_
 #undef SHMEM_REDUCE_CXX_BITWISE_
 #undef SHMEM_REDUCE_CXX_REAL_

@@ -78,6 +78,16 @@ int main(void) {
       SCHECK(crealf(fd[0]) == crealf(want) && cimagf(fd[0]) == cimagf(want), "prod_reduce complexf value");
     }
   }
+  {
+    long* ps = shmem_malloc(SHMEM_SYNC_SIZE * sizeof(long));
+    for (i = 0; i < SHMEM_SYNC_SIZE; ++i) ps[i] = SHMEM_SYNC_VALUE;
+    shmem_barrier_all();
+    SCHECK(shmem_sync(t) == 0, "shmem_sync(team)");   /* 1.5: one argument */
+    shmem_sync(0, 0, npes, ps);                          /* 1.4: active set */
+    SCHECK(shmem_sync(SHMEM_TEAM_INVALID) != 0, "shmem_sync(INVALID)");
+    shmem_barrier_all();
+    shmem_free(ps);
+  }
   shmem_barrier_all();
   if (me == 0) printf("coll_generic: OK (%d PEs)\n", npes);
   shmem_finalize();

@@ -64,6 +64,7 @@ void predefined() {
   SCHECK(shmem_team_get_config(SHMEM_TEAM_WORLD, 1L << 5, &c) != 0, "unknown mask bits");
   SCHECK(shmem_team_sync(SHMEM_TEAM_WORLD) == 0 && shmem_team_sync(SHMEM_TEAM_SHARED) == 0, "sync predefined");
   SCHECK(shmem_team_sync(SHMEM_TEAM_INVALID) != 0, "sync INVALID");
+  SCHECK(shmem_sync(SHMEM_TEAM_WORLD) == 0 && shmem_sync(SHMEM_TEAM_INVALID) != 0, "C++ shmem_sync(team)");
   shmem_team_destroy(SHMEM_TEAM_INVALID);  // no-op
   long* sym = static_cast<long*>(shmem_malloc(sizeof(long)));
   for (int pe = 0; pe < npes; ++pe)
