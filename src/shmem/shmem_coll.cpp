@@ -236,7 +236,8 @@ template <class T, class Op>
 void reduce(const CollGroup& g, T* dest, const T* src, size_t nreduce, const char* call) {
   shmemMulChecked(nreduce, sizeof(T), call);
   // OpenSHMEM allows dest == source (in place) or disjoint objects; any overlap is treated as in place.
-  const bool inPlace = nreduce != 0 && dest < src + nreduce && src < dest + nreduce;
+  const uintptr_t d = reinterpret_cast<uintptr_t>(dest), s = reinterpret_cast<uintptr_t>(src);
+  const bool inPlace = nreduce != 0 && d < s + nreduce * sizeof(T) && s < d + nreduce * sizeof(T);
   collBarrier(g, call);
   if (g.size < 3 || nreduce * sizeof(T) < kScatterMinBytes) {
     // In place, the result waits in a temporary until the second barrier: the others read this PE's source until then.
