@@ -170,7 +170,9 @@ void split2d() {
   SCHECK(shmem_team_split_2d(SHMEM_TEAM_WORLD, 2, nullptr, 0, &xt, nullptr, 0, &yt) == 0, "2d for nesting");
   shmem_team_t a, b;
   SCHECK(shmem_team_split_2d(yt, 2, nullptr, 0, &a, nullptr, 0, &b) == 0, "2d of a 2d team");
-  SCHECK(shmem_team_n_pes(a) * shmem_team_n_pes(b) >= shmem_team_n_pes(yt), "nested 2d sizes");
+  const int yi = shmem_team_my_pe(yt), yn = shmem_team_n_pes(yt);
+  SCHECK(shmem_team_my_pe(a) == yi % 2 && shmem_team_my_pe(b) == yi / 2, "nested 2d coordinates");
+  SCHECK(shmem_team_n_pes(b) == (yn - yi % 2 + 1) / 2, "nested 2d column size");
   SCHECK(shmem_team_translate_pe(a, shmem_team_my_pe(a), SHMEM_TEAM_WORLD) == me, "nested 2d translate");
   shmem_team_destroy(a);
   shmem_team_destroy(b);
