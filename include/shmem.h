@@ -12,7 +12,8 @@
  *    (shmem_put<N>, N = 8, 16, 32, 64, 128 bits, and get/iput/iget/_nbi), shmem_putmem/getmem(_nbi),
  *  - put-with-signal (typed, sized, mem; blocking and _nbi), shmem_signal_fetch, shmem_signal_wait_until,
  *  - shmem_quiet, shmem_fence, shmem_barrier_all, shmem_sync_all,
- *  - atomics (shmem_amo.h) and point-to-point synchronisation and locks (shmem_sync.h).
+ *  - atomics (shmem_amo.h) and point-to-point synchronisation and locks (shmem_sync.h),
+ *  - teams (shmem_team.h) and collectives, with the OpenSHMEM 1.4 active-set forms (shmem_coll.h).
  * Only symmetric-heap objects are remotely accessible: static and global variables are not (yet) symmetric.
  */
 #ifndef SHMEM_H

@@ -33,6 +33,16 @@ std::mutex g_init_mutex;  // shmem_init / shmem_finalize racing from several thr
 
 [[noreturn]] void shmemAbort(const char* call) { shmemAbortMsg(call, tether_last_error()); }
 
+size_t shmemMulChecked(size_t a, size_t b, const char* call) {
+  size_t n = 0;
+  if (__builtin_mul_overflow(a, b, &n)) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "%zu x %zu (elements x element size) overflows size_t", a, b);
+    shmemAbortMsg(call, msg);
+  }
+  return n;
+}
+
 tether_t shmemWorld(const char* call) {
   tether_t w = g_world.load(std::memory_order_acquire);
   if (w == nullptr) shmemAbortMsg(call, "OpenSHMEM is not initialised (call shmem_init first)");
@@ -54,15 +64,7 @@ void initOnce(const char* call) {
 }
 
 // nelems * elem_size, aborting on overflow.
-size_t bytesOf(size_t nelems, size_t elem_size, const char* call) {
-  size_t n = 0;
-  if (__builtin_mul_overflow(nelems, elem_size, &n)) {
-    char msg[160];
-    std::snprintf(msg, sizeof msg, "nelems %zu x element size %zu overflows size_t", nelems, elem_size);
-    shmemAbortMsg(call, msg);
-  }
-  return n;
-}
+size_t bytesOf(size_t nelems, size_t elem_size, const char* call) { return shmemMulChecked(nelems, elem_size, call); }
 
 void put(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
   shmemCheck(tether_put_elems(shmemWorld(call), dest, src, nelems, es, pe), call);

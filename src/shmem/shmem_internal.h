@@ -24,6 +24,9 @@ inline void shmemCheck(tether_status_t st, const char* call) {
   if (st != TETHER_SUCCESS) shmemAbort(call);
 }
 
+// a * b (element counts and sizes); aborts naming `call` when it overflows size_t.
+size_t shmemMulChecked(size_t a, size_t b, const char* call);
+
 // ---- teams (shmem_team.cpp)
 // Set up SHMEM_TEAM_WORLD / SHMEM_TEAM_SHARED (collective; called by shmem_init once the world exists) and release
 // every team (called by shmem_finalize before the world is finalised).
