@@ -122,6 +122,8 @@ Status World::setUpHeaps() {
   hp.initialBytes = std::min(hp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_SIZE"),
                                                                      kControlBytes + kPage), kPage));
   TETHER_TRY(HostSegmentGroup::create(hp, *bootstrap_, &host_).withContext("tether_init: host heap"));
+  hostBase_ = reinterpret_cast<uintptr_t>(host_->myBase());
+  hostEnd_ = hostBase_ + host_->committed();
   alloc_.reset(new Allocator(kControlBytes, hp.maxBytes));
   if (gpu_) TETHER_TRY(registerHostViews(host_->committed()).withContext("tether_init"));
 
@@ -376,13 +378,12 @@ Status World::finalize() {
 
 // ---- checks ------------------------------------------------------------------------------------------------------
 
-Status World::checkPe(const char* call, int pe) const {
-  if (pe < 0 || pe >= job_.size)
-    TETHER_FAIL(TETHER_ERR_INVALID_PE, "%s: PE %d is out of range: this job has PEs 0..%d", call, pe, job_.size - 1);
-  return Status::ok();
+Status World::badPe(const char* call, int pe) const {
+  TETHER_FAIL(TETHER_ERR_INVALID_PE, "%s: PE %d is out of range: this job has PEs 0..%d", call, pe, job_.size - 1);
 }
 
-Status World::checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const {
+Status World::checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n,
+                                 SymRef* ref) const {
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
   if (a + n < a)
     TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s %p + %llu bytes overflows the address space", call, what, addr,
@@ -480,6 +481,7 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
     uint64_t target = std::max(need, old + old / 2);
     target = std::max(std::min(roundUp(target, kGrowAlign), al.limit()), need);
     local = host_->grow(target);  // peers' new bytes exist after the exchange below: registration follows it
+    hostEnd_ = hostBase_ + host_->committed();
   }
   if (kind == SegKind::Device && need > device_->committed()) {
     const uint64_t old = device_->committed();

@@ -46,6 +46,7 @@ struct SymRef {
 
 class World {
  public:
+  static constexpr uint64_t kControlBytesInline = 64 * 1024;  // = kControlBytes (checked at the end of this file)
   static Status create(const tether_init_attr_t& attr, std::unique_ptr<World>* out);
   ~World();
   Status finalize();
@@ -73,13 +74,19 @@ class World {
   Status registerStatic(const char* call, void* addr, uint64_t bytes);
 
   // ---- checks: build the error message that names the call and the values
-  Status checkPe(const char* call, int pe) const;
+  Status checkPe(const char* call, int pe) const {
+    return pe >= 0 && pe < job_.size ? Status::ok() : badPe(call, pe);
+  }
   // [addr, addr + n) must lie in one of this PE's symmetric segments; *ref = its kind and offset.
-  Status checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
+  Status checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const {
+    if (inHostHeap(addr, n, ref)) return Status::ok();  // the common case, inline
+    return checkSymmetricSlow(call, what, addr, n, ref);
+  }
   RemoteAddr remote(int pe, SymRef ref) const {
     const SegPath& p = path(pe, ref.kind);
     char* ptr = p.base ? p.base + ref.offset : nullptr;
-    return RemoteAddr{ptr, ref.offset, ref.kind, ref.kind == SegKind::Device ? ptr : hostGpuAlias(pe, ref)};
+    return RemoteAddr{ptr, ref.offset, ref.kind,
+                      ref.kind == SegKind::Device ? ptr : gpu_ ? hostGpuAlias(pe, ref) : nullptr};
   }
   // GPU-usable address of byte ref.offset of PE pe's HOST or STATIC segment, or nullptr (no GPU, or not registered).
   char* hostGpuAlias(int pe, SymRef ref) const;
@@ -129,6 +136,16 @@ class World {
   // then exchanges every PE's outcome (the closing barrier of the collective call).
   Status commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes);
   Status liveRef(const char* call, const void* ptr, SymRef* ref) const;
+  Status badPe(const char* call, int pe) const;
+  Status checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
+  // [addr, addr + n) inside the committed user part of this PE's HOST heap (no overflow possible: bounded by it).
+  bool inHostHeap(const void* addr, uint64_t n, SymRef* ref) const {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr), hb = hostBase_, end = hostEnd_;
+    if (a < hb + kControlBytesInline || a >= end || n > end - a) return false;
+    *ref = SymRef{SegKind::Host, a - hb};
+    return true;
+  }
+  uintptr_t hostBase_ = 0, hostEnd_ = 0;  // this PE's HOST heap: base and end of the committed part
 
   Config config_;
   JobInfo job_;
@@ -169,5 +186,6 @@ struct ControlBlock {
 };
 constexpr uint64_t kControlBytes = 64 * 1024;  // reserved; user allocations start here
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
+static_assert(World::kControlBytesInline == kControlBytes, "World's inline heap check uses kControlBytes");
 
 }  // namespace tether

@@ -51,10 +51,10 @@ struct AmoArgs {
 struct TransportOps {
   const char* name;
   uint32_t caps;
-  Status (*put)(void* ctx, int pe, RemoteAddr dst, const void* src, size_t n, bool nbi);
-  Status (*get)(void* ctx, int pe, void* dst, RemoteAddr src, size_t n, bool nbi);
-  Status (*amo)(void* ctx, int pe, RemoteAddr dst, const AmoArgs& args, uint64_t* fetched);
-  Status (*signal)(void* ctx, int pe, RemoteAddr sig, uint64_t value, tether_signal_op_t op);
+  Status (*put)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi);
+  Status (*get)(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi);
+  Status (*amo)(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& args, uint64_t* fetched);
+  Status (*signal)(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
   Status (*quiet)(void* ctx);
   Status (*fence)(void* ctx);
 };

@@ -14,22 +14,22 @@ namespace {
 
 GpuContext& gpu(void* ctx) { return *static_cast<GpuContext*>(ctx); }
 
-Status p2pPut(void* ctx, int pe, RemoteAddr dst, const void* src, size_t n, bool nbi) {
+Status p2pPut(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
   if (isHostMemory(dst.kind) && !gpu(ctx).isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
   return gpu(ctx).copy(dst.gpuPtr, src, n, nbi);
 }
 
-Status p2pGet(void* ctx, int pe, void* dst, RemoteAddr src, size_t n, bool nbi) {
+Status p2pGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
   if (isHostMemory(src.kind) && !gpu(ctx).isDeviceMemory(dst)) return shmTransportOps().get(nullptr, pe, dst, src, n, nbi);
   return gpu(ctx).copy(dst, src.gpuPtr, n, nbi);
 }
 
-Status p2pAmo(void* ctx, int pe, RemoteAddr dst, const AmoArgs& a, uint64_t* fetched) {
+Status p2pAmo(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
   if (isHostMemory(dst.kind)) return shmTransportOps().amo(nullptr, pe, dst, a, fetched);
   return gpu(ctx).atomic(dst.gpuPtr, a, fetched);
 }
 
-Status p2pSignal(void* ctx, int pe, RemoteAddr sig, uint64_t value, tether_signal_op_t op) {
+Status p2pSignal(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   if (isHostMemory(sig.kind)) {
     TETHER_TRY(gpu(ctx).quiet());  // earlier copy-engine puts land before the signal
     return shmTransportOps().signal(nullptr, pe, sig, value, op);
@@ -55,19 +55,19 @@ namespace {
 
 StagedCtx& staged(void* ctx) { return *static_cast<StagedCtx*>(ctx); }
 
-Status stagedPut(void* ctx, int, RemoteAddr dst, const void* src, size_t n, bool nbi) {
+Status stagedPut(void* ctx, int, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
   return staged(ctx).gpu->copyVia(staged(ctx).device, dst.ptr, src, n, nbi);
 }
 
-Status stagedGet(void* ctx, int, void* dst, RemoteAddr src, size_t n, bool nbi) {
+Status stagedGet(void* ctx, int, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
   return staged(ctx).gpu->copyVia(staged(ctx).device, dst, src.ptr, n, nbi);
 }
 
-Status stagedAmo(void* ctx, int, RemoteAddr dst, const AmoArgs& a, uint64_t* fetched) {
+Status stagedAmo(void* ctx, int, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
   return staged(ctx).gpu->atomicVia(staged(ctx).device, dst.ptr, a, fetched);
 }
 
-Status stagedSignal(void* ctx, int, RemoteAddr sig, uint64_t value, tether_signal_op_t op) {
+Status stagedSignal(void* ctx, int, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return staged(ctx).gpu->signalVia(staged(ctx).device, sig.ptr, value, op);
 }
 

@@ -36,24 +36,24 @@ uint64_t amoOn(U* p, const AmoArgs& a) {
   return 0;
 }
 
-Status shmPut(void*, int, RemoteAddr dst, const void* src, size_t n, bool) {
+Status shmPut(void*, int, const RemoteAddr& dst, const void* src, size_t n, bool) {
   std::memcpy(dst.ptr, src, n);
   return Status::ok();
 }
 
-Status shmGet(void*, int, void* dst, RemoteAddr src, size_t n, bool) {
+Status shmGet(void*, int, void* dst, const RemoteAddr& src, size_t n, bool) {
   std::memcpy(dst, src.ptr, n);
   return Status::ok();
 }
 
-Status shmAmo(void*, int, RemoteAddr dst, const AmoArgs& a, uint64_t* fetched) {
+Status shmAmo(void*, int, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
   uint64_t old = a.width == 4 ? amoOn(reinterpret_cast<uint32_t*>(dst.ptr), a)
                               : amoOn(reinterpret_cast<uint64_t*>(dst.ptr), a);
   if (fetched) *fetched = old;
   return Status::ok();
 }
 
-Status shmSignal(void*, int, RemoteAddr sig, uint64_t value, tether_signal_op_t op) {
+Status shmSignal(void*, int, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   // Full fence first: large memcpy may use weakly ordered (non-temporal) stores, which a release store alone does
   // not order on x86.
   std::atomic_thread_fence(std::memory_order_seq_cst);
