@@ -12,7 +12,10 @@
  *    (shmem_put<N>, N = 8, 16, 32, 64, 128 bits, and get/iput/iget/_nbi), shmem_putmem/getmem(_nbi),
  *  - put-with-signal (typed, sized, mem; blocking and _nbi), shmem_signal_fetch, shmem_signal_wait_until,
  *  - shmem_quiet, shmem_fence, shmem_barrier_all, shmem_sync_all,
- *  - atomics (shmem_amo.h) and point-to-point synchronisation and locks (shmem_sync.h).
+ *  - atomics (shmem_amo.h) and point-to-point synchronisation and locks (shmem_sync.h),
+ *  - communication contexts (shmem_ctx.h): the shmem_ctx_* form of every RMA, signal and AMO routine,
+ *    shmem_ctx_quiet / shmem_ctx_fence, and the generic names with an optional leading context,
+ *  - the deprecated cache management routines (no-ops).
  * Only symmetric-heap objects are remotely accessible: static and global variables are not (yet) symmetric.
  */
 #ifndef SHMEM_H
