@@ -13,8 +13,12 @@
  *  - put-with-signal (typed, sized, mem; blocking and _nbi), shmem_signal_fetch, shmem_signal_wait_until,
  *  - shmem_quiet, shmem_fence, shmem_barrier_all, shmem_sync_all,
  *  - atomics (shmem_amo.h) and point-to-point synchronisation and locks (shmem_sync.h),
- *  - teams (shmem_team.h) and collectives, with the OpenSHMEM 1.4 active-set forms (shmem_coll.h).
- * Only symmetric-heap objects are remotely accessible: static and global variables are not (yet) symmetric.
+ *  - teams (shmem_team.h) and collectives, with the OpenSHMEM 1.4 active-set forms (shmem_coll.h),
+ *  - communication contexts (shmem_ctx.h): the shmem_ctx_* form of every RMA, signal and AMO routine,
+ *    shmem_ctx_quiet / shmem_ctx_fence, and the generic names with an optional leading context,
+ *  - the deprecated cache management routines (no-ops).
+ * Symmetric objects: the symmetric heap and the program's global and static variables (made symmetric by shmem_init;
+ * variables of shared libraries are not).
  */
 #ifndef SHMEM_H
 #define SHMEM_H
@@ -70,14 +74,13 @@
 #define SHMEM_RMA_SIZES_(X) X(8) X(16) X(32) X(64) X(128)
 
 /* Teams and communication contexts: opaque handles. SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEM_CTX_DEFAULT name
- * objects of the library (valid between shmem_init and shmem_finalize); the _INVALID handles are null. */
+ * objects of the library (valid between shmem_init and shmem_finalize); the _INVALID handles are null. The context
+ * handle, its constants and the context management routines are in shmem_ctx.h. */
 typedef struct tether_shmem_team_s* shmem_team_t;
-typedef struct tether_shmem_ctx_s* shmem_ctx_t;
 #define SHMEM_TEAM_INVALID ((shmem_team_t)0)
-#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
 #define SHMEM_TEAM_WORLD (&tether_shmem_team_world_)
 #define SHMEM_TEAM_SHARED (&tether_shmem_team_shared_)
-#define SHMEM_CTX_DEFAULT (&tether_shmem_ctx_default_)
+#include "shmem_ctx.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,10 +89,9 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-/* The objects behind SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and SHMEM_CTX_DEFAULT (use the macros). */
+/* The objects behind SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED (use the macros). */
 extern struct tether_shmem_team_s tether_shmem_team_world_;
 extern struct tether_shmem_team_s tether_shmem_team_shared_;
-extern struct tether_shmem_ctx_s tether_shmem_ctx_default_;
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Library setup and query                                                                                          */
@@ -141,46 +143,52 @@ void shfree(void* ptr);
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* RMA. Blocking put/p/iput return with the transfer complete at the target; get/g/iget with the data in dest.
  * _nbi forms may return before completion: shmem_quiet (or barrier_all) completes them. Strides of iput/iget are in
- * elements and may be any value (0 and negative included). */
+ * elements and may be any value (0 and negative included).
+ * Every routine also has its context form shmem_ctx_<name>(shmem_ctx_t ctx, <same arguments>) (shmem_ctx.h): `pe`
+ * is then a PE number in the context's team; the forms without a context run on SHMEM_CTX_DEFAULT. */
 
 #define SHMEM_DECLARE_RMA_(NAME, T)                                                                                \
-  void shmem_##NAME##_put(T* dest, const T* source, size_t nelems, int pe);                                        \
-  void shmem_##NAME##_get(T* dest, const T* source, size_t nelems, int pe);                                        \
-  void shmem_##NAME##_put_nbi(T* dest, const T* source, size_t nelems, int pe);                                    \
-  void shmem_##NAME##_get_nbi(T* dest, const T* source, size_t nelems, int pe);                                    \
-  void shmem_##NAME##_p(T* dest, T value, int pe);                                                                 \
-  T shmem_##NAME##_g(const T* source, int pe);                                                                     \
-  void shmem_##NAME##_iput(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);         \
-  void shmem_##NAME##_iget(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);         \
-  void shmem_##NAME##_put_signal(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,     \
-                                 int sig_op, int pe);                                                              \
-  void shmem_##NAME##_put_signal_nbi(T* dest, const T* source, size_t nelems, uint64_t* sig_addr,                  \
-                                     uint64_t signal, int sig_op, int pe);
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_put, T* dest, const T* source, size_t nelems, int pe)                       \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_get, T* dest, const T* source, size_t nelems, int pe)                       \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_put_nbi, T* dest, const T* source, size_t nelems, int pe)                   \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_get_nbi, T* dest, const T* source, size_t nelems, int pe)                   \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_p, T* dest, T value, int pe)                                                \
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_g, const T* source, int pe)                                                    \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_iput, T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, \
+                          int pe)                                                                                  \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_iget, T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, \
+                          int pe)                                                                                  \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_put_signal, T* dest, const T* source, size_t nelems, uint64_t* sig_addr,    \
+                          uint64_t signal, int sig_op, int pe)                                                     \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_put_signal_nbi, T* dest, const T* source, size_t nelems,                    \
+                          uint64_t* sig_addr, uint64_t signal, int sig_op, int pe)
 SHMEM_RMA_TYPES_(SHMEM_DECLARE_RMA_)
 #undef SHMEM_DECLARE_RMA_
 
 #define SHMEM_DECLARE_SIZED_RMA_(BITS)                                                                             \
-  void shmem_put##BITS(void* dest, const void* source, size_t nelems, int pe);                                     \
-  void shmem_get##BITS(void* dest, const void* source, size_t nelems, int pe);                                     \
-  void shmem_put##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe);                               \
-  void shmem_get##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe);                               \
-  void shmem_iput##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);      \
-  void shmem_iget##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);      \
-  void shmem_put##BITS##_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,                 \
-                                uint64_t signal, int sig_op, int pe);                                              \
-  void shmem_put##BITS##_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,             \
-                                    uint64_t signal, int sig_op, int pe);
+  SHMEM_DECLARE_CTX_PAIR_(void, put##BITS, void* dest, const void* source, size_t nelems, int pe)                  \
+  SHMEM_DECLARE_CTX_PAIR_(void, get##BITS, void* dest, const void* source, size_t nelems, int pe)                  \
+  SHMEM_DECLARE_CTX_PAIR_(void, put##BITS##_nbi, void* dest, const void* source, size_t nelems, int pe)            \
+  SHMEM_DECLARE_CTX_PAIR_(void, get##BITS##_nbi, void* dest, const void* source, size_t nelems, int pe)            \
+  SHMEM_DECLARE_CTX_PAIR_(void, iput##BITS, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,          \
+                          size_t nelems, int pe)                                                                   \
+  SHMEM_DECLARE_CTX_PAIR_(void, iget##BITS, void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst,          \
+                          size_t nelems, int pe)                                                                   \
+  SHMEM_DECLARE_CTX_PAIR_(void, put##BITS##_signal, void* dest, const void* source, size_t nelems,                 \
+                          uint64_t* sig_addr, uint64_t signal, int sig_op, int pe)                                 \
+  SHMEM_DECLARE_CTX_PAIR_(void, put##BITS##_signal_nbi, void* dest, const void* source, size_t nelems,             \
+                          uint64_t* sig_addr, uint64_t signal, int sig_op, int pe)
 SHMEM_RMA_SIZES_(SHMEM_DECLARE_SIZED_RMA_)
 #undef SHMEM_DECLARE_SIZED_RMA_
 
-void shmem_putmem(void* dest, const void* source, size_t nelems, int pe);
-void shmem_getmem(void* dest, const void* source, size_t nelems, int pe);
-void shmem_putmem_nbi(void* dest, const void* source, size_t nelems, int pe);
-void shmem_getmem_nbi(void* dest, const void* source, size_t nelems, int pe);
-void shmem_putmem_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                         int sig_op, int pe);
-void shmem_putmem_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe);
+SHMEM_DECLARE_CTX_PAIR_(void, putmem, void* dest, const void* source, size_t nelems, int pe)
+SHMEM_DECLARE_CTX_PAIR_(void, getmem, void* dest, const void* source, size_t nelems, int pe)
+SHMEM_DECLARE_CTX_PAIR_(void, putmem_nbi, void* dest, const void* source, size_t nelems, int pe)
+SHMEM_DECLARE_CTX_PAIR_(void, getmem_nbi, void* dest, const void* source, size_t nelems, int pe)
+SHMEM_DECLARE_CTX_PAIR_(void, putmem_signal, void* dest, const void* source, size_t nelems, uint64_t* sig_addr,
+                        uint64_t signal, int sig_op, int pe)
+SHMEM_DECLARE_CTX_PAIR_(void, putmem_signal_nbi, void* dest, const void* source, size_t nelems, uint64_t* sig_addr,
+                        uint64_t signal, int sig_op, int pe)
 
 /* Signals: sig_addr is a symmetric uint64_t of this PE. */
 uint64_t shmem_signal_fetch(const uint64_t* sig_addr);
@@ -190,10 +198,25 @@ uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Ordering and collective synchronisation over all PEs                                                             */
 
+/* shmem_quiet / shmem_ctx_quiet complete, shmem_fence / shmem_ctx_fence order, every outstanding operation of this
+ * PE: tether's quiet and fence act on the whole instance, which all contexts share (so the context's own operations
+ * are covered, and those of other contexts and threads too). */
 void shmem_quiet(void);
 void shmem_fence(void);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
+void shmem_ctx_fence(shmem_ctx_t ctx);
 void shmem_barrier_all(void);
 void shmem_sync_all(void);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Cache management (deprecated in OpenSHMEM 1.3): no-ops, tether keeps no cache that would need them.              */
+
+void shmem_clear_cache_inv(void);
+void shmem_set_cache_inv(void);
+void shmem_clear_cache_line_inv(void* dest);
+void shmem_set_cache_line_inv(void* dest);
+void shmem_udcflush(void);
+void shmem_udcflush_line(void* dest);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop
@@ -204,61 +227,67 @@ void shmem_sync_all(void);
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Generic names: dispatch on the pointed-to type of dest (source for shmem_g). Only the distinct C types appear; the
- * fixed-width and size typedefs select the routine of their underlying type, which has the same representation. */
+ * fixed-width and size typedefs select the routine of their underlying type, which has the same representation.
+ * Every generic name takes an optional leading context: shmem_put(dest, source, nelems, pe) calls
+ * shmem_<T>_put, shmem_put(ctx, dest, source, nelems, pe) calls shmem_ctx_<T>_put (C: the first argument's type is
+ * tested against shmem_ctx_t, see SHMEM_CTX_G_ in shmem_ctx.h; C++: overloads). */
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 
-#define SHMEM_RMA_G_(ptr, OP)                                                                                      \
-  _Generic(*(ptr), float: shmem_float_##OP, double: shmem_double_##OP, long double: shmem_longdouble_##OP,        \
-           char: shmem_char_##OP, signed char: shmem_schar_##OP, short: shmem_short_##OP, int: shmem_int_##OP,    \
-           long: shmem_long_##OP, long long: shmem_longlong_##OP, unsigned char: shmem_uchar_##OP,               \
-           unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,    \
-           unsigned long long: shmem_ulonglong_##OP)
+/* PREFIX##<type>_##OP for the pointed-to type of ptr (PREFIX: shmem_ or shmem_ctx_). */
+#define SHMEM_RMA_G_(ptr, PREFIX, OP)                                                                              \
+  _Generic(*(ptr), float: PREFIX##float_##OP, double: PREFIX##double_##OP, long double: PREFIX##longdouble_##OP,   \
+           char: PREFIX##char_##OP, signed char: PREFIX##schar_##OP, short: PREFIX##short_##OP,                    \
+           int: PREFIX##int_##OP, long: PREFIX##long_##OP, long long: PREFIX##longlong_##OP,                       \
+           unsigned char: PREFIX##uchar_##OP, unsigned short: PREFIX##ushort_##OP,                                 \
+           unsigned int: PREFIX##uint_##OP, unsigned long: PREFIX##ulong_##OP,                                     \
+           unsigned long long: PREFIX##ulonglong_##OP)
+#define SHMEM_RMA_CTX_G_(OP, ...) SHMEM_CTX_G_(SHMEM_GPICK1_, SHMEM_RMA_G_, OP, __VA_ARGS__)(__VA_ARGS__)
 
-#define shmem_put(dest, source, nelems, pe) SHMEM_RMA_G_(dest, put)(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe) SHMEM_RMA_G_(dest, get)(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe) SHMEM_RMA_G_(dest, put_nbi)(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe) SHMEM_RMA_G_(dest, get_nbi)(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe) SHMEM_RMA_G_(dest, p)(dest, value, pe)
-#define shmem_g(source, pe) SHMEM_RMA_G_(source, g)(source, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe) SHMEM_RMA_G_(dest, iput)(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe) SHMEM_RMA_G_(dest, iget)(dest, source, dst, sst, nelems, pe)
-#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe)                                       \
-  SHMEM_RMA_G_(dest, put_signal)(dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe)                                   \
-  SHMEM_RMA_G_(dest, put_signal_nbi)(dest, source, nelems, sig_addr, signal, sig_op, pe)
+/* [ctx,] dest, source, nelems, pe */
+#define shmem_put(...) SHMEM_RMA_CTX_G_(put, __VA_ARGS__)
+#define shmem_get(...) SHMEM_RMA_CTX_G_(get, __VA_ARGS__)
+#define shmem_put_nbi(...) SHMEM_RMA_CTX_G_(put_nbi, __VA_ARGS__)
+#define shmem_get_nbi(...) SHMEM_RMA_CTX_G_(get_nbi, __VA_ARGS__)
+/* [ctx,] dest, value, pe */
+#define shmem_p(...) SHMEM_RMA_CTX_G_(p, __VA_ARGS__)
+/* [ctx,] source, pe */
+#define shmem_g(...) SHMEM_RMA_CTX_G_(g, __VA_ARGS__)
+/* [ctx,] dest, source, dst, sst, nelems, pe */
+#define shmem_iput(...) SHMEM_RMA_CTX_G_(iput, __VA_ARGS__)
+#define shmem_iget(...) SHMEM_RMA_CTX_G_(iget, __VA_ARGS__)
+/* [ctx,] dest, source, nelems, sig_addr, signal, sig_op, pe */
+#define shmem_put_signal(...) SHMEM_RMA_CTX_G_(put_signal, __VA_ARGS__)
+#define shmem_put_signal_nbi(...) SHMEM_RMA_CTX_G_(put_signal_nbi, __VA_ARGS__)
 
 #elif defined(__cplusplus)
 
+/* One overload per distinct C type and its context form (leading shmem_ctx_t), forwarding to the typed routine. */
 #define SHMEM_RMA_CXX_(NAME, T)                                                                                    \
-  inline void shmem_put(T* dest, const T* source, size_t nelems, int pe) {                                         \
-    shmem_##NAME##_put(dest, source, nelems, pe);                                                                  \
-  }                                                                                                                \
-  inline void shmem_get(T* dest, const T* source, size_t nelems, int pe) {                                         \
-    shmem_##NAME##_get(dest, source, nelems, pe);                                                                  \
-  }                                                                                                                \
-  inline void shmem_put_nbi(T* dest, const T* source, size_t nelems, int pe) {                                     \
-    shmem_##NAME##_put_nbi(dest, source, nelems, pe);                                                              \
-  }                                                                                                                \
-  inline void shmem_get_nbi(T* dest, const T* source, size_t nelems, int pe) {                                     \
-    shmem_##NAME##_get_nbi(dest, source, nelems, pe);                                                              \
-  }                                                                                                                \
-  inline void shmem_p(T* dest, T value, int pe) { shmem_##NAME##_p(dest, value, pe); }                             \
-  inline T shmem_g(const T* source, int pe) { return shmem_##NAME##_g(source, pe); }                               \
-  inline void shmem_iput(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {          \
-    shmem_##NAME##_iput(dest, source, dst, sst, nelems, pe);                                                       \
-  }                                                                                                                \
-  inline void shmem_iget(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {          \
-    shmem_##NAME##_iget(dest, source, dst, sst, nelems, pe);                                                       \
-  }                                                                                                                \
-  inline void shmem_put_signal(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,      \
-                               int sig_op, int pe) {                                                               \
-    shmem_##NAME##_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);                                 \
-  }                                                                                                                \
-  inline void shmem_put_signal_nbi(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,  \
-                                   int sig_op, int pe) {                                                           \
-    shmem_##NAME##_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);                             \
-  }
+  SHMEM_CXX_CTX_PAIR_(void, put, NAME##_put, (T * dest, const T* source, size_t nelems, int pe),                   \
+                    (dest, source, nelems, pe))                                                                    \
+  SHMEM_CXX_CTX_PAIR_(void, get, NAME##_get, (T * dest, const T* source, size_t nelems, int pe),                   \
+                    (dest, source, nelems, pe))                                                                    \
+  SHMEM_CXX_CTX_PAIR_(void, put_nbi, NAME##_put_nbi, (T * dest, const T* source, size_t nelems, int pe),           \
+                    (dest, source, nelems, pe))                                                                    \
+  SHMEM_CXX_CTX_PAIR_(void, get_nbi, NAME##_get_nbi, (T * dest, const T* source, size_t nelems, int pe),           \
+                    (dest, source, nelems, pe))                                                                    \
+  SHMEM_CXX_CTX_PAIR_(void, p, NAME##_p, (T * dest, T value, int pe), (dest, value, pe))                           \
+  SHMEM_CXX_CTX_PAIR_(T, g, NAME##_g, (const T* source, int pe), (source, pe))                                     \
+  SHMEM_CXX_CTX_PAIR_(void, iput, NAME##_iput,                                                                     \
+                    (T * dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe),              \
+                    (dest, source, dst, sst, nelems, pe))                                                          \
+  SHMEM_CXX_CTX_PAIR_(void, iget, NAME##_iget,                                                                     \
+                    (T * dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe),              \
+                    (dest, source, dst, sst, nelems, pe))                                                          \
+  SHMEM_CXX_CTX_PAIR_(void, put_signal, NAME##_put_signal,                                                         \
+                    (T * dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op,    \
+                     int pe),                                                                                      \
+                    (dest, source, nelems, sig_addr, signal, sig_op, pe))                                          \
+  SHMEM_CXX_CTX_PAIR_(void, put_signal_nbi, NAME##_put_signal_nbi,                                                 \
+                    (T * dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op,    \
+                     int pe),                                                                                      \
+                    (dest, source, nelems, sig_addr, signal, sig_op, pe))
 SHMEM_RMA_CXX_(float, float)
 SHMEM_RMA_CXX_(double, double)
 SHMEM_RMA_CXX_(longdouble, long double)
@@ -274,6 +303,7 @@ SHMEM_RMA_CXX_(uint, unsigned int)
 SHMEM_RMA_CXX_(ulong, unsigned long)
 SHMEM_RMA_CXX_(ulonglong, unsigned long long)
 #undef SHMEM_RMA_CXX_
+#undef SHMEM_RMA_CXX_OP_
 
 #endif
 

@@ -22,14 +22,19 @@
  * Generic names (shmem_atomic_fetch_add(dest, value, pe) etc., and the 1.4 deprecated generic names shmem_fadd,
  * shmem_finc, shmem_add, shmem_inc, shmem_swap, shmem_cswap, shmem_fetch, shmem_set): C11 _Generic selection in C,
  * overloads in C++. They dispatch on the pointed-to type, so only the distinct C types appear (int32_t, uint64_t,
- * size_t... are typedefs of them and select the same routine, which has the same representation). The forms taking
- * a context as first argument are not provided yet.
+ * size_t... are typedefs of them and select the same routine, which has the same representation).
+ *
+ * Contexts (shmem_ctx.h): every routine but the deprecated ones has a context form shmem_ctx_<T>_atomic_<op>(ctx,
+ * <same arguments>), `pe` then being a PE number in the context's team; the forms without a context run on
+ * SHMEM_CTX_DEFAULT. The generic names take an optional leading context: shmem_atomic_add(ctx, dest, value, pe).
  */
 #ifndef SHMEM_AMO_H
 #define SHMEM_AMO_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "shmem_ctx.h"
 
 /* Type lists: X(NAME, C type). Reserved for the implementation (the SHMEM_ prefix). */
 #define SHMEM_AMO_STANDARD_TYPES_(X)                                                                               \
@@ -50,31 +55,32 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
+/* Each with its context form (SHMEM_DECLARE_CTX_PAIR_, shmem_ctx.h). */
 #define SHMEM_DECLARE_EXTENDED_AMO_(NAME, T)                                                                       \
-  T shmem_##NAME##_atomic_fetch(const T* source, int pe);                                                          \
-  void shmem_##NAME##_atomic_set(T* dest, T value, int pe);                                                        \
-  T shmem_##NAME##_atomic_swap(T* dest, T value, int pe);                                                          \
-  void shmem_##NAME##_atomic_fetch_nbi(T* fetch, const T* source, int pe);                                         \
-  void shmem_##NAME##_atomic_swap_nbi(T* fetch, T* dest, T value, int pe);
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_fetch, const T* source, int pe)                                         \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_set, T* dest, T value, int pe)                                       \
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_swap, T* dest, T value, int pe)                                         \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_fetch_nbi, T* fetch, const T* source, int pe)                        \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_swap_nbi, T* fetch, T* dest, T value, int pe)
 #define SHMEM_DECLARE_STANDARD_AMO_(NAME, T)                                                                       \
-  T shmem_##NAME##_atomic_compare_swap(T* dest, T cond, T value, int pe);                                          \
-  T shmem_##NAME##_atomic_fetch_inc(T* dest, int pe);                                                              \
-  void shmem_##NAME##_atomic_inc(T* dest, int pe);                                                                 \
-  T shmem_##NAME##_atomic_fetch_add(T* dest, T value, int pe);                                                     \
-  void shmem_##NAME##_atomic_add(T* dest, T value, int pe);                                                        \
-  void shmem_##NAME##_atomic_compare_swap_nbi(T* fetch, T* dest, T cond, T value, int pe);                         \
-  void shmem_##NAME##_atomic_fetch_inc_nbi(T* fetch, T* dest, int pe);                                             \
-  void shmem_##NAME##_atomic_fetch_add_nbi(T* fetch, T* dest, T value, int pe);
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_compare_swap, T* dest, T cond, T value, int pe)                         \
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_fetch_inc, T* dest, int pe)                                             \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_inc, T* dest, int pe)                                                \
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_fetch_add, T* dest, T value, int pe)                                    \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_add, T* dest, T value, int pe)                                       \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_compare_swap_nbi, T* fetch, T* dest, T cond, T value, int pe)        \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_fetch_inc_nbi, T* fetch, T* dest, int pe)                            \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_fetch_add_nbi, T* fetch, T* dest, T value, int pe)
 #define SHMEM_DECLARE_BITWISE_AMO_(NAME, T)                                                                        \
-  T shmem_##NAME##_atomic_fetch_and(T* dest, T value, int pe);                                                     \
-  void shmem_##NAME##_atomic_and(T* dest, T value, int pe);                                                        \
-  T shmem_##NAME##_atomic_fetch_or(T* dest, T value, int pe);                                                      \
-  void shmem_##NAME##_atomic_or(T* dest, T value, int pe);                                                         \
-  T shmem_##NAME##_atomic_fetch_xor(T* dest, T value, int pe);                                                     \
-  void shmem_##NAME##_atomic_xor(T* dest, T value, int pe);                                                        \
-  void shmem_##NAME##_atomic_fetch_and_nbi(T* fetch, T* dest, T value, int pe);                                    \
-  void shmem_##NAME##_atomic_fetch_or_nbi(T* fetch, T* dest, T value, int pe);                                     \
-  void shmem_##NAME##_atomic_fetch_xor_nbi(T* fetch, T* dest, T value, int pe);
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_fetch_and, T* dest, T value, int pe)                                    \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_and, T* dest, T value, int pe)                                       \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_fetch_and_nbi, T* fetch, T* dest, T value, int pe)                   \
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_fetch_or, T* dest, T value, int pe)                                     \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_or, T* dest, T value, int pe)                                        \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_fetch_or_nbi, T* fetch, T* dest, T value, int pe)                    \
+  SHMEM_DECLARE_CTX_PAIR_(T, NAME##_atomic_fetch_xor, T* dest, T value, int pe)                                    \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_xor, T* dest, T value, int pe)                                       \
+  SHMEM_DECLARE_CTX_PAIR_(void, NAME##_atomic_fetch_xor_nbi, T* fetch, T* dest, T value, int pe)
 /* Deprecated (1.3/1.4) names. */
 #define SHMEM_DECLARE_DEPRECATED_AMO_(NAME, T)                                                                     \
   T shmem_##NAME##_fadd(T* dest, T value, int pe);                                                                 \
@@ -114,118 +120,111 @@ long shmem_swap(long* dest, long value, int pe);
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 
-/* _Generic association lists over the distinct C types (the controlling expression *dest is lvalue-converted, so
- * const objects select the same entry). */
-#define SHMEM_AMO_GSTD_(dest, OP)                                                                                  \
-  _Generic(*(dest), int: shmem_int_##OP, long: shmem_long_##OP, long long: shmem_longlong_##OP,                    \
-           unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,                                         \
-           unsigned long long: shmem_ulonglong_##OP)
-#define SHMEM_AMO_GEXT_(dest, OP)                                                                                  \
-  _Generic(*(dest), int: shmem_int_##OP, long: shmem_long_##OP, long long: shmem_longlong_##OP,                    \
-           unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,                                         \
-           unsigned long long: shmem_ulonglong_##OP, float: shmem_float_##OP, double: shmem_double_##OP)
-#define SHMEM_AMO_GBIT_(dest, OP)                                                                                  \
-  _Generic(*(dest), unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,                                \
-           unsigned long long: shmem_ulonglong_##OP, int32_t: shmem_int32_##OP, int64_t: shmem_int64_##OP)
-#define SHMEM_AMO_GDEP_(dest, OP)                                                                                  \
-  _Generic(*(dest), int: shmem_int_##OP, long: shmem_long_##OP, long long: shmem_longlong_##OP)
-#define SHMEM_AMO_GDEPX_(dest, OP)                                                                                 \
-  _Generic(*(dest), int: shmem_int_##OP, long: shmem_long_##OP, long long: shmem_longlong_##OP,                    \
-           float: shmem_float_##OP, double: shmem_double_##OP)
+/* _Generic association lists over the distinct C types, giving PREFIX##<type>_##OP (PREFIX: shmem_ or shmem_ctx_;
+ * the controlling expression *dest is lvalue-converted, so const objects select the same entry). */
+#define SHMEM_AMO_GSTD_(dest, PREFIX, OP)                                                                          \
+  _Generic(*(dest), int: PREFIX##int_##OP, long: PREFIX##long_##OP, long long: PREFIX##longlong_##OP,              \
+           unsigned int: PREFIX##uint_##OP, unsigned long: PREFIX##ulong_##OP,                                     \
+           unsigned long long: PREFIX##ulonglong_##OP)
+#define SHMEM_AMO_GEXT_(dest, PREFIX, OP)                                                                          \
+  _Generic(*(dest), int: PREFIX##int_##OP, long: PREFIX##long_##OP, long long: PREFIX##longlong_##OP,              \
+           unsigned int: PREFIX##uint_##OP, unsigned long: PREFIX##ulong_##OP,                                     \
+           unsigned long long: PREFIX##ulonglong_##OP, float: PREFIX##float_##OP, double: PREFIX##double_##OP)
+#define SHMEM_AMO_GBIT_(dest, PREFIX, OP)                                                                          \
+  _Generic(*(dest), unsigned int: PREFIX##uint_##OP, unsigned long: PREFIX##ulong_##OP,                            \
+           unsigned long long: PREFIX##ulonglong_##OP, int32_t: PREFIX##int32_##OP, int64_t: PREFIX##int64_##OP)
+#define SHMEM_AMO_GDEP_(dest, PREFIX, OP)                                                                          \
+  _Generic(*(dest), int: PREFIX##int_##OP, long: PREFIX##long_##OP, long long: PREFIX##longlong_##OP)
+#define SHMEM_AMO_GDEPX_(dest, PREFIX, OP)                                                                         \
+  _Generic(*(dest), int: PREFIX##int_##OP, long: PREFIX##long_##OP, long long: PREFIX##longlong_##OP,              \
+           float: PREFIX##float_##OP, double: PREFIX##double_##OP)
 
-#define shmem_atomic_fetch(source, pe) SHMEM_AMO_GEXT_(source, atomic_fetch)(source, pe)
-#define shmem_atomic_set(dest, value, pe) SHMEM_AMO_GEXT_(dest, atomic_set)(dest, value, pe)
-#define shmem_atomic_swap(dest, value, pe) SHMEM_AMO_GEXT_(dest, atomic_swap)(dest, value, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe)                                                           \
-  SHMEM_AMO_GSTD_(dest, atomic_compare_swap)(dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe) SHMEM_AMO_GSTD_(dest, atomic_fetch_inc)(dest, pe)
-#define shmem_atomic_inc(dest, pe) SHMEM_AMO_GSTD_(dest, atomic_inc)(dest, pe)
-#define shmem_atomic_fetch_add(dest, value, pe) SHMEM_AMO_GSTD_(dest, atomic_fetch_add)(dest, value, pe)
-#define shmem_atomic_add(dest, value, pe) SHMEM_AMO_GSTD_(dest, atomic_add)(dest, value, pe)
-#define shmem_atomic_fetch_and(dest, value, pe) SHMEM_AMO_GBIT_(dest, atomic_fetch_and)(dest, value, pe)
-#define shmem_atomic_and(dest, value, pe) SHMEM_AMO_GBIT_(dest, atomic_and)(dest, value, pe)
-#define shmem_atomic_fetch_or(dest, value, pe) SHMEM_AMO_GBIT_(dest, atomic_fetch_or)(dest, value, pe)
-#define shmem_atomic_or(dest, value, pe) SHMEM_AMO_GBIT_(dest, atomic_or)(dest, value, pe)
-#define shmem_atomic_fetch_xor(dest, value, pe) SHMEM_AMO_GBIT_(dest, atomic_fetch_xor)(dest, value, pe)
-#define shmem_atomic_xor(dest, value, pe) SHMEM_AMO_GBIT_(dest, atomic_xor)(dest, value, pe)
+/* With an optional leading context (SHMEM_CTX_G_, shmem_ctx.h). The type comes from the first argument after the
+ * context (dest / source), or for the _nbi forms from the second (dest / source after fetch). */
+#define SHMEM_AMO_CTX_G_(SEL, OP, ...) SHMEM_CTX_G_(SHMEM_GPICK1_, SEL, OP, __VA_ARGS__)(__VA_ARGS__)
+#define SHMEM_AMO_CTX_G2_(SEL, OP, ...) SHMEM_CTX_G_(SHMEM_GPICK2_, SEL, OP, __VA_ARGS__)(__VA_ARGS__)
 
-#define shmem_atomic_fetch_nbi(fetch, source, pe) SHMEM_AMO_GEXT_(source, atomic_fetch_nbi)(fetch, source, pe)
-#define shmem_atomic_swap_nbi(fetch, dest, value, pe) SHMEM_AMO_GEXT_(dest, atomic_swap_nbi)(fetch, dest, value, pe)
-#define shmem_atomic_compare_swap_nbi(fetch, dest, cond, value, pe)                                                \
-  SHMEM_AMO_GSTD_(dest, atomic_compare_swap_nbi)(fetch, dest, cond, value, pe)
-#define shmem_atomic_fetch_inc_nbi(fetch, dest, pe) SHMEM_AMO_GSTD_(dest, atomic_fetch_inc_nbi)(fetch, dest, pe)
-#define shmem_atomic_fetch_add_nbi(fetch, dest, value, pe)                                                         \
-  SHMEM_AMO_GSTD_(dest, atomic_fetch_add_nbi)(fetch, dest, value, pe)
-#define shmem_atomic_fetch_and_nbi(fetch, dest, value, pe)                                                         \
-  SHMEM_AMO_GBIT_(dest, atomic_fetch_and_nbi)(fetch, dest, value, pe)
-#define shmem_atomic_fetch_or_nbi(fetch, dest, value, pe)                                                          \
-  SHMEM_AMO_GBIT_(dest, atomic_fetch_or_nbi)(fetch, dest, value, pe)
-#define shmem_atomic_fetch_xor_nbi(fetch, dest, value, pe)                                                         \
-  SHMEM_AMO_GBIT_(dest, atomic_fetch_xor_nbi)(fetch, dest, value, pe)
+/* [ctx,] source, pe */
+#define shmem_atomic_fetch(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GEXT_, atomic_fetch, __VA_ARGS__)
+/* [ctx,] dest, value, pe */
+#define shmem_atomic_set(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GEXT_, atomic_set, __VA_ARGS__)
+#define shmem_atomic_swap(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GEXT_, atomic_swap, __VA_ARGS__)
+#define shmem_atomic_fetch_add(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GSTD_, atomic_fetch_add, __VA_ARGS__)
+#define shmem_atomic_add(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GSTD_, atomic_add, __VA_ARGS__)
+#define shmem_atomic_fetch_and(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GBIT_, atomic_fetch_and, __VA_ARGS__)
+#define shmem_atomic_and(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GBIT_, atomic_and, __VA_ARGS__)
+#define shmem_atomic_fetch_or(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GBIT_, atomic_fetch_or, __VA_ARGS__)
+#define shmem_atomic_or(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GBIT_, atomic_or, __VA_ARGS__)
+#define shmem_atomic_fetch_xor(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GBIT_, atomic_fetch_xor, __VA_ARGS__)
+#define shmem_atomic_xor(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GBIT_, atomic_xor, __VA_ARGS__)
+/* [ctx,] dest, cond, value, pe */
+#define shmem_atomic_compare_swap(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GSTD_, atomic_compare_swap, __VA_ARGS__)
+/* [ctx,] dest, pe */
+#define shmem_atomic_fetch_inc(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GSTD_, atomic_fetch_inc, __VA_ARGS__)
+#define shmem_atomic_inc(...) SHMEM_AMO_CTX_G_(SHMEM_AMO_GSTD_, atomic_inc, __VA_ARGS__)
+
+/* [ctx,] fetch, source, pe */
+#define shmem_atomic_fetch_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GEXT_, atomic_fetch_nbi, __VA_ARGS__)
+/* [ctx,] fetch, dest, value, pe */
+#define shmem_atomic_swap_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GEXT_, atomic_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GSTD_, atomic_fetch_add_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_and_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GBIT_, atomic_fetch_and_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_or_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GBIT_, atomic_fetch_or_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_xor_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GBIT_, atomic_fetch_xor_nbi, __VA_ARGS__)
+/* [ctx,] fetch, dest, cond, value, pe */
+#define shmem_atomic_compare_swap_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GSTD_, atomic_compare_swap_nbi, __VA_ARGS__)
+/* [ctx,] fetch, dest, pe */
+#define shmem_atomic_fetch_inc_nbi(...) SHMEM_AMO_CTX_G2_(SHMEM_AMO_GSTD_, atomic_fetch_inc_nbi, __VA_ARGS__)
 
 /* Deprecated 1.4 generic names (the untyped shmem_swap function stays callable as (shmem_swap)(...)). */
-#define shmem_fadd(dest, value, pe) SHMEM_AMO_GDEP_(dest, fadd)(dest, value, pe)
-#define shmem_finc(dest, pe) SHMEM_AMO_GDEP_(dest, finc)(dest, pe)
-#define shmem_add(dest, value, pe) SHMEM_AMO_GDEP_(dest, add)(dest, value, pe)
-#define shmem_inc(dest, pe) SHMEM_AMO_GDEP_(dest, inc)(dest, pe)
-#define shmem_cswap(dest, cond, value, pe) SHMEM_AMO_GDEP_(dest, cswap)(dest, cond, value, pe)
-#define shmem_swap(dest, value, pe) SHMEM_AMO_GDEPX_(dest, swap)(dest, value, pe)
-#define shmem_fetch(source, pe) SHMEM_AMO_GDEPX_(source, fetch)(source, pe)
-#define shmem_set(dest, value, pe) SHMEM_AMO_GDEPX_(dest, set)(dest, value, pe)
+#define shmem_fadd(dest, value, pe) SHMEM_AMO_GDEP_(dest, shmem_, fadd)(dest, value, pe)
+#define shmem_finc(dest, pe) SHMEM_AMO_GDEP_(dest, shmem_, finc)(dest, pe)
+#define shmem_add(dest, value, pe) SHMEM_AMO_GDEP_(dest, shmem_, add)(dest, value, pe)
+#define shmem_inc(dest, pe) SHMEM_AMO_GDEP_(dest, shmem_, inc)(dest, pe)
+#define shmem_cswap(dest, cond, value, pe) SHMEM_AMO_GDEP_(dest, shmem_, cswap)(dest, cond, value, pe)
+#define shmem_swap(dest, value, pe) SHMEM_AMO_GDEPX_(dest, shmem_, swap)(dest, value, pe)
+#define shmem_fetch(source, pe) SHMEM_AMO_GDEPX_(source, shmem_, fetch)(source, pe)
+#define shmem_set(dest, value, pe) SHMEM_AMO_GDEPX_(dest, shmem_, set)(dest, value, pe)
 
 #elif defined(__cplusplus)
 
 extern "C++" {
-/* One overload per distinct C type, forwarding to the typed routine. */
+/* One overload per distinct C type and its context form (leading shmem_ctx_t), forwarding to the typed routine
+ * (SHMEM_CXX_CTX_PAIR_, shmem_ctx.h). The deprecated names have no context form. */
 #define SHMEM_AMO_CXX_EXTENDED_(NAME, T)                                                                           \
-  inline T shmem_atomic_fetch(const T* source, int pe) { return shmem_##NAME##_atomic_fetch(source, pe); }         \
-  inline void shmem_atomic_set(T* dest, T value, int pe) { shmem_##NAME##_atomic_set(dest, value, pe); }           \
-  inline T shmem_atomic_swap(T* dest, T value, int pe) { return shmem_##NAME##_atomic_swap(dest, value, pe); }     \
-  inline void shmem_atomic_fetch_nbi(T* fetch, const T* source, int pe) {                                          \
-    shmem_##NAME##_atomic_fetch_nbi(fetch, source, pe);                                                            \
-  }                                                                                                                \
-  inline void shmem_atomic_swap_nbi(T* fetch, T* dest, T value, int pe) {                                          \
-    shmem_##NAME##_atomic_swap_nbi(fetch, dest, value, pe);                                                        \
-  }
+  SHMEM_CXX_CTX_PAIR_(T, atomic_fetch, NAME##_atomic_fetch, (const T* source, int pe), (source, pe))               \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_set, NAME##_atomic_set, (T* dest, T value, int pe), (dest, value, pe))          \
+  SHMEM_CXX_CTX_PAIR_(T, atomic_swap, NAME##_atomic_swap, (T* dest, T value, int pe), (dest, value, pe))           \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_fetch_nbi, NAME##_atomic_fetch_nbi,                                             \
+                      (T* fetch, const T* source, int pe), (fetch, source, pe))                                    \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_swap_nbi, NAME##_atomic_swap_nbi,                                               \
+                      (T* fetch, T* dest, T value, int pe), (fetch, dest, value, pe))
 #define SHMEM_AMO_CXX_STANDARD_(NAME, T)                                                                           \
-  inline T shmem_atomic_compare_swap(T* dest, T cond, T value, int pe) {                                           \
-    return shmem_##NAME##_atomic_compare_swap(dest, cond, value, pe);                                              \
-  }                                                                                                                \
-  inline T shmem_atomic_fetch_inc(T* dest, int pe) { return shmem_##NAME##_atomic_fetch_inc(dest, pe); }           \
-  inline void shmem_atomic_inc(T* dest, int pe) { shmem_##NAME##_atomic_inc(dest, pe); }                           \
-  inline T shmem_atomic_fetch_add(T* dest, T value, int pe) {                                                      \
-    return shmem_##NAME##_atomic_fetch_add(dest, value, pe);                                                       \
-  }                                                                                                                \
-  inline void shmem_atomic_add(T* dest, T value, int pe) { shmem_##NAME##_atomic_add(dest, value, pe); }           \
-  inline void shmem_atomic_compare_swap_nbi(T* fetch, T* dest, T cond, T value, int pe) {                          \
-    shmem_##NAME##_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);                                          \
-  }                                                                                                                \
-  inline void shmem_atomic_fetch_inc_nbi(T* fetch, T* dest, int pe) {                                              \
-    shmem_##NAME##_atomic_fetch_inc_nbi(fetch, dest, pe);                                                          \
-  }                                                                                                                \
-  inline void shmem_atomic_fetch_add_nbi(T* fetch, T* dest, T value, int pe) {                                     \
-    shmem_##NAME##_atomic_fetch_add_nbi(fetch, dest, value, pe);                                                   \
-  }
+  SHMEM_CXX_CTX_PAIR_(T, atomic_compare_swap, NAME##_atomic_compare_swap,                                          \
+                      (T* dest, T cond, T value, int pe), (dest, cond, value, pe))                                 \
+  SHMEM_CXX_CTX_PAIR_(T, atomic_fetch_inc, NAME##_atomic_fetch_inc, (T* dest, int pe), (dest, pe))                 \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_inc, NAME##_atomic_inc, (T* dest, int pe), (dest, pe))                          \
+  SHMEM_CXX_CTX_PAIR_(T, atomic_fetch_add, NAME##_atomic_fetch_add, (T* dest, T value, int pe), (dest, value, pe)) \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_add, NAME##_atomic_add, (T* dest, T value, int pe), (dest, value, pe))          \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_compare_swap_nbi, NAME##_atomic_compare_swap_nbi,                               \
+                      (T* fetch, T* dest, T cond, T value, int pe), (fetch, dest, cond, value, pe))                \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_fetch_inc_nbi, NAME##_atomic_fetch_inc_nbi,                                     \
+                      (T* fetch, T* dest, int pe), (fetch, dest, pe))                                              \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_fetch_add_nbi, NAME##_atomic_fetch_add_nbi,                                     \
+                      (T* fetch, T* dest, T value, int pe), (fetch, dest, value, pe))
 #define SHMEM_AMO_CXX_BITWISE_(NAME, T)                                                                            \
-  inline T shmem_atomic_fetch_and(T* dest, T value, int pe) {                                                      \
-    return shmem_##NAME##_atomic_fetch_and(dest, value, pe);                                                       \
-  }                                                                                                                \
-  inline void shmem_atomic_and(T* dest, T value, int pe) { shmem_##NAME##_atomic_and(dest, value, pe); }           \
-  inline T shmem_atomic_fetch_or(T* dest, T value, int pe) { return shmem_##NAME##_atomic_fetch_or(dest, value, pe); } \
-  inline void shmem_atomic_or(T* dest, T value, int pe) { shmem_##NAME##_atomic_or(dest, value, pe); }             \
-  inline T shmem_atomic_fetch_xor(T* dest, T value, int pe) {                                                      \
-    return shmem_##NAME##_atomic_fetch_xor(dest, value, pe);                                                       \
-  }                                                                                                                \
-  inline void shmem_atomic_xor(T* dest, T value, int pe) { shmem_##NAME##_atomic_xor(dest, value, pe); }           \
-  inline void shmem_atomic_fetch_and_nbi(T* fetch, T* dest, T value, int pe) {                                     \
-    shmem_##NAME##_atomic_fetch_and_nbi(fetch, dest, value, pe);                                                   \
-  }                                                                                                                \
-  inline void shmem_atomic_fetch_or_nbi(T* fetch, T* dest, T value, int pe) {                                      \
-    shmem_##NAME##_atomic_fetch_or_nbi(fetch, dest, value, pe);                                                    \
-  }                                                                                                                \
-  inline void shmem_atomic_fetch_xor_nbi(T* fetch, T* dest, T value, int pe) {                                     \
-    shmem_##NAME##_atomic_fetch_xor_nbi(fetch, dest, value, pe);                                                   \
-  }
+  SHMEM_CXX_CTX_PAIR_(T, atomic_fetch_and, NAME##_atomic_fetch_and, (T* dest, T value, int pe), (dest, value, pe)) \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_and, NAME##_atomic_and, (T* dest, T value, int pe), (dest, value, pe))          \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_fetch_and_nbi, NAME##_atomic_fetch_and_nbi,                                     \
+                      (T* fetch, T* dest, T value, int pe), (fetch, dest, value, pe))                              \
+  SHMEM_CXX_CTX_PAIR_(T, atomic_fetch_or, NAME##_atomic_fetch_or, (T* dest, T value, int pe), (dest, value, pe))   \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_or, NAME##_atomic_or, (T* dest, T value, int pe), (dest, value, pe))            \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_fetch_or_nbi, NAME##_atomic_fetch_or_nbi,                                       \
+                      (T* fetch, T* dest, T value, int pe), (fetch, dest, value, pe))                              \
+  SHMEM_CXX_CTX_PAIR_(T, atomic_fetch_xor, NAME##_atomic_fetch_xor, (T* dest, T value, int pe), (dest, value, pe)) \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_xor, NAME##_atomic_xor, (T* dest, T value, int pe), (dest, value, pe))          \
+  SHMEM_CXX_CTX_PAIR_(void, atomic_fetch_xor_nbi, NAME##_atomic_fetch_xor_nbi,                                     \
+                      (T* fetch, T* dest, T value, int pe), (fetch, dest, value, pe))
 #define SHMEM_AMO_CXX_DEPRECATED_(NAME, T)                                                                         \
   inline T shmem_fadd(T* dest, T value, int pe) { return shmem_##NAME##_fadd(dest, value, pe); }                   \
   inline T shmem_finc(T* dest, int pe) { return shmem_##NAME##_finc(dest, pe); }                                   \

@@ -182,12 +182,12 @@ SHMEM_TO_ALL_ARITH_TYPES_(SHMEM_DECLARE_ARITH_TO_ALL_)
 
 /* Data movers: the distinct standard RMA types (SHMEM_RMA_G_ of shmem.h). */
 #define shmem_broadcast(team, dest, source, nelems, PE_root)                                                       \
-  SHMEM_RMA_G_(dest, broadcast)(team, dest, source, nelems, PE_root)
-#define shmem_collect(team, dest, source, nelems) SHMEM_RMA_G_(dest, collect)(team, dest, source, nelems)
-#define shmem_fcollect(team, dest, source, nelems) SHMEM_RMA_G_(dest, fcollect)(team, dest, source, nelems)
-#define shmem_alltoall(team, dest, source, nelems) SHMEM_RMA_G_(dest, alltoall)(team, dest, source, nelems)
+  SHMEM_RMA_G_(dest, shmem_, broadcast)(team, dest, source, nelems, PE_root)
+#define shmem_collect(team, dest, source, nelems) SHMEM_RMA_G_(dest, shmem_, collect)(team, dest, source, nelems)
+#define shmem_fcollect(team, dest, source, nelems) SHMEM_RMA_G_(dest, shmem_, fcollect)(team, dest, source, nelems)
+#define shmem_alltoall(team, dest, source, nelems) SHMEM_RMA_G_(dest, shmem_, alltoall)(team, dest, source, nelems)
 #define shmem_alltoalls(team, dest, source, dst, sst, nelems)                                                      \
-  SHMEM_RMA_G_(dest, alltoalls)(team, dest, source, dst, sst, nelems)
+  SHMEM_RMA_G_(dest, shmem_, alltoalls)(team, dest, source, dst, sst, nelems)
 
 /* Reductions: the distinct C types of each operation's type list (int8_t..int64_t name the signed types that only
  * the bitwise operations list under their fixed-width names). */

@@ -66,57 +66,77 @@ void initOnce(const char* call) {
 // nelems * elem_size, aborting on overflow.
 size_t bytesOf(size_t nelems, size_t elem_size, const char* call) { return shmemMulChecked(nelems, elem_size, call); }
 
-void put(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
-  shmemCheck(tether_put_elems(shmemWorld(call), dest, src, nelems, es, pe), call);
+// RMA: one implementation per operation, shared by the routine and its context form (SHMEM_DEFINE_CTX_PAIR_). `pe` is
+// numbered in the context's team; `call` names the routine in error messages.
+void put(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
+  shmemCheck(tether_put_elems(t.world, dest, src, nelems, es, t.pe), call);
 }
-void get(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
-  shmemCheck(tether_get_elems(shmemWorld(call), dest, src, nelems, es, pe), call);
+void get(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
+  shmemCheck(tether_get_elems(t.world, dest, src, nelems, es, t.pe), call);
 }
-void putNbi(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
-  shmemCheck(tether_put_nbi(shmemWorld(call), dest, src, bytesOf(nelems, es, call), pe), call);
+void putNbi(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
+  shmemCheck(tether_put_nbi(t.world, dest, src, bytesOf(nelems, es, call), t.pe), call);
 }
-void getNbi(void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
-  shmemCheck(tether_get_nbi(shmemWorld(call), dest, src, bytesOf(nelems, es, call), pe), call);
+void getNbi(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
+  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
+  shmemCheck(tether_get_nbi(t.world, dest, src, bytesOf(nelems, es, call), t.pe), call);
+}
+// shmem_<T>_p / _g: one element.
+template <class T>
+void putValue(shmem_ctx_t ctx, T* dest, T value, int pe, const char* call) {
+  put(ctx, dest, &value, 1, sizeof(T), pe, call);
+}
+template <class T>
+T getValue(shmem_ctx_t ctx, const T* source, int pe, const char* call) {
+  T value;
+  get(ctx, &value, source, 1, sizeof(T), pe, call);
+  return value;
 }
 
 // Strided forms: element i goes from source + i*sst to dest + i*dst (strides in elements). Contiguous on both sides
 // is one transfer; otherwise one transfer per element (tether validates every element's address).
-void iput(void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es, int pe,
-          const char* call) {
-  tether_t w = shmemWorld(call);
-  if (dst == 1 && sst == 1) return shmemCheck(tether_put_elems(w, dest, src, nelems, es, pe), call);
+void iput(shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es,
+          int pe, const char* call) {
+  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
+  if (dst == 1 && sst == 1) return shmemCheck(tether_put_elems(t.world, dest, src, nelems, es, t.pe), call);
   char* d = static_cast<char*>(dest);
   const char* s = static_cast<const char*>(src);
   for (size_t i = 0; i < nelems; ++i) {
     const ptrdiff_t ii = static_cast<ptrdiff_t>(i);
-    shmemCheck(tether_put(w, d + ii * dst * static_cast<ptrdiff_t>(es), s + ii * sst * static_cast<ptrdiff_t>(es),
-                          es, pe),
+    shmemCheck(tether_put(t.world, d + ii * dst * static_cast<ptrdiff_t>(es),
+                          s + ii * sst * static_cast<ptrdiff_t>(es), es, t.pe),
                call);
   }
 }
-void iget(void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es, int pe,
-          const char* call) {
-  tether_t w = shmemWorld(call);
-  if (dst == 1 && sst == 1) return shmemCheck(tether_get_elems(w, dest, src, nelems, es, pe), call);
+void iget(shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es,
+          int pe, const char* call) {
+  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
+  if (dst == 1 && sst == 1) return shmemCheck(tether_get_elems(t.world, dest, src, nelems, es, t.pe), call);
   char* d = static_cast<char*>(dest);
   const char* s = static_cast<const char*>(src);
   for (size_t i = 0; i < nelems; ++i) {
     const ptrdiff_t ii = static_cast<ptrdiff_t>(i);
-    shmemCheck(tether_get(w, d + ii * dst * static_cast<ptrdiff_t>(es), s + ii * sst * static_cast<ptrdiff_t>(es),
-                          es, pe),
+    shmemCheck(tether_get(t.world, d + ii * dst * static_cast<ptrdiff_t>(es),
+                          s + ii * sst * static_cast<ptrdiff_t>(es), es, t.pe),
                call);
   }
 }
 
-void putSignal(void* dest, const void* src, size_t nelems, size_t es, uint64_t* sig_addr, uint64_t signal,
-               int sig_op, int pe, bool nbi, const char* call) {
-  tether_t w = shmemWorld(call);
+void putSignal(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, uint64_t* sig_addr,
+               uint64_t signal, int sig_op, int pe, bool nbi, const char* call) {
+  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
   const size_t n = bytesOf(nelems, es, call);
   const auto op = static_cast<tether_signal_op_t>(sig_op);
-  shmemCheck(nbi ? tether_put_signal_nbi(w, dest, src, n, sig_addr, signal, op, pe)
-                 : tether_put_signal(w, dest, src, n, sig_addr, signal, op, pe),
+  shmemCheck(nbi ? tether_put_signal_nbi(t.world, dest, src, n, sig_addr, signal, op, t.pe)
+                 : tether_put_signal(t.world, dest, src, n, sig_addr, signal, op, t.pe),
              call);
 }
+
+void quiet(shmem_ctx_t ctx, const char* call) { shmemCheck(tether_quiet(shmemCtxWorld(ctx, call)), call); }
+void fence(shmem_ctx_t ctx, const char* call) { shmemCheck(tether_fence(shmemCtxWorld(ctx, call)), call); }
 
 // Collective allocation: NULL when the heap is exhausted (OpenSHMEM), abort on anything else (mismatched arguments
 // across PEs, bad alignment).
@@ -167,6 +187,7 @@ void shmem_finalize(void) {
   std::lock_guard<std::mutex> lock(g_init_mutex);
   tether_t w = g_world.exchange(nullptr, std::memory_order_acq_rel);
   if (w == nullptr) return;
+  shmemCtxFinalize();
   shmemTeamsFinalize();
   if (tether_finalize(w) != TETHER_SUCCESS) shmemAbort("shmem_finalize");
 }
@@ -250,96 +271,47 @@ void shfree(void* ptr) { shmem_free(ptr); }
 
 // ---- RMA -------------------------------------------------------------------------------------------------------
 
+// Every routine below and its context form (SHMEM_DEFINE_CTX_PAIR_, shmem_internal.h).
+#define SHMEM_RMA_PARAMS_(T) (T * dest, const T* source, size_t nelems, int pe)
+#define SHMEM_STRIDED_PARAMS_(T) (T * dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)
+#define SHMEM_SIGNAL_PARAMS_(T)                                                                                    \
+  (T * dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal, int sig_op, int pe)
+// The RMA routines on elements of ES bytes: OP_<name> with dest/source of type T.
+#define SHMEM_DEFINE_RMA_OPS_(T, ES, PUT, GET, PUT_NBI, GET_NBI, IPUT, IGET, PUT_SIGNAL, PUT_SIGNAL_NBI)           \
+  SHMEM_DEFINE_CTX_PAIR_(void, PUT, SHMEM_RMA_PARAMS_(T), put, (dest, source, nelems, ES, pe))                     \
+  SHMEM_DEFINE_CTX_PAIR_(void, GET, SHMEM_RMA_PARAMS_(T), get, (dest, source, nelems, ES, pe))                     \
+  SHMEM_DEFINE_CTX_PAIR_(void, PUT_NBI, SHMEM_RMA_PARAMS_(T), putNbi, (dest, source, nelems, ES, pe))              \
+  SHMEM_DEFINE_CTX_PAIR_(void, GET_NBI, SHMEM_RMA_PARAMS_(T), getNbi, (dest, source, nelems, ES, pe))              \
+  SHMEM_DEFINE_CTX_PAIR_(void, IPUT, SHMEM_STRIDED_PARAMS_(T), iput, (dest, source, dst, sst, nelems, ES, pe))     \
+  SHMEM_DEFINE_CTX_PAIR_(void, IGET, SHMEM_STRIDED_PARAMS_(T), iget, (dest, source, dst, sst, nelems, ES, pe))     \
+  SHMEM_DEFINE_CTX_PAIR_(void, PUT_SIGNAL, SHMEM_SIGNAL_PARAMS_(T), putSignal,                                     \
+                         (dest, source, nelems, ES, sig_addr, signal, sig_op, pe, false))                          \
+  SHMEM_DEFINE_CTX_PAIR_(void, PUT_SIGNAL_NBI, SHMEM_SIGNAL_PARAMS_(T), putSignal,                                 \
+                         (dest, source, nelems, ES, sig_addr, signal, sig_op, pe, true))
+
 #define SHMEM_DEFINE_RMA_(NAME, T)                                                                                 \
-  void shmem_##NAME##_put(T* dest, const T* source, size_t nelems, int pe) {                                       \
-    put(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_put");                                               \
-  }                                                                                                                \
-  void shmem_##NAME##_get(T* dest, const T* source, size_t nelems, int pe) {                                       \
-    get(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_get");                                               \
-  }                                                                                                                \
-  void shmem_##NAME##_put_nbi(T* dest, const T* source, size_t nelems, int pe) {                                   \
-    putNbi(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_put_nbi");                                        \
-  }                                                                                                                \
-  void shmem_##NAME##_get_nbi(T* dest, const T* source, size_t nelems, int pe) {                                   \
-    getNbi(dest, source, nelems, sizeof(T), pe, "shmem_" #NAME "_get_nbi");                                        \
-  }                                                                                                                \
-  void shmem_##NAME##_p(T* dest, T value, int pe) {                                                                \
-    shmemCheck(tether_put(shmemWorld("shmem_" #NAME "_p"), dest, &value, sizeof(T), pe), "shmem_" #NAME "_p");     \
-  }                                                                                                                \
-  T shmem_##NAME##_g(const T* source, int pe) {                                                                    \
-    T value;                                                                                                       \
-    shmemCheck(tether_get(shmemWorld("shmem_" #NAME "_g"), &value, source, sizeof(T), pe), "shmem_" #NAME "_g");   \
-    return value;                                                                                                  \
-  }                                                                                                                \
-  void shmem_##NAME##_iput(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {        \
-    iput(dest, source, dst, sst, nelems, sizeof(T), pe, "shmem_" #NAME "_iput");                                   \
-  }                                                                                                                \
-  void shmem_##NAME##_iget(T* dest, const T* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {        \
-    iget(dest, source, dst, sst, nelems, sizeof(T), pe, "shmem_" #NAME "_iget");                                   \
-  }                                                                                                                \
-  void shmem_##NAME##_put_signal(T* dest, const T* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,    \
-                                 int sig_op, int pe) {                                                             \
-    putSignal(dest, source, nelems, sizeof(T), sig_addr, signal, sig_op, pe, false, "shmem_" #NAME "_put_signal"); \
-  }                                                                                                                \
-  void shmem_##NAME##_put_signal_nbi(T* dest, const T* source, size_t nelems, uint64_t* sig_addr,                  \
-                                     uint64_t signal, int sig_op, int pe) {                                        \
-    putSignal(dest, source, nelems, sizeof(T), sig_addr, signal, sig_op, pe, true,                                 \
-              "shmem_" #NAME "_put_signal_nbi");                                                                   \
-  }
+  SHMEM_DEFINE_RMA_OPS_(T, sizeof(T), NAME##_put, NAME##_get, NAME##_put_nbi, NAME##_get_nbi, NAME##_iput,         \
+                        NAME##_iget, NAME##_put_signal, NAME##_put_signal_nbi)                                     \
+  SHMEM_DEFINE_CTX_PAIR_(void, NAME##_p, (T * dest, T value, int pe), putValue<T>, (dest, value, pe))              \
+  SHMEM_DEFINE_CTX_PAIR_(T, NAME##_g, (const T* source, int pe), getValue<T>, (source, pe))
 SHMEM_RMA_TYPES_(SHMEM_DEFINE_RMA_)
 #undef SHMEM_DEFINE_RMA_
 
 #define SHMEM_DEFINE_SIZED_RMA_(BITS)                                                                              \
-  void shmem_put##BITS(void* dest, const void* source, size_t nelems, int pe) {                                    \
-    put(dest, source, nelems, (BITS) / 8, pe, "shmem_put" #BITS);                                                  \
-  }                                                                                                                \
-  void shmem_get##BITS(void* dest, const void* source, size_t nelems, int pe) {                                    \
-    get(dest, source, nelems, (BITS) / 8, pe, "shmem_get" #BITS);                                                  \
-  }                                                                                                                \
-  void shmem_put##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe) {                              \
-    putNbi(dest, source, nelems, (BITS) / 8, pe, "shmem_put" #BITS "_nbi");                                        \
-  }                                                                                                                \
-  void shmem_get##BITS##_nbi(void* dest, const void* source, size_t nelems, int pe) {                              \
-    getNbi(dest, source, nelems, (BITS) / 8, pe, "shmem_get" #BITS "_nbi");                                        \
-  }                                                                                                                \
-  void shmem_iput##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {     \
-    iput(dest, source, dst, sst, nelems, (BITS) / 8, pe, "shmem_iput" #BITS);                                      \
-  }                                                                                                                \
-  void shmem_iget##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) {     \
-    iget(dest, source, dst, sst, nelems, (BITS) / 8, pe, "shmem_iget" #BITS);                                      \
-  }                                                                                                                \
-  void shmem_put##BITS##_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,                \
-                                uint64_t signal, int sig_op, int pe) {                                             \
-    putSignal(dest, source, nelems, (BITS) / 8, sig_addr, signal, sig_op, pe, false, "shmem_put" #BITS "_signal"); \
-  }                                                                                                                \
-  void shmem_put##BITS##_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr,            \
-                                    uint64_t signal, int sig_op, int pe) {                                         \
-    putSignal(dest, source, nelems, (BITS) / 8, sig_addr, signal, sig_op, pe, true,                                \
-              "shmem_put" #BITS "_signal_nbi");                                                                    \
-  }
+  SHMEM_DEFINE_RMA_OPS_(void, (BITS) / 8, put##BITS, get##BITS, put##BITS##_nbi, get##BITS##_nbi, iput##BITS,      \
+                        iget##BITS, put##BITS##_signal, put##BITS##_signal_nbi)
 SHMEM_RMA_SIZES_(SHMEM_DEFINE_SIZED_RMA_)
 #undef SHMEM_DEFINE_SIZED_RMA_
 
-void shmem_putmem(void* dest, const void* source, size_t nelems, int pe) {
-  put(dest, source, nelems, 1, pe, "shmem_putmem");
-}
-void shmem_getmem(void* dest, const void* source, size_t nelems, int pe) {
-  get(dest, source, nelems, 1, pe, "shmem_getmem");
-}
-void shmem_putmem_nbi(void* dest, const void* source, size_t nelems, int pe) {
-  putNbi(dest, source, nelems, 1, pe, "shmem_putmem_nbi");
-}
-void shmem_getmem_nbi(void* dest, const void* source, size_t nelems, int pe) {
-  getNbi(dest, source, nelems, 1, pe, "shmem_getmem_nbi");
-}
-void shmem_putmem_signal(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                         int sig_op, int pe) {
-  putSignal(dest, source, nelems, 1, sig_addr, signal, sig_op, pe, false, "shmem_putmem_signal");
-}
-void shmem_putmem_signal_nbi(void* dest, const void* source, size_t nelems, uint64_t* sig_addr, uint64_t signal,
-                             int sig_op, int pe) {
-  putSignal(dest, source, nelems, 1, sig_addr, signal, sig_op, pe, true, "shmem_putmem_signal_nbi");
-}
+// The mem forms: elements of one byte.
+SHMEM_DEFINE_CTX_PAIR_(void, putmem, SHMEM_RMA_PARAMS_(void), put, (dest, source, nelems, 1, pe))
+SHMEM_DEFINE_CTX_PAIR_(void, getmem, SHMEM_RMA_PARAMS_(void), get, (dest, source, nelems, 1, pe))
+SHMEM_DEFINE_CTX_PAIR_(void, putmem_nbi, SHMEM_RMA_PARAMS_(void), putNbi, (dest, source, nelems, 1, pe))
+SHMEM_DEFINE_CTX_PAIR_(void, getmem_nbi, SHMEM_RMA_PARAMS_(void), getNbi, (dest, source, nelems, 1, pe))
+SHMEM_DEFINE_CTX_PAIR_(void, putmem_signal, SHMEM_SIGNAL_PARAMS_(void), putSignal,
+                       (dest, source, nelems, 1, sig_addr, signal, sig_op, pe, false))
+SHMEM_DEFINE_CTX_PAIR_(void, putmem_signal_nbi, SHMEM_SIGNAL_PARAMS_(void), putSignal,
+                       (dest, source, nelems, 1, sig_addr, signal, sig_op, pe, true))
 
 uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
   uint64_t v = 0;
@@ -357,11 +329,22 @@ uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value
 
 // ---- ordering and barriers -------------------------------------------------------------------------------------
 
-void shmem_quiet(void) { shmemCheck(tether_quiet(shmemWorld("shmem_quiet")), "shmem_quiet"); }
-void shmem_fence(void) { shmemCheck(tether_fence(shmemWorld("shmem_fence")), "shmem_fence"); }
+void shmem_quiet(void) { quiet(SHMEM_CTX_DEFAULT, "shmem_quiet"); }
+void shmem_fence(void) { fence(SHMEM_CTX_DEFAULT, "shmem_fence"); }
+void shmem_ctx_quiet(shmem_ctx_t ctx) { quiet(ctx, "shmem_ctx_quiet"); }
+void shmem_ctx_fence(shmem_ctx_t ctx) { fence(ctx, "shmem_ctx_fence"); }
 void shmem_barrier_all(void) {
   shmemCheck(tether_barrier_all(shmemWorld("shmem_barrier_all")), "shmem_barrier_all");
 }
 void shmem_sync_all(void) { shmemCheck(tether_sync_all(shmemWorld("shmem_sync_all")), "shmem_sync_all"); }
+
+// ---- deprecated cache management: no-ops (tether keeps no cache of remote data) --------------------------------
+
+void shmem_clear_cache_inv(void) {}
+void shmem_set_cache_inv(void) {}
+void shmem_clear_cache_line_inv(void*) {}
+void shmem_set_cache_line_inv(void*) {}
+void shmem_udcflush(void) {}
+void shmem_udcflush_line(void*) {}
 
 }  // extern "C"

@@ -37,4 +37,28 @@ bool shmemTeamValid(shmem_team_t team);
 // World PE number of team-relative `pe`; -1 when the team is invalid or pe is outside [0, team size).
 int shmemTeamWorldPe(shmem_team_t team, int pe);
 
+// ---- contexts (shmem_ctx.cpp)
+// Where an operation of `call` on context `ctx` goes: the instance and the world PE number of `pe`, which is
+// numbered in the context's team (SHMEM_TEAM_WORLD: unchanged, tether range-checks it). Aborts naming `call` when
+// OpenSHMEM is not initialised, ctx is SHMEM_CTX_INVALID or destroyed, its team is no longer valid, or pe is outside
+// the team.
+struct ShmemTarget {
+  tether_t world;
+  int pe;
+};
+ShmemTarget shmemCtxTarget(shmem_ctx_t ctx, int pe, const char* call);
+// The instance for an operation of `call` on the whole context (quiet, fence); the same checks without a PE.
+tether_t shmemCtxWorld(shmem_ctx_t ctx, const char* call);
+// Marks every created context destroyed (shmem_finalize, before the teams are released).
+void shmemCtxFinalize();
+
 }  // namespace tether_shmem
+
+// Defines shmem_ctx_<OP>(shmem_ctx_t ctx, params...) and shmem_<OP>(params...), both returning
+// IMPL(context, ARGS..., routine name): one implementation per operation, the routine without a context running on
+// SHMEM_CTX_DEFAULT. PARAMS and ARGS are parenthesised lists. For the extern "C" definitions of the ctx forms.
+#define SHMEM_DEFINE_CTX_PAIR_(RET, OP, PARAMS, IMPL, ARGS)                                                        \
+  RET shmem_ctx_##OP(shmem_ctx_t ctx, SHMEM_UNPAREN_ PARAMS) {                                                     \
+    return IMPL(ctx, SHMEM_UNPAREN_ ARGS, "shmem_ctx_" #OP);                                                       \
+  }                                                                                                                \
+  RET shmem_##OP(SHMEM_UNPAREN_ PARAMS) { return IMPL(SHMEM_CTX_DEFAULT, SHMEM_UNPAREN_ ARGS, "shmem_" #OP); }

@@ -48,12 +48,13 @@ int main(void) {
 
   /* Atomics on a global counter of PE 0 from every PE; a lock on a global. */
   for (int k = 0; k < 10; ++k) shmem_long_atomic_add(&counter, 1, 0);
+  shmem_barrier_all();
   shmem_set_lock(&lock);
   long v = shmem_long_g(&counter, 0);
-  shmem_long_p(&counter, v, 0); /* under the lock: no lost update */
+  shmem_long_p(&counter, v + 1, 0); /* read-modify-write under the lock: no lost update */
   shmem_clear_lock(&lock);
   shmem_barrier_all();
-  if (me == 0) SCHECK(counter == 10L * n, "counter %ld, expected %ld", counter, 10L * n);
+  if (me == 0) SCHECK(counter == 11L * n, "counter %ld, expected %ld", counter, 11L * n);
 
   /* Put-with-signal into globals and a wait on a global signal word. */
   long payload = 4242 + me;
