@@ -54,8 +54,9 @@ __global__ void pPingPong(dev::Handle h, uint64_t* flag, int iters) {
   }
 }
 
+// __launch_bounds__(1024): block rows run 1024 threads (without it the copy loop's registers exceed the launch limit).
 template <Scope S>
-__global__ void putSignalPingPong(dev::Handle h, char* buf, const char* local, size_t nb, uint64_t* sig, int iters) {
+__global__ void __launch_bounds__(1024) putSignalPingPong(dev::Handle h, char* buf, const char* local, size_t nb, uint64_t* sig, int iters) {
   const int me = h.my_pe, peer = 1 - me;
   for (int i = 1; i <= iters; ++i) {
     if (me == 0) {
@@ -69,7 +70,7 @@ __global__ void putSignalPingPong(dev::Handle h, char* buf, const char* local, s
 }
 
 template <Scope S>
-__global__ void putQuietLatency(dev::Handle h, char* buf, const char* local, size_t nb, int iters) {
+__global__ void __launch_bounds__(1024) putQuietLatency(dev::Handle h, char* buf, const char* local, size_t nb, int iters) {
   for (int i = 0; i < iters; ++i) {
     dev::putmem_nbi<S>(h, buf, local, nb, 1);
     dev::quiet<S>(h);
@@ -77,13 +78,14 @@ __global__ void putQuietLatency(dev::Handle h, char* buf, const char* local, siz
 }
 
 // Bandwidth: block b moves its share of nb bytes, `reps` times; then one quiet.
-__global__ void putBw(dev::Handle h, char* buf, const char* local, size_t nb, int peer, int reps, int get) {
+template <bool Get>
+__global__ void __launch_bounds__(1024) putBw(dev::Handle h, char* buf, const char* local, size_t nb, int peer, int reps) {
   const size_t share = (nb / gridDim.x + 15) & ~size_t{15};
   const size_t lo = share * blockIdx.x;
   if (lo >= nb) return;
   const size_t len = share < nb - lo ? share : nb - lo;
   for (int r = 0; r < reps; ++r) {
-    if (get)
+    if (Get)
       dev::getmem_nbi<Scope::Block>(h, const_cast<char*>(local) + lo, buf + lo, len, peer);
     else
       dev::putmem_nbi<Scope::Block>(h, buf + lo, local + lo, len, peer);
@@ -201,7 +203,7 @@ int main(int argc, char** argv) {
   uint64_t* out = nullptr;
   CK(cudaMalloc(&out, 64));
   TK(tether_device_handle(c.w, &c.h));
-  if (!dev::ptr(c.h, buf, 1 - c.me)) {
+  if (!tether_ptr(c.w, buf, 1 - c.me)) {
     std::fprintf(stderr, "no p2p path between the two GPUs: nothing to measure (proxy path not implemented yet)\n");
     return 2;
   }
@@ -279,7 +281,12 @@ int main(int argc, char** argv) {
   {
     auto bw = [&](size_t nb, int blocks, int mode /*0 put, 1 get, 2 bidir*/) -> double {
       const int reps = nb <= (1 << 20) ? 20 : 1;
-      auto launch = [&] { putBw<<<blocks, 1024>>>(c.h, buf, local, nb, 1 - c.me, reps, mode == 1); };
+      auto launch = [&] {
+        if (mode == 1)
+          putBw<true><<<blocks, 1024>>>(c.h, buf, local, nb, 1 - c.me, reps);
+        else
+          putBw<false><<<blocks, 1024>>>(c.h, buf, local, nb, 1 - c.me, reps);
+      };
       double t = 0;
       TK(tether_barrier_all(c.w));
       if (mode == 2 || c.me == 0) {

@@ -211,14 +211,21 @@ struct Spin {
 // Segment of symmetric address a (DEVICE first: the hot case in kernels), -1 if none; *off = offset in it.
 TETHER_HD int segOf(const Handle& h, const void* a, uint64_t* off) {
   const uint64_t x = reinterpret_cast<uint64_t>(a);
-  const int order[3] = {TETHER_DEVICE_SEG_DEVICE, TETHER_DEVICE_SEG_HOST, TETHER_DEVICE_SEG_STATIC};
-  for (int i = 0; i < 3; ++i) {
-    const int k = order[i];
-    const uint64_t o = x - h.seg[k].sym_base;
-    if (o < h.seg[k].size) {
-      *off = o;
-      return k;
-    }
+  // Unrolled by hand: a run-time indexed array of segment numbers would live in local memory.
+  uint64_t o = x - h.seg[TETHER_DEVICE_SEG_DEVICE].sym_base;
+  if (o < h.seg[TETHER_DEVICE_SEG_DEVICE].size) {
+    *off = o;
+    return TETHER_DEVICE_SEG_DEVICE;
+  }
+  o = x - h.seg[TETHER_DEVICE_SEG_HOST].sym_base;
+  if (o < h.seg[TETHER_DEVICE_SEG_HOST].size) {
+    *off = o;
+    return TETHER_DEVICE_SEG_HOST;
+  }
+  o = x - h.seg[TETHER_DEVICE_SEG_STATIC].sym_base;
+  if (o < h.seg[TETHER_DEVICE_SEG_STATIC].size) {
+    *off = o;
+    return TETHER_DEVICE_SEG_STATIC;
   }
   return -1;
 }
@@ -382,11 +389,11 @@ TETHER_HD void copyBytes(void* dst, const void* src, size_t n) {
   if ((rel & 15) == 0)
     copyAligned<int4, 8>(d, s, n, r, sz);
   else if ((rel & 7) == 0)
-    copyAligned<unsigned long long, 8>(d, s, n, r, sz);
+    copyAligned<unsigned long long, 4>(d, s, n, r, sz);
   else if ((rel & 3) == 0)
-    copyAligned<unsigned, 8>(d, s, n, r, sz);
+    copyAligned<unsigned, 4>(d, s, n, r, sz);
   else
-    copyAligned<unsigned char, 8>(d, s, n, r, sz);
+    copyAligned<unsigned char, 4>(d, s, n, r, sz);
 #else
   // Contiguous shares (one memcpy each), 64-byte aligned boundaries.
   size_t share = (n + static_cast<size_t>(sz) - 1) / static_cast<size_t>(sz);
