@@ -249,6 +249,71 @@ tether_status_t tether_signal_wait_until(tether_t world, uint64_t* sig_addr, tet
 tether_status_t tether_barrier_all(tether_t world);
 tether_status_t tether_sync_all(tether_t world);
 
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Device handle: everything the header-only device API (tether/device.cuh, namespace tether::device) needs, in one
+ * trivially copyable struct that kernels take BY VALUE (no __device__ globals, no -rdc). Plain data; read it, never
+ * write it. Addresses in it are in the handle's address space: GPU addresses (HOST and STATIC views through their
+ * registered GPU aliases) for tether_device_handle, CPU addresses for tether_device_handle_cpu.
+ *
+ * Translation of a symmetric address a (as tether_malloc returned it on this PE) to PE pe, segment k:
+ *   off = a - seg[k].sym_base   (a lies in segment k when off < seg[k].size)
+ *   direct:   seg[k].window + pe * seg[k].stride + off        (flags & TETHER_DEVICE_DIRECT: no memory access)
+ *   else:     peers[pe].base[k] + off, or unreachable when peers[pe].base[k] == 0
+ * Lifetime: valid until tether_finalize, and until the next collective allocation that grows a heap (HOST views are
+ * re-registered with the GPU then, and their aliases may move): take a fresh handle after allocating. */
+
+#define TETHER_DEVICE_SEG_HOST 0
+#define TETHER_DEVICE_SEG_DEVICE 1
+#define TETHER_DEVICE_SEG_STATIC 2
+#define TETHER_DEVICE_SEGS 3
+#define TETHER_DEVICE_MAX_ROUNDS 32
+
+/* handle flags */
+#define TETHER_DEVICE_DIRECT 1u /* every PE is on this host at local index == pe, every present segment of every PE is
+                                   reachable, and views lie at window + j*stride: translation is arithmetic only */
+#define TETHER_DEVICE_GPU 2u    /* addresses are for kernels of this PE's GPU (else for CPU threads) */
+
+typedef struct tether_device_segment_s {
+  uint64_t sym_base; /* this PE's copy as the program names it (CPU address for HOST/STATIC, GPU for DEVICE) */
+  uint64_t size;     /* bytes of the symmetric range: [sym_base, sym_base + size) */
+  uint64_t window;   /* view of local PE 0 in the handle's address space (valid when uniform) */
+  uint64_t stride;   /* distance between consecutive local PEs' views (valid when uniform) */
+  uint64_t my_view;  /* this PE's own copy in the handle's address space */
+  uint32_t present;  /* this segment exists (and is reachable for this PE itself) */
+  uint32_t uniform;  /* views of local PE j at window + j*stride */
+} tether_device_segment_t;
+
+typedef struct tether_device_peer_s {
+  int32_t local_index; /* index among this host's PEs, -1 on another host */
+  uint32_t reach;      /* bit k set: segment k of this PE is addressable by loads/stores/atomics from here */
+  uint64_t base[TETHER_DEVICE_SEGS]; /* that PE's copy of segment k in the handle's address space, 0 if unreachable */
+} tether_device_peer_t;
+
+/* Internal words of the device barrier (one block per PE, in its DEVICE segment when there is one, else in the HOST
+ * control block). round[r] is written only by PE (me - 2^r) mod n, epoch only by this PE. */
+typedef struct tether_device_barrier_s {
+  uint64_t epoch;
+  uint64_t pad_[7];
+  struct { uint64_t value; uint64_t pad_[7]; } round[TETHER_DEVICE_MAX_ROUNDS];
+} tether_device_barrier_t;
+
+typedef struct tether_device_handle_s {
+  int32_t my_pe, n_pes;
+  int32_t my_local, local_size;
+  uint32_t flags;
+  uint32_t barrier_seg;                  /* segment holding the barrier words */
+  uint64_t timeout_ns;                   /* device spin-wait bound (TETHER_TIMEOUT); 0 = unbounded */
+  tether_device_segment_t seg[TETHER_DEVICE_SEGS];
+  const tether_device_peer_t* peers;     /* n_pes entries (GPU memory for the GPU handle, host memory for the CPU one) */
+  tether_device_barrier_t* barrier;      /* symmetric address (sym space of barrier_seg) of the barrier block */
+} tether_device_handle_t;
+
+/* The handle for kernels on this PE's GPU. Fails with TETHER_ERR_UNSUPPORTED when this PE has no GPU. */
+tether_status_t tether_device_handle(tether_t world, tether_device_handle_t* handle);
+/* The same for CPU threads of this process (host-compiled device API over HOST and STATIC segments; DEVICE segments
+ * are marked unreachable). Works in every build. */
+tether_status_t tether_device_handle_cpu(tether_t world, tether_device_handle_t* handle);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -179,6 +179,13 @@ tether_status_t tether_register_program_data(tether_t w) {
   });
 }
 
+tether_status_t tether_device_handle(tether_t w, tether_device_handle_t* h) {
+  return guarded(w, "tether_device_handle", [&](World& x) { return x.deviceHandle(true, h); });
+}
+tether_status_t tether_device_handle_cpu(tether_t w, tether_device_handle_t* h) {
+  return guarded(w, "tether_device_handle_cpu", [&](World& x) { return x.deviceHandle(false, h); });
+}
+
 void* tether_ptr(tether_t w, const void* addr, int pe) { return w && w->impl ? w->impl->ptr(addr, pe) : nullptr; }
 
 // ---- RMA

@@ -147,7 +147,8 @@ Status World::setUpHeaps() {
     dp.forceIpc = config_.flag("TETHER_DEVICE_IPC");
     TETHER_TRY(deviceAccess(localRanks, &dp.accessDevice).withContext("tether_init"));
     TETHER_TRY(gpu_->createDeviceHeap(dp, *bootstrap_, &device_).withContext("tether_init: device heap"));
-    devAlloc_.reset(new Allocator(0, device_->maxBytes()));
+    devAlloc_.reset(new Allocator(kDeviceControlBytes, device_->maxBytes()));
+    TETHER_TRY(gpu_->memset(device_->myBase(), 0, kDeviceControlBytes).withContext("tether_init: device control words"));
     TETHER_LOG_INFO(LogSys::Heap, "DEVICE heap (%s): %llu bytes committed on GPU %d, up to %llu",
                     device_->mechanism(), static_cast<unsigned long long>(device_->committed()), gpu_->device(),
                     static_cast<unsigned long long>(device_->maxBytes()));
@@ -398,7 +399,7 @@ Status World::checkSymmetricSlow(const char* call, const char* what, const void*
   ranges[count++] = {SegKind::Host, hb, hb + kControlBytes, hb + host_->committed()};
   if (device_) {
     const uintptr_t db = reinterpret_cast<uintptr_t>(device_->myBase());
-    ranges[count++] = {SegKind::Device, db, db, db + device_->committed()};
+    ranges[count++] = {SegKind::Device, db, db + kDeviceControlBytes, db + device_->committed()};
   }
   if (static_) {
     const uintptr_t sb = reinterpret_cast<uintptr_t>(staticLocal_);

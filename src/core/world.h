@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,10 @@ class World {
   Status signalWaitUntil(uint64_t* sig, tether_cmp_t cmp, uint64_t value, uint64_t* seen);
   Status barrier(const char* call, bool quietFirst);
 
+  // ---- device API -- core/device_handle.cpp
+  // Fills the device handle (tether.h) for kernels of this PE's GPU (forGpu) or for CPU threads of this process.
+  Status deviceHandle(bool forGpu, tether_device_handle_t* out);
+
  private:
   World() = default;
   Status init(const tether_init_attr_t& attr);
@@ -171,6 +176,12 @@ class World {
   std::vector<PeerPath> paths_;
   std::vector<std::unique_ptr<StagedCtx>> staged_;  // ctx of each staged path (owned here, used by PeerPaths)
   std::vector<std::pair<const TransportOps*, void*>> opsInUse_;  // distinct (ops, ctx) over all paths (quiet/fence visit each once)
+  // Device-handle peer tables, by address space (0: CPU, 1: GPU): the last one's contents and every table handed
+  // out (kept until the World dies, so a kernel still holding an older handle never reads freed memory).
+  std::mutex handleMu_;
+  std::vector<tether_device_peer_t> lastPeers_[2];
+  const tether_device_peer_t* lastTable_[2] = {nullptr, nullptr};
+  std::vector<std::unique_ptr<std::vector<tether_device_peer_t>>> cpuTables_;
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   bool finalized_ = false;
@@ -183,9 +194,13 @@ struct ControlBlock {
     uint64_t value;
   };
   Slot barrier[kMaxRounds];
+  tether_device_barrier_t devBarrier;  // the device barrier's words when there is no DEVICE heap (CPU handle too)
 };
 constexpr uint64_t kControlBytes = 64 * 1024;  // reserved; user allocations start here
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
 static_assert(World::kControlBytesInline == kControlBytes, "World's inline heap check uses kControlBytes");
+// Internal words at the start of every PE's DEVICE segment: the device barrier (tether_device_barrier_t), zeroed at
+// start-up. User allocations start after it.
+constexpr uint64_t kDeviceControlBytes = 64 * 1024;
 
 }  // namespace tether

@@ -83,6 +83,8 @@ class GpuContext {
   virtual Status atomicVia(int dev, void* target, const AmoArgs& a, uint64_t* fetched) = 0;
   virtual Status signalVia(int dev, void* target, uint64_t value, tether_signal_op_t op) = 0;
   virtual Status memset(void* dst, int value, size_t n) = 0;  // blocking
+  // Plain GPU memory of this PE's GPU for internal tables (the device handle's peer table); freed with the context.
+  virtual Status allocDevice(size_t n, void** out) = 0;
 
   virtual Status createDeviceHeap(const DeviceHeapParams& params, Bootstrap& bootstrap,
                                   std::unique_ptr<DeviceHeap>* out) = 0;

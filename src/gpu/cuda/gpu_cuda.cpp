@@ -284,6 +284,7 @@ class CudaGpuContext : public GpuContext {
     cudaSetDevice(device_);
     for (auto s : streams_) cudaStreamDestroy(s);
     for (void* p : registered_) cudaHostUnregister(p);
+    for (void* p : allocs_) cudaFree(p);
     if (result_) cudaFreeHost(result_);
   }
 
@@ -464,6 +465,14 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
+  Status allocDevice(size_t n, void** out) override {
+    CUDA_TRY(cudaSetDevice(device_));
+    CUDA_TRY(cudaMalloc(out, n));
+    std::lock_guard<std::mutex> lock(viaMu_);
+    allocs_.push_back(*out);
+    return Status::ok();
+  }
+
   Status memset(void* dst, int value, size_t n) override {
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaMemsetAsync(dst, value, n, streams_[0]));
@@ -540,6 +549,7 @@ class CudaGpuContext : public GpuContext {
   std::string busId_;
   std::vector<cudaStream_t> streams_;
   std::vector<void*> registered_;
+  std::vector<void*> allocs_;  // allocDevice, freed in the destructor
   std::unique_ptr<std::atomic<bool>[]> pending_;
   std::atomic<size_t> next_{0};
   uint64_t splitMin_ = 0;

@@ -1,0 +1,809 @@
+// tether device API: kernel-initiated communication, header-only (namespace tether::device).
+//
+// Include this header from CUDA code (.cu, nvcc) for kernels, or from plain C++ for CPU threads: every function is
+// __host__ __device__ inline (TETHER_HD) and the host compilation runs the same protocol code with __atomic builtins,
+// so signals, rings and the device barrier are tested on CPUs over HOST segments. No -rdc, no __device__ globals: all
+// state is in the handle (tether_device_handle_t, tether.h) that the kernel takes BY VALUE, and in symmetric memory.
+//
+//   tether_device_handle_t h;  tether_device_handle(world, &h);   // GPU handle (tether_device_handle_cpu: CPU one)
+//   kernel<<<g, b>>>(h, ...);  →  tether::device::put<Scope::Block>(h, dest, src, nelems, pe);
+//
+// Addresses. `dest`/`src`/`sig`/`ivar` arguments that name symmetric objects take the address tether_malloc* (or the
+// STATIC segment) gave THIS PE — the same number on the CPU and in kernels, also for HOST objects; the API translates
+// it to the GPU alias of the target PE's copy (`ptr` gives that raw pointer). Local buffers (`src` of put, `dest` of
+// get) are plain addresses the caller can access. Translation: `addr - seg.sym_base + window + pe * stride` when the
+// handle is DIRECT (all PEs on this host, uniform views), else one read of the GPU-resident peer table.
+//
+// Scopes. Functions templated on Scope are collective over the calling group: Scope::Thread (the thread alone),
+// Scope::Warp (all 32 lanes of a warp call with the same arguments), Scope::Block (every thread of the block). Bulk
+// copies are spread over the group in 16-byte vectors (8/4/1-byte when the relative alignment of source and target
+// forbids), 8 vectors per thread in flight. On the CPU, a group is the set of threads registered with HostScope
+// (default: the calling thread alone); its members split the bytes the same way.
+//
+// Memory model (system scope everywhere, since peers are other GPUs and CPUs):
+//  - put/get/p/g and the copy part of put_signal are weak stores/loads. Blocking forms return when the local buffer
+//    may be reused (for get: when it is filled, for the whole group); remote visibility of puts is guaranteed only by
+//    quiet, fence, a signal, or a barrier. _nbi forms skip the group synchronisation at the end; quiet completes them.
+//  - Signals (put_signal, signal_op) are RELEASE at system scope (st.release.sys / red.release.sys.add; on the CPU
+//    __atomic store/add RELEASE) issued by the group's leader after a group barrier, so whoever observes the signal
+//    with an ACQUIRE (signal_wait_until, wait_until, test, signal_fetch) also sees every byte the group put before it.
+//  - Waits and tests are ACQUIRE loads at system scope (ld.acquire.sys; __ATOMIC_ACQUIRE). Each thread of the group
+//    polls itself, so each thread has its own acquire. Bounded by TETHER_TIMEOUT (handle.timeout_ns): on expiry the
+//    wait prints what it waited for and traps (GPU) / aborts (CPU).
+//  - quiet: every thread fence.sc.sys (__threadfence_system; CPU: seq_cst fence) after its own stores, then the group
+//    synchronises: every earlier put/AMO/signal of the group is complete and visible to every PE and the host.
+//  - fence: fence.acq_rel.sys per thread: earlier puts are ordered before later puts/signals to each PE (cumulative).
+//  - Atomics (atomic_*) are relaxed system-scope RMW operations, atomic against every other tether atomic on the word
+//    (GPU and host API AMOs on DEVICE words; on HOST words from a GPU only where the platform has native host
+//    atomics). Order them with fence/quiet. They are single-thread operations (call from one thread).
+//  - sync_all<S>: every thread fences, the group synchronises, the leader runs a dissemination barrier over all PEs
+//    (one release store per round into the peer's round word, acquire-wait on its own), then the group synchronises:
+//    stores before it by any thread of the group on any PE are visible after it. barrier_all = quiet + sync_all (the
+//    same thing on load/store paths). One group per PE may be in a device barrier at a time (a whole grid: use
+//    barrier_all_grid from a kernel started with launch_cooperative).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <type_traits>
+
+#include "tether/tether.h"
+
+#if defined(__CUDACC__)
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#define TETHER_HD __host__ __device__ __forceinline__
+#else
+#define TETHER_HD inline
+#endif
+
+namespace tether {
+namespace device {
+
+using Handle = tether_device_handle_t;
+
+enum class Scope { Thread, Warp, Block };
+enum class SignalOp : int { Set = TETHER_SIGNAL_SET, Add = TETHER_SIGNAL_ADD };
+enum class Cmp : int { EQ = TETHER_CMP_EQ, NE = TETHER_CMP_NE, GT = TETHER_CMP_GT, GE = TETHER_CMP_GE,
+                       LT = TETHER_CMP_LT, LE = TETHER_CMP_LE };
+
+// ---- CPU groups (host compilation only) ------------------------------------------------------------------------
+// A CPU thread acting as member `rank` of a group of `size` threads for Scope S: set it with HostScope, give the
+// group a barrier (sync(arg) must be a full barrier with acquire/release semantics, e.g. HostBarrier::arrive).
+struct HostGroup {
+  int rank = 0, size = 1;
+  void (*sync)(void*) = nullptr;
+  void* arg = nullptr;
+};
+namespace detail {
+inline HostGroup& hostGroup(Scope s) {
+  static thread_local HostGroup groups[3];  // per CPU thread: the host stand-in for threadIdx/blockDim
+  return groups[static_cast<int>(s)];
+}
+}  // namespace detail
+
+// Sense-reversing barrier for a fixed number of CPU threads (acquire/release: what a thread wrote before arrive() is
+// visible to every thread after it).
+class HostBarrier {
+ public:
+  explicit HostBarrier(int n) : n_(n) {}
+  void arrive() {
+    const unsigned gen = __atomic_load_n(&gen_, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&count_, 1, __ATOMIC_ACQ_REL) == n_) {
+      __atomic_store_n(&count_, 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&gen_, gen + 1, __ATOMIC_RELEASE);
+      return;
+    }
+    for (int i = 0; __atomic_load_n(&gen_, __ATOMIC_ACQUIRE) == gen; ++i)
+      if (i > 64) std::this_thread::yield();
+  }
+  static void syncFn(void* self) { static_cast<HostBarrier*>(self)->arrive(); }
+
+ private:
+  int n_;
+  int count_ = 0;
+  unsigned gen_ = 0;
+};
+
+template <Scope S>
+class HostScope {  // RAII: this CPU thread is member `rank` of a `size`-thread group for Scope S
+ public:
+  HostScope(int rank, int size, HostBarrier* barrier) : saved_(detail::hostGroup(S)) {
+    detail::hostGroup(S) = HostGroup{rank, size, &HostBarrier::syncFn, barrier};
+  }
+  ~HostScope() { detail::hostGroup(S) = saved_; }
+  HostScope(const HostScope&) = delete;
+  HostScope& operator=(const HostScope&) = delete;
+
+ private:
+  HostGroup saved_;
+};
+
+namespace detail {
+
+// ---- groups ------------------------------------------------------------------------------------------------------
+template <Scope S>
+TETHER_HD int groupRank() {
+#if defined(__CUDA_ARCH__)
+  if (S == Scope::Thread) return 0;
+  if (S == Scope::Warp) {
+    unsigned lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return static_cast<int>(lane);
+  }
+  return static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+#else
+  return S == Scope::Thread ? 0 : hostGroup(S).rank;
+#endif
+}
+template <Scope S>
+TETHER_HD int groupSize() {
+#if defined(__CUDA_ARCH__)
+  if (S == Scope::Thread) return 1;
+  if (S == Scope::Warp) return 32;
+  return static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+#else
+  return S == Scope::Thread ? 1 : hostGroup(S).size;
+#endif
+}
+template <Scope S>
+TETHER_HD void groupSync() {
+#if defined(__CUDA_ARCH__)
+  if (S == Scope::Warp) __syncwarp();
+  if (S == Scope::Block) __syncthreads();
+#else
+  if (S != Scope::Thread) {
+    HostGroup& g = hostGroup(S);
+    if (g.size > 1 && g.sync) g.sync(g.arg);
+  }
+#endif
+}
+
+// ---- failure and bounded spinning ------------------------------------------------------------------------------
+TETHER_HD void fail(const char* what, const void* addr, int pe) {
+#if defined(__CUDA_ARCH__)
+  printf("tether device API: %s (address %p, PE %d) in block (%d,%d,%d) thread (%d,%d,%d)\n", what, addr, pe,
+         blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+  __trap();
+#else
+  std::fprintf(stderr, "tether device API (CPU): %s (address %p, PE %d)\n", what, addr, pe);
+  std::abort();
+#endif
+}
+
+struct Spin {
+  uint64_t start = 0, limit = 0;
+  unsigned n = 0;
+  TETHER_HD explicit Spin(uint64_t timeoutNs) : limit(timeoutNs) { start = now(); }
+  TETHER_HD static uint64_t now() {
+#if defined(__CUDA_ARCH__)
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+#else
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+#endif
+  }
+  // false once the time limit passed (checked every 256 polls).
+  TETHER_HD bool next() {
+    ++n;
+#if !defined(__CUDA_ARCH__)
+    if (n > 10000)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    else if (n > 64)
+      std::this_thread::yield();
+#endif
+    if (limit && (n & 255) == 0 && now() - start > limit) return false;
+    return true;
+  }
+};
+
+// ---- translation -------------------------------------------------------------------------------------------------
+// Segment of symmetric address a (DEVICE first: the hot case in kernels), -1 if none; *off = offset in it.
+TETHER_HD int segOf(const Handle& h, const void* a, uint64_t* off) {
+  const uint64_t x = reinterpret_cast<uint64_t>(a);
+  // Unrolled by hand: a run-time indexed array of segment numbers would live in local memory.
+  uint64_t o = x - h.seg[TETHER_DEVICE_SEG_DEVICE].sym_base;
+  if (o < h.seg[TETHER_DEVICE_SEG_DEVICE].size) {
+    *off = o;
+    return TETHER_DEVICE_SEG_DEVICE;
+  }
+  o = x - h.seg[TETHER_DEVICE_SEG_HOST].sym_base;
+  if (o < h.seg[TETHER_DEVICE_SEG_HOST].size) {
+    *off = o;
+    return TETHER_DEVICE_SEG_HOST;
+  }
+  o = x - h.seg[TETHER_DEVICE_SEG_STATIC].sym_base;
+  if (o < h.seg[TETHER_DEVICE_SEG_STATIC].size) {
+    *off = o;
+    return TETHER_DEVICE_SEG_STATIC;
+  }
+  return -1;
+}
+TETHER_HD char* view(const Handle& h, int k, int pe) {
+  if (h.flags & TETHER_DEVICE_DIRECT)
+    return reinterpret_cast<char*>(h.seg[k].window + static_cast<uint64_t>(pe) * h.seg[k].stride);
+  return reinterpret_cast<char*>(h.peers[pe].base[k]);
+}
+template <typename T>
+TETHER_HD T* remote(const Handle& h, const T* a, int pe) {  // translated or fail (never null)
+  uint64_t off;
+  const int k = segOf(h, a, &off);
+  if (k < 0) fail("address is not in a symmetric segment of this handle", a, pe);
+  if (static_cast<unsigned>(pe) >= static_cast<unsigned>(h.n_pes)) fail("PE out of range", a, pe);
+  char* b = view(h, k, pe);
+  if (!b) fail("PE not reachable by loads/stores (proxy path not implemented yet)", a, pe);
+  return reinterpret_cast<T*>(b + off);
+}
+template <typename T>
+TETHER_HD T* local(const Handle& h, const T* a) {  // this PE's own copy, in the handle's address space
+  uint64_t off;
+  const int k = segOf(h, a, &off);
+  if (k < 0) fail("address is not in a symmetric segment of this handle", a, h.my_pe);
+  return reinterpret_cast<T*>(h.seg[k].my_view + off);
+}
+
+// ---- scalar memory operations (system scope) -------------------------------------------------------------------
+template <int N> struct BitsOf;
+template <> struct BitsOf<2> { using type = uint16_t; };
+template <> struct BitsOf<4> { using type = uint32_t; };
+template <> struct BitsOf<8> { using type = uint64_t; };
+
+// loadAcquire / loadRelaxed: 2/4/8-byte loads at system scope (ld.<sem>.sys; on the CPU __atomic_load_n).
+#if defined(__CUDA_ARCH__)
+#define TETHER_LOAD_BITS_(sem)                                                                  \
+  if (sizeof(T) == 8) {                                                                         \
+    unsigned long long v;                                                                       \
+    asm volatile("ld." sem ".sys.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");                 \
+    u = static_cast<U>(v);                                                                      \
+  } else if (sizeof(T) == 4) {                                                                  \
+    unsigned v;                                                                                 \
+    asm volatile("ld." sem ".sys.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");                 \
+    u = static_cast<U>(v);                                                                      \
+  } else {                                                                                      \
+    unsigned short v;                                                                           \
+    asm volatile("ld." sem ".sys.b16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");                 \
+    u = static_cast<U>(v);                                                                      \
+  }
+#else
+#define TETHER_LOAD_BITS_(sem) \
+  u = __atomic_load_n(reinterpret_cast<const U*>(p), sem[0] == 'a' ? __ATOMIC_ACQUIRE : __ATOMIC_RELAXED);
+#endif
+#define TETHER_DEFINE_LOAD_(name, sem)         \
+  template <typename T>                        \
+  TETHER_HD T name(const T* p) {               \
+    using U = typename BitsOf<sizeof(T)>::type; \
+    U u;                                       \
+    TETHER_LOAD_BITS_(sem)                     \
+    T t;                                       \
+    memcpy(&t, &u, sizeof t);                  \
+    return t;                                  \
+  }
+TETHER_DEFINE_LOAD_(loadAcquire, "acquire")
+TETHER_DEFINE_LOAD_(loadRelaxed, "relaxed")
+#undef TETHER_DEFINE_LOAD_
+#undef TETHER_LOAD_BITS_
+template <typename T>
+TETHER_HD void storeRelaxed(T* p, T v) {
+  using U = typename BitsOf<sizeof(T)>::type;
+  U u;
+  memcpy(&u, &v, sizeof u);
+#if defined(__CUDA_ARCH__)
+  if (sizeof(T) == 8)
+    asm volatile("st.relaxed.sys.b64 [%0], %1;" ::"l"(p), "l"(static_cast<unsigned long long>(u)) : "memory");
+  else if (sizeof(T) == 4)
+    asm volatile("st.relaxed.sys.b32 [%0], %1;" ::"l"(p), "r"(static_cast<unsigned>(u)) : "memory");
+  else
+    asm volatile("st.relaxed.sys.b16 [%0], %1;" ::"l"(p), "h"(static_cast<unsigned short>(u)) : "memory");
+#else
+  __atomic_store_n(reinterpret_cast<U*>(p), u, __ATOMIC_RELAXED);
+#endif
+}
+TETHER_HD void storeRelease(uint64_t* p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("st.release.sys.b64 [%0], %1;" ::"l"(p), "l"(static_cast<unsigned long long>(v)) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+TETHER_HD void addRelease(uint64_t* p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("red.release.sys.add.u64 [%0], %1;" ::"l"(p), "l"(static_cast<unsigned long long>(v)) : "memory");
+#else
+  __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+#endif
+}
+TETHER_HD void fenceSc() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("fence.sc.sys;" ::: "memory");
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+TETHER_HD void fenceAcqRel() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+  __atomic_thread_fence(__ATOMIC_ACQ_REL);
+#endif
+}
+
+template <typename T>
+TETHER_HD bool compare(T a, Cmp c, T b) {
+  switch (c) {
+    case Cmp::EQ: return a == b;
+    case Cmp::NE: return a != b;
+    case Cmp::GT: return a > b;
+    case Cmp::GE: return a >= b;
+    case Cmp::LT: return a < b;
+    case Cmp::LE: return a <= b;
+  }
+  return false;
+}
+
+// ---- bulk copies -------------------------------------------------------------------------------------------------
+#if defined(__CUDA_ARCH__)
+// Words of type W, group member r of sz, U words per thread in flight (all loads, then all stores).
+template <typename W, int U>
+__device__ __forceinline__ void copyWords(W* d, const W* s, size_t n, int r, int sz) {
+  size_t i = static_cast<size_t>(r);
+  const size_t step = static_cast<size_t>(sz);
+  for (; i + (U - 1) * step < n; i += U * step) {
+    W v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = s[i + u * step];
+#pragma unroll
+    for (int u = 0; u < U; ++u) d[i + u * step] = v[u];
+  }
+  for (; i < n; i += step) d[i] = s[i];
+}
+template <typename W, int U>
+__device__ __forceinline__ void copyAligned(char* d, const char* s, size_t n, int r, int sz) {
+  const size_t head = (sizeof(W) - (reinterpret_cast<uintptr_t>(d) & (sizeof(W) - 1))) & (sizeof(W) - 1);
+  const size_t h = head < n ? head : n;
+  for (size_t i = static_cast<size_t>(r); i < h; i += static_cast<size_t>(sz)) d[i] = s[i];
+  const size_t nw = (n - h) / sizeof(W);
+  copyWords<W, U>(reinterpret_cast<W*>(d + h), reinterpret_cast<const W*>(s + h), nw, r, sz);
+  const size_t done = h + nw * sizeof(W);
+  for (size_t i = done + static_cast<size_t>(r); i < n; i += static_cast<size_t>(sz)) d[i] = s[i];
+}
+#endif
+
+// The group's members together copy n bytes (each its share); no synchronisation.
+template <Scope S>
+TETHER_HD void copyBytes(void* dst, const void* src, size_t n) {
+  const int r = groupRank<S>(), sz = groupSize<S>();
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+#if defined(__CUDA_ARCH__)
+  const uintptr_t rel = reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s);
+  if ((rel & 15) == 0)
+    copyAligned<int4, 8>(d, s, n, r, sz);
+  else if ((rel & 7) == 0)
+    copyAligned<unsigned long long, 4>(d, s, n, r, sz);
+  else if ((rel & 3) == 0)
+    copyAligned<unsigned, 4>(d, s, n, r, sz);
+  else
+    copyAligned<unsigned char, 4>(d, s, n, r, sz);
+#else
+  // Contiguous shares (one memcpy each), 64-byte aligned boundaries.
+  size_t share = (n + static_cast<size_t>(sz) - 1) / static_cast<size_t>(sz);
+  share = (share + 63) & ~static_cast<size_t>(63);
+  const size_t lo = share * static_cast<size_t>(r);
+  if (lo < n) memcpy(d + lo, s + lo, n - lo < share ? n - lo : share);
+#endif
+}
+
+TETHER_HD void signalRelease(uint64_t* sig, uint64_t value, SignalOp op) {
+  if (op == SignalOp::Add)
+    addRelease(sig, value);
+  else
+    storeRelease(sig, value);
+}
+
+template <typename T>
+TETHER_HD T waitValue(const Handle& h, const T* ivar, Cmp c, T value, const char* what) {
+  const T* p = local(h, ivar);
+  Spin spin(h.timeout_ns);
+  for (;;) {
+    const T v = loadAcquire(p);
+    if (compare(v, c, value)) return v;
+    if (!spin.next()) {
+#if defined(__CUDA_ARCH__)
+      printf("tether device API: %s timed out on PE %d: word %p (cmp %d, expected %llu, seen %llu)\n", what, h.my_pe,
+             static_cast<const void*>(ivar), static_cast<int>(c), static_cast<unsigned long long>(value),
+             static_cast<unsigned long long>(v));
+#else
+      std::fprintf(stderr, "tether device API (CPU): %s timed out on PE %d: word %p (cmp %d, expected %llu, seen %llu)\n",
+                   what, h.my_pe, static_cast<const void*>(ivar), static_cast<int>(c),
+                   static_cast<unsigned long long>(value), static_cast<unsigned long long>(v));
+#endif
+      fail("wait timed out (TETHER_TIMEOUT)", ivar, h.my_pe);
+    }
+  }
+}
+
+}  // namespace detail
+
+// ================================================================================================================
+// Addresses
+
+// pe's copy of the symmetric object at addr, as a pointer usable here (kernel: GPU address; CPU handle: CPU
+// address), or nullptr when addr is not symmetric, pe is out of range, or pe is not reachable by loads/stores.
+template <typename T>
+TETHER_HD T* ptr(const Handle& h, T* addr, int pe) {
+  uint64_t off;
+  const int k = detail::segOf(h, addr, &off);
+  if (k < 0 || static_cast<unsigned>(pe) >= static_cast<unsigned>(h.n_pes)) return nullptr;
+  char* b = detail::view(h, k, pe);
+  return b ? reinterpret_cast<T*>(b + off) : nullptr;
+}
+TETHER_HD int my_pe(const Handle& h) { return h.my_pe; }
+TETHER_HD int n_pes(const Handle& h) { return h.n_pes; }
+
+// ================================================================================================================
+// RMA. putmem/getmem: bytes; put/get: nelems elements of T. Collective over the scope (same arguments).
+
+template <Scope S = Scope::Thread>
+TETHER_HD void putmem_nbi(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
+  if (nbytes) detail::copyBytes<S>(detail::remote(h, static_cast<char*>(dest), pe), src, nbytes);
+}
+template <Scope S = Scope::Thread>
+TETHER_HD void putmem(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
+  putmem_nbi<S>(h, dest, src, nbytes, pe);
+  detail::groupSync<S>();  // the whole source has been read: the group may reuse it
+}
+template <Scope S = Scope::Thread>
+TETHER_HD void getmem_nbi(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
+  if (nbytes) detail::copyBytes<S>(dest, detail::remote(h, static_cast<const char*>(src), pe), nbytes);
+}
+template <Scope S = Scope::Thread>
+TETHER_HD void getmem(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
+  getmem_nbi<S>(h, dest, src, nbytes, pe);
+  detail::groupSync<S>();  // dest is complete for every member
+}
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void put(const Handle& h, T* dest, const T* src, size_t nelems, int pe) {
+  putmem<S>(h, dest, src, nelems * sizeof(T), pe);
+}
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void put_nbi(const Handle& h, T* dest, const T* src, size_t nelems, int pe) {
+  putmem_nbi<S>(h, dest, src, nelems * sizeof(T), pe);
+}
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void get(const Handle& h, T* dest, const T* src, size_t nelems, int pe) {
+  getmem<S>(h, dest, src, nelems * sizeof(T), pe);
+}
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void get_nbi(const Handle& h, T* dest, const T* src, size_t nelems, int pe) {
+  getmem_nbi<S>(h, dest, src, nelems * sizeof(T), pe);
+}
+
+// Single element, one thread. p: weak store (visible at quiet/fence/signal); g: relaxed system-scope load for 2/4/8-
+// byte T (sees the latest value reaching this GPU), plain load otherwise.
+template <typename T>
+TETHER_HD void p(const Handle& h, T* dest, T value, int pe) {
+  T* d = detail::remote(h, dest, pe);
+  if (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)
+    detail::storeRelaxed(d, value);
+  else
+    *d = value;
+}
+template <typename T>
+TETHER_HD T g(const Handle& h, const T* src, int pe) {
+  const T* s = detail::remote(h, src, pe);
+  if (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) return detail::loadRelaxed(s);
+  return *s;
+}
+
+// ================================================================================================================
+// Signals (64-bit words in symmetric memory)
+
+// Put then signal: the group copies, synchronises, and its leader updates pe's *sig with a system-scope release, so
+// a PE that observes the new signal value (acquire) sees all nbytes. The _nbi form returns without a final group
+// synchronisation (the source may be reused after quiet).
+template <Scope S = Scope::Thread>
+TETHER_HD void putmem_signal_nbi(const Handle& h, void* dest, const void* src, size_t nbytes, uint64_t* sig,
+                                 uint64_t value, SignalOp op, int pe) {
+  if (nbytes) detail::copyBytes<S>(detail::remote(h, static_cast<char*>(dest), pe), src, nbytes);
+  detail::groupSync<S>();
+  if (detail::groupRank<S>() == 0) detail::signalRelease(detail::remote(h, sig, pe), value, op);
+}
+template <Scope S = Scope::Thread>
+TETHER_HD void putmem_signal(const Handle& h, void* dest, const void* src, size_t nbytes, uint64_t* sig,
+                             uint64_t value, SignalOp op, int pe) {
+  putmem_signal_nbi<S>(h, dest, src, nbytes, sig, value, op, pe);
+}
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void put_signal(const Handle& h, T* dest, const T* src, size_t nelems, uint64_t* sig, uint64_t value,
+                          SignalOp op, int pe) {
+  putmem_signal<S>(h, dest, src, nelems * sizeof(T), sig, value, op, pe);
+}
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void put_signal_nbi(const Handle& h, T* dest, const T* src, size_t nelems, uint64_t* sig, uint64_t value,
+                              SignalOp op, int pe) {
+  putmem_signal_nbi<S>(h, dest, src, nelems * sizeof(T), sig, value, op, pe);
+}
+// One thread: release update of pe's *sig (ordered after this thread's earlier stores).
+TETHER_HD void signal_op(const Handle& h, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
+  detail::signalRelease(detail::remote(h, sig, pe), value, op);
+}
+// Acquire load of this PE's own signal word.
+TETHER_HD uint64_t signal_fetch(const Handle& h, const uint64_t* sig) {
+  return detail::loadAcquire(detail::local(h, sig));
+}
+// Every thread of the scope waits until (*sig cmp value) on this PE (acquire) and gets the value it saw.
+template <Scope S = Scope::Thread>
+TETHER_HD uint64_t signal_wait_until(const Handle& h, const uint64_t* sig, Cmp c, uint64_t value) {
+  return detail::waitValue(h, sig, c, value, "signal_wait_until");
+}
+
+// ================================================================================================================
+// Point-to-point synchronisation on this PE's own symmetric variables (2/4/8-byte T). Acquire at system scope.
+
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD T wait_until(const Handle& h, const T* ivar, Cmp c, T value) {
+  return detail::waitValue(h, ivar, c, value, "wait_until");
+}
+template <typename T>
+TETHER_HD bool test(const Handle& h, const T* ivar, Cmp c, T value) {
+  return detail::compare(detail::loadAcquire(detail::local(h, ivar)), c, value);
+}
+// Array forms over ivars[0..n); status (may be null) excludes entries whose status is non-zero.
+// test_all: every included entry satisfies. test_any: index of one satisfying entry, or SIZE_MAX.
+// test_some: writes the indices of all satisfying entries, returns their count.
+template <typename T>
+TETHER_HD bool test_all(const Handle& h, const T* ivars, size_t n, const int* status, Cmp c, T value) {
+  const T* p = detail::local(h, ivars);
+  for (size_t i = 0; i < n; ++i)
+    if (!(status && status[i]) && !detail::compare(detail::loadAcquire(p + i), c, value)) return false;
+  return true;
+}
+template <typename T>
+TETHER_HD size_t test_any(const Handle& h, const T* ivars, size_t n, const int* status, Cmp c, T value) {
+  const T* p = detail::local(h, ivars);
+  for (size_t i = 0; i < n; ++i)
+    if (!(status && status[i]) && detail::compare(detail::loadAcquire(p + i), c, value)) return i;
+  return SIZE_MAX;
+}
+template <typename T>
+TETHER_HD size_t test_some(const Handle& h, const T* ivars, size_t n, const int* status, Cmp c, T value,
+                           size_t* indices) {
+  const T* p = detail::local(h, ivars);
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!(status && status[i]) && detail::compare(detail::loadAcquire(p + i), c, value)) indices[count++] = i;
+  return count;
+}
+namespace detail {
+TETHER_HD bool anyIncluded(size_t n, const int* status) {
+  for (size_t i = 0; i < n; ++i)
+    if (!(status && status[i])) return true;
+  return false;
+}
+TETHER_HD void waitFailed(const Handle& h, const void* ivars, const char* what) {
+#if defined(__CUDA_ARCH__)
+  printf("tether device API: %s timed out on PE %d over the array at %p\n", what, h.my_pe, ivars);
+#else
+  std::fprintf(stderr, "tether device API (CPU): %s timed out on PE %d over the array at %p\n", what, h.my_pe,
+               ivars);
+#endif
+  fail("wait timed out (TETHER_TIMEOUT)", ivars, h.my_pe);
+}
+}  // namespace detail
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void wait_until_all(const Handle& h, const T* ivars, size_t n, const int* status, Cmp c, T value) {
+  detail::Spin spin(h.timeout_ns);
+  while (!test_all(h, ivars, n, status, c, value))
+    if (!spin.next()) detail::waitFailed(h, ivars, "wait_until_all");
+}
+// Returns SIZE_MAX at once when no entry is included.
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD size_t wait_until_any(const Handle& h, const T* ivars, size_t n, const int* status, Cmp c, T value) {
+  if (!detail::anyIncluded(n, status)) return SIZE_MAX;
+  detail::Spin spin(h.timeout_ns);
+  for (;;) {
+    const size_t i = test_any(h, ivars, n, status, c, value);
+    if (i != SIZE_MAX) return i;
+    if (!spin.next()) detail::waitFailed(h, ivars, "wait_until_any");
+  }
+}
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD size_t wait_until_some(const Handle& h, const T* ivars, size_t n, const int* status, Cmp c, T value,
+                                 size_t* indices) {
+  if (!detail::anyIncluded(n, status)) return 0;
+  detail::Spin spin(h.timeout_ns);
+  for (;;) {
+    const size_t k = test_some(h, ivars, n, status, c, value, indices);
+    if (k) return k;
+    if (!spin.next()) detail::waitFailed(h, ivars, "wait_until_some");
+  }
+}
+
+// ================================================================================================================
+// Atomics on 32/64-bit words (one thread; relaxed, system scope; see the memory model above). Integer T for all;
+// fetch/set/swap also take float and double.
+
+namespace detail {
+template <typename T>
+TETHER_HD typename BitsOf<sizeof(T)>::type toBits(T v) {
+  typename BitsOf<sizeof(T)>::type u;
+  memcpy(&u, &v, sizeof u);
+  return u;
+}
+template <typename T, typename U>
+TETHER_HD T fromBits(U u) {
+  static_assert(sizeof(T) == sizeof(U), "size");
+  T v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+enum class Rmw { Add, And, Or, Xor, Swap };
+template <typename U>
+TETHER_HD U rmw(U* p, Rmw op, U v) {
+  static_assert(sizeof(U) == 4 || sizeof(U) == 8, "tether device atomics take 32- or 64-bit words");
+#if defined(__CUDA_ARCH__)
+  using A = typename std::conditional<sizeof(U) == 8, unsigned long long, unsigned int>::type;
+  A* a = reinterpret_cast<A*>(p);
+  const A x = static_cast<A>(v);
+  switch (op) {
+    case Rmw::Add: return static_cast<U>(atomicAdd_system(a, x));
+    case Rmw::And: return static_cast<U>(atomicAnd_system(a, x));
+    case Rmw::Or: return static_cast<U>(atomicOr_system(a, x));
+    case Rmw::Xor: return static_cast<U>(atomicXor_system(a, x));
+    case Rmw::Swap: return static_cast<U>(atomicExch_system(a, x));
+  }
+  return 0;
+#else
+  switch (op) {
+    case Rmw::Add: return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    case Rmw::And: return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
+    case Rmw::Or: return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+    case Rmw::Xor: return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);
+    case Rmw::Swap: return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+  }
+  return 0;
+#endif
+}
+template <typename U>
+TETHER_HD U cas(U* p, U cond, U v) {
+#if defined(__CUDA_ARCH__)
+  using A = typename std::conditional<sizeof(U) == 8, unsigned long long, unsigned int>::type;
+  return static_cast<U>(atomicCAS_system(reinterpret_cast<A*>(p), static_cast<A>(cond), static_cast<A>(v)));
+#else
+  __atomic_compare_exchange_n(p, &cond, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return cond;  // the old value either way
+#endif
+}
+template <typename T>
+TETHER_HD T amo(const Handle& h, T* dest, Rmw op, T value, int pe) {
+  using U = typename BitsOf<sizeof(T)>::type;
+  U* d = reinterpret_cast<U*>(remote(h, dest, pe));
+  return fromBits<T>(rmw<U>(d, op, toBits(value)));
+}
+}  // namespace detail
+
+template <typename T>
+TETHER_HD T atomic_fetch(const Handle& h, const T* dest, int pe) {
+  return detail::loadRelaxed(detail::remote(h, dest, pe));
+}
+template <typename T>
+TETHER_HD void atomic_set(const Handle& h, T* dest, T value, int pe) {
+  detail::storeRelaxed(detail::remote(h, dest, pe), value);
+}
+template <typename T>
+TETHER_HD T atomic_swap(const Handle& h, T* dest, T value, int pe) {
+  return detail::amo(h, dest, detail::Rmw::Swap, value, pe);
+}
+template <typename T>
+TETHER_HD T atomic_compare_swap(const Handle& h, T* dest, T cond, T value, int pe) {
+  using U = typename detail::BitsOf<sizeof(T)>::type;
+  U* d = reinterpret_cast<U*>(detail::remote(h, dest, pe));
+  return detail::fromBits<T>(detail::cas<U>(d, detail::toBits(cond), detail::toBits(value)));
+}
+// fetch_add/add, fetch_inc/inc, fetch_and/and, fetch_or/or, fetch_xor/xor: the fetching form returns the old value.
+#define TETHER_DEFINE_AMO_(name, op)                                                 \
+  template <typename T>                                                              \
+  TETHER_HD T atomic_fetch_##name(const Handle& h, T* dest, T value, int pe) {       \
+    return detail::amo(h, dest, detail::Rmw::op, value, pe);                         \
+  }                                                                                  \
+  template <typename T>                                                              \
+  TETHER_HD void atomic_##name(const Handle& h, T* dest, T value, int pe) {          \
+    (void)detail::amo(h, dest, detail::Rmw::op, value, pe);                          \
+  }
+TETHER_DEFINE_AMO_(add, Add)
+TETHER_DEFINE_AMO_(and, And)
+TETHER_DEFINE_AMO_(or, Or)
+TETHER_DEFINE_AMO_(xor, Xor)
+#undef TETHER_DEFINE_AMO_
+template <typename T>
+TETHER_HD T atomic_fetch_inc(const Handle& h, T* dest, int pe) {
+  return detail::amo(h, dest, detail::Rmw::Add, T(1), pe);
+}
+template <typename T>
+TETHER_HD void atomic_inc(const Handle& h, T* dest, int pe) {
+  (void)detail::amo(h, dest, detail::Rmw::Add, T(1), pe);
+}
+
+// ================================================================================================================
+// Ordering and completion
+
+// Every earlier put/AMO/signal by the scope's threads is complete and visible to all PEs and the host on return.
+template <Scope S = Scope::Thread>
+TETHER_HD void quiet(const Handle&) {
+  detail::fenceSc();
+  detail::groupSync<S>();
+}
+// Earlier puts/AMOs/signals of this thread are ordered before its later ones, per target PE (and globally here).
+template <Scope S = Scope::Thread>
+TETHER_HD void fence(const Handle&) {
+  detail::fenceAcqRel();
+}
+
+// ================================================================================================================
+// Device barrier over all PEs, run by one group per PE (see the memory model above).
+
+template <Scope S = Scope::Thread>
+TETHER_HD void sync_all(const Handle& h) {
+  detail::fenceSc();
+  detail::groupSync<S>();
+  if (detail::groupRank<S>() == 0 && h.n_pes > 1) {
+    tether_device_barrier_t* mine = detail::local(h, h.barrier);
+    const uint64_t epoch = mine->epoch + 1;  // written by this PE's leader only; ordered by the group barriers
+    mine->epoch = epoch;
+    int round = 0;
+    for (int dist = 1; dist < h.n_pes; dist <<= 1, ++round) {
+      const int to = (h.my_pe + dist) % h.n_pes;
+      detail::storeRelease(&detail::remote(h, h.barrier, to)->round[round].value, epoch);
+      (void)detail::waitValue(h, &h.barrier->round[round].value, Cmp::GE, epoch, "device barrier");
+    }
+  }
+  detail::groupSync<S>();
+}
+template <Scope S = Scope::Thread>
+TETHER_HD void barrier_all(const Handle& h) {
+  sync_all<S>(h);  // quiet is the leading fence on load/store paths
+}
+
+#if defined(__CUDACC__)
+// Whole-grid barrier over all PEs: every thread of a kernel started with launch_cooperative calls it.
+__device__ __forceinline__ void sync_all_grid(const Handle& h) {
+  namespace cg = cooperative_groups;
+  cg::grid_group grid = cg::this_grid();
+  detail::fenceSc();
+  grid.sync();
+  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) sync_all<Scope::Block>(h);
+  grid.sync();
+}
+__device__ __forceinline__ void barrier_all_grid(const Handle& h) { sync_all_grid(h); }
+
+// Launches kernel with every block co-resident (cooperative launch), as sync_all_grid needs. Fails with
+// cudaErrorCooperativeLaunchTooLarge when the grid cannot be resident at once.
+template <typename... Params, typename... Args>
+cudaError_t launch_cooperative(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                               Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<Args&&>(args)...);
+}
+#endif
+
+}  // namespace device
+}  // namespace tether

@@ -1,0 +1,128 @@
+// World::deviceHandle: the device handle of tether.h (layout and translation rule are documented there and in
+// include/tether/device.cuh). Built on demand from the heap windows, the GPU aliases of the HOST/STATIC views and the
+// peer paths chosen at start-up; the peer table is cached and reused while its contents do not change.
+#include <cstring>
+
+#include "base/log.h"
+#include "core/world.h"
+
+namespace tether {
+
+Status World::deviceHandle(bool forGpu, tether_device_handle_t* out) {
+  if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_device_handle: handle is NULL");
+  if (forGpu && !gpu_)
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
+                "tether_device_handle: PE %d has no GPU (host-only build, no visible GPU, or TETHER_GPU=none); "
+                "tether_device_handle_cpu gives the handle for CPU threads", job_.rank);
+  tether_device_handle_t h;
+  std::memset(&h, 0, sizeof h);
+  h.my_pe = job_.rank;
+  h.n_pes = job_.size;
+  h.my_local = localPe_;
+  h.local_size = localSize_;
+  h.flags = forGpu ? TETHER_DEVICE_GPU : 0u;
+  h.timeout_ns = timeout_ > 0 ? static_cast<uint64_t>(timeout_ * 1e9) : 0;
+
+  // View of local PE j's copy of segment k in the handle's address space (0: none).
+  auto view = [&](int k, int j) -> uint64_t {
+    switch (static_cast<SegKind>(k)) {
+      case SegKind::Host:
+        if (forGpu && (hostAlias_.size() <= static_cast<size_t>(j) || !registered_)) return 0;
+        return reinterpret_cast<uint64_t>(host_->base(j)) + (forGpu ? hostAlias_[static_cast<size_t>(j)] : 0);
+      case SegKind::Device:
+        return forGpu && device_ ? reinterpret_cast<uint64_t>(device_->base(j)) : 0;
+      case SegKind::Static:
+        if (!static_ || (forGpu && staticAlias_.size() <= static_cast<size_t>(j))) return 0;
+        return reinterpret_cast<uint64_t>(static_->base(j)) + (forGpu ? staticAlias_[static_cast<size_t>(j)] : 0);
+    }
+    return 0;
+  };
+  for (int k = 0; k < kSegKinds; ++k) {
+    tether_device_segment_t& s = h.seg[k];
+    const SegKind kind = static_cast<SegKind>(k);
+    if (kind == SegKind::Host) {
+      s.sym_base = reinterpret_cast<uint64_t>(host_->myBase());
+      s.size = forGpu ? registered_ : host_->committed();
+    } else if (kind == SegKind::Device) {
+      if (!forGpu || !device_) continue;
+      s.sym_base = reinterpret_cast<uint64_t>(device_->myBase());
+      s.size = device_->committed();
+    } else {
+      if (!static_) continue;
+      s.sym_base = reinterpret_cast<uint64_t>(staticLocal_);
+      s.size = staticBytes_;
+    }
+    s.my_view = view(k, localPe_);
+    if (!s.my_view) {  // absent from this address space: no address falls in it
+      s.sym_base = s.size = 0;
+      continue;
+    }
+    s.present = 1;
+    s.window = view(k, 0);
+    s.stride = localSize_ > 1 ? view(k, 1) - view(k, 0) : s.size;
+    s.uniform = 1;
+    for (int j = 0; j < localSize_; ++j)
+      if (view(k, j) != s.window + static_cast<uint64_t>(j) * s.stride) s.uniform = 0;
+    if (!s.uniform)
+      TETHER_LOG_INFO(LogSys::Core, "device handle: %s views are not evenly spaced in the %s address space; "
+                      "translation reads the peer table", segKindName(kind), forGpu ? "GPU" : "CPU");
+  }
+
+  std::vector<tether_device_peer_t> peers(static_cast<size_t>(job_.size));
+  bool direct = true;
+  for (int pe = 0; pe < job_.size; ++pe) {
+    tether_device_peer_t& p = peers[static_cast<size_t>(pe)];
+    std::memset(&p, 0, sizeof p);
+    const bool local = topo_.sameHost(pe, job_.rank);
+    p.local_index = local ? topo_.pes[static_cast<size_t>(pe)].localIndex : -1;
+    if (p.local_index != pe) direct = false;
+    for (int k = 0; k < kSegKinds; ++k) {
+      if (!h.seg[k].present) continue;
+      const SegPath& sp = path(pe, static_cast<SegKind>(k));
+      bool reach = local && sp.ops && (sp.ops->caps & kCapLoadStore) && sp.base;
+      if (static_cast<SegKind>(k) == SegKind::Device && sp.kind == PathKind::Staged) reach = false;
+      if (reach) {
+        p.base[k] = view(k, p.local_index);
+        reach = p.base[k] != 0;
+      }
+      if (reach)
+        p.reach |= 1u << k;
+      else
+        direct = false;
+      if (!h.seg[k].uniform) direct = false;
+    }
+  }
+  if (direct) h.flags |= TETHER_DEVICE_DIRECT;
+
+  // Barrier words: the DEVICE control block for GPU handles (p2p stores, no PCIe), else the HOST control block.
+  if (forGpu && h.seg[static_cast<int>(SegKind::Device)].present) {
+    h.barrier_seg = TETHER_DEVICE_SEG_DEVICE;
+    h.barrier = reinterpret_cast<tether_device_barrier_t*>(device_->myBase());
+  } else {
+    h.barrier_seg = TETHER_DEVICE_SEG_HOST;
+    h.barrier = &reinterpret_cast<ControlBlock*>(host_->myBase())->devBarrier;
+  }
+
+  // Peer table: reuse the last one when nothing changed, else a new one (older ones stay valid until the World dies).
+  const int space = forGpu ? 1 : 0;
+  std::lock_guard<std::mutex> lock(handleMu_);
+  const size_t bytes = peers.size() * sizeof(tether_device_peer_t);
+  if (!lastTable_[space] || lastPeers_[space].size() != peers.size() ||
+      std::memcmp(lastPeers_[space].data(), peers.data(), bytes) != 0) {
+    if (forGpu) {
+      void* table = nullptr;
+      TETHER_TRY(gpu_->allocDevice(bytes, &table).withContext("tether_device_handle: peer table"));
+      TETHER_TRY(gpu_->copy(table, peers.data(), bytes, false).withContext("tether_device_handle: peer table"));
+      lastTable_[space] = static_cast<const tether_device_peer_t*>(table);
+    } else {
+      cpuTables_.emplace_back(new std::vector<tether_device_peer_t>(peers));
+      lastTable_[space] = cpuTables_.back()->data();
+    }
+    lastPeers_[space] = peers;
+  }
+  h.peers = lastTable_[space];
+  *out = h;
+  return Status::ok();
+}
+
+}  // namespace tether
