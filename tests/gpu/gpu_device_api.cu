@@ -203,10 +203,13 @@ void* symAlloc(tether_t w, tether_seg_kind_t kind, size_t bytes) {
 
 // Writes/reads this PE's copy of a symmetric buffer (DEVICE: through cudaMemcpy, HOST: CPU).
 void symWrite(tether_seg_kind_t kind, void* sym, const void* src, size_t n) {
-  if (kind == TETHER_SEG_DEVICE)
+  if (kind == TETHER_SEG_DEVICE) {
+    // A pageable-to-device cudaMemcpy may return before its DMA lands; peers read right after the next barrier.
     CK(cudaMemcpy(sym, src, n, cudaMemcpyHostToDevice));
-  else
+    CK(cudaDeviceSynchronize());
+  } else {
     std::memcpy(sym, src, n);
+  }
 }
 void symRead(tether_seg_kind_t kind, void* dst, const void* sym, size_t n) {
   if (kind == TETHER_SEG_DEVICE)
@@ -298,6 +301,7 @@ int main() {
             symWrite(kind, sym + off, hostBuf.data(), nb);
           else
             CK(cudaMemcpy(local + loff, hostBuf.data(), nb, cudaMemcpyHostToDevice));
+          CK(cudaDeviceSynchronize());
           MP_OK(tether_barrier_all(w));
           uint64_t expect = 0;
           if (isSig) expect = ++sigCount[kindIdx];
