@@ -148,7 +148,11 @@ Status World::setUpHeaps() {
     TETHER_TRY(deviceAccess(localRanks, &dp.accessDevice).withContext("tether_init"));
     TETHER_TRY(gpu_->createDeviceHeap(dp, *bootstrap_, &device_).withContext("tether_init: device heap"));
     devAlloc_.reset(new Allocator(kDeviceControlBytes, device_->maxBytes()));
-    TETHER_TRY(gpu_->memset(device_->myBase(), 0, kDeviceControlBytes).withContext("tether_init: device control words"));
+    {  // zero the device control words with a copy-engine copy (the path every put takes)
+      std::vector<char> zeros(kDeviceControlBytes, 0);
+      TETHER_TRY(gpu_->copy(device_->myBase(), zeros.data(), zeros.size(), false)
+                     .withContext("tether_init: device control words"));
+    }
     TETHER_LOG_INFO(LogSys::Heap, "DEVICE heap (%s): %llu bytes committed on GPU %d, up to %llu",
                     device_->mechanism(), static_cast<unsigned long long>(device_->committed()), gpu_->device(),
                     static_cast<unsigned long long>(device_->maxBytes()));
