@@ -1,61 +1,134 @@
 #!/usr/bin/env bash
-# Side-by-side OpenSHMEM benchmark: bench/shmem/osh_bench.c built with tether's oshcc and with a reference
-# implementation's oshcc (default: Debian's Open MPI, /usr/bin/oshcc + oshrun), run at 2 PEs on this machine,
-# alternating the two builds for ROUNDS rounds; each row reports the median over rounds of each run's median.
-# Writes bench/results/<machine>/shmem_compare.txt (ratio table) and shmem_compare.jsonl (every run's rows).
-# Usage: bench/shmem/compare.sh [machine-name] (default cpu-2core-vm); env ROUNDS (3), REF_OSHCC, REF_OSHRUN.
+# Side-by-side OpenSHMEM benchmark: tether's libtether_shmem vs Open MPI's oshmem (the reference), same source
+# (bench/shmem/osh_bench.c), same machine, 2 PEs, back to back. See bench/shmem/README.md.
+#
+#   bench/shmem/compare.sh [machine-name]        (default machine name: the short hostname)
+#
+# Writes bench/results/<machine>/shmem_compare.txt (ratio table ours/reference with a better/worse column, machine,
+# command, date, versions, load average) and shmem_compare.jsonl (one object per row), and keeps every run's raw
+# output in shmem_compare.runs.jsonl.
+#
+# Environment (all optional):
+#   PRESET=host        CMake preset of our build (host or default); BUILD_DIR overrides build/<preset>
+#   REPS=5             runs per implementation; the order alternates (ours first in odd runs, reference first in even)
+#   BENCH_ARGS=...     extra osh_bench options for both (e.g. "--quick"); the default settings need no options
+#   LOAD_MAX=1.0       wait until the 1-minute load average is below this before measuring ...
+#   LOAD_WAIT=1200     ... for at most this many seconds (then measure anyway and say so in the result)
+#   REF_OSHCC=/usr/bin/oshcc  REF_OSHRUN=/usr/bin/oshrun   the reference's wrapper and launcher
+#   REF_RUN_ARGS="--mca osc ^rdma --bind-to none"          reference launcher options (why: README.md)
+#   RUN_TIMEOUT=600    seconds per run before it is killed
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-machine=${1:-cpu-2core-vm}
-rounds=${ROUNDS:-3}
-ref_cc=${REF_OSHCC:-/usr/bin/oshcc}
-ref_run=${REF_OSHRUN:-/usr/bin/oshrun}
-if [ ! -x "$ref_cc" ] || [ ! -x "$ref_run" ]; then
-  echo "compare.sh: no reference OpenSHMEM at $ref_cc / $ref_run." >&2
-  echo "  On Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev   (or set REF_OSHCC / REF_OSHRUN)" >&2
-  exit 1
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+machine=${1:-$(hostname -s)}
+preset=${PRESET:-host}
+build=${BUILD_DIR:-$root/build/$preset}
+reps=${REPS:-5}
+load_max=${LOAD_MAX:-1.0}
+load_wait=${LOAD_WAIT:-1200}
+ref_oshcc=${REF_OSHCC:-/usr/bin/oshcc}
+ref_oshrun=${REF_OSHRUN:-/usr/bin/oshrun}
+ref_run_args=${REF_RUN_ARGS:---mca osc ^rdma --bind-to none}
+run_timeout=${RUN_TIMEOUT:-600}
+read -r -a bench_args <<<"${BENCH_ARGS:-}"
+cmdline="bench/shmem/compare.sh $*"
+
+die() { echo "compare.sh: $*" >&2; exit 1; }
+
+# ---- prerequisites ------------------------------------------------------------------------------------------------
+if [[ ! -x $ref_oshcc || ! -x $ref_oshrun ]]; then
+  cat >&2 <<EOF
+compare.sh: the reference OpenSHMEM (Open MPI's oshmem) is not installed: $ref_oshcc / $ref_oshrun not found.
+Install it (Debian/Ubuntu):   sudo apt-get install openmpi-bin libopenmpi-dev
+or point REF_OSHCC and REF_OSHRUN at another OpenSHMEM's compiler wrapper and launcher.
+EOF
+  exit 3
 fi
-cmake --preset host >/dev/null
-cmake --build --preset host --target tether_osh_bench tetherrun >/dev/null
-work=build/host/bench/shmem
-"$ref_cc" -O2 -std=c11 bench/shmem/osh_bench.c -o "$work/osh_bench_ref"
-ours=(build/host/tools/tetherrun/tetherrun -n 2 "$work/tether_osh_bench")
-# Open MPI 4.1's osc/rdma component crashes in MPI_Finalize on this kind of machine (a memory hook into an unloaded
-# component); osc is MPI one-sided, unused by OpenSHMEM, so it is excluded. Root needs --allow-run-as-root.
-ref=("$ref_run" -np 2 --oversubscribe --mca osc ^rdma $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root ) "$work/osh_bench_ref")
-res=bench/results/$machine
-mkdir -p "$res"
-: >"$work/all.jsonl"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for r in $(seq 1 "$rounds"); do
-  if [ $((r % 2)) = 1 ]; then order="ours ref"; else order="ref ours"; fi
-  for who in $order; do
-    if [ "$who" = ours ]; then "${ours[@]}" --json "$work/run.jsonl" >/dev/null
-    else "${ref[@]}" --json "$work/run.jsonl" >/dev/null; fi
-    sed "s/^{/{\"who\":\"$who\",\"round\":$r,/" "$work/run.jsonl" >>"$work/all.jsonl"
-  done
+command -v python3 >/dev/null || die "python3 is needed to aggregate the runs"
+
+# ---- build ours (a no-op when up to date) and both binaries --------------------------------------------------------
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  [[ -z ${BUILD_DIR:-} ]] || die "BUILD_DIR=$build is not a configured build tree"
+  (cd "$root" && cmake --preset "$preset" >/dev/null)
+fi
+cmake --build "$build" -j2 --target tether_shmem tetherrun tether_bench_osh >/dev/null ||
+  die "building our tree ($build) failed"
+our_oshcc=$build/tools/tetherrun/oshcc
+our_oshrun=$build/tools/tetherrun/tetherrun
+[[ -x $our_oshcc && -x $our_oshrun ]] || die "$our_oshcc or $our_oshrun missing after the build"
+
+bin=$build/bench/shmem/compare
+mkdir -p "$bin"
+cflags=(-O2 -std=c11)
+"$our_oshcc" "${cflags[@]}" "$root/bench/shmem/osh_bench.c" -o "$bin/osh_bench_tether"
+"$ref_oshcc" "${cflags[@]}" "$root/bench/shmem/osh_bench.c" -o "$bin/osh_bench_oshmem"
+
+ref_root=()
+[[ $(id -u) -eq 0 ]] && ref_root=(--allow-run-as-root)
+npes=2
+# Oversubscription makes Open MPI yield while it polls (slower): only ask for it when there are fewer cores than PEs.
+(( $(nproc) < npes )) && ref_root+=(--oversubscribe)
+read -r -a ref_extra <<<"$ref_run_args"
+run_tether=("$our_oshrun" -n "$npes" "$bin/osh_bench_tether" --impl tether)
+run_oshmem=("$ref_oshrun" "${ref_root[@]}" -np "$npes" "${ref_extra[@]}" "$bin/osh_bench_oshmem" --impl oshmem)
+
+# ---- versions -----------------------------------------------------------------------------------------------------
+git_desc=$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')
+git_branch=$(git -C "$root" rev-parse --abbrev-ref HEAD 2>/dev/null || echo '?')
+our_ver="tether $git_desc (branch $git_branch), preset $preset"
+ompi_ver=$(ompi_info --version 2>/dev/null | head -1 || true)
+ucx_ver=$(ucx_info -v 2>/dev/null | sed -n 's/^# *Library version[^0-9]*\([0-9.]*\).*/\1/p' | head -1 || true)
+[[ -n $ucx_ver ]] || ucx_ver=$(dpkg-query -W -f '${Version}' libucx0 2>/dev/null || echo '?')
+cc_ver=$(cc --version 2>/dev/null | head -1 || echo '?')
+cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
+
+# ---- wait for a quiet machine ---------------------------------------------------------------------------------------
+load1() { cut -d' ' -f1 /proc/loadavg; }
+above() { python3 -c "import sys; sys.exit(0 if float('$1') > float('$2') else 1)"; }
+waited=0
+while above "$(load1)" "$load_max" && (( waited < load_wait )); do
+  echo "compare.sh: load average $(load1) > $load_max, waiting (${waited}s of ${load_wait}s)" >&2
+  sleep 30
+  waited=$((waited + 30))
+done
+load_note="load average before measuring: $(cut -d' ' -f1-3 /proc/loadavg) (waited ${waited}s for < $load_max)"
+above "$(load1)" "$load_max" && load_note+="; STILL ABOVE $load_max after ${load_wait}s: measured anyway"
+echo "compare.sh: $load_note" >&2
+
+# ---- runs ---------------------------------------------------------------------------------------------------------
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+loads=()
+run_one() {  # impl rep
+  local impl=$1 rep=$2 rc=0
+  local -n cmd=run_$impl
+  local out=$work/$impl.$rep
+  local l0; l0=$(load1)
+  timeout "$run_timeout" "${cmd[@]}" --json "$out.jsonl" "${bench_args[@]}" >"$out.txt" 2>"$out.err" || rc=$?
+  loads+=("$impl#$rep:$l0")
+  if ! grep -q '^# osh_bench: done' "$out.txt"; then
+    cat "$out.txt" "$out.err" >&2
+    die "run $rep of $impl failed (exit $rc): ${cmd[*]}"
+  fi
+  if (( rc != 0 )); then
+    echo "compare.sh: note: $impl run $rep exited $rc after completing (crash in shmem_finalize?);" \
+      "its results are kept" >&2
+    echo "$impl run $rep exited $rc after '# osh_bench: done'" >>"$work/notes"
+  fi
+  echo "compare.sh: run $rep $impl done (load $l0)" >&2
+}
+for ((r = 1; r <= reps; ++r)); do
+  if (( r % 2 )); then run_one tether "$r"; run_one oshmem "$r"; else run_one oshmem "$r"; run_one tether "$r"; fi
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-cp "$work/all.jsonl" "$res/shmem_compare.jsonl"
-{
-  echo "# OpenSHMEM side by side: tether vs $("$ref_run" --version 2>&1 | head -1) — osh_bench.c, 2 PEs"
-  echo "# machine: $machine ($(nproc) cores, $(uname -r)); date: $(date -u +%Y-%m-%d); commit $(git rev-parse --short HEAD)"
-  echo "# command: bench/shmem/compare.sh $machine (ROUNDS=$rounds); ours: ${ours[*]}; reference: ${ref[*]}"
-  echo "# load average (1/5/15 min) before: $load_before, after: $load_after"
-  echo "# value = median over rounds of each run's median trial; ratio = tether / reference"
-  python3 - "$work/all.jsonl" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    o = json.loads(line)
-    rows.setdefault((o["op"], o["size"], o["unit"]), {}).setdefault(o["who"], []).append(o["median"])
-print(f"{'op':<14}{'size':>10}  {'tether':>10}  {'reference':>10}  {'unit':<7}{'ratio':>7}  verdict")
-for (op, size, unit), v in rows.items():
-    a, b = statistics.median(v["ours"]), statistics.median(v["ref"])
-    lower = unit == "us"
-    ratio = a / b if b else float("inf")
-    better = (a <= b) if lower else (a >= b)
-    print(f"{op:<14}{size:>10}  {a:>10.3f}  {b:>10.3f}  {unit:<7}{ratio:>7.2f}  {'tether better or equal' if better else 'tether WORSE'}")
-PY
-} >"$res/shmem_compare.txt"
-cat "$res/shmem_compare.txt"
+
+# ---- aggregate and write ------------------------------------------------------------------------------------------
+outdir=$root/bench/results/$machine
+mkdir -p "$outdir"
+export WORK=$work REPS=$reps OUTDIR=$outdir MACHINE=$machine CMDLINE=$cmdline HOSTNAME_=$(hostname) CPU=$cpu \
+  NPROC=$(nproc) OUR_VER=$our_ver OMPI_VER=$ompi_ver UCX_VER=$ucx_ver CC_VER=$cc_ver LOAD_NOTE=$load_note \
+  LOAD_AFTER=$load_after LOADS="${loads[*]}" RUN_TETHER="${run_tether[*]}" RUN_OSHMEM="${run_oshmem[*]}" \
+  BENCH_ARGS_=${bench_args[*]:-} CFLAGS_="${cflags[*]}" OUR_OSHCC=$our_oshcc REF_OSHCC_=$ref_oshcc
+python3 "$here/compare_report.py"
+echo "compare.sh: wrote $outdir/shmem_compare.txt and .jsonl" >&2

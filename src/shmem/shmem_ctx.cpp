@@ -75,6 +75,7 @@ tether_t checkedWorld(shmem_ctx_t ctx, const char* call) {
 tether_t shmemCtxWorld(shmem_ctx_t ctx, const char* call) { return checkedWorld(ctx, call); }
 
 ShmemTarget shmemCtxTarget(shmem_ctx_t ctx, int pe, const char* call) {
+  if (ctx == SHMEM_CTX_DEFAULT) return {shmemWorld(call), pe};  // always live while initialised; world team
   tether_t w = checkedWorld(ctx, call);
   if (ctx->team == SHMEM_TEAM_WORLD) return {w, pe};
   if (!shmemTeamValid(ctx->team)) shmemAbortMsg(call, "the context's team was destroyed");
