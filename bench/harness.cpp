@@ -522,4 +522,17 @@ void Reporter::flush() {
   if (json_ != nullptr) std::fflush(json_);
 }
 
+Row makeRow(const std::string& op, const std::string& path, const std::string& kinds, size_t bytes, long iters,
+            const std::vector<double>& samples, bool bandwidth) {
+  Row row;
+  row.op = op;
+  row.path = path;
+  row.kinds = kinds;
+  row.bytes = bytes;
+  row.iters = iters;
+  row.latUs = computeStats(samples);
+  if (bandwidth && row.latUs.median > 0) row.bwGBps = static_cast<double>(bytes) / (row.latUs.median * 1e3);
+  return row;
+}
+
 }  // namespace tether_bench

@@ -114,6 +114,10 @@ struct Row {
   double bwGBps = -1;
 };
 
+// A row from per-operation latency samples (µs); with bandwidth, bwGBps = bytes / median latency.
+Row makeRow(const std::string& op, const std::string& path, const std::string& kinds, size_t bytes, long iters,
+            const std::vector<double>& samples, bool bandwidth);
+
 enum class TableKind { Latency, Bandwidth };
 
 class Reporter {

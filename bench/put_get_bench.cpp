@@ -312,16 +312,7 @@ std::string sizeLabel(const std::string& op, const Pair& pair, size_t bytes) {
 
 void report(Bench& b, const std::string& op, size_t bytes, long iters, const std::vector<double>& samples,
             bool bandwidth, const std::string& kinds, const std::string& path) {
-  if (b.me != 0) return;
-  Row row;
-  row.op = op;
-  row.path = path;
-  row.kinds = kinds;
-  row.bytes = bytes;
-  row.iters = iters;
-  row.latUs = tether_bench::computeStats(samples);
-  if (bandwidth && row.latUs.median > 0) row.bwGBps = static_cast<double>(bytes) / (row.latUs.median * 1e3);
-  b.rep->addRow(row);
+  if (b.me == 0) b.rep->addRow(tether_bench::makeRow(op, path, kinds, bytes, iters, samples, bandwidth));
 }
 
 std::string tag(const Bench& b, const Pair& pair) { return pair.name() + ", path " + pathFor(b, pair.target); }

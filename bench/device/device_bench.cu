@@ -4,6 +4,7 @@
 // (launch cost amortised over them), after a warm-up kernel; ping-pong rows report one-way = time / (2 * iters).
 // Prints a table (stdout, PE 0) and JSON lines (--json FILE). Exits non-zero only if a call fails or data is wrong.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -217,6 +219,16 @@ int main(int argc, char** argv) {
     CK(cudaGetDeviceProperties(&prop, d));
     std::printf("# tether_bench_device: %s x2, handle flags 0x%x; one kernel per row, CUDA events, warm-up 1\n",
                 prop.name, c.h.flags);
+    if (c.json) {  // first JSON line: where, when and how (the rows follow)
+      char host[256] = "?", date[32] = "?";
+      gethostname(host, sizeof host - 1);
+      const std::time_t now = std::time(nullptr);
+      std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+      std::string cmd;
+      for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+      std::fprintf(c.json, "{\"record\":\"run\",\"bench\":\"device\",\"host\":\"%s\",\"gpu\":\"%s x2\",\"date\":\"%s\","
+                   "\"command\":\"%s\"}\n", host, prop.name, date, cmd.c_str());
+    }
     std::printf("%-22s %-6s %12s %6s %12s %10s %9s\n", "row", "scope", "bytes", "blocks", "us", "GB/s", "iters");
   }
 

@@ -43,7 +43,6 @@ namespace {
 
 using tether_bench::Options;
 using tether_bench::Reporter;
-using tether_bench::Row;
 using tether_bench::TableKind;
 
 const char* const kOps[] = {"put", "put_nbi", "put_window", "get", "put_bidir"};
@@ -273,16 +272,7 @@ std::string label(const std::string& op, const std::string& kinds, size_t bytes)
 
 void report(Bench& b, const std::string& op, const std::string& kinds, size_t bytes, long iters,
             const std::vector<double>& samples, bool bandwidth) {
-  if (b.me != 0) return;
-  Row row;
-  row.op = op;
-  row.path = kPath;
-  row.kinds = kinds;
-  row.bytes = bytes;
-  row.iters = iters;
-  row.latUs = tether_bench::computeStats(samples);
-  if (bandwidth && row.latUs.median > 0) row.bwGBps = static_cast<double>(bytes) / (row.latUs.median * 1e3);
-  b.rep->addRow(row);
+  if (b.me == 0) b.rep->addRow(tether_bench::makeRow(op, kPath, kinds, bytes, iters, samples, bandwidth));
 }
 
 // Window actually used at `ops` operations per batch, and the operations per batch it yields (a multiple of it).

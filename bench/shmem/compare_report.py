@@ -122,6 +122,9 @@ with open(os.path.join(outdir, "shmem_compare.jsonl"), "w") as j:
         rec.update(r)
         j.write(json.dumps(rec) + "\n")
 with open(os.path.join(outdir, "shmem_compare.runs.jsonl"), "w") as j:
+    # First line: where, when and how these runs were made; then every run's raw rows.
+    j.write(json.dumps(dict(record="run", machine=env["MACHINE"], date=date, command=env["CMDLINE"],
+                            ours=env["RUN_TETHER"], reference=env["RUN_OSHMEM"])) + "\n")
     for rec in raw:
         j.write(json.dumps(rec) + "\n")
 print(open(txt).read())

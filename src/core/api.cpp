@@ -173,9 +173,9 @@ tether_status_t tether_register_program_data(tether_t w) {
   return guarded(w, "tether_register_program_data", [&](World& x) -> tether::Status {
     void* addr = nullptr;
     uint64_t bytes = 0;
-    tether::Status found = tether::programDataRange(&addr, &bytes);
+    const tether::Status found = tether::programDataRange(&addr, &bytes);
     // Every PE takes part in the collective step, also one whose lookup failed (registerStatic reports it to all).
-    return x.registerStatic("tether_register_program_data", found.isOk() ? addr : nullptr, found.isOk() ? bytes : 0);
+    return x.registerStatic("tether_register_program_data", addr, bytes, found);
   });
 }
 

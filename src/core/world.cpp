@@ -116,8 +116,7 @@ Status World::setUpHeaps() {
   heapSecret_ = job_.secret.empty() ? std::string(tagText) : job_.secret;
   const std::string& secret = heapSecret_;
 
-  HostSegmentParams hp;
-  TETHER_TRY(heapParams("heap", &hp));
+  HostSegmentParams hp = heapParams("heap");
   hp.maxBytes = roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_MAX"), kControlBytes + kPage), kPage);
   hp.initialBytes = std::min(hp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_SIZE"),
                                                                      kControlBytes + kPage), kPage));
@@ -189,20 +188,23 @@ char* World::hostGpuAlias(int pe, SymRef ref) const {
   return host_->base(j) + ref.offset + hostAlias_[static_cast<size_t>(j)];
 }
 
-Status World::heapParams(const char* name, HostSegmentParams* out) const {
-  out->name = name;
-  out->localIndex = localPe_;
-  out->localRanks = localRanks_;
-  out->jobTag = heapTag_;
-  out->secret = heapSecret_;
-  out->timeoutSeconds = timeout_;
-  return Status::ok();
+HostSegmentParams World::heapParams(const char* name) const {
+  HostSegmentParams p;
+  p.name = name;
+  p.localIndex = localPe_;
+  p.localRanks = localRanks_;
+  p.jobTag = heapTag_;
+  p.secret = heapSecret_;
+  p.timeoutSeconds = timeout_;
+  return p;
 }
 
-Status World::registerStatic(const char* call, void* addr, uint64_t bytes) {
+Status World::registerStatic(const char* call, void* addr, uint64_t bytes, const Status& found) {
   Status local;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  if (static_)
+  if (!found.isOk())
+    local = found.withContext(call);
+  else if (static_)
     local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: this instance already has a STATIC segment (%p, %llu bytes); "
                                                      "one range per instance", call, static_cast<void*>(staticLocal_),
                                                      static_cast<unsigned long long>(staticBytes_)));
@@ -213,8 +215,7 @@ Status World::registerStatic(const char* call, void* addr, uint64_t bytes) {
                                                      static_cast<unsigned long long>(page)));
   TETHER_TRY(collectiveCheckWithError(call, kOpStatic, bytes, 0, "size", "-", local));
 
-  HostSegmentParams sp;
-  TETHER_TRY(heapParams("static", &sp));
+  HostSegmentParams sp = heapParams("static");
   sp.initialBytes = sp.maxBytes = bytes;
   sp.adopt = addr;
   TETHER_TRY(HostSegmentGroup::create(sp, *bootstrap_, &static_).withContext(call));

@@ -26,6 +26,9 @@
 
 namespace tether {
 
+// Bytes reserved at the start of every PE's HOST segment for the ControlBlock (below); user allocations start here.
+constexpr uint64_t kControlBytes = 64 * 1024;
+
 // How this PE reaches one segment kind of one PE.
 struct SegPath {
   PathKind kind = PathKind::None;
@@ -47,7 +50,6 @@ struct SymRef {
 
 class World {
  public:
-  static constexpr uint64_t kControlBytesInline = 64 * 1024;  // = kControlBytes (checked at the end of this file)
   static Status create(const tether_init_attr_t& attr, std::unique_ptr<World>* out);
   ~World();
   Status finalize();
@@ -72,7 +74,8 @@ class World {
   // addresses, and byte k of it is symmetric with byte k of every PE's range (same size on every PE, checked). One
   // range per World; no thread may write the range during the call. Same-host PEs reach it like the HOST heap; a
   // network path would register the same range (the segment keeps addr and bytes).
-  Status registerStatic(const char* call, void* addr, uint64_t bytes);
+  // found: the caller's own failure to determine the range (reported on every PE instead of the range checks).
+  Status registerStatic(const char* call, void* addr, uint64_t bytes, const Status& found = Status::ok());
 
   // ---- checks: build the error message that names the call and the values
   Status checkPe(const char* call, int pe) const {
@@ -127,7 +130,7 @@ class World {
   Status setUpPaths();
   Status deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out);
   Status registerHostViews(uint64_t committed);
-  Status heapParams(const char* name, HostSegmentParams* out) const;  // localRanks, tag, secret, timeout
+  HostSegmentParams heapParams(const char* name) const;  // this job's local ranks, socket tag, secret, timeout
   Status resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const;
   Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
   char* segBase(SegKind k) const { return k == SegKind::Host ? host_->myBase() : device_->myBase(); }
@@ -146,7 +149,7 @@ class World {
   // [addr, addr + n) inside the committed user part of this PE's HOST heap (no overflow possible: bounded by it).
   bool inHostHeap(const void* addr, uint64_t n, SymRef* ref) const {
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr), hb = hostBase_, end = hostEnd_;
-    if (a < hb + kControlBytesInline || a >= end || n > end - a) return false;
+    if (a < hb + kControlBytes || a >= end || n > end - a) return false;
     *ref = SymRef{SegKind::Host, a - hb};
     return true;
   }
@@ -196,9 +199,7 @@ struct ControlBlock {
   Slot barrier[kMaxRounds];
   tether_device_barrier_t devBarrier;  // the device barrier's words when there is no DEVICE heap (CPU handle too)
 };
-constexpr uint64_t kControlBytes = 64 * 1024;  // reserved; user allocations start here
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
-static_assert(World::kControlBytesInline == kControlBytes, "World's inline heap check uses kControlBytes");
 // Internal words at the start of every PE's DEVICE segment: the device barrier (tether_device_barrier_t), zeroed at
 // start-up. User allocations start after it.
 constexpr uint64_t kDeviceControlBytes = 64 * 1024;

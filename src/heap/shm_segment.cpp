@@ -52,9 +52,8 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
   if (g->memfd_ < 0) return errnoStatus("memfd_create(" + p.name + ")", errno);
   if (::ftruncate(g->memfd_, static_cast<off_t>(p.initialBytes)) != 0)
     return errnoStatus("ftruncate(" + p.name + ", " + std::to_string(p.initialBytes) + ")", errno);
-  TETHER_TRY(g->populate(0, p.initialBytes));
+  TETHER_TRY(p.adopt ? g->adoptRange(p.adopt, p.initialBytes) : g->populate(0, p.initialBytes));
   g->committed_ = p.initialBytes;
-  if (p.adopt) TETHER_TRY(g->adoptRange(p.adopt, p.initialBytes));
 
   FdExchange fx;
   TETHER_TRY(fx.listen(p.jobTag, p.name, me, localSize));
@@ -79,9 +78,7 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
 }
 
 Status HostSegmentGroup::adoptRange(void* addr, uint64_t bytes) {
-  if (reinterpret_cast<uintptr_t>(addr) % static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) != 0)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "adopting %p as symmetric memory: the address is not page-aligned", addr);
-  // Copy the bytes into the file, then put the file in place of the original pages: from here on the program's own
+  // Copy the bytes into the file (which allocates every page of it), then put the file in place of the original pages: from here on the program's own
   // accesses and the peers' windows see one copy.
   const char* src = static_cast<const char*>(addr);
   for (uint64_t done = 0; done < bytes;) {

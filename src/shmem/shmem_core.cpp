@@ -98,31 +98,29 @@ T getValue(shmem_ctx_t ctx, const T* source, int pe, const char* call) {
 
 // Strided forms: element i goes from source + i*sst to dest + i*dst (strides in elements). Contiguous on both sides
 // is one transfer; otherwise one transfer per element (tether validates every element's address).
-void iput(shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es,
-          int pe, const char* call) {
+void strided(bool isPut, shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+             size_t es, int pe, const char* call) {
   const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
-  if (dst == 1 && sst == 1) return shmemCheck(tether_put_elems(t.world, dest, src, nelems, es, t.pe), call);
+  if (dst == 1 && sst == 1)
+    return shmemCheck(isPut ? tether_put_elems(t.world, dest, src, nelems, es, t.pe)
+                            : tether_get_elems(t.world, dest, src, nelems, es, t.pe),
+                      call);
   char* d = static_cast<char*>(dest);
   const char* s = static_cast<const char*>(src);
   for (size_t i = 0; i < nelems; ++i) {
     const ptrdiff_t ii = static_cast<ptrdiff_t>(i);
-    shmemCheck(tether_put(t.world, d + ii * dst * static_cast<ptrdiff_t>(es),
-                          s + ii * sst * static_cast<ptrdiff_t>(es), es, t.pe),
-               call);
+    char* de = d + ii * dst * static_cast<ptrdiff_t>(es);
+    const char* se = s + ii * sst * static_cast<ptrdiff_t>(es);
+    shmemCheck(isPut ? tether_put(t.world, de, se, es, t.pe) : tether_get(t.world, de, se, es, t.pe), call);
   }
+}
+void iput(shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es,
+          int pe, const char* call) {
+  strided(true, ctx, dest, src, dst, sst, nelems, es, pe, call);
 }
 void iget(shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es,
           int pe, const char* call) {
-  const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
-  if (dst == 1 && sst == 1) return shmemCheck(tether_get_elems(t.world, dest, src, nelems, es, t.pe), call);
-  char* d = static_cast<char*>(dest);
-  const char* s = static_cast<const char*>(src);
-  for (size_t i = 0; i < nelems; ++i) {
-    const ptrdiff_t ii = static_cast<ptrdiff_t>(i);
-    shmemCheck(tether_get(t.world, d + ii * dst * static_cast<ptrdiff_t>(es),
-                          s + ii * sst * static_cast<ptrdiff_t>(es), es, t.pe),
-               call);
-  }
+  strided(false, ctx, dest, src, dst, sst, nelems, es, pe, call);
 }
 
 void putSignal(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, uint64_t* sig_addr,

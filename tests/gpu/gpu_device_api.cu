@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../mp/mp_util.h"
+#include "gpu_util.h"
 #include "tether/device.cuh"
 
 namespace dev = tether::device;
@@ -22,11 +22,7 @@ using dev::Cmp;
 using dev::Scope;
 using dev::SignalOp;
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) ::mp::fail(__FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-  } while (0)
+using gpu_test::symAlloc;
 
 __host__ __device__ inline unsigned char pattern(uint64_t salt, size_t i) {
   return static_cast<unsigned char>((salt * 131 + i * 7 + (i >> 8)) & 0xff);
@@ -195,12 +191,6 @@ __global__ void stress(dev::Handle h, unsigned char* buf, unsigned char* local, 
 
 namespace {
 
-void* symAlloc(tether_t w, tether_seg_kind_t kind, size_t bytes) {
-  void* p = nullptr;
-  MP_OK(tether_malloc_kind(w, kind, 256, bytes, &p));
-  return p;
-}
-
 // Writes/reads this PE's copy of a symmetric buffer (DEVICE: through cudaMemcpy, HOST: CPU).
 void symWrite(tether_seg_kind_t kind, void* sym, const void* src, size_t n) {
   if (kind == TETHER_SEG_DEVICE) {
@@ -228,16 +218,11 @@ unsigned readErrs(unsigned* errs) {
 }  // namespace
 
 int main() {
-  mp::init();
+  int ndev = 0;
+  if (!gpu_test::initWithGpu(&ndev)) return 77;
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w);
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    if (me == 0) std::printf("SKIP: no GPU visible\n");
-    mp::finish();
-    return 77;
-  }
   MP_CHECK(n <= 8);
   CK(cudaSetDevice(tether_local_pe(w) % ndev));
   int dev = 0, hostAtomics = 0;

@@ -9,13 +9,9 @@
 #include <cstring>
 #include <vector>
 
-#include "../mp/mp_util.h"
+#include "gpu_util.h"
 
-#define CK(x)                                                                       \
-  do {                                                                              \
-    cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) ::mp::fail(__FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-  } while (0)
+using gpu_test::symAlloc;
 
 __global__ void gpuAdd(unsigned long long* target, int iters) {
   for (int i = 0; i < iters; ++i) atomicAdd_system(target, 1ull);
@@ -25,26 +21,14 @@ namespace {
 
 unsigned char pattern(int pe, size_t i, size_t salt) { return static_cast<unsigned char>(pe * 37 + i * 13 + salt); }
 
-// Allocates a symmetric buffer of the given kind.
-void* symAlloc(tether_t w, tether_seg_kind_t kind, size_t bytes) {
-  void* p = nullptr;
-  MP_OK(tether_malloc_kind(w, kind, 0, bytes, &p));
-  return p;
-}
-
 }  // namespace
 
 int main() {
-  mp::init();
+  int ndev = 0;
+  if (!gpu_test::initWithGpu(&ndev)) return 77;
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w);
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    if (me == 0) std::printf("SKIP: no GPU visible\n");
-    mp::finish();
-    return 77;
-  }
   int dev = 0;
   CK(cudaGetDevice(&dev));
 
