@@ -99,6 +99,15 @@ Status World::init(const tether_init_attr_t& attr) {
 
   TETHER_TRY(setUpPaths());
   TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
+  if (device_) {
+    // The device control words (device barrier) start at zero. Written only now that every PE has finished setting
+    // up (a copy into the DEVICE heap while other instances of this process were still registering and mapping
+    // failed with cudaErrorOperatingSystem); the barrier after it keeps peers' kernels from signalling earlier.
+    std::vector<char> zeros(kDeviceControlBytes, 0);
+    TETHER_TRY(gpu_->copy(device_->myBase(), zeros.data(), zeros.size(), false)
+                   .withContext("tether_init: device control words"));
+    TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
+  }
   return Status::ok();
 }
 
@@ -147,11 +156,6 @@ Status World::setUpHeaps() {
     TETHER_TRY(deviceAccess(localRanks, &dp.accessDevice).withContext("tether_init"));
     TETHER_TRY(gpu_->createDeviceHeap(dp, *bootstrap_, &device_).withContext("tether_init: device heap"));
     devAlloc_.reset(new Allocator(kDeviceControlBytes, device_->maxBytes()));
-    {  // zero the device control words with a copy-engine copy (the path every put takes)
-      std::vector<char> zeros(kDeviceControlBytes, 0);
-      TETHER_TRY(gpu_->copy(device_->myBase(), zeros.data(), zeros.size(), false)
-                     .withContext("tether_init: device control words"));
-    }
     TETHER_LOG_INFO(LogSys::Heap, "DEVICE heap (%s): %llu bytes committed on GPU %d, up to %llu",
                     device_->mechanism(), static_cast<unsigned long long>(device_->committed()), gpu_->device(),
                     static_cast<unsigned long long>(device_->maxBytes()));

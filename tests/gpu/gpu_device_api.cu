@@ -201,6 +201,12 @@ void symWrite(tether_seg_kind_t kind, void* sym, const void* src, size_t n) {
     std::memcpy(sym, src, n);
   }
 }
+// Zeroes this PE's copy of DEVICE symmetric memory and waits for it: cudaMemset may return before it lands, and
+// peers write into these words right after the next barrier.
+void zeroDevice(void* sym, size_t n) {
+  CK(cudaMemset(sym, 0, n));
+  CK(cudaDeviceSynchronize());
+}
 void symRead(tether_seg_kind_t kind, void* dst, const void* sym, size_t n) {
   if (kind == TETHER_SEG_DEVICE)
     CK(cudaMemcpy(dst, sym, n, cudaMemcpyDeviceToHost));
@@ -234,7 +240,7 @@ int main() {
   unsigned char* symH = static_cast<unsigned char*>(symAlloc(w, TETHER_SEG_HOST, kMax));
   uint64_t* sigD = static_cast<uint64_t*>(symAlloc(w, TETHER_SEG_DEVICE, 4096));
   uint64_t* sigH = static_cast<uint64_t*>(symAlloc(w, TETHER_SEG_HOST, 4096));
-  CK(cudaMemset(sigD, 0, 4096));
+  zeroDevice(sigD, 4096);
   std::memset(sigH, 0, 4096);
   MP_OK(tether_barrier_all(w));
 
@@ -372,7 +378,7 @@ int main() {
   // ---- device barrier: block scope and grid scope (cooperative launch), slots in DEVICE memory
   {
     auto* slots = reinterpret_cast<int64_t*>(symD + 4096);
-    CK(cudaMemset(slots, 0, 64 * 8));
+    zeroDevice(slots, 64 * 8);
     MP_OK(tether_barrier_all(w));
     barrierLoop<Scope::Block><<<1, 256>>>(h, slots, 2000, errs);
     CK(cudaGetLastError());
@@ -383,7 +389,7 @@ int main() {
     CK(cudaDeviceSynchronize());
     MP_CHECK(readErrs(errs) == 0);
     MP_OK(tether_barrier_all(w));
-    CK(cudaMemset(slots, 0, 64 * 8));
+    zeroDevice(slots, 64 * 8);
     MP_OK(tether_barrier_all(w));
     CK(dev::launch_cooperative(gridBarrierLoop, dim3(16), dim3(128), 0, nullptr, h, slots, 500, errs));
     CK(cudaDeviceSynchronize());
