@@ -32,7 +32,10 @@ void runJob(int n) {
   int lfd = listenLoopback(&port);
   ASSERT_GE(lfd, 0);
   const std::string addr = "127.0.0.1:" + std::to_string(port);
-  const char* const cfg[] = {"TETHER_HEAP_SIZE=1M", "TETHER_TIMEOUT=30", "TETHER_DEFAULT_SEGMENT=host", nullptr};
+  // Host-only instances: several instances in one process are not supported with GPUs (README "GPU memory"); on a
+  // GPU machine, instances sharing a GPU in one process fail DEVICE-heap copies under load (cudaErrorOperatingSystem).
+  const char* const cfg[] = {"TETHER_HEAP_SIZE=1M", "TETHER_TIMEOUT=30", "TETHER_DEFAULT_SEGMENT=host", "TETHER_GPU=none",
+                             nullptr};
   std::vector<std::string> errors(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
