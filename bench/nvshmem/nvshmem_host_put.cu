@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "nvshmem_boot.h"
 
 namespace {
 
@@ -469,10 +470,9 @@ void runBidir(Bench& b) {
 
 // Sets name=value unless the environment already has name; returns the effective value.
 std::string envDefault(const char* name, const std::string& value) {
-  const char* cur = std::getenv(name);
-  if (cur != nullptr && *cur != '\0') return cur;
-  if (setenv(name, value.c_str(), 1) != 0) die("setenv(%s) failed", name);
-  return value;
+  std::string effective;
+  if (!tether_nvshmem::envDefault(name, value, &effective)) die("setenv(%s) failed", name);
+  return effective;
 }
 
 // Pulls "--timeout S" / "--timeout=S" out of argv (the harness rejects unknown options). false on a bad value.
@@ -596,30 +596,9 @@ int main(int argc, char** argv) {
                    devices);
   }
 
-  // Bootstrap: NVSHMEM's unique id from PE 0 to every PE through a HOST symmetric buffer of tether.
-  dog.beat("unique-id exchange (tether)");
-  void* idBuf = nullptr;
-  TETHER_OK(tether_malloc_kind(b.w, TETHER_SEG_HOST, 64, sizeof(nvshmemx_uniqueid_t), &idBuf));
-  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (b.me == 0) {
-    const int rc = nvshmemx_get_uniqueid(&id);
-    if (rc != 0) die("nvshmemx_get_uniqueid failed (status %d)", rc);
-    for (int pe = 0; pe < b.npes; ++pe) TETHER_OK(tether_put(b.w, idBuf, &id, sizeof(id), pe));
-  }
-  TETHER_OK(tether_barrier_all(b.w));
-  std::memcpy(&id, idBuf, sizeof(id));
-  TETHER_OK(tether_free(b.w, idBuf));
-
-  dog.beat("nvshmemx_init_attr (UID bootstrap)");
-  {
-    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-    int rc = nvshmemx_set_attr_uniqueid_args(b.me, b.npes, &id, &attr);
-    if (rc != 0) die("nvshmemx_set_attr_uniqueid_args(%d, %d) failed (status %d)", b.me, b.npes, rc);
-    rc = nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
-    if (rc != 0) die("nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID) failed (status %d)", rc);
-  }
-  if (nvshmem_my_pe() != b.me || nvshmem_n_pes() != b.npes)
-    die("NVSHMEM says PE %d of %d, tether says %d of %d", nvshmem_my_pe(), nvshmem_n_pes(), b.me, b.npes);
+  // Bootstrap: NVSHMEM's unique id from PE 0 to every PE through tether (nvshmem_boot.h).
+  dog.beat("unique-id exchange (tether) and nvshmemx_init_attr (UID bootstrap)");
+  if (!tether_nvshmem::bootNvshmem(b.w, &error)) die("%s", error.c_str());
 
   // Buffers. Symmetric allocations are collective (same order and sizes everywhere).
   dog.beat("allocation");
@@ -666,15 +645,13 @@ int main(int argc, char** argv) {
     peerGpu = text;
   }
   const bool mapped = nvshmem_ptr(b.dst, 1) != nullptr;  // reported by PE 0 only
-  int major = 0, minor = 0, patch = 0;
-  nvshmemx_vendor_get_version_info(&major, &minor, &patch);
 
   Reporter rep(tether_bench::collectRunInfo("nvshmem", opts, b.npes), opts, b.me == 0);
   b.rep = &rep;
   if (!rep.open(&error)) die("%s", error.c_str());
   rep.printHeader(
-      "model host: CPU-issued NVSHMEM " + std::to_string(major) + "." + std::to_string(minor) + "." +
-      std::to_string(patch) + " host API, PE 0 issues and times, PE 1 is the target (JSON path \"nvshmem\")\n"
+      "model host: CPU-issued NVSHMEM " + tether_nvshmem::nvshmemVersion() +
+      " host API, PE 0 issues and times, PE 1 is the target (JSON path \"nvshmem\")\n"
       "PE 0: " + myGpu + "; PE 1: " + peerGpu + "; PE 1's heap " +
       (mapped ? "is mapped into PE 0 (nvshmem_ptr != NULL: P2P over NVLink/PCIe)"
               : "is NOT mapped (nvshmem_ptr == NULL)") +
