@@ -466,6 +466,14 @@ TETHER_HD T waitValue(const Handle& h, const T* ivar, Cmp c, T value, const char
 // ---- proxy ring (slot protocol: tether.h; host side: src/core/proxy.h) --------------------------------------------
 constexpr uint64_t kSlotPosted = 1, kSlotDone = 2;
 TETHER_HD uint32_t proxyOp(uint32_t op, int kind) { return op | static_cast<uint32_t>(kind) << 8; }
+// One poll of a ring word: on the GPU each poll is a read across PCIe/C2C, so waiting threads back off a little to
+// leave the link to the proxy (CPU: Spin::next already yields, then sleeps).
+TETHER_HD bool proxyNext(Spin& spin) {
+#if defined(__CUDA_ARCH__)
+  __nanosleep(spin.n < 64 ? 32u : 256u);
+#endif
+  return spin.next();
+}
 TETHER_HD void proxyFail(const Handle& h, const char* what, uint64_t ticket, uint64_t seen) {
 #if defined(__CUDA_ARCH__)
   printf("tether device API: proxy ring, PE %d: %s (ticket %llu, seen %llu, proxy error word %llu)\n", h.my_pe, what,
@@ -496,7 +504,7 @@ TETHER_HD uint64_t proxyPost(const Handle& h, uint32_t op, int pe, uint64_t offs
   tether_proxy_desc_t* d = h.proxy_ring + (t & (h.proxy_slots - 1));
   Spin spin(h.timeout_ns);
   for (uint64_t s; (s = loadAcquire(&d->seq)) != t << 2;)  // flow control: ticket t - slots still owns the slot
-    if (!spin.next()) proxyFail(h, "ring slot did not become free (TETHER_TIMEOUT): is the proxy thread running?", t, s);
+    if (!proxyNext(spin)) proxyFail(h, "ring slot did not become free (TETHER_TIMEOUT): is the proxy thread running?", t, s);
   d->op = op;
   d->pe = pe;
   d->offset = offset;
@@ -511,7 +519,7 @@ TETHER_HD uint64_t proxyPost(const Handle& h, uint32_t op, int pe, uint64_t offs
 TETHER_HD void proxyWaitDone(const Handle& h, uint64_t t) {
   Spin spin(h.timeout_ns);
   for (uint64_t s; (s = loadAcquire(&h.proxy_state->done)) <= t;)
-    if (!spin.next()) proxyFail(h, "descriptor not completed (TETHER_TIMEOUT)", t, s);
+    if (!proxyNext(spin)) proxyFail(h, "descriptor not completed (TETHER_TIMEOUT)", t, s);
   proxyCheck(h, t);
 }
 // Fetching descriptor t (posted with TETHER_PROXY_FETCH): waits for its result, then frees the slot.
@@ -519,7 +527,7 @@ TETHER_HD uint64_t proxyResult(const Handle& h, uint64_t t) {
   tether_proxy_desc_t* d = h.proxy_ring + (t & (h.proxy_slots - 1));
   Spin spin(h.timeout_ns);
   for (uint64_t s; (s = loadAcquire(&d->seq)) != (t << 2 | kSlotDone);)
-    if (!spin.next()) proxyFail(h, "fetching descriptor not completed (TETHER_TIMEOUT)", t, s);
+    if (!proxyNext(spin)) proxyFail(h, "fetching descriptor not completed (TETHER_TIMEOUT)", t, s);
   const uint64_t r = loadRelaxed(&d->result);
   storeRelease(&d->seq, (t + h.proxy_slots) << 2);
   proxyCheck(h, t);
