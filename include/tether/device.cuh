@@ -41,6 +41,31 @@
 //    stores before it by any thread of the group on any PE are visible after it. barrier_all = quiet + sync_all (the
 //    same thing on load/store paths). One group per PE may be in a device barrier at a time (a whole grid: use
 //    barrier_all_grid from a kernel started with launch_cooperative).
+//
+// Proxy path. A (PE, segment) that the handle cannot reach by loads/stores (peers[pe].base[k] == 0; every PE but this
+// one under TETHER_FORCE_PROXY=1) is served through the handle's descriptor ring by the World's proxy thread, which
+// executes each descriptor with the host path (tether_put/get/atomic/signal_op's transports) one at a time, in ticket
+// order (slot protocol: tether.h; host side: src/core/proxy.h). ptr() is null for such a PE. Per function:
+//  - putmem/getmem (+typed, _nbi), putmem_signal/put_signal (+_nbi): every thread of the group fences (fence.sc.sys),
+//    the group synchronises, the leader posts ONE descriptor for the whole range with a release store of its seq, so
+//    the group's stores to the source are visible to the proxy's copy. Blocking forms return when the proxy has
+//    completed it (put: source reusable and data delivered; get: dest filled, for the whole group). _nbi forms return
+//    at once: as for NVSHMEM nbi, the source must stay unchanged (and a get's dest unread) until quiet. put_signal is
+//    one descriptor: the proxy puts, then applies the signal (release), so whoever sees the signal sees the data.
+//  - p posts the value inline (8-byte pieces), complete at quiet; g waits for the value.
+//  - signal_op and the device barrier's per-round stores to a proxied PE are SET/ADD signal descriptors, executed after
+//    every descriptor the PE posted before them.
+//  - Atomics: fetching forms (fetch, swap, compare_swap, fetch_*) post and wait for the old value; the others post and
+//    complete at quiet. The proxy's AMO is atomic with respect to the World's other AMOs on that word (DEVICE words:
+//    system-scope GPU atomics; HOST words: CPU atomics).
+//  - quiet: the leader waits until every ticket taken so far on this GPU (CPU handle: this process) is complete.
+//    fence: ring descriptors are executed in ticket order one at a time, so ring operations are already ordered; only
+//    a handle with TETHER_DEVICE_PROXY_MIXED (a PE with both kinds of segments) makes fence wait for the ring.
+//    barrier_all = quiet + sync_all when the handle has a ring.
+//  - Waits are bounded by TETHER_TIMEOUT: a full ring (flow control), a descriptor never completed, or a descriptor
+//    the proxy could not execute (its error word; the PE's log has the reason) fail like every other wait.
+//  - Cost: each descriptor is a few PCIe/NVLink-C2C writes plus the proxy's poll latency (up to ~50 us when its ring
+//    was idle for a while); the load/store path is unchanged (a null test where the view is read).
 #pragma once
 
 #include <stddef.h>
@@ -234,15 +259,21 @@ TETHER_HD char* view(const Handle& h, int k, int pe) {
     return reinterpret_cast<char*>(h.seg[k].window + static_cast<uint64_t>(pe) * h.seg[k].stride);
   return reinterpret_cast<char*>(h.peers[pe].base[k]);
 }
-template <typename T>
-TETHER_HD T* remote(const Handle& h, const T* a, int pe) {  // translated or fail (never null)
+// pe's copy of symmetric address a: `ptr` where loads/stores reach it, else null and (kind, off) for the proxy ring.
+// Fails on a non-symmetric address, a PE out of range, or an unreachable PE when the handle has no ring.
+struct Target {
+  char* ptr;
+  int kind;
+  uint64_t off;
+};
+TETHER_HD Target target(const Handle& h, const void* a, int pe) {
   uint64_t off;
   const int k = segOf(h, a, &off);
   if (k < 0) fail("address is not in a symmetric segment of this handle", a, pe);
   if (static_cast<unsigned>(pe) >= static_cast<unsigned>(h.n_pes)) fail("PE out of range", a, pe);
   char* b = view(h, k, pe);
-  if (!b) fail("PE not reachable by loads/stores (proxy path not implemented yet)", a, pe);
-  return reinterpret_cast<T*>(b + off);
+  if (!b && !h.proxy_ring) fail("PE not reachable by loads/stores and the handle has no proxy ring", a, pe);
+  return Target{b ? b + off : nullptr, k, off};
 }
 template <typename T>
 TETHER_HD T* local(const Handle& h, const T* a) {  // this PE's own copy, in the handle's address space
@@ -432,6 +463,124 @@ TETHER_HD T waitValue(const Handle& h, const T* ivar, Cmp c, T value, const char
   }
 }
 
+// ---- proxy ring (slot protocol: tether.h; host side: src/core/proxy.h) --------------------------------------------
+constexpr uint64_t kSlotPosted = 1, kSlotDone = 2;
+TETHER_HD uint32_t proxyOp(uint32_t op, int kind) { return op | static_cast<uint32_t>(kind) << 8; }
+// One poll of a ring word: on the GPU each poll is a read across PCIe/C2C, so waiting threads back off a little to
+// leave the link to the proxy (CPU: Spin::next already yields, then sleeps).
+TETHER_HD bool proxyNext(Spin& spin) {
+#if defined(__CUDA_ARCH__)
+  __nanosleep(spin.n < 64 ? 32u : 256u);
+#endif
+  return spin.next();
+}
+TETHER_HD void proxyFail(const Handle& h, const char* what, uint64_t ticket, uint64_t seen) {
+#if defined(__CUDA_ARCH__)
+  printf("tether device API: proxy ring, PE %d: %s (ticket %llu, seen %llu, proxy error word %llu)\n", h.my_pe, what,
+         static_cast<unsigned long long>(ticket), static_cast<unsigned long long>(seen),
+         static_cast<unsigned long long>(loadRelaxed(&h.proxy_state->error)));
+#else
+  std::fprintf(stderr, "tether device API (CPU): proxy ring, PE %d: %s (ticket %llu, seen %llu, proxy error word "
+               "%llu)\n", h.my_pe, what, static_cast<unsigned long long>(ticket), static_cast<unsigned long long>(seen),
+               static_cast<unsigned long long>(loadRelaxed(&h.proxy_state->error)));
+#endif
+  fail("proxy ring failure", h.proxy_ring, h.my_pe);
+}
+// After a completed wait: a descriptor the proxy could not execute (error word set) is fatal for every waiter.
+TETHER_HD void proxyCheck(const Handle& h, uint64_t ticket) {
+  const uint64_t e = loadRelaxed(&h.proxy_state->error);
+  if (e) proxyFail(h, "the proxy could not execute a descriptor (ticket = error word - 1; this PE's log says why)",
+                   ticket, e);
+}
+// Takes a ticket, waits (bounded) until its slot is free, fills it and publishes it (release, system scope): the
+// calling thread's earlier stores are visible to the proxy before the descriptor is. Returns the ticket.
+TETHER_HD uint64_t proxyPost(const Handle& h, uint32_t op, int pe, uint64_t offset, uint64_t size, const void* local,
+                             uint64_t value, uint64_t aux) {
+#if defined(__CUDA_ARCH__)
+  const uint64_t t = atomicAdd(reinterpret_cast<unsigned long long*>(h.proxy_ticket), 1ull);  // GPU memory
+#else
+  const uint64_t t = __atomic_fetch_add(h.proxy_ticket, uint64_t{1}, __ATOMIC_RELAXED);
+#endif
+  tether_proxy_desc_t* d = h.proxy_ring + (t & (h.proxy_slots - 1));
+  Spin spin(h.timeout_ns);
+  for (uint64_t s; (s = loadAcquire(&d->seq)) != t << 2;)  // flow control: ticket t - slots still owns the slot
+    if (!proxyNext(spin)) proxyFail(h, "ring slot did not become free (TETHER_TIMEOUT): is the proxy thread running?", t, s);
+  d->op = op;
+  d->pe = pe;
+  d->offset = offset;
+  d->size = size;
+  d->local = reinterpret_cast<uint64_t>(local);
+  d->value = value;
+  d->aux = aux;
+  storeRelease(&d->seq, t << 2 | kSlotPosted);
+  return t;
+}
+// Waits (bounded) until ticket t is complete.
+TETHER_HD void proxyWaitDone(const Handle& h, uint64_t t) {
+  Spin spin(h.timeout_ns);
+  for (uint64_t s; (s = loadAcquire(&h.proxy_state->done)) <= t;)
+    if (!proxyNext(spin)) proxyFail(h, "descriptor not completed (TETHER_TIMEOUT)", t, s);
+  proxyCheck(h, t);
+}
+// Fetching descriptor t (posted with TETHER_PROXY_FETCH): waits for its result, then frees the slot.
+TETHER_HD uint64_t proxyResult(const Handle& h, uint64_t t) {
+  tether_proxy_desc_t* d = h.proxy_ring + (t & (h.proxy_slots - 1));
+  Spin spin(h.timeout_ns);
+  for (uint64_t s; (s = loadAcquire(&d->seq)) != (t << 2 | kSlotDone);)
+    if (!proxyNext(spin)) proxyFail(h, "fetching descriptor not completed (TETHER_TIMEOUT)", t, s);
+  const uint64_t r = loadRelaxed(&d->result);
+  storeRelease(&d->seq, (t + h.proxy_slots) << 2);
+  proxyCheck(h, t);
+  return r;
+}
+// Every ticket taken so far on this GPU (CPU handle: in this process) is complete.
+TETHER_HD void proxyQuiet(const Handle& h) {
+  const uint64_t n = loadRelaxed(h.proxy_ticket);
+  if (n) proxyWaitDone(h, n - 1);
+}
+// Group form: every thread fences (its stores to the local buffer are visible system-wide), the group synchronises,
+// the leader posts one descriptor for the whole range; with complete, the group returns once it is complete.
+template <Scope S>
+TETHER_HD void proxyGroupPost(const Handle& h, uint32_t op, int pe, uint64_t offset, uint64_t size, const void* local,
+                              uint64_t value, uint64_t aux, bool complete) {
+  fenceSc();
+  groupSync<S>();
+  if (groupRank<S>() == 0) {
+    const uint64_t t = proxyPost(h, op, pe, offset, size, local, value, aux);
+    if (complete) proxyWaitDone(h, t);
+  }
+  if (complete) groupSync<S>();
+}
+// p/g of any size through the ring: 8-byte inline pieces.
+TETHER_HD void proxyPutInline(const Handle& h, int pe, const Target& t, const void* bytes, size_t n) {
+  for (size_t o = 0; o < n; o += 8) {
+    const size_t len = n - o < 8 ? n - o : 8;
+    uint64_t v = 0;
+    memcpy(&v, static_cast<const char*>(bytes) + o, len);
+    (void)proxyPost(h, proxyOp(TETHER_PROXY_OP_PUT_INLINE, t.kind), pe, t.off + o, len, nullptr, v, 0);
+  }
+}
+TETHER_HD void proxyGetInline(const Handle& h, int pe, const Target& t, void* out, size_t n) {
+  for (size_t o = 0; o < n; o += 8) {
+    const size_t len = n - o < 8 ? n - o : 8;
+    const uint64_t v = proxyResult(
+        h, proxyPost(h, proxyOp(TETHER_PROXY_OP_GET_INLINE, t.kind) | TETHER_PROXY_FETCH, pe, t.off + o, len,
+                     nullptr, 0, 0));
+    memcpy(static_cast<char*>(out) + o, &v, len);
+  }
+}
+TETHER_HD uint64_t proxyAmo(const Handle& h, int pe, const Target& t, tether_amo_t op, unsigned width, uint64_t value,
+                            uint64_t cond, bool fetch) {
+  const uint32_t w = proxyOp(TETHER_PROXY_OP_AMO, t.kind) | static_cast<uint32_t>(op) << 20 |
+                     (fetch ? TETHER_PROXY_FETCH : 0u);
+  const uint64_t tk = proxyPost(h, w, pe, t.off, width, nullptr, value, cond);
+  return fetch ? proxyResult(h, tk) : 0;
+}
+TETHER_HD void proxySignal(const Handle& h, int pe, const Target& t, uint64_t value, SignalOp op) {
+  const uint32_t w = proxyOp(TETHER_PROXY_OP_SIGNAL, t.kind) | (op == SignalOp::Add ? 1u << 16 : 0u);
+  (void)proxyPost(h, w, pe, t.off, 8, nullptr, value, 0);
+}
+
 }  // namespace detail
 
 // ================================================================================================================
@@ -453,22 +602,46 @@ TETHER_HD int n_pes(const Handle& h) { return h.n_pes; }
 // ================================================================================================================
 // RMA. putmem/getmem: bytes; put/get: nelems elements of T. Collective over the scope (same arguments).
 
+namespace detail {
+// complete: a proxied transfer has finished when the group returns (blocking forms); else it finishes by quiet.
+template <Scope S>
+TETHER_HD void putBytes(const Handle& h, void* dest, const void* src, size_t nbytes, int pe, bool complete) {
+  if (!nbytes) return;
+  const Target t = target(h, dest, pe);
+  if (t.ptr)
+    copyBytes<S>(t.ptr, src, nbytes);
+  else
+    proxyGroupPost<S>(h, proxyOp(TETHER_PROXY_OP_PUT, t.kind), pe, t.off, nbytes, src, 0, 0, complete);
+}
+template <Scope S>
+TETHER_HD void getBytes(const Handle& h, void* dest, const void* src, size_t nbytes, int pe, bool complete) {
+  if (!nbytes) return;
+  const Target t = target(h, src, pe);
+  if (t.ptr)
+    copyBytes<S>(dest, t.ptr, nbytes);
+  else
+    proxyGroupPost<S>(h, proxyOp(TETHER_PROXY_OP_GET, t.kind), pe, t.off, nbytes, dest, 0, 0, complete);
+}
+}  // namespace detail
+
+// Through the proxy ring the group posts one descriptor for the whole range (see the memory model above): the _nbi
+// forms return at once, and the source (put) must stay unchanged and the destination (get) unread until quiet.
 template <Scope S = Scope::Thread>
 TETHER_HD void putmem_nbi(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
-  if (nbytes) detail::copyBytes<S>(detail::remote(h, static_cast<char*>(dest), pe), src, nbytes);
+  detail::putBytes<S>(h, dest, src, nbytes, pe, false);
 }
 template <Scope S = Scope::Thread>
 TETHER_HD void putmem(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
-  putmem_nbi<S>(h, dest, src, nbytes, pe);
+  detail::putBytes<S>(h, dest, src, nbytes, pe, true);
   detail::groupSync<S>();  // the whole source has been read: the group may reuse it
 }
 template <Scope S = Scope::Thread>
 TETHER_HD void getmem_nbi(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
-  if (nbytes) detail::copyBytes<S>(dest, detail::remote(h, static_cast<const char*>(src), pe), nbytes);
+  detail::getBytes<S>(h, dest, src, nbytes, pe, false);
 }
 template <Scope S = Scope::Thread>
 TETHER_HD void getmem(const Handle& h, void* dest, const void* src, size_t nbytes, int pe) {
-  getmem_nbi<S>(h, dest, src, nbytes, pe);
+  detail::getBytes<S>(h, dest, src, nbytes, pe, true);
   detail::groupSync<S>();  // dest is complete for every member
 }
 template <Scope S = Scope::Thread, typename T>
@@ -490,9 +663,12 @@ TETHER_HD void get_nbi(const Handle& h, T* dest, const T* src, size_t nelems, in
 
 // Single element, one thread. p: weak store (visible at quiet/fence/signal); g: relaxed system-scope load for 2/4/8-
 // byte T (sees the latest value reaching this GPU), plain load otherwise.
+// Through the proxy ring: p posts the value inline (8-byte pieces; complete at quiet), g waits for it.
 template <typename T>
 TETHER_HD void p(const Handle& h, T* dest, T value, int pe) {
-  T* d = detail::remote(h, dest, pe);
+  const detail::Target t = detail::target(h, dest, pe);
+  if (!t.ptr) return detail::proxyPutInline(h, pe, t, &value, sizeof(T));
+  T* d = reinterpret_cast<T*>(t.ptr);
   if (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)
     detail::storeRelaxed(d, value);
   else
@@ -500,7 +676,13 @@ TETHER_HD void p(const Handle& h, T* dest, T value, int pe) {
 }
 template <typename T>
 TETHER_HD T g(const Handle& h, const T* src, int pe) {
-  const T* s = detail::remote(h, src, pe);
+  const detail::Target t = detail::target(h, src, pe);
+  if (!t.ptr) {
+    T v;
+    detail::proxyGetInline(h, pe, t, &v, sizeof(T));
+    return v;
+  }
+  const T* s = reinterpret_cast<const T*>(t.ptr);
   if (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) return detail::loadRelaxed(s);
   return *s;
 }
@@ -508,20 +690,38 @@ TETHER_HD T g(const Handle& h, const T* src, int pe) {
 // ================================================================================================================
 // Signals (64-bit words in symmetric memory)
 
+namespace detail {
+template <Scope S>
+TETHER_HD void putSignal(const Handle& h, void* dest, const void* src, size_t nbytes, uint64_t* sig, uint64_t value,
+                         SignalOp op, int pe, bool complete) {
+  const Target s = target(h, sig, pe);
+  const Target d = nbytes ? target(h, dest, pe) : s;
+  if (s.ptr && d.ptr) {
+    if (nbytes) copyBytes<S>(d.ptr, src, nbytes);
+    groupSync<S>();
+    if (groupRank<S>() == 0) signalRelease(reinterpret_cast<uint64_t*>(s.ptr), value, op);
+    return;
+  }
+  // Either side proxied: one descriptor, the proxy puts then signals.
+  const uint32_t w = proxyOp(TETHER_PROXY_OP_PUT_SIGNAL, d.kind) | static_cast<uint32_t>(s.kind) << 12 |
+                     (op == SignalOp::Add ? 1u << 16 : 0u);
+  proxyGroupPost<S>(h, w, pe, d.off, nbytes, src, value, s.off, complete);
+}
+}  // namespace detail
+
 // Put then signal: the group copies, synchronises, and its leader updates pe's *sig with a system-scope release, so
 // a PE that observes the new signal value (acquire) sees all nbytes. The _nbi form returns without a final group
-// synchronisation (the source may be reused after quiet).
+// synchronisation (the source may be reused after quiet). Through the proxy ring: one descriptor (the proxy puts,
+// then signals); the blocking form returns once it is complete.
 template <Scope S = Scope::Thread>
 TETHER_HD void putmem_signal_nbi(const Handle& h, void* dest, const void* src, size_t nbytes, uint64_t* sig,
                                  uint64_t value, SignalOp op, int pe) {
-  if (nbytes) detail::copyBytes<S>(detail::remote(h, static_cast<char*>(dest), pe), src, nbytes);
-  detail::groupSync<S>();
-  if (detail::groupRank<S>() == 0) detail::signalRelease(detail::remote(h, sig, pe), value, op);
+  detail::putSignal<S>(h, dest, src, nbytes, sig, value, op, pe, false);
 }
 template <Scope S = Scope::Thread>
 TETHER_HD void putmem_signal(const Handle& h, void* dest, const void* src, size_t nbytes, uint64_t* sig,
                              uint64_t value, SignalOp op, int pe) {
-  putmem_signal_nbi<S>(h, dest, src, nbytes, sig, value, op, pe);
+  detail::putSignal<S>(h, dest, src, nbytes, sig, value, op, pe, true);
 }
 template <Scope S = Scope::Thread, typename T>
 TETHER_HD void put_signal(const Handle& h, T* dest, const T* src, size_t nelems, uint64_t* sig, uint64_t value,
@@ -533,9 +733,14 @@ TETHER_HD void put_signal_nbi(const Handle& h, T* dest, const T* src, size_t nel
                               SignalOp op, int pe) {
   putmem_signal_nbi<S>(h, dest, src, nelems * sizeof(T), sig, value, op, pe);
 }
-// One thread: release update of pe's *sig (ordered after this thread's earlier stores).
+// One thread: release update of pe's *sig (ordered after this thread's earlier stores). Through the proxy ring: a
+// descriptor, applied in ring order (complete at quiet).
 TETHER_HD void signal_op(const Handle& h, uint64_t* sig, uint64_t value, SignalOp op, int pe) {
-  detail::signalRelease(detail::remote(h, sig, pe), value, op);
+  const detail::Target t = detail::target(h, sig, pe);
+  if (t.ptr)
+    detail::signalRelease(reinterpret_cast<uint64_t*>(t.ptr), value, op);
+  else
+    detail::proxySignal(h, pe, t, value, op);
 }
 // Acquire load of this PE's own signal word.
 TETHER_HD uint64_t signal_fetch(const Handle& h, const uint64_t* sig) {
@@ -684,41 +889,68 @@ TETHER_HD U cas(U* p, U cond, U v) {
   return cond;  // the old value either way
 #endif
 }
+TETHER_HD tether_amo_t amoCode(Rmw op, bool fetch) {
+  switch (op) {
+    case Rmw::Add: return fetch ? TETHER_AMO_FETCH_ADD : TETHER_AMO_ADD;
+    case Rmw::And: return fetch ? TETHER_AMO_FETCH_AND : TETHER_AMO_AND;
+    case Rmw::Or: return fetch ? TETHER_AMO_FETCH_OR : TETHER_AMO_OR;
+    case Rmw::Xor: return fetch ? TETHER_AMO_FETCH_XOR : TETHER_AMO_XOR;
+    case Rmw::Swap: return TETHER_AMO_SWAP;
+  }
+  return TETHER_AMO_COUNT;
+}
+// fetch: the caller wants the old value (through the proxy ring: wait for it; else post, complete at quiet).
 template <typename T>
-TETHER_HD T amo(const Handle& h, T* dest, Rmw op, T value, int pe) {
+TETHER_HD T amo(const Handle& h, T* dest, Rmw op, T value, int pe, bool fetch) {
   using U = typename BitsOf<sizeof(T)>::type;
-  U* d = reinterpret_cast<U*>(remote(h, dest, pe));
-  return fromBits<T>(rmw<U>(d, op, toBits(value)));
+  const Target t = target(h, dest, pe);
+  if (!t.ptr)
+    return fromBits<T>(static_cast<U>(proxyAmo(h, pe, t, amoCode(op, fetch), sizeof(T), toBits(value), 0, fetch)));
+  return fromBits<T>(rmw<U>(reinterpret_cast<U*>(t.ptr), op, toBits(value)));
 }
 }  // namespace detail
 
+// Through the proxy ring, the fetching forms (fetch, swap, compare_swap, fetch_*) wait for the old value; the others
+// (set, add, inc, and, or, xor) are posted and complete at quiet. Ring order keeps them ordered per thread.
 template <typename T>
 TETHER_HD T atomic_fetch(const Handle& h, const T* dest, int pe) {
-  return detail::loadRelaxed(detail::remote(h, dest, pe));
+  const detail::Target t = detail::target(h, dest, pe);
+  if (!t.ptr) {
+    using U = typename detail::BitsOf<sizeof(T)>::type;
+    return detail::fromBits<T>(static_cast<U>(detail::proxyAmo(h, pe, t, TETHER_AMO_FETCH, sizeof(T), 0, 0, true)));
+  }
+  return detail::loadRelaxed(reinterpret_cast<const T*>(t.ptr));
 }
 template <typename T>
 TETHER_HD void atomic_set(const Handle& h, T* dest, T value, int pe) {
-  detail::storeRelaxed(detail::remote(h, dest, pe), value);
+  const detail::Target t = detail::target(h, dest, pe);
+  if (!t.ptr)
+    (void)detail::proxyAmo(h, pe, t, TETHER_AMO_SET, sizeof(T), detail::toBits(value), 0, false);
+  else
+    detail::storeRelaxed(reinterpret_cast<T*>(t.ptr), value);
 }
 template <typename T>
 TETHER_HD T atomic_swap(const Handle& h, T* dest, T value, int pe) {
-  return detail::amo(h, dest, detail::Rmw::Swap, value, pe);
+  return detail::amo(h, dest, detail::Rmw::Swap, value, pe, true);
 }
 template <typename T>
 TETHER_HD T atomic_compare_swap(const Handle& h, T* dest, T cond, T value, int pe) {
   using U = typename detail::BitsOf<sizeof(T)>::type;
-  U* d = reinterpret_cast<U*>(detail::remote(h, dest, pe));
-  return detail::fromBits<T>(detail::cas<U>(d, detail::toBits(cond), detail::toBits(value)));
+  const detail::Target t = detail::target(h, dest, pe);
+  if (!t.ptr)
+    return detail::fromBits<T>(static_cast<U>(detail::proxyAmo(h, pe, t, TETHER_AMO_COMPARE_SWAP, sizeof(T),
+                                                               detail::toBits(value), detail::toBits(cond), true)));
+  return detail::fromBits<T>(detail::cas<U>(reinterpret_cast<U*>(t.ptr), detail::toBits(cond), detail::toBits(value)));
 }
 // fetch_add/add, fetch_inc/inc, fetch_and/and, fetch_or/or, fetch_xor/xor: the fetching form returns the old value.
 #define TETHER_DEFINE_AMO_(name, op)                                                 \
   template <typename T>                                                              \
   TETHER_HD T atomic_fetch_##name(const Handle& h, T* dest, T value, int pe) {       \
-    return detail::amo(h, dest, detail::Rmw::op, value, pe);                         \
+    return detail::amo(h, dest, detail::Rmw::op, value, pe, true);                   \
   }                                                                                  \
   template <typename T>                                                              \
   TETHER_HD void atomic_##name(const Handle& h, T* dest, T value, int pe) {          \
-    (void)detail::amo(h, dest, detail::Rmw::op, value, pe);                          \
+    (void)detail::amo(h, dest, detail::Rmw::op, value, pe, false);                   \
   }
 TETHER_DEFINE_AMO_(add, Add)
 TETHER_DEFINE_AMO_(and, And)
@@ -727,26 +959,36 @@ TETHER_DEFINE_AMO_(xor, Xor)
 #undef TETHER_DEFINE_AMO_
 template <typename T>
 TETHER_HD T atomic_fetch_inc(const Handle& h, T* dest, int pe) {
-  return detail::amo(h, dest, detail::Rmw::Add, T(1), pe);
+  return detail::amo(h, dest, detail::Rmw::Add, T(1), pe, true);
 }
 template <typename T>
 TETHER_HD void atomic_inc(const Handle& h, T* dest, int pe) {
-  (void)detail::amo(h, dest, detail::Rmw::Add, T(1), pe);
+  (void)detail::amo(h, dest, detail::Rmw::Add, T(1), pe, false);
 }
 
 // ================================================================================================================
 // Ordering and completion
 
 // Every earlier put/AMO/signal by the scope's threads is complete and visible to all PEs and the host on return.
+// With a proxy ring the leader also waits until every ticket taken so far on this GPU (CPU handle: process) is
+// complete -- a superset of the group's own descriptors.
 template <Scope S = Scope::Thread>
-TETHER_HD void quiet(const Handle&) {
+TETHER_HD void quiet(const Handle& h) {
   detail::fenceSc();
   detail::groupSync<S>();
+  if (h.proxy_ring) {
+    if (detail::groupRank<S>() == 0) detail::proxyQuiet(h);
+    detail::groupSync<S>();
+  }
 }
 // Earlier puts/AMOs/signals of this thread are ordered before its later ones, per target PE (and globally here).
+// Ring operations need nothing more: the proxy executes descriptors one at a time in ticket order, and a thread's
+// later descriptor has a later ticket. Only where one PE has both load/store and proxied segments
+// (TETHER_DEVICE_PROXY_MIXED) does fence wait for the ring, so stores after it cannot overtake ring operations.
 template <Scope S = Scope::Thread>
-TETHER_HD void fence(const Handle&) {
+TETHER_HD void fence(const Handle& h) {
   detail::fenceAcqRel();
+  if (h.flags & TETHER_DEVICE_PROXY_MIXED) detail::proxyQuiet(h);
 }
 
 // ================================================================================================================
@@ -763,7 +1005,11 @@ TETHER_HD void sync_all(const Handle& h) {
     int round = 0;
     for (int dist = 1; dist < h.n_pes; dist <<= 1, ++round) {
       const int to = (h.my_pe + dist) % h.n_pes;
-      detail::storeRelease(&detail::remote(h, h.barrier, to)->round[round].value, epoch);
+      const detail::Target t = detail::target(h, &h.barrier->round[round].value, to);
+      if (t.ptr)
+        detail::storeRelease(reinterpret_cast<uint64_t*>(t.ptr), epoch);
+      else  // a SET signal through the ring, after every descriptor the PE posted before
+        detail::proxySignal(h, to, t, epoch, SignalOp::Set);
       (void)detail::waitValue(h, &h.barrier->round[round].value, Cmp::GE, epoch, "device barrier");
     }
   }
@@ -771,7 +1017,8 @@ TETHER_HD void sync_all(const Handle& h) {
 }
 template <Scope S = Scope::Thread>
 TETHER_HD void barrier_all(const Handle& h) {
-  sync_all<S>(h);  // quiet is the leading fence on load/store paths
+  if (h.proxy_ring) quiet<S>(h);  // on load/store paths sync_all's leading fence is the quiet
+  sync_all<S>(h);
 }
 
 #if defined(__CUDACC__)
@@ -784,7 +1031,13 @@ __device__ __forceinline__ void sync_all_grid(const Handle& h) {
   if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) sync_all<Scope::Block>(h);
   grid.sync();
 }
-__device__ __forceinline__ void barrier_all_grid(const Handle& h) { sync_all_grid(h); }
+__device__ __forceinline__ void barrier_all_grid(const Handle& h) {
+  if (h.proxy_ring) {  // every block posted its descriptors before the grid barrier: one quiet covers them all
+    cooperative_groups::this_grid().sync();
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) quiet<Scope::Block>(h);
+  }
+  sync_all_grid(h);
+}
 
 // Launches kernel with every block co-resident (cooperative launch), as sync_all_grid needs. Fails with
 // cudaErrorCooperativeLaunchTooLarge when the grid cannot be resident at once.

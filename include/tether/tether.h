@@ -260,7 +260,18 @@ tether_status_t tether_sync_all(tether_t world);
  *   direct:   seg[k].window + pe * seg[k].stride + off        (flags & TETHER_DEVICE_DIRECT: no memory access)
  *   else:     peers[pe].base[k] + off, or unreachable when peers[pe].base[k] == 0
  * Lifetime: valid until tether_finalize, and until the next collective allocation that grows a heap (HOST views are
- * re-registered with the GPU then, and their aliases may move): take a fresh handle after allocating. */
+ * re-registered with the GPU then, and their aliases may move): take a fresh handle after allocating.
+ *
+ * Proxy ring (proxy_ring != NULL, flag TETHER_DEVICE_PROXY): (pe, segment) pairs with peers[pe].base[k] == 0 that
+ * the World reaches by its host path (TETHER_FORCE_PROXY=1: every PE but this one) are served by a proxy thread of
+ * the World. A producer takes ticket t = (*proxy_ticket)++ (atomic; GPU memory for the GPU handle), waits until
+ * slot t % proxy_slots has seq == t << 2 (free for t), fills it, and stores seq = (t << 2) | 1 LAST with release
+ * semantics at system scope. The proxy executes tickets in order; a fetching descriptor (TETHER_PROXY_FETCH) gets
+ * result and seq = (t << 2) | 2, after which its producer reads result and frees the slot with seq = (t + slots) << 2;
+ * any other descriptor is freed by the proxy. Then proxy_state->done = t + 1 (release): every ticket below done is
+ * complete (its effects visible to every PE). A descriptor the proxy cannot execute sets proxy_state->error = t + 1
+ * (first failure, logged with its reason) and still completes. Slots and proxy_state are host-pinned memory, mapped
+ * for the GPU handle. */
 
 #define TETHER_DEVICE_SEG_HOST 0
 #define TETHER_DEVICE_SEG_DEVICE 1
@@ -272,6 +283,40 @@ tether_status_t tether_sync_all(tether_t world);
 #define TETHER_DEVICE_DIRECT 1u /* every PE is on this host at local index == pe, every present segment of every PE is
                                    reachable, and views lie at window + j*stride: translation is arithmetic only */
 #define TETHER_DEVICE_GPU 2u    /* addresses are for kernels of this PE's GPU (else for CPU threads) */
+#define TETHER_DEVICE_PROXY 4u  /* some (PE, segment) is served by the proxy ring (proxy_ring is set) */
+#define TETHER_DEVICE_PROXY_MIXED 8u /* some PE has both load/store-reachable and proxied segments: fence() then
+                                        waits for the ring (stores and ring operations to one PE stay ordered) */
+
+/* Proxy descriptor op word: TETHER_PROXY_OP_* in bits 0-7, target segment kind (TETHER_DEVICE_SEG_*) in bits 8-11,
+ * signal segment kind in bits 12-15 (put_signal), signal op (tether_signal_op_t) in bit 16, tether_amo_t in bits
+ * 20-27 (AMO), TETHER_PROXY_FETCH in bit 31 (the producer waits for result and frees the slot). */
+#define TETHER_PROXY_OP_PUT 1u        /* size bytes from local to (pe, offset) */
+#define TETHER_PROXY_OP_PUT_INLINE 2u /* size <= 8 bytes of value to (pe, offset) */
+#define TETHER_PROXY_OP_GET 3u        /* size bytes from (pe, offset) to local */
+#define TETHER_PROXY_OP_GET_INLINE 4u /* size <= 8 bytes from (pe, offset) into result (fetching) */
+#define TETHER_PROXY_OP_AMO 5u        /* width size (4/8) AMO: operand value, compare value aux; old value in result */
+#define TETHER_PROXY_OP_SIGNAL 6u     /* signal op with value on the 64-bit word at (pe, offset) */
+#define TETHER_PROXY_OP_PUT_SIGNAL 7u /* PUT, then the signal op with value on (pe, signal kind, aux) */
+#define TETHER_PROXY_FETCH 0x80000000u
+
+typedef struct tether_proxy_desc_s { /* 64 bytes, one slot of the ring */
+  uint64_t seq;    /* slot state (see above); written last by the producer */
+  uint32_t op;     /* op word (above) */
+  int32_t pe;      /* target PE */
+  uint64_t offset; /* byte offset of the target in its segment */
+  uint64_t size;   /* bytes */
+  uint64_t local;  /* local buffer in the handle's address space: source of PUT, destination of GET */
+  uint64_t value;  /* inline bytes (PUT_INLINE), AMO operand, signal value */
+  uint64_t aux;    /* AMO compare value; PUT_SIGNAL: offset of the signal word */
+  uint64_t result; /* written by the proxy for fetching descriptors */
+} tether_proxy_desc_t;
+
+typedef struct tether_proxy_state_s { /* host-pinned; written by the proxy thread only */
+  uint64_t done;     /* tickets < done are complete */
+  uint64_t pad0_[7];
+  uint64_t error;    /* 0, or 1 + the ticket of the first descriptor the proxy could not execute */
+  uint64_t pad1_[7];
+} tether_proxy_state_t;
 
 typedef struct tether_device_segment_s {
   uint64_t sym_base; /* this PE's copy as the program names it (CPU address for HOST/STATIC, GPU for DEVICE) */
@@ -306,6 +351,10 @@ typedef struct tether_device_handle_s {
   tether_device_segment_t seg[TETHER_DEVICE_SEGS];
   const tether_device_peer_t* peers;     /* n_pes entries (GPU memory for the GPU handle, host memory for the CPU one) */
   tether_device_barrier_t* barrier;      /* symmetric address (sym space of barrier_seg) of the barrier block */
+  tether_proxy_desc_t* proxy_ring;       /* proxy_slots descriptors; NULL when no (PE, segment) needs the proxy */
+  tether_proxy_state_t* proxy_state;     /* the ring's completion counter and error word */
+  uint64_t* proxy_ticket;                /* next ticket (GPU memory for the GPU handle, host memory for the CPU one) */
+  uint64_t proxy_slots;                  /* ring size, a power of two */
 } tether_device_handle_t;
 
 /* The handle for kernels on this PE's GPU. Fails with TETHER_ERR_UNSUPPORTED when this PE has no GPU. */

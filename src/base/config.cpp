@@ -51,6 +51,12 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_COPY_SPLIT", ConfigType::Size, "0",
        "Host-path copies of at least this many bytes are split across the internal streams; 0 = never (on 2xH200 "
        "NV18 splitting lowered peer bandwidth at every size: bench/results/h200x2/host_paths.txt)"},
+      {"TETHER_FORCE_PROXY", ConfigType::Bool, "0",
+       "1: device handles (tether_device_handle, tether_device_handle_cpu) reach every PE but their own through the "
+       "proxy ring and thread instead of loads/stores (tests the remote-peer path on one host)"},
+      {"TETHER_PROXY_SLOTS", ConfigType::Int, "1024",
+       "Descriptors in each device-API proxy ring (a power of two, 2..1048576); a producer waits while the ring is "
+       "full"},
       {"TETHER_KILL_GRACE", ConfigType::Seconds, "3",
        "tetherrun: seconds between SIGTERM and SIGKILL when stopping the remaining PEs"},
   };

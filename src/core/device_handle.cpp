@@ -69,28 +69,36 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out) {
   }
 
   std::vector<tether_device_peer_t> peers(static_cast<size_t>(job_.size));
-  bool direct = true;
+  bool direct = true, mixed = false;
+  int proxied = 0;  // (PE, segment) pairs served by the proxy ring
   for (int pe = 0; pe < job_.size; ++pe) {
     tether_device_peer_t& p = peers[static_cast<size_t>(pe)];
     std::memset(&p, 0, sizeof p);
     const bool local = topo_.sameHost(pe, job_.rank);
     p.local_index = local ? topo_.pes[static_cast<size_t>(pe)].localIndex : -1;
     if (p.local_index != pe) direct = false;
+    bool someReach = false, someProxied = false;
     for (int k = 0; k < kSegKinds; ++k) {
       if (!h.seg[k].present) continue;
       const SegPath& sp = path(pe, static_cast<SegKind>(k));
       bool reach = local && sp.ops && (sp.ops->caps & kCapLoadStore) && sp.base;
       if (static_cast<SegKind>(k) == SegKind::Device && sp.kind == PathKind::Staged) reach = false;
+      if (forceProxy_ && pe != job_.rank) reach = false;
       if (reach) {
         p.base[k] = view(k, p.local_index);
         reach = p.base[k] != 0;
       }
-      if (reach)
+      if (reach) {
         p.reach |= 1u << k;
-      else
+        someReach = true;
+      } else {
         direct = false;
+        if (sp.ops) someProxied = true;  // the World reaches it by its host path: the proxy serves it
+      }
       if (!h.seg[k].uniform) direct = false;
     }
+    proxied += someProxied;
+    mixed = mixed || (someReach && someProxied);
   }
   if (direct) h.flags |= TETHER_DEVICE_DIRECT;
 
@@ -106,6 +114,26 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out) {
   // Peer table: reuse the last one when nothing changed, else a new one (older ones stay valid until the World dies).
   const int space = forGpu ? 1 : 0;
   std::lock_guard<std::mutex> lock(handleMu_);
+
+  // Proxy ring for the (PE, segment) pairs loads/stores do not reach (core/proxy.h).
+  if (proxied) {
+    if (!proxy_) {
+      TETHER_TRY(Proxy::create(*this, config_.integer("TETHER_PROXY_SLOTS"), &proxy_).withContext("device handle"));
+      liveProxy_.store(proxy_.get());
+    }
+    std::vector<ProxyWindow> windows;  // GPU aliases of this PE's HOST/STATIC views, translated back by the proxy
+    for (int k : {TETHER_DEVICE_SEG_HOST, TETHER_DEVICE_SEG_STATIC})
+      if (forGpu && h.seg[k].present) windows.push_back(ProxyWindow{h.seg[k].my_view, h.seg[k].sym_base, h.seg[k].size});
+    ProxyRingView rv;
+    TETHER_TRY(proxy_->ring(forGpu, windows, &rv).withContext("device handle"));
+    h.proxy_ring = rv.ring;
+    h.proxy_state = rv.state;
+    h.proxy_ticket = rv.ticket;
+    h.proxy_slots = rv.slots;
+    h.flags |= TETHER_DEVICE_PROXY | (mixed ? TETHER_DEVICE_PROXY_MIXED : 0u);
+    TETHER_LOG_INFO(LogSys::Core, "device handle (%s): %d PE(s) with segments served by the proxy ring (%s)",
+                    forGpu ? "GPU" : "CPU", proxied, forceProxy_ ? "TETHER_FORCE_PROXY=1" : "not load/store reachable");
+  }
   const size_t bytes = peers.size() * sizeof(tether_device_peer_t);
   if (!lastTable_[space] || lastPeers_[space].size() != peers.size() ||
       std::memcmp(lastPeers_[space].data(), peers.data(), bytes) != 0) {

@@ -113,6 +113,8 @@ Status World::putSignal(const char* call, void* dest, const void* src, size_t n,
 
 Status World::quiet() {
   for (const auto& o : opsInUse_) TETHER_TRY(o.first->quiet(o.second));
+  // Device API operations posted to the proxy ring (by finished kernels or CPU threads) are this PE's too.
+  if (Proxy* p = liveProxy_.load(std::memory_order_acquire)) TETHER_TRY(p->drain(timeout_));
   return Status::ok();
 }
 

@@ -60,6 +60,7 @@ Status World::init(const tether_init_attr_t& attr) {
   for (const auto& u : unknown)
     TETHER_LOG_WARN(LogSys::Config, "%s is not a tether variable (typo?); see tether-info --config", u.c_str());
   timeout_ = config_.seconds("TETHER_TIMEOUT");
+  forceProxy_ = config_.flag("TETHER_FORCE_PROXY");
   const std::string defaultSegment = config_.str("TETHER_DEFAULT_SEGMENT");
   if (defaultSegment != "auto" && defaultSegment != "host" && defaultSegment != "device")
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_DEFAULT_SEGMENT=%s: expected auto, host or device",
@@ -98,6 +99,12 @@ Status World::init(const tether_init_attr_t& attr) {
   defaultKind_ = (def == "device" || (def == "auto" && device_)) ? SegKind::Device : SegKind::Host;
 
   TETHER_TRY(setUpPaths());
+  TETHER_TRY(Proxy::checkSlots(config_.integer("TETHER_PROXY_SLOTS")).withContext("tether_init"));
+  if (forceProxy_) {  // its thread starts with the first device handle (rings are per handle address space)
+    TETHER_TRY(Proxy::create(*this, config_.integer("TETHER_PROXY_SLOTS"), &proxy_).withContext("tether_init"));
+    liveProxy_.store(proxy_.get());
+    TETHER_LOG_INFO(LogSys::Core, "TETHER_FORCE_PROXY=1: device handles reach every other PE through the proxy");
+  }
   TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
   if (device_) {
     // The device control words (device barrier) start at zero. Written only now that every PE has finished setting
@@ -376,8 +383,13 @@ Status World::finalize() {
   if (finalized_) return Status::ok();
   finalized_ = true;
   Status s = barrier("tether_finalize", true);
-  // Tear down in dependency order: device mappings, the GPU context (it unregisters the host views it registered),
-  // then the host heap.
+  // Tear down in dependency order: the device API proxy (executes what is posted, stops its thread), device
+  // mappings, the GPU context (it unregisters the host views it registered), then the host heap.
+  if (proxy_) {
+    liveProxy_.store(nullptr);
+    TETHER_WARN_ON_FAIL(proxy_->stop());
+    proxy_.reset();
+  }
   device_.reset();
   gpu_.reset();
   host_.reset();
@@ -435,6 +447,15 @@ Status World::readLocal(SymRef ref, void* out, size_t n) const {
     return Status::ok();
   }
   return gpu_->copy(out, device_->myBase() + ref.offset, n, false);
+}
+
+uint64_t World::segmentBytes(SegKind k) const {
+  switch (k) {
+    case SegKind::Host: return host_ ? host_->committed() : 0;
+    case SegKind::Device: return device_ ? device_->committed() : 0;
+    case SegKind::Static: return staticBytes_;
+  }
+  return 0;
 }
 
 void* World::ptr(const void* addr, int pe) const {

@@ -8,6 +8,7 @@
 // calls (allocation, barrier, sync) must not race with each other on one World.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +18,7 @@
 #include "base/config.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "core/proxy.h"
 #include "heap/allocator.h"
 #include "gpu/gpu.h"
 #include "heap/shm_segment.h"
@@ -63,6 +65,8 @@ class World {
     return paths_[static_cast<size_t>(pe)].seg[static_cast<int>(kind)];
   }
   GpuContext* gpu() const { return gpu_.get(); }
+  // Bytes of this PE's segment of kind k that exist now (committed; 0 when absent), control words included.
+  uint64_t segmentBytes(SegKind k) const;
 
   // ---- heap (collective) -- core/world.cpp
   Status allocate(const char* call, tether_seg_kind_t kind, uint64_t align, uint64_t size, bool zero, void** out);
@@ -188,6 +192,11 @@ class World {
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   bool finalized_ = false;
+  bool forceProxy_ = false;  // TETHER_FORCE_PROXY: device handles reach every other PE through the proxy
+  // Device API proxy (core/proxy.h), created with the first handle that needs it (under handleMu_). Declared last:
+  // destroyed first, so its thread stops before the heaps and GPU context it uses go away.
+  std::unique_ptr<Proxy> proxy_;
+  std::atomic<Proxy*> liveProxy_{nullptr};  // proxy_ once created, for quiet() without handleMu_; null after stop
 };
 
 // Internal words at the start of every PE's host heap (before the first user allocation).

@@ -85,6 +85,13 @@ class GpuContext {
   virtual Status memset(void* dst, int value, size_t n) = 0;  // blocking
   // Plain GPU memory of this PE's GPU for internal tables (the device handle's peer table); freed with the context.
   virtual Status allocDevice(size_t n, void** out) = 0;
+  // Zeroed pinned host memory mapped for this GPU (the device API's proxy ring): *host for CPU threads, *device for
+  // kernels. Freed with the context.
+  virtual Status allocHostMapped(size_t n, void** host, void** device) = 0;
+  // A second context on the same GPU for a thread that serves kernels while they run (the device API's proxy): its
+  // internal streams do NOT synchronise with the legacy default stream, so its copies and atomic kernels make
+  // progress while a kernel the proxy serves is still running there. Otherwise the same contracts.
+  virtual Status createSibling(std::unique_ptr<GpuContext>* out) = 0;
 
   virtual Status createDeviceHeap(const DeviceHeapParams& params, Bootstrap& bootstrap,
                                   std::unique_ptr<DeviceHeap>* out) = 0;

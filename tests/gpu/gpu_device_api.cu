@@ -5,6 +5,9 @@
 //  - the device barrier (block scope, and grid scope through launch_cooperative);
 //  - visibility stress: producer/consumer with putmem_signal<Block>, random sizes, GPU_STRESS_ITERS iterations
 //    (default 1e6 on DEVICE, 1e5 on HOST), seed printed (GPU_STRESS_SEED).
+// With TETHER_FORCE_PROXY=1 every operation on the other PE goes through the proxy ring (ptr() is null for it; the
+// checks here read this PE's own copy through ptr(my_pe), which stays load/store); the atomics run fewer iterations
+// there (each is a proxied GPU atomic), and the ctest entry shortens the stress with GPU_STRESS_ITERS.
 #include <cuda_runtime.h>
 
 #include <cinttypes>
@@ -253,12 +256,18 @@ int main() {
     std::printf("device handle: flags 0x%x (direct %d), DEVICE p2p %d, HOST alias window %s uniform, host native "
                 "atomics %d\n", h.flags, !!(h.flags & TETHER_DEVICE_DIRECT), p2p,
                 h.seg[TETHER_DEVICE_SEG_HOST].uniform ? "is" : "is not", hostAtomics);
+  const bool proxied = h.flags & TETHER_DEVICE_PROXY;
+  if (me == 0 && proxied)
+    std::printf("proxy ring: %llu descriptors%s\n", static_cast<unsigned long long>(h.proxy_slots),
+                h.flags & TETHER_DEVICE_PROXY_MIXED ? " (mixed: some PE has load/store and proxied segments)" : "");
+  const char* forced = std::getenv("TETHER_FORCE_PROXY");
+  if (forced && std::strcmp(forced, "1") == 0) MP_CHECK(proxied && h.proxy_ring && !(h.flags & TETHER_DEVICE_DIRECT));
   if (h.flags & TETHER_DEVICE_DIRECT) {
     MP_CHECK(dev::ptr(h, symD, me) == tether_ptr(w, symD, me));
     MP_CHECK(dev::ptr(h, symD, next) == tether_ptr(w, symD, next));
   }
-  if (!p2p) {
-    if (me == 0) std::printf("SKIP: no p2p path between the GPUs (the proxy path is not implemented yet)\n");
+  if (!p2p && !proxied) {
+    if (me == 0) std::printf("SKIP: no p2p path between the GPUs and no proxy ring\n");
     mp::finish();
     return 77;
   }
@@ -345,7 +354,7 @@ int main() {
       auto* c64 = reinterpret_cast<uint64_t*>(base + 1088);
       auto* bits = reinterpret_cast<uint64_t*>(base + 1152);
       auto* lock = reinterpret_cast<int64_t*>(base + 1216);
-      const int blocks = 8, threads = 256, iters = 100;
+      const int blocks = 8, threads = 256, iters = proxied ? 4 : 100;
       amoContend<<<blocks, threads>>>(h, c32, c64, bits, lock, iters);
       CK(cudaGetLastError());
       CK(cudaDeviceSynchronize());

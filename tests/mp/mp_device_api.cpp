@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -104,9 +105,11 @@ void worker(const dev::Handle& h, const Shared& sh, int tid, dev::HostBarrier& b
   dev::HostScope<Scope::Warp> ws(tid % kWarp, kWarp, &warps[tid / kWarp]);
   const int me = h.my_pe, n = h.n_pes, next = (me + 1) % n, prev = (me + n - 1) % n;
 
-  // ---- ptr and basic translation
+  // ---- ptr and basic translation (null for PEs served by the proxy ring)
+  const bool proxied = h.flags & TETHER_DEVICE_PROXY;
   MP_CHECK(dev::ptr(h, sh.data, me) != nullptr);
-  for (int pe = 0; pe < n; ++pe) MP_CHECK(dev::ptr(h, sh.data, pe) == tether_ptr(mp::world(), sh.data, pe));
+  for (int pe = 0; pe < n; ++pe)
+    MP_CHECK(dev::ptr(h, sh.data, pe) == (proxied && pe != me ? nullptr : tether_ptr(mp::world(), sh.data, pe)));
   MP_CHECK(dev::ptr(h, local, me) == nullptr);  // not symmetric
   MP_CHECK(dev::ptr(h, sh.data, n) == nullptr);
 
@@ -286,7 +289,17 @@ int main() {
   MP_OK(tether_device_handle_cpu(w, &h));
   MP_CHECK(h.my_pe == me && h.n_pes == tether_n_pes(w));
   MP_CHECK(!(h.flags & TETHER_DEVICE_GPU));
-  MP_CHECK(h.flags & TETHER_DEVICE_DIRECT);  // one host: arithmetic translation
+  // One host: arithmetic translation, unless TETHER_FORCE_PROXY=1 sends every other PE through the proxy ring.
+  const char* forced = std::getenv("TETHER_FORCE_PROXY");
+  if (forced && std::string(forced) == "1") {
+    MP_CHECK(!(h.flags & TETHER_DEVICE_DIRECT) && (h.flags & TETHER_DEVICE_PROXY) && h.proxy_ring && h.proxy_slots);
+    MP_CHECK(!(h.flags & TETHER_DEVICE_PROXY_MIXED));
+    if (me == 0) std::printf("mp_device_api: TETHER_FORCE_PROXY=1, ring of %llu descriptors\n",
+                             static_cast<unsigned long long>(h.proxy_slots));
+  } else {
+    MP_CHECK(h.flags & TETHER_DEVICE_DIRECT);
+    MP_CHECK(!(h.flags & TETHER_DEVICE_PROXY) && !h.proxy_ring);
+  }
   MP_CHECK(h.seg[TETHER_DEVICE_SEG_HOST].present && !h.seg[TETHER_DEVICE_SEG_DEVICE].present);
   tether_device_handle_t h2;
   MP_OK(tether_device_handle_cpu(w, &h2));

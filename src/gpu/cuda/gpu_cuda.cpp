@@ -285,22 +285,25 @@ class CudaGpuContext : public GpuContext {
     for (auto s : streams_) cudaStreamDestroy(s);
     for (void* p : registered_) cudaHostUnregister(p);
     for (void* p : allocs_) cudaFree(p);
+    for (void* p : hostAllocs_) cudaFreeHost(p);
     if (result_) cudaFreeHost(result_);
   }
 
-  Status init(int device, int nStreams, uint64_t splitMin) {
+  Status init(int device, int nStreams, uint64_t splitMin, bool nonBlocking = false) {
     device_ = device;
     splitMin_ = splitMin;
+    streamFlags_ = nonBlocking ? cudaStreamNonBlocking : cudaStreamDefault;
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaFree(nullptr));  // creates the primary context now, not inside the first operation
     char bus[32] = {};
     CUDA_TRY(cudaDeviceGetPCIBusId(bus, sizeof bus, device_));
     busId_ = bus;
     streams_.resize(static_cast<size_t>(std::max(1, nStreams)));
-    // Blocking streams on purpose: they wait for work already queued on the legacy default stream, so a user buffer
-    // filled there (cudaMemcpy from pageable memory and cudaMemset return before the data has landed) is complete
-    // before a tether copy reads it. Work on the user's own non-default streams must be synchronised by the user.
-    for (auto& s : streams_) CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamDefault));
+    // Blocking streams on purpose (except in a sibling, see createSibling): they wait for work already queued on the
+    // legacy default stream, so a user buffer filled there (cudaMemcpy from pageable memory and cudaMemset return
+    // before the data has landed) is complete before a tether copy reads it. Work on the user's own non-default
+    // streams must be synchronised by the user.
+    for (auto& s : streams_) CUDA_TRY(cudaStreamCreateWithFlags(&s, streamFlags_));
     pending_.reset(new std::atomic<bool>[streams_.size()]);
     for (size_t i = 0; i < streams_.size(); ++i) pending_[i] = false;
     CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&result_), 64, cudaHostAllocMapped | cudaHostAllocPortable));
@@ -473,6 +476,25 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
+  Status allocHostMapped(size_t n, void** host, void** device) override {
+    CUDA_TRY(cudaSetDevice(device_));
+    CUDA_TRY(cudaHostAlloc(host, n, cudaHostAllocMapped | cudaHostAllocPortable));
+    {
+      std::lock_guard<std::mutex> lock(viaMu_);
+      hostAllocs_.push_back(*host);
+    }
+    std::memset(*host, 0, n);
+    CUDA_TRY(cudaHostGetDevicePointer(device, *host, 0));
+    return Status::ok();
+  }
+
+  Status createSibling(std::unique_ptr<GpuContext>* out) override {
+    std::unique_ptr<CudaGpuContext> c(new CudaGpuContext());
+    TETHER_TRY(c->init(device_, 1, 0, true));
+    *out = std::move(c);
+    return Status::ok();
+  }
+
   Status memset(void* dst, int value, size_t n) override {
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaMemsetAsync(dst, value, n, streams_[0]));
@@ -534,7 +556,7 @@ class CudaGpuContext : public GpuContext {
     std::unique_ptr<Via> v(new Via());
     v->dev = dev;
     CUDA_TRY(cudaSetDevice(dev));
-    CUDA_TRY(cudaStreamCreateWithFlags(&v->stream, cudaStreamDefault));
+    CUDA_TRY(cudaStreamCreateWithFlags(&v->stream, streamFlags_));
     CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&v->staging), kStageBytes, cudaHostAllocPortable));
     CUDA_TRY(cudaSetDevice(device_));
     TETHER_LOG_INFO(LogSys::Transport, "staged path: using GPU %d's copy engine from this process", dev);
@@ -550,6 +572,8 @@ class CudaGpuContext : public GpuContext {
   std::vector<cudaStream_t> streams_;
   std::vector<void*> registered_;
   std::vector<void*> allocs_;  // allocDevice, freed in the destructor
+  std::vector<void*> hostAllocs_;  // allocHostMapped, freed in the destructor
+  unsigned streamFlags_ = cudaStreamDefault;  // cudaStreamNonBlocking in a sibling context
   std::unique_ptr<std::atomic<bool>[]> pending_;
   std::atomic<size_t> next_{0};
   uint64_t splitMin_ = 0;

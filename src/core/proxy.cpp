@@ -1,0 +1,257 @@
+// Proxy: rings and the proxy thread of the device API (contracts in core/proxy.h, slot protocol in tether.h).
+#include "core/proxy.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "base/log.h"
+#include "core/world.h"
+
+namespace tether {
+namespace {
+
+constexpr uint64_t kFree = 0, kPosted = 1, kDone = 2;  // low two bits of a slot's seq (tether.h)
+constexpr int kSpinPolls = 2000, kYieldPolls = 4000;
+constexpr auto kIdleSleep = std::chrono::microseconds(50);
+
+unsigned field(uint32_t op, int shift, uint32_t mask) { return (op >> shift) & mask; }
+
+}  // namespace
+
+Status Proxy::checkSlots(int64_t slots) {
+  if (slots < 2 || slots > (int64_t{1} << 20) || (slots & (slots - 1)) != 0)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_PROXY_SLOTS=%lld: expected a power of two in [2, 1048576]",
+                static_cast<long long>(slots));
+  return Status::ok();
+}
+
+Status Proxy::create(World& world, int64_t slots, std::unique_ptr<Proxy>* out) {
+  TETHER_TRY(checkSlots(slots));
+  std::unique_ptr<Proxy> p(new Proxy(world));
+  p->slots_ = static_cast<uint64_t>(slots);
+  if (world.gpu()) TETHER_TRY(world.gpu()->createSibling(&p->gpu_).withContext("device API proxy"));
+  *out = std::move(p);
+  return Status::ok();
+}
+
+Proxy::~Proxy() { TETHER_WARN_ON_FAIL(stop()); }
+
+Status Proxy::ring(bool forGpu, const std::vector<ProxyWindow>& windows, ProxyRingView* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_.load()) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "device API proxy: already stopped (finalize)");
+  std::unique_ptr<Ring>& slot = rings_[forGpu ? 1 : 0];
+  if (!slot) {
+    std::unique_ptr<Ring> r(new Ring());
+    r->gpu = forGpu;
+    const size_t ringBytes = slots_ * sizeof(tether_proxy_desc_t);
+    if (forGpu) {
+      if (!gpu_) TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "device API proxy: a GPU ring needs this PE's GPU");
+      void *host = nullptr, *dev = nullptr, *ticket = nullptr;
+      TETHER_TRY(gpu_->allocHostMapped(ringBytes + sizeof(tether_proxy_state_t), &host, &dev)
+                     .withContext("device API proxy ring"));
+      TETHER_TRY(gpu_->allocDevice(sizeof(uint64_t), &ticket).withContext("device API proxy ticket"));
+      TETHER_TRY(gpu_->memset(ticket, 0, sizeof(uint64_t)).withContext("device API proxy ticket"));
+      r->slots = static_cast<tether_proxy_desc_t*>(host);
+      r->state = reinterpret_cast<tether_proxy_state_t*>(static_cast<char*>(host) + ringBytes);
+      r->view.ring = static_cast<tether_proxy_desc_t*>(dev);
+      r->view.state = reinterpret_cast<tether_proxy_state_t*>(static_cast<char*>(dev) + ringBytes);
+      r->view.ticket = static_cast<uint64_t*>(ticket);
+    } else {
+      r->hostSlots.assign(slots_, tether_proxy_desc_t{});
+      r->slots = r->view.ring = r->hostSlots.data();
+      r->state = r->view.state = &r->hostState;
+      r->view.ticket = &r->hostTicket;
+    }
+    r->view.slots = slots_;
+    for (uint64_t i = 0; i < slots_; ++i) __atomic_store_n(&r->slots[i].seq, i << 2 | kFree, __ATOMIC_RELEASE);
+    order_[nRings_.load()] = r.get();
+    slot = std::move(r);
+    nRings_.fetch_add(1, std::memory_order_release);  // publishes the ring to the thread
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    TETHER_LOG_INFO(LogSys::Core, "device API proxy: %s ring of %llu descriptors", forGpu ? "GPU" : "CPU",
+                    static_cast<unsigned long long>(slots_));
+  }
+  slot->windows = windows;
+  *out = slot->view;
+  return Status::ok();
+}
+
+Status Proxy::drain(double timeoutSeconds) {
+  for (int i = 0; i < nRings_.load(std::memory_order_acquire); ++i) {
+    Ring& r = *order_[i];
+    uint64_t taken = 0;
+    if (r.gpu)
+      TETHER_TRY(gpu_->copy(&taken, r.view.ticket, sizeof taken, false).withContext("device API proxy: quiet"));
+    else
+      taken = __atomic_load_n(r.view.ticket, __ATOMIC_ACQUIRE);
+    const auto start = std::chrono::steady_clock::now();
+    uint64_t done;
+    for (int n = 0; (done = __atomic_load_n(&r.state->done, __ATOMIC_ACQUIRE)) < taken; ++n) {
+      if (timeoutSeconds > 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeoutSeconds)
+        TETHER_FAIL(TETHER_ERR_TIMEOUT, "device API proxy: quiet timed out after %.1f s (TETHER_TIMEOUT): %s ring at "
+                    "ticket %llu of %llu (a producer took a ticket and never posted, or the proxy is stuck)",
+                    timeoutSeconds, r.gpu ? "GPU" : "CPU", static_cast<unsigned long long>(done),
+                    static_cast<unsigned long long>(taken));
+      if (n > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    const uint64_t err = __atomic_load_n(&r.state->error, __ATOMIC_ACQUIRE);
+    if (err)
+      TETHER_FAIL(TETHER_ERR_INTERNAL, "device API proxy: descriptor %llu of the %s ring could not be executed (the "
+                  "log has the reason)", static_cast<unsigned long long>(err - 1), r.gpu ? "GPU" : "CPU");
+  }
+  return Status::ok();
+}
+
+Status Proxy::stop() {
+  if (stop_.exchange(true)) return Status::ok();
+  if (thread_.joinable()) thread_.join();
+  return Status::ok();
+}
+
+void Proxy::run() {
+  int idle = 0;
+  for (;;) {
+    const bool stopping = stop_.load(std::memory_order_acquire);
+    bool any = false;
+    const int n = nRings_.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) any = serve(*order_[i]) || any;
+    if (any) {
+      idle = 0;
+      continue;
+    }
+    if (stopping) return;  // everything posted before stop() was executed
+    if (++idle < kSpinPolls) continue;
+    if (idle < kYieldPolls)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(kIdleSleep);
+  }
+}
+
+bool Proxy::serve(Ring& r) {
+  const uint64_t t = r.next;
+  tether_proxy_desc_t* slot = &r.slots[t & (slots_ - 1)];
+  if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != (t << 2 | kPosted)) return false;
+  tether_proxy_desc_t d;
+  std::memcpy(&d, slot, sizeof d);  // the producer does not touch the slot until we hand it back
+  uint64_t result = 0;
+  Status s = execute(r, d, &result);
+  if (!s.isOk()) {
+    TETHER_LOG_ERROR(LogSys::Core, "device API proxy, %s ring, ticket %llu (op word 0x%x, PE %d, offset 0x%llx, %llu "
+                     "bytes): %s", r.gpu ? "GPU" : "CPU", static_cast<unsigned long long>(t), d.op, d.pe,
+                     static_cast<unsigned long long>(d.offset), static_cast<unsigned long long>(d.size),
+                     s.message().c_str());
+    uint64_t none = 0;
+    __atomic_compare_exchange_n(&r.state->error, &none, t + 1, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+  }
+  // Completion: the effects (memcpy'd bytes included, which may be weakly ordered stores) before the slot and done.
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (d.op & TETHER_PROXY_FETCH) {
+    __atomic_store_n(&slot->result, result, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, t << 2 | kDone, __ATOMIC_RELEASE);  // the producer reads result and frees the slot
+  } else {
+    __atomic_store_n(&slot->seq, (t + slots_) << 2 | kFree, __ATOMIC_RELEASE);
+  }
+  r.next = t + 1;
+  __atomic_store_n(&r.state->done, t + 1, __ATOMIC_RELEASE);
+  return true;
+}
+
+Status Proxy::target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, RemoteAddr* ra,
+                     const SegPath** path, void** ctx) {
+  TETHER_TRY(world_.checkPe(what, pe));
+  if (kind >= static_cast<unsigned>(kSegKinds))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown segment kind %u", what, kind);
+  const SegKind k = static_cast<SegKind>(kind);
+  const uint64_t bytes = world_.segmentBytes(k);
+  if (offset > bytes || n > bytes - offset)
+    TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: offset 0x%llx + %llu bytes lies outside the %s segment (%llu bytes)",
+                what, static_cast<unsigned long long>(offset), static_cast<unsigned long long>(n), segKindName(k),
+                static_cast<unsigned long long>(bytes));
+  const SegPath& p = world_.path(pe, k);
+  if (!p.ops) TETHER_FAIL(TETHER_ERR_UNREACHABLE, "%s: no host path to the %s segment of PE %d", what, segKindName(k), pe);
+  *ra = world_.remote(pe, SymRef{k, offset});
+  *path = &p;
+  // The World's GPU context (blocking streams) is swapped for the sibling; so is the GPU behind a staged path.
+  *ctx = p.ctx;
+  if (gpu_ && p.ctx == world_.gpu()) {
+    *ctx = gpu_.get();
+  } else if (gpu_ && p.ops == &stagedTransportOps()) {
+    const int dev = static_cast<StagedCtx*>(p.ctx)->device;
+    std::lock_guard<std::mutex> lock(mu_);
+    StagedCtx* found = nullptr;
+    for (auto& s : staged_)
+      if (s->device == dev) found = s.get();
+    if (!found) {
+      staged_.emplace_back(new StagedCtx{gpu_.get(), dev});
+      found = staged_.back().get();
+    }
+    *ctx = found;
+  }
+  return Status::ok();
+}
+
+const void* Proxy::localAddr(Ring& r, uint64_t addr) {
+  if (!r.gpu) return reinterpret_cast<const void*>(addr);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ProxyWindow& w : r.windows)
+    if (addr - w.handleAddr < w.bytes) return reinterpret_cast<const void*>(addr - w.handleAddr + w.cpuAddr);
+  return reinterpret_cast<const void*>(addr);
+}
+
+Status Proxy::execute(Ring& r, const tether_proxy_desc_t& d, uint64_t* result) {
+  const char* what = "device API proxy";
+  const unsigned op = field(d.op, 0, 0xff), kind = field(d.op, 8, 0xf);
+  RemoteAddr ra{};
+  const SegPath* p = nullptr;
+  void* ctx = nullptr;
+  const bool inlineOp = op == TETHER_PROXY_OP_PUT_INLINE || op == TETHER_PROXY_OP_GET_INLINE;
+  if (inlineOp && d.size > sizeof d.value)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: inline operation of %llu bytes (at most 8)", what,
+                static_cast<unsigned long long>(d.size));
+  const bool word = op == TETHER_PROXY_OP_AMO || op == TETHER_PROXY_OP_SIGNAL;
+  const uint64_t n = word ? (op == TETHER_PROXY_OP_SIGNAL ? 8 : d.size) : d.size;
+  if (word && ((n != 4 && n != 8) || d.offset % n))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %llu-byte word at offset 0x%llx (4- or 8-byte aligned words only)",
+                what, static_cast<unsigned long long>(n), static_cast<unsigned long long>(d.offset));
+  TETHER_TRY(target(what, d.pe, kind, d.offset, n, &ra, &p, &ctx));
+  const bool needLocal = op == TETHER_PROXY_OP_PUT || op == TETHER_PROXY_OP_GET || op == TETHER_PROXY_OP_PUT_SIGNAL;
+  if (needLocal && d.size && !d.local) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: local buffer is NULL", what);
+  switch (op) {
+    case TETHER_PROXY_OP_PUT:
+      return d.size ? p->ops->put(ctx, d.pe, ra, localAddr(r, d.local), d.size, false) : Status::ok();
+    case TETHER_PROXY_OP_PUT_INLINE:
+      return p->ops->put(ctx, d.pe, ra, &d.value, d.size, false);
+    case TETHER_PROXY_OP_GET:
+      return d.size ? p->ops->get(ctx, d.pe, const_cast<void*>(localAddr(r, d.local)), ra, d.size, false)
+                    : Status::ok();
+    case TETHER_PROXY_OP_GET_INLINE:
+      return p->ops->get(ctx, d.pe, result, ra, d.size, false);
+    case TETHER_PROXY_OP_AMO: {
+      const unsigned amo = field(d.op, 20, 0xff);
+      if (amo >= TETHER_AMO_COUNT) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown AMO %u", what, amo);
+      const AmoArgs a{static_cast<tether_amo_t>(amo), static_cast<unsigned>(n), d.value, d.aux};
+      return p->ops->amo(ctx, d.pe, ra, a, result);
+    }
+    case TETHER_PROXY_OP_SIGNAL:
+    case TETHER_PROXY_OP_PUT_SIGNAL: {
+      const tether_signal_op_t sop = field(d.op, 16, 1) ? TETHER_SIGNAL_ADD : TETHER_SIGNAL_SET;
+      if (op == TETHER_PROXY_OP_SIGNAL) return p->ops->signal(ctx, d.pe, ra, d.value, sop);
+      if (d.size) TETHER_TRY(p->ops->put(ctx, d.pe, ra, localAddr(r, d.local), d.size, false));
+      if (d.aux % 8) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: signal word at offset 0x%llx is not 8-byte aligned",
+                                 what, static_cast<unsigned long long>(d.aux));
+      RemoteAddr sa{};
+      const SegPath* sp = nullptr;
+      void* sctx = nullptr;
+      TETHER_TRY(target(what, d.pe, field(d.op, 12, 0xf), d.aux, 8, &sa, &sp, &sctx));
+      // Put before signal: the put above completed (blocking), and a transport's signal follows its own puts.
+      if (sctx != ctx) TETHER_TRY(p->ops->quiet(ctx));
+      return sp->ops->signal(sctx, d.pe, sa, d.value, sop);
+    }
+    default:
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation %u", what, op);
+  }
+}
+
+}  // namespace tether
