@@ -23,6 +23,7 @@
 #ifndef TETHER_DATATYPE_H
 #define TETHER_DATATYPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tether/tether.h"
@@ -114,6 +115,29 @@ tether_status_t tether_type_pack(tether_type_t type, int64_t count, const void* 
  * type-map order) wins. */
 tether_status_t tether_type_unpack(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
                                    int64_t max_bytes, void* buf, int64_t* bytes_done);
+
+/* ---- GPU engine: stream-ordered pack / unpack (CUDA builds) ------------------------------------------------ */
+
+/* The same fragment semantics as tether_type_pack/unpack, enqueued on `stream` (a cudaStream_t; NULL = the legacy
+ * default stream) and executed by the GPU: one kernel launch (or one cudaMemcpy2D/3DAsync where the layout is a
+ * pitched array) whatever the type, the scheme chosen by a cost model calibrated once per GPU (docs/datatype.md
+ * "GPU engine"; TETHER_DT_SCHEME=thread|warp|copy2d|copy3d forces one). Buffers may be GPU memory, pinned (or
+ * cudaHostRegister'ed) host memory or, on both sides, pageable host memory; pageable memory makes the call wait for
+ * the stream and pack on the host before returning (a user buffer in GPU memory with packed bytes in pageable memory
+ * fails: pin the packed buffer). *bytes_done is set at once. The type's device metadata is built on first use per
+ * GPU and cached on the type (commit does not touch the GPU). Fails with TETHER_ERR_UNSUPPORTED in builds without
+ * CUDA and when no GPU is visible; with TETHER_ERR_CUDA (message has the CUDA error) when a launch fails. */
+tether_status_t tether_type_pack_async(tether_type_t type, int64_t count, const void* buf, int64_t packed_offset,
+                                       int64_t max_bytes, void* packed, int64_t* bytes_done, void* stream);
+tether_status_t tether_type_unpack_async(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
+                                         int64_t max_bytes, void* buf, int64_t* bytes_done, void* stream);
+/* The scheme ("thread", "warp", "copy2d", "copy3d") the engine uses for a whole pack of count instances between GPU
+ * buffers on the current GPU (TETHER_DT_SCHEME applies). *scheme is a static string. */
+tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const char** scheme);
+/* Loads or measures (force != 0: always measures) the cost model's table for the current GPU; writes a summary of
+ * the measured bandwidths to summary (if not NULL, truncated to len bytes). The measurement takes about 0.2 s and is
+ * stored under TETHER_DT_CALIBRATION (default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU). */
+tether_status_t tether_type_gpu_calibrate(int force, char* summary, size_t len);
 
 /* Message of the last failed tether_type_* call on this thread ("" if none). Valid until the next failing call. */
 const char* tether_type_last_error(void);

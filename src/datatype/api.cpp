@@ -1,4 +1,6 @@
 // The datatype C API (include/tether/datatype.h): argument checks, handles, Status -> tether_status_t + message.
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -339,6 +341,71 @@ tether_status_t tether_type_unpack(tether_type_t type, int64_t count, const void
     TETHER_TRY(rangeOf(call, type, count, packed_offset, max_bytes, packed, buf, &n));
     tether::dt::hostUnpack(*type->canonical, packed, packed_offset, n, buf);
     *bytes_done = n;
+    return Status::ok();
+  });
+}
+
+// ---- GPU engine ----------------------------------------------------------------------------------------------
+
+namespace {
+tether_status_t gpuCopy(const char* call, tether_type_t type, int64_t count, const void* src, int64_t packedOffset,
+                        int64_t maxBytes, void* dst, int64_t* bytesDone, void* stream, bool unpack) {
+  return guarded(call, [&]() -> Status {
+    TETHER_TRY(checkOut(call, bytesDone));
+    int64_t n = 0;
+    TETHER_TRY(rangeOf(call, type, count, packedOffset, maxBytes, src, dst, &n));
+    tether::dt::GpuPackRequest r;
+    r.c = type->canonical.get();
+    r.count = count;
+    r.src = src;
+    r.dst = dst;
+    r.packedOffset = packedOffset;
+    r.len = n;
+    r.unpack = unpack;
+    r.stream = stream;
+    tether::dt::Scheme used;
+    TETHER_TRY(tether::dt::gpuPack(r, &type->gpu, &used).withContext(call));
+    *bytesDone = n;
+    return Status::ok();
+  });
+}
+}  // namespace
+
+tether_status_t tether_type_pack_async(tether_type_t type, int64_t count, const void* buf, int64_t packed_offset,
+                                       int64_t max_bytes, void* packed, int64_t* bytes_done, void* stream) {
+  return gpuCopy("tether_type_pack_async", type, count, buf, packed_offset, max_bytes, packed, bytes_done, stream,
+                 false);
+}
+
+tether_status_t tether_type_unpack_async(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
+                                         int64_t max_bytes, void* buf, int64_t* bytes_done, void* stream) {
+  return gpuCopy("tether_type_unpack_async", type, count, packed, packed_offset, max_bytes, buf, bytes_done, stream,
+                 true);
+}
+
+tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const char** scheme) {
+  const char* call = "tether_type_gpu_scheme";
+  return guarded(call, [&]() -> Status {
+    TETHER_TRY(checkOut(call, scheme));
+    TETHER_TRY(checkCommitted(call, type));
+    if (count < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: count is negative (%lld)", call, static_cast<long long>(count));
+    tether::dt::Scheme s;
+    TETHER_TRY(tether::dt::gpuChooseScheme(*type->canonical, count, &s).withContext(call));
+    *scheme = tether::dt::schemeName(s);
+    return Status::ok();
+  });
+}
+
+tether_status_t tether_type_gpu_calibrate(int force, char* summary, size_t len) {
+  const char* call = "tether_type_gpu_calibrate";
+  return guarded(call, [&]() -> Status {
+    std::string text;
+    TETHER_TRY(tether::dt::gpuCalibrate(force != 0, &text).withContext(call));
+    if (summary && len) {
+      const size_t k = std::min(len - 1, text.size());
+      std::memcpy(summary, text.data(), k);
+      summary[k] = '\0';
+    }
     return Status::ok();
   });
 }

@@ -5,9 +5,11 @@
 #include <memory>
 
 #include "datatype/canonical.h"
+#include "datatype/gpu_pack.h"
 #include "datatype/type.h"
 
 struct tether_type_s {
   tether::dt::TypeRef type;
   std::shared_ptr<const tether::dt::Canonical> canonical;  // null until committed
+  tether::dt::GpuCache gpu;  // device copy of the canonical form's metadata (GPU engine), made on first GPU use
 };
