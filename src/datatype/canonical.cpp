@@ -177,6 +177,18 @@ struct Seg {
 };
 using Seq = std::vector<Seg>;
 
+// A repeated one-piece body becomes one more dimension of the piece when it has room (repeat 1 afterwards).
+void foldRepeat(Seg* g) {
+  if (g->repeat == 1 || g->body.size() != 1 || g->body[0].nd >= kMaxDims) return;
+  Piece& p = g->body[0];
+  p.count[p.nd] = g->repeat;
+  p.stride[p.nd] = g->stride;
+  ++p.nd;
+  normalize(&p);
+  g->repeat = 1;
+  g->stride = 0;
+}
+
 int64_t pieceCount(const Seq& s) {
   int64_t n = 0;
   for (const Seg& g : s) n += static_cast<int64_t>(g.body.size());
@@ -249,28 +261,12 @@ Status Builder::replicate(Seq s, int64_t n, int64_t stride, Seq* out) {
         *out = std::move(s);
         return Status::ok();
       }
-      if (g.body.size() == 1 && g.body[0].nd < kMaxDims) {  // fold the repetition into the piece
-        Piece& p = g.body[0];
-        p.count[p.nd] = g.repeat;
-        p.stride[p.nd] = g.stride;
-        ++p.nd;
-        normalize(&p);
-        g.repeat = 1;
-        g.stride = 0;
-      }
+      foldRepeat(&g);
     }
-    if (g.repeat == 1 && g.body.size() == 1 && g.body[0].nd < kMaxDims) {
-      Piece& p = g.body[0];
-      p.count[p.nd] = n;
-      p.stride[p.nd] = stride;
-      ++p.nd;
-      normalize(&p);
-      *out = std::move(s);
-      return Status::ok();
-    }
-    if (g.repeat == 1) {
+    if (g.repeat == 1) {  // the copies become the repetition (a dimension of a lone piece where it has room)
       g.repeat = n;
       g.stride = stride;
+      foldRepeat(&g);
       *out = std::move(s);
       return Status::ok();
     }
@@ -421,16 +417,8 @@ Status canonicalize(const Type& type, Canonical* out) {
     for (Seg& g : s) {
       if (g.repeat == 1) {
         fin.push_back(periodic(std::move(g.body)));
-      } else if (g.body.size() == 1 && g.body[0].nd < kMaxDims) {
-        Piece& p = g.body[0];
-        p.count[p.nd] = g.repeat;
-        p.stride[p.nd] = g.stride;
-        ++p.nd;
-        normalize(&p);
-        g.repeat = 1;
-        g.stride = 0;
-        fin.push_back(std::move(g));
       } else {
+        foldRepeat(&g);
         fin.push_back(std::move(g));
       }
     }

@@ -119,7 +119,6 @@ Status checkCount(const char* call, const char* what, int64_t v) {
 }  // namespace
 
 int64_t basicSize(int basic) { return (basic >= 0 && basic < TETHER_BASIC_COUNT) ? kBasics[basic].size : 0; }
-int basicAlign(int basic) { return (basic >= 0 && basic < TETHER_BASIC_COUNT) ? kBasics[basic].align : 1; }
 int basicPadClass(int basic) {
   switch (basic) {
     case TETHER_BASIC_FLOAT: return 100;
@@ -130,7 +129,6 @@ int basicPadClass(int basic) {
     default: return static_cast<int>(basicSize(basic));  // integers (and bytes/chars) by size
   }
 }
-const char* basicName(int basic) { return (basic >= 0 && basic < TETHER_BASIC_COUNT) ? kBasics[basic].name : "?"; }
 
 Status Type::makeBasic(tether_basic_t basic, TypeRef* out) {
   if (static_cast<int>(basic) < 0 || static_cast<int>(basic) >= TETHER_BASIC_COUNT)

@@ -76,10 +76,8 @@ class Type {
   std::vector<TypeRef> children_;
 };
 
-// Size and natural alignment of a basic type; size 0 for an invalid value.
+// Size of a basic type; 0 for an invalid value.
 int64_t basicSize(int basic);
-int basicAlign(int basic);
-const char* basicName(int basic);
 // Basic types of one padding class count as "the same" for struct alignment padding: integers of one size
 // (signedness and C name aside), and each floating, complex and bool type on its own (MPICH's classes).
 int basicPadClass(int basic);

@@ -219,6 +219,38 @@ TEST(Datatype, HugeCountsStayConstantSize) {
   EXPECT_EQ(packed, 12000000000LL);
 }
 
+// Types above the exact-canonicalisation limit keep the structural form; their pack must still be the type map.
+TEST(Datatype, StructuralFormPacksTheTypeMap) {
+  T i32, dbl, i8, vec, particle, many, st;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, dbl.out()));
+  OK(tether_type_basic(TETHER_BASIC_INT8, i8.out()));
+  OK(tether_type_vector(20000, 1, 2, i32, vec.out()));  // int32 at 8k
+  int64_t bl[2] = {1, 1}, d[2] = {8, 0};
+  tether_type_t ts[2] = {i32, dbl};
+  OK(tether_type_struct(2, bl, d, ts, particle.out()));  // {int32 @8, double @0}, extent 16
+  OK(tether_type_contiguous(9000, particle, many.out()));
+  int64_t bl3[3] = {1, 1, 1}, d3[3] = {0, -3, 160000};
+  tether_type_t ts3[3] = {vec, i8, many};
+  OK(tether_type_struct(3, bl3, d3, ts3, st.out()));
+  committed(&st);
+  EXPECT_NE(full(st).find("(structural)"), std::string::npos) << full(st);
+  Q q = query(st);
+  std::vector<unsigned char> mem(static_cast<size_t>(2 * q.extent + 64));
+  std::mt19937 rng(3);
+  for (auto& b : mem) b = static_cast<unsigned char>(rng());
+  const unsigned char* origin = mem.data() + 16 - q.tlb;
+  std::vector<unsigned char> expect;
+  auto take = [&](int64_t off, int64_t n) { expect.insert(expect.end(), origin + off, origin + off + n); };
+  for (int64_t inst = 0; inst < 2; ++inst) {
+    int64_t base = inst * q.extent;
+    for (int64_t k = 0; k < 20000; ++k) take(base + 8 * k, 4);
+    take(base - 3, 1);
+    for (int64_t k = 0; k < 9000; ++k) take(base + 160000 + 16 * k + 8, 4), take(base + 160000 + 16 * k, 8);
+  }
+  EXPECT_EQ(packAll(st, 2, origin), expect);
+}
+
 TEST(Datatype, ResumablePackEqualsWholePack) {
   T i16, v, st, rs, top;
   OK(tether_type_basic(TETHER_BASIC_INT16, i16.out()));
