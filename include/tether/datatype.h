@@ -124,7 +124,8 @@ tether_status_t tether_type_unpack(tether_type_t type, int64_t count, const void
  * "GPU engine"; TETHER_DT_SCHEME=thread|warp|copy2d|copy3d forces one). Buffers may be GPU memory, pinned (or
  * cudaHostRegister'ed) host memory or, on both sides, pageable host memory; pageable memory makes the call wait for
  * the stream and pack on the host before returning (a user buffer in GPU memory with packed bytes in pageable memory
- * fails: pin the packed buffer). *bytes_done is set at once. The type's device metadata is built on first use per
+ * fails: pin the packed buffer). *bytes_done is set at once. Unpack with a type map that names a byte twice keeps an
+ * unspecified one of the entries (MPI: erroneous). The type's device metadata is built on first use per
  * GPU and cached on the type (commit does not touch the GPU). Fails with TETHER_ERR_UNSUPPORTED in builds without
  * CUDA and when no GPU is visible; with TETHER_ERR_CUDA (message has the CUDA error) when a launch fails. */
 tether_status_t tether_type_pack_async(tether_type_t type, int64_t count, const void* buf, int64_t packed_offset,

@@ -83,8 +83,9 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const unsigned ch
 TEST(GpuMap, EmulatedKernelsMatchHostReference) {
   uint64_t seed = 1;
   if (const char* s = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
-  const int trees = 80;
+  const int trees = 400;
   std::printf("GpuMap: seed %" PRIu64 ", %d trees (tree i uses seed + i; replay with TETHER_DT_SEED)\n", seed, trees);
+  int checked = 0;
   for (int i = 0; i < trees; ++i) {
     const uint64_t ts = seed + static_cast<uint64_t>(i);
     dt_test::Gen g(ts);
@@ -114,6 +115,7 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
 
     const tether::dt::MapTables tabs = tether::dt::buildTables(c);
     const DMeta m = tether::dt::metaOf(c, tabs, tabs.segs.data(), tabs.pieces.data());
+    ++checked;
     const std::string where = "seed " + std::to_string(ts) + " tree " + text + " count " + std::to_string(count) +
                               " [" + tether::dt::describe(c) + "]";
     for (int sms : {2, 132})
@@ -129,6 +131,8 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
       }
     tether_type_free(&t);
   }
+  std::printf("GpuMap: %d of %d trees emulated (the others pack nothing or more than 128 KiB)\n", checked, trees);
+  EXPECT_GE(checked, trees / 3);
 }
 
 // Huge regular types stay cheap to map: a vector of 1e9 blocks locates any block directly.
