@@ -1,0 +1,153 @@
+/* tether: derived datatypes (issue #7) — C API, host side.
+ *
+ * MPI-style derived datatypes: constructors with the semantics of MPI 4.x chapter 5 (contiguous, vector, hvector,
+ * indexed, hindexed, indexed_block, hindexed_block, subarray, struct, resized, dup), queries, commit, free, and a host
+ * reference pack/unpack that is resumable at any packed-byte offset. docs/datatype.md defines the bounds rules
+ * (explicit lb/ub markers set by resized and subarray are sticky, as the standard reads) and the canonical form that
+ * commit builds.
+ *
+ * Conventions
+ *  - Handles are opaque and independent of any tether_t (a datatype describes memory, not a runtime instance).
+ *  - Counts, block lengths, strides, displacements, sizes and extents are 64-bit. "h" constructors take byte
+ *    displacements/strides; the others count in extents of the old type.
+ *  - Every constructor returns a new handle the caller owns and must release with tether_type_free. A type may be
+ *    freed while types built from it are alive: they keep what they reference (reference counted).
+ *  - A new derived type must be committed (tether_type_commit) before it is used to pack or unpack. Basic types come
+ *    committed; tether_type_dup of a committed type is committed.
+ *  - Every fallible call returns tether_status_t; on failure tether_type_last_error() (thread-local) names the call
+ *    and the offending values (negative counts, NULL handles, uncommitted types, 64-bit overflow, ...). Nothing
+ *    aborts on bad input. (tether_last_error() of tether.h covers calls on a tether_t; see docs/datatype.md.)
+ *  - Thread safety: handles are immutable after construction except for commit; concurrent use of distinct handles is
+ *    safe; a handle must not be committed or freed while another thread uses it.
+ */
+#ifndef TETHER_DATATYPE_H
+#define TETHER_DATATYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tether/tether.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+typedef struct tether_type_s* tether_type_t;
+
+/* Basic (predefined) types: native representation, natural alignment of this ABI (x86-64 / aarch64 LP64). */
+typedef enum tether_basic {
+  TETHER_BASIC_BYTE = 0, TETHER_BASIC_CHAR, TETHER_BASIC_SIGNED_CHAR, TETHER_BASIC_UNSIGNED_CHAR,
+  TETHER_BASIC_INT8, TETHER_BASIC_UINT8, TETHER_BASIC_INT16, TETHER_BASIC_UINT16,
+  TETHER_BASIC_INT32, TETHER_BASIC_UINT32, TETHER_BASIC_INT64, TETHER_BASIC_UINT64,
+  TETHER_BASIC_SHORT, TETHER_BASIC_UNSIGNED_SHORT, TETHER_BASIC_INT, TETHER_BASIC_UNSIGNED,
+  TETHER_BASIC_LONG, TETHER_BASIC_UNSIGNED_LONG, TETHER_BASIC_LONG_LONG, TETHER_BASIC_UNSIGNED_LONG_LONG,
+  TETHER_BASIC_FLOAT, TETHER_BASIC_DOUBLE, TETHER_BASIC_C_BOOL,
+  TETHER_BASIC_FLOAT_COMPLEX, TETHER_BASIC_DOUBLE_COMPLEX,
+  TETHER_BASIC_COUNT,
+  TETHER_BASIC_MAX_ENUM_ = 0x7fffffff
+} tether_basic_t;
+
+typedef enum tether_order {
+  TETHER_ORDER_C = 0,       /* last dimension varies fastest */
+  TETHER_ORDER_FORTRAN = 1, /* first dimension varies fastest */
+  TETHER_ORDER_MAX_ENUM_ = 0x7fffffff
+} tether_order_t;
+
+/* ---- constructors (MPI semantics) --------------------------------------------------------------------------- */
+
+/* A committed handle for a basic type (free it like any other). */
+tether_status_t tether_type_basic(tether_basic_t basic, tether_type_t* newtype);
+tether_status_t tether_type_contiguous(int64_t count, tether_type_t oldtype, tether_type_t* newtype);
+/* stride in extents of oldtype (vector) or in bytes (hvector); may be negative or zero. */
+tether_status_t tether_type_vector(int64_t count, int64_t blocklength, int64_t stride, tether_type_t oldtype,
+                                   tether_type_t* newtype);
+tether_status_t tether_type_hvector(int64_t count, int64_t blocklength, int64_t stride_bytes, tether_type_t oldtype,
+                                    tether_type_t* newtype);
+/* count blocks; blocklengths[i] >= 0; displacements in extents of oldtype (indexed) or bytes (hindexed). */
+tether_status_t tether_type_indexed(int64_t count, const int64_t* blocklengths, const int64_t* displacements,
+                                    tether_type_t oldtype, tether_type_t* newtype);
+tether_status_t tether_type_hindexed(int64_t count, const int64_t* blocklengths, const int64_t* displacements_bytes,
+                                     tether_type_t oldtype, tether_type_t* newtype);
+tether_status_t tether_type_indexed_block(int64_t count, int64_t blocklength, const int64_t* displacements,
+                                          tether_type_t oldtype, tether_type_t* newtype);
+tether_status_t tether_type_hindexed_block(int64_t count, int64_t blocklength, const int64_t* displacements_bytes,
+                                           tether_type_t oldtype, tether_type_t* newtype);
+/* ndims >= 1; 0 < subsizes[i] <= sizes[i] (subsizes[i] == 0 is accepted and gives an empty type),
+ * 0 <= starts[i] <= sizes[i] - subsizes[i]. Bounds: lb 0, extent prod(sizes) * extent(oldtype) (explicit markers). */
+tether_status_t tether_type_subarray(int ndims, const int64_t* sizes, const int64_t* subsizes, const int64_t* starts,
+                                     tether_order_t order, tether_type_t oldtype, tether_type_t* newtype);
+tether_status_t tether_type_struct(int64_t count, const int64_t* blocklengths, const int64_t* displacements_bytes,
+                                   const tether_type_t* types, tether_type_t* newtype);
+/* Sets explicit lb and ub = lb + extent markers (sticky: see docs/datatype.md). extent may be negative or zero. */
+tether_status_t tether_type_resized(tether_type_t oldtype, int64_t lb, int64_t extent, tether_type_t* newtype);
+tether_status_t tether_type_dup(tether_type_t oldtype, tether_type_t* newtype);
+
+/* ---- life cycle --------------------------------------------------------------------------------------------- */
+
+/* Builds the canonical form used by pack/unpack (and later by the GPU backend). Idempotent. Fails (type stays
+ * uncommitted) with TETHER_ERR_UNSUPPORTED if the canonical form would exceed its size bound (docs/datatype.md). */
+tether_status_t tether_type_commit(tether_type_t type);
+/* Releases the handle and sets *type to NULL. *type == NULL is a no-op. */
+tether_status_t tether_type_free(tether_type_t* type);
+
+/* ---- queries ------------------------------------------------------------------------------------------------ */
+
+tether_status_t tether_type_size(tether_type_t type, int64_t* size);
+tether_status_t tether_type_extent(tether_type_t type, int64_t* lb, int64_t* extent);
+tether_status_t tether_type_true_extent(tether_type_t type, int64_t* true_lb, int64_t* true_extent);
+/* Packed size of count instances (count * size), TETHER_ERR_OVERFLOW if it does not fit in int64_t. */
+tether_status_t tether_type_packed_size(tether_type_t type, int64_t count, int64_t* bytes);
+
+/* ---- host reference pack / unpack (host memory only) -------------------------------------------------------- */
+
+/* Pack count instances of type (instance i at buf + i * extent, displacements relative to buf), in MPI type-map
+ * order, resumably: writes packed bytes [packed_offset, packed_offset + n) to packed[0 .. n), where
+ * n = min(max_bytes, count * size - packed_offset); *bytes_done = n. Concatenating the fragments of calls that
+ * advance packed_offset by bytes_done gives the whole pack. Requires a committed type, count >= 0,
+ * 0 <= packed_offset <= count * size, max_bytes >= 0. */
+tether_status_t tether_type_pack(tether_type_t type, int64_t count, const void* buf, int64_t packed_offset,
+                                 int64_t max_bytes, void* packed, int64_t* bytes_done);
+/* The inverse: reads packed[0 .. n) as packed bytes [packed_offset, packed_offset + n) and scatters them into buf.
+ * Bytes of buf outside the type map are not touched. Where the type map names a byte twice, the later entry (in
+ * type-map order) wins. */
+tether_status_t tether_type_unpack(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
+                                   int64_t max_bytes, void* buf, int64_t* bytes_done);
+
+/* ---- GPU engine: stream-ordered pack / unpack (CUDA builds) ------------------------------------------------ */
+
+/* The same fragment semantics as tether_type_pack/unpack, enqueued on `stream` (a cudaStream_t; NULL = the legacy
+ * default stream) and executed by the GPU: one kernel launch (or one cudaMemcpy2D/3DAsync where the layout is a
+ * pitched array) whatever the type, the scheme chosen by a cost model calibrated once per GPU (docs/datatype.md
+ * "GPU engine"; TETHER_DT_SCHEME=thread|warp|copy2d|copy3d forces one). Buffers may be GPU memory, pinned (or
+ * cudaHostRegister'ed) host memory or, on both sides, pageable host memory; pageable memory makes the call wait for
+ * the stream and pack on the host before returning (a user buffer in GPU memory with packed bytes in pageable memory
+ * fails: pin the packed buffer). *bytes_done is set at once. Unpack with a type map that names a byte twice keeps an
+ * unspecified one of the entries (MPI: erroneous). The type's device metadata is built on first use per
+ * GPU and cached on the type (commit does not touch the GPU). Fails with TETHER_ERR_UNSUPPORTED in builds without
+ * CUDA and when no GPU is visible; with TETHER_ERR_CUDA (message has the CUDA error) when a launch fails. */
+tether_status_t tether_type_pack_async(tether_type_t type, int64_t count, const void* buf, int64_t packed_offset,
+                                       int64_t max_bytes, void* packed, int64_t* bytes_done, void* stream);
+tether_status_t tether_type_unpack_async(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
+                                         int64_t max_bytes, void* buf, int64_t* bytes_done, void* stream);
+/* The scheme ("thread", "warp", "copy2d", "copy3d") the engine uses for a whole pack of count instances between GPU
+ * buffers on the current GPU (TETHER_DT_SCHEME applies). *scheme is a static string. */
+tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const char** scheme);
+/* Loads or measures (force != 0: always measures) the cost model's table for the current GPU; writes a summary of
+ * the measured bandwidths to summary (if not NULL, truncated to len bytes). The measurement takes about 0.2 s and is
+ * stored under TETHER_DT_CALIBRATION (default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU). */
+tether_status_t tether_type_gpu_calibrate(int force, char* summary, size_t len);
+
+/* Message of the last failed tether_type_* call on this thread ("" if none). Valid until the next failing call. */
+const char* tether_type_last_error(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TETHER_DATATYPE_H */

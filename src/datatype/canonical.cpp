@@ -1,0 +1,478 @@
+// Commit: type tree -> canonical form (docs/datatype.md "Canonical form").
+//
+// Two stages. The structural stage folds the tree bottom-up into segments of strided pieces in bounded space (a
+// vector of 1e9 blocks is one piece). When the result has at most kExactBlocks contiguous blocks per instance, the
+// exact stage re-derives the form from the expanded block sequence alone (merge contiguous blocks, greedy folding,
+// minimal period), so every description of the same bytes in the same order reaches the same form.
+#include "datatype/canonical.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "base/status.h"
+
+namespace tether::dt {
+
+int64_t Piece::elements() const {
+  int64_t n = 1;
+  for (int k = 0; k < nd; ++k) n *= count[k];
+  return n;
+}
+
+bool Piece::sameShape(const Piece& o) const {
+  if (block != o.block || nd != o.nd) return false;
+  for (int k = 0; k < nd; ++k)
+    if (count[k] != o.count[k] || stride[k] != o.stride[k]) return false;
+  return true;
+}
+
+namespace {
+
+// ---- piece normalisation and merging ---------------------------------------------------------------------------
+
+void removeDim(Piece* p, int k) {
+  for (int j = k; j + 1 < p->nd; ++j) p->count[j] = p->count[j + 1], p->stride[j] = p->stride[j + 1];
+  --p->nd;
+  p->count[p->nd] = 1;
+  p->stride[p->nd] = 0;
+}
+
+// Normal form of one piece: no dimension of count 1; dimension 0 is not contiguous with the block; no two adjacent
+// dimensions that form one arithmetic sequence. Byte sequence unchanged.
+void normalize(Piece* p) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (int k = 0; k < p->nd; ++k)
+      if (p->count[k] == 1) { removeDim(p, k); changed = true; break; }
+    if (changed) continue;
+    if (p->nd >= 1 && p->stride[0] == p->block) {
+      p->block *= p->count[0];
+      removeDim(p, 0);
+      changed = true;
+      continue;
+    }
+    for (int k = 0; k + 1 < p->nd; ++k) {
+      int64_t span = 0;
+      if (mulOk(p->count[k], p->stride[k], &span) && span == p->stride[k + 1]) {
+        p->count[k] *= p->count[k + 1];
+        removeDim(p, k + 1);
+        changed = true;
+        break;
+      }
+    }
+  }
+}
+
+// Offset one past the top dimension of p (where its next top-level element would start); false on overflow.
+bool topEnd(const Piece& p, int64_t* end) {
+  int t = p.nd - 1;
+  int64_t span = 0;
+  return mulOk(p.count[t], p.stride[t], &span) && addOk(p.offset, span, end);
+}
+
+// Same block and dimensions 0..n-1.
+bool sameLower(const Piece& a, const Piece& b, int n) {
+  if (a.block != b.block) return false;
+  for (int k = 0; k < n; ++k)
+    if (a.count[k] != b.count[k] || a.stride[k] != b.stride[k]) return false;
+  return true;
+}
+
+// Tries to express a followed by b (pack order) as one piece, written to *a. Rules, first match wins:
+//  1. two plain blocks, b right after a: one longer block;
+//  2. b continues a's top dimension (b is one more top element of a, or a run of them with a's top stride);
+//  3. a is one top element of b and b's top dimension continues backwards onto a;
+//  4. a and b of the same shape (nd < kMaxDims): a new top dimension of count 2.
+bool tryMerge(Piece* a, const Piece& b) {
+  int64_t end = 0;
+  if (a->nd == 0 && b.nd == 0) {
+    if (addOk(a->offset, a->block, &end) && end == b.offset) {
+      a->block += b.block;
+      return true;
+    }
+  }
+  if (a->nd >= 1) {
+    int t = a->nd - 1;
+    if (topEnd(*a, &end) && end == b.offset) {
+      if (b.nd == a->nd && sameLower(*a, b, t) && b.stride[t] == a->stride[t]) {
+        a->count[t] += b.count[t];
+        normalize(a);
+        return true;
+      }
+      if (b.nd == t && sameLower(*a, b, t)) {
+        a->count[t] += 1;
+        normalize(a);
+        return true;
+      }
+    }
+  }
+  if (b.nd >= 1 && a->nd == b.nd - 1 && sameLower(b, *a, a->nd)) {
+    int t = b.nd - 1;
+    int64_t start = 0;
+    if (addOk(a->offset, b.stride[t], &start) && start == b.offset) {
+      Piece m = b;
+      m.offset = a->offset;
+      m.count[t] += 1;
+      normalize(&m);
+      *a = m;
+      return true;
+    }
+  }
+  if (a->nd < kMaxDims && a->sameShape(b)) {
+    int64_t d = 0;
+    if (!__builtin_sub_overflow(b.offset, a->offset, &d)) {
+      a->count[a->nd] = 2;
+      a->stride[a->nd] = d;
+      ++a->nd;
+      normalize(a);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Appends p to a piece list in pack order, merging backwards while merges apply.
+void appendPiece(std::vector<Piece>* list, Piece p) {
+  normalize(&p);
+  if (p.bytes() == 0) return;
+  list->push_back(p);
+  while (list->size() >= 2 && tryMerge(&(*list)[list->size() - 2], list->back())) list->pop_back();
+}
+
+// Feeds contiguous byte blocks in pack order; adjacent blocks are joined before they are folded.
+class BlockFolder {
+ public:
+  explicit BlockFolder(std::vector<Piece>* out) : out_(out) {}
+  void block(int64_t offset, int64_t len) {
+    if (len == 0) return;
+    if (has_ && offset == off_ + len_) {
+      len_ += len;
+      return;
+    }
+    flush();
+    has_ = true, off_ = offset, len_ = len;
+  }
+  void flush() {
+    if (!has_) return;
+    Piece p;
+    p.offset = off_;
+    p.block = len_;
+    appendPiece(out_, p);
+    has_ = false;
+  }
+
+ private:
+  std::vector<Piece>* out_;
+  bool has_ = false;
+  int64_t off_ = 0, len_ = 0;
+};
+
+// ---- structural stage ----------------------------------------------------------------------------------------
+
+struct Seg {
+  std::vector<Piece> body;
+  int64_t repeat = 1;
+  int64_t stride = 0;
+};
+using Seq = std::vector<Seg>;
+
+// A repeated one-piece body becomes one more dimension of the piece when it has room (repeat 1 afterwards).
+void foldRepeat(Seg* g) {
+  if (g->repeat == 1 || g->body.size() != 1 || g->body[0].nd >= kMaxDims) return;
+  Piece& p = g->body[0];
+  p.count[p.nd] = g->repeat;
+  p.stride[p.nd] = g->stride;
+  ++p.nd;
+  normalize(&p);
+  g->repeat = 1;
+  g->stride = 0;
+}
+
+int64_t pieceCount(const Seq& s) {
+  int64_t n = 0;
+  for (const Seg& g : s) n += static_cast<int64_t>(g.body.size());
+  return n;
+}
+
+class Builder {
+ public:
+  Status build(const Type& t, Seq* out);
+
+ private:
+  Status checkSize(const Seq& s, int64_t extra) {
+    if (pieceCount(s) + extra > kMaxPieces)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
+                  "tether_type_commit: the canonical form would exceed %lld pieces (strided nesting deeper than %d "
+                  "levels of large counts, or repeated irregular parts inside irregular parts); see docs/datatype.md",
+                  static_cast<long long>(kMaxPieces), kMaxDims);
+    return Status::ok();
+  }
+  static Status overflow() {
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "tether_type_commit: displacement arithmetic overflows int64");
+  }
+  // One segment of repeat 1 with the whole sequence expanded.
+  Status materialize(const Seq& s, std::vector<Piece>* body);
+  Status replicate(Seq s, int64_t n, int64_t stride, Seq* out);
+  static Status shift(Seq* s, int64_t d);
+  Status concat(Seq* a, Seq b);
+
+  std::unordered_map<const Type*, Seq> memo_;
+};
+
+Status Builder::materialize(const Seq& s, std::vector<Piece>* body) {
+  int64_t total = 0;
+  for (const Seg& g : s) total += g.repeat * static_cast<int64_t>(g.body.size());
+  TETHER_TRY(checkSize(Seq{}, total));
+  body->clear();
+  for (const Seg& g : s)
+    for (int64_t r = 0; r < g.repeat; ++r)
+      for (Piece p : g.body) {
+        int64_t d = 0;
+        if (!mulOk(r, g.stride, &d) || !addOk(p.offset, d, &p.offset)) return overflow();
+        appendPiece(body, p);
+      }
+  return Status::ok();
+}
+
+Status Builder::shift(Seq* s, int64_t d) {
+  for (Seg& g : *s)
+    for (Piece& p : g.body)
+      if (!addOk(p.offset, d, &p.offset)) return overflow();
+  return Status::ok();
+}
+
+// n copies of s, copy k at k * stride bytes.
+Status Builder::replicate(Seq s, int64_t n, int64_t stride, Seq* out) {
+  if (n == 0 || s.empty()) {
+    out->clear();
+    return Status::ok();
+  }
+  if (n == 1) {
+    *out = std::move(s);
+    return Status::ok();
+  }
+  if (s.size() == 1) {
+    Seg& g = s[0];
+    if (g.repeat > 1) {
+      int64_t span = 0;
+      if (mulOk(g.repeat, g.stride, &span) && span == stride) {  // continues the repetition
+        if (!mulOk(g.repeat, n, &g.repeat)) return overflow();
+        *out = std::move(s);
+        return Status::ok();
+      }
+      foldRepeat(&g);
+    }
+    if (g.repeat == 1) {  // the copies become the repetition (a dimension of a lone piece where it has room)
+      g.repeat = n;
+      g.stride = stride;
+      foldRepeat(&g);
+      *out = std::move(s);
+      return Status::ok();
+    }
+  }
+  Seg g;
+  TETHER_TRY(materialize(s, &g.body));
+  g.repeat = n;
+  g.stride = stride;
+  out->assign(1, std::move(g));
+  return Status::ok();
+}
+
+Status Builder::concat(Seq* a, Seq b) {
+  TETHER_TRY(checkSize(*a, pieceCount(b)));
+  for (Seg& g : b) {
+    if (!a->empty() && a->back().repeat == 1 && g.repeat == 1) {
+      for (const Piece& p : g.body) appendPiece(&a->back().body, p);
+    } else {
+      a->push_back(std::move(g));
+    }
+  }
+  return Status::ok();
+}
+
+Status Builder::build(const Type& t, Seq* out) {
+  auto it = memo_.find(&t);
+  if (it != memo_.end()) {
+    *out = it->second;
+    return Status::ok();
+  }
+  Seq s;
+  switch (t.kind()) {
+    case Kind::Basic: {
+      Seg g;
+      Piece p;
+      p.block = t.bounds().size;
+      g.body.push_back(p);
+      s.push_back(std::move(g));
+      break;
+    }
+    case Kind::Resized:
+    case Kind::Dup:
+      TETHER_TRY(build(*t.children()[0], &s));
+      break;
+    case Kind::HVector: {
+      const Type& c = *t.children()[0];
+      Seq cs, block;
+      TETHER_TRY(build(c, &cs));
+      TETHER_TRY(replicate(std::move(cs), t.blocklength(), c.bounds().extent(), &block));
+      TETHER_TRY(replicate(std::move(block), t.count(), t.stride(), &s));
+      break;
+    }
+    case Kind::HIndexed:
+    case Kind::Struct: {
+      for (size_t i = 0; i < t.blocklengths().size(); ++i) {
+        if (t.blocklengths()[i] == 0) continue;
+        const Type& c = *t.children()[t.kind() == Kind::Struct ? i : 0];
+        Seq cs, part;
+        TETHER_TRY(build(c, &cs));
+        TETHER_TRY(replicate(std::move(cs), t.blocklengths()[i], c.bounds().extent(), &part));
+        TETHER_TRY(shift(&part, t.displacements()[i]));
+        TETHER_TRY(concat(&s, std::move(part)));
+      }
+      break;
+    }
+  }
+  // Drop empty segments.
+  s.erase(std::remove_if(s.begin(), s.end(), [](const Seg& g) { return g.body.empty(); }), s.end());
+  if (t.kind() != Kind::Basic && t.children().size() == 1) memo_[&t] = s;
+  *out = std::move(s);
+  return Status::ok();
+}
+
+// ---- exact stage and finishing ---------------------------------------------------------------------------------
+
+// Contiguous blocks of one instance (saturating at limit + 1).
+int64_t blockCount(const Seq& s, int64_t limit) {
+  int64_t n = 0;
+  for (const Seg& g : s)
+    for (const Piece& p : g.body) {
+      int64_t e = 0;
+      if (!mulOk(p.elements(), g.repeat, &e) || !addOk(n, e, &n) || n > limit) return limit + 1;
+    }
+  return n;
+}
+
+void emitBlocks(const Seg& g, BlockFolder* f) {
+  for (int64_t r = 0; r < g.repeat; ++r)
+    for (const Piece& p : g.body) {
+      int64_t idx[kMaxDims] = {0, 0, 0, 0};
+      int64_t n = p.elements();
+      for (int64_t e = 0; e < n; ++e) {
+        int64_t off = p.offset + r * g.stride;
+        for (int k = 0; k < p.nd; ++k) off += idx[k] * p.stride[k];
+        f->block(off, p.block);
+        for (int k = 0; k < p.nd; ++k) {
+          if (++idx[k] < p.count[k]) break;
+          idx[k] = 0;
+        }
+      }
+    }
+}
+
+// Smallest period of a piece list: the list is repeat copies of its first `p` pieces, copy k shifted by k * d.
+// Returns a segment (body = the period) when such p < size exists, else the list as one segment.
+Seg periodic(std::vector<Piece> list) {
+  Seg g;
+  size_t n = list.size();
+  for (size_t p = 1; p <= n / 2; ++p) {
+    if (n % p != 0) continue;
+    int64_t d = 0;
+    if (__builtin_sub_overflow(list[p].offset, list[0].offset, &d)) continue;
+    bool ok = true;
+    for (size_t i = p; i < n && ok; ++i) {
+      int64_t di = 0;
+      ok = list[i].sameShape(list[i - p]) && !__builtin_sub_overflow(list[i].offset, list[i - p].offset, &di) &&
+           di == d;
+    }
+    if (ok) {
+      list.resize(p);
+      g.body = std::move(list);
+      g.repeat = static_cast<int64_t>(n / p);
+      g.stride = d;
+      return g;
+    }
+  }
+  g.body = std::move(list);
+  return g;
+}
+
+uint64_t magnitude(int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v); }
+
+}  // namespace
+
+Status canonicalize(const Type& type, Canonical* out) {
+  Builder b;
+  Seq s;
+  TETHER_TRY(b.build(type, &s));
+  Seq fin;
+  bool exact = blockCount(s, kExactBlocks) <= kExactBlocks;
+  if (exact) {
+    std::vector<Piece> list;
+    BlockFolder f(&list);
+    for (const Seg& g : s) emitBlocks(g, &f);
+    f.flush();
+    if (!list.empty()) fin.push_back(periodic(std::move(list)));
+  } else {
+    for (Seg& g : s) {
+      if (g.repeat == 1) {
+        fin.push_back(periodic(std::move(g.body)));
+      } else {
+        foldRepeat(&g);
+        fin.push_back(std::move(g));
+      }
+    }
+  }
+
+  Canonical c;
+  c.exact = exact;
+  c.size = type.bounds().size;
+  c.extent = type.bounds().extent();
+  uint64_t bits = magnitude(c.extent);
+  int64_t packed = 0;
+  for (Seg& g : fin) {
+    Segment seg;
+    seg.firstPiece = static_cast<int64_t>(c.pieces.size());
+    seg.numPieces = static_cast<int64_t>(g.body.size());
+    seg.repeat = g.repeat;
+    seg.stride = g.stride;
+    seg.packedStart = packed;
+    if (g.repeat > 1) bits |= magnitude(g.stride);
+    for (Piece& p : g.body) {
+      p.packedStart = seg.repBytes;
+      seg.repBytes += p.bytes();
+      bits |= magnitude(p.offset) | magnitude(p.block);
+      for (int k = 0; k < p.nd; ++k) bits |= magnitude(p.stride[k]);
+      c.pieces.push_back(p);
+    }
+    packed += seg.repBytes * seg.repeat;
+    c.segments.push_back(seg);
+  }
+  if (packed != c.size)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "tether_type_commit: canonical form holds %lld bytes, type size is %lld",
+                static_cast<long long>(packed), static_cast<long long>(c.size));
+  c.width = 16;
+  while (c.width > 1 && (bits & static_cast<uint64_t>(c.width - 1)) != 0) c.width /= 2;
+  *out = std::move(c);
+  return Status::ok();
+}
+
+std::string describe(const Canonical& c) {
+  std::string s = strprintf("w%d size %lld ext %lld%s |", c.width, static_cast<long long>(c.size),
+                            static_cast<long long>(c.extent), c.exact ? "" : " (structural)");
+  for (const Segment& g : c.segments) {
+    if (g.repeat > 1) s += strprintf(" x%lld@%lld", static_cast<long long>(g.repeat), static_cast<long long>(g.stride));
+    s += " {";
+    for (int64_t i = g.firstPiece; i < g.firstPiece + g.numPieces; ++i) {
+      const Piece& p = c.pieces[i];
+      s += strprintf(" [%lld+%lld", static_cast<long long>(p.offset), static_cast<long long>(p.block));
+      for (int k = 0; k < p.nd; ++k)
+        s += strprintf(" %lldx%lld", static_cast<long long>(p.count[k]), static_cast<long long>(p.stride[k]));
+      s += "]";
+    }
+    s += " }";
+  }
+  return s;
+}
+
+}  // namespace tether::dt

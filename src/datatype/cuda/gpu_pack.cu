@@ -1,0 +1,557 @@
+// CUDA implementation of gpu_pack.h: metadata upload, the thread and warp pack kernels, direct copies, the cost model.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "base/log.h"
+#include "datatype/gpu_map.h"
+#include "datatype/gpu_pack.h"
+
+namespace tether::dt {
+
+namespace {
+
+// Host tables + device allocation of one canonical form (gpu_map.h).
+class CudaMeta final : public GpuMeta {
+ public:
+  ~CudaMeta() override {
+    if (dev_) cudaFree(dev_);
+  }
+  int device = -1;
+  const Canonical* owner = nullptr;
+  MapTables tables;
+  DMeta meta{};      // device pointers (kernels)
+  DMeta hostMeta{};  // host pointers (launch set-up)
+  void* dev_ = nullptr;
+};
+
+Status cudaFail(cudaError_t e, const char* what) {
+  return Status(TETHER_ERR_CUDA, std::string("datatype GPU engine: ") + what + ": " + cudaGetErrorString(e));
+}
+#define DT_CUDA(x, what)                   \
+  do {                                     \
+    cudaError_t e_ = (x);                  \
+    if (e_ != cudaSuccess) return cudaFail(e_, what); \
+  } while (0)
+
+Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out) {
+  auto m = std::make_shared<CudaMeta>();
+  m->device = device;
+  m->owner = &c;
+  m->tables = buildTables(c);
+  const MapTables& t = m->tables;
+  const size_t segBytes = t.segs.size() * sizeof(DSeg), pieceBytes = t.pieces.size() * sizeof(DPiece);
+  DT_CUDA(cudaMalloc(&m->dev_, std::max<size_t>(segBytes + pieceBytes, 16)), "metadata allocation");
+  DT_CUDA(cudaMemcpy(m->dev_, t.segs.data(), segBytes, cudaMemcpyHostToDevice), "metadata upload");
+  DT_CUDA(cudaMemcpy(static_cast<char*>(m->dev_) + segBytes, t.pieces.data(), pieceBytes, cudaMemcpyHostToDevice),
+          "metadata upload");
+  m->meta = metaOf(c, t, static_cast<const DSeg*>(m->dev_),
+                   reinterpret_cast<const DPiece*>(static_cast<char*>(m->dev_) + segBytes));
+  m->hostMeta = metaOf(c, t, t.segs.data(), t.pieces.data());
+  *out = std::move(m);
+  return Status::ok();
+}
+
+// ---- kernels -----------------------------------------------------------------------------------------------------------
+// Thread scheme: gpu_map.h threadLane per lane; each block copied in U-sized units.
+template <typename U, bool Unpack>
+__global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* user, char* packed, int64_t off,
+                                                  int64_t end) {
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  threadLane(m, sh, warp, static_cast<int>(threadIdx.x & 31), off, end,
+             [&](int64_t u, int64_t pk, int64_t lo, int64_t hi) {
+               for (int64_t b = lo; b < hi; b += sizeof(U)) {
+                 U* up = reinterpret_cast<U*>(user + u + (b - pk));
+                 U* pp = reinterpret_cast<U*>(packed + (b - off));
+                 if (Unpack) *up = *pp; else *pp = *up;
+               }
+             });
+}
+
+// Warp scheme: gpu_map.h warpItems per warp; lane l moves units l, l+32, ... of each chunk (all loads, then stores).
+template <typename U, bool Unpack>
+__global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* user, char* packed, int64_t off,
+                                                int64_t end) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  warpItems(m, sh, warp, off, end, [&](int64_t u, int64_t pk, int64_t lo, int64_t hi) {
+    U v[kChunkUnits];
+    int64_t at[kChunkUnits];
+#pragma unroll
+    for (int k = 0; k < kChunkUnits; ++k) {
+      at[k] = lo + (lane + 32 * k) * static_cast<int64_t>(sizeof(U));
+      if (at[k] < hi) v[k] = Unpack ? *reinterpret_cast<const U*>(packed + (at[k] - off))
+                                    : *reinterpret_cast<const U*>(user + u + (at[k] - pk));
+    }
+#pragma unroll
+    for (int k = 0; k < kChunkUnits; ++k)
+      if (at[k] < hi) {
+        if (Unpack)
+          *reinterpret_cast<U*>(user + u + (at[k] - pk)) = v[k];
+        else
+          *reinterpret_cast<U*>(packed + (at[k] - off)) = v[k];
+      }
+  });
+}
+
+// ---- launching --------------------------------------------------------------------------------------------------------
+int pow2Width(int64_t w, uint64_t x) {  // largest power of two <= w dividing x (x == 0 divides everything)
+  int r = 1;
+  while (r * 2 <= w && (x % static_cast<uint64_t>(r * 2)) == 0) r *= 2;
+  return r;
+}
+
+struct Launch {
+  const CudaMeta* m;
+  char* user;
+  char* packed;  // points at packed byte `off` of the whole pack
+  int64_t off, end;
+  bool unpack;
+  cudaStream_t stream;
+};
+
+template <typename U>
+cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
+  const DMeta& hm = L.m->hostMeta;
+  const Shape sh = s == Scheme::Thread ? shapeThread(hm, L.off, L.end, sms)
+                                       : shapeWarp(hm, L.off, L.end, sms, static_cast<int>(sizeof(U)));
+  const unsigned blocks = static_cast<unsigned>((sh.warps * 32 + 255) / 256);
+  if (s == Scheme::Thread) {
+    if (L.unpack)
+      packThread<U, true><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+    else
+      packThread<U, false><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+  } else {
+    if (L.unpack)
+      packWarp<U, true><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+    else
+      packWarp<U, false><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchKernel(const Launch& L, Scheme s, int width, int sms) {
+  switch (width) {
+    case 16: return launchWidth<uint4>(L, s, sms);
+    case 8: return launchWidth<uint2>(L, s, sms);
+    case 4: return launchWidth<uint32_t>(L, s, sms);
+    case 2: return launchWidth<uint16_t>(L, s, sms);
+    default: return launchWidth<uint8_t>(L, s, sms);
+  }
+}
+
+// The pack as a pitched array of rows (copy2d) or planes of rows (copy3d), when it is one.
+struct Pitched {
+  bool ok = false;
+  int64_t offset = 0, width = 0, rows = 0, pitch = 0, planes = 1, planePitch = 0;
+};
+Pitched pitched(const Canonical& c, int64_t count, bool want3d) {
+  Pitched r;
+  if (c.segments.size() != 1 || c.segments[0].numPieces != 1) return r;
+  const Segment& s = c.segments[0];
+  const Piece& p = c.pieces[static_cast<size_t>(s.firstPiece)];
+  // Dimensions as (count, stride) from fastest: the piece's, then the segment repetition, then the instances.
+  std::vector<std::pair<int64_t, int64_t>> d;
+  for (int k = 0; k < p.nd; ++k) d.push_back({p.count[k], p.stride[k]});
+  if (s.repeat > 1) d.push_back({s.repeat, s.stride});
+  if (count > 1) d.push_back({count, c.extent});
+  // Fold dimensions that continue each other arithmetically.
+  for (size_t k = 0; k + 1 < d.size();) {
+    if (d[k].first * d[k].second == d[k + 1].second) {
+      d[k].first *= d[k + 1].first;
+      d.erase(d.begin() + static_cast<long>(k) + 1);
+    } else {
+      ++k;
+    }
+  }
+  r.offset = p.offset;
+  r.width = p.block;
+  if (!want3d && d.size() == 1 && d[0].second >= p.block) {
+    r.rows = d[0].first;
+    r.pitch = d[0].second;
+    r.ok = true;
+  } else if (want3d && d.size() == 2 && d[0].second >= p.block && d[1].second > 0 &&
+             d[1].second % d[0].second == 0 && d[1].second >= d[0].first * d[0].second) {
+    r.rows = d[0].first;
+    r.pitch = d[0].second;
+    r.planes = d[1].first;
+    r.planePitch = d[1].second;
+    r.ok = true;
+  }
+  return r;
+}
+
+cudaError_t launchCopy(const Canonical& c, int64_t count, Scheme s, char* user, char* packed, bool unpack,
+                       cudaStream_t stream) {
+  const Pitched pt = pitched(c, count, s == Scheme::Copy3D);
+  char* u = user + pt.offset;
+  if (s == Scheme::Copy2D) {
+    const size_t w = static_cast<size_t>(pt.width), h = static_cast<size_t>(pt.rows),
+                 pitch = static_cast<size_t>(pt.pitch);
+    return unpack ? cudaMemcpy2DAsync(u, pitch, packed, w, w, h, cudaMemcpyDefault, stream)
+                  : cudaMemcpy2DAsync(packed, w, u, pitch, w, h, cudaMemcpyDefault, stream);
+  }
+  cudaMemcpy3DParms prm = {};
+  const cudaPitchedPtr up = make_cudaPitchedPtr(u, static_cast<size_t>(pt.pitch), static_cast<size_t>(pt.width),
+                                                static_cast<size_t>(pt.planePitch / pt.pitch));
+  const cudaPitchedPtr pp = make_cudaPitchedPtr(packed, static_cast<size_t>(pt.width), static_cast<size_t>(pt.width),
+                                                static_cast<size_t>(pt.rows));
+  prm.srcPtr = unpack ? pp : up;
+  prm.dstPtr = unpack ? up : pp;
+  prm.extent = make_cudaExtent(static_cast<size_t>(pt.width), static_cast<size_t>(pt.rows),
+                               static_cast<size_t>(pt.planes));
+  prm.kind = cudaMemcpyDefault;
+  return cudaMemcpy3DAsync(&prm, stream);
+}
+
+// ---- cost model ---------------------------------------------------------------------------------------------------------
+// Calibration table: per scheme, bandwidth (GB/s of packed bytes) at mean block sizes 2^k bytes, and launch cost.
+constexpr int kSizes = 15;  // 4 B .. 64 KiB
+struct Table {
+  double launchUs[6] = {0, 0, 0, 0, 0, 0};
+  double gbs[6][kSizes] = {};
+  bool have = false;
+};
+int64_t sizeAt(int i) { return int64_t{4} << i; }
+
+double interp(const double* t, double block) {
+  const double x = std::log2(std::max(4.0, block)) - 2.0;
+  const int i = std::min(kSizes - 2, static_cast<int>(x));
+  const double f = std::min(1.0, x - i);
+  const double a = std::log(std::max(t[i], 1e-3)), b = std::log(std::max(t[i + 1], 1e-3));
+  return std::exp(a + (b - a) * f);
+}
+
+// The process keeps one table per GPU ordinal. Guarded by its mutex; measured at most once per GPU per process.
+struct Calibrations {
+  std::mutex mu;
+  std::map<int, Table> byDevice;
+};
+Calibrations& calibrations() {
+  static Calibrations c;  // a cache of per-device measurements, like the CUDA runtime's own per-device state
+  return c;
+}
+
+std::string calibrationPath(int device) {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "";
+  char uuid[64];
+  std::snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x%02x%02x%02x%02x", static_cast<unsigned char>(prop.uuid.bytes[0]),
+                static_cast<unsigned char>(prop.uuid.bytes[1]), static_cast<unsigned char>(prop.uuid.bytes[2]),
+                static_cast<unsigned char>(prop.uuid.bytes[3]), static_cast<unsigned char>(prop.uuid.bytes[4]),
+                static_cast<unsigned char>(prop.uuid.bytes[5]), static_cast<unsigned char>(prop.uuid.bytes[6]),
+                static_cast<unsigned char>(prop.uuid.bytes[7]));
+  if (const char* p = std::getenv("TETHER_DT_CALIBRATION")) return std::string(p) + "/dt-" + uuid + ".txt";
+  std::string dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) dir = x;
+  else if (const char* h = std::getenv("HOME")) dir = std::string(h) + "/.cache";
+  else return "";
+  return dir + "/tether/dt-" + uuid + ".txt";
+}
+
+bool loadTable(const std::string& path, Table* t) {
+  std::ifstream f(path);
+  if (!f) return false;
+  std::string tag;
+  int version = 0;
+  if (!(f >> tag >> version) || tag != "tether-dt-calibration" || version != 1) return false;
+  for (int s = 0; s < 6; ++s) {
+    f >> t->launchUs[s];
+    for (int i = 0; i < kSizes; ++i) f >> t->gbs[s][i];
+  }
+  t->have = static_cast<bool>(f);
+  return t->have;
+}
+void saveTable(const std::string& path, const Table& t) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos) {
+    const std::string dir = path.substr(0, slash);
+    mkdir(dir.substr(0, dir.rfind('/')).c_str(), 0755);
+    mkdir(dir.c_str(), 0755);
+  }
+  std::ofstream f(path + ".tmp");
+  f << "tether-dt-calibration 1\n";
+  for (int s = 0; s < 6; ++s) {
+    f << t.launchUs[s];
+    for (int i = 0; i < kSizes; ++i) f << ' ' << t.gbs[s][i];
+    f << '\n';
+  }
+  f.close();
+  if (f) std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+Status measure(Table* t, std::string* summary);
+
+Status tableFor(int device, bool force, Table* out, std::string* summary) {
+  Calibrations& cal = calibrations();
+  std::lock_guard<std::mutex> lock(cal.mu);
+  Table& t = cal.byDevice[device];
+  if (!force && t.have) {
+    *out = t;
+    return Status::ok();
+  }
+  const std::string path = calibrationPath(device);
+  if (!force && !path.empty() && loadTable(path, &t)) {
+    TETHER_LOG_INFO(LogSys::Core, "datatype cost model: loaded %s", path.c_str());
+    *out = t;
+    return Status::ok();
+  }
+  TETHER_TRY(measure(&t, summary));
+  if (!path.empty()) saveTable(path, t);
+  *out = t;
+  return Status::ok();
+}
+
+double estimateUs(const Table& t, Scheme s, int64_t bytes, double meanBlock) {
+  const int i = static_cast<int>(s);
+  return t.launchUs[i] + static_cast<double>(bytes) / (interp(t.gbs[i], meanBlock) * 1e3);
+}
+
+bool applicable(const Canonical& c, int64_t count, Scheme s, int64_t off, int64_t len) {
+  const bool whole = off == 0 && len == count * c.size;
+  switch (s) {
+    case Scheme::Thread:
+    case Scheme::Warp: return true;
+    case Scheme::Copy2D: return whole && pitched(c, count, false).ok;
+    case Scheme::Copy3D: return whole && pitched(c, count, true).ok;
+    default: return false;
+  }
+}
+
+Scheme choose(const Table& t, const Canonical& c, const CudaMeta* m, int64_t count, int64_t off, int64_t len) {
+  int64_t blocks = 0;
+  for (const Segment& s : c.segments) {
+    int64_t b = 0;
+    for (int64_t i = s.firstPiece; i < s.firstPiece + s.numPieces; ++i) b += c.pieces[static_cast<size_t>(i)].elements();
+    blocks += b * s.repeat;
+  }
+  (void)m;
+  const double mean = blocks ? static_cast<double>(c.size) / static_cast<double>(blocks) : 1.0;
+  Scheme best = Scheme::Thread;
+  double bestUs = 1e300;
+  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Copy3D}) {
+    if (!applicable(c, count, s, off, len)) continue;
+    const double us = estimateUs(t, s, len, mean);
+    if (us < bestUs) bestUs = us, best = s;
+  }
+  return best;
+}
+
+// Synthetic calibration: a vector of nblocks blocks of B bytes at stride 2B (16-byte aligned), packed once to warm up
+// and then timed (best of 3) for each scheme; launch cost from a 64-byte pack.
+Status measure(Table* t, std::string* summary) {
+  const int64_t packedBytes = int64_t{64} << 20;
+  char *src = nullptr, *dst = nullptr;
+  DT_CUDA(cudaMalloc(&src, static_cast<size_t>(packedBytes * 2)), "calibration buffers");
+  DT_CUDA(cudaMalloc(&dst, static_cast<size_t>(packedBytes)), "calibration buffers");
+  cudaStream_t st;
+  cudaEvent_t e0, e1;
+  DT_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "calibration stream");
+  DT_CUDA(cudaEventCreate(&e0), "calibration events");
+  DT_CUDA(cudaEventCreate(&e1), "calibration events");
+  int dev = 0, sms = 0;
+  DT_CUDA(cudaGetDevice(&dev), "calibration");
+  DT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "calibration");
+  std::ostringstream sum;
+  cudaError_t bad = cudaSuccess;
+  auto timeOnce = [&](const Canonical& c, Scheme s, int64_t len, float* ms) -> cudaError_t {
+    std::shared_ptr<CudaMeta> m;
+    Status st2 = buildMeta(c, dev, &m);
+    if (!st2.isOk()) return cudaErrorUnknown;
+    float best = 1e30f;
+    for (int rep = 0; rep < 4; ++rep) {
+      cudaEventRecord(e0, st);
+      cudaError_t e = (s == Scheme::Copy2D || s == Scheme::Copy3D)
+                          ? launchCopy(c, 1, s, src, dst, false, st)
+                          : launchKernel({m.get(), src, dst, 0, len, false, st}, s, c.width, sms);
+      if (e != cudaSuccess) return e;
+      cudaEventRecord(e1, st);
+      if ((e = cudaEventSynchronize(e1)) != cudaSuccess) return e;
+      float x = 0;
+      cudaEventElapsedTime(&x, e0, e1);
+      if (rep) best = std::min(best, x);
+    }
+    *ms = best;
+    return cudaSuccess;
+  };
+  auto vectorForm = [](int64_t block, int64_t n) {
+    Canonical c;
+    Piece p;
+    p.block = block;
+    p.nd = n > 1 ? 1 : 0;
+    p.count[0] = n;
+    p.stride[0] = 2 * block;
+    c.pieces.push_back(p);
+    Segment s;
+    s.numPieces = 1;
+    s.repBytes = block * n;
+    c.segments.push_back(s);
+    c.size = block * n;
+    c.extent = 2 * block * n;
+    c.width = pow2Width(16, static_cast<uint64_t>(block));
+    return c;
+  };
+  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D}) {
+    const int si = static_cast<int>(s);
+    float ms = 0;
+    const Canonical tiny = vectorForm(16, 4);
+    cudaError_t e = timeOnce(tiny, s, 64, &ms);
+    if (e != cudaSuccess) {
+      bad = e;
+      break;
+    }
+    t->launchUs[si] = ms * 1e3;
+    sum << schemeName(s) << ": launch " << t->launchUs[si] << " us; GB/s";
+    for (int i = 0; i < kSizes; ++i) {
+      const int64_t B = sizeAt(i);
+      const Canonical c = vectorForm(B, packedBytes / B);
+      if ((e = timeOnce(c, s, c.size, &ms)) != cudaSuccess) {
+        bad = e;
+        break;
+      }
+      t->gbs[si][i] = static_cast<double>(c.size) / (ms * 1e-3) / 1e9;
+      sum << ' ' << B << ":" << static_cast<int>(t->gbs[si][i]);
+    }
+    sum << '\n';
+    if (bad != cudaSuccess) break;
+  }
+  // copy3d behaves like copy2d on the same rows (measured as such).
+  for (int i = 0; i < kSizes; ++i) t->gbs[static_cast<int>(Scheme::Copy3D)][i] = t->gbs[static_cast<int>(Scheme::Copy2D)][i];
+  t->launchUs[static_cast<int>(Scheme::Copy3D)] = t->launchUs[static_cast<int>(Scheme::Copy2D)];
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(st);
+  cudaFree(src);
+  cudaFree(dst);
+  t->have = bad == cudaSuccess;
+  if (summary) *summary = sum.str();
+  return bad == cudaSuccess ? Status::ok() : cudaFail(bad, "calibration");
+}
+
+enum class Mem { Device, Host };  // Host: pageable host memory the GPU cannot address
+Mem kindOf(const void* p) {
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return Mem::Host;
+  }
+  return a.type == cudaMemoryTypeUnregistered ? Mem::Host : Mem::Device;
+}
+
+}  // namespace
+
+// ---- entry points -------------------------------------------------------------------------------------------------------
+Status gpuCalibrate(bool force, std::string* summary) {
+  int dev = 0;
+  DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
+  Table t;
+  return tableFor(dev, force, &t, summary);
+}
+
+Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out) {
+  int dev = 0;
+  DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
+  if (const char* f = std::getenv("TETHER_DT_SCHEME")) {
+    if (!parseScheme(f, out) || *out == Scheme::Host)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d or auto", f);
+    if (*out != Scheme::Auto) return Status::ok();
+  }
+  Table t;
+  TETHER_TRY(tableFor(dev, false, &t, nullptr));
+  *out = choose(t, c, nullptr, count, 0, count * c.size);
+  return Status::ok();
+}
+
+Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
+  const Canonical& c = *r.c;
+  cudaStream_t stream = static_cast<cudaStream_t>(r.stream);
+  if (r.len == 0) {
+    *used = Scheme::Auto;
+    return Status::ok();
+  }
+  int dev = 0;
+  DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
+  // Buffers the GPU cannot address: pack on the host (after the stream's earlier work), staging device data.
+  const void* user = r.unpack ? r.dst : r.src;
+  const void* packedPtr = r.unpack ? r.src : r.dst;
+  const Mem mu = kindOf(user), mp = kindOf(packedPtr);
+  if (mu == Mem::Host || mp == Mem::Host) {
+    if (mu == Mem::Device)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
+                  "datatype GPU engine: user buffer in GPU memory with packed bytes in pageable host memory: "
+                  "pin the packed buffer (cudaHostRegister) or use device memory");
+    DT_CUDA(cudaStreamSynchronize(stream), "stream");
+    if (mp == Mem::Device) {  // user data on the host, packed bytes on the GPU: host pack + one copy
+      std::vector<char> tmp(static_cast<size_t>(r.len));
+      if (r.unpack) {
+        DT_CUDA(cudaMemcpy(tmp.data(), r.src, tmp.size(), cudaMemcpyDefault), "staging copy");
+        hostUnpack(c, tmp.data(), r.packedOffset, r.len, r.dst);
+      } else {
+        hostPack(c, r.src, r.packedOffset, r.len, tmp.data());
+        DT_CUDA(cudaMemcpy(r.dst, tmp.data(), tmp.size(), cudaMemcpyDefault), "staging copy");
+      }
+    } else if (r.unpack) {
+      hostUnpack(c, r.src, r.packedOffset, r.len, r.dst);
+    } else {
+      hostPack(c, r.src, r.packedOffset, r.len, r.dst);
+    }
+    *used = Scheme::Host;
+    return Status::ok();
+  }
+
+  std::shared_ptr<CudaMeta> meta;
+  {
+    std::lock_guard<std::mutex> lock(cache->mu);
+    meta = std::static_pointer_cast<CudaMeta>(cache->meta);
+    if (!meta || meta->device != dev || meta->owner != &c) {
+      TETHER_TRY(buildMeta(c, dev, &meta));
+      cache->meta = meta;
+    }
+  }
+  Scheme s = r.force;
+  if (s == Scheme::Auto) {
+    if (const char* f = std::getenv("TETHER_DT_SCHEME")) {
+      if (!parseScheme(f, &s) || s == Scheme::Host)
+        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d or auto", f);
+    }
+  }
+  if (s == Scheme::Auto) {
+    Table t;
+    TETHER_TRY(tableFor(dev, false, &t, nullptr));
+    s = choose(t, c, meta.get(), r.count, r.packedOffset, r.len);
+  }
+  if (!applicable(c, r.count, s, r.packedOffset, r.len))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
+                schemeName(s), describe(c).c_str());
+  char* userBuf = const_cast<char*>(static_cast<const char*>(user));
+  char* packedBuf = const_cast<char*>(static_cast<const char*>(packedPtr));
+  cudaError_t e;
+  if (s == Scheme::Copy2D || s == Scheme::Copy3D) {
+    e = launchCopy(c, r.count, s, userBuf, packedBuf, r.unpack, stream);
+  } else {
+    int sms = 0;
+    DT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "device query");
+    // Access width: the type's, limited by the buffers' alignment and the fragment's bounds.
+    const uint64_t align = reinterpret_cast<uint64_t>(userBuf) | reinterpret_cast<uint64_t>(packedBuf) |
+                           static_cast<uint64_t>(r.packedOffset) | static_cast<uint64_t>(r.len);
+    const int w = pow2Width(c.width, align);
+    // packed points at fragment byte 0; the kernels index it with (pack byte - off).
+    e = launchKernel({meta.get(), userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, r.unpack, stream}, s, w,
+                     sms);
+  }
+  DT_CUDA(e, schemeName(s));
+  *used = s;
+  return Status::ok();
+}
+
+}  // namespace tether::dt

@@ -1,0 +1,309 @@
+// The GPU engine's map from work items to bytes (gpu_pack.h), compiled for kernels (nvcc) and for the host, so the
+// same code that the kernels run is tested on CPUs in CI (tests/datatype/test_gpu_map.cpp emulates every lane).
+//
+// Blocks. One instance of a canonical form (canonical.h) is a sequence of contiguous blocks: segment s repeats its
+// pieces; piece p has elements() blocks of p.block bytes. Global block g of a pack of count instances is block
+// (g mod blocksPerInst) of instance g / blocksPerInst. DSeg/DPiece add block numbering to the canonical form, exactly
+// as packedStart numbers bytes: blockStart = blocks before this segment in an instance / this piece in a repetition.
+//
+// Schemes (work decomposition; launch shapes come from shapeThread/shapeWarp so kernels and emulation agree):
+//  - thread: warp w handles rounds i < K of 32 consecutive blocks starting at G0 + 32*K*w; lane l takes block
+//    G0 + 32*(K*w + i) + l. A lane locates its first block once (divisions, two binary searches) and then advances
+//    by 32 blocks with carries (divisions only when a dimension wraps by more than one).
+//  - warp: item t = block * cpb + chunk (cpb chunks of `chunk` bytes per block, sized by the longest block); warp w
+//    handles items [T0 + K*w, T0 + K*(w+1)); the lanes split each chunk.
+// Every copy is clipped to the fragment [off, end) of packed bytes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "datatype/canonical.h"
+
+#if defined(__CUDACC__)
+#define DT_HD __host__ __device__ __forceinline__
+#else
+#define DT_HD inline
+#endif
+
+namespace tether::dt {
+
+struct DSeg {
+  int64_t firstPiece, numPieces, repeat, stride, repBytes, packedStart, blocksPerRep, blockStart;
+  int32_t flat;  // every piece is one block (nd == 0): advance jumps pieces without reading them
+  int32_t pad;
+};
+struct DPiece {
+  int64_t offset, block, packedStart, blockStart, elems;
+  int64_t count[kMaxDims], stride[kMaxDims];
+  int32_t nd, pad;
+};
+struct DMeta {  // passed to kernels by value; segs/pieces in the kernel's memory
+  int64_t size, extent, blocksPerInst, maxBlock;
+  int32_t nsegs, width;
+  const DSeg* segs;
+  const DPiece* pieces;
+};
+
+// Host-side tables for a canonical form (uploaded as-is for kernels).
+struct MapTables {
+  std::vector<DSeg> segs;
+  std::vector<DPiece> pieces;
+  int64_t blocksPerInst = 0, maxBlock = 0;
+};
+inline MapTables buildTables(const Canonical& c) {
+  MapTables t;
+  int64_t blockStart = 0;
+  for (const Segment& s : c.segments) {
+    DSeg d{};
+    d.firstPiece = static_cast<int64_t>(t.pieces.size());
+    d.numPieces = s.numPieces;
+    d.repeat = s.repeat;
+    d.stride = s.stride;
+    d.repBytes = s.repBytes;
+    d.packedStart = s.packedStart;
+    d.blockStart = blockStart;
+    d.flat = 1;
+    int64_t blocks = 0;
+    for (int64_t i = s.firstPiece; i < s.firstPiece + s.numPieces; ++i) {
+      const Piece& p = c.pieces[static_cast<size_t>(i)];
+      DPiece q{};
+      q.offset = p.offset;
+      q.block = p.block;
+      q.packedStart = p.packedStart;
+      q.blockStart = blocks;
+      q.elems = p.elements();
+      q.nd = p.nd;
+      for (int k = 0; k < kMaxDims; ++k) q.count[k] = p.count[k], q.stride[k] = p.stride[k];
+      if (q.elems != 1) d.flat = 0;
+      blocks += q.elems;
+      if (p.block > t.maxBlock) t.maxBlock = p.block;
+      t.pieces.push_back(q);
+    }
+    d.blocksPerRep = blocks;
+    t.segs.push_back(d);
+    blockStart += blocks * s.repeat;
+  }
+  t.blocksPerInst = blockStart;
+  return t;
+}
+inline DMeta metaOf(const Canonical& c, const MapTables& t, const DSeg* segs, const DPiece* pieces) {
+  DMeta m{};
+  m.size = c.size;
+  m.extent = c.extent;
+  m.blocksPerInst = t.blocksPerInst;
+  m.maxBlock = t.maxBlock;
+  m.nsegs = static_cast<int32_t>(t.segs.size());
+  m.width = c.width;
+  m.segs = segs;
+  m.pieces = pieces;
+  return m;
+}
+
+// Global block index of the block holding packed byte b (0 <= b < count * size). Host side (launch set-up).
+inline int64_t blockAt(const DMeta& m, int64_t b) {
+  const int64_t inst = b / m.size;
+  const int64_t r = b - inst * m.size;
+  int s = 0;
+  for (int lo = 0, hi = m.nsegs - 1; lo <= hi;) {
+    const int mid = (lo + hi) / 2;
+    if (m.segs[mid].packedStart <= r) s = mid, lo = mid + 1; else hi = mid - 1;
+  }
+  const DSeg& seg = m.segs[s];
+  const int64_t q = r - seg.packedStart;
+  const int64_t rep = q / seg.repBytes;
+  const int64_t q2 = q - rep * seg.repBytes;
+  int64_t pi = seg.firstPiece;
+  for (int64_t lo = seg.firstPiece, hi = seg.firstPiece + seg.numPieces - 1; lo <= hi;) {
+    const int64_t mid = (lo + hi) / 2;
+    if (m.pieces[mid].packedStart <= q2) pi = mid, lo = mid + 1; else hi = mid - 1;
+  }
+  const DPiece& p = m.pieces[pi];
+  return inst * m.blocksPerInst + seg.blockStart + rep * seg.blocksPerRep + p.blockStart + (q2 - p.packedStart) / p.block;
+}
+
+// ---- launch shapes --------------------------------------------------------------------------------------------------
+struct Shape {
+  int64_t warps = 0;  // warps to launch (threads = 32 * warps, rounded up to whole CTAs by the launcher)
+  int K = 1;          // rounds (thread) or items (warp) per warp
+  int64_t first = 0, last = 0;  // [G0, G1) blocks (thread) or [T0, T1) items (warp)
+  int64_t cpb = 1, chunk = 0;   // warp scheme: chunks per block, chunk bytes
+};
+inline Shape shapeThread(const DMeta& m, int64_t off, int64_t end, int sms) {
+  Shape s;
+  s.first = blockAt(m, off);
+  s.last = blockAt(m, end - 1) + 1;
+  const int64_t rounds = (s.last - s.first + 31) / 32, target = static_cast<int64_t>(sms) * 64;
+  int64_t k = rounds / (target > 0 ? target : 1);
+  s.K = static_cast<int>(k < 4 ? 4 : k > 64 ? 64 : k);
+  s.warps = (rounds + s.K - 1) / s.K;
+  return s;
+}
+constexpr int kChunkUnits = 4;  // units per lane per chunk in the warp scheme
+inline Shape shapeWarp(const DMeta& m, int64_t off, int64_t end, int sms, int unitBytes) {
+  Shape s;
+  s.chunk = 32 * kChunkUnits * static_cast<int64_t>(unitBytes);
+  s.cpb = (m.maxBlock + s.chunk - 1) / s.chunk;
+  s.first = blockAt(m, off) * s.cpb;
+  s.last = (blockAt(m, end - 1) + 1) * s.cpb;
+  const int64_t target = static_cast<int64_t>(sms) * 64;
+  int64_t k = (s.last - s.first) / (target > 0 ? target : 1);
+  s.K = static_cast<int>(k < 1 ? 1 : k > 16 ? 16 : k);
+  s.warps = (s.last - s.first + s.K - 1) / s.K;
+  return s;
+}
+
+// ---- positions ------------------------------------------------------------------------------------------------------
+struct Pos {
+  int64_t inst, rep, piece, e;
+  int64_t idx[kMaxDims];
+  int32_t seg;
+};
+
+DT_HD void setIdx(const DPiece& pc, int64_t e, int64_t* idx) {
+  for (int k = 0; k < kMaxDims; ++k) {
+    if (k < pc.nd) {
+      const int64_t q = e / pc.count[k];
+      idx[k] = e - q * pc.count[k];
+      e = q;
+    } else {
+      idx[k] = 0;
+    }
+  }
+}
+
+DT_HD void locate(const DMeta& m, int64_t g, Pos& p) {
+  p.inst = g / m.blocksPerInst;
+  int64_t r = g - p.inst * m.blocksPerInst;
+  int lo = 0, hi = m.nsegs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (m.segs[mid].blockStart <= r) lo = mid; else hi = mid - 1;
+  }
+  p.seg = lo;
+  const DSeg& s = m.segs[lo];
+  r -= s.blockStart;
+  p.rep = r / s.blocksPerRep;
+  r -= p.rep * s.blocksPerRep;
+  int64_t a = s.firstPiece, b = s.firstPiece + s.numPieces - 1;
+  while (a < b) {
+    const int64_t mid = (a + b + 1) >> 1;
+    if (m.pieces[mid].blockStart <= r) a = mid; else b = mid - 1;
+  }
+  p.piece = a;
+  p.e = r - m.pieces[a].blockStart;
+  setIdx(m.pieces[a], p.e, p.idx);
+}
+
+// Moves p forward by n blocks (callers stop before passing the end of the pack).
+DT_HD void advance(const DMeta& m, Pos& p, int64_t n) {
+  while (n > 0) {
+    const DSeg& s = m.segs[p.seg];
+    if (p.e == 0 && p.piece == s.firstPiece) {  // at a repetition (or instance) start: skip whole ones at once
+      if (p.rep == 0 && p.seg == 0 && n >= m.blocksPerInst) {
+        const int64_t k = n / m.blocksPerInst;
+        p.inst += k;
+        n -= k * m.blocksPerInst;
+        continue;
+      }
+      if (n >= s.blocksPerRep && p.rep + 1 < s.repeat) {
+        int64_t k = n / s.blocksPerRep;
+        if (k > s.repeat - 1 - p.rep) k = s.repeat - 1 - p.rep;
+        p.rep += k;
+        n -= k * s.blocksPerRep;
+        continue;
+      }
+    }
+    const DPiece& pc = m.pieces[p.piece];
+    const int64_t left = pc.elems - p.e;
+    if (n < left) {
+      p.e += n;
+      p.idx[0] += n;
+      for (int k = 0; k + 1 < pc.nd; ++k)
+        if (p.idx[k] >= pc.count[k]) {
+          const int64_t carry = p.idx[k] / pc.count[k];
+          p.idx[k] -= carry * pc.count[k];
+          p.idx[k + 1] += carry;
+        }
+      return;
+    }
+    n -= left;
+    const int64_t last = s.firstPiece + s.numPieces;
+    int64_t next = p.piece + 1;
+    if (s.flat) {
+      const int64_t jump = n < last - next ? n : last - next;
+      next += jump;
+      n -= jump;
+    }
+    p.e = 0;
+    for (int k = 0; k < kMaxDims; ++k) p.idx[k] = 0;
+    if (next < last) {
+      p.piece = next;
+      continue;
+    }
+    if (++p.rep == s.repeat) {
+      p.rep = 0;
+      if (++p.seg == m.nsegs) {
+        p.seg = 0;
+        ++p.inst;
+      }
+    }
+    p.piece = m.segs[p.seg].firstPiece;
+  }
+}
+
+// Byte offsets of the block at p: in the user buffer (from the type origin) and in the whole pack; its length.
+DT_HD void addresses(const DMeta& m, const Pos& p, int64_t* user, int64_t* packed, int64_t* block) {
+  const DSeg& s = m.segs[p.seg];
+  const DPiece& pc = m.pieces[p.piece];
+  int64_t u = p.inst * m.extent + p.rep * s.stride + pc.offset;
+  for (int k = 0; k < kMaxDims; ++k) u += p.idx[k] * pc.stride[k];
+  *user = u;
+  *packed = p.inst * m.size + s.packedStart + p.rep * s.repBytes + pc.packedStart + p.e * pc.block;
+  *block = pc.block;
+}
+
+// ---- per-lane work ----------------------------------------------------------------------------------------------------
+// Thread scheme, lane `lane` of warp `warp`: calls move(userOffset, packedOffset, lo, hi) for each of its blocks with
+// [lo, hi) the block's packed bytes clipped to [off, end) (never empty for blocks in [first, last)).
+template <typename Move>
+DT_HD void threadLane(const DMeta& m, const Shape& sh, int64_t warp, int lane, int64_t off, int64_t end, Move&& move) {
+  int64_t g = sh.first + warp * 32 * sh.K + lane;
+  if (g >= sh.last) return;
+  Pos p;
+  locate(m, g, p);
+  for (int i = 0;;) {
+    int64_t u, pk, bl;
+    addresses(m, p, &u, &pk, &bl);
+    const int64_t lo = pk > off ? pk : off, hi = pk + bl < end ? pk + bl : end;
+    move(u, pk, lo, hi);
+    if (++i == sh.K || (g += 32) >= sh.last) break;
+    advance(m, p, 32);
+  }
+}
+
+// Warp scheme, warp `warp` (all lanes call with the same arguments): calls chunk(userOffset, packedOffset, lo, hi) for
+// each of its items with a non-empty clipped range; the caller splits [lo, hi) among its lanes.
+template <typename Chunk>
+DT_HD void warpItems(const DMeta& m, const Shape& sh, int64_t warp, int64_t off, int64_t end, Chunk&& chunk) {
+  int64_t t = sh.first + warp * sh.K;
+  if (t >= sh.last) return;
+  int64_t g = t / sh.cpb, c = t - g * sh.cpb;
+  Pos p;
+  locate(m, g, p);
+  for (int i = 0; i < sh.K && t < sh.last; ++i, ++t) {
+    int64_t u, pk, bl;
+    addresses(m, p, &u, &pk, &bl);
+    int64_t lo = pk + c * sh.chunk, hi = pk + (c + 1) * sh.chunk;
+    if (hi > pk + bl) hi = pk + bl;
+    if (lo < off) lo = off;
+    if (hi > end) hi = end;
+    if (lo < hi) chunk(u, pk, lo, hi);
+    if (++c == sh.cpb) {
+      c = 0;
+      if (t + 1 < sh.last) advance(m, p, 1);
+    }
+  }
+}
+
+}  // namespace tether::dt

@@ -1,0 +1,66 @@
+// GPU backend of the datatype engine (issue #7): stream-ordered pack/unpack of a canonical form (canonical.h) with one
+// kernel launch, or a direct copy (cudaMemcpy2D/3DAsync) where the layout is one, chosen by a calibrated cost model.
+//
+// Schemes (docs/datatype.md "GPU engine"):
+//  - thread: lane per contiguous block (blocks of up to ~64 B): each lane locates its first block with a few
+//    divisions and two binary searches, then walks forward 32 blocks at a time by carries (no divisions); packed
+//    writes of a warp are contiguous. Units of `width` bytes (16/8/4/2/1, also limited by the buffers' alignment).
+//  - warp: warp per (block, 2 KiB chunk) item, lanes split the chunk in 16-byte units: long blocks.
+//  - copy2d / copy3d: one cudaMemcpy2DAsync / cudaMemcpy3DAsync when the whole pack is a pitched 2-D / 3-D array
+//    (one piece of <= 1 / exactly 2 dimensions, uniform over repetitions and instances, whole rows).
+//  - host: both buffers in pageable host memory: the host reference, after the stream's earlier work.
+// Every pack is one launch (or one copy) whatever the type: struct and indexed types included.
+//
+// Cost model: t(scheme) = launch_s + packed_bytes / bw_s(mean block bytes), bw_s interpolated (log-log) from a table
+// measured once per device by calibrate() on synthetic vectors (about 0.2 s), kept for the process and in a file
+// (TETHER_DT_CALIBRATION, default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU UUID) so later processes
+// skip the measurement. TETHER_DT_SCHEME=thread|warp|copy2d|copy3d forces a scheme (an inapplicable one fails).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "base/status.h"
+#include "datatype/canonical.h"
+
+namespace tether::dt {
+
+enum class Scheme : int { Auto = 0, Host, Thread, Warp, Copy2D, Copy3D };
+const char* schemeName(Scheme s);
+// Scheme by name ("auto", "host", "thread", "warp", "copy2d", "copy3d"); false if unknown.
+bool parseScheme(const char* name, Scheme* out);
+
+// Device copy of one canonical form's metadata, for one GPU (made on first GPU use, cached on the type handle).
+class GpuMeta {
+ public:
+  virtual ~GpuMeta() = default;
+};
+// What a type handle keeps for the GPU engine.
+struct GpuCache {
+  std::mutex mu;
+  std::shared_ptr<GpuMeta> meta;
+};
+
+struct GpuPackRequest {
+  const Canonical* c = nullptr;
+  int64_t count = 0;
+  const void* src = nullptr;  // pack: the user buffer; unpack: the packed bytes
+  void* dst = nullptr;        // pack: the packed bytes; unpack: the user buffer
+  int64_t packedOffset = 0;   // fragment [packedOffset, packedOffset + len) of count * size packed bytes
+  int64_t len = 0;
+  bool unpack = false;
+  void* stream = nullptr;     // cudaStream_t; nullptr: the legacy default stream
+  Scheme force = Scheme::Auto;  // Auto: the cost model (or TETHER_DT_SCHEME)
+};
+
+// Enqueues the pack/unpack on the stream (pageable host buffers: completes before returning). *used: the scheme.
+// Fails with TETHER_ERR_UNSUPPORTED when this build has no CUDA or no GPU is visible.
+Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used);
+// The scheme gpuPack would use for a whole pack of count instances between device buffers (for tests/benchmarks).
+Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out);
+// Measures (or reloads) the cost model's table for the current GPU; force: measure even if a file exists.
+// *summary (may be null): one line per scheme with the measured bandwidths.
+Status gpuCalibrate(bool force, std::string* summary);
+
+}  // namespace tether::dt

@@ -1,0 +1,16 @@
+// Host-only builds: the GPU datatype engine is absent; every entry point says so (TETHER_ERR_UNSUPPORTED).
+#include "datatype/gpu_pack.h"
+
+namespace tether::dt {
+
+namespace {
+Status none() {
+  return Status(TETHER_ERR_UNSUPPORTED, "datatype GPU engine: this build has no CUDA support (TETHER_CUDA=OFF)");
+}
+}  // namespace
+
+Status gpuPack(const GpuPackRequest&, GpuCache*, Scheme*) { return none(); }
+Status gpuChooseScheme(const Canonical&, int64_t, Scheme*) { return none(); }
+Status gpuCalibrate(bool, std::string*) { return none(); }
+
+}  // namespace tether::dt

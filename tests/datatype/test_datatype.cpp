@@ -1,0 +1,401 @@
+// Unit tests of the datatype host side (#7): constructors, queries, canonical form, pack/unpack, errors.
+// The byte-for-byte comparison with a real MPI is datatype_oracle.cpp.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "datatype/handle.h"
+#include "tether/datatype.h"
+
+namespace {
+
+// Owns a handle for the test's duration.
+class T {
+ public:
+  T() = default;
+  explicit T(tether_type_t h) : h_(h) {}
+  T(const T&) = delete;
+  T& operator=(const T&) = delete;
+  ~T() { tether_type_free(&h_); }
+  tether_type_t* out() { return &h_; }
+  tether_type_t get() const { return h_; }
+  operator tether_type_t() const { return h_; }
+
+ private:
+  tether_type_t h_ = nullptr;
+};
+
+#define OK(expr) ASSERT_EQ((expr), TETHER_SUCCESS) << tether_type_last_error()
+
+void committed(T* t) { ASSERT_EQ(tether_type_commit(t->get()), TETHER_SUCCESS) << tether_type_last_error(); }
+
+// Canonical form without the type-level header (size/extent/width): what two layouts of the same bytes share.
+std::string body(const T& t) {
+  std::string s = tether::dt::describe(*t.get()->canonical);
+  return s.substr(s.find('|'));
+}
+std::string full(const T& t) { return tether::dt::describe(*t.get()->canonical); }
+
+struct Q {
+  int64_t size, lb, extent, tlb, text;
+};
+Q query(const T& t) {
+  Q q{};
+  EXPECT_EQ(tether_type_size(t, &q.size), TETHER_SUCCESS);
+  EXPECT_EQ(tether_type_extent(t, &q.lb, &q.extent), TETHER_SUCCESS);
+  EXPECT_EQ(tether_type_true_extent(t, &q.tlb, &q.text), TETHER_SUCCESS);
+  return q;
+}
+
+std::vector<unsigned char> packAll(const T& t, int64_t count, const void* buf) {
+  int64_t bytes = 0, done = 0;
+  EXPECT_EQ(tether_type_packed_size(t, count, &bytes), TETHER_SUCCESS);
+  std::vector<unsigned char> out(static_cast<size_t>(bytes));
+  EXPECT_EQ(tether_type_pack(t, count, buf, 0, bytes, out.data(), &done), TETHER_SUCCESS) << tether_type_last_error();
+  EXPECT_EQ(done, bytes);
+  return out;
+}
+
+TEST(Datatype, BasicTypes) {
+  const int64_t sizes[] = {1, 1, 1, 1, 1, 1, 2, 2, 4, 4, 8, 8};
+  for (int b = 0; b < 12; ++b) {
+    T t;
+    OK(tether_type_basic(static_cast<tether_basic_t>(b), t.out()));
+    Q q = query(t);
+    EXPECT_EQ(q.size, sizes[b]);
+    EXPECT_EQ(q.lb, 0);
+    EXPECT_EQ(q.extent, sizes[b]);
+    EXPECT_EQ(q.text, sizes[b]);
+  }
+  T d;
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE_COMPLEX, d.out()));
+  EXPECT_EQ(query(d).size, 16);
+}
+
+TEST(Datatype, VectorBoundsAndNegativeStride) {
+  T i32, v, neg;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  OK(tether_type_vector(3, 2, 5, i32, v.out()));  // blocks at 0, 20, 40 of 8 bytes
+  Q q = query(v);
+  EXPECT_EQ(q.size, 24);
+  EXPECT_EQ(q.lb, 0);
+  EXPECT_EQ(q.extent, 48);
+  OK(tether_type_vector(3, 1, -2, i32, neg.out()));  // as MPI: lb -16, extent 20
+  q = query(neg);
+  EXPECT_EQ(q.lb, -16);
+  EXPECT_EQ(q.extent, 20);
+  EXPECT_EQ(q.tlb, -16);
+}
+
+TEST(Datatype, StructPaddingAndStickyMarkers) {
+  T dbl, chr, i32, st, rs, st2;
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, dbl.out()));
+  OK(tether_type_basic(TETHER_BASIC_CHAR, chr.out()));
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  int64_t bl[2] = {1, 1}, d[2] = {0, 8};
+  tether_type_t ts[2] = {dbl, chr};
+  OK(tether_type_struct(2, bl, d, ts, st.out()));
+  EXPECT_EQ(query(st).extent, 16);  // padded to double alignment
+  EXPECT_EQ(query(st).text, 9);
+  // Standard reading: explicit markers of resized are sticky inside a struct (MPICH says lb -4, extent 20 here).
+  OK(tether_type_resized(i32, -4, 16, rs.out()));
+  int64_t d2[2] = {0, 13};
+  tether_type_t ts2[2] = {rs, chr};
+  OK(tether_type_struct(2, bl, d2, ts2, st2.out()));
+  Q q = query(st2);
+  EXPECT_EQ(q.lb, -4);
+  EXPECT_EQ(q.extent, 16);
+  EXPECT_EQ(q.tlb, 0);
+  EXPECT_EQ(q.text, 14);
+}
+
+TEST(Datatype, SubarrayBounds) {
+  T d, c, f;
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, d.out()));
+  int64_t sz[2] = {4, 5}, sub[2] = {2, 3}, st[2] = {1, 1};
+  OK(tether_type_subarray(2, sz, sub, st, TETHER_ORDER_C, d, c.out()));
+  OK(tether_type_subarray(2, sz, sub, st, TETHER_ORDER_FORTRAN, d, f.out()));
+  Q qc = query(c), qf = query(f);  // values from MPICH
+  EXPECT_EQ(qc.size, 48);
+  EXPECT_EQ(qc.extent, 160);
+  EXPECT_EQ(qc.tlb, 48);
+  EXPECT_EQ(qc.text, 64);
+  EXPECT_EQ(qf.tlb, 40);
+  EXPECT_EQ(qf.text, 80);
+}
+
+// A 3-D face of a 8x6x10 double array, described four ways, must reach one canonical form.
+TEST(Datatype, SameLayoutSameCanonicalForm) {
+  T d, row, plane, vv, sa, hi, st;
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, d.out()));
+  // rows of 4 doubles (x 2..5), 3 rows (y 1..3) per plane, 5 planes (z 2..6): array [z=8][y=6][x=10]
+  OK(tether_type_vector(3, 4, 10, d, row.out()));                // one plane's rows
+  OK(tether_type_hvector(5, 1, 6 * 10 * 8, row, plane.out()));   // 5 planes
+  int64_t origin = (2 * 60 + 1 * 10 + 2) * 8;
+  int64_t one = 1;
+  OK(tether_type_hindexed(1, &one, &origin, plane, vv.out()));
+  int64_t sz[3] = {8, 6, 10}, sub[3] = {5, 3, 4}, stt[3] = {2, 1, 2};
+  OK(tether_type_subarray(3, sz, sub, stt, TETHER_ORDER_C, d, sa.out()));
+  std::vector<int64_t> bls, ds;  // every row listed
+  for (int z = 0; z < 5; ++z)
+    for (int y = 0; y < 3; ++y) bls.push_back(4), ds.push_back(((2 + z) * 60 + (1 + y) * 10 + 2) * 8);
+  OK(tether_type_hindexed(static_cast<int64_t>(ds.size()), bls.data(), ds.data(), d, hi.out()));
+  // struct of the rows, each as 4 doubles
+  std::vector<tether_type_t> ts(ds.size(), d.get());
+  OK(tether_type_struct(static_cast<int64_t>(ds.size()), bls.data(), ds.data(), ts.data(), st.out()));
+  for (T* t : {&vv, &sa, &hi, &st}) committed(t);
+  EXPECT_EQ(body(vv), body(sa));
+  EXPECT_EQ(body(vv), body(hi));
+  EXPECT_EQ(body(vv), body(st));
+  EXPECT_EQ(body(vv), "| { [1056+32 3x80 5x480] }");
+  EXPECT_EQ(tether_type_t(vv)->canonical->width, 16);
+}
+
+TEST(Datatype, StructOfEqualBlocksIsStrided) {
+  T i64, hv, st, ix;
+  OK(tether_type_basic(TETHER_BASIC_INT64, i64.out()));
+  OK(tether_type_hvector(6, 2, 40, i64, hv.out()));
+  int64_t bl[6], d[6], de[6];
+  tether_type_t ts[6];
+  for (int i = 0; i < 6; ++i) bl[i] = 2, d[i] = 40 * i, de[i] = 5 * i, ts[i] = i64;
+  OK(tether_type_struct(6, bl, d, ts, st.out()));
+  OK(tether_type_indexed(6, bl, de, i64, ix.out()));  // regular run in an indexed type
+  for (T* t : {&hv, &st, &ix}) committed(t);
+  EXPECT_EQ(body(hv), "| { [0+16 6x40] }");
+  EXPECT_EQ(body(st), body(hv));
+  EXPECT_EQ(body(ix), body(hv));
+  EXPECT_EQ(tether_type_t(hv)->canonical->width, 8);
+}
+
+// Particle structs: a vector of {int32 @0, double @8} and the hindexed list of the same blocks share one form (a
+// repeated two-piece body), and that form keeps the pack order (not the address order).
+TEST(Datatype, RepeatedIrregularBodyAndPackOrder) {
+  T i32, dbl, particle, many, bytes, listed;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, dbl.out()));
+  OK(tether_type_basic(TETHER_BASIC_BYTE, bytes.out()));
+  int64_t bl[2] = {1, 1}, d[2] = {8, 0};  // double first in pack order, at the higher address
+  tether_type_t ts[2] = {i32, dbl};
+  OK(tether_type_struct(2, bl, d, ts, particle.out()));
+  OK(tether_type_contiguous(100, particle, many.out()));
+  std::vector<int64_t> lens, offs;
+  for (int i = 0; i < 100; ++i) lens.push_back(4), offs.push_back(16 * i + 8), lens.push_back(8), offs.push_back(16 * i);
+  OK(tether_type_hindexed(200, lens.data(), offs.data(), bytes, listed.out()));
+  committed(&many);
+  committed(&listed);
+  EXPECT_EQ(body(many), "| x100@16 { [8+4] [0+8] }");
+  EXPECT_EQ(body(listed), body(many));
+  std::vector<unsigned char> buf(1600);
+  std::iota(buf.begin(), buf.end(), 0);
+  std::vector<unsigned char> p = packAll(many, 1, buf.data());
+  EXPECT_EQ(p[0], 8);   // the int32 at offset 8 comes first
+  EXPECT_EQ(p[4], 0);   // then the double at offset 0
+  EXPECT_EQ(p[12], 24);
+}
+
+TEST(Datatype, HugeCountsStayConstantSize) {
+  T b, v, i32, dbl, particle, vp;
+  OK(tether_type_basic(TETHER_BASIC_BYTE, b.out()));
+  OK(tether_type_vector(1000000000, 3, 7, b, v.out()));
+  committed(&v);
+  EXPECT_EQ(tether_type_t(v)->canonical->pieces.size(), 1u);
+  EXPECT_EQ(query(v).size, 3000000000LL);
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, dbl.out()));
+  int64_t bl[2] = {1, 1}, d[2] = {0, 8};
+  tether_type_t ts[2] = {i32, dbl};
+  OK(tether_type_struct(2, bl, d, ts, particle.out()));
+  OK(tether_type_contiguous(1000000000, particle, vp.out()));
+  committed(&vp);
+  EXPECT_EQ(tether_type_t(vp)->canonical->pieces.size(), 2u);
+  EXPECT_EQ(tether_type_t(vp)->canonical->segments.size(), 1u);
+  EXPECT_EQ(tether_type_t(vp)->canonical->segments[0].repeat, 1000000000);
+  int64_t packed = 0;
+  OK(tether_type_packed_size(vp, 1, &packed));
+  EXPECT_EQ(packed, 12000000000LL);
+}
+
+// Types above the exact-canonicalisation limit keep the structural form; their pack must still be the type map.
+TEST(Datatype, StructuralFormPacksTheTypeMap) {
+  T i32, dbl, i8, vec, particle, many, st;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, dbl.out()));
+  OK(tether_type_basic(TETHER_BASIC_INT8, i8.out()));
+  OK(tether_type_vector(20000, 1, 2, i32, vec.out()));  // int32 at 8k
+  int64_t bl[2] = {1, 1}, d[2] = {8, 0};
+  tether_type_t ts[2] = {i32, dbl};
+  OK(tether_type_struct(2, bl, d, ts, particle.out()));  // {int32 @8, double @0}, extent 16
+  OK(tether_type_contiguous(9000, particle, many.out()));
+  int64_t bl3[3] = {1, 1, 1}, d3[3] = {0, -3, 160000};
+  tether_type_t ts3[3] = {vec, i8, many};
+  OK(tether_type_struct(3, bl3, d3, ts3, st.out()));
+  committed(&st);
+  EXPECT_NE(full(st).find("(structural)"), std::string::npos) << full(st);
+  Q q = query(st);
+  std::vector<unsigned char> mem(static_cast<size_t>(2 * q.extent + 64));
+  std::mt19937 rng(3);
+  for (auto& b : mem) b = static_cast<unsigned char>(rng());
+  const unsigned char* origin = mem.data() + 16 - q.tlb;
+  std::vector<unsigned char> expect;
+  auto take = [&](int64_t off, int64_t n) { expect.insert(expect.end(), origin + off, origin + off + n); };
+  for (int64_t inst = 0; inst < 2; ++inst) {
+    int64_t base = inst * q.extent;
+    for (int64_t k = 0; k < 20000; ++k) take(base + 8 * k, 4);
+    take(base - 3, 1);
+    for (int64_t k = 0; k < 9000; ++k) take(base + 160000 + 16 * k + 8, 4), take(base + 160000 + 16 * k, 8);
+  }
+  EXPECT_EQ(packAll(st, 2, origin), expect);
+}
+
+TEST(Datatype, ResumablePackEqualsWholePack) {
+  T i16, v, st, rs, top;
+  OK(tether_type_basic(TETHER_BASIC_INT16, i16.out()));
+  OK(tether_type_vector(5, 3, -4, i16, v.out()));
+  OK(tether_type_resized(v, -40, 64, rs.out()));
+  int64_t bl[2] = {2, 1}, d[2] = {0, 200};
+  tether_type_t ts[2] = {rs, i16};
+  OK(tether_type_struct(2, bl, d, ts, st.out()));
+  committed(&st);
+  std::vector<unsigned char> mem(2048);
+  std::iota(mem.begin(), mem.end(), 1);
+  const unsigned char* origin = mem.data() + 512;
+  std::vector<unsigned char> whole = packAll(st, 3, origin);
+  for (int64_t step : {1, 2, 3, 7, 64}) {
+    std::vector<unsigned char> parts(whole.size());
+    for (int64_t off = 0, n = 0; off < static_cast<int64_t>(whole.size()); off += n)
+      OK(tether_type_pack(st, 3, origin, off, step, parts.data() + off, &n));
+    EXPECT_EQ(parts, whole) << "step " << step;
+  }
+}
+
+TEST(Datatype, UnpackLeavesGapsUntouched) {
+  T i32, v;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  OK(tether_type_vector(4, 1, 3, i32, v.out()));
+  committed(&v);
+  std::vector<unsigned char> src(256), dst(256, 0xEE);
+  std::iota(src.begin(), src.end(), 0);
+  std::vector<unsigned char> p = packAll(v, 2, src.data());
+  int64_t done = 0;
+  OK(tether_type_unpack(v, 2, p.data(), 0, static_cast<int64_t>(p.size()), dst.data(), &done));
+  int64_t extent = query(v).extent;  // 40
+  for (int64_t i = 0; i < 256; ++i) {
+    int64_t inst = i / extent, r = i % extent;
+    bool data = inst < 2 && r % 12 < 4 && r / 12 < 4;
+    EXPECT_EQ(dst[i], data ? src[i] : 0xEE) << "byte " << i;
+  }
+}
+
+TEST(Datatype, FreeKeepsReferencedTypesAlive) {
+  tether_type_t i32 = nullptr, c = nullptr, v = nullptr;
+  OK(tether_type_basic(TETHER_BASIC_INT32, &i32));
+  OK(tether_type_contiguous(2, i32, &c));
+  OK(tether_type_vector(3, 1, 4, c, &v));
+  OK(tether_type_free(&i32));
+  OK(tether_type_free(&c));
+  EXPECT_EQ(c, nullptr);
+  OK(tether_type_commit(v));
+  T owner(v);
+  EXPECT_EQ(query(owner).size, 24);
+  EXPECT_EQ(query(owner).extent, 72);
+  T dup;
+  OK(tether_type_dup(owner, dup.out()));
+  int64_t n = 0, buf[32] = {0};
+  unsigned char out[24];
+  OK(tether_type_pack(dup, 1, buf, 0, 24, out, &n));  // dup of a committed type is committed
+  EXPECT_EQ(n, 24);
+}
+
+TEST(Datatype, Errors) {
+  T i32, v, big;
+  tether_type_t bad = nullptr;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  EXPECT_EQ(tether_type_contiguous(-1, i32, &bad), TETHER_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tether_type_last_error()).find("count is negative (-1)"), std::string::npos);
+  EXPECT_EQ(tether_type_vector(2, -3, 1, i32, &bad), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_contiguous(2, nullptr, &bad), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_contiguous(2, i32, nullptr), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_basic(static_cast<tether_basic_t>(999), &bad), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_indexed(2, nullptr, nullptr, i32, &bad), TETHER_ERR_INVALID_ARG);
+  int64_t bl[1] = {-1}, d[1] = {0};
+  EXPECT_EQ(tether_type_indexed(1, bl, d, i32, &bad), TETHER_ERR_INVALID_ARG);
+  int64_t sz[1] = {4}, sub[1] = {3}, st[1] = {2};
+  EXPECT_EQ(tether_type_subarray(1, sz, sub, st, TETHER_ORDER_C, i32, &bad), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(bad, nullptr);
+  // 64-bit overflow of the size and of displacements: reported, never wrapped.
+  EXPECT_EQ(tether_type_contiguous(INT64_C(1) << 62, i32, &bad), TETHER_ERR_OVERFLOW);
+  EXPECT_EQ(tether_type_hvector(3, 1, INT64_MAX / 2, i32, &bad), TETHER_ERR_OVERFLOW);
+  OK(tether_type_contiguous(INT64_C(1) << 60, i32, big.out()));
+  int64_t bytes = 0;
+  EXPECT_EQ(tether_type_packed_size(big, 8, &bytes), TETHER_ERR_OVERFLOW);
+  // Pack needs a committed type and a valid range.
+  OK(tether_type_vector(2, 1, 2, i32, v.out()));
+  int32_t buf[8] = {0};
+  unsigned char out[8];
+  int64_t n = 0;
+  EXPECT_EQ(tether_type_pack(v, 1, buf, 0, 8, out, &n), TETHER_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tether_type_last_error()).find("not committed"), std::string::npos);
+  committed(&v);
+  EXPECT_EQ(tether_type_pack(v, 1, buf, 9, 8, out, &n), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_pack(v, -1, buf, 0, 8, out, &n), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_pack(v, 1, buf, 0, -1, out, &n), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_pack(v, 1, nullptr, 0, 8, out, &n), TETHER_ERR_INVALID_ARG);
+  OK(tether_type_pack(v, 1, buf, 8, 8, out, &n));  // at the end: nothing left, not an error
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(tether_type_free(nullptr), TETHER_ERR_INVALID_ARG);
+  tether_type_t none = nullptr;
+  OK(tether_type_free(&none));
+}
+
+// Random layouts: the canonical form of a type equals the canonical form of the hindexed list of its contiguous
+// blocks (in pack order), and pack through both is identical. Seed: TETHER_DT_SEED (printed).
+TEST(Datatype, RandomTreesMatchTheirBlockLists) {
+  uint64_t seed = 7;
+  if (const char* e = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(e, nullptr, 0);
+  std::printf("RandomTreesMatchTheirBlockLists: seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  T byte;
+  OK(tether_type_basic(TETHER_BASIC_BYTE, byte.out()));
+  for (int iter = 0; iter < 300; ++iter) {
+    T base, a, b, c;
+    OK(tether_type_basic(uni(0, 1) ? TETHER_BASIC_INT32 : TETHER_BASIC_DOUBLE, base.out()));
+    OK(tether_type_vector(uni(1, 4), uni(1, 3), uni(-5, 6), base, a.out()));
+    OK(tether_type_hvector(uni(1, 5), uni(1, 2), uni(-3, 3) * 64 + uni(0, 1) * 8, a, b.out()));
+    OK(tether_type_contiguous(uni(1, 3), b, c.out()));
+    committed(&c);
+    // The blocks of c in pack order, walked from its canonical form.
+    const tether::dt::Canonical& k = *tether_type_t(c)->canonical;
+    std::vector<int64_t> lens, offs;
+    for (const auto& s : k.segments)
+      for (int64_t r = 0; r < s.repeat; ++r)
+        for (int64_t p = s.firstPiece; p < s.firstPiece + s.numPieces; ++p) {
+          const auto& pc = k.pieces[static_cast<size_t>(p)];
+          int64_t idx[4] = {0, 0, 0, 0};
+          for (int64_t e = 0; e < pc.elements(); ++e) {
+            int64_t off = pc.offset + r * s.stride;
+            for (int q = 0; q < pc.nd; ++q) off += idx[q] * pc.stride[q];
+            lens.push_back(pc.block), offs.push_back(off);
+            for (int q = 0; q < pc.nd; ++q) {
+              if (++idx[q] < pc.count[q]) break;
+              idx[q] = 0;
+            }
+          }
+        }
+    T listed;
+    OK(tether_type_hindexed(static_cast<int64_t>(lens.size()), lens.data(), offs.data(), byte, listed.out()));
+    committed(&listed);
+    EXPECT_EQ(body(listed), body(c)) << "seed " << seed << " iteration " << iter << ": " << full(c);
+    Q q = query(c);
+    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
+    std::iota(mem.begin(), mem.end(), 3);
+    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    EXPECT_EQ(packAll(listed, 1, origin), packAll(c, 1, origin)) << "seed " << seed << " iteration " << iter;
+  }
+}
+
+}  // namespace

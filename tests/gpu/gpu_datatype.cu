@@ -1,0 +1,222 @@
+// GPU datatype engine (issue #7) against the host reference (which CI checks against MPICH's MPI_Pack):
+// seeded random type trees (every constructor, nesting to depth 5, zero counts, negative displacements, resized,
+// structs of mixed basic types) packed and unpacked on the GPU with every scheme that applies (auto, thread, warp,
+// copy2d, copy3d), whole and in random resumable fragments, between device buffers, pinned host and pageable host
+// memory. Unpack goes into a poisoned buffer and must equal the host reference's unpack into the same poison (gaps
+// untouched). Usage: gpu_datatype [--seed S] [--trees N] (env TETHER_DT_SEED); every failure prints the tree's seed.
+#include <cuda_runtime.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tether/datatype.h"
+#include "../datatype/random_types.h"
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+namespace {
+
+using dt_test::Fail;
+using dt_test::Gen;
+using dt_test::tk;
+
+enum class Kind { Device, Pinned, Pageable };
+const char* kindName(Kind k) { return k == Kind::Device ? "device" : k == Kind::Pinned ? "pinned" : "pageable"; }
+struct Buf {
+  Kind kind;
+  size_t n;
+  unsigned char* p = nullptr;
+  Buf(Kind k, size_t bytes) : kind(k), n(bytes ? bytes : 1) {
+    if (k == Kind::Device) CK(cudaMalloc(&p, n));
+    else if (k == Kind::Pinned) CK(cudaMallocHost(&p, n));
+    else p = static_cast<unsigned char*>(std::malloc(n));
+  }
+  ~Buf() {
+    if (kind == Kind::Device) cudaFree(p);
+    else if (kind == Kind::Pinned) cudaFreeHost(p);
+    else std::free(p);
+  }
+  void put(const std::vector<unsigned char>& h) { CK(cudaMemcpy(p, h.data(), h.size(), cudaMemcpyDefault)); }
+  std::vector<unsigned char> get() const {
+    std::vector<unsigned char> h(n);
+    CK(cudaMemcpy(h.data(), p, n, cudaMemcpyDefault));
+    return h;
+  }
+};
+
+int failures = 0, checks = 0, skippedSchemes = 0;
+
+// One tree: host reference vs GPU for each scheme, whole and fragmented, pack and unpack.
+void runTree(uint64_t seed, cudaStream_t st) {
+  Gen g(seed);
+  std::string text;
+  const int depth = static_cast<int>(g.uni(1, 5));
+  tether_type_t t = g.make(depth, &text);
+  tk(tether_type_commit(t), "commit");
+  int64_t size = 0, lb = 0, ext = 0, tlb = 0, text2 = 0;
+  tk(tether_type_size(t, &size), "size");
+  tk(tether_type_extent(t, &lb, &ext), "extent");
+  tk(tether_type_true_extent(t, &tlb, &text2), "true_extent");
+  const int64_t count = g.uni(1, 3);
+  // Memory the instances touch: [min(0, ...)...]: true bounds of instance 0 and instance count-1.
+  const int64_t lo = std::min<int64_t>(0, std::min(tlb, tlb + (count - 1) * ext));
+  const int64_t hi = std::max<int64_t>(1, std::max(tlb + text2, tlb + text2 + (count - 1) * ext));
+  const int64_t span = hi - lo + 64, origin = -lo + 32;  // buffer offset of the type origin (aligned to 32)
+  const int64_t packed = size * count;
+  std::vector<unsigned char> user(static_cast<size_t>(span)), want(static_cast<size_t>(packed));
+  std::mt19937_64 r(seed ^ 0xabcdef);
+  for (auto& b : user) b = static_cast<unsigned char>(r());
+  int64_t done = 0;
+  tk(tether_type_pack(t, count, user.data() + origin, 0, packed, want.data(), &done), "host pack");
+  std::vector<unsigned char> poison(static_cast<size_t>(span), 0xA5), wantUnpacked = poison;
+  tk(tether_type_unpack(t, count, want.data(), 0, packed, wantUnpacked.data() + origin, &done), "host unpack");
+  // Unpack is defined only for type maps that name every byte once (MPI: overlapping receive types are erroneous;
+  // parallel unpack has no "later entry wins"). Distinct bytes touched == packed bytes <=> no overlap.
+  bool overlap = false;
+  {
+    std::vector<unsigned char> ones(static_cast<size_t>(packed), 0xFF), zero(static_cast<size_t>(span), 0);
+    tk(tether_type_unpack(t, count, ones.data(), 0, packed, zero.data() + origin, &done), "host unpack");
+    int64_t touched = 0;
+    for (unsigned char b : zero) touched += b == 0xFF;
+    overlap = touched != packed;
+  }
+
+  auto fail = [&](const std::string& what) {
+    ++failures;
+    std::printf("FAIL seed %" PRIu64 ": %s\n  tree %s (size %" PRId64 ", extent %" PRId64 ", count %" PRId64 ")\n",
+                seed, what.c_str(), text.c_str(), size, ext, count);
+  };
+  const Kind kinds[3] = {Kind::Device, Kind::Pinned, Kind::Pageable};
+  for (const char* scheme : {"auto", "thread", "warp", "copy2d", "copy3d"}) {
+    setenv("TETHER_DT_SCHEME", scheme, 1);
+    for (int pair = 0; pair < (std::strcmp(scheme, "auto") == 0 ? 4 : 1); ++pair) {
+      // pair 0: device/device; 1: device user + pinned packed; 2: pinned user + device packed; 3: pageable/pageable
+      const Kind ku = pair == 2 ? Kind::Pinned : pair == 3 ? Kind::Pageable : Kind::Device;
+      const Kind kp = pair == 1 ? Kind::Pinned : pair == 3 ? Kind::Pageable : Kind::Device;
+      (void)kinds;
+      Buf u(ku, static_cast<size_t>(span)), p(kp, static_cast<size_t>(packed));
+      u.put(user);
+      // Whole pack.
+      tether_status_t s = tether_type_pack_async(t, count, u.p + origin, 0, packed, p.p, &done, st);
+      if (s != TETHER_SUCCESS) {
+        if (pair == 0 && std::strcmp(scheme, "auto") != 0) {  // inapplicable forced scheme
+          ++skippedSchemes;
+          break;
+        }
+        fail(std::string("pack_async failed: ") + tether_type_last_error());
+        continue;
+      }
+      CK(cudaStreamSynchronize(st));
+      ++checks;
+      if (packed && std::memcmp(p.get().data(), want.data(), static_cast<size_t>(packed)) != 0)
+        fail(std::string("pack differs (scheme ") + scheme + ", user " + kindName(ku) + ", packed " + kindName(kp) +
+             ")");
+      // Whole unpack into poison.
+      Buf back(ku, static_cast<size_t>(span));
+      back.put(poison);
+      tk(tether_type_unpack_async(t, count, p.p, 0, packed, back.p + origin, &done, st), "unpack_async");
+      CK(cudaStreamSynchronize(st));
+      ++checks;
+      if (!overlap && back.get() != wantUnpacked)
+        fail(std::string("unpack differs (scheme ") + scheme + ", user " + kindName(ku) + ")");
+      // Fragments (kernel schemes and auto only: direct copies need whole packs).
+      if (packed > 1 && (pair == 0) &&
+          (!std::strcmp(scheme, "thread") || !std::strcmp(scheme, "warp") || !std::strcmp(scheme, "auto"))) {
+        if (!std::strcmp(scheme, "auto")) unsetenv("TETHER_DT_SCHEME");
+        Buf frag(Kind::Device, static_cast<size_t>(packed));
+        CK(cudaMemset(frag.p, 0, static_cast<size_t>(packed)));
+        int64_t off = 0;
+        while (off < packed) {
+          const int64_t max = g.uni(1, std::max<int64_t>(1, packed / 3));
+          tk(tether_type_pack_async(t, count, u.p + origin, off, max, frag.p + off, &done, st), "fragment pack");
+          off += done;
+        }
+        CK(cudaStreamSynchronize(st));
+        ++checks;
+        if (std::memcmp(frag.get().data(), want.data(), static_cast<size_t>(packed)) != 0)
+          fail(std::string("fragmented pack differs (scheme ") + scheme + ")");
+        back.put(poison);
+        off = 0;
+        while (off < packed) {
+          const int64_t max = g.uni(1, std::max<int64_t>(1, packed / 3));
+          tk(tether_type_unpack_async(t, count, frag.p + off, off, max, back.p + origin, &done, st), "fragment unpack");
+          off += done;
+        }
+        CK(cudaStreamSynchronize(st));
+        ++checks;
+        if (!overlap && back.get() != wantUnpacked) fail(std::string("fragmented unpack differs (scheme ") + scheme + ")");
+      }
+    }
+  }
+  unsetenv("TETHER_DT_SCHEME");
+  tether_type_free(&t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t seed = 1;
+  int trees = 300;
+  if (const char* s = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 0);
+    else if (!std::strcmp(argv[i], "--trees") && i + 1 < argc) trees = std::atoi(argv[++i]);
+  }
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("gpu_datatype: no GPU, skipped\n");
+    return 77;
+  }
+  std::printf("gpu_datatype: seed %" PRIu64 ", %d trees (tree i uses seed + i)\n", seed, trees);
+  char calib[2048];
+  tk(tether_type_gpu_calibrate(0, calib, sizeof calib), "calibrate");
+  std::printf("cost model:\n%s", calib);
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int i = 0; i < trees; ++i) {
+    try {
+      runTree(seed + static_cast<uint64_t>(i), st);
+    } catch (const Fail& f) {
+      ++failures;
+      std::printf("FAIL seed %" PRIu64 ": %s\n", seed + static_cast<uint64_t>(i), f.msg.c_str());
+    }
+  }
+  // Bad input: clear errors, no crash.
+  {
+    tether_type_t v, d;
+    tk(tether_type_basic(TETHER_BASIC_DOUBLE, &d), "basic");
+    tk(tether_type_vector(4, 1, 2, d, &v), "vector");
+    int64_t done = 0;
+    void* buf;
+    CK(cudaMalloc(&buf, 1024));
+    ++checks;
+    if (tether_type_pack_async(v, 1, buf, 0, 32, buf, &done, st) == TETHER_SUCCESS) {
+      ++failures;
+      std::printf("FAIL: pack_async of an uncommitted type succeeded\n");
+    }
+    tk(tether_type_commit(v), "commit");
+    ++checks;
+    if (tether_type_pack_async(v, 1, buf, 33, 1, buf, &done, st) == TETHER_SUCCESS) {
+      ++failures;
+      std::printf("FAIL: pack_async past the end succeeded\n");
+    }
+    CK(cudaFree(buf));
+    tether_type_free(&v);
+    tether_type_free(&d);
+  }
+  std::printf("gpu_datatype: %d checks, %d failed (forced schemes not applicable: %d)\n", checks, failures,
+              skippedSchemes);
+  return failures ? 1 : 0;
+}
