@@ -406,8 +406,24 @@ Status canonicalize(const Type& type, Canonical* out) {
   Seq s;
   TETHER_TRY(b.build(type, &s));
   Seq fin;
-  bool exact = blockCount(s, kExactBlocks) <= kExactBlocks;
-  if (exact) {
+  // Fast path: a layout that folds into one strided piece (vector, subarray, their nestings: the common case) is
+  // already in normal form (normalize(): no unit dimensions, dimension 0 not contiguous with the block, no two
+  // dimensions that form one arithmetic sequence), which is what the exact stage would rebuild from its blocks, so
+  // the block expansion is skipped (commit in well under a microsecond instead of ~30 ns per block).
+  bool single = false;
+  if (s.size() == 1 && s[0].body.size() == 1) {
+    Seg g = s[0];
+    foldRepeat(&g);
+    if (g.repeat == 1) {
+      normalize(&g.body[0]);
+      fin.push_back(std::move(g));
+      single = true;
+    }
+  }
+  bool exact = !single && blockCount(s, kExactBlocks) <= kExactBlocks;
+  if (single) {
+    exact = true;  // unique per byte layout, as the exact stage's result
+  } else if (exact) {
     std::vector<Piece> list;
     BlockFolder f(&list);
     for (const Seg& g : s) emitBlocks(g, &f);
