@@ -363,6 +363,122 @@ tether_status_t tether_device_handle(tether_t world, tether_device_handle_t* han
  * are marked unreachable). Works in every build. */
 tether_status_t tether_device_handle_cpu(tether_t world, tether_device_handle_t* handle);
 
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Stream-ordered operations (issue #6; GPUDirect Async model). The CPU enqueues, the CUDA stream `stream`
+ * (cudaStream_t; NULL = the legacy default stream) executes, in order with the kernels and copies on it; the call
+ * returns as soon as the work is enqueued. Arguments are checked at the call (same errors as the host forms); values
+ * passed by value or through pointers to values (p, signal values, atomic operands) are captured at the call.
+ *
+ * Ordering on the stream: each operation starts after everything enqueued before it on the stream is complete, and
+ * is complete (its effects visible to every PE and the host) before anything enqueued after it starts. So a kernel
+ * that fills a buffer before putmem_on_stream is sent, data put before a signal is visible when the signal is
+ * (put_signal / signal_op after a put: a system-scope memory barrier precedes the signal write), and a kernel after
+ * signal_wait_until_on_stream sees what the peer put before its signal. Operations on different streams, and host
+ * calls, are not ordered with each other (synchronise the streams yourself).
+ *
+ * Mechanisms (docs/architecture.md, "Stream-ordered operations"): data by copy engines on the stream
+ * (cudaMemcpyAsync); signal SET, p of 4/8 bytes, waits (EQ, GE, GT) and barrier rounds by stream memory operations
+ * (cuStreamBatchMemOp); signal ADD, atomics, p of 1/2 bytes and waits with NE/LT/LE by one-thread kernels; peers the
+ * GPU cannot address (remote, TETHER_FORCE_PROXY=1) by a one-thread kernel that posts to the device API's proxy ring
+ * and waits for completion. Everything is capturable in a CUDA graph (replays repeat the captured values).
+ *
+ * Local buffers (src of put, dest of get, fetched) must be GPU memory or pinned host memory (cudaHostAlloc /
+ * registered); for peers reached through the proxy: GPU memory, cudaHostAlloc'd memory or this PE's symmetric memory.
+ * Waits: GE/GT on a stream are CYCLIC comparisons, as CUDA's ((int64_t)(word - value) >= 0): valid while the word
+ * and the value differ by less than 2^63 (counters and signals that count up). Memop waits (EQ/GE/GT) are not
+ * bounded by TETHER_TIMEOUT (the hardware waits); kernel waits (NE/LT/LE) are, and trap naming the word on expiry.
+ * A failure while the stream runs (a trap) is a CUDA error on the stream; errors found at the call are returned. */
+
+tether_status_t tether_putmem_on_stream(tether_t world, void* dest, const void* src, size_t nbytes, int pe,
+                                        void* stream);
+tether_status_t tether_getmem_on_stream(tether_t world, void* dest, const void* src, size_t nbytes, int pe,
+                                        void* stream);
+/* *value (nbytes = 1, 2, 4 or 8; dest aligned to nbytes) is read at the call and stored into pe's dest in stream
+ * order (a plain store: ordered before later signals by their barrier). */
+tether_status_t tether_p_on_stream(tether_t world, void* dest, const void* value, size_t nbytes, int pe,
+                                   void* stream);
+tether_status_t tether_putmem_signal_on_stream(tether_t world, void* dest, const void* src, size_t nbytes,
+                                               uint64_t* sig_addr, uint64_t signal, tether_signal_op_t sig_op, int pe,
+                                               void* stream);
+tether_status_t tether_signal_op_on_stream(tether_t world, uint64_t* sig_addr, uint64_t signal,
+                                           tether_signal_op_t sig_op, int pe, void* stream);
+/* The stream waits until (this PE's *sig_addr cmp value) holds; work after it sees what the signaller put before. */
+tether_status_t tether_signal_wait_until_on_stream(tether_t world, uint64_t* sig_addr, tether_cmp_t cmp,
+                                                   uint64_t value, void* stream);
+/* 64-bit words only (TETHER_UINT64/INT64/ULONGLONG/LONGLONG/ULONG/LONG/SIZE/PTRDIFF); signed types compare as the
+ * same cyclic/unsigned comparisons as uint64 (state values that count up from 0). */
+tether_status_t tether_wait_until_on_stream(tether_t world, void* ivar, tether_dtype_t type, tether_cmp_t cmp,
+                                            const void* value, void* stream);
+/* Completion on the stream: everything enqueued before is complete and visible to all PEs before later work of the
+ * stream starts (a system-scope memory barrier; proxied operations are already complete when their kernel ends).
+ * fence_on_stream gives the same guarantee (operations on one stream never overtake each other). */
+tether_status_t tether_quiet_on_stream(tether_t world, void* stream);
+tether_status_t tether_fence_on_stream(tether_t world, void* stream);
+/* Collective over all PEs, in stream order: every PE enqueues the same sequence of stream barriers (on any one stream
+ * each). Dissemination: round r writes the barrier epoch into PE (me + 2^r)'s round word (memop write; proxy signal
+ * for proxied PEs) and waits on its own round word. barrier_all_on_stream = quiet_on_stream + sync_all_on_stream.
+ * Not ordered with the host barrier or the device API's barrier (separate words). */
+tether_status_t tether_barrier_all_on_stream(tether_t world, void* stream);
+tether_status_t tether_sync_all_on_stream(tether_t world, void* stream);
+/* Atomics in stream order, same operations and types as tether_atomic for 4- and 8-byte types. value/cond are read
+ * at the call; fetched (required for fetching operations, else may be NULL) is GPU or pinned memory that receives the
+ * old value when the operation runs. Atomic with respect to tether_atomic and the device API's atomics. */
+tether_status_t tether_atomic_on_stream(tether_t world, tether_amo_t op, tether_dtype_t type, void* dest,
+                                        const void* value, const void* cond, void* fetched, int pe, void* stream);
+tether_status_t tether_atomic_add_on_stream(tether_t world, uint64_t* dest, uint64_t value, int pe, void* stream);
+tether_status_t tether_atomic_set_on_stream(tether_t world, uint64_t* dest, uint64_t value, int pe, void* stream);
+tether_status_t tether_atomic_fetch_add_on_stream(tether_t world, uint64_t* dest, uint64_t value, uint64_t* fetched,
+                                                  int pe, void* stream);
+
+/* Prepared sets (libmp-style batch submission). tether_prepare checks and translates a list of operations once
+ * (peers, buffers, sizes, signals) and keeps the stream commands pre-built (the memop array of each run of
+ * writes/waits, the copies, the proxy calls); tether_post_on_stream enqueues the whole set with one call, in set
+ * order with the stream contract above, patching per-post values without rebuilding:
+ *   TETHER_OP_PATCH_OFFSET: patch->offset is added to dest and src (checked: the shifted range must stay symmetric);
+ *   TETHER_OP_PATCH_SIGNAL: patch->signal is added to the op's signal value (signal written, or waited for).
+ * A set may be posted any number of times, on any streams, from several threads. It is rebuilt transparently when a
+ * heap grew since it was built (HOST views re-registered). Barriers in a set take a new epoch per post. A set stays
+ * valid until tether_op_set_free or tether_finalize (free it before finalize). */
+typedef struct tether_op_set* tether_op_set_t;
+
+typedef enum tether_op_kind {
+  TETHER_OP_PUT = 1,         /* putmem: dest (symmetric), src, nbytes, pe */
+  TETHER_OP_GET = 2,         /* getmem: dest (local), src (symmetric), nbytes, pe */
+  TETHER_OP_PUT_SIGNAL = 3,  /* putmem_signal: dest, src, nbytes, sig_addr, signal, sig_op, pe */
+  TETHER_OP_SIGNAL = 4,      /* signal_op: sig_addr, signal, sig_op, pe */
+  TETHER_OP_SIGNAL_WAIT = 5, /* signal_wait_until on this PE: sig_addr, cmp, signal */
+  TETHER_OP_QUIET = 6,
+  TETHER_OP_BARRIER_ALL = 7,
+  TETHER_OP_SYNC_ALL = 8,
+  TETHER_OP_KIND_MAX_ENUM_ = 0x7fffffff
+} tether_op_kind_t;
+
+#define TETHER_OP_PATCH_OFFSET 1u
+#define TETHER_OP_PATCH_SIGNAL 2u
+
+typedef struct tether_op_desc_s {
+  tether_op_kind_t kind;
+  int pe;
+  void* dest;
+  const void* src;
+  size_t nbytes;
+  uint64_t* sig_addr;
+  uint64_t signal;
+  tether_signal_op_t sig_op;
+  tether_cmp_t cmp;
+  unsigned flags; /* TETHER_OP_PATCH_* */
+} tether_op_desc_t;
+
+typedef struct tether_post_patch_s {
+  size_t offset;   /* added to dest and src of ops flagged TETHER_OP_PATCH_OFFSET */
+  uint64_t signal; /* added to the signal value of ops flagged TETHER_OP_PATCH_SIGNAL */
+} tether_post_patch_t;
+
+tether_status_t tether_prepare(tether_t world, const tether_op_desc_t* ops, size_t n, tether_op_set_t* set);
+/* patch may be NULL (no change). */
+tether_status_t tether_post_on_stream(tether_op_set_t set, void* stream, const tether_post_patch_t* patch);
+tether_status_t tether_op_set_free(tether_op_set_t set); /* NULL is a no-op */
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

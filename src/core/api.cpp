@@ -1,15 +1,22 @@
 // The C API: argument plumbing from tether.h to World, Status -> tether_status_t + thread-local message.
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <string>
 
 #include "base/log.h"
 #include "core/dtype.h"
+#include "core/stream.h"
 #include "core/world.h"
 #include "heap/program_data.h"
 
 struct tether_world {
   std::unique_ptr<tether::World> impl;
+};
+
+struct tether_op_set {
+  tether_t world;
+  std::unique_ptr<tether::OpSet, void (*)(tether::OpSet*)> impl{nullptr, tether::destroyOpSet};
 };
 
 namespace {
@@ -334,4 +341,176 @@ tether_status_t tether_sync_all(tether_t w) {
   return guarded(w, "tether_sync_all", [](World& x) { return x.barrier("tether_sync_all", false); });
 }
 
+// ---- stream-ordered operations (#6): core/stream.cpp
+
+namespace {
+
+using tether::StreamOpDesc;
+
+tether_status_t onStream(tether_t w, const char* call, const StreamOpDesc& op, void* stream) {
+  return guarded(w, call, [&](World& x) { return tether::enqueueOnStream(x, call, &op, 1, stream); });
+}
+
+StreamOpDesc streamDesc(StreamOpDesc::Kind kind, int pe) {
+  StreamOpDesc d;
+  d.kind = kind;
+  d.pe = pe;
+  return d;
+}
+
+}  // namespace
+
+tether_status_t tether_putmem_on_stream(tether_t w, void* dest, const void* src, size_t n, int pe, void* stream) {
+  StreamOpDesc d = streamDesc(StreamOpDesc::Put, pe);
+  d.dest = dest;
+  d.src = src;
+  d.nbytes = n;
+  return onStream(w, "tether_putmem_on_stream", d, stream);
+}
+tether_status_t tether_getmem_on_stream(tether_t w, void* dest, const void* src, size_t n, int pe, void* stream) {
+  StreamOpDesc d = streamDesc(StreamOpDesc::Get, pe);
+  d.dest = dest;
+  d.src = src;
+  d.nbytes = n;
+  return onStream(w, "tether_getmem_on_stream", d, stream);
+}
+tether_status_t tether_p_on_stream(tether_t w, void* dest, const void* value, size_t n, int pe, void* stream) {
+  const char* call = "tether_p_on_stream";
+  StreamOpDesc d = streamDesc(StreamOpDesc::P, pe);
+  d.dest = dest;
+  d.nbytes = n;
+  if (!value) return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": value is NULL"));
+  if (n <= sizeof d.value) std::memcpy(&d.value, value, n);  // captured now; other sizes fail in the checks
+  return onStream(w, call, d, stream);
+}
+tether_status_t tether_putmem_signal_on_stream(tether_t w, void* dest, const void* src, size_t n, uint64_t* sig,
+                                               uint64_t signal, tether_signal_op_t op, int pe, void* stream) {
+  StreamOpDesc d = streamDesc(StreamOpDesc::PutSignal, pe);
+  d.dest = dest;
+  d.src = src;
+  d.nbytes = n;
+  d.sig = sig;
+  d.value = signal;
+  d.sigOp = op;
+  return onStream(w, "tether_putmem_signal_on_stream", d, stream);
+}
+tether_status_t tether_signal_op_on_stream(tether_t w, uint64_t* sig, uint64_t signal, tether_signal_op_t op, int pe,
+                                           void* stream) {
+  StreamOpDesc d = streamDesc(StreamOpDesc::Signal, pe);
+  d.sig = sig;
+  d.value = signal;
+  d.sigOp = op;
+  return onStream(w, "tether_signal_op_on_stream", d, stream);
+}
+tether_status_t tether_signal_wait_until_on_stream(tether_t w, uint64_t* sig, tether_cmp_t cmp, uint64_t value,
+                                                   void* stream) {
+  StreamOpDesc d = streamDesc(StreamOpDesc::Wait, 0);
+  d.sig = sig;
+  d.cmp = cmp;
+  d.value = value;
+  return onStream(w, "tether_signal_wait_until_on_stream", d, stream);
+}
+tether_status_t tether_wait_until_on_stream(tether_t w, void* ivar, tether_dtype_t type, tether_cmp_t cmp,
+                                            const void* value, void* stream) {
+  const char* call = "tether_wait_until_on_stream";
+  const tether::DtypeInfo& t = tether::dtypeInfo(type);
+  if (t.cls == tether::DtypeClass::Invalid || t.cls == tether::DtypeClass::Float || t.size != 8)
+    return report(tether::Status(TETHER_ERR_INVALID_ARG,
+                                 tether::strprintf("%s: type %s: 64-bit integer types only", call, t.name)));
+  if (!value) return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": value is NULL"));
+  StreamOpDesc d = streamDesc(StreamOpDesc::Wait, 0);
+  d.sig = static_cast<uint64_t*>(ivar);
+  d.cmp = cmp;
+  std::memcpy(&d.value, value, sizeof d.value);
+  d.isSigned = t.cls == tether::DtypeClass::Signed;
+  return onStream(w, call, d, stream);
+}
+tether_status_t tether_quiet_on_stream(tether_t w, void* stream) {
+  return onStream(w, "tether_quiet_on_stream", streamDesc(StreamOpDesc::Quiet, 0), stream);
+}
+tether_status_t tether_fence_on_stream(tether_t w, void* stream) {
+  return onStream(w, "tether_fence_on_stream", streamDesc(StreamOpDesc::Quiet, 0), stream);
+}
+tether_status_t tether_barrier_all_on_stream(tether_t w, void* stream) {
+  StreamOpDesc d = streamDesc(StreamOpDesc::Barrier, 0);
+  d.quietFirst = true;
+  return onStream(w, "tether_barrier_all_on_stream", d, stream);
+}
+tether_status_t tether_sync_all_on_stream(tether_t w, void* stream) {
+  return onStream(w, "tether_sync_all_on_stream", streamDesc(StreamOpDesc::Barrier, 0), stream);
+}
+tether_status_t tether_atomic_on_stream(tether_t w, tether_amo_t op, tether_dtype_t type, void* dest,
+                                        const void* value, const void* cond, void* fetched, int pe, void* stream) {
+  const char* call = "tether_atomic_on_stream";
+  const tether::DtypeInfo& t = tether::dtypeInfo(type);
+  auto bad = [&](const std::string& why) {
+    return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": " + why));
+  };
+  if (static_cast<unsigned>(op) >= TETHER_AMO_COUNT) return bad("unknown operation " + std::to_string(op));
+  if (t.cls == tether::DtypeClass::Invalid || (t.size != 4 && t.size != 8))
+    return bad(std::string("type ") + t.name + ": 4- and 8-byte types only");
+  const bool extended = op == TETHER_AMO_FETCH || op == TETHER_AMO_SET || op == TETHER_AMO_SWAP;
+  const bool bitwise = op >= TETHER_AMO_AND;
+  if ((t.cls == tether::DtypeClass::Float && !extended) || (bitwise && !t.bitwise))
+    return bad(std::string("type ") + t.name + " is not allowed for this operation");
+  const bool needsValue = op != TETHER_AMO_FETCH && op != TETHER_AMO_INC && op != TETHER_AMO_FETCH_INC;
+  if (needsValue && !value) return bad("value is NULL");
+  if (op == TETHER_AMO_COMPARE_SWAP && !cond) return bad("cond is NULL");
+  StreamOpDesc d = streamDesc(StreamOpDesc::Amo, pe);
+  d.dest = dest;
+  d.fetched = fetched;
+  d.amo = tether::AmoArgs{op, static_cast<unsigned>(t.size), 0, 0};
+  if (op == TETHER_AMO_INC || op == TETHER_AMO_FETCH_INC) {
+    d.amo.op = op == TETHER_AMO_INC ? TETHER_AMO_ADD : TETHER_AMO_FETCH_ADD;
+    d.amo.value = 1;
+  }
+  if (needsValue) std::memcpy(&d.amo.value, value, t.size);
+  if (cond) std::memcpy(&d.amo.cond, cond, t.size);
+  return onStream(w, call, d, stream);
+}
+tether_status_t tether_atomic_add_on_stream(tether_t w, uint64_t* dest, uint64_t value, int pe, void* stream) {
+  return tether_atomic_on_stream(w, TETHER_AMO_ADD, TETHER_UINT64, dest, &value, nullptr, nullptr, pe, stream);
+}
+tether_status_t tether_atomic_set_on_stream(tether_t w, uint64_t* dest, uint64_t value, int pe, void* stream) {
+  return tether_atomic_on_stream(w, TETHER_AMO_SET, TETHER_UINT64, dest, &value, nullptr, nullptr, pe, stream);
+}
+tether_status_t tether_atomic_fetch_add_on_stream(tether_t w, uint64_t* dest, uint64_t value, uint64_t* fetched,
+                                                  int pe, void* stream) {
+  return tether_atomic_on_stream(w, TETHER_AMO_FETCH_ADD, TETHER_UINT64, dest, &value, nullptr, fetched, pe, stream);
+}
+
+tether_status_t tether_prepare(tether_t w, const tether_op_desc_t* ops, size_t n, tether_op_set_t* set) {
+  if (set) *set = nullptr;
+  return guarded(w, "tether_prepare", [&](World& x) -> tether::Status {
+    if (!set) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_prepare: set is NULL");
+    tether::OpSet* impl = nullptr;
+    TETHER_TRY(tether::prepareOpSet(x, ops, n, &impl));
+    std::unique_ptr<tether_op_set> s(new tether_op_set{w});
+    s->impl.reset(impl);
+    *set = s.release();
+    return tether::Status::ok();
+  });
+}
+tether_status_t tether_post_on_stream(tether_op_set_t set, void* stream, const tether_post_patch_t* patch) {
+  if (!set) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_post_on_stream: set is NULL"));
+  return guarded(set->world, "tether_post_on_stream",
+                 [&](World&) { return tether::postOpSet(*set->impl, stream, patch); });
+}
+tether_status_t tether_op_set_free(tether_op_set_t set) {
+  delete set;
+  return TETHER_SUCCESS;
+}
+
 }  // extern "C"
+
+namespace tether {
+
+// Test hook (not exported from libtether.so: hidden visibility; tests link tether_static): installs another stream-op
+// layer -- the CPU emulation -- on a World before its first stream operation.
+Status useStreamOpsForTesting(tether_t w, std::unique_ptr<StreamOps> ops) {
+  if (!w || !w->impl) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "useStreamOpsForTesting: world is NULL");
+  w->impl->setStreamOps(std::move(ops));
+  return Status::ok();
+}
+
+}  // namespace tether

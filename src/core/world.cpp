@@ -186,6 +186,7 @@ Status World::registerHostViews(uint64_t committed) {
                      static_cast<void*>(cpu), static_cast<unsigned long long>(committed), static_cast<void*>(gpu));
   }
   registered_ = committed;
+  viewsEpoch_.fetch_add(1, std::memory_order_release);
   return Status::ok();
 }
 
@@ -383,6 +384,7 @@ Status World::finalize() {
   if (finalized_) return Status::ok();
   finalized_ = true;
   Status s = barrier("tether_finalize", true);
+  streamOps_.reset();  // its streams drain (CPU emulation) before the proxy and heaps they use go away
   // Tear down in dependency order: the device API proxy (executes what is posted, stops its thread), device
   // mappings, the GPU context (it unregisters the host views it registered), then the host heap.
   if (proxy_) {

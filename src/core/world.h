@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
 #include "core/proxy.h"
+#include "core/stream_ops.h"
 #include "heap/allocator.h"
 #include "gpu/gpu.h"
 #include "heap/shm_segment.h"
@@ -125,7 +126,20 @@ class World {
   // Fills the device handle (tether.h) for kernels of this PE's GPU (forGpu) or for CPU threads of this process.
   Status deviceHandle(bool forGpu, tether_device_handle_t* out);
 
+  // ---- stream-ordered operations (#6) -- core/stream.cpp
+  // The stream-op layer of this World: the CUDA one (made on first use) when this PE has a GPU, unless a test
+  // installed another (setStreamOps, before the first stream operation; the World owns it). Fails with
+  // TETHER_ERR_UNSUPPORTED when there is neither.
+  Status streamOps(StreamOps** out);
+  void setStreamOps(std::unique_ptr<StreamOps> ops);
+  // Counts changes of the GPU views of HOST segments (re-registration after growth): prepared plans that translated
+  // addresses under an older count are rebuilt before use.
+  uint64_t viewsEpoch() const { return viewsEpoch_.load(std::memory_order_acquire); }
+  // Epochs of stream barriers, one per barrier in enqueue order (collective: every PE enqueues the same sequence).
+  uint64_t nextStreamBarrierEpochs(uint64_t count) { return streamBarrierEpoch_.fetch_add(count) + 1; }
+
  private:
+  friend class StreamPlanner;  // core/stream.cpp: compiles stream operations against the paths and control blocks
   World() = default;
   Status init(const tether_init_attr_t& attr);
   Status discoverHosts();
@@ -191,12 +205,17 @@ class World {
   std::vector<std::unique_ptr<std::vector<tether_device_peer_t>>> cpuTables_;
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
+  std::mutex streamMu_;  // creation of streamOps_
+  std::atomic<uint64_t> streamBarrierEpoch_{0};
+  std::atomic<uint64_t> viewsEpoch_{0};
   bool finalized_ = false;
   bool forceProxy_ = false;  // TETHER_FORCE_PROXY: device handles reach every other PE through the proxy
   // Device API proxy (core/proxy.h), created with the first handle that needs it (under handleMu_). Declared last:
   // destroyed first, so its thread stops before the heaps and GPU context it uses go away.
   std::unique_ptr<Proxy> proxy_;
   std::atomic<Proxy*> liveProxy_{nullptr};  // proxy_ once created, for quiet() without handleMu_; null after stop
+  // Stream-op layer (#6). Declared after proxy_: destroyed before it (an emulated stream may still be posting to it).
+  std::unique_ptr<StreamOps> streamOps_;
 };
 
 // Internal words at the start of every PE's host heap (before the first user allocation).
@@ -207,10 +226,16 @@ struct ControlBlock {
   };
   Slot barrier[kMaxRounds];
   tether_device_barrier_t devBarrier;  // the device barrier's words when there is no DEVICE heap (CPU handle too)
+  tether_device_barrier_t streamBarrier;  // barrier_all_on_stream's round words (#6) when they live in HOST memory
 };
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
 // Internal words at the start of every PE's DEVICE segment: the device barrier (tether_device_barrier_t), zeroed at
 // start-up. User allocations start after it.
 constexpr uint64_t kDeviceControlBytes = 64 * 1024;
+// barrier_all_on_stream's round words (a tether_device_barrier_t) in the DEVICE control block, after the device barrier.
+constexpr uint64_t kDeviceStreamBarrierOffset = 4096;
+static_assert(sizeof(tether_device_barrier_t) <= kDeviceStreamBarrierOffset &&
+              kDeviceStreamBarrierOffset + sizeof(tether_device_barrier_t) <= kDeviceControlBytes,
+              "device control block layout");
 
 }  // namespace tether

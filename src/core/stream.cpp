@@ -1,0 +1,627 @@
+// Stream-ordered operations (#6): compile operation descriptors (core/stream.h) into plans of stream-op layer calls
+// (core/stream_ops.h) and run them on a stream. Contracts: tether.h ("Stream-ordered operations"); mechanisms:
+// docs/architecture.md.
+//
+// Compilation, per operation: argument checks (same messages as the host calls), then the route of each target --
+// DIRECT when the stream can address the target word (GPU: DEVICE segments on the p2p/self path, HOST/STATIC views
+// through their registered GPU aliases; CPU emulation: HOST/STATIC views), else PROXY (TETHER_FORCE_PROXY=1, staged
+// DEVICE segments, later remote PEs) through the device handle's ring. Direct data moves as copies; SET signals, p of
+// 4/8 bytes, EQ/GE/GT waits and barrier rounds become memory operations, and consecutive ones are merged into one
+// batch (one cuStreamBatchMemOp); the rest are single stream-op calls (kernels on CUDA).
+// Running: each step is enqueued in order; per-post values are patched into a copy of the memop array.
+#include "core/stream.h"
+
+#include <cstddef>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "base/log.h"
+#include "core/dtype.h"
+#include "core/world.h"
+
+namespace tether {
+
+// ---- World: the stream-op layer ------------------------------------------------------------------------------------
+
+Status World::streamOps(StreamOps** out) {
+  std::lock_guard<std::mutex> lock(streamMu_);
+  if (!streamOps_) {
+    if (!gpu_)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "stream operations need a GPU on PE %d (host-only build, no visible GPU, "
+                  "or TETHER_GPU=none)", job_.rank);
+    TETHER_TRY(createGpuStreamOps(*gpu_, &streamOps_));
+    TETHER_LOG_INFO(LogSys::Core, "stream operations: %s", streamOps_->name());
+  }
+  *out = streamOps_.get();
+  return Status::ok();
+}
+
+void World::setStreamOps(std::unique_ptr<StreamOps> ops) {
+  std::lock_guard<std::mutex> lock(streamMu_);
+  streamOps_ = std::move(ops);
+}
+
+namespace {
+
+// Patch kinds of a memop value or a step.
+constexpr unsigned kPatchOffset = TETHER_OP_PATCH_OFFSET, kPatchSignal = TETHER_OP_PATCH_SIGNAL;
+
+struct Step {
+  enum Kind { Copy, MemRun, Store, Signal, Amo, WaitCmp, Proxy } kind = Copy;
+  unsigned patch = 0;       // kPatch* flags
+  uint32_t barrier = 0;     // Proxy round write of barrier #barrier-1 of the plan: value = that barrier's epoch
+  void* dst = nullptr;      // Copy
+  const void* src = nullptr;
+  size_t n = 0;
+  size_t first = 0;         // MemRun: memops[first, first + n)
+  void* addr = nullptr;     // Store/Signal/Amo/WaitCmp
+  uint64_t value = 0;
+  unsigned width = 8;
+  tether_signal_op_t sigOp = TETHER_SIGNAL_SET;
+  AmoArgs amo{TETHER_AMO_ADD, 8, 0, 0};
+  void* fetched = nullptr;
+  tether_cmp_t cmp = TETHER_CMP_EQ;
+  bool isSigned = false;
+  ProxyCall call;
+};
+
+struct MemPatch {
+  unsigned patch = 0;    // kPatchSignal: value += patch.signal
+  uint32_t barrier = 0;  // value = epoch of barrier #barrier-1 of this post (0: none)
+};
+
+struct Plan {
+  std::vector<Step> steps;
+  std::vector<StreamMemOp> memops;
+  std::vector<MemPatch> memPatch;
+  bool patched = false;   // some memop needs patching at post
+  uint32_t barriers = 0;  // barriers in the plan (epochs taken per post)
+  tether_device_handle_t handle{};  // for Proxy steps (the stream-op layer's address space)
+  uint64_t viewsEpoch = 0;
+};
+
+bool amoFetches(tether_amo_t op) {
+  switch (op) {
+    case TETHER_AMO_SET: case TETHER_AMO_INC: case TETHER_AMO_ADD: case TETHER_AMO_AND: case TETHER_AMO_OR:
+    case TETHER_AMO_XOR: return false;
+    default: return true;
+  }
+}
+
+}  // namespace
+
+// Compiles descriptors against one World and its stream-op layer (friend of World: paths, control blocks).
+class StreamPlanner {
+ public:
+  StreamPlanner(World& w, StreamOps& so, const char* call) : w_(w), so_(so), call_(call) {}
+
+  Status compile(const StreamOpDesc* ops, size_t n, Plan* plan) {
+    plan_ = plan;
+    *plan = Plan();
+    plan->viewsEpoch = w_.viewsEpoch();
+    for (size_t i = 0; i < n; ++i) TETHER_TRY(compileOne(ops[i]));
+    return Status::ok();
+  }
+
+  // Checks that shifting the symmetric side of op by `offset` keeps it inside the symmetric heap (prepared sets).
+  Status checkPatch(const StreamOpDesc& op, size_t offset) {
+    if (!(op.flags & kPatchOffset) || offset == 0) return Status::ok();
+    SymRef ref;
+    if (op.kind == StreamOpDesc::Put || op.kind == StreamOpDesc::PutSignal)
+      return w_.checkSymmetric(call_, "dest + patch offset", static_cast<char*>(op.dest) + offset, op.nbytes, &ref);
+    if (op.kind == StreamOpDesc::Get)
+      return w_.checkSymmetric(call_, "src + patch offset", static_cast<const char*>(op.src) + offset, op.nbytes,
+                               &ref);
+    return Status::ok();
+  }
+
+ private:
+  // Address of (pe, ref) for the stream-op layer, or nullptr: through the proxy.
+  Status route(int pe, SymRef ref, char** out) {
+    *out = nullptr;
+    const SegPath& p = w_.path(pe, ref.kind);
+    if (!p.ops)
+      TETHER_FAIL(TETHER_ERR_UNREACHABLE, "%s: no path to the %s segment of PE %d", call_, segKindName(ref.kind), pe);
+    if (w_.forceProxy_ && pe != w_.myPe()) return proxyReady(pe);
+    if (so_.gpuAddresses()) {
+      if (ref.kind == SegKind::Device)
+        *out = p.kind == PathKind::Staged || !p.base ? nullptr : p.base + ref.offset;
+      else
+        *out = w_.hostGpuAlias(pe, ref);
+    } else {
+      if (!isHostMemory(ref.kind))
+        TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only",
+                    call_);
+      if ((p.ops->caps & kCapLoadStore) && p.base) *out = p.base + ref.offset;
+    }
+    return *out ? Status::ok() : proxyReady(pe);
+  }
+
+  Status proxyReady(int pe) {
+    if (!handleTaken_) {
+      TETHER_TRY(w_.deviceHandle(so_.gpuAddresses(), &plan_->handle).withContext(call_));
+      handleTaken_ = true;
+    }
+    if (!plan_->handle.proxy_ring)
+      TETHER_FAIL(TETHER_ERR_UNREACHABLE, "%s: PE %d is neither addressable from the stream nor served by the proxy",
+                  call_, pe);
+    return Status::ok();
+  }
+
+  // Appends a memop to the current run (or starts one).
+  void memop(const StreamMemOp& m, MemPatch patch = MemPatch()) {
+    std::vector<Step>& steps = plan_->steps;
+    if (steps.empty() || steps.back().kind != Step::MemRun) {
+      Step s;
+      s.kind = Step::MemRun;
+      s.first = plan_->memops.size();
+      s.n = 0;
+      steps.push_back(s);
+    }
+    plan_->memops.push_back(m);
+    plan_->memPatch.push_back(patch);
+    plan_->patched = plan_->patched || patch.patch || patch.barrier;
+    ++steps.back().n;
+  }
+  static StreamMemOp write(void* addr, uint64_t v, bool release, unsigned width = 8) {
+    StreamMemOp m;
+    m.kind = StreamMemOp::Write;
+    m.addr = addr;
+    m.value = v;
+    m.release = release;
+    m.width = static_cast<uint8_t>(width);
+    return m;
+  }
+  static StreamMemOp wait(void* addr, StreamCond c, uint64_t v) {
+    StreamMemOp m;
+    m.kind = StreamMemOp::Wait;
+    m.addr = addr;
+    m.cond = c;
+    m.value = v;
+    return m;
+  }
+  void step(const Step& s) { plan_->steps.push_back(s); }
+
+  Status checkSig(uint64_t* sig, SymRef* ref) {
+    TETHER_TRY(w_.checkSymmetric(call_, "sig_addr", sig, sizeof *sig, ref));
+    if (ref->offset % sizeof(uint64_t))
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: sig_addr %p is not 8-byte aligned", call_, static_cast<void*>(sig));
+    return Status::ok();
+  }
+  Status checkSigOp(tether_signal_op_t op) {
+    if (op != TETHER_SIGNAL_SET && op != TETHER_SIGNAL_ADD)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown signal operation %d", call_, static_cast<int>(op));
+    return Status::ok();
+  }
+
+  // A signal on a word the stream addresses directly.
+  void directSignal(uint64_t* addr, uint64_t value, tether_signal_op_t op, unsigned patch) {
+    if (op == TETHER_SIGNAL_SET) {
+      memop(write(addr, value, true), MemPatch{patch & kPatchSignal, 0});
+      return;
+    }
+    Step s;
+    s.kind = Step::Signal;
+    s.addr = addr;
+    s.value = value;
+    s.sigOp = op;
+    s.patch = patch & kPatchSignal;
+    step(s);
+  }
+
+  void proxyStep(const ProxyCall& c, unsigned patch, uint32_t barrier = 0) {
+    Step s;
+    s.kind = Step::Proxy;
+    s.call = c;
+    s.patch = patch;
+    s.barrier = barrier;
+    step(s);
+  }
+
+  Status compileOne(const StreamOpDesc& op) {
+    const int me = w_.myPe();
+    switch (op.kind) {
+      case StreamOpDesc::Put:
+      case StreamOpDesc::PutSignal: {
+        TETHER_TRY(w_.checkPe(call_, op.pe));
+        SymRef sigRef{SegKind::Host, 0};
+        char* sigAddr = nullptr;
+        if (op.kind == StreamOpDesc::PutSignal) {
+          TETHER_TRY(checkSig(op.sig, &sigRef));
+          TETHER_TRY(checkSigOp(op.sigOp));
+        }
+        SymRef ref{SegKind::Host, 0};
+        char* addr = nullptr;
+        if (op.nbytes) {
+          if (!op.src)
+            TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: src is NULL (%zu bytes to PE %d)", call_, op.nbytes, op.pe);
+          TETHER_TRY(w_.checkSymmetric(call_, "dest", op.dest, op.nbytes, &ref));
+          TETHER_TRY(route(op.pe, ref, &addr));
+        }
+        if (op.kind == StreamOpDesc::PutSignal) TETHER_TRY(route(op.pe, sigRef, &sigAddr));
+        const bool proxied = (op.nbytes && !addr) || (op.kind == StreamOpDesc::PutSignal && !sigAddr);
+        if (proxied) {
+          ProxyCall c;
+          c.op = op.kind == StreamOpDesc::Put ? ProxyCall::Put : ProxyCall::PutSignal;
+          c.pe = op.pe;
+          c.dest = op.dest;
+          c.src = op.src;
+          c.nbytes = op.nbytes;
+          c.sig = op.sig;
+          c.value = op.value;
+          c.sigOp = op.sigOp;
+          proxyStep(c, op.flags);
+          return Status::ok();
+        }
+        if (op.nbytes) {
+          Step s;
+          s.kind = Step::Copy;
+          s.dst = addr;
+          s.src = op.src;
+          s.n = op.nbytes;
+          s.patch = op.flags & kPatchOffset;
+          step(s);
+        }
+        if (op.kind == StreamOpDesc::PutSignal)
+          directSignal(reinterpret_cast<uint64_t*>(sigAddr), op.value, op.sigOp, op.flags);
+        return Status::ok();
+      }
+      case StreamOpDesc::Get: {
+        TETHER_TRY(w_.checkPe(call_, op.pe));
+        if (!op.nbytes) return Status::ok();
+        if (!op.dest)
+          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest is NULL (%zu bytes from PE %d)", call_, op.nbytes, op.pe);
+        SymRef ref;
+        TETHER_TRY(w_.checkSymmetric(call_, "src", op.src, op.nbytes, &ref));
+        char* addr = nullptr;
+        TETHER_TRY(route(op.pe, ref, &addr));
+        if (!addr) {
+          ProxyCall c;
+          c.op = ProxyCall::Get;
+          c.pe = op.pe;
+          c.dest = op.dest;
+          c.src = op.src;
+          c.nbytes = op.nbytes;
+          proxyStep(c, op.flags);
+          return Status::ok();
+        }
+        Step s;
+        s.kind = Step::Copy;
+        s.dst = op.dest;
+        s.src = addr;
+        s.n = op.nbytes;
+        s.patch = op.flags & kPatchOffset;
+        step(s);
+        return Status::ok();
+      }
+      case StreamOpDesc::P: {
+        TETHER_TRY(w_.checkPe(call_, op.pe));
+        const size_t n = op.nbytes;
+        if (n != 1 && n != 2 && n != 4 && n != 8)
+          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %zu bytes (1, 2, 4 or 8)", call_, n);
+        SymRef ref;
+        TETHER_TRY(w_.checkSymmetric(call_, "dest", op.dest, n, &ref));
+        if (reinterpret_cast<uintptr_t>(op.dest) % n)
+          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p is not aligned to %zu bytes", call_, op.dest, n);
+        char* addr = nullptr;
+        TETHER_TRY(route(op.pe, ref, &addr));
+        if (!addr) {
+          ProxyCall c;
+          c.op = ProxyCall::PutInline;
+          c.pe = op.pe;
+          c.dest = op.dest;
+          c.nbytes = n;
+          c.value = op.value;
+          proxyStep(c, 0);
+        } else if (n >= 4) {
+          memop(write(addr, op.value, false, static_cast<unsigned>(n)));
+        } else {
+          Step s;
+          s.kind = Step::Store;
+          s.addr = addr;
+          s.value = op.value;
+          s.width = static_cast<unsigned>(n);
+          step(s);
+        }
+        return Status::ok();
+      }
+      case StreamOpDesc::Signal: {
+        TETHER_TRY(w_.checkPe(call_, op.pe));
+        TETHER_TRY(checkSigOp(op.sigOp));
+        SymRef ref;
+        TETHER_TRY(checkSig(op.sig, &ref));
+        char* addr = nullptr;
+        TETHER_TRY(route(op.pe, ref, &addr));
+        if (!addr) {
+          ProxyCall c;
+          c.op = ProxyCall::Signal;
+          c.pe = op.pe;
+          c.sig = op.sig;
+          c.value = op.value;
+          c.sigOp = op.sigOp;
+          proxyStep(c, op.flags & kPatchSignal);
+        } else {
+          directSignal(reinterpret_cast<uint64_t*>(addr), op.value, op.sigOp, op.flags);
+        }
+        return Status::ok();
+      }
+      case StreamOpDesc::Wait: {
+        if (static_cast<unsigned>(op.cmp) > TETHER_CMP_LE)
+          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown comparison %d", call_, static_cast<int>(op.cmp));
+        SymRef ref;
+        TETHER_TRY(w_.checkSymmetric(call_, "ivar", op.sig, sizeof(uint64_t), &ref));
+        if (ref.offset % sizeof(uint64_t))
+          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %p is not 8-byte aligned", call_, static_cast<void*>(op.sig));
+        char* addr = nullptr;
+        TETHER_TRY(route(me, ref, &addr));
+        if (!addr)
+          TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: this PE's word at %p is not addressable from the stream", call_,
+                      static_cast<void*>(op.sig));
+        const unsigned patch = op.flags & kPatchSignal;
+        const uint64_t top = op.isSigned ? uint64_t{INT64_MAX} : UINT64_MAX;
+        switch (op.cmp) {
+          case TETHER_CMP_EQ: memop(wait(addr, StreamCond::Eq, op.value), MemPatch{patch, 0}); return Status::ok();
+          case TETHER_CMP_GE: memop(wait(addr, StreamCond::Geq, op.value), MemPatch{patch, 0}); return Status::ok();
+          case TETHER_CMP_GT:
+            if (op.value == top && !patch)
+              TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: GT 0x%llx can never hold", call_,
+                          static_cast<unsigned long long>(op.value));
+            memop(wait(addr, StreamCond::Geq, op.value + 1), MemPatch{patch, 0});
+            return Status::ok();
+          default: {
+            Step s;
+            s.kind = Step::WaitCmp;
+            s.addr = addr;
+            s.cmp = op.cmp;
+            s.value = op.value;
+            s.isSigned = op.isSigned;
+            s.patch = patch;
+            step(s);
+            return Status::ok();
+          }
+        }
+      }
+      case StreamOpDesc::Quiet: {
+        StreamMemOp m;
+        m.kind = StreamMemOp::Barrier;
+        memop(m);
+        return Status::ok();
+      }
+      case StreamOpDesc::Barrier: return compileBarrier(op.quietFirst);
+      case StreamOpDesc::Amo: return compileAmo(op);
+    }
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation kind %d", call_, static_cast<int>(op.kind));
+  }
+
+  Status compileBarrier(bool quietFirst) {
+    const int n = w_.nPes(), me = w_.myPe();
+    const uint32_t index = ++plan_->barriers;  // its epoch is taken per post
+    StreamMemOp fence;
+    fence.kind = StreamMemOp::Barrier;
+    if (quietFirst || n == 1) memop(fence);
+    if (n == 1) return Status::ok();
+    // Round words: DEVICE control block when the stream is a GPU one and every PE has a DEVICE heap, else HOST.
+    const bool dev = so_.gpuAddresses() && w_.device_;
+    const SegKind kind = dev ? SegKind::Device : SegKind::Host;
+    const uint64_t block = dev ? kDeviceStreamBarrierOffset : offsetof(ControlBlock, streamBarrier);
+    char* symBase = dev ? w_.device_->myBase() : w_.host_->myBase();
+    int round = 0;
+    for (int dist = 1; dist < n; dist <<= 1, ++round) {
+      if (round >= TETHER_DEVICE_MAX_ROUNDS)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: more than %d barrier rounds", call_, TETHER_DEVICE_MAX_ROUNDS);
+      const int to = (me + dist) % n;
+      const uint64_t off = block + offsetof(tether_device_barrier_t, round) +
+                           static_cast<uint64_t>(round) * sizeof(tether_device_barrier_t::round[0]);
+      char* toAddr = nullptr;
+      TETHER_TRY(route(to, SymRef{kind, off}, &toAddr));
+      if (toAddr) {
+        memop(write(toAddr, 0, true), MemPatch{0, index});
+      } else {
+        ProxyCall c;
+        c.op = ProxyCall::Signal;
+        c.pe = to;
+        c.sig = reinterpret_cast<uint64_t*>(symBase + off);
+        c.sigOp = TETHER_SIGNAL_SET;
+        proxyStep(c, 0, index);
+      }
+      char* mine = nullptr;
+      TETHER_TRY(route(me, SymRef{kind, off}, &mine));
+      if (!mine) TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: own barrier word not addressable from the stream", call_);
+      memop(wait(mine, StreamCond::Geq, 0), MemPatch{0, index});
+    }
+    return Status::ok();
+  }
+
+  Status compileAmo(const StreamOpDesc& op) {
+    const tether_amo_t a = op.amo.op;
+    if (static_cast<unsigned>(a) >= TETHER_AMO_COUNT)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation %d", call_, static_cast<int>(a));
+    TETHER_TRY(w_.checkPe(call_, op.pe));
+    const unsigned width = op.amo.width;
+    SymRef ref;
+    TETHER_TRY(w_.checkSymmetric(call_, "dest", op.dest, width, &ref));
+    if (reinterpret_cast<uintptr_t>(op.dest) % width)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p is not aligned to %u bytes", call_, op.dest, width);
+    if (amoFetches(a) && !op.fetched)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: fetched is NULL for a fetching operation", call_);
+    char* addr = nullptr;
+    TETHER_TRY(route(op.pe, ref, &addr));
+    void* fetched = amoFetches(a) ? op.fetched : nullptr;
+    if (!addr) {
+      ProxyCall c;
+      c.op = ProxyCall::Amo;
+      c.pe = op.pe;
+      c.dest = op.dest;
+      c.nbytes = width;
+      c.value = op.amo.value;
+      c.cond = op.amo.cond;
+      c.amo = static_cast<uint32_t>(a);
+      c.fetched = fetched;
+      proxyStep(c, 0);
+      return Status::ok();
+    }
+    Step s;
+    s.kind = Step::Amo;
+    s.addr = addr;
+    s.amo = op.amo;
+    s.fetched = fetched;
+    step(s);
+    return Status::ok();
+  }
+
+  World& w_;
+  StreamOps& so_;
+  const char* call_;
+  Plan* plan_ = nullptr;
+  bool handleTaken_ = false;
+};
+
+namespace {
+
+// Enqueues plan on stream with the per-post values (offset, signal, barrier epochs from epochBase).
+Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uint64_t signal, uint64_t epochBase,
+               uint64_t timeoutNs) {
+  std::vector<StreamMemOp> patched;
+  for (const Step& s : plan.steps) {
+    const uint64_t add = (s.patch & kPatchSignal) ? signal : 0;
+    const size_t off = (s.patch & kPatchOffset) ? offset : 0;
+    switch (s.kind) {
+      case Step::Copy:
+        TETHER_TRY(so.copy(stream, static_cast<char*>(s.dst) + off, static_cast<const char*>(s.src) + off, s.n));
+        break;
+      case Step::MemRun: {
+        const StreamMemOp* ops = &plan.memops[s.first];
+        if (plan.patched) {
+          patched.assign(ops, ops + s.n);
+          for (size_t i = 0; i < s.n; ++i) {
+            const MemPatch& p = plan.memPatch[s.first + i];
+            if (p.barrier) patched[i].value = epochBase + p.barrier - 1;
+            if (p.patch & kPatchSignal) patched[i].value += signal;
+          }
+          ops = patched.data();
+        }
+        TETHER_TRY(so.memOps(stream, ops, s.n));
+        break;
+      }
+      case Step::Store: TETHER_TRY(so.store(stream, s.addr, s.value, s.width)); break;
+      case Step::Signal:
+        TETHER_TRY(so.signal(stream, static_cast<uint64_t*>(s.addr), s.value + add, s.sigOp));
+        break;
+      case Step::Amo: TETHER_TRY(so.amo(stream, s.addr, s.amo, s.fetched)); break;
+      case Step::WaitCmp:
+        TETHER_TRY(so.waitCmp(stream, static_cast<const uint64_t*>(s.addr), s.cmp, s.value + add, s.isSigned,
+                              timeoutNs));
+        break;
+      case Step::Proxy: {
+        ProxyCall c = s.call;
+        if (s.barrier) c.value = epochBase + s.barrier - 1;
+        c.value += add;
+        if (off) {
+          if (c.op == ProxyCall::Get)
+            c.src = static_cast<const char*>(c.src) + off;
+          else
+            c.src = c.src ? static_cast<const char*>(c.src) + off : nullptr;
+          c.dest = static_cast<char*>(c.dest) + off;
+        }
+        TETHER_TRY(so.proxy(stream, plan.handle, c));
+        break;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+class OpSet {
+ public:
+  OpSet(World& w, std::vector<StreamOpDesc> descs) : w_(w), descs_(std::move(descs)) {}
+
+  Status build(StreamOps& so) {
+    StreamPlanner planner(w_, so, "tether_prepare");
+    return planner.compile(descs_.data(), descs_.size(), &plan_);
+  }
+
+  Status post(void* stream, const tether_post_patch_t* patch) {
+    const char* call = "tether_post_on_stream";
+    StreamOps* so = nullptr;
+    TETHER_TRY(w_.streamOps(&so).withContext(call));
+    const size_t offset = patch ? patch->offset : 0;
+    const uint64_t signal = patch ? patch->signal : 0;
+    StreamPlanner planner(w_, *so, call);
+    for (const StreamOpDesc& d : descs_) TETHER_TRY(planner.checkPatch(d, offset));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (plan_.viewsEpoch != w_.viewsEpoch()) {  // a heap grew: GPU views moved, translate again
+      TETHER_LOG_DEBUG(LogSys::Core, "%s: heap views changed since tether_prepare: rebuilding the set", call);
+      TETHER_TRY(build(*so).withContext(call));
+    }
+    const uint64_t epochBase = plan_.barriers ? w_.nextStreamBarrierEpochs(plan_.barriers) : 0;
+    return runPlan(*so, plan_, stream, offset, signal, epochBase, timeoutNs(w_));
+  }
+
+  static uint64_t timeoutNs(const World& w) {
+    return w.timeout() > 0 ? static_cast<uint64_t>(w.timeout() * 1e9) : 0;
+  }
+
+ private:
+  World& w_;
+  std::vector<StreamOpDesc> descs_;
+  std::mutex mu_;
+  Plan plan_;
+};
+
+Status enqueueOnStream(World& w, const char* call, const StreamOpDesc* ops, size_t n, void* stream) {
+  StreamOps* so = nullptr;
+  TETHER_TRY(w.streamOps(&so).withContext(call));
+  Plan plan;
+  StreamPlanner planner(w, *so, call);
+  TETHER_TRY(planner.compile(ops, n, &plan));
+  const uint64_t epochBase = plan.barriers ? w.nextStreamBarrierEpochs(plan.barriers) : 0;
+  return runPlan(*so, plan, stream, 0, 0, epochBase, OpSet::timeoutNs(w));
+}
+
+Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out) {
+  const char* call = "tether_prepare";
+  if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: set is NULL", call);
+  if (n && !ops) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: ops is NULL (%zu operations)", call, n);
+  std::vector<StreamOpDesc> descs(n);
+  for (size_t i = 0; i < n; ++i) {
+    const tether_op_desc_t& o = ops[i];
+    StreamOpDesc& d = descs[i];
+    if (o.flags & ~(kPatchOffset | kPatchSignal))
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: op %zu: unknown flags 0x%x", call, i, o.flags);
+    d.flags = o.flags;
+    d.pe = o.pe;
+    d.dest = o.dest;
+    d.src = o.src;
+    d.nbytes = o.nbytes;
+    d.sig = o.sig_addr;
+    d.value = o.signal;
+    d.sigOp = o.sig_op;
+    d.cmp = o.cmp;
+    switch (o.kind) {
+      case TETHER_OP_PUT: d.kind = StreamOpDesc::Put; break;
+      case TETHER_OP_GET: d.kind = StreamOpDesc::Get; break;
+      case TETHER_OP_PUT_SIGNAL: d.kind = StreamOpDesc::PutSignal; break;
+      case TETHER_OP_SIGNAL: d.kind = StreamOpDesc::Signal; break;
+      case TETHER_OP_SIGNAL_WAIT: d.kind = StreamOpDesc::Wait; break;
+      case TETHER_OP_QUIET: d.kind = StreamOpDesc::Quiet; break;
+      case TETHER_OP_BARRIER_ALL: d.kind = StreamOpDesc::Barrier; d.quietFirst = true; break;
+      case TETHER_OP_SYNC_ALL: d.kind = StreamOpDesc::Barrier; break;
+      default: TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: op %zu: unknown kind %d", call, i, static_cast<int>(o.kind));
+    }
+  }
+  StreamOps* so = nullptr;
+  TETHER_TRY(w.streamOps(&so).withContext(call));
+  std::unique_ptr<OpSet> set(new OpSet(w, std::move(descs)));
+  TETHER_TRY(set->build(*so));
+  *out = set.release();
+  return Status::ok();
+}
+
+Status postOpSet(OpSet& set, void* stream, const tether_post_patch_t* patch) { return set.post(stream, patch); }
+
+void destroyOpSet(OpSet* set) { delete set; }
+
+}  // namespace tether

@@ -1,0 +1,114 @@
+// The stream-op layer (issue #6): the few primitives that stream-ordered communication is built from, enqueued on a
+// stream (CUDA: cudaStream_t, nullptr = the legacy default stream; CPU emulation: a handle from createStream).
+// core/stream.cpp compiles every tether_*_on_stream call and every prepared set (tether_prepare) into these.
+//
+// Implementations, chosen by factory (never by #ifdef in the core):
+//  - createGpuStreamOps (src/gpu/cuda/stream_ops_cuda.cpp): copies are cudaMemcpyAsync on the stream; writes and waits
+//    are stream memory operations (cuStreamBatchMemOp: WRITE_VALUE_64/32, WAIT_VALUE_64 with GEQ/EQ/AND/NOR, and a
+//    system-scope MEM_OP_BARRIER before release writes), several per call; ADD signals, AMOs, narrow stores, the
+//    comparisons memops lack and proxy calls are one-thread kernels on the stream. Addresses are GPU addresses (HOST
+//    segments through their registered aliases). The host-only build's version (src/gpu/none) reports no GPU.
+//  - createCpuStreamOps (core/stream_ops_cpu.cpp): a CPU emulation for tests without a GPU. Each emulated stream is a
+//    worker thread executing its queue in order: copies are memcpy + full fence, writes release stores, waits acquire
+//    loads bounded by TETHER_TIMEOUT, AMOs CPU atomics, proxy calls the host-compiled device API with the CPU handle.
+//    Addresses are CPU addresses (HOST and STATIC segments only). Not a user feature: tests install it on a World
+//    with useStreamOpsForTesting (api.cpp).
+//
+// Contract every implementation keeps (what core/stream.cpp relies on):
+//  - Stream order: each enqueued operation starts after the previous one on the same stream is complete, and its
+//    effects (bytes copied, words written) are visible at system scope before the next one starts -- except where a
+//    Write says otherwise below. Enqueueing never blocks on the stream's progress (CPU: unbounded queue).
+//  - Write (release = true): ordered after every earlier operation of the stream, including their memory effects
+//    (CUDA: a system-scope memory barrier precedes it); release = false: a plain store in stream order (p).
+//  - Wait: the stream does not proceed until the condition holds on the 64-bit word (Geq is CYCLIC, as in CUDA:
+//    (int64_t)(*addr - value) >= 0; And: (*addr & value) != 0; Nor: ~(*addr | value) != 0). CUDA memop waits cannot be
+//    bounded (a wait that never holds stalls the stream); waitCmp (kernel) and the CPU emulation are bounded.
+//  - Values are captured when enqueued (graph capture records them; replays repeat them).
+//  - Errors: enqueue-time errors are returned; errors while the stream runs are sticky and reported by synchronize
+//    (CPU) or as CUDA errors on the stream (a kernel that times out prints what it waited for and traps).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "base/status.h"
+#include "tether/tether.h"
+#include "transport/transport.h"
+
+namespace tether {
+
+class GpuContext;
+
+enum class StreamCond : uint8_t { Geq, Eq, And, Nor };
+
+// One element of a batch of memory operations.
+struct StreamMemOp {
+  enum Kind : uint8_t { Write, Wait, Barrier } kind = Barrier;
+  StreamCond cond = StreamCond::Geq;  // Wait
+  bool release = true;                // Write: ordered after the stream's earlier memory effects
+  uint8_t width = 8;                  // Write: 4 or 8 bytes; Wait: 8
+  void* addr = nullptr;
+  uint64_t value = 0;
+};
+
+// One device-API operation executed on the stream through the proxy ring, for a (PE, segment) the stream cannot
+// address (remote peers; every other PE under TETHER_FORCE_PROXY=1). Addresses are symmetric addresses as the program
+// names them (dest, sig) and local buffers (src of a put, dest of a get, fetched). Executed with the device API's
+// blocking forms and followed by its quiet: complete (and visible) before the next stream operation starts.
+// The CUDA version is a one-thread kernel taking the handle by value: tickets are taken when the kernel runs, so it
+// stays correct under graph replay and when several streams post (core/stream_proxy_call.h runs it).
+struct ProxyCall {
+  enum Op : uint32_t { Put, Get, PutInline, PutSignal, Signal, Amo } op = Put;
+  int32_t pe = 0;
+  void* dest = nullptr;        // Put/PutInline/PutSignal/Amo: symmetric target; Get: local destination
+  const void* src = nullptr;   // Put/PutSignal: local source; Get: symmetric source
+  uint64_t nbytes = 0;         // Put/Get/PutSignal bytes; PutInline/Amo: width (1/2/4/8; Amo 4/8)
+  uint64_t* sig = nullptr;     // PutSignal/Signal: symmetric signal word
+  uint64_t value = 0;          // PutInline bytes, signal value, AMO operand
+  uint64_t cond = 0;           // AMO compare value
+  uint32_t sigOp = TETHER_SIGNAL_SET;
+  uint32_t amo = TETHER_AMO_ADD;
+  void* fetched = nullptr;     // Amo: where the old value goes (width bytes), or null
+};
+
+class StreamOps {
+ public:
+  virtual ~StreamOps() = default;
+  virtual const char* name() const = 0;
+  // true: addresses are GPU addresses of this PE's GPU; false: CPU addresses (emulation over host segments).
+  virtual bool gpuAddresses() const = 0;
+
+  virtual Status copy(void* stream, void* dst, const void* src, size_t n) = 0;
+  // In-order batch of writes, waits and barriers (CUDA: one cuStreamBatchMemOp per <= 256 entries).
+  virtual Status memOps(void* stream, const StreamMemOp* ops, size_t n) = 0;
+  // Narrow store of width 1 or 2 bytes (memops have no such width: a kernel on CUDA). In stream order, not a release.
+  virtual Status store(void* stream, void* addr, uint64_t value, unsigned width) = 0;
+  // Signal on a 64-bit word: SET is a release write, ADD a release atomic add (CUDA: kernel).
+  virtual Status signal(void* stream, uint64_t* addr, uint64_t value, tether_signal_op_t op) = 0;
+  // Atomic on a 4/8-byte word (atomic with respect to the host path's and the device API's AMOs on that word);
+  // the old value goes to fetched (width bytes; GPU or pinned memory for CUDA) when fetched is not null.
+  virtual Status amo(void* stream, void* target, const AmoArgs& a, void* fetched) = 0;
+  // Wait for any tether comparison on a 64-bit word (as int64 when isSigned, else uint64), bounded by timeoutNs
+  // (0: unbounded).
+  virtual Status waitCmp(void* stream, const uint64_t* addr, tether_cmp_t cmp, uint64_t value, bool isSigned,
+                         uint64_t timeoutNs) = 0;
+  // Runs call through the handle's proxy ring (handle in this ops' address space).
+  virtual Status proxy(void* stream, const tether_device_handle_t& handle, const ProxyCall& call) = 0;
+
+  // Streams for tests and benchmarks (CUDA: cudaStreamCreateWithFlags non-blocking; CPU: a worker thread).
+  virtual Status createStream(void** out) = 0;
+  virtual Status destroyStream(void* stream) = 0;
+  // Waits for everything enqueued so far; returns the stream's first failure (sticky), if any.
+  virtual Status synchronize(void* stream) = 0;
+};
+
+// CUDA stream-op layer on this PE's GPU (gpu/cuda); the host-only build's version reports TETHER_ERR_UNSUPPORTED.
+Status createGpuStreamOps(GpuContext& gpu, std::unique_ptr<StreamOps>* out);
+// CPU emulation (see above); waits are bounded by timeoutSeconds (<= 0: unbounded).
+std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds);
+// Test hook (api.cpp; tests link tether_static): the World behind `world` uses `ops` for its stream operations.
+// Call before the first stream operation, on every PE.
+Status useStreamOpsForTesting(tether_t world, std::unique_ptr<StreamOps> ops);
+
+}  // namespace tether

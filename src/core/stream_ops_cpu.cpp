@@ -1,0 +1,287 @@
+// CPU emulation of the stream-op layer (contract: core/stream_ops.h). One worker thread per emulated stream runs its
+// queue in order; the null stream is a stream of its own, made on first use. For tests without a GPU: HOST and
+// STATIC segments only (CPU addresses).
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "core/stream_ops.h"
+#include "core/stream_proxy_call.h"
+
+namespace tether {
+namespace {
+
+const char* condName(StreamCond c) {
+  switch (c) {
+    case StreamCond::Geq: return "GEQ (cyclic)";
+    case StreamCond::Eq: return "EQ";
+    case StreamCond::And: return "AND";
+    case StreamCond::Nor: return "NOR";
+  }
+  return "?";
+}
+
+bool condHolds(uint64_t x, StreamCond c, uint64_t v) {
+  switch (c) {
+    case StreamCond::Geq: return static_cast<int64_t>(x - v) >= 0;
+    case StreamCond::Eq: return x == v;
+    case StreamCond::And: return (x & v) != 0;
+    case StreamCond::Nor: return ~(x | v) != 0;
+  }
+  return false;
+}
+
+template <typename T>
+bool cmpHolds(T x, tether_cmp_t c, T v) {
+  switch (c) {
+    case TETHER_CMP_EQ: return x == v;
+    case TETHER_CMP_NE: return x != v;
+    case TETHER_CMP_GT: return x > v;
+    case TETHER_CMP_GE: return x >= v;
+    case TETHER_CMP_LT: return x < v;
+    case TETHER_CMP_LE: return x <= v;
+    default: return false;
+  }
+}
+
+// An emulated stream: operations run in order on one worker thread. The first failure is kept (sticky); later
+// operations are skipped, as a CUDA stream stops at its first error.
+class CpuStream {
+ public:
+  CpuStream() : thread_([this] { run(); }) {}
+  ~CpuStream() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void push(std::function<Status()> op) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(op));
+      ++enqueued_;
+    }
+    cv_.notify_all();
+  }
+  Status synchronize() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t target = enqueued_;
+    cv_.wait(lock, [&] { return finished_ >= target; });
+    return error_;
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ with nothing left
+      std::function<Status()> op = std::move(queue_.front());
+      queue_.pop_front();
+      const bool skip = !error_.isOk();
+      lock.unlock();
+      Status s = skip ? Status::ok() : op();
+      lock.lock();
+      if (!s.isOk() && error_.isOk()) error_ = s;
+      ++finished_;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<Status()>> queue_;
+  uint64_t enqueued_ = 0, finished_ = 0;
+  Status error_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members above exist
+};
+
+class CpuStreamOps : public StreamOps {
+ public:
+  explicit CpuStreamOps(double timeout) : timeout_(timeout > 0 ? timeout : 1e12) {}
+
+  const char* name() const override { return "cpu-emulation"; }
+  bool gpuAddresses() const override { return false; }
+
+  Status copy(void* stream, void* dst, const void* src, size_t n) override {
+    return enqueue(stream, [dst, src, n] {
+      std::memcpy(dst, src, n);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      return Status::ok();
+    });
+  }
+
+  Status memOps(void* stream, const StreamMemOp* ops, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      const StreamMemOp& o = ops[i];
+      if ((o.kind == StreamMemOp::Write && o.width != 4 && o.width != 8) ||
+          (o.kind != StreamMemOp::Barrier && !o.addr))
+        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream memop %zu: bad width %u or null address", i, o.width);
+    }
+    std::vector<StreamMemOp> copyOps(ops, ops + n);  // values captured now
+    const double timeout = timeout_;
+    return enqueue(stream, [copyOps, timeout] {
+      for (const StreamMemOp& o : copyOps) {
+        switch (o.kind) {
+          case StreamMemOp::Barrier: std::atomic_thread_fence(std::memory_order_seq_cst); break;
+          case StreamMemOp::Write: {
+            const int order = o.release ? __ATOMIC_RELEASE : __ATOMIC_RELAXED;
+            if (o.release) std::atomic_thread_fence(std::memory_order_seq_cst);
+            if (o.width == 4)
+              __atomic_store_n(static_cast<uint32_t*>(o.addr), static_cast<uint32_t>(o.value), order);
+            else
+              __atomic_store_n(static_cast<uint64_t*>(o.addr), o.value, order);
+            break;
+          }
+          case StreamMemOp::Wait: {
+            auto* w = static_cast<const uint64_t*>(o.addr);
+            SpinWait spin(timeout);
+            uint64_t seen;
+            while (!condHolds(seen = __atomic_load_n(w, __ATOMIC_ACQUIRE), o.cond, o.value))
+              if (!spin.next())
+                TETHER_FAIL(TETHER_ERR_TIMEOUT, "stream wait (CPU emulation): timed out after %.1f s "
+                            "(TETHER_TIMEOUT) waiting for the word at %p %s 0x%llx; last seen 0x%llx", timeout,
+                            static_cast<const void*>(w), condName(o.cond), static_cast<unsigned long long>(o.value),
+                            static_cast<unsigned long long>(seen));
+            break;
+          }
+        }
+      }
+      return Status::ok();
+    });
+  }
+
+  Status store(void* stream, void* addr, uint64_t value, unsigned width) override {
+    if (width != 1 && width != 2) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream store: width %u (1 or 2)", width);
+    return enqueue(stream, [addr, value, width] {
+      if (width == 1)
+        __atomic_store_n(static_cast<uint8_t*>(addr), static_cast<uint8_t>(value), __ATOMIC_RELAXED);
+      else
+        __atomic_store_n(static_cast<uint16_t*>(addr), static_cast<uint16_t>(value), __ATOMIC_RELAXED);
+      return Status::ok();
+    });
+  }
+
+  Status signal(void* stream, uint64_t* addr, uint64_t value, tether_signal_op_t op) override {
+    return enqueue(stream, [addr, value, op] {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (op == TETHER_SIGNAL_ADD)
+        __atomic_fetch_add(addr, value, __ATOMIC_RELEASE);
+      else
+        __atomic_store_n(addr, value, __ATOMIC_RELEASE);
+      return Status::ok();
+    });
+  }
+
+  Status amo(void* stream, void* target, const AmoArgs& a, void* fetched) override {
+    return enqueue(stream, [target, a, fetched] {
+      uint64_t old = 0;
+      const RemoteAddr ra{static_cast<char*>(target), 0, SegKind::Host, nullptr};
+      TETHER_TRY(shmTransportOps().amo(nullptr, 0, ra, a, &old));
+      if (fetched) std::memcpy(fetched, &old, a.width);
+      return Status::ok();
+    });
+  }
+
+  Status waitCmp(void* stream, const uint64_t* addr, tether_cmp_t cmp, uint64_t value, bool isSigned,
+                 uint64_t timeoutNs) override {
+    const double timeout = timeoutNs ? static_cast<double>(timeoutNs) * 1e-9 : 1e12;
+    return enqueue(stream, [addr, cmp, value, isSigned, timeout] {
+      SpinWait spin(timeout);
+      uint64_t seen;
+      auto holds = [&](uint64_t x) {
+        return isSigned ? cmpHolds(static_cast<int64_t>(x), cmp, static_cast<int64_t>(value)) : cmpHolds(x, cmp, value);
+      };
+      while (!holds(seen = __atomic_load_n(addr, __ATOMIC_ACQUIRE)))
+        if (!spin.next())
+          TETHER_FAIL(TETHER_ERR_TIMEOUT, "stream wait (CPU emulation): timed out after %.1f s (TETHER_TIMEOUT) "
+                      "waiting for the word at %p, comparison %d, value 0x%llx; last seen 0x%llx", timeout,
+                      static_cast<const void*>(addr), static_cast<int>(cmp), static_cast<unsigned long long>(value),
+                      static_cast<unsigned long long>(seen));
+      return Status::ok();
+    });
+  }
+
+  Status proxy(void* stream, const tether_device_handle_t& handle, const ProxyCall& call) override {
+    if (handle.flags & TETHER_DEVICE_GPU)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream proxy call (CPU emulation): needs the CPU device handle");
+    return enqueue(stream, [handle, call] {
+      streamdetail::runProxyCall(handle, call);  // device API failures abort, as a GPU kernel traps
+      return Status::ok();
+    });
+  }
+
+  Status createStream(void** out) override {
+    if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "createStream: out is NULL");
+    std::lock_guard<std::mutex> lock(mu_);
+    streams_.emplace_back(new CpuStream());
+    *out = streams_.back().get();
+    return Status::ok();
+  }
+
+  Status destroyStream(void* stream) override {
+    std::unique_ptr<CpuStream> victim;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = streams_.begin(); it != streams_.end(); ++it)
+        if (it->get() == stream) {
+          victim = std::move(*it);
+          streams_.erase(it);
+          break;
+        }
+    }
+    if (!victim) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "destroyStream: %p is not a stream of this emulation", stream);
+    Status s = victim->synchronize();
+    return s;  // victim's destructor joins its worker
+  }
+
+  Status synchronize(void* stream) override {
+    CpuStream* s = nullptr;
+    TETHER_TRY(lookup(stream, &s));
+    return s->synchronize();
+  }
+
+ private:
+  Status lookup(void* stream, CpuStream** out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stream) {
+      if (!nullStream_) nullStream_.reset(new CpuStream());
+      *out = nullStream_.get();
+      return Status::ok();
+    }
+    for (auto& s : streams_)
+      if (s.get() == stream) return *out = s.get(), Status::ok();
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream %p is not a stream of the CPU emulation (createStream)", stream);
+  }
+
+  template <typename F>
+  Status enqueue(void* stream, F&& f) {
+    CpuStream* s = nullptr;
+    TETHER_TRY(lookup(stream, &s));
+    s->push(std::forward<F>(f));
+    return Status::ok();
+  }
+
+  double timeout_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<CpuStream>> streams_;
+  std::unique_ptr<CpuStream> nullStream_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds) {
+  return std::unique_ptr<StreamOps>(new CpuStreamOps(timeoutSeconds));
+}
+
+}  // namespace tether

@@ -1,0 +1,70 @@
+// Executes one ProxyCall (core/stream_ops.h) with the device API, so the stream path to proxied peers reuses the
+// ring protocol, flow control and bounded waits of issue #5 unchanged. Compiled for the GPU (the one-thread kernel of
+// gpu/cuda/stream_kernels.cu) and for the CPU (the emulated stream's worker thread, core/stream_ops_cpu.cpp).
+// Every call uses the blocking device form and ends with quiet: complete before the stream's next operation.
+#pragma once
+
+#include "core/stream_ops.h"
+#include "tether/device.cuh"
+
+namespace tether {
+namespace streamdetail {
+
+template <typename T>
+TETHER_HD void proxyAmoTyped(const tether_device_handle_t& h, const ProxyCall& c) {
+  namespace dv = tether::device;
+  T* d = static_cast<T*>(c.dest);
+  const T v = static_cast<T>(c.value), cond = static_cast<T>(c.cond);
+  T old = 0;
+  switch (static_cast<tether_amo_t>(c.amo)) {
+    case TETHER_AMO_FETCH: old = dv::atomic_fetch(h, static_cast<const T*>(d), c.pe); break;
+    case TETHER_AMO_SET: dv::atomic_set(h, d, v, c.pe); break;
+    case TETHER_AMO_SWAP: old = dv::atomic_swap(h, d, v, c.pe); break;
+    case TETHER_AMO_COMPARE_SWAP: old = dv::atomic_compare_swap(h, d, cond, v, c.pe); break;
+    case TETHER_AMO_INC: dv::atomic_inc(h, d, c.pe); break;
+    case TETHER_AMO_FETCH_INC: old = dv::atomic_fetch_inc(h, d, c.pe); break;
+    case TETHER_AMO_ADD: dv::atomic_add(h, d, v, c.pe); break;
+    case TETHER_AMO_FETCH_ADD: old = dv::atomic_fetch_add(h, d, v, c.pe); break;
+    case TETHER_AMO_AND: dv::atomic_and(h, d, v, c.pe); break;
+    case TETHER_AMO_FETCH_AND: old = dv::atomic_fetch_and(h, d, v, c.pe); break;
+    case TETHER_AMO_OR: dv::atomic_or(h, d, v, c.pe); break;
+    case TETHER_AMO_FETCH_OR: old = dv::atomic_fetch_or(h, d, v, c.pe); break;
+    case TETHER_AMO_XOR: dv::atomic_xor(h, d, v, c.pe); break;
+    case TETHER_AMO_FETCH_XOR: old = dv::atomic_fetch_xor(h, d, v, c.pe); break;
+    default: break;  // checked by the caller (core/stream.cpp)
+  }
+  if (c.fetched) *static_cast<T*>(c.fetched) = old;
+}
+
+// p of 1, 2, 4 or 8 bytes: one inline descriptor (the value travels in the descriptor, not through a buffer).
+TETHER_HD void proxyPutInline(const tether_device_handle_t& h, const ProxyCall& c) {
+  namespace dd = tether::device::detail;
+  const dd::Target t = dd::target(h, c.dest, c.pe);
+  if (t.ptr)
+    dd::copyBytes<tether::device::Scope::Thread>(t.ptr, &c.value, c.nbytes);  // reachable after all
+  else
+    dd::proxyPutInline(h, c.pe, t, &c.value, c.nbytes);
+}
+
+TETHER_HD void runProxyCall(const tether_device_handle_t& h, const ProxyCall& c) {
+  namespace dv = tether::device;
+  switch (c.op) {
+    case ProxyCall::Put: dv::putmem(h, c.dest, c.src, c.nbytes, c.pe); break;
+    case ProxyCall::Get: dv::getmem(h, c.dest, c.src, c.nbytes, c.pe); break;
+    case ProxyCall::PutInline: proxyPutInline(h, c); break;
+    case ProxyCall::PutSignal:
+      dv::putmem_signal(h, c.dest, c.src, c.nbytes, c.sig, c.value, static_cast<dv::SignalOp>(c.sigOp), c.pe);
+      break;
+    case ProxyCall::Signal: dv::signal_op(h, c.sig, c.value, static_cast<dv::SignalOp>(c.sigOp), c.pe); break;
+    case ProxyCall::Amo:
+      if (c.nbytes == 4)
+        proxyAmoTyped<uint32_t>(h, c);
+      else
+        proxyAmoTyped<uint64_t>(h, c);
+      break;
+  }
+  dv::quiet(h);
+}
+
+}  // namespace streamdetail
+}  // namespace tether

@@ -1,0 +1,122 @@
+#include "gpu/cuda/stream_kernels.h"
+
+#include "core/stream_proxy_call.h"
+#include "gpu/cuda/amo.cuh"
+
+namespace tether {
+namespace gpukernels {
+namespace {
+
+__device__ uint64_t globalNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ uint64_t loadAcquire(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <typename T>
+__device__ bool cmpHolds(T x, int c, T v) {
+  switch (c) {
+    case TETHER_CMP_EQ: return x == v;
+    case TETHER_CMP_NE: return x != v;
+    case TETHER_CMP_GT: return x > v;
+    case TETHER_CMP_GE: return x >= v;
+    case TETHER_CMP_LT: return x < v;
+    case TETHER_CMP_LE: return x <= v;
+    default: return false;
+  }
+}
+
+__device__ bool waitHolds(uint64_t x, int mode, uint64_t v, int isSigned) {
+  if (mode >= kWaitCondBase) {
+    switch (static_cast<StreamCond>(mode - kWaitCondBase)) {
+      case StreamCond::Geq: return static_cast<int64_t>(x - v) >= 0;
+      case StreamCond::Eq: return x == v;
+      case StreamCond::And: return (x & v) != 0;
+      case StreamCond::Nor: return ~(x | v) != 0;
+    }
+    return false;
+  }
+  return isSigned ? cmpHolds(static_cast<int64_t>(x), mode, static_cast<int64_t>(v)) : cmpHolds(x, mode, v);
+}
+
+__global__ void storeKernel(void* addr, uint64_t value, unsigned width, int release) {
+  if (release) __threadfence_system();
+  switch (width) {
+    case 1: *static_cast<volatile uint8_t*>(addr) = static_cast<uint8_t>(value); break;
+    case 2: *static_cast<volatile uint16_t*>(addr) = static_cast<uint16_t>(value); break;
+    case 4: *static_cast<volatile uint32_t*>(addr) = static_cast<uint32_t>(value); break;
+    default: *static_cast<volatile uint64_t*>(addr) = value; break;
+  }
+  __threadfence_system();
+}
+
+__global__ void streamAmoKernel(void* target, AmoArgs a, void* fetched) {
+  __threadfence_system();
+  if (a.width == 4) {
+    const unsigned int old = amoOnWord(static_cast<unsigned int*>(target), a.op, static_cast<unsigned int>(a.value),
+                                       static_cast<unsigned int>(a.cond));
+    if (fetched) *static_cast<unsigned int*>(fetched) = old;
+  } else {
+    const unsigned long long old = amoOnWord(static_cast<unsigned long long*>(target), a.op,
+                                             static_cast<unsigned long long>(a.value),
+                                             static_cast<unsigned long long>(a.cond));
+    if (fetched) *static_cast<unsigned long long*>(fetched) = old;
+  }
+  __threadfence_system();
+}
+
+__global__ void waitKernel(const uint64_t* addr, int mode, uint64_t value, int isSigned, uint64_t timeoutNs) {
+  const uint64_t start = globalNs();
+  uint64_t seen;
+  while (!waitHolds(seen = loadAcquire(addr), mode, value, isSigned)) {
+    if (timeoutNs && globalNs() - start > timeoutNs) {
+      printf("tether stream wait: timed out (TETHER_TIMEOUT) waiting for the word at %p, mode %d, value 0x%llx; "
+             "last seen 0x%llx\n", addr, mode, static_cast<unsigned long long>(value),
+             static_cast<unsigned long long>(seen));
+      __trap();
+    }
+    __nanosleep(64);
+  }
+  __threadfence_system();
+}
+
+__global__ void fenceKernel() { __threadfence_system(); }
+
+__global__ void proxyCallKernel(tether_device_handle_t h, ProxyCall c) { streamdetail::runProxyCall(h, c); }
+
+}  // namespace
+
+cudaError_t launchStore(cudaStream_t stream, void* addr, uint64_t value, unsigned width, int release) {
+  storeKernel<<<1, 1, 0, stream>>>(addr, value, width, release);
+  return cudaGetLastError();
+}
+
+cudaError_t launchStreamAmo(cudaStream_t stream, void* target, const AmoArgs& a, void* fetched) {
+  streamAmoKernel<<<1, 1, 0, stream>>>(target, a, fetched);
+  return cudaGetLastError();
+}
+
+cudaError_t launchWait(cudaStream_t stream, const uint64_t* addr, int mode, uint64_t value, int isSigned,
+                       uint64_t timeoutNs) {
+  waitKernel<<<1, 1, 0, stream>>>(addr, mode, value, isSigned, timeoutNs);
+  return cudaGetLastError();
+}
+
+cudaError_t launchFence(cudaStream_t stream) {
+  fenceKernel<<<1, 1, 0, stream>>>();
+  return cudaGetLastError();
+}
+
+cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const ProxyCall& call) {
+  proxyCallKernel<<<1, 1, 0, stream>>>(handle, call);
+  return cudaGetLastError();
+}
+
+}  // namespace gpukernels
+}  // namespace tether

@@ -1,0 +1,32 @@
+// One-thread kernels of the stream path (#6), for what stream memory operations cannot do: narrow stores, AMOs,
+// comparisons memops lack, memops on GPUs without them, and proxy calls. Launched on the user's stream (so ordered
+// with its other work and capturable in graphs); parameters are captured at launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/stream_ops.h"
+
+namespace tether {
+namespace gpukernels {
+
+// Wait modes of launchWait: a tether_cmp_t (0..5, unsigned or signed) or a memop condition.
+enum WaitMode : int { kWaitCmpBase = 0, kWaitCondBase = 16 };
+
+// Store of width 1, 2, 4 or 8 bytes; release (system fence first) when release != 0.
+cudaError_t launchStore(cudaStream_t stream, void* addr, uint64_t value, unsigned width, int release);
+// AMO of width 4/8 with system-scope atomics; the old value (width bytes) to fetched when not null.
+cudaError_t launchStreamAmo(cudaStream_t stream, void* target, const AmoArgs& a, void* fetched);
+// Spins (acquire loads at system scope) until the condition holds; mode = kWaitCmpBase + tether_cmp_t or
+// kWaitCondBase + StreamCond. Bounded by timeoutNs (0: unbounded): on expiry prints the word and traps.
+cudaError_t launchWait(cudaStream_t stream, const uint64_t* addr, int mode, uint64_t value, int isSigned,
+                       uint64_t timeoutNs);
+// System-scope memory barrier (__threadfence_system) in stream order.
+cudaError_t launchFence(cudaStream_t stream);
+// Runs one ProxyCall through the device API's proxy ring (core/stream_proxy_call.h).
+cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const ProxyCall& call);
+
+}  // namespace gpukernels
+}  // namespace tether
