@@ -20,19 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "../cuda_check.h"
 #include "patterns.h"
 #include "tether/datatype.h"
 
 using tether_bench::Pattern;
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
 #define TK(x)                                                                                       \
   do {                                                                                              \
     if ((x) != TETHER_SUCCESS) {                                                                    \
@@ -425,11 +418,9 @@ int main(int argc, char** argv) {
       std::perror(json);
       return 2;
     }
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const std::string date = tether_bench::utcDate();
     std::fprintf(out, "{\"run\":\"tether_bench_datatype\",\"device\":\"%s\",\"date\":\"%s\",\"scale\":%d,"
-                 "\"copy_gbs\":%.1f}\n", prop.name, date, scale, copyBw / 1e9);
+                 "\"copy_gbs\":%.1f}\n", prop.name, date.c_str(), scale, copyBw / 1e9);
     for (const Row& r : rows)
       std::fprintf(out,
                    "{\"pattern\":\"%s\",\"family\":\"%s\",\"dir\":\"%s\",\"impl\":\"%s\",\"packed\":%lld,"

@@ -22,16 +22,9 @@
 #include <functional>
 #include <string>
 
+#include "../cuda_check.h"
 #include "tether/tether.h"
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
 #define TK(x)                                                                                 \
   do {                                                                                        \
     if ((x) != TETHER_SUCCESS) {                                                              \
@@ -264,15 +257,14 @@ int run(Ctx& c, Kernels& k, int argc, char** argv, const char* program, const st
     CK(cudaGetDeviceProperties(&prop, d));
     std::printf("# %s: %s x2, %s; one kernel per row, CUDA events, warm-up 1\n", program, prop.name, detail.c_str());
     if (c.json) {  // first JSON line: where, when and how (the rows follow)
-      char host[256] = "?", date[32] = "?";
+      char host[256] = "?";
       gethostname(host, sizeof host - 1);
-      const std::time_t now = std::time(nullptr);
-      std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+      const std::string date = tether_bench::utcDate();
       std::string cmd;
       for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
       std::fprintf(c.json, "{\"record\":\"run\",\"bench\":\"device\",\"impl\":\"%s\",\"impl_detail\":\"%s\","
                    "\"host\":\"%s\",\"gpu\":\"%s x2\",\"date\":\"%s\",\"command\":\"%s\"}\n", c.impl, detail.c_str(),
-                   host, prop.name, date, cmd.c_str());
+                   host, prop.name, date.c_str(), cmd.c_str());
     }
     std::printf("%-22s %-6s %12s %6s %12s %10s %9s\n", "row", "scope", "bytes", "blocks", "us", "GB/s", "iters");
   }

@@ -25,14 +25,8 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
+#include "../cuda_check.h"
+
 
 // ---- flag and data primitives ---------------------------------------------------------------------------------------
 enum class Wr { RelaxedFlag, VolatileFlag, DataRelease, DataFenceAcqRel, DataFenceSc, DataRedRelease, Fused16 };
@@ -461,10 +455,8 @@ int main(int argc, char** argv) {
       std::perror(json);
       return 2;
     }
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    std::fprintf(f, "{\"run\":\"tether_bench_mechanisms\",\"device\":\"%s x2\",\"date\":\"%s\"}\n", prop.name, date);
+    const std::string date = tether_bench::utcDate();
+    std::fprintf(f, "{\"run\":\"tether_bench_mechanisms\",\"device\":\"%s x2\",\"date\":\"%s\"}\n", prop.name, date.c_str());
     for (const Row& r : rows)
       std::fprintf(f,
                    "{\"row\":\"%s\",\"bytes\":%zu,\"blocks\":%d,\"us\":%.4f,\"gbs\":%.3f,\"iters\":%d,\"note\":\"%s\"}\n",
