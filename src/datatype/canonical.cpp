@@ -140,34 +140,6 @@ void appendPiece(std::vector<Piece>* list, Piece p) {
   while (list->size() >= 2 && tryMerge(&(*list)[list->size() - 2], list->back())) list->pop_back();
 }
 
-// Feeds contiguous byte blocks in pack order; adjacent blocks are joined before they are folded.
-class BlockFolder {
- public:
-  explicit BlockFolder(std::vector<Piece>* out) : out_(out) {}
-  void block(int64_t offset, int64_t len) {
-    if (len == 0) return;
-    if (has_ && offset == off_ + len_) {
-      len_ += len;
-      return;
-    }
-    flush();
-    has_ = true, off_ = offset, len_ = len;
-  }
-  void flush() {
-    if (!has_) return;
-    Piece p;
-    p.offset = off_;
-    p.block = len_;
-    appendPiece(out_, p);
-    has_ = false;
-  }
-
- private:
-  std::vector<Piece>* out_;
-  bool has_ = false;
-  int64_t off_ = 0, len_ = 0;
-};
-
 // ---- structural stage ----------------------------------------------------------------------------------------
 
 struct Seg {
@@ -197,11 +169,14 @@ int64_t pieceCount(const Seq& s) {
 
 class Builder {
  public:
+  // The structural form of t, built afresh (the root, and Resized/Dup pass-throughs).
   Status build(const Type& t, Seq* out);
 
  private:
-  Status checkSize(const Seq& s, int64_t extra) {
-    if (pieceCount(s) + extra > kMaxPieces)
+  // The structural form of a child, built once per node and kept (children are shared by many entries).
+  Status child(const Type& t, const Seq** out);
+  Status checkSize(int64_t pieces, int64_t extra) {
+    if (pieces + extra > kMaxPieces)
       TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
                   "tether_type_commit: the canonical form would exceed %lld pieces (strided nesting deeper than %d "
                   "levels of large counts, or repeated irregular parts inside irregular parts); see docs/datatype.md",
@@ -216,6 +191,8 @@ class Builder {
   Status replicate(Seq s, int64_t n, int64_t stride, Seq* out);
   static Status shift(Seq* s, int64_t d);
   Status concat(Seq* a, Seq b);
+  // The blocks of an HIndexed or Struct node, appended to *s.
+  Status entries(const Type& t, Seq* s);
 
   std::unordered_map<const Type*, Seq> memo_;
 };
@@ -223,7 +200,7 @@ class Builder {
 Status Builder::materialize(const Seq& s, std::vector<Piece>* body) {
   int64_t total = 0;
   for (const Seg& g : s) total += g.repeat * static_cast<int64_t>(g.body.size());
-  TETHER_TRY(checkSize(Seq{}, total));
+  TETHER_TRY(checkSize(0, total));
   body->clear();
   for (const Seg& g : s)
     for (int64_t r = 0; r < g.repeat; ++r)
@@ -280,7 +257,7 @@ Status Builder::replicate(Seq s, int64_t n, int64_t stride, Seq* out) {
 }
 
 Status Builder::concat(Seq* a, Seq b) {
-  TETHER_TRY(checkSize(*a, pieceCount(b)));
+  TETHER_TRY(checkSize(pieceCount(*a), pieceCount(b)));
   for (Seg& g : b) {
     if (!a->empty() && a->back().repeat == 1 && g.repeat == 1) {
       for (const Piece& p : g.body) appendPiece(&a->back().body, p);
@@ -291,12 +268,65 @@ Status Builder::concat(Seq* a, Seq b) {
   return Status::ok();
 }
 
-Status Builder::build(const Type& t, Seq* out) {
+Status Builder::child(const Type& t, const Seq** out) {
   auto it = memo_.find(&t);
-  if (it != memo_.end()) {
-    *out = it->second;
-    return Status::ok();
+  if (it == memo_.end()) {
+    Seq s;
+    TETHER_TRY(build(t, &s));
+    it = memo_.emplace(&t, std::move(s)).first;
   }
+  *out = &it->second;
+  return Status::ok();
+}
+
+Status Builder::entries(const Type& t, Seq* s) {
+  int64_t pieces = pieceCount(*s);
+  const Type* last = nullptr;
+  const Seq* cs = nullptr;
+  for (size_t i = 0; i < t.blocklengths().size(); ++i) {
+    const int64_t n = t.blocklengths()[i];
+    if (n == 0) continue;
+    const Type& c = *t.children()[t.kind() == Kind::Struct ? i : 0];
+    if (&c != last) {
+      TETHER_TRY(child(c, &cs));
+      last = &c;
+    }
+    if (cs->empty()) continue;
+    const Seg& g = (*cs)[0];
+    if (cs->size() == 1 && g.repeat == 1 && g.body.size() == 1 && (n == 1 || g.body[0].nd < kMaxDims)) {
+      // One piece (a basic type, a strided nest): what replicate + shift + concat do, without building a Seq.
+      Piece q = g.body[0];
+      if (n > 1) {
+        q.count[q.nd] = n;
+        q.stride[q.nd] = c.bounds().extent();
+        ++q.nd;
+        normalize(&q);
+      }
+      if (!addOk(q.offset, t.displacements()[i], &q.offset)) return overflow();
+      TETHER_TRY(checkSize(pieces, 1));
+      if (!s->empty() && s->back().repeat == 1) {
+        std::vector<Piece>& body = s->back().body;
+        const int64_t before = static_cast<int64_t>(body.size());
+        appendPiece(&body, q);
+        pieces += static_cast<int64_t>(body.size()) - before;
+      } else {
+        Seg one;
+        one.body.push_back(q);
+        s->push_back(std::move(one));
+        ++pieces;
+      }
+      continue;
+    }
+    Seq part;
+    TETHER_TRY(replicate(*cs, n, c.bounds().extent(), &part));
+    TETHER_TRY(shift(&part, t.displacements()[i]));
+    TETHER_TRY(concat(s, std::move(part)));
+    pieces = pieceCount(*s);
+  }
+  return Status::ok();
+}
+
+Status Builder::build(const Type& t, Seq* out) {
   Seq s;
   switch (t.kind()) {
     case Kind::Basic: {
@@ -313,29 +343,20 @@ Status Builder::build(const Type& t, Seq* out) {
       break;
     case Kind::HVector: {
       const Type& c = *t.children()[0];
-      Seq cs, block;
-      TETHER_TRY(build(c, &cs));
-      TETHER_TRY(replicate(std::move(cs), t.blocklength(), c.bounds().extent(), &block));
+      const Seq* cs = nullptr;
+      Seq block;
+      TETHER_TRY(child(c, &cs));
+      TETHER_TRY(replicate(*cs, t.blocklength(), c.bounds().extent(), &block));
       TETHER_TRY(replicate(std::move(block), t.count(), t.stride(), &s));
       break;
     }
     case Kind::HIndexed:
-    case Kind::Struct: {
-      for (size_t i = 0; i < t.blocklengths().size(); ++i) {
-        if (t.blocklengths()[i] == 0) continue;
-        const Type& c = *t.children()[t.kind() == Kind::Struct ? i : 0];
-        Seq cs, part;
-        TETHER_TRY(build(c, &cs));
-        TETHER_TRY(replicate(std::move(cs), t.blocklengths()[i], c.bounds().extent(), &part));
-        TETHER_TRY(shift(&part, t.displacements()[i]));
-        TETHER_TRY(concat(&s, std::move(part)));
-      }
+    case Kind::Struct:
+      TETHER_TRY(entries(t, &s));
       break;
-    }
   }
   // Drop empty segments.
   s.erase(std::remove_if(s.begin(), s.end(), [](const Seg& g) { return g.body.empty(); }), s.end());
-  if (t.kind() != Kind::Basic && t.children().size() == 1) memo_[&t] = s;
   *out = std::move(s);
   return Status::ok();
 }
@@ -353,22 +374,114 @@ int64_t blockCount(const Seq& s, int64_t limit) {
   return n;
 }
 
-void emitBlocks(const Seg& g, BlockFolder* f) {
-  for (int64_t r = 0; r < g.repeat; ++r)
-    for (const Piece& p : g.body) {
-      int64_t idx[kMaxDims] = {0, 0, 0, 0};
-      int64_t n = p.elements();
-      for (int64_t e = 0; e < n; ++e) {
-        int64_t off = p.offset + r * g.stride;
-        for (int k = 0; k < p.nd; ++k) off += idx[k] * p.stride[k];
-        f->block(off, p.block);
-        for (int k = 0; k < p.nd; ++k) {
-          if (++idx[k] < p.count[k]) break;
-          idx[k] = 0;
+// The exact stage's input and folding: the maximal contiguous runs of one instance in pack order, each appended
+// with appendPiece() semantics, so the result depends on the runs alone. Equivalent to joining adjacent blocks and
+// calling appendPiece() once per run, but runs that only lengthen the last piece (a 1-D piece of the same block and
+// stride, continued at its end) are taken many at a time: such a step can change nothing but that piece's count,
+// and the merge retried after it (last two pieces) can only succeed when the count reaches that of the piece
+// before (rule 2 onto a 2-D piece, rule 4 with a 1-D one); every other condition of tryMerge() on that pair does not
+// depend on the count and already failed when the pair was last tried. So a batch stops at that count and retries.
+class RunFolder {
+ public:
+  explicit RunFolder(std::vector<Piece>* out) : list_(out) {}
+
+  // Every element of piece p shifted by `shift`, in pack order.
+  void piece(const Piece& p, int64_t shift) {
+    const int64_t base = p.offset + shift;
+    if (p.nd == 0) {
+      run(base, p.block);
+      return;
+    }
+    int64_t idx[kMaxDims] = {0, 0, 0, 0};
+    const int64_t c0 = p.count[0], s0 = p.stride[0];
+    for (;;) {
+      int64_t off = base;
+      for (int k = 1; k < p.nd; ++k) off += idx[k] * p.stride[k];
+      row(off, p.block, c0, s0);
+      int k = 1;
+      for (; k < p.nd; ++k) {
+        if (++idx[k] < p.count[k]) break;
+        idx[k] = 0;
+      }
+      if (k == p.nd) break;
+    }
+  }
+
+  void flush() {
+    if (!has_) return;
+    has_ = false;
+    fold(off_, len_, 1, 0);
+  }
+
+ private:
+  // One contiguous block: joined to the pending run when it starts where that ends.
+  void run(int64_t offset, int64_t len) {
+    if (has_ && offset == off_ + len_) {
+      len_ += len;
+      return;
+    }
+    flush();
+    has_ = true, off_ = offset, len_ = len;
+  }
+
+  // n blocks of len bytes at offset + i * stride (what run() would see n times).
+  void row(int64_t offset, int64_t len, int64_t n, int64_t stride) {
+    if (stride == len) {  // one contiguous run (normalised pieces never have this; kept for completeness)
+      run(offset, len * n);
+      return;
+    }
+    run(offset, len);
+    if (n == 1) return;
+    flush();  // the first element (joined or not); no later element of the row is adjacent to its predecessor
+    if (n > 2) fold(offset + stride, len, n - 2, stride);
+    has_ = true, off_ = offset + (n - 1) * stride, len_ = len;
+  }
+
+  // appendPiece() of n plain blocks of len bytes at offset + i * stride.
+  void fold(int64_t offset, int64_t len, int64_t n, int64_t stride) {
+    std::vector<Piece>& l = *list_;
+    while (n > 0) {
+      const size_t size = l.size();
+      if (size >= 1) {
+        Piece& a = l[size - 1];
+        int64_t end = 0;
+        if (a.nd == 1 && a.block == len && (n == 1 || a.stride[0] == stride) && topEnd(a, &end) && end == offset) {
+          int64_t take = n;
+          bool retry = false;
+          if (size >= 2) {
+            const Piece& b = l[size - 2];
+            if ((b.nd == 1 || b.nd == 2) && b.block == len && b.stride[0] == a.stride[0] && b.count[0] > a.count[0] &&
+                b.count[0] - a.count[0] <= take) {
+              take = b.count[0] - a.count[0];
+              retry = true;
+            }
+          }
+          a.count[0] += take;
+          n -= take;
+          if (n > 0) offset += take * stride;
+          if (retry) settle();
+          continue;
         }
       }
+      Piece p;
+      p.offset = offset;
+      p.block = len;
+      l.push_back(p);
+      settle();
+      if (--n > 0) offset += stride;
     }
-}
+  }
+
+  // appendPiece()'s backward merging.
+  void settle() {
+    std::vector<Piece>& l = *list_;
+    while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+  }
+
+  std::vector<Piece>* list_;
+  bool has_ = false;
+  int64_t off_ = 0, len_ = 0;
+};
 
 // Smallest period of a piece list: the list is repeat copies of its first `p` pieces, copy k shifted by k * d.
 // Returns a segment (body = the period) when such p < size exists, else the list as one segment.
@@ -425,8 +538,11 @@ Status canonicalize(const Type& type, Canonical* out) {
     exact = true;  // unique per byte layout, as the exact stage's result
   } else if (exact) {
     std::vector<Piece> list;
-    BlockFolder f(&list);
-    for (const Seg& g : s) emitBlocks(g, &f);
+    list.reserve(64);
+    RunFolder f(&list);
+    for (const Seg& g : s)
+      for (int64_t r = 0; r < g.repeat; ++r)
+        for (const Piece& p : g.body) f.piece(p, r * g.stride);
     f.flush();
     if (!list.empty()) fin.push_back(periodic(std::move(list)));
   } else {
