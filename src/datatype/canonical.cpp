@@ -140,6 +140,69 @@ void appendPiece(std::vector<Piece>* list, Piece p) {
   while (list->size() >= 2 && tryMerge(&(*list)[list->size() - 2], list->back())) list->pop_back();
 }
 
+// appendPiece() of a plain block of len > 0 bytes at offset, with its two common outcomes taken directly. For a
+// plain block b after the last piece a, tryMerge(a, b) can only apply rule 1 or 4 (a plain too) or rule 2 (a 1-D
+// of the same block, continued at its end: one more element). Other pieces take b as a new last piece, and the
+// retry stops at once (the pair failed). Growing a 1-D piece's count changes the retried pair (the piece before
+// it, a) only through the count: the pair merges then only when a's count reaches the count of that piece (rule 2
+// onto a 2-D piece, rule 4 with a 1-D one); the count-independent conditions already failed when the pair was
+// last tried. So the retry runs only at that count.
+void appendBlock(std::vector<Piece>* list, int64_t offset, int64_t len) {
+  std::vector<Piece>& l = *list;
+  const size_t size = l.size();
+  if (size >= 1) {
+    Piece& a = l[size - 1];
+    if (a.nd >= 1) {
+      int64_t end = 0;
+      if (a.nd == 1 && a.block == len && topEnd(a, &end) && end == offset) {
+        ++a.count[0];
+        if (size >= 2) {
+          const Piece& b = l[size - 2];
+          if ((b.nd == 1 || b.nd == 2) && b.block == len && b.stride[0] == a.stride[0] && b.count[0] == a.count[0])
+            while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+        }
+        return;
+      }
+      Piece p;
+      p.offset = offset;
+      p.block = len;
+      l.push_back(p);
+      return;
+    }
+  }
+  if (size >= 1) {  // a is plain: rule 1 (adjacent), rule 4 (same length) or nothing
+    Piece& a = l[size - 1];
+    int64_t aEnd = 0, d = 0;
+    const bool adjacent = addOk(a.offset, a.block, &aEnd) && aEnd == offset;
+    if (!adjacent && a.block == len && !__builtin_sub_overflow(offset, a.offset, &d)) {
+      a.nd = 1, a.count[0] = 2, a.stride[0] = d;  // rule 4; already normal (d != len: not adjacent)
+      if (size >= 2) {
+        // Retried pair: rule 2 onto a 2-D piece of this row shape is the common outcome (the next row of a plane).
+        Piece& b = l[size - 2];
+        int64_t end = 0;
+        if (b.nd == 2 && b.block == len && b.count[0] == 2 && b.stride[0] == d && topEnd(b, &end) && end == a.offset) {
+          ++b.count[1];
+          l.pop_back();
+        }
+      }
+      while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+      return;
+    }
+    if (!adjacent && a.block != len) {  // neither rule applies
+      Piece p;
+      p.offset = offset;
+      p.block = len;
+      l.push_back(p);
+      return;
+    }
+  }
+  Piece p;
+  p.offset = offset;
+  p.block = len;
+  l.push_back(p);
+  while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+}
+
 // ---- structural stage ----------------------------------------------------------------------------------------
 
 struct Seg {
@@ -169,8 +232,10 @@ int64_t pieceCount(const Seq& s) {
 
 class Builder {
  public:
-  // The structural form of t, built afresh (the root, and Resized/Dup pass-throughs).
-  Status build(const Type& t, Seq* out);
+  // The structural form of t, built afresh (the root, and Resized/Dup pass-throughs). With `runs`: set to whether
+  // the form is one segment built by appendPiece() from plain blocks no two consecutive of which are adjacent, i.e.
+  // from the type's contiguous runs themselves (then it is what the exact stage would build; see canonicalize()).
+  Status build(const Type& t, Seq* out, bool* runs = nullptr);
 
  private:
   // The structural form of a child, built once per node and kept (children are shared by many entries).
@@ -191,8 +256,8 @@ class Builder {
   Status replicate(Seq s, int64_t n, int64_t stride, Seq* out);
   static Status shift(Seq* s, int64_t d);
   Status concat(Seq* a, Seq b);
-  // The blocks of an HIndexed or Struct node, appended to *s.
-  Status entries(const Type& t, Seq* s);
+  // The blocks of an HIndexed or Struct node, appended to the empty *s; *runs as for build().
+  Status entries(const Type& t, Seq* s, bool* runs);
 
   std::unordered_map<const Type*, Seq> memo_;
 };
@@ -279,8 +344,11 @@ Status Builder::child(const Type& t, const Seq** out) {
   return Status::ok();
 }
 
-Status Builder::entries(const Type& t, Seq* s) {
-  int64_t pieces = pieceCount(*s);
+Status Builder::entries(const Type& t, Seq* s, bool* runs) {
+  int64_t pieces = 0;
+  bool plain = true;  // every entry so far was a plain block, not adjacent to the one before
+  int64_t end = 0;    // where the last plain block ends
+  bool any = false;
   const Type* last = nullptr;
   const Seq* cs = nullptr;
   for (size_t i = 0; i < t.blocklengths().size(); ++i) {
@@ -303,11 +371,16 @@ Status Builder::entries(const Type& t, Seq* s) {
         normalize(&q);
       }
       if (!addOk(q.offset, t.displacements()[i], &q.offset)) return overflow();
+      if (plain) {
+        plain = q.nd == 0 && !(any && q.offset == end) && addOk(q.offset, q.block, &end);
+        any = true;
+      }
       TETHER_TRY(checkSize(pieces, 1));
       if (!s->empty() && s->back().repeat == 1) {
         std::vector<Piece>& body = s->back().body;
         const int64_t before = static_cast<int64_t>(body.size());
-        appendPiece(&body, q);
+        if (q.nd == 0) appendBlock(&body, q.offset, q.block);
+        else appendPiece(&body, q);
         pieces += static_cast<int64_t>(body.size()) - before;
       } else {
         Seg one;
@@ -317,17 +390,20 @@ Status Builder::entries(const Type& t, Seq* s) {
       }
       continue;
     }
+    plain = false;
     Seq part;
     TETHER_TRY(replicate(*cs, n, c.bounds().extent(), &part));
     TETHER_TRY(shift(&part, t.displacements()[i]));
     TETHER_TRY(concat(s, std::move(part)));
     pieces = pieceCount(*s);
   }
+  *runs = plain;
   return Status::ok();
 }
 
-Status Builder::build(const Type& t, Seq* out) {
+Status Builder::build(const Type& t, Seq* out, bool* runs) {
   Seq s;
+  bool plain = false;
   switch (t.kind()) {
     case Kind::Basic: {
       Seg g;
@@ -339,7 +415,7 @@ Status Builder::build(const Type& t, Seq* out) {
     }
     case Kind::Resized:
     case Kind::Dup:
-      TETHER_TRY(build(*t.children()[0], &s));
+      TETHER_TRY(build(*t.children()[0], &s, &plain));
       break;
     case Kind::HVector: {
       const Type& c = *t.children()[0];
@@ -352,9 +428,10 @@ Status Builder::build(const Type& t, Seq* out) {
     }
     case Kind::HIndexed:
     case Kind::Struct:
-      TETHER_TRY(entries(t, &s));
+      TETHER_TRY(entries(t, &s, &plain));
       break;
   }
+  if (runs) *runs = plain;
   // Drop empty segments.
   s.erase(std::remove_if(s.begin(), s.end(), [](const Seg& g) { return g.body.empty(); }), s.end());
   *out = std::move(s);
@@ -388,22 +465,37 @@ class RunFolder {
   // Every element of piece p shifted by `shift`, in pack order.
   void piece(const Piece& p, int64_t shift) {
     const int64_t base = p.offset + shift;
-    if (p.nd == 0) {
-      run(base, p.block);
+    const int64_t len = p.block, c0 = p.count[0], s0 = p.stride[0];
+    if (p.nd <= 1) {
+      if (p.nd == 0) run(base, len);
+      else row(base, len, c0, s0);
       return;
     }
+    // A plane (dimensions 0 and 1) whose runs do not touch one another is folded whole: all its runs but the first
+    // (which may join the pending one) and the last (kept pending) go to fold() / foldRows() directly.
+    const int64_t c1 = p.count[1], s1 = p.stride[1];
+    const bool whole = s0 != len && c0 >= 2 && c1 >= 2 && (c0 - 1) * s0 + len != s1;
     int64_t idx[kMaxDims] = {0, 0, 0, 0};
-    const int64_t c0 = p.count[0], s0 = p.stride[0];
     for (;;) {
       int64_t off = base;
-      for (int k = 1; k < p.nd; ++k) off += idx[k] * p.stride[k];
-      row(off, p.block, c0, s0);
-      int k = 1;
+      for (int k = 2; k < p.nd; ++k) off += idx[k] * p.stride[k];
+      if (whole) {
+        run(off, len);
+        flush();
+        fold(off + s0, len, c0 - 1, s0);
+        if (c1 > 2) foldRows(off + s1, len, c0, s0, c1 - 2, s1);
+        const int64_t last = off + (c1 - 1) * s1;
+        fold(last, len, c0 - 1, s0);
+        has_ = true, off_ = last + (c0 - 1) * s0, len_ = len;
+      } else {
+        for (int64_t j = 0; j < c1; ++j) row(off + j * s1, len, c0, s0);
+      }
+      int k = 2;
       for (; k < p.nd; ++k) {
         if (++idx[k] < p.count[k]) break;
         idx[k] = 0;
       }
-      if (k == p.nd) break;
+      if (k >= p.nd) break;
     }
   }
 
@@ -463,12 +555,45 @@ class RunFolder {
           continue;
         }
       }
-      Piece p;
-      p.offset = offset;
-      p.block = len;
-      l.push_back(p);
-      settle();
+      appendBlock(&l, offset, len);
       if (--n > 0) offset += stride;
+    }
+  }
+
+  // fold() of n whole rows (c0 runs of len bytes at stride s0), row j at offset + j * s1, no run adjacent to the
+  // one before. A row that continues the last piece, 2-D with that row shape and top stride s1, only adds one to its
+  // top count: its first run cannot merge with that piece (tryMerge() rules 1-4 need another dimension count),
+  // the following runs build a 1-D piece that merges into it by rule 2 exactly when it holds c0 runs. As in fold(),
+  // the merge retried afterwards depends on the new count only when it reaches the top count of the piece before
+  // (rule 2 onto a 3-D piece, rule 4 with a 2-D one), so a batch stops there and retries.
+  void foldRows(int64_t offset, int64_t len, int64_t c0, int64_t s0, int64_t n, int64_t s1) {
+    std::vector<Piece>& l = *list_;
+    while (n > 0) {
+      const size_t size = l.size();
+      if (size >= 1) {
+        Piece& a = l[size - 1];
+        int64_t end = 0;
+        if (a.nd == 2 && a.block == len && a.count[0] == c0 && a.stride[0] == s0 && a.stride[1] == s1 &&
+            topEnd(a, &end) && end == offset) {
+          int64_t take = n;
+          bool retry = false;
+          if (size >= 2) {
+            const Piece& b = l[size - 2];
+            if ((b.nd == 2 || b.nd == 3) && b.block == len && b.count[0] == c0 && b.stride[0] == s0 &&
+                b.count[1] > a.count[1] && b.count[1] - a.count[1] <= take) {
+              take = b.count[1] - a.count[1];
+              retry = true;
+            }
+          }
+          a.count[1] += take;
+          n -= take;
+          if (n > 0) offset += take * s1;
+          if (retry) settle();
+          continue;
+        }
+      }
+      fold(offset, len, c0, s0);
+      if (--n > 0) offset += s1;
     }
   }
 
@@ -517,7 +642,8 @@ uint64_t magnitude(int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(v) : st
 Status canonicalize(const Type& type, Canonical* out) {
   Builder b;
   Seq s;
-  TETHER_TRY(b.build(type, &s));
+  bool runs = false;
+  TETHER_TRY(b.build(type, &s, &runs));
   Seq fin;
   // Fast path: a layout that folds into one strided piece (vector, subarray, their nestings: the common case) is
   // already in normal form (normalize(): no unit dimensions, dimension 0 not contiguous with the block, no two
@@ -536,6 +662,10 @@ Status canonicalize(const Type& type, Canonical* out) {
   bool exact = !single && blockCount(s, kExactBlocks) <= kExactBlocks;
   if (single) {
     exact = true;  // unique per byte layout, as the exact stage's result
+  } else if (runs) {
+    // The structural stage appended the type's contiguous runs themselves, one by one, to an empty list: the exact
+    // stage would append the same runs in the same order with the same appendPiece(), so its list is this one.
+    if (!s.empty()) fin.push_back(periodic(std::move(s[0].body)));
   } else if (exact) {
     std::vector<Piece> list;
     list.reserve(64);
