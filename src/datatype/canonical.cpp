@@ -384,6 +384,8 @@ Status Builder::entries(const Type& t, Seq* s, bool* runs) {
         pieces += static_cast<int64_t>(body.size()) - before;
       } else {
         Seg one;
+        if (s->empty())  // room for every entry (bounded): no regrowth while the body is built
+          one.body.reserve(std::min<size_t>(t.blocklengths().size() - i, 4096));
         one.body.push_back(q);
         s->push_back(std::move(one));
         ++pieces;
@@ -692,6 +694,10 @@ Status canonicalize(const Type& type, Canonical* out) {
   c.extent = type.bounds().extent();
   uint64_t bits = magnitude(c.extent);
   int64_t packed = 0;
+  size_t total = 0;
+  for (const Seg& g : fin) total += g.body.size();
+  c.pieces.reserve(total);
+  c.segments.reserve(fin.size());
   for (Seg& g : fin) {
     Segment seg;
     seg.firstPiece = static_cast<int64_t>(c.pieces.size());
