@@ -32,12 +32,14 @@ struct Row {
 
 int main(int argc, char** argv) {
   const char* json = nullptr;
+  const char* only = nullptr;  // run the rows whose name contains this (profiling one case)
   int iters = 2000;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--iters N] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--iters N] [--json FILE] [--only NAME-PART]\n", argv[0]);
       return 2;
     }
   }
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
   std::printf("# tether_bench_dt_commit: tether_type_commit on the host, best and median of %d\n", iters);
   std::printf("%-26s %6s %10s %10s  %s\n", "type", "levels", "best us", "median us", "note");
   for (const Case& c : cases) {
+    if (only && !std::strstr(c.name, only)) continue;
     std::vector<double> us;
     us.reserve(static_cast<size_t>(iters));
     for (int i = 0; i < iters; ++i) {

@@ -140,33 +140,68 @@ void appendPiece(std::vector<Piece>* list, Piece p) {
   while (list->size() >= 2 && tryMerge(&(*list)[list->size() - 2], list->back())) list->pop_back();
 }
 
-// Feeds contiguous byte blocks in pack order; adjacent blocks are joined before they are folded.
-class BlockFolder {
- public:
-  explicit BlockFolder(std::vector<Piece>* out) : out_(out) {}
-  void block(int64_t offset, int64_t len) {
-    if (len == 0) return;
-    if (has_ && offset == off_ + len_) {
-      len_ += len;
+// appendPiece() of a plain block of len > 0 bytes at offset, with its two common outcomes taken directly. For a
+// plain block b after the last piece a, tryMerge(a, b) can only apply rule 1 or 4 (a plain too) or rule 2 (a 1-D
+// of the same block, continued at its end: one more element). Other pieces take b as a new last piece, and the
+// retry stops at once (the pair failed). Growing a 1-D piece's count changes the retried pair (the piece before
+// it, a) only through the count: the pair merges then only when a's count reaches the count of that piece (rule 2
+// onto a 2-D piece, rule 4 with a 1-D one); the count-independent conditions already failed when the pair was
+// last tried. So the retry runs only at that count.
+void appendBlock(std::vector<Piece>* list, int64_t offset, int64_t len) {
+  std::vector<Piece>& l = *list;
+  const size_t size = l.size();
+  if (size >= 1) {
+    Piece& a = l[size - 1];
+    if (a.nd >= 1) {
+      int64_t end = 0;
+      if (a.nd == 1 && a.block == len && topEnd(a, &end) && end == offset) {
+        ++a.count[0];
+        if (size >= 2) {
+          const Piece& b = l[size - 2];
+          if ((b.nd == 1 || b.nd == 2) && b.block == len && b.stride[0] == a.stride[0] && b.count[0] == a.count[0])
+            while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+        }
+        return;
+      }
+      Piece p;
+      p.offset = offset;
+      p.block = len;
+      l.push_back(p);
       return;
     }
-    flush();
-    has_ = true, off_ = offset, len_ = len;
   }
-  void flush() {
-    if (!has_) return;
-    Piece p;
-    p.offset = off_;
-    p.block = len_;
-    appendPiece(out_, p);
-    has_ = false;
+  if (size >= 1) {  // a is plain: rule 1 (adjacent), rule 4 (same length) or nothing
+    Piece& a = l[size - 1];
+    int64_t aEnd = 0, d = 0;
+    const bool adjacent = addOk(a.offset, a.block, &aEnd) && aEnd == offset;
+    if (!adjacent && a.block == len && !__builtin_sub_overflow(offset, a.offset, &d)) {
+      a.nd = 1, a.count[0] = 2, a.stride[0] = d;  // rule 4; already normal (d != len: not adjacent)
+      if (size >= 2) {
+        // Retried pair: rule 2 onto a 2-D piece of this row shape is the common outcome (the next row of a plane).
+        Piece& b = l[size - 2];
+        int64_t end = 0;
+        if (b.nd == 2 && b.block == len && b.count[0] == 2 && b.stride[0] == d && topEnd(b, &end) && end == a.offset) {
+          ++b.count[1];
+          l.pop_back();
+        }
+      }
+      while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+      return;
+    }
+    if (!adjacent && a.block != len) {  // neither rule applies
+      Piece p;
+      p.offset = offset;
+      p.block = len;
+      l.push_back(p);
+      return;
+    }
   }
-
- private:
-  std::vector<Piece>* out_;
-  bool has_ = false;
-  int64_t off_ = 0, len_ = 0;
-};
+  Piece p;
+  p.offset = offset;
+  p.block = len;
+  l.push_back(p);
+  while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+}
 
 // ---- structural stage ----------------------------------------------------------------------------------------
 
@@ -197,11 +232,16 @@ int64_t pieceCount(const Seq& s) {
 
 class Builder {
  public:
-  Status build(const Type& t, Seq* out);
+  // The structural form of t, built afresh (the root, and Resized/Dup pass-throughs). With `runs`: set to whether
+  // the form is one segment built by appendPiece() from plain blocks no two consecutive of which are adjacent, i.e.
+  // from the type's contiguous runs themselves (then it is what the exact stage would build; see canonicalize()).
+  Status build(const Type& t, Seq* out, bool* runs = nullptr);
 
  private:
-  Status checkSize(const Seq& s, int64_t extra) {
-    if (pieceCount(s) + extra > kMaxPieces)
+  // The structural form of a child, built once per node and kept (children are shared by many entries).
+  Status child(const Type& t, const Seq** out);
+  Status checkSize(int64_t pieces, int64_t extra) {
+    if (pieces + extra > kMaxPieces)
       TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
                   "tether_type_commit: the canonical form would exceed %lld pieces (strided nesting deeper than %d "
                   "levels of large counts, or repeated irregular parts inside irregular parts); see docs/datatype.md",
@@ -216,6 +256,8 @@ class Builder {
   Status replicate(Seq s, int64_t n, int64_t stride, Seq* out);
   static Status shift(Seq* s, int64_t d);
   Status concat(Seq* a, Seq b);
+  // The blocks of an HIndexed or Struct node, appended to the empty *s; *runs as for build().
+  Status entries(const Type& t, Seq* s, bool* runs);
 
   std::unordered_map<const Type*, Seq> memo_;
 };
@@ -223,7 +265,7 @@ class Builder {
 Status Builder::materialize(const Seq& s, std::vector<Piece>* body) {
   int64_t total = 0;
   for (const Seg& g : s) total += g.repeat * static_cast<int64_t>(g.body.size());
-  TETHER_TRY(checkSize(Seq{}, total));
+  TETHER_TRY(checkSize(0, total));
   body->clear();
   for (const Seg& g : s)
     for (int64_t r = 0; r < g.repeat; ++r)
@@ -280,7 +322,7 @@ Status Builder::replicate(Seq s, int64_t n, int64_t stride, Seq* out) {
 }
 
 Status Builder::concat(Seq* a, Seq b) {
-  TETHER_TRY(checkSize(*a, pieceCount(b)));
+  TETHER_TRY(checkSize(pieceCount(*a), pieceCount(b)));
   for (Seg& g : b) {
     if (!a->empty() && a->back().repeat == 1 && g.repeat == 1) {
       for (const Piece& p : g.body) appendPiece(&a->back().body, p);
@@ -291,13 +333,79 @@ Status Builder::concat(Seq* a, Seq b) {
   return Status::ok();
 }
 
-Status Builder::build(const Type& t, Seq* out) {
+Status Builder::child(const Type& t, const Seq** out) {
   auto it = memo_.find(&t);
-  if (it != memo_.end()) {
-    *out = it->second;
-    return Status::ok();
+  if (it == memo_.end()) {
+    Seq s;
+    TETHER_TRY(build(t, &s));
+    it = memo_.emplace(&t, std::move(s)).first;
   }
+  *out = &it->second;
+  return Status::ok();
+}
+
+Status Builder::entries(const Type& t, Seq* s, bool* runs) {
+  int64_t pieces = 0;
+  bool plain = true;  // every entry so far was a plain block, not adjacent to the one before
+  int64_t end = 0;    // where the last plain block ends
+  bool any = false;
+  const Type* last = nullptr;
+  const Seq* cs = nullptr;
+  for (size_t i = 0; i < t.blocklengths().size(); ++i) {
+    const int64_t n = t.blocklengths()[i];
+    if (n == 0) continue;
+    const Type& c = *t.children()[t.kind() == Kind::Struct ? i : 0];
+    if (&c != last) {
+      TETHER_TRY(child(c, &cs));
+      last = &c;
+    }
+    if (cs->empty()) continue;
+    const Seg& g = (*cs)[0];
+    if (cs->size() == 1 && g.repeat == 1 && g.body.size() == 1 && (n == 1 || g.body[0].nd < kMaxDims)) {
+      // One piece (a basic type, a strided nest): what replicate + shift + concat do, without building a Seq.
+      Piece q = g.body[0];
+      if (n > 1) {
+        q.count[q.nd] = n;
+        q.stride[q.nd] = c.bounds().extent();
+        ++q.nd;
+        normalize(&q);
+      }
+      if (!addOk(q.offset, t.displacements()[i], &q.offset)) return overflow();
+      if (plain) {
+        plain = q.nd == 0 && !(any && q.offset == end) && addOk(q.offset, q.block, &end);
+        any = true;
+      }
+      TETHER_TRY(checkSize(pieces, 1));
+      if (!s->empty() && s->back().repeat == 1) {
+        std::vector<Piece>& body = s->back().body;
+        const int64_t before = static_cast<int64_t>(body.size());
+        if (q.nd == 0) appendBlock(&body, q.offset, q.block);
+        else appendPiece(&body, q);
+        pieces += static_cast<int64_t>(body.size()) - before;
+      } else {
+        Seg one;
+        if (s->empty())  // room for every entry (bounded): no regrowth while the body is built
+          one.body.reserve(std::min<size_t>(t.blocklengths().size() - i, 4096));
+        one.body.push_back(q);
+        s->push_back(std::move(one));
+        ++pieces;
+      }
+      continue;
+    }
+    plain = false;
+    Seq part;
+    TETHER_TRY(replicate(*cs, n, c.bounds().extent(), &part));
+    TETHER_TRY(shift(&part, t.displacements()[i]));
+    TETHER_TRY(concat(s, std::move(part)));
+    pieces = pieceCount(*s);
+  }
+  *runs = plain;
+  return Status::ok();
+}
+
+Status Builder::build(const Type& t, Seq* out, bool* runs) {
   Seq s;
+  bool plain = false;
   switch (t.kind()) {
     case Kind::Basic: {
       Seg g;
@@ -309,33 +417,25 @@ Status Builder::build(const Type& t, Seq* out) {
     }
     case Kind::Resized:
     case Kind::Dup:
-      TETHER_TRY(build(*t.children()[0], &s));
+      TETHER_TRY(build(*t.children()[0], &s, &plain));
       break;
     case Kind::HVector: {
       const Type& c = *t.children()[0];
-      Seq cs, block;
-      TETHER_TRY(build(c, &cs));
-      TETHER_TRY(replicate(std::move(cs), t.blocklength(), c.bounds().extent(), &block));
+      const Seq* cs = nullptr;
+      Seq block;
+      TETHER_TRY(child(c, &cs));
+      TETHER_TRY(replicate(*cs, t.blocklength(), c.bounds().extent(), &block));
       TETHER_TRY(replicate(std::move(block), t.count(), t.stride(), &s));
       break;
     }
     case Kind::HIndexed:
-    case Kind::Struct: {
-      for (size_t i = 0; i < t.blocklengths().size(); ++i) {
-        if (t.blocklengths()[i] == 0) continue;
-        const Type& c = *t.children()[t.kind() == Kind::Struct ? i : 0];
-        Seq cs, part;
-        TETHER_TRY(build(c, &cs));
-        TETHER_TRY(replicate(std::move(cs), t.blocklengths()[i], c.bounds().extent(), &part));
-        TETHER_TRY(shift(&part, t.displacements()[i]));
-        TETHER_TRY(concat(&s, std::move(part)));
-      }
+    case Kind::Struct:
+      TETHER_TRY(entries(t, &s, &plain));
       break;
-    }
   }
+  if (runs) *runs = plain;
   // Drop empty segments.
   s.erase(std::remove_if(s.begin(), s.end(), [](const Seg& g) { return g.body.empty(); }), s.end());
-  if (t.kind() != Kind::Basic && t.children().size() == 1) memo_[&t] = s;
   *out = std::move(s);
   return Status::ok();
 }
@@ -353,22 +453,161 @@ int64_t blockCount(const Seq& s, int64_t limit) {
   return n;
 }
 
-void emitBlocks(const Seg& g, BlockFolder* f) {
-  for (int64_t r = 0; r < g.repeat; ++r)
-    for (const Piece& p : g.body) {
-      int64_t idx[kMaxDims] = {0, 0, 0, 0};
-      int64_t n = p.elements();
-      for (int64_t e = 0; e < n; ++e) {
-        int64_t off = p.offset + r * g.stride;
-        for (int k = 0; k < p.nd; ++k) off += idx[k] * p.stride[k];
-        f->block(off, p.block);
-        for (int k = 0; k < p.nd; ++k) {
-          if (++idx[k] < p.count[k]) break;
-          idx[k] = 0;
+// The exact stage's input and folding: the maximal contiguous runs of one instance in pack order, each appended
+// with appendPiece() semantics, so the result depends on the runs alone. Equivalent to joining adjacent blocks and
+// calling appendPiece() once per run, but runs that only lengthen the last piece (a 1-D piece of the same block and
+// stride, continued at its end) are taken many at a time: such a step can change nothing but that piece's count,
+// and the merge retried after it (last two pieces) can only succeed when the count reaches that of the piece
+// before (rule 2 onto a 2-D piece, rule 4 with a 1-D one); every other condition of tryMerge() on that pair does not
+// depend on the count and already failed when the pair was last tried. So a batch stops at that count and retries.
+class RunFolder {
+ public:
+  explicit RunFolder(std::vector<Piece>* out) : list_(out) {}
+
+  // Every element of piece p shifted by `shift`, in pack order.
+  void piece(const Piece& p, int64_t shift) {
+    const int64_t base = p.offset + shift;
+    const int64_t len = p.block, c0 = p.count[0], s0 = p.stride[0];
+    if (p.nd <= 1) {
+      if (p.nd == 0) run(base, len);
+      else row(base, len, c0, s0);
+      return;
+    }
+    // A plane (dimensions 0 and 1) whose runs do not touch one another is folded whole: all its runs but the first
+    // (which may join the pending one) and the last (kept pending) go to fold() / foldRows() directly.
+    const int64_t c1 = p.count[1], s1 = p.stride[1];
+    const bool whole = s0 != len && c0 >= 2 && c1 >= 2 && (c0 - 1) * s0 + len != s1;
+    int64_t idx[kMaxDims] = {0, 0, 0, 0};
+    for (;;) {
+      int64_t off = base;
+      for (int k = 2; k < p.nd; ++k) off += idx[k] * p.stride[k];
+      if (whole) {
+        run(off, len);
+        flush();
+        fold(off + s0, len, c0 - 1, s0);
+        if (c1 > 2) foldRows(off + s1, len, c0, s0, c1 - 2, s1);
+        const int64_t last = off + (c1 - 1) * s1;
+        fold(last, len, c0 - 1, s0);
+        has_ = true, off_ = last + (c0 - 1) * s0, len_ = len;
+      } else {
+        for (int64_t j = 0; j < c1; ++j) row(off + j * s1, len, c0, s0);
+      }
+      int k = 2;
+      for (; k < p.nd; ++k) {
+        if (++idx[k] < p.count[k]) break;
+        idx[k] = 0;
+      }
+      if (k >= p.nd) break;
+    }
+  }
+
+  void flush() {
+    if (!has_) return;
+    has_ = false;
+    fold(off_, len_, 1, 0);
+  }
+
+ private:
+  // One contiguous block: joined to the pending run when it starts where that ends.
+  void run(int64_t offset, int64_t len) {
+    if (has_ && offset == off_ + len_) {
+      len_ += len;
+      return;
+    }
+    flush();
+    has_ = true, off_ = offset, len_ = len;
+  }
+
+  // n blocks of len bytes at offset + i * stride (what run() would see n times).
+  void row(int64_t offset, int64_t len, int64_t n, int64_t stride) {
+    if (stride == len) {  // one contiguous run (normalised pieces never have this; kept for completeness)
+      run(offset, len * n);
+      return;
+    }
+    run(offset, len);
+    if (n == 1) return;
+    flush();  // the first element (joined or not); no later element of the row is adjacent to its predecessor
+    if (n > 2) fold(offset + stride, len, n - 2, stride);
+    has_ = true, off_ = offset + (n - 1) * stride, len_ = len;
+  }
+
+  // appendPiece() of n plain blocks of len bytes at offset + i * stride.
+  void fold(int64_t offset, int64_t len, int64_t n, int64_t stride) {
+    std::vector<Piece>& l = *list_;
+    while (n > 0) {
+      const size_t size = l.size();
+      if (size >= 1) {
+        Piece& a = l[size - 1];
+        int64_t end = 0;
+        if (a.nd == 1 && a.block == len && (n == 1 || a.stride[0] == stride) && topEnd(a, &end) && end == offset) {
+          const int64_t take = grow(0, n);
+          n -= take;
+          if (n > 0) offset += take * stride;
+          continue;
         }
       }
+      appendBlock(&l, offset, len);
+      if (--n > 0) offset += stride;
     }
-}
+  }
+
+  // fold() of n whole rows (c0 runs of len bytes at stride s0), row j at offset + j * s1, no run adjacent to the
+  // one before. A row that continues the last piece, 2-D with that row shape and top stride s1, only adds one to its
+  // top count: its first run cannot merge with that piece (tryMerge() rules 1-4 need another dimension count),
+  // the following runs build a 1-D piece that merges into it by rule 2 exactly when it holds c0 runs. As in fold(),
+  // the merge retried afterwards depends on the new count only when it reaches the top count of the piece before
+  // (rule 2 onto a 3-D piece, rule 4 with a 2-D one), so a batch stops there and retries.
+  void foldRows(int64_t offset, int64_t len, int64_t c0, int64_t s0, int64_t n, int64_t s1) {
+    std::vector<Piece>& l = *list_;
+    while (n > 0) {
+      const size_t size = l.size();
+      if (size >= 1) {
+        Piece& a = l[size - 1];
+        int64_t end = 0;
+        if (a.nd == 2 && a.block == len && a.count[0] == c0 && a.stride[0] == s0 && a.stride[1] == s1 &&
+            topEnd(a, &end) && end == offset) {
+          const int64_t take = grow(1, n);
+          n -= take;
+          if (n > 0) offset += take * s1;
+          continue;
+        }
+      }
+      fold(offset, len, c0, s0);
+      if (--n > 0) offset += s1;
+    }
+  }
+
+  // Adds up to n to count[k] of the last piece a (the caller checked that n more elements continue it) and returns
+  // how many it added: all n, unless the piece before, b, could take a as one more element (rule 2, b of k + 2
+  // dimensions) or pair with it (rule 4, k + 1) once the counts are equal; then it stops there and retries.
+  int64_t grow(int k, int64_t n) {
+    std::vector<Piece>& l = *list_;
+    Piece& a = l.back();
+    int64_t take = n;
+    bool retry = false;
+    if (l.size() >= 2) {
+      const Piece& b = l[l.size() - 2];
+      if ((b.nd == k + 1 || b.nd == k + 2) && sameLower(a, b, k) && b.stride[k] == a.stride[k] &&
+          b.count[k] > a.count[k] && b.count[k] - a.count[k] <= take) {
+        take = b.count[k] - a.count[k];
+        retry = true;
+      }
+    }
+    a.count[k] += take;
+    if (retry) settle();
+    return take;
+  }
+
+  // appendPiece()'s backward merging.
+  void settle() {
+    std::vector<Piece>& l = *list_;
+    while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
+  }
+
+  std::vector<Piece>* list_;
+  bool has_ = false;
+  int64_t off_ = 0, len_ = 0;
+};
 
 // Smallest period of a piece list: the list is repeat copies of its first `p` pieces, copy k shifted by k * d.
 // Returns a segment (body = the period) when such p < size exists, else the list as one segment.
@@ -404,12 +643,13 @@ uint64_t magnitude(int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(v) : st
 Status canonicalize(const Type& type, Canonical* out) {
   Builder b;
   Seq s;
-  TETHER_TRY(b.build(type, &s));
+  bool runs = false;
+  TETHER_TRY(b.build(type, &s, &runs));
   Seq fin;
   // Fast path: a layout that folds into one strided piece (vector, subarray, their nestings: the common case) is
   // already in normal form (normalize(): no unit dimensions, dimension 0 not contiguous with the block, no two
   // dimensions that form one arithmetic sequence), which is what the exact stage would rebuild from its blocks, so
-  // the block expansion is skipped (commit in well under a microsecond instead of ~30 ns per block).
+  // the block expansion is skipped (commit in well under a microsecond, whatever the number of blocks).
   bool single = false;
   if (s.size() == 1 && s[0].body.size() == 1) {
     Seg g = s[0];
@@ -423,10 +663,17 @@ Status canonicalize(const Type& type, Canonical* out) {
   bool exact = !single && blockCount(s, kExactBlocks) <= kExactBlocks;
   if (single) {
     exact = true;  // unique per byte layout, as the exact stage's result
+  } else if (runs) {
+    // The structural stage appended the type's contiguous runs themselves, one by one, to an empty list: the exact
+    // stage would append the same runs in the same order with the same appendPiece(), so its list is this one.
+    if (!s.empty()) fin.push_back(periodic(std::move(s[0].body)));
   } else if (exact) {
     std::vector<Piece> list;
-    BlockFolder f(&list);
-    for (const Seg& g : s) emitBlocks(g, &f);
+    list.reserve(64);
+    RunFolder f(&list);
+    for (const Seg& g : s)
+      for (int64_t r = 0; r < g.repeat; ++r)
+        for (const Piece& p : g.body) f.piece(p, r * g.stride);
     f.flush();
     if (!list.empty()) fin.push_back(periodic(std::move(list)));
   } else {
@@ -446,6 +693,10 @@ Status canonicalize(const Type& type, Canonical* out) {
   c.extent = type.bounds().extent();
   uint64_t bits = magnitude(c.extent);
   int64_t packed = 0;
+  size_t total = 0;
+  for (const Seg& g : fin) total += g.body.size();
+  c.pieces.reserve(total);
+  c.segments.reserve(fin.size());
   for (Seg& g : fin) {
     Segment seg;
     seg.firstPiece = static_cast<int64_t>(c.pieces.size());

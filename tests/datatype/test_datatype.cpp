@@ -398,4 +398,45 @@ TEST(Datatype, RandomTreesMatchTheirBlockLists) {
   }
 }
 
+// Irregular layouts whose exact stage folds many runs at a time (rows and planes continuing a piece, a run growing
+// until it matches the piece before): a struct of strided parts and odd blocks reaches the same form as the
+// hindexed list of its contiguous blocks (which the structural stage folds one block at a time), and packs the same.
+TEST(Datatype, BatchedFoldingMatchesBlockLists) {
+  std::mt19937_64 rng(11);
+  auto uni = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  T byte, i32;
+  OK(tether_type_basic(TETHER_BASIC_BYTE, byte.out()));
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  for (int iter = 0; iter < 300; ++iter) {
+    const int parts = static_cast<int>(uni(1, 4));
+    std::vector<T> owned(static_cast<size_t>(2 * parts));
+    std::vector<tether_type_t> ts;
+    std::vector<int64_t> bl, disp, lens, offs;
+    for (int q = 0; q < parts; ++q) {
+      // part q: hvector(c1, 1, s1, vector(c0, b, s0 ints)) at displacement o, or one odd block of ints
+      const int64_t b = uni(1, 3), c0 = uni(1, 9), c1 = uni(1, 7), s0 = uni(0, 4) == 0 ? b : uni(-6, 8);
+      const int64_t s1 = uni(0, 3) == 0 ? c0 * s0 * 4 : uni(-40, 80), o = uni(-100, 100) * 4;
+      T& v = owned[static_cast<size_t>(2 * q)];
+      T& h = owned[static_cast<size_t>(2 * q + 1)];
+      const bool odd = uni(0, 4) == 0;
+      OK(tether_type_vector(odd ? 1 : c0, b, s0, i32, v.out()));
+      OK(tether_type_hvector(odd ? 1 : c1, 1, s1, v, h.out()));
+      ts.push_back(h), bl.push_back(1), disp.push_back(o);
+      for (int64_t j = 0; j < (odd ? 1 : c1); ++j)
+        for (int64_t i = 0; i < (odd ? 1 : c0); ++i) lens.push_back(4 * b), offs.push_back(o + j * s1 + i * s0 * 4);
+    }
+    T st, listed;
+    OK(tether_type_struct(parts, bl.data(), disp.data(), ts.data(), st.out()));
+    OK(tether_type_hindexed(static_cast<int64_t>(lens.size()), lens.data(), offs.data(), byte, listed.out()));
+    committed(&st);
+    committed(&listed);
+    EXPECT_EQ(body(listed), body(st)) << "iteration " << iter << ": " << full(st);
+    Q q = query(st);
+    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
+    std::iota(mem.begin(), mem.end(), 5);
+    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    EXPECT_EQ(packAll(listed, 1, origin), packAll(st, 1, origin)) << "iteration " << iter;
+  }
+}
+
 }  // namespace
