@@ -140,6 +140,32 @@ tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const 
  * stored under TETHER_DT_CALIBRATION (default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU). */
 tether_status_t tether_type_gpu_calibrate(int force, char* summary, size_t len);
 
+/* ---- non-contiguous put/get (calls on a tether_t) ----------------------------------------------------------- */
+
+/* RMA where source and target each have a datatype (MPI's matching rule: the type signatures are not compared, only
+ * the packed sizes). put: src_count instances of src_type at src (local buffer, any memory) are packed in type-map
+ * order and the packed bytes are unpacked into dest_count instances of dest_type at `dest` on PE pe. get: the same
+ * with src on PE pe and dest local. Instance i of a side sits at buffer + i * extent, displacements relative to it.
+ *  - The symmetric side (dest of put, src of get) is a symmetric address of this PE; the whole true extent of its
+ *    count instances ([true_lb, true_lb + true_extent) repeated at the extent, below the address when true_lb < 0)
+ *    must lie in one symmetric segment (else TETHER_ERR_NOT_SYMMETRIC naming the range).
+ *  - dest_count * size(dest_type) must equal src_count * size(src_type), else TETHER_ERR_INVALID_ARG naming both;
+ *    0 bytes is a no-op. Types must be committed; counts >= 0. Bytes of the target outside its type map are never
+ *    written; where the target's type map names a byte twice the later entry wins (GPU route: unspecified).
+ *  - Blocking forms are complete on return. _nbi forms complete at tether_quiet (today they also complete before
+ *    returning, which the rule allows; do not rely on it). The local buffer may be reused when the call returns.
+ *  - Errors: through tether_last_error() (like every tether_t call), not tether_type_last_error().
+ * How bytes travel (direct pack/unpack in the peer's memory vs staging + contiguous put/get) is chosen per call:
+ * docs/datatype.md "Non-contiguous put/get"; TETHER_DT_RMA=staged forces the staging route. */
+tether_status_t tether_put_typed(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
+                                 const void* src, tether_type_t src_type, int64_t src_count, int pe);
+tether_status_t tether_get_typed(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
+                                 const void* src, tether_type_t src_type, int64_t src_count, int pe);
+tether_status_t tether_put_typed_nbi(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
+                                     const void* src, tether_type_t src_type, int64_t src_count, int pe);
+tether_status_t tether_get_typed_nbi(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
+                                     const void* src, tether_type_t src_type, int64_t src_count, int pe);
+
 /* Message of the last failed tether_type_* call on this thread ("" if none). Valid until the next failing call. */
 const char* tether_type_last_error(void);
 

@@ -38,6 +38,9 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_PATHS", ConfigType::String, "auto",
        "Peer path overrides for same-host peers: auto, or a comma list host=<auto|shm>, device=<auto|p2p|staged> "
        "(a bare shm means host=shm)"},
+      {"TETHER_DT_RMA", ConfigType::String, "auto",
+       "Non-contiguous put/get (tether_put_typed & co.): auto (pack/unpack straight into or out of the peer's memory "
+       "where it is mapped here, else staging + contiguous put/get) or staged (always staging: tests the fallback)"},
       {"TETHER_GPU", ConfigType::String, "auto",
        "GPU of this PE: auto (node-local PE modulo visible GPUs), an ordinal, or none (host segments only)"},
       {"TETHER_DEFAULT_SEGMENT", ConfigType::String, "auto",

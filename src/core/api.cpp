@@ -9,6 +9,7 @@
 #include "core/stream.h"
 #include "core/world.h"
 #include "heap/program_data.h"
+#include "tether/datatype.h"
 
 struct tether_world {
   std::unique_ptr<tether::World> impl;
@@ -230,6 +231,28 @@ tether_status_t tether_get_elems(tether_t w, void* d, const void* s, size_t nele
     TETHER_TRY(elemBytes("tether_get", nelems, elemSize, &n));
     return x.get("tether_get", d, s, n, pe, false);
   });
+}
+
+// Non-contiguous put/get (tether/datatype.h; core/rma_typed.cpp).
+tether_status_t tether_put_typed(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s, tether_type_t st,
+                                 int64_t sc, int pe) {
+  return guarded(w, "tether_put_typed",
+                 [&](World& x) { return x.putTyped("tether_put_typed", d, dt, dc, s, st, sc, pe, false); });
+}
+tether_status_t tether_get_typed(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s, tether_type_t st,
+                                 int64_t sc, int pe) {
+  return guarded(w, "tether_get_typed",
+                 [&](World& x) { return x.getTyped("tether_get_typed", d, dt, dc, s, st, sc, pe, false); });
+}
+tether_status_t tether_put_typed_nbi(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
+                                     tether_type_t st, int64_t sc, int pe) {
+  return guarded(w, "tether_put_typed_nbi",
+                 [&](World& x) { return x.putTyped("tether_put_typed_nbi", d, dt, dc, s, st, sc, pe, true); });
+}
+tether_status_t tether_get_typed_nbi(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
+                                     tether_type_t st, int64_t sc, int pe) {
+  return guarded(w, "tether_get_typed_nbi",
+                 [&](World& x) { return x.getTyped("tether_get_typed_nbi", d, dt, dc, s, st, sc, pe, true); });
 }
 
 tether_status_t tether_quiet(tether_t w) { return guarded(w, "tether_quiet", [](World& x) { return x.quiet(); }); }

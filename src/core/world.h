@@ -27,6 +27,8 @@
 #include "topology/topology.h"
 #include "transport/transport.h"
 
+struct tether_type_s;  // a datatype handle (tether/datatype.h)
+
 namespace tether {
 
 // Bytes reserved at the start of every PE's HOST segment for the ControlBlock (below); user allocations start here.
@@ -113,6 +115,14 @@ class World {
   Status quiet();
   Status fence();
 
+  // ---- non-contiguous RMA -- core/rma_typed.cpp (tether_put_typed & co., docs/datatype.md "Non-contiguous
+  // put/get"). dest (put) / src (get) is symmetric: the true extent of its count instances must lie in one symmetric
+  // segment. count * size must match on both sides. Complete on return (nbi forms included, which is allowed).
+  Status putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
+                  tether_type_s* srcType, int64_t srcCount, int pe, bool nbi);
+  Status getTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
+                  tether_type_s* srcType, int64_t srcCount, int pe, bool nbi);
+
   // ---- waits and collectives -- core/sync.cpp
   enum class WaitMode { All, Any, Some };
   // One engine behind every wait_until / test form. values: 1 value, or n values when vector.
@@ -163,6 +173,9 @@ class World {
   Status commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes);
   Status liveRef(const char* call, const void* ptr, SymRef* ref) const;
   Status badPe(const char* call, int pe) const;
+  // putTyped / getTyped (core/rma_typed.cpp): put moves src (local) to dest (remote), get src (remote) to dest.
+  Status typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
+                  tether_type_s* srcType, int64_t srcCount, int pe, bool nbi);
   Status checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
   // [addr, addr + n) inside the committed user part of this PE's HOST heap (no overflow possible: bounded by it).
   bool inHostHeap(const void* addr, uint64_t n, SymRef* ref) const {
@@ -203,6 +216,10 @@ class World {
   std::vector<tether_device_peer_t> lastPeers_[2];
   const tether_device_peer_t* lastTable_[2] = {nullptr, nullptr};
   std::vector<std::unique_ptr<std::vector<tether_device_peer_t>>> cpuTables_;
+  // Non-contiguous RMA (core/rma_typed.cpp): GPU staging buffer for typed-to-typed transfers through the GPU engine,
+  // allocated on first use (freed with the GPU context) and used by one transfer at a time (typedMu_).
+  std::mutex typedMu_;
+  void* typedGpuStage_ = nullptr;
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   std::mutex streamMu_;  // creation of streamOps_

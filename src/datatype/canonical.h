@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,5 +74,16 @@ std::string describe(const Canonical& c);
 // 0 <= packedOffset, packedOffset + len <= count * size.
 void hostPack(const Canonical& c, const void* user, int64_t packedOffset, int64_t len, void* packed);
 void hostUnpack(const Canonical& c, const void* packed, int64_t packedOffset, int64_t len, void* user);
+
+// Visits the memory runs behind packed bytes [packedOffset, packedOffset + len) of `count` instances, in pack order:
+// visit(displacement, n) for each run of n bytes at `displacement` (relative to the user buffer, may be negative);
+// runs that continue each other in memory are merged. Stops at, and returns, the first failing visit. Same
+// preconditions as hostPack. (The staged non-contiguous put/get issues one contiguous transfer per run.)
+Status hostWalk(const Canonical& c, int64_t packedOffset, int64_t len,
+                const std::function<Status(int64_t displacement, int64_t n)>& visit);
+// True when the whole pack of `count` instances is one contiguous run: packed byte b sits at *displacement + b
+// (always true for an empty pack, *displacement = 0). Conservative: may say false for exotic spellings of a
+// contiguous layout (callers then take the general path).
+bool hostContiguous(const Canonical& c, int64_t count, int64_t* displacement);
 
 }  // namespace tether::dt

@@ -52,11 +52,15 @@ struct GpuPackRequest {
   bool unpack = false;
   void* stream = nullptr;     // cudaStream_t; nullptr: the legacy default stream
   Scheme force = Scheme::Auto;  // Auto: the cost model (or TETHER_DT_SCHEME)
+  int device = -1;              // >= 0: make this GPU (ordinal) current on the calling thread first
 };
 
 // Enqueues the pack/unpack on the stream (pageable host buffers: completes before returning). *used: the scheme.
 // Fails with TETHER_ERR_UNSUPPORTED when this build has no CUDA or no GPU is visible.
 Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used);
+// Waits until the work enqueued on the stream (nullptr: the legacy default stream) is complete; device as in
+// GpuPackRequest. Fails with TETHER_ERR_CUDA (naming the CUDA error) or TETHER_ERR_UNSUPPORTED (no CUDA).
+Status gpuSync(int device, void* stream);
 // The scheme gpuPack would use for a whole pack of count instances between device buffers (for tests/benchmarks).
 Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out);
 // Measures (or reloads) the cost model's table for the current GPU; force: measure even if a file exists.

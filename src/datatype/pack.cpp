@@ -104,4 +104,34 @@ void hostUnpack(const Canonical& c, const void* packed, int64_t packedOffset, in
   copy<false>(c, user, packedOffset, len, const_cast<void*>(packed));
 }
 
+Status hostWalk(const Canonical& c, int64_t packedOffset, int64_t len,
+                const std::function<Status(int64_t displacement, int64_t n)>& visit) {
+  if (len <= 0 || c.size == 0) return Status::ok();
+  Cursor cur(c, packedOffset);
+  int64_t runStart = 0, runLen = 0;  // the pending (merged) run
+  while (len > 0) {
+    const int64_t n = std::min(len, cur.leftInBlock());
+    const int64_t d = cur.displacement();
+    if (runLen > 0 && d == runStart + runLen) {
+      runLen += n;
+    } else {
+      if (runLen > 0) TETHER_TRY(visit(runStart, runLen));
+      runStart = d;
+      runLen = n;
+    }
+    len -= n;
+    cur.advance(n);
+  }
+  return visit(runStart, runLen);
+}
+
+bool hostContiguous(const Canonical& c, int64_t count, int64_t* displacement) {
+  *displacement = 0;
+  if (count == 0 || c.size == 0) return true;
+  Cursor cur(c, 0);
+  if (cur.leftInBlock() != c.size) return false;  // one instance is not one block
+  *displacement = cur.displacement();
+  return count == 1 || c.extent == c.size;
+}
+
 }  // namespace tether::dt

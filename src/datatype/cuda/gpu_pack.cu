@@ -472,6 +472,12 @@ Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out) {
   return Status::ok();
 }
 
+Status gpuSync(int device, void* stream) {
+  if (device >= 0) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  DT_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "stream synchronize");
+  return Status::ok();
+}
+
 Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   const Canonical& c = *r.c;
   cudaStream_t stream = static_cast<cudaStream_t>(r.stream);
@@ -479,6 +485,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     *used = Scheme::Auto;
     return Status::ok();
   }
+  if (r.device >= 0) DT_CUDA(cudaSetDevice(r.device), "cudaSetDevice");
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
   // Buffers the GPU cannot address: pack on the host (after the stream's earlier work), staging device data.

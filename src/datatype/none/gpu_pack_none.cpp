@@ -10,6 +10,7 @@ Status none() {
 }  // namespace
 
 Status gpuPack(const GpuPackRequest&, GpuCache*, Scheme*) { return none(); }
+Status gpuSync(int, void*) { return none(); }
 Status gpuChooseScheme(const Canonical&, int64_t, Scheme*) { return none(); }
 Status gpuCalibrate(bool, std::string*) { return none(); }
 

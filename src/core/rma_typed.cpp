@@ -1,0 +1,275 @@
+// Non-contiguous put/get (issue #7, "Integration"): source and target each described by a committed datatype and a
+// count; the source's packed byte stream (count * size bytes, MPI type-map order) becomes the target's.
+//
+// Routes, chosen per call from what the target's path allows (docs/datatype.md "Non-contiguous put/get"):
+//  - CpuDirect: the remote bytes are host memory mapped here (self/shm/p2p path to a HOST or STATIC segment) and the
+//    local buffer is host memory: the host reference packs straight into, or unpacks straight out of, the peer's
+//    memory. One side contiguous: no staging copy at all; both sides typed: a bounded host staging buffer
+//    (kHostFragment), fragment by fragment (pack and unpack are resumable at any packed byte).
+//  - GpuDirect: the remote bytes are GPU-addressable from here (a p2p DEVICE segment, or a HOST segment's GPU alias
+//    when the local buffer is GPU memory): the GPU engine's kernels read/write the peer's memory. Local GPU buffer and
+//    one side contiguous: one pack or unpack launch; otherwise through the World's GPU staging buffer (kGpuFragment).
+//  - Staged: everything else (the staged DEVICE path, future network paths, TETHER_DT_RMA=staged): pack a fragment
+//    into a local staging buffer, then one ordinary contiguous put per memory run of the remote type (get: one get per
+//    run, then unpack). Works for every path the contiguous put/get serves.
+// The rule today is "direct whenever the peer's bytes are load/store (or kernel) reachable"; choosing by the cost
+// model's time estimates is left for later (docs/datatype.md says so).
+//
+// Completion: every form is complete on return (the _nbi forms too; OpenSHMEM allows an nbi call to complete early).
+// Ordering against this PE's earlier nbi operations to overlapping bytes is not defined (as for put_nbi + put).
+// The GPU route (GpuDirect, and Staged with a GPU local buffer) compiles but has not run on a GPU yet.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "core/world.h"
+#include "datatype/canonical.h"
+#include "datatype/gpu_pack.h"
+#include "datatype/handle.h"
+
+namespace tether {
+
+namespace {
+
+constexpr int64_t kHostFragment = int64_t{1} << 20;  // host staging per fragment (typed-to-typed, Staged route)
+constexpr int64_t kGpuFragment = int64_t{8} << 20;   // the World's GPU staging buffer
+
+// Address arithmetic on integers: displacements may point before a buffer's origin (negative lb), as in MPI.
+char* at(const void* base, int64_t d) {
+  return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(d));
+}
+
+// One side of a transfer after its checks.
+struct Side {
+  const char* name;  // "dest" or "src" (messages)
+  tether_type_s* handle;
+  const dt::Canonical* c;
+  int64_t count;
+  int64_t bytes;  // count * size
+};
+
+Status checkSide(const char* call, const char* name, tether_type_s* t, int64_t count, Side* out) {
+  if (!t || !t->type) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s_type is NULL", call, name);
+  if (!t->canonical)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s_type is not committed (call tether_type_commit first)", call, name);
+  if (count < 0)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s_count is negative (%" PRId64 ")", call, name, count);
+  int64_t bytes = 0;
+  if (!dt::mulOk(count, t->canonical->size, &bytes))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s_count %" PRId64 " x size %" PRId64 " overflows int64", call, name, count,
+                t->canonical->size);
+  *out = Side{name, t, t->canonical.get(), count, bytes};
+  return Status::ok();
+}
+
+// Bytes [lo, hi) relative to the buffer that `count` instances of the side's type touch (its true extent, repeated
+// at the extent, which may be negative). Only for a non-empty pack.
+Status trueSpan(const char* call, const Side& s, int64_t* lo, int64_t* hi) {
+  const dt::Bounds& b = s.handle->type->bounds();
+  int64_t last = 0;
+  if (!dt::mulOk(s.count - 1, b.extent(), &last) || !dt::addOk(b.trueLb, std::min<int64_t>(0, last), lo) ||
+      !dt::addOk(b.trueUb, std::max<int64_t>(0, last), hi))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: the true extent of %" PRId64 " x %s_type overflows int64", call, s.count,
+                s.name);
+  return Status::ok();
+}
+
+enum class Route { CpuDirect, GpuDirect, Staged };
+
+const char* const kRouteNames[] = {"direct (CPU)", "direct (GPU)", "staged"};
+
+// A side as memory: its type and count, and its base address as the route addresses it (the type's displacements
+// apply relative to it).
+struct Mem {
+  const Side* side;
+  char* base;
+};
+
+// Host reference copy of packed bytes [0, n) from one side to the other (CpuDirect): no staging when one side is
+// contiguous, else a bounded staging buffer.
+void cpuCopy(const Mem& from, const Mem& to, int64_t n) {
+  int64_t d = 0;
+  if (dt::hostContiguous(*to.side->c, to.side->count, &d)) return dt::hostPack(*from.side->c, from.base, 0, n, at(to.base, d));
+  if (dt::hostContiguous(*from.side->c, from.side->count, &d))
+    return dt::hostUnpack(*to.side->c, at(from.base, d), 0, n, to.base);
+  std::vector<char> stage(static_cast<size_t>(std::min(n, kHostFragment)));
+  for (int64_t off = 0; off < n;) {
+    const int64_t len = std::min(n - off, kHostFragment);
+    dt::hostPack(*from.side->c, from.base, off, len, stage.data());
+    dt::hostUnpack(*to.side->c, stage.data(), off, len, to.base);
+    off += len;
+  }
+}
+
+// The GPU engine on the legacy default stream of `device` (so it follows the caller's default-stream work): packs
+// bytes [off, off + len) of `user` into `packed`, or (unpack) the reverse.
+Status engine(int device, bool unpack, const Mem& user, int64_t off, int64_t len, void* packed) {
+  dt::GpuPackRequest r;
+  r.c = user.side->c;
+  r.count = user.side->count;
+  r.src = unpack ? packed : user.base;
+  r.dst = unpack ? static_cast<void*>(user.base) : packed;
+  r.packedOffset = off;
+  r.len = len;
+  r.unpack = unpack;
+  r.device = device;
+  dt::Scheme used;
+  return dt::gpuPack(r, &user.side->handle->gpu, &used);
+}
+
+}  // namespace
+
+Status World::putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
+                       tether_type_s* srcType, int64_t srcCount, int pe, bool nbi) {
+  return typedRma(call, true, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, nbi);
+}
+
+Status World::getTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
+                       tether_type_s* srcType, int64_t srcCount, int pe, bool nbi) {
+  return typedRma(call, false, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, nbi);
+}
+
+Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
+                       tether_type_s* srcType, int64_t srcCount, int pe, bool /*nbi: completes on return*/) {
+  TETHER_TRY(checkPe(call, pe));
+  Side d, s;
+  TETHER_TRY(checkSide(call, "dest", destType, destCount, &d));
+  TETHER_TRY(checkSide(call, "src", srcType, srcCount, &s));
+  if (d.bytes != s.bytes)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG,
+                "%s: packed sizes differ: dest %" PRId64 " x dest_type (size %" PRId64 ") = %" PRId64
+                " bytes, src %" PRId64 " x src_type (size %" PRId64 ") = %" PRId64 " bytes",
+                call, d.count, d.c->size, d.bytes, s.count, s.c->size, s.bytes);
+  const int64_t n = d.bytes;
+  if (n == 0) return Status::ok();
+  const Side& remoteSide = isPut ? d : s;
+  const Side& localSide = isPut ? s : d;
+  void* remoteAddr = isPut ? dest : src;
+  void* localBuf = isPut ? src : dest;
+  if (!localBuf)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s is NULL (%" PRId64 " packed bytes %s PE %d)", call, localSide.name, n,
+                isPut ? "to" : "from", pe);
+
+  // The remote side's whole true extent must lie in one symmetric segment of this PE (as checkSymmetric checks a
+  // contiguous range); a negative true lb reaches below remoteAddr.
+  int64_t lo = 0, hi = 0;
+  TETHER_TRY(trueSpan(call, remoteSide, &lo, &hi));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(remoteAddr);
+  char what[160];
+  std::snprintf(what, sizeof what, "%s (true extent of %" PRId64 " x %s_type: bytes [%" PRId64 ", %" PRId64 ") of %p)",
+                remoteSide.name, remoteSide.count, remoteSide.name, lo, hi, remoteAddr);
+  if ((lo < 0 && a < static_cast<uintptr_t>(-(lo + 1)) + 1) || (lo > 0 && a + static_cast<uintptr_t>(lo) < a))
+    TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: %s is outside the address space", call, what);
+  int64_t span = 0;
+  if (__builtin_sub_overflow(hi, lo, &span))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s: the span overflows int64", call, what);
+  SymRef ref;
+  TETHER_TRY(checkSymmetric(call, what, at(remoteAddr, lo), static_cast<uint64_t>(span), &ref));
+
+  // Route (see the file comment).
+  std::string mode = config_.str("TETHER_DT_RMA");
+  if (mode != "auto" && mode != "staged")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: TETHER_DT_RMA='%s': expected auto or staged", call, mode.c_str());
+  const SegPath& p = path(pe, ref.kind);
+  const RemoteAddr r = remote(pe, ref);
+  const bool localOnGpu = gpu_ && gpu_->isDeviceMemory(localBuf);
+  const bool loadStore = p.ops && (p.ops->caps & kCapLoadStore);
+  Route route = Route::Staged;
+  char* remoteBase = nullptr;  // the remote side's buffer origin as addressed by the route (CPU or GPU address)
+  if (mode == "auto" && loadStore) {
+    if (isHostMemory(r.kind) && !localOnGpu && r.ptr) {
+      route = Route::CpuDirect;
+      remoteBase = at(r.ptr, -lo);
+    } else if (gpu_ && (r.kind == SegKind::Device ? r.ptr : r.gpuPtr)) {
+      route = Route::GpuDirect;
+      remoteBase = at(r.kind == SegKind::Device ? r.ptr : r.gpuPtr, -lo);
+    }
+  }
+  TETHER_LOG_DEBUG(LogSys::Core, "%s: %" PRId64 " packed bytes %s PE %d, %s", call, n, isPut ? "to" : "from", pe,
+                   kRouteNames[static_cast<int>(route)]);
+
+  const Mem local{&localSide, static_cast<char*>(localBuf)};
+  const int dev = gpu_ ? gpu_->device() : -1;
+
+  if (route == Route::CpuDirect) {
+    const Mem rem{&remoteSide, remoteBase};
+    cpuCopy(isPut ? local : rem, isPut ? rem : local, n);
+    return Status::ok();
+  }
+
+  if (route == Route::GpuDirect) {
+    const Mem rem{&remoteSide, remoteBase};
+    const Mem& from = isPut ? local : rem;
+    const Mem& to = isPut ? rem : local;
+    int64_t off = 0;
+    if (localOnGpu && dt::hostContiguous(*to.side->c, to.side->count, &off)) {
+      TETHER_TRY(engine(dev, false, from, 0, n, at(to.base, off)));
+      return dt::gpuSync(dev, nullptr);
+    }
+    if (localOnGpu && dt::hostContiguous(*from.side->c, from.side->count, &off)) {
+      TETHER_TRY(engine(dev, true, to, 0, n, at(from.base, off)));
+      return dt::gpuSync(dev, nullptr);
+    }
+    // Through the GPU staging buffer: both kernels on one stream keep the fragments in order.
+    std::lock_guard<std::mutex> lock(typedMu_);
+    if (!typedGpuStage_) TETHER_TRY(gpu_->allocDevice(static_cast<size_t>(kGpuFragment), &typedGpuStage_));
+    for (off = 0; off < n;) {
+      const int64_t len = std::min(n - off, kGpuFragment);
+      TETHER_TRY(engine(dev, false, from, off, len, typedGpuStage_));
+      TETHER_TRY(engine(dev, true, to, off, len, typedGpuStage_));
+      off += len;
+    }
+    return dt::gpuSync(dev, nullptr);
+  }
+
+  // Staged: a local staging buffer (GPU memory when the local buffer is GPU memory, so the engine can fill it) and
+  // one ordinary contiguous put/get per memory run of the remote side's type.
+  std::unique_lock<std::mutex> lock(typedMu_, std::defer_lock);
+  std::vector<char> hostStage;
+  char* stage = nullptr;
+  int64_t frag = kHostFragment;
+  if (localOnGpu) {
+    lock.lock();
+    if (!typedGpuStage_) TETHER_TRY(gpu_->allocDevice(static_cast<size_t>(kGpuFragment), &typedGpuStage_));
+    stage = static_cast<char*>(typedGpuStage_);
+    frag = kGpuFragment;
+  } else {
+    hostStage.resize(static_cast<size_t>(std::min(n, kHostFragment)));
+    stage = hostStage.data();
+  }
+  for (int64_t off = 0; off < n;) {
+    const int64_t len = std::min(n - off, frag);
+    if (isPut) {
+      if (localOnGpu) {
+        TETHER_TRY(engine(dev, false, local, off, len, stage));
+        TETHER_TRY(dt::gpuSync(dev, nullptr));
+      } else {
+        dt::hostPack(*local.side->c, local.base, off, len, stage);
+      }
+    }
+    int64_t pos = 0;  // packed bytes of this fragment moved so far
+    TETHER_TRY(dt::hostWalk(*remoteSide.c, off, len, [&](int64_t disp, int64_t runBytes) -> Status {
+      void* sym = at(remoteAddr, disp);
+      const size_t nb = static_cast<size_t>(runBytes);
+      Status st = isPut ? put(call, sym, stage + pos, nb, pe, false) : get(call, stage + pos, sym, nb, pe, false);
+      pos += runBytes;
+      return st;
+    }));
+    if (!isPut) {
+      if (localOnGpu) {
+        TETHER_TRY(engine(dev, true, local, off, len, stage));
+        TETHER_TRY(dt::gpuSync(dev, nullptr));
+      } else {
+        dt::hostUnpack(*local.side->c, stage, off, len, local.base);
+      }
+    }
+    off += len;
+  }
+  return Status::ok();
+}
+
+}  // namespace tether
