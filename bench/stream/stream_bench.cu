@@ -1,0 +1,733 @@
+// Stream-ordered communication benchmark (issue #6), 2 PEs under tetherrun, one GPU each, DEVICE segments.
+// Rows (see bench/README.md "stream"):
+//   put_on_stream        8 B tether_putmem_on_stream back to back: k enqueued, one synchronisation, per op = total / k
+//   put_quiet_on_stream  8 B put + quiet_on_stream, k pairs back to back, one synchronisation (NVSHMEM perftest
+//                        `latency --issue on_stream` shape), per pair
+//   put_quiet_sync       8 B put + quiet_on_stream + cudaStreamSynchronize per op (latency as the host sees it)
+//   put_bw, put_bw_bidir sizes --min-size .. --max-size (default 8 B .. 1 GiB): k puts + quiet_on_stream per batch;
+//                        bidir = both PEs at once, total of both directions over the slower PE's time
+//   put_signal_pingpong  putmem_signal_on_stream + signal_wait_until_on_stream ping-pong (8 B .. 1 MiB), one-way
+//   barrier_all          barrier_all_on_stream, k back to back on both PEs, per barrier
+//   prepared_pingpong    the put_signal ping-pong as a prepared set (tether_prepare, patched signal), one-way
+//   prepared_put4        a prepared set of four 8 B puts posted k times, per post
+//   fetch_add            atomic_fetch_add_on_stream back to back (per op) and with a synchronisation per op
+//   halo                 HPGMG exchange_boundary style: pack kernel -> send -> interior kernel -> wait -> unpack
+//                        kernel per iteration, CPU-synchronous / stream-ordered / kernel-initiated, with the CPU busy
+//                        time of each (getrusage of the process and the main thread's CPU clock over the loop)
+// Timing: each batch lies between host barriers; `us` = steady_clock from the first enqueue to the end of the
+// synchronisation / ops, `gpu_us` = CUDA events on the stream around the same work / ops, `issue_us` = CPU time spent
+// enqueueing / ops. Statistics are over batches (median, min, p90; bench/harness.h). Data is checked after every row
+// outside the timed region; wrong data exits 1, a failed call exits 2, no GPU exits 77.
+#include <cuda_runtime.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../cuda_check.h"
+#include "harness.h"
+#include "tether/device.cuh"
+#include "tether/tether.h"
+
+namespace tb = tether_bench;
+namespace dev = tether::device;
+
+#define TK(x)                                                                                \
+  do {                                                                                       \
+    if ((x) != TETHER_SUCCESS) {                                                             \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, tether_last_error()); \
+      std::exit(2);                                                                          \
+    }                                                                                        \
+  } while (0)
+
+namespace {
+
+// ---- kernels ------------------------------------------------------------------------------------------------------
+
+__host__ __device__ __forceinline__ unsigned char patternByte(size_t i, int pe) {
+  return static_cast<unsigned char>(((static_cast<uint32_t>(i) * 2654435761u) >> 24) + 17u * static_cast<uint32_t>(pe));
+}
+__global__ void fillPattern(char* p, size_t n, int pe) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<char>(patternByte(i, pe));
+}
+__global__ void countWrong(const char* p, size_t n, int pe, unsigned long long* bad) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    if (static_cast<unsigned char>(p[i]) != patternByte(i, pe)) atomicAdd(bad, 1ull);
+}
+
+// Halo exchange. The domain is rows x kCols uint32 (row-major); column kCols-2 is the boundary this PE sends,
+// column kCols-1 the ghost column it receives: the pack is a strided gather, the unpack a strided scatter. The
+// boundary value of row r at iteration i is haloVal(pe, i, r) (set by the interior kernel of iteration i-1), so the
+// unpack can check every received value. The interior kernel is the local work between send and wait.
+constexpr int kCols = 8;
+constexpr int kHaloThreads = 256;
+__host__ __device__ __forceinline__ uint32_t haloVal(int pe, uint64_t i, size_t r) {
+  return (static_cast<uint32_t>(pe) * 0x9E3779B9u) ^ (static_cast<uint32_t>(i) * 2654435761u) ^
+         (static_cast<uint32_t>(r) * 40503u) ^ 0x5bd1e995u;
+}
+// Rows [*lo, *hi) of block b: contiguous chunks, so the kernel-initiated version sends one range per block.
+__device__ __forceinline__ bool haloChunk(size_t rows, size_t* lo, size_t* hi) {
+  const size_t chunk = (rows + gridDim.x - 1) / gridDim.x;
+  *lo = chunk * blockIdx.x;
+  *hi = *lo + chunk < rows ? *lo + chunk : rows;
+  return *lo < *hi;
+}
+__global__ void haloSetBoundary(uint32_t* dom, size_t rows, int pe, uint64_t i) {
+  for (size_t r = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<size_t>(gridDim.x) * blockDim.x)
+    dom[r * kCols + kCols - 2] = haloVal(pe, i, r);
+}
+// Pack (gather the boundary column into send); Send: the block then puts its chunk into the peer's recv slot and
+// adds 1 to the peer's signal (device API, kernel-initiated version).
+template <bool Send>
+__global__ void __launch_bounds__(kHaloThreads) haloPack(dev::Handle h, const uint32_t* dom, uint32_t* send,
+                                                           size_t rows, uint32_t* recvSlot, uint64_t* sig, int peer) {
+  size_t lo, hi;
+  if (!haloChunk(rows, &lo, &hi)) return;
+  for (size_t r = lo + threadIdx.x; r < hi; r += blockDim.x) send[r] = dom[r * kCols + kCols - 2];
+  if (Send) {
+    __syncthreads();
+    dev::putmem_signal<dev::Scope::Block>(h, recvSlot + lo, send + lo, (hi - lo) * sizeof(uint32_t), sig, 1,
+                                          dev::SignalOp::Add, peer);
+  }
+}
+// Interior work: a few FMAs per element of `work`, and the next iteration's boundary column.
+__global__ void haloInterior(float* work, size_t n, uint32_t* dom, size_t rows, int pe, uint64_t next) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t k = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; k < n; k += stride) {
+    float v = work[k];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v = v * 0.999f + 0.001f;
+    work[k] = v;
+  }
+  for (size_t r = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; r < rows; r += stride)
+    dom[r * kCols + kCols - 2] = haloVal(pe, next, r);
+}
+// Unpack (scatter recv into the ghost column), checking each value against what the peer packed at iteration i.
+// Wait: every block first waits until the signal reaches `expect` (kernel-initiated version).
+template <bool Wait>
+__global__ void __launch_bounds__(kHaloThreads) haloUnpack(dev::Handle h, uint32_t* dom, const uint32_t* recvSlot,
+                                                             size_t rows, int peer, uint64_t i, uint64_t* sig,
+                                                             uint64_t expect, unsigned long long* bad) {
+  size_t lo, hi;
+  if (!haloChunk(rows, &lo, &hi)) return;
+  if (Wait) dev::signal_wait_until<dev::Scope::Block>(h, sig, dev::Cmp::GE, expect);
+  for (size_t r = lo + threadIdx.x; r < hi; r += blockDim.x) {
+    const uint32_t v = recvSlot[r];
+    dom[r * kCols + kCols - 1] = v;
+    if (v != haloVal(peer, i, r)) atomicAdd(bad, 1ull);
+  }
+}
+
+// ---- context ------------------------------------------------------------------------------------------------------
+
+double cpuProcessSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+double cpuThreadSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+struct Ctx {
+  tether_t w = nullptr;
+  int me = 0, peer = 1;
+  tb::Options o;
+  tb::RunInfo info;
+  std::string gpu, path;
+  cudaStream_t s = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr, done = nullptr;  // done: blocking-sync event (the CPU sleeps on it)
+  char* buf = nullptr;          // DEVICE symmetric, maxSize: RMA target
+  uint64_t* words = nullptr;    // DEVICE symmetric, 4096 B: signals, counter
+  double* xchg = nullptr;       // HOST symmetric, 64 B: PE 1's times and failure count for PE 0
+  char* local = nullptr;        // cudaMalloc, maxSize: put source (pattern of this PE)
+  uint64_t* fetched = nullptr;  // cudaMalloc, iters words: fetch_add results
+  unsigned long long* bad = nullptr;
+  FILE* json = nullptr;
+  long failures = 0;
+  void* sv() const { return static_cast<void*>(s); }
+};
+
+void barrier(Ctx& c) { TK(tether_barrier_all(c.w)); }
+void syncStream(Ctx& c) { CK(cudaStreamSynchronize(c.s)); }
+
+void clearDev(Ctx& c, void* p, size_t n) {
+  CK(cudaMemsetAsync(p, 0, n, c.s));
+  syncStream(c);
+}
+void fail(Ctx& c, const char* row, size_t bytes, const std::string& what) {
+  ++c.failures;
+  std::fprintf(stderr, "tether_bench_stream[PE %d]: data validation FAILED: %s %zu B: %s\n", c.me, row, bytes,
+               what.c_str());
+}
+// This PE's p[0..n) must hold PE `from`'s pattern.
+void checkBytes(Ctx& c, const char* p, size_t n, int from, const char* row) {
+  unsigned long long wrong = 0;
+  CK(cudaMemsetAsync(c.bad, 0, sizeof wrong, c.s));
+  countWrong<<<264, 1024, 0, c.s>>>(p, n, from, c.bad);
+  CK(cudaGetLastError());
+  CK(cudaMemcpyAsync(&wrong, c.bad, sizeof wrong, cudaMemcpyDeviceToHost, c.s));
+  syncStream(c);
+  if (wrong) fail(c, row, n, std::to_string(wrong) + " of " + std::to_string(n) + " bytes wrong");
+}
+uint64_t readWord(Ctx& c, const uint64_t* w) {
+  uint64_t v = 0;
+  CK(cudaMemcpyAsync(&v, w, sizeof v, cudaMemcpyDeviceToHost, c.s));
+  syncStream(c);
+  return v;
+}
+void checkWord(Ctx& c, const uint64_t* w, uint64_t expect, const char* row, const char* what) {
+  const uint64_t v = readWord(c, w);
+  if (v != expect)
+    fail(c, row, 8, std::string(what) + " is " + std::to_string(v) + ", expected " + std::to_string(expect));
+}
+
+// ---- output -------------------------------------------------------------------------------------------------------
+
+std::string num(double v) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+void printHeader(Ctx& c) {
+  if (c.me != 0) return;
+  std::printf("# tether_bench_stream: %s x2 (PE 0: %s), path %s, DEVICE segments\n", c.gpu.c_str(), c.info.host.c_str(),
+              c.path.c_str());
+  std::printf("# date %s; command: %s\n", c.info.date.c_str(), c.info.commandLine.c_str());
+  std::printf("# iters %d, batches %d, warm-up %d, sizes %s..%s; us = steady_clock per op (enqueue to sync), "
+              "gpu_us = CUDA events per op, issue_us = CPU enqueue time per op; median over batches\n",
+              c.o.iters, c.o.batches, c.o.warmup, tb::formatSize(c.o.minSize).c_str(),
+              tb::formatSize(c.o.maxSize).c_str());
+  if (c.json)
+    std::fprintf(c.json,
+                 "{\"record\":\"run\",\"bench\":\"stream\",\"impl\":\"tether\",\"host\":%s,\"cpu\":%s,\"cpus\":%d,"
+                 "\"gpu\":%s,\"date\":%s,\"command\":%s,\"pes\":2,\"path\":%s,\"iters\":%d,\"batches\":%d,"
+                 "\"warmup\":%d,\"min_size\":%zu,\"max_size\":%zu,\"quick\":%s}\n",
+                 tb::jsonString(c.info.host).c_str(), tb::jsonString(c.info.cpu).c_str(), c.info.cpus,
+                 tb::jsonString(c.gpu + " x2").c_str(), tb::jsonString(c.info.date).c_str(),
+                 tb::jsonString(c.info.commandLine).c_str(), tb::jsonString(c.path).c_str(), c.o.iters, c.o.batches,
+                 c.o.warmup, c.o.minSize, c.o.maxSize, c.o.quick ? "true" : "false");
+}
+void beginTable(Ctx& c, const std::string& title) {
+  if (c.me != 0) return;
+  std::printf("\n# %s\n%-22s %12s %10s %10s %10s %10s %10s %10s %9s\n", title.c_str(), "op", "bytes", "us", "min",
+              "p90", "gpu_us", "issue_us", "GB/s", "iters");
+}
+
+struct Result {
+  tb::Stats wall, gpu, issue;  // per op, µs
+  long iters = 0;
+};
+
+// One table line and one JSON line (PE 0). bytesPerOp > 0 with bw: GB/s = bytesPerOp / gpu median.
+void report(Ctx& c, const char* op, size_t bytes, const Result& r, double bytesPerOp, const std::string& note) {
+  if (c.me != 0) return;
+  const double bw = bytesPerOp > 0 && r.gpu.median > 0 ? bytesPerOp / (r.gpu.median * 1e3) : -1;
+  std::printf("%-22s %12zu %10.3f %10.3f %10.3f %10.3f %10.3f %10s %9ld %s\n", op, bytes, r.wall.median, r.wall.min,
+              r.wall.p90, r.gpu.median, r.issue.median, bw >= 0 ? num(bw).c_str() : "-", r.iters, note.c_str());
+  std::fflush(stdout);
+  if (!c.json) return;
+  std::fprintf(c.json,
+               "{\"record\":\"row\",\"bench\":\"stream\",\"impl\":\"tether\",\"op\":%s,\"model\":\"stream\","
+               "\"path\":%s,\"kinds\":\"D->D\",\"bytes\":%zu,\"iters\":%ld,\"batches\":%zu,\"lat_us_median\":%s,"
+               "\"lat_us_min\":%s,\"lat_us_p90\":%s,\"gpu_us_median\":%s,\"issue_us_median\":%s,\"bw_GBps\":%s,"
+               "\"pes\":2,\"host\":%s,\"date\":%s,\"note\":%s}\n",
+               tb::jsonString(op).c_str(), tb::jsonString(c.path).c_str(), bytes, r.iters, r.wall.n,
+               num(r.wall.median).c_str(), num(r.wall.min).c_str(), num(r.wall.p90).c_str(),
+               num(r.gpu.median).c_str(), num(r.issue.median).c_str(), bw >= 0 ? num(bw).c_str() : "null",
+               tb::jsonString(c.info.host).c_str(), tb::jsonString(c.info.date).c_str(),
+               tb::jsonString(note).c_str());
+  std::fflush(c.json);
+}
+
+// Runs warm-up + timed batches. Every batch lies between host barriers; on PEs with active = true the batch
+// enqueues `ops` operations on the stream (enqueue(ops)), then the stream is synchronised. divisor: per-op time =
+// batch time / (ops * divisor) (2 for one-way ping-pong). maxOfBoth: PE 0 takes, per batch, the larger of both PEs'
+// times (PE 1 sends its own through the HOST exchange words). Samples are PE 0's.
+Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
+                   const std::function<void(int ops)>& enqueue) {
+  std::vector<double> wall, gpu, issue;
+  for (int b = 0; b < c.o.warmup + c.o.batches; ++b) {
+    barrier(c);
+    double t[3] = {0, 0, 0};  // wall, gpu, issue (s)
+    if (active) {
+      const double t0 = tb::nowSeconds();
+      CK(cudaEventRecord(c.e0, c.s));
+      enqueue(ops);
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(c.e1, c.s));
+      const double t1 = tb::nowSeconds();
+      CK(cudaEventSynchronize(c.e1));
+      const double t2 = tb::nowSeconds();
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, c.e0, c.e1));
+      t[0] = t2 - t0, t[1] = ms * 1e-3, t[2] = t1 - t0;
+    }
+    if (maxOfBoth) {
+      if (c.me == 1) TK(tether_put(c.w, c.xchg, t, sizeof t, 0));
+      barrier(c);
+      if (c.me == 0)
+        for (int k = 0; k < 2; ++k) t[k] = std::max(t[k], c.xchg[k]);
+    }
+    if (b < c.o.warmup) continue;
+    const double per = 1e6 / (ops * divisor);
+    wall.push_back(t[0] * per);
+    gpu.push_back(t[1] * per);
+    issue.push_back(t[2] * per);
+  }
+  barrier(c);
+  Result r;
+  r.wall = tb::computeStats(wall);
+  r.gpu = tb::computeStats(gpu);
+  r.issue = tb::computeStats(issue);
+  r.iters = static_cast<long>(ops) * c.o.batches;
+  return r;
+}
+
+// ---- rows ---------------------------------------------------------------------------------------------------------
+
+void rowPutLatency(Ctx& c) {
+  const int k = c.o.iters;
+  const bool pe0 = c.me == 0;
+  beginTable(c, "8 B puts on a stream, PE 0 -> PE 1");
+  if (tb::wantsOp(c.o, "put_on_stream")) {
+    if (!pe0) clearDev(c, c.buf, 8);
+    const Result r = timeBatches(c, k, pe0, 1, false, [&](int n) {
+      for (int i = 0; i < n; ++i) TK(tether_putmem_on_stream(c.w, c.buf, c.local, 8, c.peer, c.sv()));
+    });
+    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_on_stream");
+    report(c, "put_on_stream", 8, r, 0, "back to back, one sync per batch; per op");
+  }
+  if (tb::wantsOp(c.o, "put_quiet_on_stream")) {
+    if (!pe0) clearDev(c, c.buf, 8);
+    const Result r = timeBatches(c, k, pe0, 1, false, [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        TK(tether_putmem_on_stream(c.w, c.buf, c.local, 8, c.peer, c.sv()));
+        TK(tether_quiet_on_stream(c.w, c.sv()));
+      }
+    });
+    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_quiet_on_stream");
+    report(c, "put_quiet_on_stream", 8, r, 0, "put + quiet_on_stream back to back, one sync per batch; per pair");
+  }
+  if (tb::wantsOp(c.o, "put_quiet_sync")) {
+    if (!pe0) clearDev(c, c.buf, 8);
+    const Result r = timeBatches(c, std::max(1, k / 4), pe0, 1, false, [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        TK(tether_putmem_on_stream(c.w, c.buf, c.local, 8, c.peer, c.sv()));
+        TK(tether_quiet_on_stream(c.w, c.sv()));
+        syncStream(c);
+      }
+    });
+    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_quiet_sync");
+    report(c, "put_quiet_sync", 8, r, 0, "put + quiet_on_stream + cudaStreamSynchronize per op");
+  }
+}
+
+void rowBandwidth(Ctx& c) {
+  for (int bidir = 0; bidir < 2; ++bidir) {
+    const char* op = bidir ? "put_bw_bidir" : "put_bw";
+    if (!tb::wantsOp(c.o, op)) continue;
+    beginTable(c, bidir ? "putmem_on_stream, PE 0 <-> PE 1 at once; k puts + quiet_on_stream per batch; GB/s = total "
+                          "of both directions over the slower PE's events"
+                        : "putmem_on_stream, PE 0 -> PE 1; k puts + quiet_on_stream per batch; GB/s from the events");
+    for (size_t nb : tb::messageSizes(c.o)) {
+      const int k = tb::opsPerBatch(c.o, nb);
+      const bool active = bidir || c.me == 0;
+      const bool receives = bidir || c.me == 1;
+      if (receives) clearDev(c, c.buf, nb);
+      const Result r = timeBatches(c, k, active, 1, bidir != 0, [&](int n) {
+        for (int i = 0; i < n; ++i) TK(tether_putmem_on_stream(c.w, c.buf, c.local, nb, c.peer, c.sv()));
+        TK(tether_quiet_on_stream(c.w, c.sv()));
+      });
+      if (receives) checkBytes(c, c.buf, nb, c.peer, op);
+      report(c, op, nb, r, static_cast<double>(nb) * (bidir ? 2 : 1), bidir ? "total of both directions" : "");
+    }
+  }
+}
+
+void rowPingPong(Ctx& c) {
+  const bool plain = tb::wantsOp(c.o, "put_signal_pingpong"), prepared = tb::wantsOp(c.o, "prepared_pingpong");
+  if (!plain && !prepared) return;
+  beginTable(c, "put_signal + signal_wait_until on streams, ping-pong PE 0 <-> PE 1 (k round trips enqueued, one sync "
+                "per batch); one-way = time / 2k");
+  uint64_t* sig = c.words;
+  for (int mode = 0; mode < 2; ++mode) {
+    if ((mode == 0 && !plain) || (mode == 1 && !prepared)) continue;
+    const char* op = mode ? "prepared_pingpong" : "put_signal_pingpong";
+    for (size_t nb : {size_t{8}, size_t{4} << 10, size_t{64} << 10, size_t{1} << 20}) {
+      if (nb > c.o.maxSize || (mode == 1 && nb != 8)) continue;
+      const int k = std::max(1, nb >= (64 << 10) ? c.o.iters / 10 : c.o.iters);
+      clearDev(c, c.buf, nb);
+      clearDev(c, sig, 8);
+      barrier(c);
+      uint64_t seq = 0;  // signal value of the last round trip enqueued (the same on both PEs)
+      tether_op_set_t set = nullptr;
+      if (mode == 1) {  // PE 0: put_signal then wait; PE 1: wait then put_signal; both values patched per post
+        tether_op_desc_t ops[2];
+        std::memset(ops, 0, sizeof ops);
+        tether_op_desc_t& ps = ops[c.me == 0 ? 0 : 1];
+        tether_op_desc_t& wt = ops[c.me == 0 ? 1 : 0];
+        ps.kind = TETHER_OP_PUT_SIGNAL, ps.pe = c.peer, ps.dest = c.buf, ps.src = c.local, ps.nbytes = nb;
+        ps.sig_addr = sig, ps.signal = 0, ps.sig_op = TETHER_SIGNAL_SET, ps.flags = TETHER_OP_PATCH_SIGNAL;
+        wt.kind = TETHER_OP_SIGNAL_WAIT, wt.pe = c.me, wt.sig_addr = sig, wt.signal = 0, wt.cmp = TETHER_CMP_GE;
+        wt.flags = TETHER_OP_PATCH_SIGNAL;
+        TK(tether_prepare(c.w, ops, 2, &set));
+      }
+      const Result r = timeBatches(c, k, true, 2, false, [&](int n) {
+        for (int i = 0; i < n; ++i) {
+          ++seq;
+          if (mode == 1) {
+            tether_post_patch_t patch{0, seq};
+            TK(tether_post_on_stream(set, c.sv(), &patch));
+          } else if (c.me == 0) {
+            TK(tether_putmem_signal_on_stream(c.w, c.buf, c.local, nb, sig, seq, TETHER_SIGNAL_SET, c.peer, c.sv()));
+            TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, seq, c.sv()));
+          } else {
+            TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, seq, c.sv()));
+            TK(tether_putmem_signal_on_stream(c.w, c.buf, c.local, nb, sig, seq, TETHER_SIGNAL_SET, c.peer, c.sv()));
+          }
+        }
+      });
+      if (set) TK(tether_op_set_free(set));
+      checkBytes(c, c.buf, nb, c.peer, op);
+      checkWord(c, sig, seq, op, "final signal");
+      report(c, op, nb, r, 0, mode ? "one-way; set {put_signal, wait} posted per round trip" : "one-way");
+    }
+  }
+}
+
+void rowBarrier(Ctx& c) {
+  if (!tb::wantsOp(c.o, "barrier_all")) return;
+  beginTable(c, "barrier_all_on_stream on both PEs, k back to back, one sync per batch");
+  const Result r = timeBatches(c, c.o.iters, true, 1, false, [&](int n) {
+    for (int i = 0; i < n; ++i) TK(tether_barrier_all_on_stream(c.w, c.sv()));
+  });
+  report(c, "barrier_all", 0, r, 0, "per barrier");
+}
+
+void rowPrepared(Ctx& c) {
+  if (!tb::wantsOp(c.o, "prepared_put4")) return;
+  beginTable(c, "prepared set of four 8 B puts (tether_prepare once, tether_post_on_stream k times), PE 0 -> PE 1");
+  tether_op_desc_t ops[4];
+  std::memset(ops, 0, sizeof ops);
+  for (int i = 0; i < 4; ++i) {
+    ops[i].kind = TETHER_OP_PUT, ops[i].pe = c.peer, ops[i].dest = c.buf + 8 * i, ops[i].src = c.local + 8 * i;
+    ops[i].nbytes = 8;
+  }
+  tether_op_set_t set = nullptr;
+  TK(tether_prepare(c.w, ops, 4, &set));
+  if (c.me == 1) clearDev(c, c.buf, 32);
+  const Result r = timeBatches(c, c.o.iters, c.me == 0, 1, false, [&](int n) {
+    for (int i = 0; i < n; ++i) TK(tether_post_on_stream(set, c.sv(), nullptr));
+  });
+  TK(tether_op_set_free(set));
+  if (c.me == 1) checkBytes(c, c.buf, 32, 0, "prepared_put4");
+  report(c, "prepared_put4", 32, r, 0, "per post (4 puts)");
+}
+
+void rowAtomics(Ctx& c) {
+  if (!tb::wantsOp(c.o, "fetch_add")) return;
+  beginTable(c, "atomic_fetch_add_on_stream (uint64, +1) on PE 1's word, PE 0 issues");
+  uint64_t* word = c.words + 64;
+  for (int perOp = 0; perOp < 2; ++perOp) {
+    const int k = perOp ? std::max(1, c.o.iters / 4) : c.o.iters;
+    clearDev(c, word, 8);
+    barrier(c);
+    const Result r = timeBatches(c, k, c.me == 0, 1, false, [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        TK(tether_atomic_fetch_add_on_stream(c.w, word, 1, c.fetched + i, c.peer, c.sv()));
+        if (perOp) syncStream(c);
+      }
+    });
+    const uint64_t total = static_cast<uint64_t>(k) * static_cast<uint64_t>(c.o.warmup + c.o.batches);
+    const char* op = perOp ? "fetch_add_sync" : "fetch_add";
+    if (c.me == 1) checkWord(c, word, total, op, "final counter");
+    if (c.me == 0) {  // the last batch fetched total - k, ..., total - 1
+      std::vector<uint64_t> got(static_cast<size_t>(k));
+      CK(cudaMemcpy(got.data(), c.fetched, got.size() * 8, cudaMemcpyDeviceToHost));
+      for (int i = 0; i < k; ++i)
+        if (got[static_cast<size_t>(i)] != total - static_cast<uint64_t>(k) + static_cast<uint64_t>(i)) {
+          fail(c, op, 8, "fetched value " + std::to_string(i) + " of the last batch is " +
+                             std::to_string(got[static_cast<size_t>(i)]));
+          break;
+        }
+    }
+    report(c, op, 8, r, 0, perOp ? "cudaStreamSynchronize per op (round trip)" : "back to back, one sync per batch");
+  }
+}
+
+// ---- halo exchange --------------------------------------------------------------------------------------------------
+
+enum class Model { CpuSync, Stream, Kernel };
+const char* modelName(Model m) { return m == Model::CpuSync ? "cpu_sync" : (m == Model::Stream ? "stream" : "kernel"); }
+
+struct Halo {
+  size_t maxBytes = 0, workElems = size_t{4} << 20;  // interior: 4 Mi floats (16 MiB)
+  uint32_t* recv = nullptr;                           // DEVICE symmetric: 2 slots of maxBytes
+  uint32_t* send = nullptr;                           // cudaMalloc, maxBytes
+  uint32_t* dom = nullptr;                            // cudaMalloc, rows x kCols
+  float* work = nullptr;                              // cudaMalloc, workElems
+  dev::Handle h{};
+};
+
+struct HaloResult {
+  double iterUs = 0, cpuUs = 0, threadCpuUs = 0;
+};
+
+// One run of n iterations (1..n) of one model with halo bytes `bytes`; returns PE-local wall and CPU time per
+// iteration. Both PEs run it. Double buffering by iteration parity keeps a put from overwriting a slot the peer has not
+// unpacked: the put of iteration i+1 follows (in stream or CPU order) this PE's wait for the peer's iteration i, which
+// the peer sent after unpacking i-1 from the same slot.
+HaloResult haloRun(Ctx& c, Halo& H, Model m, size_t bytes, int n) {
+  const size_t rows = bytes / sizeof(uint32_t);
+  const int blocks = static_cast<int>(std::min<size_t>(128, (rows + kHaloThreads - 1) / kHaloThreads));
+  const size_t chunk = (rows + static_cast<size_t>(blocks) - 1) / static_cast<size_t>(blocks);
+  const uint64_t senders = (rows + chunk - 1) / chunk;  // blocks with rows (each adds 1 per iteration: kernel model)
+  uint64_t* sig = c.words + (m == Model::Kernel ? 16 : 8);
+  clearDev(c, sig, 8);
+  haloSetBoundary<<<blocks, kHaloThreads, 0, c.s>>>(H.dom, rows, c.me, 1);
+  CK(cudaGetLastError());
+  syncStream(c);
+  barrier(c);
+  const double w0 = tb::nowSeconds(), p0 = cpuProcessSeconds(), th0 = cpuThreadSeconds();
+  for (int i = 1; i <= n; ++i) {
+    const uint64_t iu = static_cast<uint64_t>(i);
+    uint32_t* slot = H.recv + static_cast<size_t>(i & 1) * (H.maxBytes / sizeof(uint32_t));
+    const uint64_t expect = m == Model::Kernel ? iu * senders : iu;
+    if (m == Model::Kernel)
+      haloPack<true><<<blocks, kHaloThreads, 0, c.s>>>(H.h, H.dom, H.send, rows, slot, sig, c.peer);
+    else
+      haloPack<false><<<blocks, kHaloThreads, 0, c.s>>>(H.h, H.dom, H.send, rows, slot, sig, c.peer);
+    CK(cudaGetLastError());
+    if (m == Model::CpuSync) {
+      syncStream(c);
+      TK(tether_put_signal(c.w, slot, H.send, bytes, sig, iu, TETHER_SIGNAL_SET, c.peer));
+    } else if (m == Model::Stream) {
+      TK(tether_putmem_signal_on_stream(c.w, slot, H.send, bytes, sig, iu, TETHER_SIGNAL_SET, c.peer, c.sv()));
+    }
+    haloInterior<<<264, 256, 0, c.s>>>(H.work, H.workElems, H.dom, rows, c.me, iu + 1);
+    CK(cudaGetLastError());
+    if (m == Model::CpuSync) TK(tether_signal_wait_until(c.w, sig, TETHER_CMP_GE, iu, nullptr));
+    if (m == Model::Stream) TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, iu, c.sv()));
+    if (m == Model::Kernel)
+      haloUnpack<true><<<blocks, kHaloThreads, 0, c.s>>>(H.h, H.dom, slot, rows, c.peer, iu, sig, expect, c.bad);
+    else
+      haloUnpack<false><<<blocks, kHaloThreads, 0, c.s>>>(H.h, H.dom, slot, rows, c.peer, iu, sig, expect, c.bad);
+    CK(cudaGetLastError());
+  }
+  CK(cudaEventRecord(c.done, c.s));
+  CK(cudaEventSynchronize(c.done));  // blocking sync: the CPU sleeps until the stream is done
+  HaloResult r;
+  r.iterUs = (tb::nowSeconds() - w0) * 1e6 / n;
+  r.cpuUs = (cpuProcessSeconds() - p0) * 1e6 / n;
+  r.threadCpuUs = (cpuThreadSeconds() - th0) * 1e6 / n;
+  barrier(c);
+  return r;
+}
+
+void rowHalo(Ctx& c, Halo& H) {
+  if (!tb::wantsOp(c.o, "halo")) return;
+  if (c.me == 0) {
+    std::printf("\n# halo exchange (HPGMG exchange_boundary style), both PEs, one stream each: pack kernel (strided "
+                "gather) -> send (put_signal) -> interior kernel (%zu MiB) -> wait -> unpack kernel (strided scatter, "
+                "checked); %d iterations per run, median of %d runs after a warm-up run; PE 0's times\n",
+                H.workElems * 4 >> 20, c.o.iters, std::max(1, std::min(c.o.batches, 5)));
+    std::printf("#   cpu_sync: host put_signal / signal_wait_until, cudaStreamSynchronize after the pack; stream: "
+                "_on_stream calls, all iterations enqueued; kernel: device API put_signal (ADD per block) in the pack "
+                "kernel, signal_wait_until in the unpack kernel. Every run ends with a blocking-sync event.\n");
+    std::printf("#   cpu_us = process CPU (getrusage, all threads) per iteration; thread_us = main thread's CPU clock; "
+                "busy = cpu_us / iter_us; dtime, dcpu = change vs cpu_sync at the same size\n");
+    std::printf("%-10s %10s %10s %10s %10s %7s %8s %8s %7s\n", "model", "bytes", "iter_us", "cpu_us", "thread_us",
+                "busy%", "dtime%", "dcpu%", "iters");
+  }
+  const int reps = std::max(1, std::min(c.o.batches, 5));
+  std::vector<size_t> sizes;
+  for (size_t nb : {size_t{8} << 10, size_t{64} << 10, size_t{1} << 20})
+    if (nb <= H.maxBytes && (!c.o.quick || nb == (size_t{8} << 10))) sizes.push_back(nb);
+  for (size_t nb : sizes) {
+    double baseIter = 0, baseCpu = 0;
+    for (Model m : {Model::CpuSync, Model::Stream, Model::Kernel}) {
+      CK(cudaMemsetAsync(c.bad, 0, sizeof(unsigned long long), c.s));
+      syncStream(c);
+      haloRun(c, H, m, nb, std::max(2, c.o.iters / 10));  // warm-up run
+      std::vector<double> it, cpu, th;
+      for (int k = 0; k < reps; ++k) {
+        const HaloResult r = haloRun(c, H, m, nb, c.o.iters);
+        it.push_back(r.iterUs), cpu.push_back(r.cpuUs), th.push_back(r.threadCpuUs);
+      }
+      unsigned long long wrong = 0;
+      CK(cudaMemcpy(&wrong, c.bad, sizeof wrong, cudaMemcpyDeviceToHost));
+      if (wrong) fail(c, "halo", nb, std::string(modelName(m)) + ": " + std::to_string(wrong) + " ghost values wrong");
+      // The runs' medians (each statistic on its own).
+      const tb::Stats si = tb::computeStats(it), sc = tb::computeStats(cpu), st = tb::computeStats(th);
+      if (m == Model::CpuSync) baseIter = si.median, baseCpu = sc.median;
+      const double busy = si.median > 0 ? 100.0 * sc.median / si.median : 0;
+      const double dt = baseIter > 0 ? 100.0 * (si.median - baseIter) / baseIter : 0;
+      const double dc = baseCpu > 0 ? 100.0 * (sc.median - baseCpu) / baseCpu : 0;
+      if (c.me != 0) continue;
+      std::printf("%-10s %10zu %10.2f %10.2f %10.2f %7.1f %8.1f %8.1f %7d\n", modelName(m), nb, si.median, sc.median,
+                  st.median, busy, dt, dc, c.o.iters * reps);
+      std::fflush(stdout);
+      if (c.json)
+        std::fprintf(c.json,
+                     "{\"record\":\"row\",\"bench\":\"stream\",\"impl\":\"tether\",\"op\":\"halo\",\"model\":\"%s\","
+                     "\"path\":%s,\"kinds\":\"D->D\",\"bytes\":%zu,\"iters\":%d,\"runs\":%d,\"iter_us_median\":%s,"
+                     "\"iter_us_min\":%s,\"cpu_us_per_iter\":%s,\"thread_cpu_us_per_iter\":%s,\"cpu_busy_pct\":%s,"
+                     "\"time_vs_cpu_sync_pct\":%s,\"cpu_vs_cpu_sync_pct\":%s,\"interior_bytes\":%zu,\"pes\":2,"
+                     "\"host\":%s,\"date\":%s}\n",
+                     modelName(m), tb::jsonString(c.path).c_str(), nb, c.o.iters, reps, num(si.median).c_str(),
+                     num(si.min).c_str(), num(sc.median).c_str(), num(st.median).c_str(), num(busy).c_str(),
+                     num(dt).c_str(), num(dc).c_str(), H.workElems * 4, tb::jsonString(c.info.host).c_str(),
+                     tb::jsonString(c.info.date).c_str());
+    }
+  }
+}
+
+const char* kExtraUsage =
+    "tether_bench_stream: stream-ordered operations (issue #6), 2 PEs, one GPU each; --max-size defaults to 1G here\n"
+    "  rows (--ops): put_on_stream, put_quiet_on_stream, put_quiet_sync, put_bw, put_bw_bidir, put_signal_pingpong,\n"
+    "  prepared_pingpong, barrier_all, prepared_put4, fetch_add, halo\n"
+    "  heap: TETHER_DEVICE_HEAP_SIZE >= max-size + 4M (e.g. 2G for the 1G rows)\n"
+    "  exit: 0 ok, 1 wrong data, 2 failed call or bad usage, 77 no GPU\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Ctx c;
+  std::string err;
+  if (!tb::parseOptions(argc, argv, &c.o, &err)) {
+    std::fprintf(stderr, "%s\n%s", err.c_str(), tb::usage(argv[0], kExtraUsage).c_str());
+    return 2;
+  }
+  if (c.o.help) {
+    std::printf("%s", tb::usage(argv[0], kExtraUsage).c_str());
+    return 0;
+  }
+  bool gotMax = false;
+  for (int i = 1; i < argc; ++i) gotMax = gotMax || std::strncmp(argv[i], "--max-size", 10) == 0;
+  if (!gotMax && !c.o.quick) c.o.maxSize = size_t{1} << 30;
+  if (c.o.minSize > c.o.maxSize) c.o.minSize = c.o.maxSize;
+
+  TK(tether_init(&c.w));
+  c.me = tether_my_pe(c.w);
+  c.peer = 1 - c.me;
+  if (tether_n_pes(c.w) != 2) {
+    if (c.me == 0) std::fprintf(stderr, "tether_bench_stream needs exactly 2 PEs (tetherrun -n 2)\n");
+    TK(tether_finalize(c.w));
+    return 2;
+  }
+  // No GPU on any PE: skip (77) on every PE. The PEs agree through a HOST word on PE 0.
+  int ndev = 0;
+  const bool haveGpu = cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0;
+  {
+    void* p = nullptr;
+    TK(tether_malloc_kind(c.w, TETHER_SEG_HOST, 64, 64, &p));
+    c.xchg = static_cast<double*>(p);
+    double mine = haveGpu ? 0 : 1, any = 0;
+    TK(tether_put(c.w, c.xchg + 2 + c.me, &mine, sizeof mine, 0));
+    barrier(c);
+    if (c.me == 0) any = c.xchg[2] + c.xchg[3];
+    TK(tether_put(c.w, c.xchg + 4, &any, sizeof any, 1));  // PE 0 tells PE 1 (and itself: same value locally)
+    barrier(c);
+    if (c.me == 1) any = c.xchg[4];
+    if (any != 0) {
+      if (c.me == 0) std::printf("SKIP: no GPU visible on %s (tether_bench_stream needs one GPU per PE)\n",
+                                 any == 2 ? "both PEs" : "one PE");
+      std::fflush(stdout);  // before finalize: tetherrun stops the other PE once one has exited
+      TK(tether_finalize(c.w));
+      return 77;
+    }
+  }
+  CK(cudaSetDevice(tether_local_pe(c.w) % ndev));
+  c.info = tb::collectRunInfo("stream", c.o, 2);
+  {
+    int d = 0;
+    cudaDeviceProp prop;
+    CK(cudaGetDevice(&d));
+    CK(cudaGetDeviceProperties(&prop, d));
+    c.gpu = prop.name;
+  }
+  // Symmetric buffers first (all DEVICE), then local ones.
+  void* p = nullptr;
+  TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, c.o.maxSize, &p));
+  c.buf = static_cast<char*>(p);
+  TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, 4096, &p));
+  c.words = static_cast<uint64_t*>(p);
+  Halo H;
+  H.maxBytes = c.o.quick ? (size_t{8} << 10) : (size_t{1} << 20);
+  TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, 2 * H.maxBytes, &p));
+  H.recv = static_cast<uint32_t*>(p);
+  TK(tether_device_handle(c.w, &H.h));  // after the last allocation (see tether.h on the handle's lifetime)
+  c.path = tether_ptr(c.w, c.buf, c.peer) ? "p2p" : "proxy";
+  CK(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking));
+  CK(cudaEventCreate(&c.e0));
+  CK(cudaEventCreate(&c.e1));
+  CK(cudaEventCreateWithFlags(&c.done, cudaEventBlockingSync | cudaEventDisableTiming));
+  CK(cudaMalloc(&c.local, c.o.maxSize));
+  CK(cudaMalloc(&c.fetched, sizeof(uint64_t) * static_cast<size_t>(c.o.iters)));
+  CK(cudaMalloc(&c.bad, sizeof(unsigned long long)));
+  CK(cudaMalloc(&H.send, H.maxBytes));
+  CK(cudaMalloc(&H.dom, H.maxBytes * kCols));
+  CK(cudaMalloc(&H.work, H.workElems * sizeof(float)));
+  CK(cudaMemset(H.work, 0, H.workElems * sizeof(float)));
+  CK(cudaMemset(H.dom, 0, H.maxBytes * kCols));
+  fillPattern<<<264, 1024, 0, c.s>>>(c.local, c.o.maxSize, c.me);
+  CK(cudaGetLastError());
+  syncStream(c);
+  CK(cudaDeviceSynchronize());
+  if (c.me == 0 && !c.o.jsonPath.empty()) {
+    if (c.o.jsonPath == "-") {  // JSON lines to stdout, the tables to stderr (as the harness's programs do)
+      std::fflush(stdout);
+      c.json = fdopen(dup(STDOUT_FILENO), "w");
+      dup2(STDERR_FILENO, STDOUT_FILENO);
+    } else {
+      c.json = std::fopen(c.o.jsonPath.c_str(), "w");
+    }
+    if (!c.json) std::fprintf(stderr, "cannot open %s; no JSON lines\n", c.o.jsonPath.c_str());
+  }
+  barrier(c);
+  printHeader(c);
+
+  rowPutLatency(c);
+  rowBandwidth(c);
+  rowPingPong(c);
+  rowBarrier(c);
+  rowPrepared(c);
+  rowAtomics(c);
+  rowHalo(c, H);
+
+  // Validation vote: PE 1's failure count to PE 0.
+  double mine = static_cast<double>(c.failures);
+  if (c.me == 1) TK(tether_put(c.w, c.xchg + 5, &mine, sizeof mine, 0));
+  barrier(c);
+  const bool ok = c.failures == 0 && (c.me != 0 || c.xchg[5] == 0);
+  if (c.me == 0) std::printf(ok ? "\n# all data validated\n" : "\n# data validation FAILED (see stderr)\n");
+  if (c.json) std::fclose(c.json);
+  CK(cudaStreamSynchronize(c.s));
+  CK(cudaEventDestroy(c.e0));
+  CK(cudaEventDestroy(c.e1));
+  CK(cudaEventDestroy(c.done));
+  CK(cudaStreamDestroy(c.s));
+  for (void* q : {static_cast<void*>(c.local), static_cast<void*>(c.fetched), static_cast<void*>(c.bad),
+                  static_cast<void*>(H.send), static_cast<void*>(H.dom), static_cast<void*>(H.work)})
+    CK(cudaFree(q));
+  TK(tether_finalize(c.w));
+  return ok ? 0 : 1;
+}
