@@ -218,6 +218,8 @@ int main(int argc, char** argv) {
 
     for (int dir = 0; dir < 2; ++dir) {
       const bool unpack = dir == 1;
+      // Unpack rows read the packed bytes: put the expected ones there (the pack rows' checks clear the buffer).
+      if (unpack) CK(cudaMemcpy(packed, want.data(), want.size(), cudaMemcpyHostToDevice));
       Row r = base;
       r.dir = unpack ? "unpack" : "pack";
       // tether, the cost model's choice.

@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 0);
     else if (!std::strcmp(argv[i], "--trees") && i + 1 < argc) trees = std::atoi(argv[++i]);
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // line by line, also into a pipe: a killed run keeps its output
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::printf("gpu_datatype: no GPU, skipped\n");
@@ -186,6 +187,8 @@ int main(int argc, char** argv) {
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   for (int i = 0; i < trees; ++i) {
+    if (i % 10 == 0) std::printf("  tree %d/%d (seed %" PRIu64 "), %d checks so far, %d failed\n", i, trees,
+                                 seed + static_cast<uint64_t>(i), checks, failures);
     try {
       runTree(seed + static_cast<uint64_t>(i), st);
     } catch (const Fail& f) {

@@ -328,15 +328,9 @@ bool applicable(const Canonical& c, int64_t count, Scheme s, int64_t off, int64_
   }
 }
 
-Scheme choose(const Table& t, const Canonical& c, const CudaMeta* m, int64_t count, int64_t off, int64_t len) {
-  int64_t blocks = 0;
-  for (const Segment& s : c.segments) {
-    int64_t b = 0;
-    for (int64_t i = s.firstPiece; i < s.firstPiece + s.numPieces; ++i) b += c.pieces[static_cast<size_t>(i)].elements();
-    blocks += b * s.repeat;
-  }
-  (void)m;
-  const double mean = blocks ? static_cast<double>(c.size) / static_cast<double>(blocks) : 1.0;
+// meanBlock: packed bytes per contiguous block (size / blocks per instance; the metadata tables have the count).
+Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t count, int64_t off, int64_t len) {
+  const double mean = meanBlock > 0 ? meanBlock : 1.0;
   Scheme best = Scheme::Thread;
   double bestUs = 1e300;
   for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Copy3D}) {
@@ -468,7 +462,9 @@ Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out) {
   }
   Table t;
   TETHER_TRY(tableFor(dev, false, &t, nullptr));
-  *out = choose(t, c, nullptr, count, 0, count * c.size);
+  const int64_t blocks = buildTables(c).blocksPerInst;  // a query, not the pack path: tables built once here
+  *out = choose(t, c, blocks ? static_cast<double>(c.size) / static_cast<double>(blocks) : 1.0, count, 0,
+                count * c.size);
   return Status::ok();
 }
 
@@ -535,7 +531,9 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   if (s == Scheme::Auto) {
     Table t;
     TETHER_TRY(tableFor(dev, false, &t, nullptr));
-    s = choose(t, c, meta.get(), r.count, r.packedOffset, r.len);
+    const int64_t blocks = meta->tables.blocksPerInst;  // cached with the metadata: no walk over the pieces per call
+    s = choose(t, c, blocks ? static_cast<double>(c.size) / static_cast<double>(blocks) : 1.0, r.count,
+               r.packedOffset, r.len);
   }
   if (!applicable(c, r.count, s, r.packedOffset, r.len))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
