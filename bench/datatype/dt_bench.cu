@@ -201,6 +201,7 @@ int main(int argc, char** argv) {
         ++failures;
       }
       CK(cudaMemset(packed, 0, static_cast<size_t>(p.packed)));
+      CK(cudaDeviceSynchronize());
     };
     auto checkUnpacked = [&](const char* what) {
       std::vector<unsigned char> hb(static_cast<size_t>(p.span));
@@ -213,13 +214,18 @@ int main(int argc, char** argv) {
           break;
         }
       CK(cudaMemset(back, 0, static_cast<size_t>(p.span)));
+      CK(cudaDeviceSynchronize());
     };
     CK(cudaMemset(back, 0, static_cast<size_t>(p.span)));
+    CK(cudaDeviceSynchronize());
 
     for (int dir = 0; dir < 2; ++dir) {
       const bool unpack = dir == 1;
       // Unpack rows read the packed bytes: put the expected ones there (the pack rows' checks clear the buffer).
-      if (unpack) CK(cudaMemcpy(packed, want.data(), want.size(), cudaMemcpyHostToDevice));
+      if (unpack) {
+        CK(cudaMemcpy(packed, want.data(), want.size(), cudaMemcpyHostToDevice));
+        CK(cudaDeviceSynchronize());  // T.st is non-blocking: it does not wait for the legacy stream's copies
+      }
       Row r = base;
       r.dir = unpack ? "unpack" : "pack";
       // tether, the cost model's choice.
@@ -278,6 +284,7 @@ int main(int argc, char** argv) {
           if (unpack) checkUnpacked("dt"); else checkPacked("dt");
         } else {
           CK(cudaMemset(unpack ? back : packed, 0, static_cast<size_t>(unpack ? p.span : p.packed)));
+          CK(cudaDeviceSynchronize());
         }
         report(d, roofUs);
       }

@@ -48,7 +48,11 @@ struct Buf {
     else if (kind == Kind::Pinned) cudaFreeHost(p);
     else std::free(p);
   }
-  void put(const std::vector<unsigned char>& h) { CK(cudaMemcpy(p, h.data(), h.size(), cudaMemcpyDefault)); }
+  // The packs run on a non-blocking stream, which does not wait for the legacy stream's copies: finish them here.
+  void put(const std::vector<unsigned char>& h) {
+    CK(cudaMemcpy(p, h.data(), h.size(), cudaMemcpyDefault));
+    CK(cudaDeviceSynchronize());
+  }
   std::vector<unsigned char> get() const {
     std::vector<unsigned char> h(n);
     CK(cudaMemcpy(h.data(), p, n, cudaMemcpyDefault));
@@ -137,6 +141,7 @@ void runTree(uint64_t seed, cudaStream_t st) {
         if (!std::strcmp(scheme, "auto")) unsetenv("TETHER_DT_SCHEME");
         Buf frag(Kind::Device, static_cast<size_t>(packed));
         CK(cudaMemset(frag.p, 0, static_cast<size_t>(packed)));
+        CK(cudaDeviceSynchronize());
         int64_t off = 0;
         while (off < packed) {
           const int64_t max = g.uni(1, std::max<int64_t>(1, packed / 3));
