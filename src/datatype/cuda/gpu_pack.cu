@@ -442,7 +442,27 @@ Mem kindOf(const void* p) {
   return a.type == cudaMemoryTypeUnregistered ? Mem::Host : Mem::Device;
 }
 
+// The scheme TETHER_DT_SCHEME forces (Auto when unset or "auto"); fails on an unknown name.
+Status forcedScheme(Scheme* out) {
+  *out = Scheme::Auto;
+  const char* f = std::getenv("TETHER_DT_SCHEME");
+  if (f && (!parseScheme(f, out) || *out == Scheme::Host))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d or auto", f);
+  return Status::ok();
+}
+
+// The cost model's choice for a fragment; blocksPerInst from the metadata tables.
+Status modelScheme(int dev, const Canonical& c, int64_t blocksPerInst, int64_t count, int64_t off, int64_t len,
+                   Scheme* out) {
+  Table t;
+  TETHER_TRY(tableFor(dev, false, &t, nullptr));
+  *out = choose(t, c, blocksPerInst ? static_cast<double>(c.size) / static_cast<double>(blocksPerInst) : 1.0, count,
+                off, len);
+  return Status::ok();
+}
+
 }  // namespace
+
 
 // ---- entry points -------------------------------------------------------------------------------------------------------
 Status gpuCalibrate(bool force, std::string* summary) {
@@ -455,17 +475,10 @@ Status gpuCalibrate(bool force, std::string* summary) {
 Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out) {
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
-  if (const char* f = std::getenv("TETHER_DT_SCHEME")) {
-    if (!parseScheme(f, out) || *out == Scheme::Host)
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d or auto", f);
-    if (*out != Scheme::Auto) return Status::ok();
-  }
-  Table t;
-  TETHER_TRY(tableFor(dev, false, &t, nullptr));
-  const int64_t blocks = buildTables(c).blocksPerInst;  // a query, not the pack path: tables built once here
-  *out = choose(t, c, blocks ? static_cast<double>(c.size) / static_cast<double>(blocks) : 1.0, count, 0,
-                count * c.size);
-  return Status::ok();
+  TETHER_TRY(forcedScheme(out));
+  if (*out != Scheme::Auto) return Status::ok();
+  // A query, not the pack path: the tables are built here once for their block count.
+  return modelScheme(dev, c, buildTables(c).blocksPerInst, count, 0, count * c.size, out);
 }
 
 Status gpuSync(int device, void* stream) {
@@ -522,19 +535,10 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     }
   }
   Scheme s = r.force;
-  if (s == Scheme::Auto) {
-    if (const char* f = std::getenv("TETHER_DT_SCHEME")) {
-      if (!parseScheme(f, &s) || s == Scheme::Host)
-        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d or auto", f);
-    }
-  }
-  if (s == Scheme::Auto) {
-    Table t;
-    TETHER_TRY(tableFor(dev, false, &t, nullptr));
-    const int64_t blocks = meta->tables.blocksPerInst;  // cached with the metadata: no walk over the pieces per call
-    s = choose(t, c, blocks ? static_cast<double>(c.size) / static_cast<double>(blocks) : 1.0, r.count,
-               r.packedOffset, r.len);
-  }
+  if (s == Scheme::Auto) TETHER_TRY(forcedScheme(&s));
+  // The block count is cached with the metadata: no walk over the pieces per call.
+  if (s == Scheme::Auto)
+    TETHER_TRY(modelScheme(dev, c, meta->tables.blocksPerInst, r.count, r.packedOffset, r.len, &s));
   if (!applicable(c, r.count, s, r.packedOffset, r.len))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
                 schemeName(s), describe(c).c_str());
