@@ -26,7 +26,7 @@
 
 using tether_bench::Pattern;
 
-#define TK(x)                                                                                       \
+#define DTK(x)                                                                                       \
   do {                                                                                              \
     if ((x) != TETHER_SUCCESS) {                                                                    \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, tether_type_last_error());   \
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   // Calibration (or its cached table) first, so no row pays for it.
   char calib[2048] = "";
   const auto c0 = std::chrono::steady_clock::now();
-  TK(tether_type_gpu_calibrate(0, calib, sizeof calib));
+  DTK(tether_type_gpu_calibrate(0, calib, sizeof calib));
   const double calibMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
 
@@ -178,21 +178,21 @@ int main(int argc, char** argv) {
     // The host reference must agree with the block list too (checks the pattern's two descriptions).
     {
       int64_t done = 0;
-      TK(tether_type_pack(p.type, p.count, hsrc.data() + p.base, 0, p.packed, got.data(), &done));
+      DTK(tether_type_pack(p.type, p.count, hsrc.data() + p.base, 0, p.packed, got.data(), &done));
       if (done != p.packed || std::memcmp(got.data(), want.data(), got.size()) != 0) {
         std::printf("  FAIL %s: host reference pack differs from the block list\n", p.name.c_str());
         ++failures;
       }
     }
     const char* chosen = "";
-    TK(tether_type_gpu_scheme(p.type, p.count, &chosen));
+    DTK(tether_type_gpu_scheme(p.type, p.count, &chosen));
 
     auto ourPack = [&](bool unpack) {
       int64_t done = 0;
       if (unpack)
-        TK(tether_type_unpack_async(p.type, p.count, packed, 0, p.packed, back + p.base, &done, T.st));
+        DTK(tether_type_unpack_async(p.type, p.count, packed, 0, p.packed, back + p.base, &done, T.st));
       else
-        TK(tether_type_pack_async(p.type, p.count, src + p.base, 0, p.packed, packed, &done, T.st));
+        DTK(tether_type_pack_async(p.type, p.count, src + p.base, 0, p.packed, packed, &done, T.st));
     };
     auto checkPacked = [&](const char* what) {
       CK(cudaMemcpy(got.data(), packed, got.size(), cudaMemcpyDeviceToHost));
@@ -340,21 +340,21 @@ int main(int argc, char** argv) {
   // Small objects: a 1 KiB struct packed in one launch vs an empty launch.
   {
     tether_type_t d, f, st;
-    TK(tether_type_basic(TETHER_BASIC_DOUBLE, &d));
-    TK(tether_type_basic(TETHER_BASIC_FLOAT, &f));
+    DTK(tether_type_basic(TETHER_BASIC_DOUBLE, &d));
+    DTK(tether_type_basic(TETHER_BASIC_FLOAT, &f));
     const int64_t bl[2] = {96, 64}, disp[2] = {0, 1024};
     const tether_type_t ts[2] = {d, f};
-    TK(tether_type_struct(2, bl, disp, ts, &st));
-    TK(tether_type_commit(st));
+    DTK(tether_type_struct(2, bl, disp, ts, &st));
+    DTK(tether_type_commit(st));
     int64_t size = 0;
-    TK(tether_type_size(st, &size));
+    DTK(tether_type_size(st, &size));
     unsigned char *a, *b;
     CK(cudaMalloc(&a, 4096));
     CK(cudaMalloc(&b, 4096));
     const double empty = T.bestUs([&] { fillKernel<<<1, 32, 0, T.st>>>(b, 0, 0); });
     const double us = T.bestUs([&] {
       int64_t done = 0;
-      TK(tether_type_pack_async(st, 1, a, 0, size, b, &done, T.st));
+      DTK(tether_type_pack_async(st, 1, a, 0, size, b, &done, T.st));
     });
     Row r;
     r.pattern = "small_struct";
@@ -376,7 +376,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 20; ++i) {
         tether_type_t t = make();
         const auto t0 = std::chrono::steady_clock::now();
-        TK(tether_type_commit(t));
+        DTK(tether_type_commit(t));
         best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         tether_type_free(&t);
       }
@@ -386,22 +386,22 @@ int main(int argc, char** argv) {
     std::vector<C> commits;
     commits.push_back({"vector", commitUs([&] {
                          tether_type_t t;
-                         TK(tether_type_vector(1000, 3, 7, d, &t));
+                         DTK(tether_type_vector(1000, 3, 7, d, &t));
                          return t;
                        })});
     commits.push_back({"subarray3d", commitUs([&] {
                          tether_type_t t;
                          const int64_t sz[3] = {256, 256, 256}, sub[3] = {250, 250, 3}, stt[3] = {3, 3, 250};
-                         TK(tether_type_subarray(3, sz, sub, stt, TETHER_ORDER_C, d, &t));
+                         DTK(tether_type_subarray(3, sz, sub, stt, TETHER_ORDER_C, d, &t));
                          return t;
                        })});
     commits.push_back({"struct(vector,hvector)", commitUs([&] {
                          tether_type_t v, hv, t;
-                         TK(tether_type_vector(100, 2, 5, d, &v));
-                         TK(tether_type_hvector(10, 1, 40000, v, &hv));
+                         DTK(tether_type_vector(100, 2, 5, d, &v));
+                         DTK(tether_type_hvector(10, 1, 40000, v, &hv));
                          const int64_t b2[2] = {1, 1}, d2[2] = {0, 400000};
                          const tether_type_t t2[2] = {v, hv};
-                         TK(tether_type_struct(2, b2, d2, t2, &t));
+                         DTK(tether_type_struct(2, b2, d2, t2, &t));
                          tether_type_free(&v);
                          tether_type_free(&hv);
                          return t;

@@ -25,14 +25,6 @@
 #include "../cuda_check.h"
 #include "tether/tether.h"
 
-#define TK(x)                                                                                 \
-  do {                                                                                        \
-    if ((x) != TETHER_SUCCESS) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, tether_last_error());  \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
-
 namespace devbench {
 namespace {
 

@@ -41,14 +41,6 @@
 namespace tb = tether_bench;
 namespace dev = tether::device;
 
-#define TK(x)                                                                                \
-  do {                                                                                       \
-    if ((x) != TETHER_SUCCESS) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, tether_last_error()); \
-      std::exit(2);                                                                          \
-    }                                                                                        \
-  } while (0)
-
 namespace {
 
 // ---- kernels ------------------------------------------------------------------------------------------------------
