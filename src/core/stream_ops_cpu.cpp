@@ -38,19 +38,6 @@ bool condHolds(uint64_t x, StreamCond c, uint64_t v) {
   return false;
 }
 
-template <typename T>
-bool cmpHolds(T x, tether_cmp_t c, T v) {
-  switch (c) {
-    case TETHER_CMP_EQ: return x == v;
-    case TETHER_CMP_NE: return x != v;
-    case TETHER_CMP_GT: return x > v;
-    case TETHER_CMP_GE: return x >= v;
-    case TETHER_CMP_LT: return x < v;
-    case TETHER_CMP_LE: return x <= v;
-    default: return false;
-  }
-}
-
 // An emulated stream: operations run in order on one worker thread. The first failure is kept (sticky); later
 // operations are skipped, as a CUDA stream stops at its first error.
 class CpuStream {
@@ -200,7 +187,10 @@ class CpuStreamOps : public StreamOps {
       SpinWait spin(timeout);
       uint64_t seen;
       auto holds = [&](uint64_t x) {
-        return isSigned ? cmpHolds(static_cast<int64_t>(x), cmp, static_cast<int64_t>(value)) : cmpHolds(x, cmp, value);
+        using device::Cmp;  // the device API's comparison, shared with the kernels
+        const Cmp c = static_cast<Cmp>(cmp);
+        return isSigned ? device::detail::compare(static_cast<int64_t>(x), c, static_cast<int64_t>(value))
+                        : device::detail::compare(x, c, value);
       };
       while (!holds(seen = __atomic_load_n(addr, __ATOMIC_ACQUIRE)))
         if (!spin.next())

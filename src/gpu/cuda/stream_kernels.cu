@@ -19,19 +19,6 @@ __device__ uint64_t loadAcquire(const uint64_t* p) {
   return v;
 }
 
-template <typename T>
-__device__ bool cmpHolds(T x, int c, T v) {
-  switch (c) {
-    case TETHER_CMP_EQ: return x == v;
-    case TETHER_CMP_NE: return x != v;
-    case TETHER_CMP_GT: return x > v;
-    case TETHER_CMP_GE: return x >= v;
-    case TETHER_CMP_LT: return x < v;
-    case TETHER_CMP_LE: return x <= v;
-    default: return false;
-  }
-}
-
 __device__ bool waitHolds(uint64_t x, int mode, uint64_t v, int isSigned) {
   if (mode >= kWaitCondBase) {
     switch (static_cast<StreamCond>(mode - kWaitCondBase)) {
@@ -42,7 +29,10 @@ __device__ bool waitHolds(uint64_t x, int mode, uint64_t v, int isSigned) {
     }
     return false;
   }
-  return isSigned ? cmpHolds(static_cast<int64_t>(x), mode, static_cast<int64_t>(v)) : cmpHolds(x, mode, v);
+  // The device API's comparison (one definition for kernels, the CPU emulation and device.cuh).
+  using device::Cmp;
+  return isSigned ? device::detail::compare(static_cast<int64_t>(x), static_cast<Cmp>(mode), static_cast<int64_t>(v))
+                  : device::detail::compare(x, static_cast<Cmp>(mode), v);
 }
 
 __global__ void storeKernel(void* addr, uint64_t value, unsigned width, int release) {
