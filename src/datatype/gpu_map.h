@@ -7,9 +7,10 @@
 // as packedStart numbers bytes: blockStart = blocks before this segment in an instance / this piece in a repetition.
 //
 // Schemes (work decomposition; launch shapes come from shapeThread/shapeWarp so kernels and emulation agree):
-//  - thread: warp w handles rounds i < K of 32 consecutive blocks starting at G0 + 32*K*w; lane l takes block
-//    G0 + 32*(K*w + i) + l. A lane locates its first block once (divisions, two binary searches) and then advances
-//    by 32 blocks with carries (divisions only when a dimension wraps by more than one).
+//  - thread: warp w handles rounds i < K of 32 consecutive blocks starting at G0 + 32*K*w; lane l locates block
+//    G0 + 32*(K*w + i) + l, and the warp copies the round's (contiguous) packed bytes together, unit by unit
+//    (ownerLane). A lane locates its first block once (divisions, two binary searches) and then advances by 32
+//    blocks with carries (divisions only when a dimension wraps by more than one).
 //  - warp: item t = block * cpb + chunk (cpb chunks of `chunk` bytes per block, sized by the longest block); warp w
 //    handles items [T0 + K*w, T0 + K*(w+1)); the lanes split each chunk.
 // Every copy is clipped to the fragment [off, end) of packed bytes.
@@ -264,22 +265,58 @@ DT_HD void addresses(const DMeta& m, const Pos& p, int64_t* user, int64_t* packe
 }
 
 // ---- per-lane work ----------------------------------------------------------------------------------------------------
-// Thread scheme, lane `lane` of warp `warp`: calls move(userOffset, packedOffset, lo, hi) for each of its blocks with
-// [lo, hi) the block's packed bytes clipped to [off, end) (never empty for blocks in [first, last)).
-template <typename Move>
-DT_HD void threadLane(const DMeta& m, const Shape& sh, int64_t warp, int lane, int64_t off, int64_t end, Move&& move) {
-  int64_t g = sh.first + warp * 32 * sh.K + lane;
-  if (g >= sh.last) return;
+// Thread scheme. Round r of warp w covers the 32 consecutive blocks G = first + 32 * (K * w + r) .. G + 31 (rounds
+// with G >= last are skipped; every lane of a warp runs the same rounds). Lane l locates block G + l (Cursor), and the
+// warp then copies the round's packed bytes — one contiguous range, since its blocks are consecutive in pack order —
+// cooperatively: unit q (width bytes) of the round goes to lane q mod 32, which finds the block holding it with
+// ownerLane over the lanes' exclusive prefix sums of clipped block lengths. Packed accesses of a warp are therefore
+// contiguous and user accesses within a block are too, whatever the block length.
+struct Cursor {
   Pos p;
-  locate(m, g, p);
-  for (int i = 0;;) {
-    int64_t u, pk, bl;
-    addresses(m, p, &u, &pk, &bl);
-    const int64_t lo = pk > off ? pk : off, hi = pk + bl < end ? pk + bl : end;
-    move(u, pk, lo, hi);
-    if (++i == sh.K || (g += 32) >= sh.last) break;
-    advance(m, p, 32);
+  int64_t g;   // this lane's block in the current round
+  bool live;   // g < last
+};
+// Cursor of lane `lane` for round 0 of warp `warp`.
+DT_HD void cursorStart(const DMeta& m, const Shape& sh, int64_t warp, int lane, Cursor& c) {
+  c.g = sh.first + warp * 32 * sh.K + lane;
+  c.live = c.g < sh.last;
+  if (c.live) locate(m, c.g, c.p);
+}
+// First block of round r of warp `warp` (the round runs when r < K and this is < last).
+DT_HD int64_t roundFirst(const Shape& sh, int64_t warp, int r) { return sh.first + 32 * (sh.K * warp + r); }
+// The lane's block clipped to [off, end): user offset of its first byte, its absolute packed offset and length (0 for
+// a lane past the end). Blocks in [first, last) are never empty once clipped.
+DT_HD void cursorBlock(const DMeta& m, const Cursor& c, int64_t off, int64_t end, int64_t* user, int64_t* packed,
+                       int64_t* len) {
+  if (!c.live) {
+    *user = 0, *packed = 0, *len = 0;
+    return;
   }
+  int64_t u, pk, bl;
+  addresses(m, c.p, &u, &pk, &bl);
+  const int64_t lo = pk > off ? pk : off, hi = pk + bl < end ? pk + bl : end;
+  *user = u + (lo - pk);
+  *packed = lo;
+  *len = hi - lo;
+}
+// Moves the lane to its block of the next round.
+DT_HD void cursorNext(const DMeta& m, const Shape& sh, Cursor& c) {
+  if (!c.live) return;
+  c.g += 32;
+  c.live = c.g < sh.last;
+  if (c.live) advance(m, c.p, 32);
+}
+// The lane whose block holds round byte q: the largest l with start(l) <= q, start(l) the exclusive prefix sum of the
+// lanes' lengths (start(0) == 0, non-decreasing; lanes past the end start at the round's total). start is called
+// exactly five times, unconditionally (on the GPU it is a shuffle every lane must join).
+template <typename Start>
+DT_HD int ownerLane(Start&& start, int64_t q) {
+  int l = 0;
+  for (int step = 16; step > 0; step >>= 1) {
+    const int64_t s = start(l + step);
+    if (s <= q) l += step;
+  }
+  return l;
 }
 
 // Warp scheme, warp `warp` (all lanes call with the same arguments): calls chunk(userOffset, packedOffset, lo, hi) for

@@ -60,11 +60,29 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const unsigned ch
   Emu e{m, user, off, end, width, std::vector<unsigned char>(static_cast<size_t>(end - off)),
         std::vector<int>(static_cast<size_t>(end - off)), ""};
   if (!warpScheme) {
+    // The warp's lanes in lock step, as packThread: blocks per lane, prefix sums, then unit q to lane q mod 32.
     const Shape sh = tether::dt::shapeThread(m, off, end, sms);
-    for (int64_t w = 0; w < sh.warps; ++w)
-      for (int lane = 0; lane < 32; ++lane)
-        tether::dt::threadLane(m, sh, w, lane, off, end,
-                               [&](int64_t u, int64_t pk, int64_t lo, int64_t hi) { e.move(u, pk, lo, hi); });
+    for (int64_t w = 0; w < sh.warps; ++w) {
+      tether::dt::Cursor cur[32];
+      for (int lane = 0; lane < 32; ++lane) tether::dt::cursorStart(m, sh, w, lane, cur[lane]);
+      for (int r = 0; r < sh.K && tether::dt::roundFirst(sh, w, r) < sh.last; ++r) {
+        int64_t u[32], pk[32], len[32], excl[32], total = 0;
+        for (int lane = 0; lane < 32; ++lane) {
+          tether::dt::cursorBlock(m, cur[lane], off, end, &u[lane], &pk[lane], &len[lane]);
+          if (cur[lane].live && len[lane] <= 0) e.error = "live lane with an empty block";
+          excl[lane] = total;
+          if (len[lane] > 0 && pk[lane] != pk[0] + total) e.error = "round not contiguous in packed order";
+          total += len[lane];
+        }
+        for (int64_t q = 0; q < total; q += width) {
+          const int o = tether::dt::ownerLane([&](int l) { return excl[l]; }, q);
+          if (q < excl[o] || q >= excl[o] + len[o]) e.error = "unit owned by the wrong lane";
+          // One unit: user bytes at u[o] + (q - excl[o]), packed bytes at pk[0] + q.
+          e.move(u[o] + (q - excl[o]), pk[0] + q, pk[0] + q, pk[0] + q + width);
+        }
+        for (int lane = 0; lane < 32; ++lane) tether::dt::cursorNext(m, sh, cur[lane]);
+      }
+    }
   } else {
     const Shape sh = tether::dt::shapeWarp(m, off, end, sms, width);
     for (int64_t w = 0; w < sh.warps; ++w)

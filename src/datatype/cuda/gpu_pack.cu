@@ -63,19 +63,49 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
 }
 
 // ---- kernels -----------------------------------------------------------------------------------------------------------
-// Thread scheme: gpu_map.h threadLane per lane; each block copied in U-sized units.
+// Thread scheme (gpu_map.h Cursor/ownerLane): per round, the lanes' clipped blocks are scanned into exclusive prefix
+// sums; lane l then moves units l, l + 32, ... of the round's packed range, kUnroll units loaded before any is stored.
+constexpr int kUnroll = 4;
 template <typename U, bool Unpack>
-__global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* user, char* packed, int64_t off,
-                                                  int64_t end) {
+__global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* __restrict__ user,
+                                                  char* __restrict__ packed, int64_t off, int64_t end) {
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int64_t w = sizeof(U);
+  const int lane = static_cast<int>(threadIdx.x & 31);
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  threadLane(m, sh, warp, static_cast<int>(threadIdx.x & 31), off, end,
-             [&](int64_t u, int64_t pk, int64_t lo, int64_t hi) {
-               for (int64_t b = lo; b < hi; b += sizeof(U)) {
-                 U* up = reinterpret_cast<U*>(user + u + (b - pk));
-                 U* pp = reinterpret_cast<U*>(packed + (b - off));
-                 if (Unpack) *up = *pp; else *pp = *up;
-               }
-             });
+  Cursor c;
+  cursorStart(m, sh, warp, lane, c);
+  for (int r = 0; r < sh.K && roundFirst(sh, warp, r) < sh.last; ++r) {
+    int64_t u, pk, len;
+    cursorBlock(m, c, off, end, &u, &pk, &len);
+    int64_t incl = len;
+    for (int d = 1; d < 32; d <<= 1) {
+      const int64_t x = __shfl_up_sync(kAll, incl, d);
+      if (lane >= d) incl += x;
+    }
+    const int64_t excl = incl - len, total = __shfl_sync(kAll, incl, 31);
+    char* const out = packed + (__shfl_sync(kAll, pk, 0) - off);  // the round's first packed byte
+    for (int64_t q0 = 0; q0 < total; q0 += 32 * w * kUnroll) {
+      U v[kUnroll];
+      int64_t at[kUnroll];
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) {
+        const int64_t q = q0 + (lane + 32 * k) * w;
+        const int o = ownerLane([&](int l) { return __shfl_sync(kAll, excl, l); }, q);
+        at[k] = __shfl_sync(kAll, u, o) + (q - __shfl_sync(kAll, excl, o));
+        if (q < total) v[k] = Unpack ? *reinterpret_cast<const U*>(out + q) : *reinterpret_cast<const U*>(user + at[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) {
+        const int64_t q = q0 + (lane + 32 * k) * w;
+        if (q < total) {
+          if (Unpack) *reinterpret_cast<U*>(user + at[k]) = v[k];
+          else *reinterpret_cast<U*>(out + q) = v[k];
+        }
+      }
+    }
+    cursorNext(m, sh, c);
+  }
 }
 
 // Warp scheme: gpu_map.h warpItems per warp; lane l moves units l, l+32, ... of each chunk (all loads, then stores).
