@@ -29,9 +29,13 @@
 
 namespace tether::dt {
 
+// A flat segment (every piece one block: indexed and struct bodies) keeps its blocks in the compact flat arrays
+// (flatOff: user offset; flatPacked: packed start within a repetition) instead of DPiece records: 8 or 16 bytes of
+// metadata per block rather than 112, and no search to locate a block. firstPiece then indexes the flat arrays.
 struct DSeg {
   int64_t firstPiece, numPieces, repeat, stride, repBytes, packedStart, blocksPerRep, blockStart;
-  int32_t flat;  // every piece is one block (nd == 0): advance jumps pieces without reading them
+  int64_t block;  // flat segments whose blocks all have this length (flatPacked unused); 0 otherwise
+  int32_t flat;   // every piece is one block
   int32_t pad;
 };
 struct DPiece {
@@ -39,17 +43,20 @@ struct DPiece {
   int64_t count[kMaxDims], stride[kMaxDims];
   int32_t nd, pad;
 };
-struct DMeta {  // passed to kernels by value; segs/pieces in the kernel's memory
+struct DMeta {  // passed to kernels by value; the tables in the kernel's memory
   int64_t size, extent, blocksPerInst, maxBlock;
   int32_t nsegs, width;
   const DSeg* segs;
-  const DPiece* pieces;
+  const DPiece* pieces;      // blocks of non-flat segments
+  const int64_t* flatOff;    // flat segments: user offset of each block
+  const int64_t* flatPacked; // flat segments: packed start of each block within its repetition
 };
 
 // Host-side tables for a canonical form (uploaded as-is for kernels).
 struct MapTables {
   std::vector<DSeg> segs;
   std::vector<DPiece> pieces;
+  std::vector<int64_t> flatOff, flatPacked;
   int64_t blocksPerInst = 0, maxBlock = 0;
 };
 inline MapTables buildTables(const Canonical& c) {
@@ -66,6 +73,23 @@ inline MapTables buildTables(const Canonical& c) {
     d.blockStart = blockStart;
     d.flat = 1;
     int64_t blocks = 0;
+    for (int64_t i = s.firstPiece; i < s.firstPiece + s.numPieces; ++i)
+      if (c.pieces[static_cast<size_t>(i)].elements() != 1) d.flat = 0;
+    if (d.flat) {
+      d.firstPiece = static_cast<int64_t>(t.flatOff.size());
+      d.block = c.pieces[static_cast<size_t>(s.firstPiece)].block;
+      for (int64_t i = s.firstPiece; i < s.firstPiece + s.numPieces; ++i) {
+        const Piece& p = c.pieces[static_cast<size_t>(i)];
+        t.flatOff.push_back(p.offset);
+        t.flatPacked.push_back(p.packedStart);
+        if (p.block != d.block) d.block = 0;
+        if (p.block > t.maxBlock) t.maxBlock = p.block;
+      }
+      d.blocksPerRep = s.numPieces;
+      t.segs.push_back(d);
+      blockStart += s.numPieces * s.repeat;
+      continue;
+    }
     for (int64_t i = s.firstPiece; i < s.firstPiece + s.numPieces; ++i) {
       const Piece& p = c.pieces[static_cast<size_t>(i)];
       DPiece q{};
@@ -76,7 +100,6 @@ inline MapTables buildTables(const Canonical& c) {
       q.elems = p.elements();
       q.nd = p.nd;
       for (int k = 0; k < kMaxDims; ++k) q.count[k] = p.count[k], q.stride[k] = p.stride[k];
-      if (q.elems != 1) d.flat = 0;
       blocks += q.elems;
       if (p.block > t.maxBlock) t.maxBlock = p.block;
       t.pieces.push_back(q);
@@ -88,7 +111,9 @@ inline MapTables buildTables(const Canonical& c) {
   t.blocksPerInst = blockStart;
   return t;
 }
-inline DMeta metaOf(const Canonical& c, const MapTables& t, const DSeg* segs, const DPiece* pieces) {
+// The tables' arrays at the given addresses (host vectors, or their device copies).
+inline DMeta metaOf(const Canonical& c, const MapTables& t, const DSeg* segs, const DPiece* pieces,
+                    const int64_t* flatOff, const int64_t* flatPacked) {
   DMeta m{};
   m.size = c.size;
   m.extent = c.extent;
@@ -98,6 +123,8 @@ inline DMeta metaOf(const Canonical& c, const MapTables& t, const DSeg* segs, co
   m.width = c.width;
   m.segs = segs;
   m.pieces = pieces;
+  m.flatOff = flatOff;
+  m.flatPacked = flatPacked;
   return m;
 }
 
@@ -114,13 +141,23 @@ inline int64_t blockAt(const DMeta& m, int64_t b) {
   const int64_t q = r - seg.packedStart;
   const int64_t rep = q / seg.repBytes;
   const int64_t q2 = q - rep * seg.repBytes;
+  const int64_t before = inst * m.blocksPerInst + seg.blockStart + rep * seg.blocksPerRep;
+  if (seg.flat) {
+    if (seg.block) return before + q2 / seg.block;
+    int64_t lo = seg.firstPiece, hi = seg.firstPiece + seg.numPieces - 1, f = lo;
+    while (lo <= hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (m.flatPacked[mid] <= q2) f = mid, lo = mid + 1; else hi = mid - 1;
+    }
+    return before + (f - seg.firstPiece);
+  }
   int64_t pi = seg.firstPiece;
   for (int64_t lo = seg.firstPiece, hi = seg.firstPiece + seg.numPieces - 1; lo <= hi;) {
     const int64_t mid = (lo + hi) / 2;
     if (m.pieces[mid].packedStart <= q2) pi = mid, lo = mid + 1; else hi = mid - 1;
   }
   const DPiece& p = m.pieces[pi];
-  return inst * m.blocksPerInst + seg.blockStart + rep * seg.blocksPerRep + p.blockStart + (q2 - p.packedStart) / p.block;
+  return before + p.blockStart + (q2 - p.packedStart) / p.block;
 }
 
 // ---- launch shapes --------------------------------------------------------------------------------------------------
@@ -136,7 +173,7 @@ inline Shape shapeThread(const DMeta& m, int64_t off, int64_t end, int sms) {
   s.last = blockAt(m, end - 1) + 1;
   const int64_t rounds = (s.last - s.first + 31) / 32, target = static_cast<int64_t>(sms) * 64;
   int64_t k = rounds / (target > 0 ? target : 1);
-  s.K = static_cast<int>(k < 4 ? 4 : k > 64 ? 64 : k);
+  s.K = static_cast<int>(k < 1 ? 1 : k > 64 ? 64 : k);  // rounds per warp: enough warps to fill the GPU first
   s.warps = (rounds + s.K - 1) / s.K;
   return s;
 }
@@ -186,6 +223,12 @@ DT_HD void locate(const DMeta& m, int64_t g, Pos& p) {
   r -= s.blockStart;
   p.rep = r / s.blocksPerRep;
   r -= p.rep * s.blocksPerRep;
+  if (s.flat) {
+    p.piece = s.firstPiece + r;
+    p.e = 0;
+    for (int k = 0; k < kMaxDims; ++k) p.idx[k] = 0;
+    return;
+  }
   int64_t a = s.firstPiece, b = s.firstPiece + s.numPieces - 1;
   while (a < b) {
     const int64_t mid = (a + b + 1) >> 1;
@@ -215,29 +258,31 @@ DT_HD void advance(const DMeta& m, Pos& p, int64_t n) {
         continue;
       }
     }
-    const DPiece& pc = m.pieces[p.piece];
-    const int64_t left = pc.elems - p.e;
-    if (n < left) {
-      p.e += n;
-      p.idx[0] += n;
-      for (int k = 0; k + 1 < pc.nd; ++k)
-        if (p.idx[k] >= pc.count[k]) {
-          const int64_t carry = p.idx[k] / pc.count[k];
-          p.idx[k] -= carry * pc.count[k];
-          p.idx[k + 1] += carry;
-        }
-      return;
-    }
-    n -= left;
     const int64_t last = s.firstPiece + s.numPieces;
     int64_t next = p.piece + 1;
-    if (s.flat) {
+    if (s.flat) {  // one block per piece: jump over n of them at once
+      --n;
       const int64_t jump = n < last - next ? n : last - next;
       next += jump;
       n -= jump;
+    } else {
+      const DPiece& pc = m.pieces[p.piece];
+      const int64_t left = pc.elems - p.e;
+      if (n < left) {  // stays in this piece: carry the index
+        p.e += n;
+        p.idx[0] += n;
+        for (int k = 0; k + 1 < kMaxDims; ++k)  // constant bounds: idx stays in registers on the GPU
+          if (k + 1 < pc.nd && p.idx[k] >= pc.count[k]) {
+            const int64_t carry = p.idx[k] / pc.count[k];
+            p.idx[k] -= carry * pc.count[k];
+            p.idx[k + 1] += carry;
+          }
+        return;
+      }
+      n -= left;
+      p.e = 0;
+      for (int k = 0; k < kMaxDims; ++k) p.idx[k] = 0;
     }
-    p.e = 0;
-    for (int k = 0; k < kMaxDims; ++k) p.idx[k] = 0;
     if (next < last) {
       p.piece = next;
       continue;
@@ -256,6 +301,14 @@ DT_HD void advance(const DMeta& m, Pos& p, int64_t n) {
 // Byte offsets of the block at p: in the user buffer (from the type origin) and in the whole pack; its length.
 DT_HD void addresses(const DMeta& m, const Pos& p, int64_t* user, int64_t* packed, int64_t* block) {
   const DSeg& s = m.segs[p.seg];
+  if (s.flat) {
+    const int64_t i = p.piece - s.firstPiece;
+    *user = p.inst * m.extent + p.rep * s.stride + m.flatOff[p.piece];
+    const int64_t start = s.block ? i * s.block : m.flatPacked[p.piece];
+    *packed = p.inst * m.size + s.packedStart + p.rep * s.repBytes + start;
+    *block = s.block ? s.block : (i + 1 < s.numPieces ? m.flatPacked[p.piece + 1] : s.repBytes) - start;
+    return;
+  }
   const DPiece& pc = m.pieces[p.piece];
   int64_t u = p.inst * m.extent + p.rep * s.stride + pc.offset;
   for (int k = 0; k < kMaxDims; ++k) u += p.idx[k] * pc.stride[k];

@@ -132,7 +132,8 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
     tether::dt::hostPack(c, user.data() + origin, 0, packed, want.data());
 
     const tether::dt::MapTables tabs = tether::dt::buildTables(c);
-    const DMeta m = tether::dt::metaOf(c, tabs, tabs.segs.data(), tabs.pieces.data());
+    const DMeta m = tether::dt::metaOf(c, tabs, tabs.segs.data(), tabs.pieces.data(), tabs.flatOff.data(),
+                                        tabs.flatPacked.data());
     ++checked;
     const std::string where = "seed " + std::to_string(ts) + " tree " + text + " count " + std::to_string(count) +
                               " [" + tether::dt::describe(c) + "]";
@@ -161,7 +162,8 @@ TEST(GpuMap, HugeVectorLocatesDirectly) {
   ASSERT_EQ(tether_type_commit(v), TETHER_SUCCESS);
   const tether::dt::Canonical& c = *v->canonical;
   const tether::dt::MapTables tabs = tether::dt::buildTables(c);
-  const DMeta m = tether::dt::metaOf(c, tabs, tabs.segs.data(), tabs.pieces.data());
+  const DMeta m = tether::dt::metaOf(c, tabs, tabs.segs.data(), tabs.pieces.data(), tabs.flatOff.data(),
+                                        tabs.flatPacked.data());
   EXPECT_EQ(m.blocksPerInst, 1000000000);
   EXPECT_EQ(tether::dt::blockAt(m, 8 * 123456789 + 5), 123456789);
   tether::dt::Pos p;

@@ -50,14 +50,22 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
   m->owner = &c;
   m->tables = buildTables(c);
   const MapTables& t = m->tables;
-  const size_t segBytes = t.segs.size() * sizeof(DSeg), pieceBytes = t.pieces.size() * sizeof(DPiece);
-  DT_CUDA(cudaMalloc(&m->dev_, std::max<size_t>(segBytes + pieceBytes, 16)), "metadata allocation");
-  DT_CUDA(cudaMemcpy(m->dev_, t.segs.data(), segBytes, cudaMemcpyHostToDevice), "metadata upload");
-  DT_CUDA(cudaMemcpy(static_cast<char*>(m->dev_) + segBytes, t.pieces.data(), pieceBytes, cudaMemcpyHostToDevice),
-          "metadata upload");
-  m->meta = metaOf(c, t, static_cast<const DSeg*>(m->dev_),
-                   reinterpret_cast<const DPiece*>(static_cast<char*>(m->dev_) + segBytes));
-  m->hostMeta = metaOf(c, t, t.segs.data(), t.pieces.data());
+  // One allocation: segments, pieces, flat offsets, flat packed starts (each 8-byte aligned).
+  const size_t segBytes = t.segs.size() * sizeof(DSeg), pieceBytes = t.pieces.size() * sizeof(DPiece),
+               flatBytes = t.flatOff.size() * sizeof(int64_t);
+  DT_CUDA(cudaMalloc(&m->dev_, std::max<size_t>(segBytes + pieceBytes + 2 * flatBytes, 16)), "metadata allocation");
+  char* const d = static_cast<char*>(m->dev_);
+  const std::pair<const void*, size_t> parts[] = {{t.segs.data(), segBytes}, {t.pieces.data(), pieceBytes},
+                                                  {t.flatOff.data(), flatBytes}, {t.flatPacked.data(), flatBytes}};
+  size_t at = 0;
+  for (const auto& part : parts) {
+    if (part.second) DT_CUDA(cudaMemcpy(d + at, part.first, part.second, cudaMemcpyHostToDevice), "metadata upload");
+    at += part.second;
+  }
+  m->meta = metaOf(c, t, reinterpret_cast<const DSeg*>(d), reinterpret_cast<const DPiece*>(d + segBytes),
+                   reinterpret_cast<const int64_t*>(d + segBytes + pieceBytes),
+                   reinterpret_cast<const int64_t*>(d + segBytes + pieceBytes + flatBytes));
+  m->hostMeta = metaOf(c, t, t.segs.data(), t.pieces.data(), t.flatOff.data(), t.flatPacked.data());
   *out = std::move(m);
   return Status::ok();
 }
@@ -65,8 +73,9 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
 // ---- kernels -----------------------------------------------------------------------------------------------------------
 // Thread scheme (gpu_map.h Cursor/ownerLane): per round, the lanes' clipped blocks are scanned into exclusive prefix
 // sums; lane l then moves units l, l + 32, ... of the round's packed range, kUnroll units loaded before any is stored.
+// R holds round offsets: int32_t when a round (32 blocks) cannot reach 2 GiB, halving the search's shuffles.
 constexpr int kUnroll = 4;
-template <typename U, bool Unpack>
+template <typename U, bool Unpack, typename R>
 __global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* __restrict__ user,
                                                   char* __restrict__ packed, int64_t off, int64_t end) {
   constexpr unsigned kAll = 0xffffffffu;
@@ -78,12 +87,13 @@ __global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* __res
   for (int r = 0; r < sh.K && roundFirst(sh, warp, r) < sh.last; ++r) {
     int64_t u, pk, len;
     cursorBlock(m, c, off, end, &u, &pk, &len);
-    int64_t incl = len;
+    R incl = static_cast<R>(len);
     for (int d = 1; d < 32; d <<= 1) {
-      const int64_t x = __shfl_up_sync(kAll, incl, d);
+      const R x = __shfl_up_sync(kAll, incl, d);
       if (lane >= d) incl += x;
     }
-    const int64_t excl = incl - len, total = __shfl_sync(kAll, incl, 31);
+    const R excl = incl - static_cast<R>(len);
+    const int64_t total = __shfl_sync(kAll, incl, 31), base = u - excl;  // unit q of block l: user + base_l + q
     char* const out = packed + (__shfl_sync(kAll, pk, 0) - off);  // the round's first packed byte
     for (int64_t q0 = 0; q0 < total; q0 += 32 * w * kUnroll) {
       U v[kUnroll];
@@ -91,8 +101,8 @@ __global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* __res
 #pragma unroll
       for (int k = 0; k < kUnroll; ++k) {
         const int64_t q = q0 + (lane + 32 * k) * w;
-        const int o = ownerLane([&](int l) { return __shfl_sync(kAll, excl, l); }, q);
-        at[k] = __shfl_sync(kAll, u, o) + (q - __shfl_sync(kAll, excl, o));
+        const int o = ownerLane([&](int l) { return static_cast<int64_t>(__shfl_sync(kAll, excl, l)); }, q);
+        at[k] = __shfl_sync(kAll, base, o) + q;
         if (q < total) v[k] = Unpack ? *reinterpret_cast<const U*>(out + q) : *reinterpret_cast<const U*>(user + at[k]);
       }
 #pragma unroll
@@ -157,10 +167,10 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
                                        : shapeWarp(hm, L.off, L.end, sms, static_cast<int>(sizeof(U)));
   const unsigned blocks = static_cast<unsigned>((sh.warps * 32 + 255) / 256);
   if (s == Scheme::Thread) {
-    if (L.unpack)
-      packThread<U, true><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
-    else
-      packThread<U, false><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+    auto* k = hm.maxBlock < (int64_t{1} << 26)  // 32 blocks < 2 GiB
+                  ? (L.unpack ? packThread<U, true, int32_t> : packThread<U, false, int32_t>)
+                  : (L.unpack ? packThread<U, true, int64_t> : packThread<U, false, int64_t>);
+    k<<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
   } else {
     if (L.unpack)
       packWarp<U, true><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
