@@ -17,7 +17,8 @@
 //
 // Completion: every form is complete on return (the _nbi forms too; OpenSHMEM allows an nbi call to complete early).
 // Ordering against this PE's earlier nbi operations to overlapping bytes is not defined (as for put_nbi + put).
-// The GPU route (GpuDirect, and Staged with a GPU local buffer) compiles but has not run on a GPU yet.
+// The GPU route (GpuDirect, and Staged with a GPU local buffer) has run once, on an H200, under gpu_rma_typed, and
+// failed there; the causes found were in the test (tests/gpu/gpu_rma_typed.cu says which). Not yet seen passing.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -176,7 +177,12 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: TETHER_DT_RMA='%s': expected auto or staged", call, mode.c_str());
   const SegPath& p = path(pe, ref.kind);
   const RemoteAddr r = remote(pe, ref);
-  const bool localOnGpu = gpu_ && gpu_->isDeviceMemory(localBuf);
+  // The local buffer's memory kind, asked of its lowest touched byte, not of its origin: the origin may lie outside
+  // the allocation (a positive true lb, or data only below the origin), where CUDA reports no memory at all and a GPU
+  // buffer would be taken for pageable host memory.
+  int64_t localLo = 0, localHi = 0;
+  TETHER_TRY(trueSpan(call, localSide, &localLo, &localHi));
+  const bool localOnGpu = gpu_ && gpu_->isDeviceMemory(at(localBuf, localLo));
   const bool loadStore = p.ops && (p.ops->caps & kCapLoadStore);
   Route route = Route::Staged;
   char* remoteBase = nullptr;  // the remote side's buffer origin as addressed by the route (CPU or GPU address)

@@ -2,7 +2,10 @@
 // kernels reading and writing the peer's GPU memory through its mapped address, GPU staging for typed-to-typed),
 // local buffers in GPU memory and in pageable host memory, against the host reference; poisoned targets compared
 // whole. Exits 77 without a GPU. Seed: MP_SEED (printed), random trees: MP_TREES.
-// Status: compiled in CI; not yet run on a GPU (no GPU machine when it was written).
+// Status: its first run (H200, 2 PEs on one GPU) failed in the [local host] cases of both routes, MP_SEED=2026 random
+// tree 3; two causes in this file, both fixed since, not yet rerun: the writes to this PE's DEVICE buffer were not
+// complete at the barrier after them (see fill), and a target whose type map names a byte twice was compared with the
+// host reference's "later entry wins", which the GPU engine does not promise (see compareAnyEntry).
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>
@@ -18,13 +21,16 @@
 namespace {
 
 using typed_test::data;
-using typed_test::expected;
 using typed_test::poison;
 using typed_test::Side;
 using typed_test::side;
 
-void compare(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, const std::string& what) {
-  typed_test::compare(got.data(), want, what.c_str());
+// Writes this PE's DEVICE buffer and waits until the bytes have landed: a cudaMemcpy from pageable memory may return
+// before its DMA is done, and the peer writes or reads the buffer right after the next barrier, which orders nothing
+// on this process's streams (the put's completion does not help either: it is the peer's).
+void fill(unsigned char* sym, const std::vector<unsigned char>& v) {
+  CK(cudaMemcpy(sym, v.data(), v.size(), cudaMemcpyHostToDevice));
+  CK(cudaStreamSynchronize(nullptr));
 }
 
 // put then get between the two PEs; remote side in the DEVICE segment, local side in GPU or pageable host memory.
@@ -39,7 +45,7 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
   unsigned char* loc = localOnGpu ? devLocal : hostLocal.data();
   auto setLocal = [&](const std::vector<unsigned char>& v) {
     if (localOnGpu) CK(cudaMemcpy(devLocal, v.data(), lb, cudaMemcpyHostToDevice));
-    else hostLocal = v;
+    else std::copy(v.begin(), v.end(), hostLocal.begin());  // loc stays valid
   };
   auto getLocal = [&]() {
     if (!localOnGpu) return hostLocal;
@@ -51,23 +57,24 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
   std::vector<unsigned char> got(rb);
   const std::string tag = what + (localOnGpu ? " [local GPU]" : " [local host]");
 
-  CK(cudaMemcpy(sym, poison(remote.bytes()).data(), rb, cudaMemcpyHostToDevice));
+  fill(sym, poison(remote.bytes()));
   setLocal(data(local.bytes(), seed, me));
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_put_typed(w, sym + remote.origin(), remote.type, remote.count, loc + local.origin(), local.type,
                          local.count, other));
   MP_OK(tether_barrier_all(w));
   CK(cudaMemcpy(got.data(), sym, rb, cudaMemcpyDeviceToHost));
-  compare(got, expected(local, data(local.bytes(), seed, other), remote), "put " + tag);
+  typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, other), remote, ("put " + tag).c_str());
   MP_OK(tether_barrier_all(w));
 
-  CK(cudaMemcpy(sym, data(remote.bytes(), seed + 1, me).data(), rb, cudaMemcpyHostToDevice));
+  fill(sym, data(remote.bytes(), seed + 1, me));
   setLocal(poison(local.bytes()));
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_get_typed_nbi(w, loc + local.origin(), local.type, local.count, sym + remote.origin(), remote.type,
                              remote.count, other));
   MP_OK(tether_quiet(w));
-  compare(getLocal(), expected(remote, data(remote.bytes(), seed + 1, other), local), "get " + tag);
+  typed_test::compareAnyEntry(getLocal().data(), remote, data(remote.bytes(), seed + 1, other), local,
+                              ("get " + tag).c_str());
   if (devLocal) CK(cudaFree(devLocal));
   MP_OK(tether_free(w, sym));
 }
@@ -137,6 +144,20 @@ int main() {
     ++done;
   }
   if (tether_my_pe(w) == 0) std::printf("random trees exchanged: %d\n", done);
-  for (tether_type_t* t : {&b, &va, &vb, &c}) tether_type_free(t);
+  // A local GPU buffer whose origin lies outside its allocation (every byte above it, or every byte below it): CUDA
+  // knows no memory at the origin itself. Remote side contiguous (one launch) and typed (GPU staging).
+  tether_type_t up = nullptr, down = nullptr, c1000 = nullptr, v1000 = nullptr;
+  const int64_t len = 1000, above = 4096, below = -5000;
+  TK(tether_type_hindexed(1, &len, &above, b, &up));
+  TK(tether_type_hindexed(1, &len, &below, b, &down));
+  TK(tether_type_contiguous(1000, b, &c1000));
+  TK(tether_type_vector(10, 100, 150, b, &v1000));
+  committed(up), committed(down), committed(c1000), committed(v1000);
+  for (const Side& far : {side(up, 1), side(down, 1)}) {
+    MP_CHECK(far.origin() < 0 || far.origin() > far.bytes());
+    exchange(side(c1000, 1), far, true, seed + 4, "bytes <- 1000 bytes outside the origin's allocation");
+    exchange(side(v1000, 1), far, true, seed + 5, "vector(100/150) <- 1000 bytes outside the origin's allocation");
+  }
+  for (tether_type_t* t : {&b, &va, &vb, &c, &up, &down, &c1000, &v1000}) tether_type_free(t);
   return mp::finish();
 }

@@ -228,6 +228,17 @@ void errors() {
   MP_EXPECT_STATUS(tether_put_typed(w, sym, below, 1, loc.data(), b1, 1, right), TETHER_ERR_NOT_SYMMETRIC);
   MP_EXPECT_STATUS(tether_get_typed_nbi(w, loc.data(), b1, 1, sym, below, 1, right), TETHER_ERR_NOT_SYMMETRIC);
 
+  // The local side's bytes too must be addressable: 3 bytes 2^62 apart reach past int64 (checked before the local
+  // buffer is classified or touched).
+  tether_type_t spread = nullptr;
+  TK(tether_type_resized(byte, 0, int64_t{1} << 62, &spread));
+  TK(tether_type_commit(spread));
+  tether_type_t b3 = bytesType(3);
+  MP_EXPECT_STATUS(tether_put_typed(w, sym, b3, 1, loc.data(), spread, 3, right), TETHER_ERR_OVERFLOW);
+  MP_MSG_HAS("3 x src_type");
+  MP_EXPECT_STATUS(tether_get_typed(w, loc.data(), spread, 3, sym, b3, 1, right), TETHER_ERR_OVERFLOW);
+  MP_MSG_HAS("3 x dest_type");
+
   // PE, types, counts, buffers.
   MP_EXPECT_STATUS(tether_put_typed(w, sym, b16, 1, loc.data(), b16, 1, n), TETHER_ERR_INVALID_PE);
   MP_EXPECT_STATUS(tether_get_typed(w, loc.data(), b16, 1, sym, b16, 1, -1), TETHER_ERR_INVALID_PE);
@@ -251,7 +262,7 @@ void errors() {
   MP_OK(tether_get_typed_nbi(w, nullptr, b16, 0, sym, b32, 0, right));
   MP_OK(tether_quiet(w));
 
-  for (tether_type_t* t : {&b16, &b32, &byte, &far, &below, &b2, &b1, &unc}) tether_type_free(t);
+  for (tether_type_t* t : {&b16, &b32, &byte, &far, &below, &b2, &b1, &spread, &b3, &unc}) tether_type_free(t);
   MP_OK(tether_free(w, sym));
   if (me == 0) std::printf("error cases: ok\n");
 }
