@@ -540,7 +540,14 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   // Buffers the GPU cannot address: pack on the host (after the stream's earlier work), staging device data.
   const void* user = r.unpack ? r.dst : r.src;
   const void* packedPtr = r.unpack ? r.src : r.dst;
-  const Mem mu = kindOf(user), mp = kindOf(packedPtr);
+  // Ask about a byte the fragment touches: the type's origin may lie outside the user's allocation.
+  int64_t first = 0;
+  TETHER_TRY(hostWalk(c, r.packedOffset, 1, [&](int64_t d, int64_t) {
+    first = d;
+    return Status::ok();
+  }));
+  const Mem mu = kindOf(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(user) + static_cast<uintptr_t>(first))),
+            mp = kindOf(packedPtr);
   if (mu == Mem::Host || mp == Mem::Host) {
     if (mu == Mem::Device)
       TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
