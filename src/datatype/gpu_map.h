@@ -177,10 +177,11 @@ inline Shape shapeThread(const DMeta& m, int64_t off, int64_t end, int sms) {
   s.warps = (rounds + s.K - 1) / s.K;
   return s;
 }
-constexpr int kChunkUnits = 4;  // units per lane per chunk in the warp scheme
+// Units per lane per chunk in the warp scheme: 64 bytes in flight per lane (16 units of 1-2 bytes: registers).
+constexpr DT_HD int chunkUnits(int unitBytes) { return unitBytes >= 16 ? 4 : unitBytes >= 4 ? 64 / unitBytes : 16; }
 inline Shape shapeWarp(const DMeta& m, int64_t off, int64_t end, int sms, int unitBytes) {
   Shape s;
-  s.chunk = 32 * kChunkUnits * static_cast<int64_t>(unitBytes);
+  s.chunk = 32 * chunkUnits(unitBytes) * static_cast<int64_t>(unitBytes);
   s.cpb = (m.maxBlock + s.chunk - 1) / s.chunk;
   s.first = blockAt(m, off) * s.cpb;
   s.last = (blockAt(m, end - 1) + 1) * s.cpb;

@@ -120,27 +120,26 @@ __global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* __res
 
 // Warp scheme: gpu_map.h warpItems per warp; lane l moves units l, l+32, ... of each chunk (all loads, then stores).
 template <typename U, bool Unpack>
-__global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* user, char* packed, int64_t off,
-                                                int64_t end) {
+__global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restrict__ user,
+                                                char* __restrict__ packed, int64_t off, int64_t end) {
+  constexpr int kUnits = chunkUnits(sizeof(U));
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   warpItems(m, sh, warp, off, end, [&](int64_t u, int64_t pk, int64_t lo, int64_t hi) {
-    U v[kChunkUnits];
-    int64_t at[kChunkUnits];
+    char* const src = Unpack ? packed + (lo - off) : user + u + (lo - pk);
+    char* const dst = Unpack ? user + u + (lo - pk) : packed + (lo - off);
+    const int64_t n = hi - lo;
+    U v[kUnits];
 #pragma unroll
-    for (int k = 0; k < kChunkUnits; ++k) {
-      at[k] = lo + (lane + 32 * k) * static_cast<int64_t>(sizeof(U));
-      if (at[k] < hi) v[k] = Unpack ? *reinterpret_cast<const U*>(packed + (at[k] - off))
-                                    : *reinterpret_cast<const U*>(user + u + (at[k] - pk));
+    for (int k = 0; k < kUnits; ++k) {
+      const int64_t at = (lane + 32 * k) * static_cast<int64_t>(sizeof(U));
+      if (at < n) v[k] = *reinterpret_cast<const U*>(src + at);
     }
 #pragma unroll
-    for (int k = 0; k < kChunkUnits; ++k)
-      if (at[k] < hi) {
-        if (Unpack)
-          *reinterpret_cast<U*>(user + u + (at[k] - pk)) = v[k];
-        else
-          *reinterpret_cast<U*>(packed + (at[k] - off)) = v[k];
-      }
+    for (int k = 0; k < kUnits; ++k) {
+      const int64_t at = (lane + 32 * k) * static_cast<int64_t>(sizeof(U));
+      if (at < n) *reinterpret_cast<U*>(dst + at) = v[k];
+    }
   });
 }
 
