@@ -7,10 +7,10 @@
 // as packedStart numbers bytes: blockStart = blocks before this segment in an instance / this piece in a repetition.
 //
 // Schemes (work decomposition; launch shapes come from shapeThread/shapeWarp so kernels and emulation agree):
-//  - thread: warp w handles rounds i < K of kRoundBlocks consecutive blocks starting at G0 + kRoundBlocks*K*w;
-//    lane l locates the kLaneBlocks blocks l*kLaneBlocks.. of each round, and the warp copies the round's
-//    (contiguous) packed bytes together, unit by unit (ownerBlock). A lane locates its first block once (divisions,
-//    two binary searches) and then moves on by carries (divisions only when a dimension wraps by more than one).
+//  - thread: warp w handles rounds i < K of 32 consecutive blocks starting at G0 + 32*K*w; lane l locates block
+//    G0 + 32*(K*w + i) + l, and the warp copies the round's (contiguous) packed bytes together, unit by unit
+//    (ownerLane). A lane locates its first block once (divisions, two binary searches) and then advances by 32
+//    blocks with carries (divisions only when a dimension wraps by more than one).
 //  - warp: item t = block * cpb + chunk (cpb chunks of `chunk` bytes per block, sized by the longest block); warp w
 //    handles items [T0 + K*w, T0 + K*(w+1)); the lanes split each chunk.
 // Every copy is clipped to the fragment [off, end) of packed bytes.
@@ -167,15 +167,11 @@ struct Shape {
   int64_t first = 0, last = 0;  // [G0, G1) blocks (thread) or [T0, T1) items (warp)
   int64_t cpb = 1, chunk = 0;   // warp scheme: chunks per block, chunk bytes
 };
-// Thread scheme: each lane takes kLaneBlocks consecutive blocks of a round of kRoundBlocks (more bytes in flight per
-// lane when blocks are short).
-constexpr int kLaneBlocks = 4;
-constexpr int kRoundBlocks = 32 * kLaneBlocks;
 inline Shape shapeThread(const DMeta& m, int64_t off, int64_t end, int sms) {
   Shape s;
   s.first = blockAt(m, off);
   s.last = blockAt(m, end - 1) + 1;
-  const int64_t rounds = (s.last - s.first + kRoundBlocks - 1) / kRoundBlocks, target = static_cast<int64_t>(sms) * 64;
+  const int64_t rounds = (s.last - s.first + 31) / 32, target = static_cast<int64_t>(sms) * 64;
   int64_t k = rounds / (target > 0 ? target : 1);
   s.K = static_cast<int>(k < 1 ? 1 : k > 64 ? 64 : k);  // rounds per warp: enough warps to fill the GPU first
   s.warps = (rounds + s.K - 1) / s.K;
@@ -323,28 +319,27 @@ DT_HD void addresses(const DMeta& m, const Pos& p, int64_t* user, int64_t* packe
 }
 
 // ---- per-lane work ----------------------------------------------------------------------------------------------------
-// Thread scheme. Round r of warp w covers the kRoundBlocks consecutive blocks from G = first + kRoundBlocks * (K * w
-// + r) (rounds with G >= last are skipped; every lane of a warp runs the same rounds). Lane l walks its blocks
-// G + kLaneBlocks * l + j, j < kLaneBlocks, with a Cursor; the warp puts every block's clipped length into a table
-// (exclusive prefix sums in round order) and then copies the round's packed bytes — one contiguous range, since its
-// blocks are consecutive in pack order — cooperatively: unit q (width bytes) goes to lane q mod 32, which finds the
-// block holding it with ownerBlock. Packed accesses of a warp are therefore contiguous and user accesses within a
-// block are too, whatever the block length.
+// Thread scheme. Round r of warp w covers the 32 consecutive blocks G = first + 32 * (K * w + r) .. G + 31 (rounds
+// with G >= last are skipped; every lane of a warp runs the same rounds). Lane l locates block G + l (Cursor), and the
+// warp then copies the round's packed bytes — one contiguous range, since its blocks are consecutive in pack order —
+// cooperatively: unit q (width bytes) of the round goes to lane q mod 32, which finds the block holding it with
+// ownerLane over the lanes' exclusive prefix sums of clipped block lengths. Packed accesses of a warp are therefore
+// contiguous and user accesses within a block are too, whatever the block length.
 struct Cursor {
   Pos p;
-  int64_t g;   // the block this lane is at
+  int64_t g;   // this lane's block in the current round
   bool live;   // g < last
 };
-// Cursor of lane `lane` at its first block of round 0 of warp `warp`.
+// Cursor of lane `lane` for round 0 of warp `warp`.
 DT_HD void cursorStart(const DMeta& m, const Shape& sh, int64_t warp, int lane, Cursor& c) {
-  c.g = sh.first + warp * kRoundBlocks * sh.K + lane * kLaneBlocks;
+  c.g = sh.first + warp * 32 * sh.K + lane;
   c.live = c.g < sh.last;
   if (c.live) locate(m, c.g, c.p);
 }
 // First block of round r of warp `warp` (the round runs when r < K and this is < last).
-DT_HD int64_t roundFirst(const Shape& sh, int64_t warp, int r) { return sh.first + kRoundBlocks * (sh.K * warp + r); }
-// The block at the cursor clipped to [off, end): user offset of its first byte, its absolute packed offset and length
-// (0 past the end). Blocks in [first, last) are never empty once clipped.
+DT_HD int64_t roundFirst(const Shape& sh, int64_t warp, int r) { return sh.first + 32 * (sh.K * warp + r); }
+// The lane's block clipped to [off, end): user offset of its first byte, its absolute packed offset and length (0 for
+// a lane past the end). Blocks in [first, last) are never empty once clipped.
 DT_HD void cursorBlock(const DMeta& m, const Cursor& c, int64_t off, int64_t end, int64_t* user, int64_t* packed,
                        int64_t* len) {
   if (!c.live) {
@@ -358,25 +353,24 @@ DT_HD void cursorBlock(const DMeta& m, const Cursor& c, int64_t off, int64_t end
   *packed = lo;
   *len = hi - lo;
 }
-// Moves the cursor n blocks on (a cursor past the end stays there).
-DT_HD void cursorStep(const DMeta& m, const Shape& sh, Cursor& c, int64_t n) {
+// Moves the lane to its block of the next round.
+DT_HD void cursorNext(const DMeta& m, const Shape& sh, Cursor& c) {
   if (!c.live) return;
-  c.g += n;
+  c.g += 32;
   c.live = c.g < sh.last;
-  if (c.live) advance(m, c.p, n);
+  if (c.live) advance(m, c.p, 32);
 }
-// After block j of the lane's blocks in a round: the step to the lane's next block (the next round's first after
-// the last).
-DT_HD int64_t cursorGap(int j) { return j + 1 < kLaneBlocks ? 1 : kRoundBlocks - (kLaneBlocks - 1); }
-// The block of the round holding round byte q: the largest b < kRoundBlocks with start(b) <= q, start(b) the exclusive
-// prefix sum of the blocks' clipped lengths (start(0) == 0, non-decreasing; blocks past the end start at the round's
-// total). log2(kRoundBlocks) probes.
+// The lane whose block holds round byte q: the largest l with start(l) <= q, start(l) the exclusive prefix sum of the
+// lanes' lengths (start(0) == 0, non-decreasing; lanes past the end start at the round's total). start is called
+// exactly five times, unconditionally (on the GPU it is a shuffle every lane must join).
 template <typename Start>
-DT_HD int ownerBlock(Start&& start, int64_t q) {
-  int b = 0;
-  for (int step = kRoundBlocks / 2; step > 0; step >>= 1)
-    if (start(b + step) <= q) b += step;
-  return b;
+DT_HD int ownerLane(Start&& start, int64_t q) {
+  int l = 0;
+  for (int step = 16; step > 0; step >>= 1) {
+    const int64_t s = start(l + step);
+    if (s <= q) l += step;
+  }
+  return l;
 }
 
 // Warp scheme, warp `warp` (all lanes call with the same arguments): calls chunk(userOffset, packedOffset, lo, hi) for

@@ -60,33 +60,27 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const unsigned ch
   Emu e{m, user, off, end, width, std::vector<unsigned char>(static_cast<size_t>(end - off)),
         std::vector<int>(static_cast<size_t>(end - off)), ""};
   if (!warpScheme) {
-    // The warp's lanes in lock step, as packThread: each lane's blocks, the round's table, then unit q to lane q mod 32.
+    // The warp's lanes in lock step, as packThread: blocks per lane, prefix sums, then unit q to lane q mod 32.
     const Shape sh = tether::dt::shapeThread(m, off, end, sms);
-    constexpr int kB = tether::dt::kLaneBlocks, kN = tether::dt::kRoundBlocks;
     for (int64_t w = 0; w < sh.warps; ++w) {
       tether::dt::Cursor cur[32];
       for (int lane = 0; lane < 32; ++lane) tether::dt::cursorStart(m, sh, w, lane, cur[lane]);
       for (int r = 0; r < sh.K && tether::dt::roundFirst(sh, w, r) < sh.last; ++r) {
-        int64_t u[kN], pk[kN], len[kN], start[kN], total = 0;
-        for (int lane = 0; lane < 32; ++lane)
-          for (int j = 0; j < kB; ++j) {
-            const int b = lane * kB + j;
-            const bool live = cur[lane].live;
-            tether::dt::cursorBlock(m, cur[lane], off, end, &u[b], &pk[b], &len[b]);
-            if (live && len[b] <= 0) e.error = "live block with nothing to copy";
-            tether::dt::cursorStep(m, sh, cur[lane], tether::dt::cursorGap(j));
-          }
-        for (int b = 0; b < kN; ++b) {
-          start[b] = total;
-          if (len[b] > 0 && pk[b] != pk[0] + total) e.error = "round not contiguous in packed order";
-          total += len[b];
+        int64_t u[32], pk[32], len[32], excl[32], total = 0;
+        for (int lane = 0; lane < 32; ++lane) {
+          tether::dt::cursorBlock(m, cur[lane], off, end, &u[lane], &pk[lane], &len[lane]);
+          if (cur[lane].live && len[lane] <= 0) e.error = "live lane with an empty block";
+          excl[lane] = total;
+          if (len[lane] > 0 && pk[lane] != pk[0] + total) e.error = "round not contiguous in packed order";
+          total += len[lane];
         }
         for (int64_t q = 0; q < total; q += width) {
-          const int o = tether::dt::ownerBlock([&](int b) { return start[b]; }, q);
-          if (q < start[o] || q >= start[o] + len[o]) e.error = "unit owned by the wrong block";
-          // One unit: user bytes at u[o] + (q - start[o]), packed bytes at pk[0] + q.
-          e.move(u[o] + (q - start[o]), pk[0] + q, pk[0] + q, pk[0] + q + width);
+          const int o = tether::dt::ownerLane([&](int l) { return excl[l]; }, q);
+          if (q < excl[o] || q >= excl[o] + len[o]) e.error = "unit owned by the wrong lane";
+          // One unit: user bytes at u[o] + (q - excl[o]), packed bytes at pk[0] + q.
+          e.move(u[o] + (q - excl[o]), pk[0] + q, pk[0] + q, pk[0] + q + width);
         }
+        for (int lane = 0; lane < 32; ++lane) tether::dt::cursorNext(m, sh, cur[lane]);
       }
     }
   } else {

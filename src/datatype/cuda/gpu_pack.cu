@@ -71,62 +71,39 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
 }
 
 // ---- kernels -----------------------------------------------------------------------------------------------------------
-// Thread scheme (gpu_map.h Cursor/ownerBlock): per round, every lane walks its kLaneBlocks blocks; the warp writes the
-// round's block table into shared memory (start: exclusive prefix of clipped lengths; base: user offset - start), then
-// lane l moves units l, l + 32, ... of the round's packed range, kUnroll units loaded before any is stored.
-// R holds round offsets: int32_t when a round cannot reach 2 GiB.
+// Thread scheme (gpu_map.h Cursor/ownerLane): per round, the lanes' clipped blocks are scanned into exclusive prefix
+// sums; lane l then moves units l, l + 32, ... of the round's packed range, kUnroll units loaded before any is stored.
+// R holds round offsets: int32_t when a round (32 blocks) cannot reach 2 GiB, halving the search's shuffles.
 constexpr int kUnroll = 4;
-constexpr int kThreads = 256, kWarpsPerCta = kThreads / 32;
 template <typename U, bool Unpack, typename R>
-__global__ void __launch_bounds__(kThreads) packThread(DMeta m, Shape sh, char* __restrict__ user,
-                                                       char* __restrict__ packed, int64_t off, int64_t end) {
+__global__ void __launch_bounds__(256) packThread(DMeta m, Shape sh, char* __restrict__ user,
+                                                  char* __restrict__ packed, int64_t off, int64_t end) {
   constexpr unsigned kAll = 0xffffffffu;
   constexpr int64_t w = sizeof(U);
-  __shared__ R sStart[kWarpsPerCta][kRoundBlocks];
-  __shared__ int64_t sBase[kWarpsPerCta][kRoundBlocks];
   const int lane = static_cast<int>(threadIdx.x & 31);
-  R* const start = sStart[threadIdx.x >> 5];
-  int64_t* const base = sBase[threadIdx.x >> 5];
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   Cursor c;
   cursorStart(m, sh, warp, lane, c);
   for (int r = 0; r < sh.K && roundFirst(sh, warp, r) < sh.last; ++r) {
-    int64_t u[kLaneBlocks], first = 0;
-    R len[kLaneBlocks], mine = 0;
-#pragma unroll
-    for (int j = 0; j < kLaneBlocks; ++j) {
-      int64_t pk, n;
-      cursorBlock(m, c, off, end, &u[j], &pk, &n);
-      if (j == 0) first = pk;
-      len[j] = static_cast<R>(n);
-      mine += len[j];
-      cursorStep(m, sh, c, cursorGap(j));
-    }
-    R incl = mine;
+    int64_t u, pk, len;
+    cursorBlock(m, c, off, end, &u, &pk, &len);
+    R incl = static_cast<R>(len);
     for (int d = 1; d < 32; d <<= 1) {
       const R x = __shfl_up_sync(kAll, incl, d);
       if (lane >= d) incl += x;
     }
-    R at0 = incl - mine;
-#pragma unroll
-    for (int j = 0; j < kLaneBlocks; ++j) {
-      start[lane * kLaneBlocks + j] = at0;
-      base[lane * kLaneBlocks + j] = u[j] - at0;
-      at0 += len[j];
-    }
-    const int64_t total = __shfl_sync(kAll, incl, 31);
-    char* const out = packed + (__shfl_sync(kAll, first, 0) - off);  // the round's first packed byte
-    __syncwarp();
+    const R excl = incl - static_cast<R>(len);
+    const int64_t total = __shfl_sync(kAll, incl, 31), base = u - excl;  // unit q of block l: user + base_l + q
+    char* const out = packed + (__shfl_sync(kAll, pk, 0) - off);  // the round's first packed byte
     for (int64_t q0 = 0; q0 < total; q0 += 32 * w * kUnroll) {
       U v[kUnroll];
       int64_t at[kUnroll];
 #pragma unroll
       for (int k = 0; k < kUnroll; ++k) {
         const int64_t q = q0 + (lane + 32 * k) * w;
-        if (q < total) {
-          at[k] = base[ownerBlock([&](int b) { return static_cast<int64_t>(start[b]); }, q)] + q;
-          v[k] = Unpack ? *reinterpret_cast<const U*>(out + q) : *reinterpret_cast<const U*>(user + at[k]);
-        }
+        const int o = ownerLane([&](int l) { return static_cast<int64_t>(__shfl_sync(kAll, excl, l)); }, q);
+        at[k] = __shfl_sync(kAll, base, o) + q;
+        if (q < total) v[k] = Unpack ? *reinterpret_cast<const U*>(out + q) : *reinterpret_cast<const U*>(user + at[k]);
       }
 #pragma unroll
       for (int k = 0; k < kUnroll; ++k) {
@@ -137,13 +114,13 @@ __global__ void __launch_bounds__(kThreads) packThread(DMeta m, Shape sh, char* 
         }
       }
     }
-    __syncwarp();  // the table is rewritten by the next round
+    cursorNext(m, sh, c);
   }
 }
 
 // Warp scheme: gpu_map.h warpItems per warp; lane l moves units l, l+32, ... of each chunk (all loads, then stores).
 template <typename U, bool Unpack>
-__global__ void __launch_bounds__(kThreads) packWarp(DMeta m, Shape sh, char* __restrict__ user,
+__global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restrict__ user,
                                                 char* __restrict__ packed, int64_t off, int64_t end) {
   constexpr int kUnits = chunkUnits(sizeof(U));
   const int lane = static_cast<int>(threadIdx.x & 31);
@@ -187,17 +164,17 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
   const DMeta& hm = L.m->hostMeta;
   const Shape sh = s == Scheme::Thread ? shapeThread(hm, L.off, L.end, sms)
                                        : shapeWarp(hm, L.off, L.end, sms, static_cast<int>(sizeof(U)));
-  const unsigned blocks = static_cast<unsigned>((sh.warps * 32 + kThreads - 1) / kThreads);
+  const unsigned blocks = static_cast<unsigned>((sh.warps * 32 + 255) / 256);
   if (s == Scheme::Thread) {
-    auto* k = hm.maxBlock < (int64_t{1} << 31) / kRoundBlocks  // a round < 2 GiB
+    auto* k = hm.maxBlock < (int64_t{1} << 26)  // 32 blocks < 2 GiB
                   ? (L.unpack ? packThread<U, true, int32_t> : packThread<U, false, int32_t>)
                   : (L.unpack ? packThread<U, true, int64_t> : packThread<U, false, int64_t>);
-    k<<<blocks, kThreads, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+    k<<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
   } else {
     if (L.unpack)
-      packWarp<U, true><<<blocks, kThreads, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+      packWarp<U, true><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
     else
-      packWarp<U, false><<<blocks, kThreads, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+      packWarp<U, false><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
   }
   return cudaGetLastError();
 }
