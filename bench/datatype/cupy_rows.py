@@ -3,7 +3,7 @@
 strided view (or a gather with an index array) expresses, at patterns.h's sizes (small and large; the extents here
 must match patterns.h's).
 
-pack   = cupy.ascontiguousarray(view)  (or cupy.take / fancy indexing for index lists)
+pack   = view.copy(order="C")  (or cupy.take / fancy indexing for index lists)
 unpack = view[...] = packed            (or an index assignment)
 Times: CUDA events around the call, best of --reps after a warm-up. These rows are timed only (their correctness is
 CuPy's). Writes JSON lines (first line a run record) to --json, a table to stdout.
@@ -52,34 +52,34 @@ def patterns(size, scale):
         def make():
             a = cp.arange(int(np.prod(shape)), dtype=np.uint32).astype(dtype).reshape(shape)
             v = a[sl]
-            packed = cp.ascontiguousarray(v)
-            return (lambda: cp.ascontiguousarray(v)), (lambda: v.__setitem__(Ellipsis, packed)), packed.nbytes
+            packed = v.copy(order="C")  # always a copy (ascontiguousarray returns a contiguous view itself)
+            return (lambda: v.copy(order="C")), (lambda: v.__setitem__(Ellipsis, packed)), packed.nbytes
         out[name] = (make, note)
 
     # NAS LU u[nz][ny][nx][5], NAS MG v[nz][ny][nx]: x faces of grids thin in x, y faces of many z planes (large).
     nz, ny, nx = ext(160, 2048), ext(160, 1024), ext(160, 32)
-    strided("nas_lu_x", (nz, ny, nx, 5), np.float64, np.s_[:, :, 1, :], "ascontiguousarray(u[:, :, 1, :])")
+    strided("nas_lu_x", (nz, ny, nx, 5), np.float64, np.s_[:, :, 1, :], "u[:, :, 1, :].copy()")
     nz, ny, nx = ext(160, 16384), ext(160, 16), ext(160, 160)
-    strided("nas_lu_y", (nz, ny, nx, 5), np.float64, np.s_[:, 1, :, :], "ascontiguousarray(u[:, 1, :, :])")
+    strided("nas_lu_y", (nz, ny, nx, 5), np.float64, np.s_[:, 1, :, :], "u[:, 1, :, :].copy()")
     nz, ny, nx = ext(320, 4096), ext(320, 2048), ext(320, 32)
-    strided("nas_mg_x", (nz, ny, nx), np.float64, np.s_[:, :, 1], "ascontiguousarray(v[:, :, 1])")
+    strided("nas_mg_x", (nz, ny, nx), np.float64, np.s_[:, :, 1], "v[:, :, 1].copy()")
     nz, ny, nx = ext(320, 32768), ext(320, 16), ext(320, 320)
-    strided("nas_mg_y", (nz, ny, nx), np.float64, np.s_[:, 1, :], "ascontiguousarray(v[:, 1, :])")
+    strided("nas_mg_y", (nz, ny, nx), np.float64, np.s_[:, 1, :], "v[:, 1, :].copy()")
     t, z, y, x = ext(48, 2560), ext(48, 16), ext(48, 48), ext(48, 48)
     strided("milc_su3_zdown", (t, z, y, x // 2, 2, 6), np.float32, np.s_[:, 0, :, :, 0, :],
-            "ascontiguousarray(lat[:, 0, :, :, 0, :])")
+            "lat[:, 0, :, :, 0, :].copy()")
     nz, ny, nx = ext(128, 128), ext(512, 49152), ext(512, 64)
-    strided("wrf_x_vec", (nz, ny, nx), np.float32, np.s_[:, :, 0:3], "ascontiguousarray(f[:, :, 0:3])")
+    strided("wrf_x_vec", (nz, ny, nx), np.float32, np.s_[:, :, 0:3], "f[:, :, 0:3].copy()")
     nz, ny, nx = ext(128, 16384), ext(512, 16), ext(512, 512)
-    strided("wrf_y_vec", (nz, ny, nx), np.float32, np.s_[:, 0:3, :], "ascontiguousarray(f[:, 0:3, :])")
+    strided("wrf_y_vec", (nz, ny, nx), np.float32, np.s_[:, 0:3, :], "f[:, 0:3, :].copy()")
     nz, ny, nx = ext(256, 2048), ext(256, 2048), ext(256, 32)
     strided("cosmo_halo_e", (nz, ny, nx), np.float64, np.s_[3:nz - 3, 3:ny - 3, nx - 6:nx - 3], "subarray view")
     nz, ny, nx = ext(256, 16384), ext(256, 32), ext(256, 256)
     strided("cosmo_halo_n", (nz, ny, nx), np.float64, np.s_[3:nz - 3, ny - 6:ny - 3, 3:nx - 3], "subarray view")
     ny, nx = ext(8192, (1 << 23) + 2), ext(8192, 32)
-    strided("stencil2d_w", (ny, nx), np.float64, np.s_[1:ny - 1, 1:2], "ascontiguousarray(a[1:ny-1, 1:2])")
+    strided("stencil2d_w", (ny, nx), np.float64, np.s_[1:ny - 1, 1:2], "a[1:ny-1, 1:2].copy()")
     ny, nx = ext(8192, 4), ext(8192, (1 << 23) + 2)
-    strided("stencil2d_n", (ny, nx), np.float64, np.s_[1:2, 1:nx - 1], "ascontiguousarray(a[1:2, 1:nx-1])")
+    strided("stencil2d_n", (ny, nx), np.float64, np.s_[1:2, 1:nx - 1], "a[1:2, 1:nx-1].copy()")
     nz, ny, nx = ext(384, 2050), ext(384, 4098), ext(384, 32)
     strided("stencil3d_x", (nz, ny, nx), np.float64, np.s_[1:nz - 1, 1:ny - 1, 1:2], "subarray view")
     nz, ny, nx = ext(384, 32770), ext(384, 16), ext(384, 384)
@@ -91,9 +91,9 @@ def patterns(size, scale):
     def fft():
         a = cp.arange(n * n, dtype=np.uint32).astype(np.complex128).reshape(n, n)
         v = a.T
-        packed = cp.ascontiguousarray(v)
-        return (lambda: cp.ascontiguousarray(v)), (lambda: v.__setitem__(Ellipsis, packed)), packed.nbytes
-    out["fft2d"] = (fft, "ascontiguousarray(a.T)")
+        packed = v.copy(order="C")
+        return (lambda: v.copy(order="C")), (lambda: v.__setitem__(Ellipsis, packed)), packed.nbytes
+    out["fft2d"] = (fft, "a.T.copy()")
 
     # SPECFEM3D oc / cm: gathers with index arrays (same indices as patterns.h is not required: same shape and count).
     N = ext(32000000, 256000000)
