@@ -234,26 +234,33 @@ tether_status_t tether_get_elems(tether_t w, void* d, const void* s, size_t nele
 }
 
 // Non-contiguous put/get (tether/datatype.h; core/rma_typed.cpp).
+#define TETHER_TYPED_CALL(name, verb, mode, stream)                                                                \
+  return guarded(w, #name, [&](World& x) { return x.verb(#name, d, dt, dc, s, st, sc, pe, World::TypedMode::mode, stream); })
 tether_status_t tether_put_typed(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s, tether_type_t st,
                                  int64_t sc, int pe) {
-  return guarded(w, "tether_put_typed",
-                 [&](World& x) { return x.putTyped("tether_put_typed", d, dt, dc, s, st, sc, pe, false); });
+  TETHER_TYPED_CALL(tether_put_typed, putTyped, Blocking, nullptr);
 }
 tether_status_t tether_get_typed(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s, tether_type_t st,
                                  int64_t sc, int pe) {
-  return guarded(w, "tether_get_typed",
-                 [&](World& x) { return x.getTyped("tether_get_typed", d, dt, dc, s, st, sc, pe, false); });
+  TETHER_TYPED_CALL(tether_get_typed, getTyped, Blocking, nullptr);
 }
 tether_status_t tether_put_typed_nbi(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
                                      tether_type_t st, int64_t sc, int pe) {
-  return guarded(w, "tether_put_typed_nbi",
-                 [&](World& x) { return x.putTyped("tether_put_typed_nbi", d, dt, dc, s, st, sc, pe, true); });
+  TETHER_TYPED_CALL(tether_put_typed_nbi, putTyped, Nbi, nullptr);
 }
 tether_status_t tether_get_typed_nbi(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
                                      tether_type_t st, int64_t sc, int pe) {
-  return guarded(w, "tether_get_typed_nbi",
-                 [&](World& x) { return x.getTyped("tether_get_typed_nbi", d, dt, dc, s, st, sc, pe, true); });
+  TETHER_TYPED_CALL(tether_get_typed_nbi, getTyped, Nbi, nullptr);
 }
+tether_status_t tether_put_typed_on_stream(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
+                                           tether_type_t st, int64_t sc, int pe, void* stream) {
+  TETHER_TYPED_CALL(tether_put_typed_on_stream, putTyped, OnStream, stream);
+}
+tether_status_t tether_get_typed_on_stream(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
+                                           tether_type_t st, int64_t sc, int pe, void* stream) {
+  TETHER_TYPED_CALL(tether_get_typed_on_stream, getTyped, OnStream, stream);
+}
+#undef TETHER_TYPED_CALL
 
 tether_status_t tether_quiet(tether_t w) { return guarded(w, "tether_quiet", [](World& x) { return x.quiet(); }); }
 tether_status_t tether_fence(tether_t w) { return guarded(w, "tether_fence", [](World& x) { return x.fence(); }); }

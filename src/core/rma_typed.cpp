@@ -15,10 +15,12 @@
 // The rule today is "direct whenever the peer's bytes are load/store (or kernel) reachable"; choosing by the cost
 // model's time estimates is left for later (docs/datatype.md says so).
 //
-// Completion: every form is complete on return (the _nbi forms too; OpenSHMEM allows an nbi call to complete early).
+// Completion: the blocking and _nbi forms are complete on return (OpenSHMEM allows an nbi call to complete early).
 // Ordering against this PE's earlier nbi operations to overlapping bytes is not defined (as for put_nbi + put).
-// The GPU route (GpuDirect, and Staged with a GPU local buffer) has run once, on an H200, under gpu_rma_typed, and
-// failed there; the causes found were in the test (tests/gpu/gpu_rma_typed.cu says which). Not yet seen passing.
+// Stream forms (OnStream): checks and route at the call, the transfer in stream order: CpuDirect as a stream host
+// call (StreamOps::hostCall) holding shared references to both canonical forms; GpuDirect with a GPU local buffer as
+// engine launches on the stream (typed-to-typed through stream-ordered scratch memory); other routes are refused.
+// The GPU route passes gpu_rma_typed on an H200 (2 PEs on one GPU, 2026-11-23); its stream forms have not run yet.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "core/stream_ops.h"
 #include "core/world.h"
 #include "datatype/canonical.h"
 #include "datatype/gpu_pack.h"
@@ -106,9 +109,10 @@ void cpuCopy(const Mem& from, const Mem& to, int64_t n) {
   }
 }
 
-// The GPU engine on the legacy default stream of `device` (so it follows the caller's default-stream work): packs
-// bytes [off, off + len) of `user` into `packed`, or (unpack) the reverse.
-Status engine(int device, bool unpack, const Mem& user, int64_t off, int64_t len, void* packed) {
+// The GPU engine on `stream` of `device` (nullptr: the legacy default stream, so it follows the caller's
+// default-stream work): packs bytes [off, off + len) of `user` into `packed`, or (unpack) the reverse.
+Status engine(int device, bool unpack, const Mem& user, int64_t off, int64_t len, void* packed,
+              void* stream = nullptr) {
   dt::GpuPackRequest r;
   r.c = user.side->c;
   r.count = user.side->count;
@@ -117,25 +121,47 @@ Status engine(int device, bool unpack, const Mem& user, int64_t off, int64_t len
   r.packedOffset = off;
   r.len = len;
   r.unpack = unpack;
+  r.stream = stream;
   r.device = device;
   dt::Scheme used;
   return dt::gpuPack(r, &user.side->handle->gpu, &used);
 }
 
+// GpuDirect on a stream: one engine launch when one side is contiguous, else pack and unpack through stream-ordered
+// scratch memory in fragments (all on `stream`, so they stay in order with the stream's other work).
+Status typedOnGpuStream(int dev, const Mem& from, const Mem& to, int64_t n, void* stream) {
+  int64_t off = 0;
+  if (dt::hostContiguous(*to.side->c, to.side->count, &off)) return engine(dev, false, from, 0, n, at(to.base, off), stream);
+  if (dt::hostContiguous(*from.side->c, from.side->count, &off))
+    return engine(dev, true, to, 0, n, at(from.base, off), stream);
+  void* scratch = nullptr;
+  const int64_t frag = std::min(n, kGpuFragment);
+  TETHER_TRY(dt::gpuScratchAlloc(dev, stream, frag, &scratch));
+  Status st = Status::ok();
+  for (off = 0; off < n && st.isOk(); off += frag) {
+    const int64_t len = std::min(n - off, frag);
+    st = engine(dev, false, from, off, len, scratch, stream);
+    if (st.isOk()) st = engine(dev, true, to, off, len, scratch, stream);
+  }
+  Status fr = dt::gpuScratchFree(dev, stream, scratch);
+  return st.isOk() ? fr : st;
+}
+
 }  // namespace
 
 Status World::putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                       tether_type_s* srcType, int64_t srcCount, int pe, bool nbi) {
-  return typedRma(call, true, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, nbi);
+                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream) {
+  return typedRma(call, true, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, mode, stream);
 }
 
 Status World::getTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                       tether_type_s* srcType, int64_t srcCount, int pe, bool nbi) {
-  return typedRma(call, false, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, nbi);
+                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream) {
+  return typedRma(call, false, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, mode, stream);
 }
 
+// Blocking and nbi forms complete on return; OnStream enqueues (typedOnStream below).
 Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
-                       tether_type_s* srcType, int64_t srcCount, int pe, bool /*nbi: completes on return*/) {
+                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream) {
   TETHER_TRY(checkPe(call, pe));
   Side d, s;
   TETHER_TRY(checkSide(call, "dest", destType, destCount, &d));
@@ -172,9 +198,9 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
   TETHER_TRY(checkSymmetric(call, what, at(remoteAddr, lo), static_cast<uint64_t>(span), &ref));
 
   // Route (see the file comment).
-  std::string mode = config_.str("TETHER_DT_RMA");
-  if (mode != "auto" && mode != "staged")
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: TETHER_DT_RMA='%s': expected auto or staged", call, mode.c_str());
+  const std::string routeMode = config_.str("TETHER_DT_RMA");
+  if (routeMode != "auto" && routeMode != "staged")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: TETHER_DT_RMA='%s': expected auto or staged", call, routeMode.c_str());
   const SegPath& p = path(pe, ref.kind);
   const RemoteAddr r = remote(pe, ref);
   // The local buffer's memory kind, asked of its lowest touched byte, not of its origin: the origin may lie outside
@@ -186,7 +212,7 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
   const bool loadStore = p.ops && (p.ops->caps & kCapLoadStore);
   Route route = Route::Staged;
   char* remoteBase = nullptr;  // the remote side's buffer origin as addressed by the route (CPU or GPU address)
-  if (mode == "auto" && loadStore) {
+  if (routeMode == "auto" && loadStore) {
     if (isHostMemory(r.kind) && !localOnGpu && r.ptr) {
       route = Route::CpuDirect;
       remoteBase = at(r.ptr, -lo);
@@ -200,6 +226,31 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
 
   const Mem local{&localSide, static_cast<char*>(localBuf)};
   const int dev = gpu_ ? gpu_->device() : -1;
+
+  if (mode == TypedMode::OnStream) {
+    StreamOps* so = nullptr;
+    TETHER_TRY(streamOps(&so).withContext(call));
+    if (route == Route::CpuDirect) {
+      // The host reference in a stream host call. The canonical forms are shared, so freeing the handles after the
+      // call cannot pull them from under it.
+      return so->hostCall(stream, [isPut, n, ls = localSide, lbase = local.base, rs = remoteSide, remoteBase,
+                                   lc = localSide.handle->canonical, rc = remoteSide.handle->canonical]() mutable {
+        ls.c = lc.get();
+        rs.c = rc.get();
+        const Mem lm{&ls, lbase}, rm{&rs, remoteBase};
+        cpuCopy(isPut ? lm : rm, isPut ? rm : lm, n);
+      });
+    }
+    if (route == Route::GpuDirect && so->gpuAddresses() && localOnGpu) {
+      const Mem rem{&remoteSide, remoteBase};
+      return typedOnGpuStream(dev, isPut ? local : rem, isPut ? rem : local, n, stream);
+    }
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
+                "%s: no stream-ordered route to PE %d (%s route; a stream runs GPU kernels on GPU-addressable memory "
+                "with a GPU or pinned local buffer, or the host reference on host-mapped memory with a host local "
+                "buffer): synchronise the stream and use the blocking form",
+                call, pe, kRouteNames[static_cast<int>(route)]);
+  }
 
   if (route == Route::CpuDirect) {
     const Mem rem{&remoteSide, remoteBase};

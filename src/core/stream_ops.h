@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "base/status.h"
@@ -95,6 +96,9 @@ class StreamOps {
                          uint64_t timeoutNs) = 0;
   // Runs call through the handle's proxy ring (handle in this ops' address space).
   virtual Status proxy(void* stream, const tether_device_handle_t& handle, const ProxyCall& call) = 0;
+  // Runs fn on a CPU thread in stream order, its memory effects visible before the next operation starts (CUDA:
+  // cudaLaunchHostFunc). fn must not call CUDA or wait on any stream; it cannot fail.
+  virtual Status hostCall(void* stream, std::function<void()> fn) = 0;
 
   // Streams for tests and benchmarks (CUDA: cudaStreamCreateWithFlags non-blocking; CPU: a worker thread).
   virtual Status createStream(void** out) = 0;

@@ -211,6 +211,14 @@ class CpuStreamOps : public StreamOps {
     });
   }
 
+  Status hostCall(void* stream, std::function<void()> fn) override {
+    return enqueue(stream, [fn = std::move(fn)] {
+      fn();
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      return Status::ok();
+    });
+  }
+
   Status createStream(void** out) override {
     if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "createStream: out is NULL");
     std::lock_guard<std::mutex> lock(mu_);

@@ -117,11 +117,14 @@ class World {
 
   // ---- non-contiguous RMA -- core/rma_typed.cpp (tether_put_typed & co., docs/datatype.md "Non-contiguous
   // put/get"). dest (put) / src (get) is symmetric: the true extent of its count instances must lie in one symmetric
-  // segment. count * size must match on both sides. Complete on return (nbi forms included, which is allowed).
+  // segment. count * size must match on both sides. Blocking and nbi: complete on return (allowed for nbi).
+  // OnStream: enqueued on `stream` (stream order; complete when the stream reaches it), for the routes a stream can
+  // run (GPU kernels on GPU-addressable memory, or the host reference in a stream host call); others fail.
+  enum class TypedMode { Blocking, Nbi, OnStream };
   Status putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                  tether_type_s* srcType, int64_t srcCount, int pe, bool nbi);
+                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream = nullptr);
   Status getTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                  tether_type_s* srcType, int64_t srcCount, int pe, bool nbi);
+                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream = nullptr);
 
   // ---- waits and collectives -- core/sync.cpp
   enum class WaitMode { All, Any, Some };
@@ -175,7 +178,7 @@ class World {
   Status badPe(const char* call, int pe) const;
   // putTyped / getTyped (core/rma_typed.cpp): put moves src (local) to dest (remote), get src (remote) to dest.
   Status typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
-                  tether_type_s* srcType, int64_t srcCount, int pe, bool nbi);
+                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream);
   Status checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
   // [addr, addr + n) inside the committed user part of this PE's HOST heap (no overflow possible: bounded by it).
   bool inHostHeap(const void* addr, uint64_t n, SymRef* ref) const {

@@ -63,6 +63,10 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used);
 Status gpuSync(int device, void* stream);
 // The scheme gpuPack would use for a whole pack of count instances between device buffers (for tests/benchmarks).
 Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out);
+// Stream-ordered scratch GPU memory (cudaMallocAsync / cudaFreeAsync on `stream` of GPU `device`): usable by work
+// enqueued on that stream after the allocation and before the free (typed-to-typed copies on a stream stage here).
+Status gpuScratchAlloc(int device, void* stream, int64_t bytes, void** out);
+Status gpuScratchFree(int device, void* stream, void* p);
 // Measures (or reloads) the cost model's table for the current GPU; force: measure even if a file exists.
 // *summary (may be null): one line per scheme with the measured bandwidths.
 Status gpuCalibrate(bool force, std::string* summary);

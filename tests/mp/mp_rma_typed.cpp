@@ -3,7 +3,10 @@
 // a shuffled scatter of byte blocks, a resized twin), the random type on the remote side and on the local side, put
 // and get, blocking and nbi + quiet; every target buffer is poisoned and compared whole (gaps and margins untouched);
 // multi-fragment transfers (several MiB, typed to typed); error cases. Each PE puts to / gets from its right
-// neighbour. Run with TETHER_DT_RMA=staged too (the staging route). Seed: MP_SEED (printed), trees: MP_TREES.
+// neighbour. Run with TETHER_DT_RMA=staged too (the staging route), and with MP_ON_STREAM=1: every transfer goes
+// through tether_{put,get}_typed_on_stream on a CPU-emulated stream (core/stream_ops.h), issued with duplicated type
+// handles that are freed before the stream runs, then the stream is synchronised. Seed: MP_SEED (printed), trees:
+// MP_TREES.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "../datatype/random_types.h"
+#include "core/stream_ops.h"
 #include "mp_util.h"
 #include "tether/datatype.h"
 #include "typed_sides.h"
@@ -29,6 +33,33 @@ using typed_test::packed;
 using typed_test::poison;
 using typed_test::Side;
 using typed_test::side;
+
+// MP_ON_STREAM=1: the emulated stream every transfer is enqueued on (null: blocking and nbi forms).
+tether::StreamOps* streamOps = nullptr;
+void* stream = nullptr;
+
+tether_type_t dupCommitted(tether_type_t t) {
+  tether_type_t d = nullptr;
+  TK(tether_type_dup(t, &d));
+  TK(tether_type_commit(d));
+  return d;
+}
+
+// The stream form of put (isPut) or get with handles of its own, freed as soon as the call returns (the stream must
+// not need them), then the stream synchronised.
+void onStream(bool isPut, void* dest, tether_type_t dt, int64_t dc, const void* src, tether_type_t st, int64_t sc,
+              int pe) {
+  tether_t w = mp::world();
+  tether_type_t d = dupCommitted(dt), s = dupCommitted(st);
+  MP_OK((isPut ? tether_put_typed_on_stream : tether_get_typed_on_stream)(w, dest, d, dc, src, s, sc, pe, stream));
+  tether_type_free(&d);
+  tether_type_free(&s);
+  const tether::Status done = streamOps->synchronize(stream);
+  if (!done.isOk()) {
+    std::fprintf(stderr, "FAIL: stream error: %s\n", done.message().c_str());
+    std::exit(1);
+  }
+}
 
 void check(const unsigned char* got, const std::vector<unsigned char>& want, const char* op, uint64_t seed,
            const std::string& text) {
@@ -52,8 +83,12 @@ void exchange(const Side& remote, const Side& local, uint64_t seed, bool nbi, co
   loc = data(local.bytes(), seed, me);
   MP_OK(tether_barrier_all(w));
   auto put = nbi ? tether_put_typed_nbi : tether_put_typed;
-  MP_OK(put(w, sym + remote.origin(), remote.type, remote.count, loc.data() + local.origin(), local.type, local.count,
-            right));
+  if (stream)
+    onStream(true, sym + remote.origin(), remote.type, remote.count, loc.data() + local.origin(), local.type,
+             local.count, right);
+  else
+    MP_OK(put(w, sym + remote.origin(), remote.type, remote.count, loc.data() + local.origin(), local.type,
+              local.count, right));
   if (nbi) MP_OK(tether_quiet(w));
   MP_OK(tether_barrier_all(w));
   check(sym, expected(local, data(local.bytes(), seed, left), remote), nbi ? "put_nbi" : "put", seed, text);
@@ -65,8 +100,12 @@ void exchange(const Side& remote, const Side& local, uint64_t seed, bool nbi, co
   loc = poison(local.bytes());
   MP_OK(tether_barrier_all(w));
   auto get = nbi ? tether_get_typed_nbi : tether_get_typed;
-  MP_OK(get(w, loc.data() + local.origin(), local.type, local.count, sym + remote.origin(), remote.type, remote.count,
-            right));
+  if (stream)
+    onStream(false, loc.data() + local.origin(), local.type, local.count, sym + remote.origin(), remote.type,
+             remote.count, right);
+  else
+    MP_OK(get(w, loc.data() + local.origin(), local.type, local.count, sym + remote.origin(), remote.type,
+              remote.count, right));
   if (nbi) MP_OK(tether_quiet(w));
   check(loc.data(), expected(remote, data(remote.bytes(), seed + 1, right), local), nbi ? "get_nbi" : "get", seed,
         text);
@@ -279,7 +318,16 @@ int main() {
   const char* tr = std::getenv("MP_TREES");
   const int trees = tr ? std::atoi(tr) : 60;
   const char* route = std::getenv("TETHER_DT_RMA");
-  if (me == 0) std::printf("seed %" PRIu64 " trees %d route %s\n", seed, trees, route ? route : "auto");
+  const char* os = std::getenv("MP_ON_STREAM");
+  if (os && std::atoi(os) == 1) {
+    std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60);
+    streamOps = ops.get();
+    MP_CHECK(tether::useStreamOpsForTesting(w, std::move(ops)).isOk());
+    MP_CHECK(streamOps->createStream(&stream).isOk());
+  }
+  if (me == 0)
+    std::printf("seed %" PRIu64 " trees %d route %s%s\n", seed, trees, route ? route : "auto",
+                stream ? ", on a CPU-emulated stream" : "");
   errors();
   randomPairs(seed, trees);
   multiFragment(seed);

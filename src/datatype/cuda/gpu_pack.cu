@@ -520,6 +520,18 @@ Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out) {
   return modelScheme(dev, c, buildTables(c).blocksPerInst, count, 0, count * c.size, out);
 }
 
+Status gpuScratchAlloc(int device, void* stream, int64_t bytes, void** out) {
+  if (device >= 0) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  DT_CUDA(cudaMallocAsync(out, static_cast<size_t>(bytes), static_cast<cudaStream_t>(stream)), "scratch allocation");
+  return Status::ok();
+}
+
+Status gpuScratchFree(int device, void* stream, void* p) {
+  if (device >= 0) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  DT_CUDA(cudaFreeAsync(p, static_cast<cudaStream_t>(stream)), "scratch free");
+  return Status::ok();
+}
+
 Status gpuSync(int device, void* stream) {
   if (device >= 0) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
   DT_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "stream synchronize");

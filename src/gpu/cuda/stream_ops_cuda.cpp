@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -42,6 +44,17 @@ Status resolve(const char* name, F* fn) {
 }
 
 constexpr size_t kMaxBatch = 256;  // entries per cuStreamBatchMemOp call
+
+// A closure for cudaLaunchHostFunc.
+struct HostFn {
+  std::function<void()> fn;
+  bool once;
+  static void CUDART_CB run(void* p) {
+    auto* f = static_cast<HostFn*>(p);
+    f->fn();
+    if (f->once) delete f;
+  }
+};
 
 class CudaStreamOps : public StreamOps {
  public:
@@ -179,6 +192,25 @@ class CudaStreamOps : public StreamOps {
     return Status::ok();
   }
 
+  Status hostCall(void* stream, std::function<void()> fn) override {
+    STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
+    // Run once: the callback frees its closure. Captured into a graph (replayed any number of times): the closure
+    // lives as long as this object.
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    STREAM_CUDA_TRY(cudaStreamIsCapturing(cuda(stream), &cap));
+    auto* f = new HostFn{std::move(fn), cap == cudaStreamCaptureStatusNone};
+    const cudaError_t e = cudaLaunchHostFunc(cuda(stream), &HostFn::run, f);
+    if (e != cudaSuccess) {
+      delete f;  // not enqueued: never runs
+      STREAM_CUDA_TRY(e);
+    }
+    if (!f->once) {
+      std::lock_guard<std::mutex> lock(mu_);
+      kept_.emplace_back(f);
+    }
+    return Status::ok();
+  }
+
   Status createStream(void** out) override {
     if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "createStream: out is NULL");
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
@@ -240,6 +272,7 @@ class CudaStreamOps : public StreamOps {
   bool memOpsOk_ = false, norOk_ = false;
   std::mutex mu_;
   std::vector<cudaStream_t> streams_;
+  std::vector<std::unique_ptr<HostFn>> kept_;  // closures captured into graphs
 };
 
 }  // namespace
