@@ -636,7 +636,7 @@ int main(int argc, char** argv) {
     TK(tether_put(c.w, c.xchg + 2 + c.me, &mine, sizeof mine, 0));
     barrier(c);
     if (c.me == 0) any = c.xchg[2] + c.xchg[3];
-    TK(tether_put(c.w, c.xchg + 4, &any, sizeof any, 1));  // PE 0 tells PE 1 (and itself: same value locally)
+    if (c.me == 0) TK(tether_put(c.w, c.xchg + 4, &any, sizeof any, 1));  // PE 0 tells PE 1 (PE 1 must not race it)
     barrier(c);
     if (c.me == 1) any = c.xchg[4];
     if (any != 0) {
