@@ -167,13 +167,13 @@ tether_status_t tether_get_typed_nbi(tether_t world, void* dest, tether_type_t d
                                      const void* src, tether_type_t src_type, int64_t src_count, int pe);
 /* Stream-ordered forms (cudaStream_t as void*, NULL: the legacy default stream): the transfer runs when `stream`
  * reaches it, after the stream's earlier work, and is complete (visible to the peer) before the stream's next operation
- * starts; arguments are checked at the call (errors are returned then). Both types must stay committed until the
- * stream has run it. Routes a stream can run: GPU-addressable remote bytes (a p2p DEVICE segment, or a HOST segment's
- * GPU alias) with a local buffer in GPU or pinned memory: the GPU engine's kernels on the stream, straight into or out
+ * starts; arguments are checked at the call (errors are returned then). Keep both type handles until the stream has
+ * run the transfer (the GPU route reads metadata cached on them). Routes a stream can run: GPU-addressable remote bytes (a p2p DEVICE segment, or a HOST segment's
+ * GPU alias) with a local buffer in GPU memory: the GPU engine's kernels on the stream, straight into or out
  * of the peer's memory (typed-to-typed through stream-ordered scratch memory); or host-mapped remote bytes (HOST or
  * STATIC segments on this host) with a local buffer in host memory: the host reference in a stream host call
  * (cudaLaunchHostFunc), which holds the stream while it runs. Other cases (peers reached through the proxy or a
- * network, pageable local buffers with GPU-only remote memory) fail with TETHER_ERR_UNSUPPORTED: use the blocking
+ * network, local buffers outside GPU memory with GPU-only remote memory) fail with TETHER_ERR_UNSUPPORTED: use the blocking
  * form after synchronising the stream. Graph capture is not tested yet (the first GPU use of a type may calibrate
  * the cost model, which allocates: do it outside a capture). */
 tether_status_t tether_put_typed_on_stream(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,

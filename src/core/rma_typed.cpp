@@ -247,7 +247,7 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
     }
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
                 "%s: no stream-ordered route to PE %d (%s route; a stream runs GPU kernels on GPU-addressable memory "
-                "with a GPU or pinned local buffer, or the host reference on host-mapped memory with a host local "
+                "with a local buffer in GPU memory, or the host reference on host-mapped memory with a host local "
                 "buffer): synchronise the stream and use the blocking form",
                 call, pe, kRouteNames[static_cast<int>(route)]);
   }
