@@ -38,6 +38,7 @@ def main():
     for r in rows:
         by.setdefault((r["pattern"], r.get("size", "small"), r["dir"]), {})[r["impl"]] = r
     out = open(a.output, "w") if a.output else sys.stdout
+    out.write("# command: python3 bench/datatype/summarize.py %s\n" % " ".join(sys.argv[1:]))
     if run:
         out.write("# from %s (%s, %s)%s\n" % (a.tether, run.get("device"), run.get("date"),
                                               " and " + a.cupy if a.cupy else ""))
