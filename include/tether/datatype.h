@@ -121,7 +121,7 @@ tether_status_t tether_type_unpack(tether_type_t type, int64_t count, const void
 /* The same fragment semantics as tether_type_pack/unpack, enqueued on `stream` (a cudaStream_t; NULL = the legacy
  * default stream) and executed by the GPU: one kernel launch (or one cudaMemcpy2D/3DAsync where the layout is a
  * pitched array) whatever the type, the scheme chosen by a cost model calibrated once per GPU (docs/datatype.md
- * "GPU engine"; TETHER_DT_SCHEME=thread|warp|copy2d|copy3d forces one). Buffers may be GPU memory, pinned (or
+ * "GPU engine"; TETHER_DT_SCHEME=thread|warp|copy2d|copy3d|elem forces one). Buffers may be GPU memory, pinned (or
  * cudaHostRegister'ed) host memory or, on both sides, pageable host memory; pageable memory makes the call wait for
  * the stream and pack on the host before returning (a user buffer in GPU memory with packed bytes in pageable memory
  * fails: pin the packed buffer). *bytes_done is set at once. Unpack with a type map that names a byte twice keeps an

@@ -399,4 +399,158 @@ DT_HD void warpItems(const DMeta& m, const Shape& sh, int64_t warp, int64_t off,
   }
 }
 
+// ---- elem scheme ------------------------------------------------------------------------------------------------------
+// Unit per thread, no search: packed unit t (width bytes) of the pack is item n = t / upi, unit j = t mod upi of it;
+// the item's user offset is base + table[n mod P] + sum_k idx_k * stride_k, where (n / P) is split over up to
+// kElemDims outer dimensions (count_k, stride_k), dimension 0 fastest. Two forms (elemForm):
+//  - strided: the whole pack is one strided block (one segment of one piece; repetitions and instances become outer
+//    dimensions): items are its blocks, no table (P = 1);
+//  - table: one instance is cut into items of L bytes (L = gcd of its contiguous runs) whose user offsets form the
+//    table (P = size / L entries); instances are the one outer dimension. Indexed and struct types up to
+//    kElemMaxTable items per instance.
+// All index math is 32-bit with divisions by precomputed multipliers (FastDiv), so the scheme applies when the pack
+// has < 2^31 units and every count fits in 32 bits; the thread and warp schemes cover the rest.
+
+// q = n / d for 0 <= n < 2^32 as ((n * m) >> 32 + n) >> s, with s = ceil(log2 d) and
+// m = floor(2^32 * (2^s - d) / d) + 1 (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", PLDI 1994, section 4).
+struct FastDiv {
+  uint32_t d, m, s;
+};
+inline FastDiv fastDiv(uint32_t d) {
+  FastDiv f{d, 0, 0};
+  while ((uint64_t{1} << f.s) < d) ++f.s;
+  f.m = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.s) - d)) / d + 1);
+  return f;
+}
+DT_HD uint32_t fdiv(const FastDiv& f, uint32_t n) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t hi = __umulhi(n, f.m);
+#else
+  const uint32_t hi = static_cast<uint32_t>((static_cast<uint64_t>(n) * f.m) >> 32);
+#endif
+  return static_cast<uint32_t>((static_cast<uint64_t>(hi) + n) >> f.s);
+}
+
+constexpr int kElemDims = 6;
+constexpr int64_t kElemMaxTable = int64_t{1} << 24;  // items per instance in the table form
+constexpr int64_t kElemMaxUnits = int64_t{1} << 31;  // units per pack (exclusive)
+
+// Count-independent part of the scheme, built once per canonical form (host).
+struct ElemForm {
+  bool ok = false;
+  bool table = false;             // table form (else strided)
+  int64_t item = 0;               // bytes per item
+  int64_t base = 0;               // strided: user offset of the first item
+  std::vector<int64_t> dims;      // strided: count, stride pairs of one instance, fastest first
+  std::vector<int64_t> offsets;   // table: user offset of each item of an instance
+};
+
+// Folds (count, stride) pairs: drops counts of 1, merges a dimension into the next-slower one when it continues it.
+inline void foldDims(std::vector<int64_t>& d) {
+  std::vector<int64_t> r;
+  for (size_t k = 0; k + 1 < d.size(); k += 2) {
+    if (d[k] == 1) continue;
+    if (!r.empty() && r[r.size() - 2] * r[r.size() - 1] == d[k + 1]) {
+      r[r.size() - 2] *= d[k];
+      continue;
+    }
+    r.push_back(d[k]);
+    r.push_back(d[k + 1]);
+  }
+  d.swap(r);
+}
+
+inline ElemForm elemForm(const Canonical& c) {
+  ElemForm f;
+  if (c.size <= 0) return f;
+  if (c.segments.size() == 1 && c.segments[0].numPieces == 1) {
+    const Segment& s = c.segments[0];
+    const Piece& p = c.pieces[static_cast<size_t>(s.firstPiece)];
+    f.item = p.block;
+    f.base = p.offset;
+    for (int k = 0; k < p.nd; ++k) f.dims.push_back(p.count[k]), f.dims.push_back(p.stride[k]);
+    f.dims.push_back(s.repeat), f.dims.push_back(s.stride);
+    foldDims(f.dims);
+    while (!f.dims.empty() && f.dims[1] == f.item) {  // the block continues into the next: longer items
+      f.item *= f.dims[0];
+      f.dims.erase(f.dims.begin(), f.dims.begin() + 2);
+    }
+    f.ok = true;
+    return f;
+  }
+  // Table form: the instance's runs in pack order, cut into items of their gcd.
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  int64_t g = 0;
+  (void)hostWalk(c, 0, c.size, [&](int64_t d, int64_t n) {
+    runs.push_back({d, n});
+    int64_t a = g, b = n;
+    while (b) a %= b, std::swap(a, b);
+    g = a;
+    return Status::ok();
+  });
+  if (g <= 0 || c.size / g > kElemMaxTable) return f;
+  f.table = true;
+  f.item = g;
+  f.offsets.reserve(static_cast<size_t>(c.size / g));
+  for (const auto& r : runs)
+    for (int64_t x = 0; x < r.second; x += g) f.offsets.push_back(r.first + x);
+  f.ok = true;
+  return f;
+}
+
+// Per-launch descriptor (passed to kernels by value). table: P offsets, int32_t or int64_t (the launcher's choice).
+struct EDesc {
+  int64_t base;
+  int64_t stride[kElemDims];
+  FastDiv upi, period, dim[kElemDims];
+  int32_t nd, unit;
+  const void* table;
+};
+
+// Descriptor for packed units [off / unit, end / unit) of count instances; false when the scheme does not apply
+// (too many units or dimensions). `table` is the device copy of f.offsets (ignored for the strided form).
+inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int unit, const void* table, EDesc* out) {
+  if (!f.ok || count * c.size / unit >= kElemMaxUnits || f.item % unit) return false;
+  std::vector<int64_t> dims = f.table ? std::vector<int64_t>{} : f.dims;
+  dims.push_back(count), dims.push_back(c.extent);
+  foldDims(dims);
+  if (dims.size() > 2 * static_cast<size_t>(kElemDims)) return false;
+  EDesc d{};
+  d.base = f.table ? 0 : f.base;
+  d.unit = unit;
+  d.upi = fastDiv(static_cast<uint32_t>(f.item / unit));
+  d.period = fastDiv(f.table ? static_cast<uint32_t>(f.offsets.size()) : 1u);
+  d.table = f.table ? table : nullptr;
+  d.nd = static_cast<int32_t>(dims.size() / 2);
+  for (int k = 0; k < kElemDims; ++k) {
+    const bool used = k < d.nd;
+    d.dim[k] = fastDiv(used ? static_cast<uint32_t>(dims[2 * static_cast<size_t>(k)]) : 1u);
+    d.stride[k] = used ? dims[2 * static_cast<size_t>(k) + 1] : 0;
+  }
+  *out = d;
+  return true;
+}
+
+// User offset (from the type origin) of packed unit t. T: the table's entry type (ignored without a table).
+template <typename T>
+DT_HD int64_t elemUser(const EDesc& d, uint32_t t) {
+  const uint32_t n = fdiv(d.upi, t);
+  int64_t u = d.base + static_cast<int64_t>(t - n * d.upi.d) * d.unit;
+  uint32_t m = n;
+  if (d.table) {
+    const uint32_t q = fdiv(d.period, n);
+    u += static_cast<const T*>(d.table)[n - q * d.period.d];
+    m = q;
+  }
+  for (int k = 0; k < kElemDims; ++k) {  // constant bounds: unrolled on the GPU
+    if (k < d.nd) {
+      const uint32_t q = k + 1 < d.nd ? fdiv(d.dim[k], m) : 0;
+      u += static_cast<int64_t>(m - q * d.dim[k].d) * d.stride[k];
+      m = q;
+    }
+  }
+  return u;
+}
+
 }  // namespace tether::dt

@@ -6,6 +6,9 @@
 //    divisions and two binary searches, then walks forward 32 blocks at a time by carries (no divisions); packed
 //    writes of a warp are contiguous. Units of `width` bytes (16/8/4/2/1, also limited by the buffers' alignment).
 //  - warp: warp per (block, 2 KiB chunk) item, lanes split the chunk in 16-byte units: long blocks.
+//  - elem: thread per unit, its address by 32-bit index math (divisions by precomputed multipliers) over the pack as
+//    one strided block of up to 6 dimensions, or through a table of item offsets of one instance (indexed and struct
+//    types): no search, every warp access to the packed side coalesced. Packs of < 2^31 units (gpu_map.h).
 //  - copy2d / copy3d: one cudaMemcpy2DAsync / cudaMemcpy3DAsync when the whole pack is a pitched 2-D / 3-D array
 //    (one piece of <= 1 / exactly 2 dimensions, uniform over repetitions and instances, whole rows).
 //  - host: both buffers in pageable host memory: the host reference, after the stream's earlier work.
@@ -14,7 +17,7 @@
 // Cost model: t(scheme) = launch_s + packed_bytes / bw_s(mean block bytes), bw_s interpolated (log-log) from a table
 // measured once per device by calibrate() on synthetic vectors (about 0.2 s), kept for the process and in a file
 // (TETHER_DT_CALIBRATION, default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU UUID) so later processes
-// skip the measurement. TETHER_DT_SCHEME=thread|warp|copy2d|copy3d forces a scheme (an inapplicable one fails).
+// skip the measurement. TETHER_DT_SCHEME=thread|warp|copy2d|copy3d|elem forces a scheme (an inapplicable one fails).
 #pragma once
 
 #include <cstdint>
@@ -26,9 +29,9 @@
 
 namespace tether::dt {
 
-enum class Scheme : int { Auto = 0, Host, Thread, Warp, Copy2D, Copy3D };
+enum class Scheme : int { Auto = 0, Host, Thread, Warp, Copy2D, Copy3D, Elem };
 const char* schemeName(Scheme s);
-// Scheme by name ("auto", "host", "thread", "warp", "copy2d", "copy3d"); false if unknown.
+// Scheme by name ("auto", "host", "thread", "warp", "copy2d", "copy3d", "elem"); false if unknown.
 bool parseScheme(const char* name, Scheme* out);
 
 // Device copy of one canonical form's metadata, for one GPU (made on first GPU use, cached on the type handle).

@@ -54,12 +54,23 @@ struct Emu {
   }
 };
 
-void runScheme(const tether::dt::Canonical& c, const DMeta& m, const unsigned char* user, int64_t off, int64_t end,
-               bool warpScheme, int sms, const std::vector<unsigned char>& want, const std::string& where) {
+enum class Emulated { Thread, Warp, Elem };
+
+void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt::ElemForm& elem, int64_t count,
+               const unsigned char* user, int64_t off, int64_t end, Emulated scheme, int sms,
+               const std::vector<unsigned char>& want, const std::string& where) {
   const int width = pow2Width(c.width, static_cast<uint64_t>(off) | static_cast<uint64_t>(end - off));
   Emu e{m, user, off, end, width, std::vector<unsigned char>(static_cast<size_t>(end - off)),
         std::vector<int>(static_cast<size_t>(end - off)), ""};
-  if (!warpScheme) {
+  if (scheme == Emulated::Elem) {
+    // As packElem: unit t of the fragment at elemUser(t); the table as the host form (int64_t entries).
+    tether::dt::EDesc d;
+    ASSERT_TRUE(tether::dt::elemDesc(elem, c, count, width, elem.offsets.data(), &d)) << where;
+    for (int64_t t = off / width; t < end / width; ++t) {
+      const int64_t u = tether::dt::elemUser<int64_t>(d, static_cast<uint32_t>(t));
+      e.move(u, t * width, t * width, (t + 1) * width);
+    }
+  } else if (scheme == Emulated::Thread) {
     // The warp's lanes in lock step, as packThread: blocks per lane, prefix sums, then unit q to lane q mod 32.
     const Shape sh = tether::dt::shapeThread(m, off, end, sms);
     for (int64_t w = 0; w < sh.warps; ++w) {
@@ -103,7 +114,7 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
   if (const char* s = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
   const int trees = 400;
   std::printf("GpuMap: seed %" PRIu64 ", %d trees (tree i uses seed + i; replay with TETHER_DT_SEED)\n", seed, trees);
-  int checked = 0;
+  int checked = 0, elemTables = 0;
   for (int i = 0; i < trees; ++i) {
     const uint64_t ts = seed + static_cast<uint64_t>(i);
     dt_test::Gen g(ts);
@@ -137,21 +148,84 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
     ++checked;
     const std::string where = "seed " + std::to_string(ts) + " tree " + text + " count " + std::to_string(count) +
                               " [" + tether::dt::describe(c) + "]";
+    const tether::dt::ElemForm elem = tether::dt::elemForm(c);
+    // Small types always have an elem form (strided, or a table of at most size / width items).
+    ASSERT_TRUE(elem.ok) << where;
+    elemTables += elem.table;
     for (int sms : {2, 132})
-      for (bool warpScheme : {false, true}) {
-        runScheme(c, m, user.data() + origin, 0, packed, warpScheme, sms, want, where + " whole");
+      for (Emulated scheme : {Emulated::Thread, Emulated::Warp, Emulated::Elem}) {
+        if (scheme == Emulated::Elem && sms != 2) continue;  // no launch shape
+        runScheme(c, m, elem, count, user.data() + origin, 0, packed, scheme, sms, want, where + " whole");
         if (HasFatalFailure()) return;
         for (int f = 0; f < 3; ++f) {
           const int64_t a = g.uni(0, packed - 1), b = g.uni(a + 1, packed);
-          runScheme(c, m, user.data() + origin, a, b, warpScheme, sms, want,
+          runScheme(c, m, elem, count, user.data() + origin, a, b, scheme, sms, want,
                     where + " fragment [" + std::to_string(a) + "," + std::to_string(b) + ")");
           if (HasFatalFailure()) return;
         }
       }
     tether_type_free(&t);
   }
-  std::printf("GpuMap: %d of %d trees emulated (the others pack nothing or more than 128 KiB)\n", checked, trees);
+  std::printf("GpuMap: %d of %d trees emulated (the others pack nothing or more than 128 KiB); elem scheme: %d table "
+              "forms, %d strided\n", checked, trees, elemTables, checked - elemTables);
   EXPECT_GE(checked, trees / 3);
+  EXPECT_GE(elemTables, checked / 10);  // both forms exercised
+  EXPECT_GE(checked - elemTables, checked / 10);
+}
+
+// fdiv against plain division: every divisor up to 4096 and powers of two and their neighbours, with dividends at
+// the edges of the 32-bit range and random ones (seeded, printed).
+TEST(GpuMap, FastDivisionIsExact) {
+  std::mt19937_64 r(7);
+  std::printf("FastDiv: seed 7\n");
+  std::vector<uint32_t> divisors;
+  for (uint32_t d = 1; d <= 4096; ++d) divisors.push_back(d);
+  for (int k = 12; k < 32; ++k)
+    for (int64_t x : {-1, 0, 1}) divisors.push_back(static_cast<uint32_t>((int64_t{1} << k) + x));
+  divisors.push_back(0xffffffffu);
+  for (int i = 0; i < 2000; ++i) divisors.push_back(static_cast<uint32_t>(r() % 0xffffffffu) + 1);
+  for (uint32_t d : divisors) {
+    const tether::dt::FastDiv f = tether::dt::fastDiv(d);
+    std::vector<uint32_t> ns = {0, 1, d - 1, d, d + 1, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    for (int i = 0; i < 200; ++i) ns.push_back(static_cast<uint32_t>(r()));
+    for (uint64_t q : {uint64_t{3}, uint64_t{1000}, uint64_t{0xffffffffu} / d})
+      if (q * d <= 0xffffffffu) ns.push_back(static_cast<uint32_t>(q * d)), ns.push_back(static_cast<uint32_t>(q * d - 1));
+    for (uint32_t n : ns) ASSERT_EQ(tether::dt::fdiv(f, n), n / d) << n << " / " << d;
+  }
+}
+
+// Elem forms of common layouts: a vector folds to one strided dimension, a contiguous run to one item, a struct of
+// two fields to a table of items of their gcd.
+TEST(GpuMap, ElemForms) {
+  tether_type_t d = nullptr, f = nullptr, v = nullptr, c = nullptr, st = nullptr;
+  ASSERT_EQ(tether_type_basic(TETHER_BASIC_DOUBLE, &d), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_basic(TETHER_BASIC_FLOAT, &f), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_vector(100, 3, 7, d, &v), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_contiguous(1000, d, &c), TETHER_SUCCESS);
+  const int64_t bl[2] = {3, 1}, disp[2] = {0, 48};
+  const tether_type_t ts[2] = {d, f};
+  ASSERT_EQ(tether_type_struct(2, bl, disp, ts, &st), TETHER_SUCCESS);
+  for (tether_type_t t : {v, c, st}) ASSERT_EQ(tether_type_commit(t), TETHER_SUCCESS);
+  const tether::dt::ElemForm fv = tether::dt::elemForm(*v->canonical), fc = tether::dt::elemForm(*c->canonical),
+                             fs = tether::dt::elemForm(*st->canonical);
+  ASSERT_TRUE(fv.ok && !fv.table);
+  EXPECT_EQ(fv.item, 24);
+  EXPECT_EQ(fv.dims, (std::vector<int64_t>{100, 56}));
+  ASSERT_TRUE(fc.ok && !fc.table);
+  EXPECT_EQ(fc.item, 8000);
+  EXPECT_TRUE(fc.dims.empty());
+  ASSERT_TRUE(fs.ok && fs.table);
+  EXPECT_EQ(fs.item, 4);
+  EXPECT_EQ(fs.offsets, (std::vector<int64_t>{0, 4, 8, 12, 16, 20, 48}));
+  // 3 instances of the vector: the instance dimension is the slowest; unit 8 of instance 2 sits at 2 * extent + ...
+  tether::dt::EDesc e;
+  ASSERT_TRUE(tether::dt::elemDesc(fv, *v->canonical, 3, 8, nullptr, &e));
+  EXPECT_EQ(e.nd, 2);
+  const int64_t ext = v->canonical->extent;
+  EXPECT_EQ(tether::dt::elemUser<int64_t>(e, 300 + 3 * 5 + 1), ext + 5 * 56 + 8);
+  // Beyond 2^31 units the scheme declines (the thread and warp schemes take such packs).
+  EXPECT_FALSE(tether::dt::elemDesc(fc, *c->canonical, int64_t{1} << 29, 1, nullptr, &e));
+  for (tether_type_t* t : {&d, &f, &v, &c, &st}) tether_type_free(t);
 }
 
 // Huge regular types stay cheap to map: a vector of 1e9 blocks locates any block directly.

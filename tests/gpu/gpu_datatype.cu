@@ -103,7 +103,7 @@ void runTree(uint64_t seed, cudaStream_t st) {
                 seed, what.c_str(), text.c_str(), size, ext, count);
   };
   const Kind kinds[3] = {Kind::Device, Kind::Pinned, Kind::Pageable};
-  for (const char* scheme : {"auto", "thread", "warp", "copy2d", "copy3d"}) {
+  for (const char* scheme : {"auto", "thread", "warp", "copy2d", "copy3d", "elem"}) {
     setenv("TETHER_DT_SCHEME", scheme, 1);
     for (int pair = 0; pair < (std::strcmp(scheme, "auto") == 0 ? 4 : 1); ++pair) {
       // pair 0: device/device; 1: device user + pinned packed; 2: pinned user + device packed; 3: pageable/pageable
@@ -137,7 +137,8 @@ void runTree(uint64_t seed, cudaStream_t st) {
         fail(std::string("unpack differs (scheme ") + scheme + ", user " + kindName(ku) + ")");
       // Fragments (kernel schemes and auto only: direct copies need whole packs).
       if (packed > 1 && (pair == 0) &&
-          (!std::strcmp(scheme, "thread") || !std::strcmp(scheme, "warp") || !std::strcmp(scheme, "auto"))) {
+          (!std::strcmp(scheme, "thread") || !std::strcmp(scheme, "warp") || !std::strcmp(scheme, "elem") ||
+           !std::strcmp(scheme, "auto"))) {
         if (!std::strcmp(scheme, "auto")) unsetenv("TETHER_DT_SCHEME");
         Buf frag(Kind::Device, static_cast<size_t>(packed));
         CK(cudaMemset(frag.p, 0, static_cast<size_t>(packed)));

@@ -152,9 +152,24 @@ int main() {
     exchange(B, C, g, seed + 2, "vector(300/333) <- bytes");               // one unpack launch into the peer
     exchange(C, A, g, seed + 3, "bytes <- vector(1000/1700)");             // one pack launch into the peer
   }
-  exchangeOnStream(A, B, seed + 4, "vector(1000/1700) <- vector(300/333)");  // scratch memory on the stream
-  exchangeOnStream(B, C, seed + 5, "vector(300/333) <- bytes");
-  exchangeOnStream(C, A, seed + 6, "bytes <- vector(1000/1700)");
+  const char* route = std::getenv("TETHER_DT_RMA");
+  if (route && std::string(route) == "staged") {
+    // The staging route has no stream-ordered form: the stream calls must refuse it, not run it out of order.
+    unsigned char* loc = nullptr;
+    CK(cudaMalloc(&loc, static_cast<size_t>(B.bytes())));
+    auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, static_cast<size_t>(A.bytes())));
+    MP_CHECK(tether_put_typed_on_stream(w, sym + A.origin(), A.type, A.count, loc + B.origin(), B.type, B.count,
+                                        1 - tether_my_pe(w), nullptr) == TETHER_ERR_UNSUPPORTED);
+    MP_CHECK(tether_get_typed_on_stream(w, loc + B.origin(), B.type, B.count, sym + A.origin(), A.type, A.count,
+                                        1 - tether_my_pe(w), nullptr) == TETHER_ERR_UNSUPPORTED);
+    MP_OK(tether_barrier_all(w));
+    MP_OK(tether_free(w, sym));
+    CK(cudaFree(loc));
+  } else {
+    exchangeOnStream(A, B, seed + 4, "vector(1000/1700) <- vector(300/333)");  // scratch memory on the stream
+    exchangeOnStream(B, C, seed + 5, "vector(300/333) <- bytes");
+    exchangeOnStream(C, A, seed + 6, "bytes <- vector(1000/1700)");
+  }
   int done = 0;
   for (int it = 0; it < trees; ++it) {
     dt_test::Gen gen(seed * 1000003u + static_cast<uint64_t>(it));

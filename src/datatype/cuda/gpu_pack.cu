@@ -26,6 +26,7 @@ class CudaMeta final : public GpuMeta {
  public:
   ~CudaMeta() override {
     if (dev_) cudaFree(dev_);
+    if (elemTable) cudaFree(elemTable);
   }
   int device = -1;
   const Canonical* owner = nullptr;
@@ -33,6 +34,9 @@ class CudaMeta final : public GpuMeta {
   DMeta meta{};      // device pointers (kernels)
   DMeta hostMeta{};  // host pointers (launch set-up)
   void* dev_ = nullptr;
+  ElemForm elem;               // elem scheme (gpu_map.h); its table on the device:
+  void* elemTable = nullptr;   // elem.offsets as int32_t (elemWide false) or int64_t
+  bool elemWide = false;
 };
 
 Status cudaFail(cudaError_t e, const char* what) {
@@ -66,6 +70,22 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
                    reinterpret_cast<const int64_t*>(d + segBytes + pieceBytes),
                    reinterpret_cast<const int64_t*>(d + segBytes + pieceBytes + flatBytes));
   m->hostMeta = metaOf(c, t, t.segs.data(), t.pieces.data(), t.flatOff.data(), t.flatPacked.data());
+  m->elem = elemForm(c);
+  if (m->elem.ok && m->elem.table) {
+    const std::vector<int64_t>& o = m->elem.offsets;
+    const auto [lo, hi] = std::minmax_element(o.begin(), o.end());
+    m->elemWide = *lo < INT32_MIN || *hi > INT32_MAX;
+    if (m->elemWide) {
+      DT_CUDA(cudaMalloc(&m->elemTable, o.size() * sizeof(int64_t)), "metadata allocation");
+      DT_CUDA(cudaMemcpy(m->elemTable, o.data(), o.size() * sizeof(int64_t), cudaMemcpyHostToDevice), "metadata upload");
+    } else {
+      const std::vector<int32_t> narrow(o.begin(), o.end());
+      DT_CUDA(cudaMalloc(&m->elemTable, o.size() * sizeof(int32_t)), "metadata allocation");
+      DT_CUDA(cudaMemcpy(m->elemTable, narrow.data(), o.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
+              "metadata upload");
+    }
+    std::vector<int64_t>().swap(m->elem.offsets);  // the device copy is what the kernels use
+  }
   *out = std::move(m);
   return Status::ok();
 }
@@ -143,6 +163,33 @@ __global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restr
   });
 }
 
+// Elem scheme: gpu_map.h elemUser per unit, kElemItems units per thread (loads first, then stores), 256-unit strides
+// between them so each load and store instruction of a warp covers consecutive packed units.
+constexpr int kElemItems = 4;
+template <typename U, bool Unpack, typename T>
+__global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user, char* __restrict__ packed,
+                                                uint32_t t0, uint32_t t1) {
+  const uint32_t first = t0 + blockIdx.x * (256u * kElemItems) + threadIdx.x;
+  U v[kElemItems];
+  int64_t at[kElemItems];
+#pragma unroll
+  for (int k = 0; k < kElemItems; ++k) {
+    const uint32_t t = first + 256u * k;
+    if (t < t1) {
+      at[k] = elemUser<T>(d, t);
+      v[k] = Unpack ? reinterpret_cast<const U*>(packed)[t - t0] : *reinterpret_cast<const U*>(user + at[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kElemItems; ++k) {
+    const uint32_t t = first + 256u * k;
+    if (t < t1) {
+      if (Unpack) *reinterpret_cast<U*>(user + at[k]) = v[k];
+      else reinterpret_cast<U*>(packed)[t - t0] = v[k];
+    }
+  }
+}
+
 // ---- launching --------------------------------------------------------------------------------------------------------
 int pow2Width(int64_t w, uint64_t x) {  // largest power of two <= w dividing x (x == 0 divides everything)
   int r = 1;
@@ -157,11 +204,24 @@ struct Launch {
   int64_t off, end;
   bool unpack;
   cudaStream_t stream;
+  int64_t count;  // instances in the whole pack (elem scheme)
 };
 
 template <typename U>
 cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
   const DMeta& hm = L.m->hostMeta;
+  if (s == Scheme::Elem) {
+    EDesc d;
+    if (!elemDesc(L.m->elem, *L.m->owner, L.count, static_cast<int>(sizeof(U)), L.m->elemTable, &d))
+      return cudaErrorInvalidValue;  // callers check applicable() first
+    const uint32_t t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U))),
+                   t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
+    const unsigned blocks = (t1 - t0 + 256u * kElemItems - 1) / (256u * kElemItems);
+    auto* k = L.m->elemWide ? (L.unpack ? packElem<U, true, int64_t> : packElem<U, false, int64_t>)
+                            : (L.unpack ? packElem<U, true, int32_t> : packElem<U, false, int32_t>);
+    k<<<blocks, 256, 0, L.stream>>>(d, L.user, L.packed, t0, t1);
+    return cudaGetLastError();
+  }
   const Shape sh = s == Scheme::Thread ? shapeThread(hm, L.off, L.end, sms)
                                        : shapeWarp(hm, L.off, L.end, sms, static_cast<int>(sizeof(U)));
   const unsigned blocks = static_cast<unsigned>((sh.warps * 32 + 255) / 256);
@@ -256,9 +316,11 @@ cudaError_t launchCopy(const Canonical& c, int64_t count, Scheme s, char* user, 
 // ---- cost model ---------------------------------------------------------------------------------------------------------
 // Calibration table: per scheme, bandwidth (GB/s of packed bytes) at mean block sizes 2^k bytes, and launch cost.
 constexpr int kSizes = 15;  // 4 B .. 64 KiB
+constexpr int kSchemes = static_cast<int>(Scheme::Elem) + 1;  // indexed by Scheme (auto and host unused)
+constexpr int kTableVersion = 2;  // 2: elem scheme added
 struct Table {
-  double launchUs[6] = {0, 0, 0, 0, 0, 0};
-  double gbs[6][kSizes] = {};
+  double launchUs[kSchemes] = {};
+  double gbs[kSchemes][kSizes] = {};
   bool have = false;
 };
 int64_t sizeAt(int i) { return int64_t{4} << i; }
@@ -303,8 +365,8 @@ bool loadTable(const std::string& path, Table* t) {
   if (!f) return false;
   std::string tag;
   int version = 0;
-  if (!(f >> tag >> version) || tag != "tether-dt-calibration" || version != 1) return false;
-  for (int s = 0; s < 6; ++s) {
+  if (!(f >> tag >> version) || tag != "tether-dt-calibration" || version != kTableVersion) return false;
+  for (int s = 0; s < kSchemes; ++s) {
     f >> t->launchUs[s];
     for (int i = 0; i < kSizes; ++i) f >> t->gbs[s][i];
   }
@@ -319,8 +381,8 @@ void saveTable(const std::string& path, const Table& t) {
     mkdir(dir.c_str(), 0755);
   }
   std::ofstream f(path + ".tmp");
-  f << "tether-dt-calibration 1\n";
-  for (int s = 0; s < 6; ++s) {
+  f << "tether-dt-calibration " << kTableVersion << "\n";
+  for (int s = 0; s < kSchemes; ++s) {
     f << t.launchUs[s];
     for (int i = 0; i < kSizes; ++i) f << ' ' << t.gbs[s][i];
     f << '\n';
@@ -356,11 +418,15 @@ double estimateUs(const Table& t, Scheme s, int64_t bytes, double meanBlock) {
   return t.launchUs[i] + static_cast<double>(bytes) / (interp(t.gbs[i], meanBlock) * 1e3);
 }
 
-bool applicable(const Canonical& c, int64_t count, Scheme s, int64_t off, int64_t len) {
+// elem: the form (elemForm) when known; unit: the access width of the launch.
+bool applicable(const Canonical& c, int64_t count, Scheme s, int64_t off, int64_t len, const ElemForm* elem,
+                int unit) {
   const bool whole = off == 0 && len == count * c.size;
+  EDesc d;
   switch (s) {
     case Scheme::Thread:
     case Scheme::Warp: return true;
+    case Scheme::Elem: return elem && elemDesc(*elem, c, count, unit, nullptr, &d);
     case Scheme::Copy2D: return whole && pitched(c, count, false).ok;
     case Scheme::Copy3D: return whole && pitched(c, count, true).ok;
     default: return false;
@@ -368,13 +434,16 @@ bool applicable(const Canonical& c, int64_t count, Scheme s, int64_t off, int64_
 }
 
 // meanBlock: packed bytes per contiguous block (size / blocks per instance; the metadata tables have the count).
-Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t count, int64_t off, int64_t len) {
+// The elem scheme's table form also reads one table entry (tableEntry bytes) per item: its time grows by that share.
+Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t count, int64_t off, int64_t len,
+              const ElemForm& elem, int tableEntry, int unit) {
   const double mean = meanBlock > 0 ? meanBlock : 1.0;
   Scheme best = Scheme::Thread;
   double bestUs = 1e300;
-  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Copy3D}) {
-    if (!applicable(c, count, s, off, len)) continue;
-    const double us = estimateUs(t, s, len, mean);
+  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Copy3D, Scheme::Elem}) {
+    if (!applicable(c, count, s, off, len, &elem, unit)) continue;
+    double us = estimateUs(t, s, len, mean);
+    if (s == Scheme::Elem && elem.table) us *= 1.0 + static_cast<double>(tableEntry) / static_cast<double>(elem.item);
     if (us < bestUs) bestUs = us, best = s;
   }
   return best;
@@ -406,7 +475,7 @@ Status measure(Table* t, std::string* summary) {
       cudaEventRecord(e0, st);
       cudaError_t e = (s == Scheme::Copy2D || s == Scheme::Copy3D)
                           ? launchCopy(c, 1, s, src, dst, false, st)
-                          : launchKernel({m.get(), src, dst, 0, len, false, st}, s, c.width, sms);
+                          : launchKernel({m.get(), src, dst, 0, len, false, st, 1}, s, c.width, sms);
       if (e != cudaSuccess) return e;
       cudaEventRecord(e1, st);
       if ((e = cudaEventSynchronize(e1)) != cudaSuccess) return e;
@@ -434,7 +503,7 @@ Status measure(Table* t, std::string* summary) {
     c.width = pow2Width(16, static_cast<uint64_t>(block));
     return c;
   };
-  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D}) {
+  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Elem}) {
     const int si = static_cast<int>(s);
     float ms = 0;
     const Canonical tiny = vectorForm(16, 4);
@@ -486,17 +555,17 @@ Status forcedScheme(Scheme* out) {
   *out = Scheme::Auto;
   const char* f = std::getenv("TETHER_DT_SCHEME");
   if (f && (!parseScheme(f, out) || *out == Scheme::Host))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d or auto", f);
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d, elem or auto", f);
   return Status::ok();
 }
 
-// The cost model's choice for a fragment; blocksPerInst from the metadata tables.
+// The cost model's choice for a fragment; blocksPerInst from the metadata tables, elem/tableEntry/unit as choose().
 Status modelScheme(int dev, const Canonical& c, int64_t blocksPerInst, int64_t count, int64_t off, int64_t len,
-                   Scheme* out) {
+                   const ElemForm& elem, int tableEntry, int unit, Scheme* out) {
   Table t;
   TETHER_TRY(tableFor(dev, false, &t, nullptr));
   *out = choose(t, c, blocksPerInst ? static_cast<double>(c.size) / static_cast<double>(blocksPerInst) : 1.0, count,
-                off, len);
+                off, len, elem, tableEntry, unit);
   return Status::ok();
 }
 
@@ -516,8 +585,9 @@ Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out) {
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
   TETHER_TRY(forcedScheme(out));
   if (*out != Scheme::Auto) return Status::ok();
-  // A query, not the pack path: the tables are built here once for their block count.
-  return modelScheme(dev, c, buildTables(c).blocksPerInst, count, 0, count * c.size, out);
+  // A query, not the pack path: the tables are built here once (block count, elem form); buffers assumed aligned.
+  const ElemForm elem = elemForm(c);
+  return modelScheme(dev, c, buildTables(c).blocksPerInst, count, 0, count * c.size, elem, 4, c.width, out);
 }
 
 Status gpuScratchAlloc(int device, void* stream, int64_t bytes, void** out) {
@@ -592,29 +662,30 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
       cache->meta = meta;
     }
   }
-  Scheme s = r.force;
-  if (s == Scheme::Auto) TETHER_TRY(forcedScheme(&s));
-  // The block count is cached with the metadata: no walk over the pieces per call.
-  if (s == Scheme::Auto)
-    TETHER_TRY(modelScheme(dev, c, meta->tables.blocksPerInst, r.count, r.packedOffset, r.len, &s));
-  if (!applicable(c, r.count, s, r.packedOffset, r.len))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
-                schemeName(s), describe(c).c_str());
   char* userBuf = const_cast<char*>(static_cast<const char*>(user));
   char* packedBuf = const_cast<char*>(static_cast<const char*>(packedPtr));
+  // Access width of the kernels: the type's, limited by the buffers' alignment and the fragment's bounds.
+  const uint64_t align = reinterpret_cast<uint64_t>(userBuf) | reinterpret_cast<uint64_t>(packedBuf) |
+                         static_cast<uint64_t>(r.packedOffset) | static_cast<uint64_t>(r.len);
+  const int w = pow2Width(c.width, align);
+  Scheme s = r.force;
+  if (s == Scheme::Auto) TETHER_TRY(forcedScheme(&s));
+  // The block count and elem form are cached with the metadata: no walk over the pieces per call.
+  if (s == Scheme::Auto)
+    TETHER_TRY(modelScheme(dev, c, meta->tables.blocksPerInst, r.count, r.packedOffset, r.len, meta->elem,
+                           meta->elemWide ? 8 : 4, w, &s));
+  if (!applicable(c, r.count, s, r.packedOffset, r.len, &meta->elem, w))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
+                schemeName(s), describe(c).c_str());
   cudaError_t e;
   if (s == Scheme::Copy2D || s == Scheme::Copy3D) {
     e = launchCopy(c, r.count, s, userBuf, packedBuf, r.unpack, stream);
   } else {
     int sms = 0;
     DT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "device query");
-    // Access width: the type's, limited by the buffers' alignment and the fragment's bounds.
-    const uint64_t align = reinterpret_cast<uint64_t>(userBuf) | reinterpret_cast<uint64_t>(packedBuf) |
-                           static_cast<uint64_t>(r.packedOffset) | static_cast<uint64_t>(r.len);
-    const int w = pow2Width(c.width, align);
     // packed points at fragment byte 0; the kernels index it with (pack byte - off).
-    e = launchKernel({meta.get(), userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, r.unpack, stream}, s, w,
-                     sms);
+    e = launchKernel(
+        {meta.get(), userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, r.unpack, stream, r.count}, s, w, sms);
   }
   DT_CUDA(e, schemeName(s));
   *used = s;
