@@ -318,6 +318,23 @@ void Bench::run(Pattern& p, Size z) {
       f.note = "forced" + T.repsNote();
       check(unpack, s);
       report(f, roofUs);
+      // Experiment for short blocks: the elem scheme again with the device's L2 fetch granularity limited to 32 B
+      // (cudaLimitMaxL2FetchGranularity, a hint; restored after): does DRAM over-fetch bound the sparse rows?
+      if (!std::strcmp(s, "elem") && r.meanBlock <= 64) {
+        size_t was = 0;
+        CK(cudaDeviceGetLimit(&was, cudaLimitMaxL2FetchGranularity));
+        CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 32));
+        if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
+        DTK(ourPack(unpack));
+        CK(cudaStreamSynchronize(st));
+        Row x = r;
+        x.impl = "t:elem,l2f32";
+        x.us = T.bestUs([&] { DTK(ourPack(unpack)); });
+        x.note = "forced; cudaLimitMaxL2FetchGranularity 32 (was " + std::to_string(was) + ")" + T.repsNote();
+        check(unpack, x.impl);
+        report(x, roofUs);
+        CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, was));
+      }
     }
     unsetenv("TETHER_DT_SCHEME");
     // DT: one cudaMemcpyAsync per block, over the first dtBlocks blocks (bounded time at any size), scaled.

@@ -417,7 +417,7 @@ DT_HD void warpItems(const DMeta& m, const Shape& sh, int64_t warp, int64_t off,
 struct FastDiv {
   uint32_t d, m, s;
 };
-inline FastDiv fastDiv(uint32_t d) {
+inline FastDiv fastDiv(uint32_t d) {  // d >= 1
   FastDiv f{d, 0, 0};
   while ((uint64_t{1} << f.s) < d) ++f.s;
   f.m = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.s) - d)) / d + 1);
@@ -433,7 +433,7 @@ DT_HD uint32_t fdiv(const FastDiv& f, uint32_t n) {
 }
 
 constexpr int kElemDims = 6;
-constexpr int64_t kElemMaxTable = int64_t{1} << 24;  // items per instance in the table form
+constexpr int64_t kElemMaxTable = int64_t{1} << 26;  // items per instance in the table form (<= 256 MiB as int32)
 constexpr int64_t kElemMaxUnits = int64_t{1} << 31;  // units per pack (exclusive)
 
 // Count-independent part of the scheme, built once per canonical form (host).
@@ -443,7 +443,9 @@ struct ElemForm {
   int64_t item = 0;               // bytes per item
   int64_t base = 0;               // strided: user offset of the first item
   std::vector<int64_t> dims;      // strided: count, stride pairs of one instance, fastest first
-  std::vector<int64_t> offsets;   // table: user offset of each item of an instance
+  int64_t entries = 0;            // table: items per instance
+  std::vector<int64_t> offsets;   // table: user offset of each item of an instance (the launcher may drop it once
+                                  // uploaded: entries stays)
 };
 
 // Folds (count, stride) pairs: drops counts of 1, merges a dimension into the next-slower one when it continues it.
@@ -495,6 +497,7 @@ inline ElemForm elemForm(const Canonical& c) {
   f.offsets.reserve(static_cast<size_t>(c.size / g));
   for (const auto& r : runs)
     for (int64_t x = 0; x < r.second; x += g) f.offsets.push_back(r.first + x);
+  f.entries = static_cast<int64_t>(f.offsets.size());
   f.ok = true;
   return f;
 }
@@ -511,7 +514,7 @@ struct EDesc {
 // Descriptor for packed units [off / unit, end / unit) of count instances; false when the scheme does not apply
 // (too many units or dimensions). `table` is the device copy of f.offsets (ignored for the strided form).
 inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int unit, const void* table, EDesc* out) {
-  if (!f.ok || count * c.size / unit >= kElemMaxUnits || f.item % unit) return false;
+  if (!f.ok || count * c.size / unit >= kElemMaxUnits || f.item % unit || (f.table && f.entries < 1)) return false;
   std::vector<int64_t> dims = f.table ? std::vector<int64_t>{} : f.dims;
   dims.push_back(count), dims.push_back(c.extent);
   foldDims(dims);
@@ -520,7 +523,7 @@ inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int u
   d.base = f.table ? 0 : f.base;
   d.unit = unit;
   d.upi = fastDiv(static_cast<uint32_t>(f.item / unit));
-  d.period = fastDiv(f.table ? static_cast<uint32_t>(f.offsets.size()) : 1u);
+  d.period = fastDiv(f.table ? static_cast<uint32_t>(f.entries) : 1u);
   d.table = f.table ? table : nullptr;
   d.nd = static_cast<int32_t>(dims.size() / 2);
   for (int k = 0; k < kElemDims; ++k) {

@@ -64,8 +64,11 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
         std::vector<int>(static_cast<size_t>(end - off)), ""};
   if (scheme == Emulated::Elem) {
     // As packElem: unit t of the fragment at elemUser(t); the table as the host form (int64_t entries).
+    // The launcher keeps only the device copy of the table: describe the launch without the host one.
+    tether::dt::ElemForm launched = elem;
+    launched.offsets.clear();
     tether::dt::EDesc d;
-    ASSERT_TRUE(tether::dt::elemDesc(elem, c, count, width, elem.offsets.data(), &d)) << where;
+    ASSERT_TRUE(tether::dt::elemDesc(launched, c, count, width, elem.offsets.data(), &d)) << where;
     for (int64_t t = off / width; t < end / width; ++t) {
       const int64_t u = tether::dt::elemUser<int64_t>(d, static_cast<uint32_t>(t));
       e.move(u, t * width, t * width, (t + 1) * width);
