@@ -16,7 +16,9 @@
 // Every copy is clipped to the fragment [off, end) of packed bytes.
 #pragma once
 
+#include <climits>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "datatype/canonical.h"
@@ -435,6 +437,10 @@ DT_HD uint32_t fdiv(const FastDiv& f, uint32_t n) {
 constexpr int kElemDims = 6;
 constexpr int64_t kElemMaxTable = int64_t{1} << 26;  // items per instance in the table form (<= 256 MiB as int32)
 constexpr int64_t kElemMaxUnits = int64_t{1} << 31;  // units per pack (exclusive)
+// Tables of up to kElemInline entries travel inside the descriptor (kernel parameters: no dependent load before the
+// data load) when the pack is small enough to be latency-bound (lanes reading different parameter words serialise).
+constexpr int kElemInline = 8;
+constexpr int64_t kElemInlineUnits = 8192;
 
 // Count-independent part of the scheme, built once per canonical form (host).
 struct ElemForm {
@@ -503,17 +509,27 @@ inline ElemForm elemForm(const Canonical& c) {
 }
 
 // Per-launch descriptor (passed to kernels by value). table: P offsets, int32_t or int64_t (the launcher's choice).
+// Unit t is the t-th unit in iteration order; that is pack order unless `userOrder` (elemDesc), where the outer
+// dimensions are iterated by increasing user stride and pitem[k] gives dimension k's step in packed items.
 struct EDesc {
   int64_t base;
   int64_t stride[kElemDims];
+  int64_t pitem[kElemDims];  // userOrder only
   FastDiv upi, period, dim[kElemDims];
   int32_t nd, unit;
-  const void* table;
+  const void* table;               // device table (table form, unless inlined)
+  int32_t tabled;                  // table form
+  int32_t userOrder;
+  int32_t inlined;                 // table entries held in `small` (table unused)
+  int32_t small[kElemInline];
 };
 
 // Descriptor for packed units [off / unit, end / unit) of count instances; false when the scheme does not apply
 // (too many units or dimensions). `table` is the device copy of f.offsets (ignored for the strided form).
-inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int unit, const void* table, EDesc* out) {
+// userOrder (whole packs of the strided form only; ignored otherwise): iterate in the user buffer's order when that
+// differs from pack order (a transpose), so an unpack's stores, not its loads, are the contiguous side.
+inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int unit, const void* table, EDesc* out,
+                     bool userOrder = false) {
   if (!f.ok || count * c.size / unit >= kElemMaxUnits || f.item % unit || (f.table && f.entries < 1)) return false;
   std::vector<int64_t> dims = f.table ? std::vector<int64_t>{} : f.dims;
   dims.push_back(count), dims.push_back(c.extent);
@@ -525,34 +541,68 @@ inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int u
   d.upi = fastDiv(static_cast<uint32_t>(f.item / unit));
   d.period = fastDiv(f.table ? static_cast<uint32_t>(f.entries) : 1u);
   d.table = f.table ? table : nullptr;
+  d.tabled = f.table;
+  if (f.table && f.entries <= kElemInline && static_cast<int64_t>(f.offsets.size()) == f.entries &&
+      count * c.size / unit <= kElemInlineUnits) {
+    bool fits = true;
+    for (int64_t o : f.offsets) fits = fits && o >= INT32_MIN && o <= INT32_MAX;
+    if (fits) {
+      d.inlined = 1;
+      for (size_t i = 0; i < f.offsets.size(); ++i) d.small[i] = static_cast<int32_t>(f.offsets[i]);
+    }
+  }
   d.nd = static_cast<int32_t>(dims.size() / 2);
+  // Pack-order item steps, then the iteration order: by increasing |user stride| when asked (stable).
+  int64_t pstep[kElemDims] = {};
+  int order[kElemDims] = {0, 1, 2, 3, 4, 5};
+  for (int k = 0, step = 1; k < d.nd; ++k) {
+    pstep[k] = step;
+    step *= static_cast<int>(dims[2 * static_cast<size_t>(k)]);  // < 2^31: the units are
+  }
+  auto mag = [&](int k) {
+    const int64_t x = dims[2 * static_cast<size_t>(k) + 1];
+    return x < 0 ? -x : x;
+  };
+  if (userOrder && !f.table)
+    for (int k = 1; k < d.nd; ++k)
+      for (int j = k; j > 0 && mag(order[j]) < mag(order[j - 1]); --j) std::swap(order[j], order[j - 1]);
+  for (int k = 0; k < d.nd; ++k) d.userOrder |= order[k] != k;
   for (int k = 0; k < kElemDims; ++k) {
     const bool used = k < d.nd;
-    d.dim[k] = fastDiv(used ? static_cast<uint32_t>(dims[2 * static_cast<size_t>(k)]) : 1u);
-    d.stride[k] = used ? dims[2 * static_cast<size_t>(k) + 1] : 0;
+    const size_t o = static_cast<size_t>(used ? order[k] : 0);
+    d.dim[k] = fastDiv(used ? static_cast<uint32_t>(dims[2 * o]) : 1u);
+    d.stride[k] = used ? dims[2 * o + 1] : 0;
+    d.pitem[k] = used ? pstep[o] : 0;
   }
   *out = d;
   return true;
 }
 
-// User offset (from the type origin) of packed unit t. T: the table's entry type (ignored without a table).
-template <typename T>
-DT_HD int64_t elemUser(const EDesc& d, uint32_t t) {
+// User offset (from the type origin) of unit t in iteration order; with UserOrder (for descriptors with userOrder
+// set) also its packed unit (*packedUnit; in pack order it is t itself). T: the table's entry type (ignored
+// without a table).
+template <typename T, bool UserOrder = false>
+DT_HD int64_t elemUser(const EDesc& d, uint32_t t, int64_t* packedUnit = nullptr) {
   const uint32_t n = fdiv(d.upi, t);
-  int64_t u = d.base + static_cast<int64_t>(t - n * d.upi.d) * d.unit;
+  const uint32_t j = t - n * d.upi.d;
+  int64_t u = d.base + static_cast<int64_t>(j) * d.unit, pk = 0;
   uint32_t m = n;
-  if (d.table) {
+  if (d.tabled) {
     const uint32_t q = fdiv(d.period, n);
-    u += static_cast<const T*>(d.table)[n - q * d.period.d];
+    const uint32_t i = n - q * d.period.d;
+    u += d.inlined ? d.small[i] : static_cast<const T*>(d.table)[i];
     m = q;
   }
   for (int k = 0; k < kElemDims; ++k) {  // constant bounds: unrolled on the GPU
     if (k < d.nd) {
       const uint32_t q = k + 1 < d.nd ? fdiv(d.dim[k], m) : 0;
-      u += static_cast<int64_t>(m - q * d.dim[k].d) * d.stride[k];
+      const int64_t idx = static_cast<int64_t>(m - q * d.dim[k].d);
+      u += idx * d.stride[k];
+      if (UserOrder) pk += idx * d.pitem[k];
       m = q;
     }
   }
+  if (UserOrder) *packedUnit = pk * d.upi.d + j;
   return u;
 }
 

@@ -19,6 +19,9 @@
 
 namespace {
 
+int userOrdered = 0;   // elem launches emulated with the user-order iteration (reported)
+int inlinedTables = 0;  // ... with the table inside the descriptor (must happen)
+
 using tether::dt::DMeta;
 using tether::dt::Shape;
 
@@ -54,7 +57,7 @@ struct Emu {
   }
 };
 
-enum class Emulated { Thread, Warp, Elem };
+enum class Emulated { Thread, Warp, Elem, ElemUserOrder };  // ElemUserOrder: whole packs (the unpack's order)
 
 void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt::ElemForm& elem, int64_t count,
                const unsigned char* user, int64_t off, int64_t end, Emulated scheme, int sms,
@@ -62,17 +65,23 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
   const int width = pow2Width(c.width, static_cast<uint64_t>(off) | static_cast<uint64_t>(end - off));
   Emu e{m, user, off, end, width, std::vector<unsigned char>(static_cast<size_t>(end - off)),
         std::vector<int>(static_cast<size_t>(end - off)), ""};
-  if (scheme == Emulated::Elem) {
+  if (scheme == Emulated::Elem || scheme == Emulated::ElemUserOrder) {
     // As packElem: unit t of the fragment at elemUser(t); the table as the host form (int64_t entries).
     // The launcher keeps only the device copy of the table: describe the launch without the host one.
     tether::dt::ElemForm launched = elem;
-    launched.offsets.clear();
+    if (launched.entries > tether::dt::kElemInline) launched.offsets.clear();  // tiny tables stay (inline)
     tether::dt::EDesc d;
-    ASSERT_TRUE(tether::dt::elemDesc(launched, c, count, width, elem.offsets.data(), &d)) << where;
+    const bool userOrder = scheme == Emulated::ElemUserOrder;
+    ASSERT_TRUE(tether::dt::elemDesc(launched, c, count, width, elem.offsets.data(), &d, userOrder)) << where;
     for (int64_t t = off / width; t < end / width; ++t) {
-      const int64_t u = tether::dt::elemUser<int64_t>(d, static_cast<uint32_t>(t));
-      e.move(u, t * width, t * width, (t + 1) * width);
+      int64_t pu = t;
+      const int64_t u = userOrder && d.userOrder
+                            ? tether::dt::elemUser<int64_t, true>(d, static_cast<uint32_t>(t), &pu)
+                            : tether::dt::elemUser<int64_t>(d, static_cast<uint32_t>(t));
+      e.move(u, pu * width, pu * width, (pu + 1) * width);
     }
+    userOrdered += d.userOrder;
+    inlinedTables += d.inlined;
   } else if (scheme == Emulated::Thread) {
     // The warp's lanes in lock step, as packThread: blocks per lane, prefix sums, then unit q to lane q mod 32.
     const Shape sh = tether::dt::shapeThread(m, off, end, sms);
@@ -156,10 +165,11 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
     ASSERT_TRUE(elem.ok) << where;
     elemTables += elem.table;
     for (int sms : {2, 132})
-      for (Emulated scheme : {Emulated::Thread, Emulated::Warp, Emulated::Elem}) {
-        if (scheme == Emulated::Elem && sms != 2) continue;  // no launch shape
+      for (Emulated scheme : {Emulated::Thread, Emulated::Warp, Emulated::Elem, Emulated::ElemUserOrder}) {
+        if ((scheme == Emulated::Elem || scheme == Emulated::ElemUserOrder) && sms != 2) continue;  // no launch shape
         runScheme(c, m, elem, count, user.data() + origin, 0, packed, scheme, sms, want, where + " whole");
         if (HasFatalFailure()) return;
+        if (scheme == Emulated::ElemUserOrder) continue;  // whole packs only
         for (int f = 0; f < 3; ++f) {
           const int64_t a = g.uni(0, packed - 1), b = g.uni(a + 1, packed);
           runScheme(c, m, elem, count, user.data() + origin, a, b, scheme, sms, want,
@@ -170,7 +180,10 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
     tether_type_free(&t);
   }
   std::printf("GpuMap: %d of %d trees emulated (the others pack nothing or more than 128 KiB); elem scheme: %d table "
-              "forms, %d strided\n", checked, trees, elemTables, checked - elemTables);
+              "forms, %d strided, %d emulated launches in user order, %d with inline tables\n", checked, trees,
+              elemTables, checked - elemTables, userOrdered, inlinedTables);
+  EXPECT_GE(inlinedTables, 5);
+  // Random trees seldom transpose (user order differs from pack order): ElemTransposeInUserOrder covers that.
   EXPECT_GE(checked, trees / 3);
   EXPECT_GE(elemTables, checked / 10);  // both forms exercised
   EXPECT_GE(checked - elemTables, checked / 10);
@@ -229,6 +242,40 @@ TEST(GpuMap, ElemForms) {
   // Beyond 2^31 units the scheme declines (the thread and warp schemes take such packs).
   EXPECT_FALSE(tether::dt::elemDesc(fc, *c->canonical, int64_t{1} << 29, 1, nullptr, &e));
   for (tether_type_t* t : {&d, &f, &v, &c, &st}) tether_type_free(t);
+}
+
+// A transpose (FFT2D's layout: columns of an n x n matrix of 16-byte elements, one after the other): whole unpacks
+// iterate in the user buffer's order; every unit must map to the same (user, packed) pair as in pack order, and every
+// packed unit be visited once.
+TEST(GpuMap, ElemTransposeInUserOrder) {
+  const int64_t n = 48;
+  tether_type_t b = nullptr, e = nullptr, col = nullptr, colr = nullptr, all = nullptr;
+  ASSERT_EQ(tether_type_basic(TETHER_BASIC_BYTE, &b), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_contiguous(16, b, &e), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_vector(n, 1, n, e, &col), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_resized(col, 0, 16, &colr), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_contiguous(n, colr, &all), TETHER_SUCCESS);
+  ASSERT_EQ(tether_type_commit(all), TETHER_SUCCESS);
+  const tether::dt::Canonical& c = *all->canonical;
+  const tether::dt::ElemForm f = tether::dt::elemForm(c);
+  ASSERT_TRUE(f.ok && !f.table) << tether::dt::describe(c);
+  tether::dt::EDesc packOrder, userOrder;
+  ASSERT_TRUE(tether::dt::elemDesc(f, c, 1, 16, nullptr, &packOrder));
+  ASSERT_TRUE(tether::dt::elemDesc(f, c, 1, 16, nullptr, &userOrder, true));
+  EXPECT_EQ(packOrder.userOrder, 0);
+  ASSERT_EQ(userOrder.userOrder, 1);
+  std::vector<int> seen(static_cast<size_t>(n * n));
+  for (uint32_t t = 0; t < static_cast<uint32_t>(n * n); ++t) {
+    int64_t pu = -1;
+    const int64_t u = tether::dt::elemUser<int64_t, true>(userOrder, t, &pu);
+    EXPECT_EQ(u, static_cast<int64_t>(t) * 16) << t;  // user order: consecutive units are consecutive in memory
+    ASSERT_GE(pu, 0);
+    ASSERT_LT(pu, n * n);
+    ++seen[static_cast<size_t>(pu)];
+    EXPECT_EQ(tether::dt::elemUser<int64_t>(packOrder, static_cast<uint32_t>(pu)), u) << t;
+  }
+  for (int v : seen) ASSERT_EQ(v, 1);
+  for (tether_type_t* t : {&b, &e, &col, &colr, &all}) tether_type_free(t);
 }
 
 // Huge regular types stay cheap to map: a vector of 1e9 blocks locates any block directly.

@@ -42,6 +42,7 @@ class CudaMeta final : public GpuMeta {
   struct Decision {
     int64_t count = -1, off = 0, len = 0;
     int width = 0;
+    bool unpack = false;
     Scheme asked = Scheme::Auto, chosen = Scheme::Auto;
     int sms = 0;
     EDesc elem{};  // chosen == Elem: the launch descriptor
@@ -93,7 +94,8 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
       DT_CUDA(cudaMemcpy(m->elemTable, narrow.data(), o.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
               "metadata upload");
     }
-    std::vector<int64_t>().swap(m->elem.offsets);  // the device copy is what the kernels use
+    // The device copy is what the kernels use; tiny tables stay for descriptors that carry them inline.
+    if (m->elem.entries > kElemInline) std::vector<int64_t>().swap(m->elem.offsets);
   }
   *out = std::move(m);
   return Status::ok();
@@ -175,7 +177,8 @@ __global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restr
 // Elem scheme: gpu_map.h elemUser per unit, kElemItems units per thread (loads first, then stores), 256-unit strides
 // between them so each load and store instruction of a warp covers consecutive packed units.
 constexpr int kElemItems = 4;
-template <typename U, bool Unpack, typename T>
+// UserOrder (whole unpacks with d.userOrder): units are visited in the user buffer's order, the packed unit computed.
+template <typename U, bool Unpack, typename T, bool UserOrder = false>
 __global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user, char* __restrict__ packed,
                                                 uint32_t t0, uint32_t t1) {
   const uint32_t first = t0 + blockIdx.x * (256u * kElemItems) + threadIdx.x;
@@ -185,8 +188,9 @@ __global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user
   for (int k = 0; k < kElemItems; ++k) {
     const uint32_t t = first + 256u * k;
     if (t < t1) {
-      at[k] = elemUser<T>(d, t);
-      v[k] = Unpack ? reinterpret_cast<const U*>(packed)[t - t0] : *reinterpret_cast<const U*>(user + at[k]);
+      int64_t pu = t;
+      at[k] = elemUser<T, UserOrder>(d, t, &pu);
+      v[k] = Unpack ? reinterpret_cast<const U*>(packed)[pu - t0] : *reinterpret_cast<const U*>(user + at[k]);
     }
   }
 #pragma unroll
@@ -230,6 +234,7 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
     const unsigned blocks = (t1 - t0 + 256u * kElemItems - 1) / (256u * kElemItems);
     auto* k = L.m->elemWide ? (L.unpack ? packElem<U, true, int64_t> : packElem<U, false, int64_t>)
                             : (L.unpack ? packElem<U, true, int32_t> : packElem<U, false, int32_t>);
+    if (d.userOrder) k = packElem<U, true, int32_t, true>;  // set for whole unpacks of the strided form only
     k<<<blocks, 256, 0, L.stream>>>(d, L.user, L.packed, t0, t1);
     return cudaGetLastError();
   }
@@ -286,7 +291,11 @@ Pitched pitched(const Canonical& c, int64_t count, bool want3d) {
   }
   r.offset = p.offset;
   r.width = p.block;
-  if (!want3d && d.size() == 1 && d[0].second >= p.block) {
+  if (!want3d && d.empty()) {  // one contiguous block: a single row
+    r.rows = 1;
+    r.pitch = p.block;
+    r.ok = true;
+  } else if (!want3d && d.size() == 1 && d[0].second >= p.block) {
     r.rows = d[0].first;
     r.pitch = d[0].second;
     r.ok = true;
@@ -689,9 +698,11 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     }
     dec = meta->last;
   }
-  if (dec.count != r.count || dec.off != r.packedOffset || dec.len != r.len || dec.width != w || dec.asked != asked) {
+  if (dec.count != r.count || dec.off != r.packedOffset || dec.len != r.len || dec.width != w || dec.asked != asked ||
+      dec.unpack != r.unpack) {
     dec = CudaMeta::Decision{};
     dec.count = r.count, dec.off = r.packedOffset, dec.len = r.len, dec.width = w, dec.asked = asked;
+    dec.unpack = r.unpack;
     Scheme s = asked;
     // The block count and elem form are cached with the metadata: no walk over the pieces per call.
     if (s == Scheme::Auto)
@@ -701,7 +712,10 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
                   schemeName(s), describe(c).c_str());
     dec.chosen = s;
-    if (s == Scheme::Elem) elemDesc(meta->elem, c, r.count, w, meta->elemTable, &dec.elem);
+    // A whole unpack of a transposing layout iterates in the user buffer's order: contiguous stores.
+    if (s == Scheme::Elem)
+      elemDesc(meta->elem, c, r.count, w, meta->elemTable, &dec.elem,
+               r.unpack && r.packedOffset == 0 && r.len == r.count * c.size);
     DT_CUDA(cudaDeviceGetAttribute(&dec.sms, cudaDevAttrMultiProcessorCount, dev), "device query");
     std::lock_guard<std::mutex> lock(cache->mu);
     meta->last = dec;
