@@ -580,8 +580,9 @@ inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int u
 
 // User offset (from the type origin) of unit t in iteration order; with UserOrder (for descriptors with userOrder
 // set) also its packed unit (*packedUnit; in pack order it is t itself). T: the table's entry type (ignored
-// without a table).
-template <typename T, bool UserOrder = false>
+// without a table). Inline: for descriptors with `inlined` set (a compile-time choice: a runtime select would read
+// the parameter words on every unit, serialising lanes that want different entries).
+template <typename T, bool UserOrder = false, bool Inline = false>
 DT_HD int64_t elemUser(const EDesc& d, uint32_t t, int64_t* packedUnit = nullptr) {
   const uint32_t n = fdiv(d.upi, t);
   const uint32_t j = t - n * d.upi.d;
@@ -590,7 +591,7 @@ DT_HD int64_t elemUser(const EDesc& d, uint32_t t, int64_t* packedUnit = nullptr
   if (d.tabled) {
     const uint32_t q = fdiv(d.period, n);
     const uint32_t i = n - q * d.period.d;
-    u += d.inlined ? d.small[i] : static_cast<const T*>(d.table)[i];
+    u += Inline ? d.small[i] : static_cast<const T*>(d.table)[i];
     m = q;
   }
   for (int k = 0; k < kElemDims; ++k) {  // constant bounds: unrolled on the GPU

@@ -75,9 +75,10 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
     ASSERT_TRUE(tether::dt::elemDesc(launched, c, count, width, elem.offsets.data(), &d, userOrder)) << where;
     for (int64_t t = off / width; t < end / width; ++t) {
       int64_t pu = t;
-      const int64_t u = userOrder && d.userOrder
-                            ? tether::dt::elemUser<int64_t, true>(d, static_cast<uint32_t>(t), &pu)
-                            : tether::dt::elemUser<int64_t>(d, static_cast<uint32_t>(t));
+      const uint32_t tt = static_cast<uint32_t>(t);
+      const int64_t u = d.userOrder  ? tether::dt::elemUser<int64_t, true>(d, tt, &pu)
+                        : d.inlined ? tether::dt::elemUser<int64_t, false, true>(d, tt)
+                                    : tether::dt::elemUser<int64_t>(d, tt);
       e.move(u, pu * width, pu * width, (pu + 1) * width);
     }
     userOrdered += d.userOrder;

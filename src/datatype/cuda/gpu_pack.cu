@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restr
 // between them so each load and store instruction of a warp covers consecutive packed units.
 constexpr int kElemItems = 4;
 // UserOrder (whole unpacks with d.userOrder): units are visited in the user buffer's order, the packed unit computed.
-template <typename U, bool Unpack, typename T, bool UserOrder = false>
+template <typename U, bool Unpack, typename T, bool UserOrder = false, bool Inline = false>
 __global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user, char* __restrict__ packed,
                                                 uint32_t t0, uint32_t t1) {
   const uint32_t first = t0 + blockIdx.x * (256u * kElemItems) + threadIdx.x;
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user
     const uint32_t t = first + 256u * k;
     if (t < t1) {
       int64_t pu = t;
-      at[k] = elemUser<T, UserOrder>(d, t, &pu);
+      at[k] = elemUser<T, UserOrder, Inline>(d, t, &pu);
       v[k] = Unpack ? reinterpret_cast<const U*>(packed)[pu - t0] : *reinterpret_cast<const U*>(user + at[k]);
     }
   }
@@ -235,6 +235,7 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
     auto* k = L.m->elemWide ? (L.unpack ? packElem<U, true, int64_t> : packElem<U, false, int64_t>)
                             : (L.unpack ? packElem<U, true, int32_t> : packElem<U, false, int32_t>);
     if (d.userOrder) k = packElem<U, true, int32_t, true>;  // set for whole unpacks of the strided form only
+    if (d.inlined) k = L.unpack ? packElem<U, true, int32_t, false, true> : packElem<U, false, int32_t, false, true>;
     k<<<blocks, 256, 0, L.stream>>>(d, L.user, L.packed, t0, t1);
     return cudaGetLastError();
   }
