@@ -117,7 +117,7 @@ def patterns(size, scale):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--sizes", default="small,large", help="comma list of small, large (patterns.h's sizes)")
     ap.add_argument("--scale", type=int, default=1, help="multiplies the small size's linear extents")
     ap.add_argument("--only", help="one pattern name")
