@@ -144,7 +144,9 @@ struct Ctx {
   tb::RunInfo info;
   std::string gpu, path;
   cudaStream_t s = nullptr;
+  cudaStream_t comm = nullptr;  // halo, stream model: the send runs here, beside the interior kernel on s
   cudaEvent_t e0 = nullptr, e1 = nullptr, done = nullptr;  // done: blocking-sync event (the CPU sleeps on it)
+  cudaEvent_t packed = nullptr, sent = nullptr;            // halo, stream model: s -> comm and comm -> s ordering
   char* buf = nullptr;          // DEVICE symmetric, maxSize: RMA target
   uint64_t* words = nullptr;    // DEVICE symmetric, 4096 B: signals, counter
   double* xchg = nullptr;       // HOST symmetric, 64 B: PE 1's times and failure count for PE 0
@@ -512,12 +514,21 @@ HaloResult haloRun(Ctx& c, Halo& H, Model m, size_t bytes, int n) {
       syncStream(c);
       TK(tether_put_signal(c.w, slot, H.send, bytes, sig, iu, TETHER_SIGNAL_SET, c.peer));
     } else if (m == Model::Stream) {
-      TK(tether_putmem_signal_on_stream(c.w, slot, H.send, bytes, sig, iu, TETHER_SIGNAL_SET, c.peer, c.sv()));
+      // The send goes on a second stream after the pack, so the interior kernel overlaps it (as the CPU-synchronous
+      // model overlaps the interior with its host wait); the unpack and the next pack wait for the send.
+      CK(cudaEventRecord(c.packed, c.s));
+      CK(cudaStreamWaitEvent(c.comm, c.packed, 0));
+      TK(tether_putmem_signal_on_stream(c.w, slot, H.send, bytes, sig, iu, TETHER_SIGNAL_SET, c.peer,
+                                        static_cast<void*>(c.comm)));
+      CK(cudaEventRecord(c.sent, c.comm));
     }
     haloInterior<<<264, 256, 0, c.s>>>(H.work, H.workElems, H.dom, rows, c.me, iu + 1);
     CK(cudaGetLastError());
     if (m == Model::CpuSync) TK(tether_signal_wait_until(c.w, sig, TETHER_CMP_GE, iu, nullptr));
-    if (m == Model::Stream) TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, iu, c.sv()));
+    if (m == Model::Stream) {
+      CK(cudaStreamWaitEvent(c.s, c.sent, 0));  // H.send is free again before the next pack
+      TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, iu, c.sv()));
+    }
     if (m == Model::Kernel)
       haloUnpack<true><<<blocks, kHaloThreads, 0, c.s>>>(H.h, H.dom, slot, rows, c.peer, iu, sig, expect, c.bad);
     else
@@ -537,7 +548,8 @@ HaloResult haloRun(Ctx& c, Halo& H, Model m, size_t bytes, int n) {
 void rowHalo(Ctx& c, Halo& H) {
   if (!tb::wantsOp(c.o, "halo")) return;
   if (c.me == 0) {
-    std::printf("\n# halo exchange (HPGMG exchange_boundary style), both PEs, one stream each: pack kernel (strided "
+    std::printf("\n# halo exchange (HPGMG exchange_boundary style), both PEs, one stream each (the stream model sends "
+                "on a second one, beside the interior kernel): pack kernel (strided "
                 "gather) -> send (put_signal) -> interior kernel (%zu MiB) -> wait -> unpack kernel (strided scatter, "
                 "checked); %d iterations per run, median of %d runs after a warm-up run; PE 0's times\n",
                 H.workElems * 4 >> 20, c.o.iters, std::max(1, std::min(c.o.batches, 5)));
@@ -669,6 +681,9 @@ int main(int argc, char** argv) {
   TK(tether_device_handle(c.w, &H.h));  // after the last allocation (see tether.h on the handle's lifetime)
   c.path = tether_ptr(c.w, c.buf, c.peer) ? "p2p" : "proxy";
   CK(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&c.comm, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&c.packed, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&c.sent, cudaEventDisableTiming));
   CK(cudaEventCreate(&c.e0));
   CK(cudaEventCreate(&c.e1));
   CK(cudaEventCreateWithFlags(&c.done, cudaEventBlockingSync | cudaEventDisableTiming));
@@ -716,6 +731,9 @@ int main(int argc, char** argv) {
   CK(cudaEventDestroy(c.e0));
   CK(cudaEventDestroy(c.e1));
   CK(cudaEventDestroy(c.done));
+  CK(cudaEventDestroy(c.packed));
+  CK(cudaEventDestroy(c.sent));
+  CK(cudaStreamDestroy(c.comm));
   CK(cudaStreamDestroy(c.s));
   for (void* q : {static_cast<void*>(c.local), static_cast<void*>(c.fetched), static_cast<void*>(c.bad),
                   static_cast<void*>(H.send), static_cast<void*>(H.dom), static_cast<void*>(H.work)})
