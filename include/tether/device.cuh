@@ -742,6 +742,11 @@ TETHER_HD void signal_op(const Handle& h, uint64_t* sig, uint64_t value, SignalO
   else
     detail::proxySignal(h, pe, t, value, op);
 }
+// One thread: rings a doorbell (tether_doorbell_*, armed by the host on this PE): release store of value into this
+// PE's doorbell word. The transfers armed behind it then run on copy engines (GPU-triggered, no SMs moving data).
+TETHER_HD void ring_doorbell(const Handle& h, uint64_t* word, uint64_t value) {
+  signal_op(h, word, value, SignalOp::Set, h.my_pe);
+}
 // Acquire load of this PE's own signal word.
 TETHER_HD uint64_t signal_fetch(const Handle& h, const uint64_t* sig) {
   return detail::loadAcquire(detail::local(h, sig));

@@ -479,6 +479,29 @@ tether_status_t tether_prepare(tether_t world, const tether_op_desc_t* ops, size
 tether_status_t tether_post_on_stream(tether_op_set_t set, void* stream, const tether_post_patch_t* patch);
 tether_status_t tether_op_set_free(tether_op_set_t set); /* NULL is a no-op */
 
+/* Doorbell transfers: GPU-triggered copy-engine transfers with no CPU on the path and no SMs moving data. A doorbell
+ * holds a prepared set and an internal stream of the world. Each tether_doorbell_arm enqueues on that stream a wait
+ * until the doorbell word holds a value >= `value` (cyclic, as signal_wait_until_on_stream with TETHER_CMP_GE),
+ * then the set (patched as by tether_post_on_stream). Whoever writes the word releases the set:
+ *   - a kernel: tether::device::ring_doorbell(h, word, v) (a release store, as signal_op SET on its own PE);
+ *   - the host: tether_signal_op on the calling PE;
+ *   - another stream: tether_signal_op_on_stream.
+ * A ring that comes before the arm releases it at once. Arms queue in order; each releases the set once; arm with
+ * non-decreasing values (cyclic).
+ * `word` is a 64-bit symmetric word of the calling PE (DEVICE or HOST segment). The set must outlive the
+ * doorbell. Completion: the set's own signals (put_signal, signal ops), or tether_doorbell_sync. */
+typedef struct tether_doorbell* tether_doorbell_t;
+tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, tether_doorbell_t* db);
+/* patch may be NULL (no change). */
+tether_status_t tether_doorbell_arm(tether_doorbell_t db, uint64_t value, const tether_post_patch_t* patch);
+/* Waits until every armed release has run (the set's transfers complete). Fails at once with
+ * TETHER_ERR_INVALID_ARG, naming both values, if an armed value has not been rung yet, instead of waiting for a ring
+ * that may never come. */
+tether_status_t tether_doorbell_sync(tether_doorbell_t db);
+/* Syncs (failing as tether_doorbell_sync does, the doorbell then kept), then frees the doorbell and its stream.
+ * NULL is a no-op. */
+tether_status_t tether_doorbell_free(tether_doorbell_t db);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

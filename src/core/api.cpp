@@ -1,6 +1,8 @@
 // The C API: argument plumbing from tether.h to World, Status -> tether_status_t + thread-local message.
+#include <cinttypes>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -18,6 +20,16 @@ struct tether_world {
 struct tether_op_set {
   tether_t world;
   std::unique_ptr<tether::OpSet, void (*)(tether::OpSet*)> impl{nullptr, tether::destroyOpSet};
+};
+
+// A prepared set armed behind a doorbell word on an internal stream (tether_doorbell_*).
+struct tether_doorbell {
+  tether_op_set_t set;
+  uint64_t* word;
+  void* stream;  // from the world's stream-op layer
+  std::mutex mu;
+  bool armed = false;
+  uint64_t last = 0;  // the latest armed value
 };
 
 namespace {
@@ -529,6 +541,76 @@ tether_status_t tether_post_on_stream(tether_op_set_t set, void* stream, const t
 tether_status_t tether_op_set_free(tether_op_set_t set) {
   delete set;
   return TETHER_SUCCESS;
+}
+
+tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, tether_doorbell_t* db) {
+  if (db) *db = nullptr;
+  if (!set) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_doorbell_create: set is NULL"));
+  return guarded(set->world, "tether_doorbell_create", [&](World& x) -> tether::Status {
+    const char* call = "tether_doorbell_create";
+    if (!db) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: db is NULL", call);
+    if (!word) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: word is NULL", call);
+    if (reinterpret_cast<uintptr_t>(word) % 8)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: word %p is not 8-byte aligned", call, static_cast<void*>(word));
+    // The word must be symmetric memory of this PE: reading it through the RMA path checks that (and its kind).
+    uint64_t v = 0;
+    if (tether_get(set->world, &v, word, sizeof v, x.myPe()) != TETHER_SUCCESS)
+      TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: word %p is not a symmetric word of this PE (%s)", call,
+                  static_cast<void*>(word), tether_last_error());
+    tether::StreamOps* so = nullptr;
+    TETHER_TRY(x.streamOps(&so).withContext(call));
+    void* stream = nullptr;
+    TETHER_TRY(so->createStream(&stream).withContext(call));
+    *db = new tether_doorbell{set, word, stream};
+    return tether::Status::ok();
+  });
+}
+
+tether_status_t tether_doorbell_arm(tether_doorbell_t db, uint64_t value, const tether_post_patch_t* patch) {
+  if (!db) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_doorbell_arm: db is NULL"));
+  std::lock_guard<std::mutex> lock(db->mu);  // the wait and its set stay adjacent on the stream
+  tether_status_t st = tether_signal_wait_until_on_stream(db->set->world, db->word, TETHER_CMP_GE, value, db->stream);
+  if (st != TETHER_SUCCESS) return st;
+  st = tether_post_on_stream(db->set, db->stream, patch);
+  if (st != TETHER_SUCCESS) return st;  // the wait alone is harmless: it only delays later arms' sets
+  db->armed = true;
+  db->last = value;
+  return TETHER_SUCCESS;
+}
+
+tether_status_t tether_doorbell_sync(tether_doorbell_t db) {
+  if (!db) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_doorbell_sync: db is NULL"));
+  return guarded(db->set->world, "tether_doorbell_sync", [&](World& x) -> tether::Status {
+    const char* call = "tether_doorbell_sync";
+    std::lock_guard<std::mutex> lock(db->mu);
+    if (db->armed) {  // arms are rung in order of value (cyclic GE): the last one decides
+      uint64_t v = 0;
+      if (tether_get(db->set->world, &v, db->word, sizeof v, x.myPe()) != TETHER_SUCCESS)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: reading the doorbell word: %s", call, tether_last_error());
+      if (static_cast<int64_t>(v - db->last) < 0)
+        TETHER_FAIL(TETHER_ERR_INVALID_ARG,
+                    "%s: armed value %" PRIu64 " not rung yet (the word holds %" PRIu64 "): ring it first", call,
+                    db->last, v);
+    }
+    tether::StreamOps* so = nullptr;
+    TETHER_TRY(x.streamOps(&so).withContext(call));
+    return so->synchronize(db->stream).withContext(call);
+  });
+}
+
+tether_status_t tether_doorbell_free(tether_doorbell_t db) {
+  if (!db) return TETHER_SUCCESS;
+  const tether_status_t st = tether_doorbell_sync(db);
+  if (st != TETHER_SUCCESS) return st;
+  tether_status_t out = TETHER_SUCCESS;
+  {
+    tether::StreamOps* so = nullptr;
+    tether::Status s = db->set->world->impl->streamOps(&so);
+    if (s.isOk()) s = so->destroyStream(db->stream);
+    out = report(s.withContext("tether_doorbell_free"));
+  }
+  delete db;
+  return out;
 }
 
 }  // extern "C"

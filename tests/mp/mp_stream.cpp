@@ -33,13 +33,6 @@ constexpr uint64_t kWindow = 4;  // prepared-set flow control: the sender runs a
 
 unsigned char pattern(int pe, int i, size_t k) { return static_cast<unsigned char>(pe * 31 + i * 7 + k * 13 + 1); }
 
-void* symAlloc(tether_t w, size_t n) {
-  void* p = nullptr;
-  MP_OK(tether_malloc_kind(w, TETHER_SEG_HOST, 64, n, &p));
-  std::memset(p, 0, n);
-  return p;
-}
-
 void syncStream(tether::StreamOps* so, void* s) {
   tether::Status st = so->synchronize(s);
   if (!st.isOk()) {
@@ -63,12 +56,12 @@ int main() {
   void* s = nullptr;
   MP_CHECK(so->createStream(&s).isOk());
 
-  auto* ring = static_cast<unsigned char*>(symAlloc(w, kIters * kBytes));
-  auto* sig = static_cast<uint64_t*>(symAlloc(w, 64));
-  auto* ack = static_cast<uint64_t*>(symAlloc(w, 64));
-  auto* slots = static_cast<uint64_t*>(symAlloc(w, 8 * static_cast<size_t>(n)));
-  auto* counter = static_cast<uint64_t*>(symAlloc(w, 64));
-  auto* word = static_cast<uint64_t*>(symAlloc(w, 64));
+  auto* ring = static_cast<unsigned char*>(mp::hostZeroed(w, kIters * kBytes));
+  auto* sig = static_cast<uint64_t*>(mp::hostZeroed(w, 64));
+  auto* ack = static_cast<uint64_t*>(mp::hostZeroed(w, 64));
+  auto* slots = static_cast<uint64_t*>(mp::hostZeroed(w, 8 * static_cast<size_t>(n)));
+  auto* counter = static_cast<uint64_t*>(mp::hostZeroed(w, 64));
+  auto* word = static_cast<uint64_t*>(mp::hostZeroed(w, 64));
   MP_OK(tether_barrier_all(w));
   std::vector<unsigned char> srcs(kIters * kBytes), snaps(kIters * kBytes);
   for (int i = 0; i < kIters; ++i)

@@ -37,6 +37,15 @@ inline int finish() {
   return 0;
 }
 
+// n zeroed bytes of the HOST symmetric heap, 64-byte aligned (collective, as tether_malloc_kind). Exits on failure.
+inline void* hostZeroed(tether_t w, size_t n) {
+  void* p = nullptr;
+  if (tether_malloc_kind(w, TETHER_SEG_HOST, 64, n, &p) != TETHER_SUCCESS)
+    fail(__FILE__, __LINE__, "hostZeroed", nullptr);
+  std::memset(p, 0, n);
+  return p;
+}
+
 }  // namespace mp
 
 #define MP_CHECK(cond)                                             \
