@@ -467,6 +467,119 @@ void rowAtomics(Ctx& c) {
   }
 }
 
+// ---- doorbell transfers -------------------------------------------------------------------------------------------
+// Ping-pong driven by one warp of a kernel on each PE: PE 0 triggers round i then waits for the answer, PE 1 waits
+// then answers. Doorbell: lane 0 rings this PE's doorbell (the copy engines send an armed put_signal); SM: the warp
+// sends with the device API's warp-scope putmem_signal itself.
+__global__ void pingPongKernel(dev::Handle h, bool doorbell, bool first, uint64_t* bell, uint64_t* sig, char* dest,
+                               const char* src, size_t nb, int peer, uint64_t base, int n) {
+  for (int i = 1; i <= n; ++i) {
+    const uint64_t v = base + static_cast<uint64_t>(i);
+    if (!first) dev::signal_wait_until(h, sig, dev::Cmp::GE, v);
+    if (!doorbell) dev::putmem_signal<dev::Scope::Warp>(h, dest, src, nb, sig, v, dev::SignalOp::Set, peer);
+    else if (threadIdx.x == 0) dev::ring_doorbell(h, bell, v);
+    if (first) dev::signal_wait_until(h, sig, dev::Cmp::GE, v);
+  }
+}
+__global__ void ringKernel(dev::Handle h, uint64_t* bell, uint64_t v) { dev::ring_doorbell(h, bell, v); }
+
+// Arms releases base+1 .. base+n of a doorbell (signal patch i - 1 + base: the set's signal value is 1 + patch).
+void armRange(tether_doorbell_t db, uint64_t base, int n) {
+  for (int i = 1; i <= n; ++i) {
+    const tether_post_patch_t patch{0, base + static_cast<uint64_t>(i) - 1};
+    TK(tether_doorbell_arm(db, base + static_cast<uint64_t>(i), &patch));
+  }
+}
+
+// doorbell_pingpong / sm_pingpong: one-way latency of a kernel-triggered put_signal, copy engines vs SMs (a warp).
+// doorbell_put: bandwidth of armed puts released by one ring (PE 0 only; a self-signal after each put marks it done).
+// Arms of the next batch are made after the batch is enqueued, off the GPU's critical path.
+void rowDoorbell(Ctx& c, const dev::Handle& h) {
+  const bool pp = tb::wantsOp(c.o, "doorbell_pingpong"), bw = tb::wantsOp(c.o, "doorbell_put");
+  if (!pp && !bw) return;
+  uint64_t* bell = c.words + 128;
+  uint64_t* sig = c.words + 136;
+  uint64_t* done = c.words + 144;
+  const int batches = c.o.warmup + c.o.batches;
+  if (pp) {
+    beginTable(c, "doorbell transfers: kernel-triggered put_signal ping-pong PE 0 <-> PE 1 (one warp of a kernel on "
+                  "each PE, k round trips per batch); one-way = time / 2k; doorbell = rung, sent by copy engines; "
+                  "sm = the device API's warp-scope putmem_signal from the same warp");
+    for (int doorbell = 1; doorbell >= 0; --doorbell) {
+      const char* op = doorbell ? "doorbell_pingpong" : "sm_pingpong";
+      for (size_t nb : {size_t{8}, size_t{64} << 10}) {
+        if (nb > c.o.maxSize) continue;
+        const int k = std::max(1, c.o.iters / 10);
+        clearDev(c, c.buf, nb);
+        clearDev(c, bell, 8);
+        clearDev(c, sig, 8);
+        barrier(c);
+        tether_op_desc_t op1;
+        std::memset(&op1, 0, sizeof op1);
+        op1.kind = TETHER_OP_PUT_SIGNAL, op1.pe = c.peer, op1.dest = c.buf, op1.src = c.local, op1.nbytes = nb;
+        op1.sig_addr = sig, op1.signal = 1, op1.sig_op = TETHER_SIGNAL_SET, op1.flags = TETHER_OP_PATCH_SIGNAL;
+        tether_op_set_t set = nullptr;
+        tether_doorbell_t db = nullptr;
+        if (doorbell) {
+          TK(tether_prepare(c.w, &op1, 1, &set));
+          TK(tether_doorbell_create(set, bell, &db));
+          armRange(db, 0, k);
+        }
+        uint64_t base = 0;
+        int calls = 0;
+        const Result r = timeBatches(c, k, true, 2, false, [&](int n) {
+          pingPongKernel<<<1, 32, 0, c.s>>>(h, doorbell != 0, c.me == 0, bell, sig, c.buf, c.local, nb, c.peer, base,
+                                            n);
+          base += static_cast<uint64_t>(n);
+          if (doorbell && ++calls < batches) armRange(db, base, n);  // the next batch's releases
+        });
+        if (db) TK(tether_doorbell_free(db));
+        if (set) TK(tether_op_set_free(set));
+        checkBytes(c, c.buf, nb, c.peer, op);
+        checkWord(c, sig, base, op, "final signal");
+        report(c, op, nb, r, 0, doorbell ? "one-way; kernel rings, copy engines send" : "one-way; kernel sends");
+      }
+    }
+  }
+  if (bw) {
+    beginTable(c, "doorbell transfers: k armed puts released by one ring from a kernel, PE 0 -> PE 1 (each put "
+                  "followed by a self-signal in the set; the stream waits for the last)");
+    for (size_t nb : {size_t{64} << 10, size_t{1} << 20, size_t{16} << 20, size_t{256} << 20, size_t{1} << 30}) {
+      if (nb > c.o.maxSize) continue;
+      const int k = std::max(1, nb >= (size_t{16} << 20) ? c.o.iters / 100 : c.o.iters / 10);
+      clearDev(c, bell, 8);
+      clearDev(c, done, 8);
+      barrier(c);
+      tether_op_desc_t ops[2];
+      std::memset(ops, 0, sizeof ops);
+      ops[0].kind = TETHER_OP_PUT, ops[0].pe = c.peer, ops[0].dest = c.buf, ops[0].src = c.local, ops[0].nbytes = nb;
+      ops[1].kind = TETHER_OP_SIGNAL, ops[1].pe = c.me, ops[1].sig_addr = done, ops[1].signal = 1;
+      ops[1].sig_op = TETHER_SIGNAL_SET, ops[1].flags = TETHER_OP_PATCH_SIGNAL;
+      tether_op_set_t set = nullptr;
+      tether_doorbell_t db = nullptr;
+      if (c.me == 0) {
+        TK(tether_prepare(c.w, ops, 2, &set));
+        TK(tether_doorbell_create(set, bell, &db));
+        armRange(db, 0, k);
+      }
+      uint64_t base = 0;
+      int calls = 0;
+      const Result r = timeBatches(c, k, c.me == 0, 1, false, [&](int n) {
+        ringKernel<<<1, 1, 0, c.s>>>(h, bell, base + static_cast<uint64_t>(n));
+        TK(tether_signal_wait_until_on_stream(c.w, done, TETHER_CMP_GE, base + static_cast<uint64_t>(n), c.sv()));
+        base += static_cast<uint64_t>(n);
+        if (++calls < batches) armRange(db, base, n);
+      });
+      if (db) TK(tether_doorbell_free(db));
+      if (set) TK(tether_op_set_free(set));
+      barrier(c);
+      if (c.me == 1) checkBytes(c, c.buf, nb, c.peer, "doorbell_put");
+      else checkWord(c, done, base, "doorbell_put", "completion word");
+      report(c, "doorbell_put", nb, r, static_cast<double>(nb), "per put; copy engines, released by one ring");
+    }
+  }
+}
+
 // ---- halo exchange --------------------------------------------------------------------------------------------------
 
 enum class Model { CpuSync, Stream, Kernel };
@@ -607,7 +720,7 @@ void rowHalo(Ctx& c, Halo& H) {
 const char* kExtraUsage =
     "tether_bench_stream: stream-ordered operations (issue #6), 2 PEs, one GPU each; --max-size defaults to 1G here\n"
     "  rows (--ops): put_on_stream, put_quiet_on_stream, put_quiet_sync, put_bw, put_bw_bidir, put_signal_pingpong,\n"
-    "  prepared_pingpong, barrier_all, prepared_put4, fetch_add, halo\n"
+    "  prepared_pingpong, barrier_all, prepared_put4, fetch_add, doorbell_pingpong, doorbell_put, halo\n"
     "  heap: TETHER_DEVICE_HEAP_SIZE >= max-size + 4M (e.g. 2G for the 1G rows)\n"
     "  exit: 0 ok, 1 wrong data, 2 failed call or bad usage, 77 no GPU\n";
 
@@ -718,6 +831,7 @@ int main(int argc, char** argv) {
   rowBarrier(c);
   rowPrepared(c);
   rowAtomics(c);
+  rowDoorbell(c, H.h);
   rowHalo(c, H);
 
   // Validation vote: PE 1's failure count to PE 0.

@@ -7,7 +7,9 @@
 //     signal_wait_until and wait_until with each comparison, quiet, fence, atomics (add, set, fetch_add, 32-bit
 //     fetch_or), barrier_all/sync_all on stream, with checks after a stream synchronisation;
 //  3. a prepared set posted many times with patched offset and signal values;
-//  4. CUDA graph capture of a whole exchange (put_signal, wait, check kernel, barrier) and 20 replays.
+//  4. CUDA graph capture of a whole exchange (put_signal, wait, check kernel, barrier) and 20 replays;
+//  5. doorbell transfers: a put_signal set armed kPosts times before any ring; each round a kernel fills the source
+//     and rings the doorbell (tether::device::ring_doorbell), the copy engines send it, the peer waits and checks.
 // Exits 77 without a GPU. NOT RUN YET: no GPU machine was available when this was written (issue #6 notes).
 #include <cuda_runtime.h>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "gpu_util.h"
+#include "tether/device.cuh"
 
 namespace {
 
@@ -50,6 +53,16 @@ __global__ void checkFrom(const unsigned char* p, size_t n, int pe, const unsign
     if (p[k] != pat(pe, r, k)) atomicAdd(errors, 1ull);
 }
 __global__ void bump(unsigned long long* round) { ++*round; }
+// One block: fills p for `round`, then rings the doorbell with `value` (after every thread's stores).
+__global__ void fillAndRing(tether::device::Handle h, unsigned char* p, size_t n, int pe, uint64_t round,
+                            uint64_t* bell, uint64_t value) {
+  for (size_t k = threadIdx.x; k < n; k += blockDim.x) p[k] = pat(pe, round, k);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    tether::device::ring_doorbell(h, bell, value);
+  }
+}
 
 // This PE's copy of a symmetric object as kernels address it (HOST objects: through their registered GPU alias).
 template <typename T>
@@ -218,6 +231,46 @@ int main() {
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CK(cudaFree(round));
+    // 5. doorbell: armed before any ring; rung from kernels; round i's copy has landed everywhere before fill i + 1
+    // (every PE passes the stream's sync_all only after its own signal i arrived).
+    {
+      tether_device_handle_t h;
+      MP_OK(tether_device_handle(w, &h));
+      tether_op_desc_t op;
+      std::memset(&op, 0, sizeof op);
+      op.kind = TETHER_OP_PUT_SIGNAL;
+      op.pe = next;
+      op.dest = buf;
+      op.src = src;
+      op.nbytes = kBytes;
+      op.sig_addr = &words[22];
+      op.signal = 1;
+      op.sig_op = TETHER_SIGNAL_SET;
+      op.flags = TETHER_OP_PATCH_SIGNAL;
+      tether_op_set_t bellSet = nullptr;
+      MP_OK(tether_prepare(w, &op, 1, &bellSet));
+      tether_doorbell_t db = nullptr;
+      MP_OK(tether_doorbell_create(bellSet, &words[23], &db));
+      for (int i = 1; i <= kPosts; ++i) {
+        const tether_post_patch_t patch{0, static_cast<uint64_t>(i - 1)};  // signal value i
+        MP_OK(tether_doorbell_arm(db, static_cast<uint64_t>(i), &patch));
+      }
+      MP_OK(tether_barrier_all(w));
+      for (int i = 1; i <= kPosts; ++i) {
+        const uint64_t iu = static_cast<uint64_t>(i);
+        fillAndRing<<<1, 256, 0, s>>>(h, src, kBytes, me, 200 + iu, &words[23], iu);
+        CK(cudaGetLastError());
+        MP_OK(tether_signal_wait_until_on_stream(w, &words[22], TETHER_CMP_GE, iu, s));
+        check<<<32, 256, 0, s>>>(view, kBytes, prev, 200 + iu, errors);
+        MP_OK(tether_sync_all_on_stream(w, s));
+      }
+      CK(cudaStreamSynchronize(s));
+      MP_OK(tether_doorbell_free(db));
+      MP_OK(tether_op_set_free(bellSet));
+      CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
+      MP_CHECK(errs == 0);
+      MP_CHECK(readWord(w, &words[22]) == static_cast<uint64_t>(kPosts));
+    }
     MP_OK(tether_free(w, words));
     MP_OK(tether_free(w, buf));
     if (me == 0) std::printf("stream operations on %s segments: ok\n", kindName[ki]);
