@@ -1,7 +1,8 @@
 // GPU datatype engine (issue #7) against the host reference (which CI checks against MPICH's MPI_Pack):
 // seeded random type trees (every constructor, nesting to depth 5, zero counts, negative displacements, resized,
-// structs of mixed basic types) packed and unpacked on the GPU with every scheme that applies (auto, thread, warp,
-// copy2d, copy3d), whole and in random resumable fragments, between device buffers, pinned host and pageable host
+// structs of mixed basic types), plus a transpose, a small struct and an indexed_block over several instances (the
+// elem scheme's user-order, inline-table and periodic-table paths), packed and unpacked on the GPU with every scheme
+// that applies (auto, thread, warp, copy2d, copy3d, elem), whole and in random resumable fragments, between device buffers, pinned host and pageable host
 // memory. Unpack goes into a poisoned buffer and must equal the host reference's unpack into the same poison (gaps
 // untouched). Usage: gpu_datatype [--seed S] [--trees N] (env TETHER_DT_SEED); every failure prints the tree's seed.
 #include <cuda_runtime.h>
@@ -63,17 +64,12 @@ struct Buf {
 int failures = 0, checks = 0, skippedSchemes = 0;
 
 // One tree: host reference vs GPU for each scheme, whole and fragmented, pack and unpack.
-void runTree(uint64_t seed, cudaStream_t st) {
-  Gen g(seed);
-  std::string text;
-  const int depth = static_cast<int>(g.uni(1, 5));
-  tether_type_t t = g.make(depth, &text);
-  tk(tether_type_commit(t), "commit");
+// Every check on one committed type (freed here); g draws the fragments.
+void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t seed, Gen& g, cudaStream_t st) {
   int64_t size = 0, lb = 0, ext = 0, tlb = 0, text2 = 0;
   tk(tether_type_size(t, &size), "size");
   tk(tether_type_extent(t, &lb, &ext), "extent");
   tk(tether_type_true_extent(t, &tlb, &text2), "true_extent");
-  const int64_t count = g.uni(1, 3);
   // Memory the instances touch: [min(0, ...)...]: true bounds of instance 0 and instance count-1.
   const int64_t lo = std::min<int64_t>(0, std::min(tlb, tlb + (count - 1) * ext));
   const int64_t hi = std::max<int64_t>(1, std::max(tlb + text2, tlb + text2 + (count - 1) * ext));
@@ -170,6 +166,41 @@ void runTree(uint64_t seed, cudaStream_t st) {
   tether_type_free(&t);
 }
 
+void runTree(uint64_t seed, cudaStream_t st) {
+  Gen g(seed);
+  std::string text;
+  const int depth = static_cast<int>(g.uni(1, 5));
+  tether_type_t t = g.make(depth, &text);
+  tk(tether_type_commit(t), "commit");
+  const int64_t count = g.uni(1, 3);
+  runType(t, text, count, seed, g, st);
+}
+
+// Layouts random trees seldom produce, for the elem scheme's special paths: a transpose (whole unpacks iterate in
+// the user buffer's order), a small struct (its item table travels in the kernel parameters) and an indexed_block
+// over several instances (a table form with a period).
+void runFixed(cudaStream_t st) {
+  tether_type_t b, e, col, colr, all, d, f, st2, ib;
+  tk(tether_type_basic(TETHER_BASIC_BYTE, &b), "basic");
+  tk(tether_type_basic(TETHER_BASIC_DOUBLE, &d), "basic");
+  tk(tether_type_basic(TETHER_BASIC_FLOAT, &f), "basic");
+  tk(tether_type_contiguous(16, b, &e), "contiguous");
+  tk(tether_type_vector(300, 1, 300, e, &col), "vector");
+  tk(tether_type_resized(col, 0, 16, &colr), "resized");
+  tk(tether_type_contiguous(300, colr, &all), "contiguous");
+  const int64_t bl[2] = {3, 1}, disp[2] = {0, 48};
+  const tether_type_t ts[2] = {d, f};
+  tk(tether_type_struct(2, bl, disp, ts, &st2), "struct");
+  const int64_t idx[5] = {7, 2, 11, 0, 5};
+  tk(tether_type_indexed_block(5, 2, idx, f, &ib), "indexed_block");
+  for (tether_type_t t : {all, st2, ib}) tk(tether_type_commit(t), "commit");
+  Gen g(424242);
+  runType(all, "transpose: contiguous(300, resized(vector(300, 1, 300, 16 B), 16))", 1, 424242, g, st);
+  runType(st2, "struct {3 double @0, float @48}", 3, 424243, g, st);
+  runType(ib, "indexed_block(5, 2, {7,2,11,0,5}, float)", 3, 424244, g, st);
+  for (tether_type_t* t : {&b, &e, &col, &colr, &d, &f}) tether_type_free(t);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,6 +232,12 @@ int main(int argc, char** argv) {
       ++failures;
       std::printf("FAIL seed %" PRIu64 ": %s\n", seed + static_cast<uint64_t>(i), f.msg.c_str());
     }
+  }
+  try {
+    runFixed(st);
+  } catch (const Fail& fl) {
+    ++failures;
+    std::printf("FAIL fixed layouts: %s\n", fl.msg.c_str());
   }
   // Bad input: clear errors, no crash.
   {
