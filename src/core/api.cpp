@@ -569,13 +569,12 @@ tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, teth
 tether_status_t tether_doorbell_arm(tether_doorbell_t db, uint64_t value, const tether_post_patch_t* patch) {
   if (!db) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_doorbell_arm: db is NULL"));
   std::lock_guard<std::mutex> lock(db->mu);  // the wait and its set stay adjacent on the stream
-  tether_status_t st = tether_signal_wait_until_on_stream(db->set->world, db->word, TETHER_CMP_GE, value, db->stream);
+  const tether_status_t st =
+      tether_signal_wait_until_on_stream(db->set->world, db->word, TETHER_CMP_GE, value, db->stream);
   if (st != TETHER_SUCCESS) return st;
-  st = tether_post_on_stream(db->set, db->stream, patch);
-  if (st != TETHER_SUCCESS) return st;  // the wait alone is harmless: it only delays later arms' sets
-  db->armed = true;
+  db->armed = true;  // from here sync must see this value rung, even if the post below fails
   db->last = value;
-  return TETHER_SUCCESS;
+  return tether_post_on_stream(db->set, db->stream, patch);  // a failed post leaves a wait only: later sets wait on it
 }
 
 tether_status_t tether_doorbell_sync(tether_doorbell_t db) {
