@@ -152,7 +152,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            f.write(json.dumps({"run": "cupy_rows.py", "device": dev, "date": now, "cupy": cp.__version__,
+            f.write(json.dumps({"run": "cupy_rows.py", "device": dev, "date": now,
+                                "command": " ".join(["python3"] + sys.argv), "cupy": cp.__version__,
                                 "sizes": args.sizes, "scale": args.scale}) + "\n")
             for r in rows:
                 f.write(json.dumps(r) + "\n")

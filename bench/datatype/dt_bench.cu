@@ -627,8 +627,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string date = tether_bench::utcDate();
-    std::fprintf(out, "{\"run\":\"tether_bench_datatype\",\"device\":\"%s\",\"date\":\"%s\",\"sizes\":\"%s\","
-                 "\"scale\":%d,\"copy_gbs\":%.1f}\n", prop.name, date.c_str(), sizeList.c_str(), scale, B.copyBw / 1e9);
+    std::string command;  // the exact command line, for the record (JSON-escaped)
+    for (int i = 0; i < argc; ++i) {
+      if (i) command += ' ';
+      for (const char* ch = argv[i]; *ch; ++ch) {
+        if (*ch == '"' || *ch == '\\') command += '\\';
+        command += *ch;
+      }
+    }
+    std::fprintf(out, "{\"run\":\"tether_bench_datatype\",\"device\":\"%s\",\"date\":\"%s\",\"command\":\"%s\","
+                 "\"sizes\":\"%s\",\"scale\":%d,\"copy_gbs\":%.1f}\n", prop.name, date.c_str(), command.c_str(),
+                 sizeList.c_str(), scale, B.copyBw / 1e9);
     for (const Row& r : B.rows)
       std::fprintf(out,
                    "{\"pattern\":\"%s\",\"family\":\"%s\",\"size\":\"%s\",\"dir\":\"%s\",\"impl\":\"%s\","

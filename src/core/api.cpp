@@ -552,11 +552,8 @@ tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, teth
     if (!word) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: word is NULL", call);
     if (reinterpret_cast<uintptr_t>(word) % 8)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: word %p is not 8-byte aligned", call, static_cast<void*>(word));
-    // The word must be symmetric memory of this PE: reading it through the RMA path checks that (and its kind).
-    uint64_t v = 0;
-    if (tether_get(set->world, &v, word, sizeof v, x.myPe()) != TETHER_SUCCESS)
-      TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: word %p is not a symmetric word of this PE (%s)", call,
-                  static_cast<void*>(word), tether_last_error());
+    tether::SymRef ref;
+    TETHER_TRY(x.checkSymmetric(call, "word", word, sizeof *word, &ref));
     tether::StreamOps* so = nullptr;
     TETHER_TRY(x.streamOps(&so).withContext(call));
     void* stream = nullptr;

@@ -85,15 +85,13 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
     const std::vector<int64_t>& o = m->elem.offsets;
     const auto [lo, hi] = std::minmax_element(o.begin(), o.end());
     m->elemWide = *lo < INT32_MIN || *hi > INT32_MAX;
-    if (m->elemWide) {
-      DT_CUDA(cudaMalloc(&m->elemTable, o.size() * sizeof(int64_t)), "metadata allocation");
-      DT_CUDA(cudaMemcpy(m->elemTable, o.data(), o.size() * sizeof(int64_t), cudaMemcpyHostToDevice), "metadata upload");
-    } else {
-      const std::vector<int32_t> narrow(o.begin(), o.end());
-      DT_CUDA(cudaMalloc(&m->elemTable, o.size() * sizeof(int32_t)), "metadata allocation");
-      DT_CUDA(cudaMemcpy(m->elemTable, narrow.data(), o.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
-              "metadata upload");
-    }
+    auto upload = [&](const auto& v) -> Status {
+      const size_t bytes = v.size() * sizeof(v[0]);
+      DT_CUDA(cudaMalloc(&m->elemTable, bytes), "metadata allocation");
+      DT_CUDA(cudaMemcpy(m->elemTable, v.data(), bytes, cudaMemcpyHostToDevice), "metadata upload");
+      return Status::ok();
+    };
+    TETHER_TRY(m->elemWide ? upload(o) : upload(std::vector<int32_t>(o.begin(), o.end())));
     // The device copy is what the kernels use; tiny tables stay for descriptors that carry them inline.
     if (m->elem.entries > kElemInline) std::vector<int64_t>().swap(m->elem.offsets);
   }
@@ -232,10 +230,11 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
     const uint32_t t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U))),
                    t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
     const unsigned blocks = (t1 - t0 + 256u * kElemItems - 1) / (256u * kElemItems);
-    auto* k = L.m->elemWide ? (L.unpack ? packElem<U, true, int64_t> : packElem<U, false, int64_t>)
-                            : (L.unpack ? packElem<U, true, int32_t> : packElem<U, false, int32_t>);
-    if (d.userOrder) k = packElem<U, true, int32_t, true>;  // set for whole unpacks of the strided form only
-    if (d.inlined) k = L.unpack ? packElem<U, true, int32_t, false, true> : packElem<U, false, int32_t, false, true>;
+    auto* k = d.inlined ? (L.unpack ? packElem<U, true, int32_t, false, true>
+                                    : packElem<U, false, int32_t, false, true>)
+              : d.userOrder ? packElem<U, true, int32_t, true>  // set for whole unpacks of the strided form only
+              : L.m->elemWide ? (L.unpack ? packElem<U, true, int64_t> : packElem<U, false, int64_t>)
+                              : (L.unpack ? packElem<U, true, int32_t> : packElem<U, false, int32_t>);
     k<<<blocks, 256, 0, L.stream>>>(d, L.user, L.packed, t0, t1);
     return cudaGetLastError();
   }
@@ -276,36 +275,28 @@ Pitched pitched(const Canonical& c, int64_t count, bool want3d) {
   if (c.segments.size() != 1 || c.segments[0].numPieces != 1) return r;
   const Segment& s = c.segments[0];
   const Piece& p = c.pieces[static_cast<size_t>(s.firstPiece)];
-  // Dimensions as (count, stride) from fastest: the piece's, then the segment repetition, then the instances.
-  std::vector<std::pair<int64_t, int64_t>> d;
-  for (int k = 0; k < p.nd; ++k) d.push_back({p.count[k], p.stride[k]});
-  if (s.repeat > 1) d.push_back({s.repeat, s.stride});
-  if (count > 1) d.push_back({count, c.extent});
-  // Fold dimensions that continue each other arithmetically.
-  for (size_t k = 0; k + 1 < d.size();) {
-    if (d[k].first * d[k].second == d[k + 1].second) {
-      d[k].first *= d[k + 1].first;
-      d.erase(d.begin() + static_cast<long>(k) + 1);
-    } else {
-      ++k;
-    }
-  }
+  // Dimensions as (count, stride) pairs from fastest: the piece's, then the segment repetition, then the instances,
+  // folded where one continues the next (gpu_map.h foldDims).
+  std::vector<int64_t> d;
+  for (int k = 0; k < p.nd; ++k) d.push_back(p.count[k]), d.push_back(p.stride[k]);
+  d.push_back(s.repeat), d.push_back(s.stride);
+  d.push_back(count), d.push_back(c.extent);
+  foldDims(d);
   r.offset = p.offset;
   r.width = p.block;
   if (!want3d && d.empty()) {  // one contiguous block: a single row
     r.rows = 1;
     r.pitch = p.block;
     r.ok = true;
-  } else if (!want3d && d.size() == 1 && d[0].second >= p.block) {
-    r.rows = d[0].first;
-    r.pitch = d[0].second;
+  } else if (!want3d && d.size() == 2 && d[1] >= p.block) {
+    r.rows = d[0];
+    r.pitch = d[1];
     r.ok = true;
-  } else if (want3d && d.size() == 2 && d[0].second >= p.block && d[1].second > 0 &&
-             d[1].second % d[0].second == 0 && d[1].second >= d[0].first * d[0].second) {
-    r.rows = d[0].first;
-    r.pitch = d[0].second;
-    r.planes = d[1].first;
-    r.planePitch = d[1].second;
+  } else if (want3d && d.size() == 4 && d[1] >= p.block && d[3] > 0 && d[3] % d[1] == 0 && d[3] >= d[0] * d[1]) {
+    r.rows = d[0];
+    r.pitch = d[1];
+    r.planes = d[2];
+    r.planePitch = d[3];
     r.ok = true;
   }
   return r;
@@ -464,10 +455,10 @@ Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t coun
   // The thread scheme's calibration (a regular vector) overstates it on irregular layouts, where each round searches
   // its metadata: measured on an H200 it ran 3.5-5x slower than the elem table form on LAMMPS and SPECFEM3D layouts
   // (bench/results/h200). So where the table form applies, the model weighs elem against warp and the copies only.
-  const bool elemTable = elem.ok && elem.table && applicable(c, count, Scheme::Elem, off, len, &elem, unit);
+  const bool elemOk = applicable(c, count, Scheme::Elem, off, len, &elem, unit);
   for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Copy3D, Scheme::Elem}) {
-    if (s == Scheme::Thread && elemTable) continue;
-    if (!applicable(c, count, s, off, len, &elem, unit)) continue;
+    if (s == Scheme::Thread && elemOk && elem.table) continue;
+    if (s == Scheme::Elem ? !elemOk : !applicable(c, count, s, off, len, &elem, unit)) continue;
     double us = estimateUs(t, s, len, mean);
     if (s == Scheme::Elem && elem.table) us *= 1.0 + static_cast<double>(tableEntry) / static_cast<double>(elem.item);
     if (us < bestUs) bestUs = us, best = s;
