@@ -4,6 +4,8 @@
 //   dt          one cudaMemcpyAsync per contiguous block (the HAND paper's "DT"; measured over the first
 //               --dt-blocks blocks and scaled to all of them, as the note says),
 //   copy2d/3d   cudaMemcpy2DAsync / cudaMemcpy3DAsync where the layout is a pitched array,
+//   hand        where the layout is a pitched array: the kernel a programmer writes for that one face (thread per
+//               unit of the widest of 16/8/4/2/1 bytes the rows and pitches allow, 32-bit index math; handCopy),
 //   roofline    the bytes the layout must move at this GPU's measured device-to-device copy bandwidth (read + write),
 //               with reads in whole 32-byte sectors: time = (sum over blocks of 32*ceil(B/32) + B) / copy bandwidth.
 // Framework rows (CuPy strided copies) come from bench/datatype/cupy_rows.py, run beside this program.
@@ -96,6 +98,22 @@ __global__ void compareRuns(const DevRun* runs, int64_t n, const unsigned char* 
   }
 }
 // *bad = min(*bad, every i < n where a[i] != b[i]).
+// HAND: a hand-written kernel for one pitched 3-D face (rows of rowUnits units of U, `rows` rows a slice, n units
+// in all, n < 2^32): thread per unit, unit i at row i / rowUnits of the face, packed contiguously.
+template <typename U>
+__global__ void handCopy(unsigned char* user, unsigned char* packed, uint32_t rowUnits, uint32_t rows, uint32_t n,
+                         int64_t pitch, int64_t slicePitch, bool unpack) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t r = i / rowUnits, x = i - r * rowUnits, z = r / rows, y = r - z * rows;
+  U* u = reinterpret_cast<U*>(user + z * slicePitch + y * pitch) + x;
+  U* p = reinterpret_cast<U*>(packed) + i;
+  if (unpack)
+    *u = *p;
+  else
+    *p = *u;
+}
+
 __global__ void compareBytes(const unsigned char* a, const unsigned char* b, int64_t n, unsigned long long* bad) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -289,7 +307,7 @@ void Bench::run(Pattern& p, Size z) {
     Row r = base;
     r.dir = unpack ? "unpack" : "pack";
     // tether, the cost model's choice.
-    unsetenv("TETHER_DT_SCHEME");
+    DTK(tether_type_set_gpu_scheme(p.type, "auto"));
     if (ourPack(unpack) != TETHER_SUCCESS) {
       fail(p, r.dir.c_str(), std::string("tether (auto) failed: ") + tether_type_last_error());
       cudaGetLastError();  // a failed CUDA call inside must not fail the next check's launch
@@ -303,7 +321,7 @@ void Bench::run(Pattern& p, Size z) {
     report(r, roofUs);
     // Each scheme forced (the cost model's check).
     for (const char* s : {"thread", "warp", "elem", "copy2d", "copy3d"}) {
-      setenv("TETHER_DT_SCHEME", s, 1);
+      DTK(tether_type_set_gpu_scheme(p.type, s));
       const char* c = nullptr;
       if (tether_type_gpu_scheme(p.type, p.count, &c) != TETHER_SUCCESS) continue;
       if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
@@ -336,7 +354,7 @@ void Bench::run(Pattern& p, Size z) {
         CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, was));
       }
     }
-    unsetenv("TETHER_DT_SCHEME");
+    DTK(tether_type_set_gpu_scheme(p.type, "auto"));
     // DT: one cudaMemcpyAsync per block, over the first dtBlocks blocks (bounded time at any size), scaled.
     {
       if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
@@ -394,6 +412,43 @@ void Bench::run(Pattern& p, Size z) {
       prm.extent = make_cudaExtent(c.width, c.height, c.depth);
       prm.kind = cudaMemcpyDeviceToDevice;
       copyRow(r, unpack, "memcpy3d", "cudaMemcpy3DAsync", [&] { return cudaMemcpy3DAsync(&prm, st); });
+    }
+    // HAND: the pitched face by a hand-written kernel (copy3d's description, else copy2d's as one slice).
+    if (p.copy3d.ok || p.copy2d.ok) {
+      const bool three = p.copy3d.ok;
+      const int64_t off = three ? p.copy3d.offset : p.copy2d.offset, width = three ? p.copy3d.width : p.copy2d.width,
+                    height = three ? p.copy3d.height : p.copy2d.height, depth = three ? p.copy3d.depth : 1,
+                    pitch = three ? p.copy3d.pitch : p.copy2d.pitch,
+                    slice = three ? p.copy3d.slicePitch : p.copy2d.pitch * p.copy2d.height;
+      int w = 16;
+      const uint64_t a = static_cast<uint64_t>(width | pitch | slice | off);
+      while (w > 1 && (a & static_cast<uint64_t>(w - 1))) w /= 2;
+      const int64_t n = width / w * height * depth;
+      if (n > 0 && n < (int64_t{1} << 32)) {
+        unsigned char* user = (unpack ? back : src) + off;
+        const uint32_t blocks = static_cast<uint32_t>((n + 255) / 256);
+        auto launch = [&] {
+          const uint32_t ru = static_cast<uint32_t>(width / w), rows = static_cast<uint32_t>(height),
+                         nn = static_cast<uint32_t>(n);
+          switch (w) {
+            case 16: handCopy<uint4><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack); break;
+            case 8: handCopy<uint2><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack); break;
+            case 4: handCopy<uint32_t><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack); break;
+            case 2: handCopy<uint16_t><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack); break;
+            default: handCopy<uint8_t><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack);
+          }
+          CK(cudaGetLastError());
+        };
+        if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
+        launch();
+        CK(cudaStreamSynchronize(st));
+        Row h = r;
+        h.impl = "hand";
+        h.us = T.bestUs(launch);
+        h.note = "hand-written kernel, thread per " + std::to_string(w) + " B unit" + T.repsNote();
+        check(unpack, "hand");
+        report(h, roofUs);
+      }
     }
     Row roof = r;
     roof.impl = "roofline";
@@ -497,6 +552,16 @@ void latencyRows(Bench& B) {
                        tether_type_free(&hv);
                        return t;
                      })});
+  // Irregular bodies: commit is linear in the blocks (each becomes a piece of the exact form, docs/datatype.md).
+  for (int n : {100, 1000}) {
+    std::vector<int64_t> disp(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) disp[static_cast<size_t>(i)] = 7 * i + (i * i) % 5;  // sorted, irregular gaps
+    commits.push_back({n == 100 ? "indexed_block(100)" : "indexed_block(1000)", commitUs([&] {
+                         tether_type_t t;
+                         DTK(tether_type_indexed_block(n, 2, disp.data(), d, &t));
+                         return t;
+                       })});
+  }
   for (const C& c : commits) {
     Row cr;
     cr.pattern = std::string("commit:") + c.name;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """One line per (pattern, size, direction) from tether_bench_datatype's and cupy_rows.py's JSON lines (issue #7):
-tether's automatic choice against the best other row (per-block cudaMemcpyAsync "dt", cudaMemcpy2D/3D, CuPy), as time
-and as % of the roofline, with the issue's target for the block size (>= 85 % at >= 32 B blocks, >= 70 % below).
+tether's automatic choice against the best other row (per-block cudaMemcpyAsync "dt", cudaMemcpy2D/3D, a hand-written
+kernel "hand", CuPy), as time and as % of the roofline, with the issue's target for the block size (>= 85 % at >= 32 B
+blocks, >= 70 % below). Column "hand %roof": the hand-written kernel's % of the roofline, where the layout has one
+(what the simplest kernel written for that face reaches on this GPU).
 
 usage: summarize.py datatype.jsonl [datatype_cupy.jsonl] [-o FILE]
 """
@@ -43,7 +45,7 @@ def main():
         out.write("# from %s (%s, %s)%s\n" % (a.tether, run.get("device"), run.get("date"),
                                               " and " + a.cupy if a.cupy else ""))
     out.write("# pattern          size  dir    mean blk  tether us  %roof  target  best other (us)          "
-              "tether/other  met\n")
+              "tether/other  met  hand %roof\n")
     met = total = 0
     for (pat, size, d), impls in by.items():
         t, roof = impls.get("tether"), impls.get("roofline")
@@ -59,8 +61,10 @@ def main():
         total += 1
         other = "%-8s %10.2f" % (best[1], best[0]) if best else "%-19s" % "-"
         ratio = "%12.2f" % (t["us"] / best[0]) if best else "%12s" % "-"
-        out.write("%-18s %-5s %-6s %9.1f %10.2f %5.1f%% %5.0f%%   %-23s %s  %s\n" %
-                  (pat, size, d, t["mean_block"], t["us"], pct, target, other, ratio, "yes" if ok else "no"))
+        hand = impls.get("hand")
+        handPct = "%9.1f%%" % (100.0 * roof["us"] / hand["us"]) if hand and hand["us"] > 0 else "%10s" % "-"
+        out.write("%-18s %-5s %-6s %9.1f %10.2f %5.1f%% %5.0f%%   %-23s %s  %-3s %s\n" %
+                  (pat, size, d, t["mean_block"], t["us"], pct, target, other, ratio, "yes" if ok else "no", handPct))
     out.write("# %d of %d rows meet both targets (%% of roofline and faster than every other row)\n" % (met, total))
 
 

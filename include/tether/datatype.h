@@ -121,7 +121,7 @@ tether_status_t tether_type_unpack(tether_type_t type, int64_t count, const void
 /* The same fragment semantics as tether_type_pack/unpack, enqueued on `stream` (a cudaStream_t; NULL = the legacy
  * default stream) and executed by the GPU: one kernel launch (or one cudaMemcpy2D/3DAsync where the layout is a
  * pitched array) whatever the type, the scheme chosen by a cost model calibrated once per GPU (docs/datatype.md
- * "GPU engine"; TETHER_DT_SCHEME=thread|warp|copy2d|copy3d|elem forces one). Buffers may be GPU memory, pinned (or
+ * "GPU engine"; tether_type_set_gpu_scheme or TETHER_DT_SCHEME forces one). Buffers may be GPU memory, pinned (or
  * cudaHostRegister'ed) host memory or, on both sides, pageable host memory; pageable memory makes the call wait for
  * the stream and pack on the host before returning (a user buffer in GPU memory with packed bytes in pageable memory
  * fails: pin the packed buffer). *bytes_done is set at once. Unpack with a type map that names a byte twice keeps an
@@ -132,9 +132,15 @@ tether_status_t tether_type_pack_async(tether_type_t type, int64_t count, const 
                                        int64_t max_bytes, void* packed, int64_t* bytes_done, void* stream);
 tether_status_t tether_type_unpack_async(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
                                          int64_t max_bytes, void* buf, int64_t* bytes_done, void* stream);
-/* The scheme ("thread", "warp", "copy2d", "copy3d") the engine uses for a whole pack of count instances between GPU
- * buffers on the current GPU (TETHER_DT_SCHEME applies). *scheme is a static string. */
+/* The scheme ("thread", "warp", "elem", "copy2d", "copy3d") the engine uses for a whole pack of count instances between
+ * GPU buffers on the current GPU (a forced scheme applies). *scheme is a static string. */
 tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const char** scheme);
+/* Forces the GPU engine's scheme for packs and unpacks through this handle ("thread", "warp", "elem", "copy2d",
+ * "copy3d"; "auto" gives the choice back to TETHER_DT_SCHEME, read once per process at the first pack, and then to
+ * the cost model). A pack to which the forced scheme does not apply fails, naming it. The setting belongs to the
+ * handle (a dup starts at "auto"); it may be changed at any time, and applies to calls made after it returns. Fails
+ * with TETHER_ERR_INVALID_ARG on an unknown name. Also in builds without CUDA (where GPU packs fail anyway). */
+tether_status_t tether_type_set_gpu_scheme(tether_type_t type, const char* scheme);
 /* Loads or measures (force != 0: always measures) the cost model's table for the current GPU; writes a summary of
  * the measured bandwidths to summary (if not NULL, truncated to len bytes). The measurement takes about 0.2 s and is
  * stored under TETHER_DT_CALIBRATION (default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU). */

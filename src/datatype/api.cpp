@@ -390,8 +390,22 @@ tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const 
     TETHER_TRY(checkCommitted(call, type));
     if (count < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: count is negative (%lld)", call, static_cast<long long>(count));
     tether::dt::Scheme s;
-    TETHER_TRY(tether::dt::gpuChooseScheme(*type->canonical, count, &s).withContext(call));
+    const auto forced = static_cast<tether::dt::Scheme>(type->gpu.scheme.load(std::memory_order_relaxed));
+    TETHER_TRY(tether::dt::gpuChooseScheme(*type->canonical, count, forced, &s).withContext(call));
     *scheme = tether::dt::schemeName(s);
+    return Status::ok();
+  });
+}
+
+tether_status_t tether_type_set_gpu_scheme(tether_type_t type, const char* scheme) {
+  const char* call = "tether_type_set_gpu_scheme";
+  return guarded(call, [&]() -> Status {
+    TETHER_TRY(checkHandle(call, "type", type));
+    tether::dt::Scheme s;
+    if (!scheme || !tether::dt::parseScheme(scheme, &s) || s == tether::dt::Scheme::Host)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: scheme \"%s\": expected auto, thread, warp, copy2d, copy3d or elem", call,
+                  scheme ? scheme : "(null)");
+    type->gpu.scheme.store(static_cast<int>(s), std::memory_order_relaxed);
     return Status::ok();
   });
 }

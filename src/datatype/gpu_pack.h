@@ -17,9 +17,11 @@
 // Cost model: t(scheme) = launch_s + packed_bytes / bw_s(mean block bytes), bw_s interpolated (log-log) from a table
 // measured once per device by calibrate() on synthetic vectors (about 0.2 s), kept for the process and in a file
 // (TETHER_DT_CALIBRATION, default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU UUID) so later processes
-// skip the measurement. TETHER_DT_SCHEME=thread|warp|copy2d|copy3d|elem forces a scheme (an inapplicable one fails).
+// skip the measurement. A scheme is forced per type handle (GpuCache::scheme, tether_type_set_gpu_scheme) or for the
+// process by TETHER_DT_SCHEME=thread|warp|copy2d|copy3d|elem, read once at the first pack (an inapplicable one fails).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -43,6 +45,7 @@ class GpuMeta {
 struct GpuCache {
   std::mutex mu;
   std::shared_ptr<GpuMeta> meta;
+  std::atomic<int> scheme{0};  // a Scheme forced for this handle (tether_type_set_gpu_scheme); Auto: none
 };
 
 struct GpuPackRequest {
@@ -54,7 +57,7 @@ struct GpuPackRequest {
   int64_t len = 0;
   bool unpack = false;
   void* stream = nullptr;     // cudaStream_t; nullptr: the legacy default stream
-  Scheme force = Scheme::Auto;  // Auto: the cost model (or TETHER_DT_SCHEME)
+  Scheme force = Scheme::Auto;  // Auto: the handle's forced scheme, else TETHER_DT_SCHEME, else the cost model
   int device = -1;              // >= 0: make this GPU (ordinal) current on the calling thread first
 };
 
@@ -64,8 +67,9 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used);
 // Waits until the work enqueued on the stream (nullptr: the legacy default stream) is complete; device as in
 // GpuPackRequest. Fails with TETHER_ERR_CUDA (naming the CUDA error) or TETHER_ERR_UNSUPPORTED (no CUDA).
 Status gpuSync(int device, void* stream);
-// The scheme gpuPack would use for a whole pack of count instances between device buffers (for tests/benchmarks).
-Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out);
+// The scheme gpuPack would use for a whole pack of count instances between device buffers (for tests/benchmarks);
+// forced: the handle's forced scheme (Auto: none).
+Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme forced, Scheme* out);
 // Stream-ordered scratch GPU memory (cudaMallocAsync / cudaFreeAsync on `stream` of GPU `device`): usable by work
 // enqueued on that stream after the allocation and before the free (typed-to-typed copies on a stream stage here).
 Status gpuScratchAlloc(int device, void* stream, int64_t bytes, void** out);

@@ -346,6 +346,13 @@ TEST(Datatype, Errors) {
   EXPECT_EQ(tether_type_pack(v, 1, nullptr, 0, 8, out, &n), TETHER_ERR_INVALID_ARG);
   OK(tether_type_pack(v, 1, buf, 8, 8, out, &n));  // at the end: nothing left, not an error
   EXPECT_EQ(n, 0);
+  // Forcing a GPU scheme per handle: names checked at the call (the GPU is not touched).
+  for (const char* name : {"thread", "warp", "elem", "copy2d", "copy3d", "auto"}) OK(tether_type_set_gpu_scheme(v, name));
+  EXPECT_EQ(tether_type_set_gpu_scheme(v, "host"), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_set_gpu_scheme(v, "fastest"), TETHER_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tether_type_last_error()).find("scheme \"fastest\""), std::string::npos);
+  EXPECT_EQ(tether_type_set_gpu_scheme(v, nullptr), TETHER_ERR_INVALID_ARG);
+  EXPECT_EQ(tether_type_set_gpu_scheme(nullptr, "warp"), TETHER_ERR_INVALID_ARG);
   EXPECT_EQ(tether_type_free(nullptr), TETHER_ERR_INVALID_ARG);
   tether_type_t none = nullptr;
   OK(tether_type_free(&none));

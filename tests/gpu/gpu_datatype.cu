@@ -100,7 +100,7 @@ void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t s
   };
   const Kind kinds[3] = {Kind::Device, Kind::Pinned, Kind::Pageable};
   for (const char* scheme : {"auto", "thread", "warp", "copy2d", "copy3d", "elem"}) {
-    setenv("TETHER_DT_SCHEME", scheme, 1);
+    tk(tether_type_set_gpu_scheme(t, scheme), "set_gpu_scheme");
     for (int pair = 0; pair < (std::strcmp(scheme, "auto") == 0 ? 4 : 1); ++pair) {
       // pair 0: device/device; 1: device user + pinned packed; 2: pinned user + device packed; 3: pageable/pageable
       const Kind ku = pair == 2 ? Kind::Pinned : pair == 3 ? Kind::Pageable : Kind::Device;
@@ -135,7 +135,6 @@ void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t s
       if (packed > 1 && (pair == 0) &&
           (!std::strcmp(scheme, "thread") || !std::strcmp(scheme, "warp") || !std::strcmp(scheme, "elem") ||
            !std::strcmp(scheme, "auto"))) {
-        if (!std::strcmp(scheme, "auto")) unsetenv("TETHER_DT_SCHEME");
         Buf frag(Kind::Device, static_cast<size_t>(packed));
         CK(cudaMemset(frag.p, 0, static_cast<size_t>(packed)));
         CK(cudaDeviceSynchronize());
@@ -162,7 +161,6 @@ void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t s
       }
     }
   }
-  unsetenv("TETHER_DT_SCHEME");
   tether_type_free(&t);
 }
 

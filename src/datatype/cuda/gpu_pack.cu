@@ -45,6 +45,7 @@ class CudaMeta final : public GpuMeta {
     bool unpack = false;
     Scheme asked = Scheme::Auto, chosen = Scheme::Auto;
     int sms = 0;
+    int64_t first = 0;  // the user-buffer displacement of packed byte off (its memory kind is asked there)
     EDesc elem{};  // chosen == Elem: the launch descriptor
   } last;
 };
@@ -567,12 +568,59 @@ Mem kindOf(const void* p) {
   return a.type == cudaMemoryTypeUnregistered ? Mem::Host : Mem::Device;
 }
 
-// The scheme TETHER_DT_SCHEME forces (Auto when unset or "auto"); fails on an unknown name.
-Status forcedScheme(Scheme* out) {
-  *out = Scheme::Auto;
-  const char* f = std::getenv("TETHER_DT_SCHEME");
-  if (f && (!parseScheme(f, out) || *out == Scheme::Host))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d, elem or auto", f);
+// TETHER_DT_SCHEME, read once per process (a getenv per pack cost 0.14 us on the H200's host). Unset, empty or
+// "auto": Auto. An unknown name fails every call that would use it, naming it.
+Status envScheme(Scheme* out) {
+  struct Env {
+    Scheme s = Scheme::Auto;
+    bool bad = false;
+    std::string text;
+  };
+  static const Env env = [] {
+    Env e;
+    const char* f = std::getenv("TETHER_DT_SCHEME");
+    if (f && *f && (!parseScheme(f, &e.s) || e.s == Scheme::Host)) e.s = Scheme::Auto, e.bad = true, e.text = f;
+    return e;
+  }();
+  if (env.bad)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d, elem or auto",
+                env.text.c_str());
+  *out = env.s;
+  return Status::ok();
+}
+
+// The scheme asked for: the request's, else the handle's (tether_type_set_gpu_scheme), else TETHER_DT_SCHEME's.
+Status askedScheme(Scheme request, const GpuCache& cache, Scheme* out) {
+  *out = request;
+  if (*out == Scheme::Auto) *out = static_cast<Scheme>(cache.scheme.load(std::memory_order_relaxed));
+  if (*out == Scheme::Auto) TETHER_TRY(envScheme(out));
+  return Status::ok();
+}
+
+// Packs where a buffer is pageable host memory (mu, mp: the kinds of the user and packed buffers): the host
+// reference after the stream's earlier work, staging through host memory when the packed bytes are on the GPU.
+Status hostPath(const GpuPackRequest& r, Mem mu, Mem mp, cudaStream_t stream, Scheme* used) {
+  const Canonical& c = *r.c;
+  if (mu == Mem::Device)
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
+                "datatype GPU engine: user buffer in GPU memory with packed bytes in pageable host memory: "
+                "pin the packed buffer (cudaHostRegister) or use device memory");
+  DT_CUDA(cudaStreamSynchronize(stream), "stream");
+  if (mp == Mem::Device) {  // user data on the host, packed bytes on the GPU: host pack + one copy
+    std::vector<char> tmp(static_cast<size_t>(r.len));
+    if (r.unpack) {
+      DT_CUDA(cudaMemcpy(tmp.data(), r.src, tmp.size(), cudaMemcpyDefault), "staging copy");
+      hostUnpack(c, tmp.data(), r.packedOffset, r.len, r.dst);
+    } else {
+      hostPack(c, r.src, r.packedOffset, r.len, tmp.data());
+      DT_CUDA(cudaMemcpy(r.dst, tmp.data(), tmp.size(), cudaMemcpyDefault), "staging copy");
+    }
+  } else if (r.unpack) {
+    hostUnpack(c, r.src, r.packedOffset, r.len, r.dst);
+  } else {
+    hostPack(c, r.src, r.packedOffset, r.len, r.dst);
+  }
+  *used = Scheme::Host;
   return Status::ok();
 }
 
@@ -597,10 +645,11 @@ Status gpuCalibrate(bool force, std::string* summary) {
   return tableFor(dev, force, &t, summary);
 }
 
-Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme* out) {
+Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme forced, Scheme* out) {
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
-  TETHER_TRY(forcedScheme(out));
+  *out = forced;
+  if (*out == Scheme::Auto) TETHER_TRY(envScheme(out));
   if (*out != Scheme::Auto) return Status::ok();
   // A query, not the pack path: the tables are built here once (block count, elem form); buffers assumed aligned.
   const ElemForm elem = elemForm(c);
@@ -635,50 +684,19 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   if (r.device >= 0) DT_CUDA(cudaSetDevice(r.device), "cudaSetDevice");
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
-  // Buffers the GPU cannot address: pack on the host (after the stream's earlier work), staging device data.
   const void* user = r.unpack ? r.dst : r.src;
   const void* packedPtr = r.unpack ? r.src : r.dst;
-  // Ask about a byte the fragment touches: the type's origin may lie outside the user's allocation.
-  int64_t first = 0;
-  TETHER_TRY(hostWalk(c, r.packedOffset, 1, [&](int64_t d, int64_t) {
-    first = d;
-    return Status::ok();
-  }));
-  const Mem mu = kindOf(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(user) + static_cast<uintptr_t>(first))),
-            mp = kindOf(packedPtr);
-  if (mu == Mem::Host || mp == Mem::Host) {
-    if (mu == Mem::Device)
-      TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
-                  "datatype GPU engine: user buffer in GPU memory with packed bytes in pageable host memory: "
-                  "pin the packed buffer (cudaHostRegister) or use device memory");
-    DT_CUDA(cudaStreamSynchronize(stream), "stream");
-    if (mp == Mem::Device) {  // user data on the host, packed bytes on the GPU: host pack + one copy
-      std::vector<char> tmp(static_cast<size_t>(r.len));
-      if (r.unpack) {
-        DT_CUDA(cudaMemcpy(tmp.data(), r.src, tmp.size(), cudaMemcpyDefault), "staging copy");
-        hostUnpack(c, tmp.data(), r.packedOffset, r.len, r.dst);
-      } else {
-        hostPack(c, r.src, r.packedOffset, r.len, tmp.data());
-        DT_CUDA(cudaMemcpy(r.dst, tmp.data(), tmp.size(), cudaMemcpyDefault), "staging copy");
-      }
-    } else if (r.unpack) {
-      hostUnpack(c, r.src, r.packedOffset, r.len, r.dst);
-    } else {
-      hostPack(c, r.src, r.packedOffset, r.len, r.dst);
-    }
-    *used = Scheme::Host;
-    return Status::ok();
-  }
-
   char* userBuf = const_cast<char*>(static_cast<const char*>(user));
   char* packedBuf = const_cast<char*>(static_cast<const char*>(packedPtr));
   // Access width of the kernels: the type's, limited by the buffers' alignment and the fragment's bounds.
   const uint64_t align = reinterpret_cast<uint64_t>(userBuf) | reinterpret_cast<uint64_t>(packedBuf) |
                          static_cast<uint64_t>(r.packedOffset) | static_cast<uint64_t>(r.len);
   const int w = pow2Width(c.width, align);
-  Scheme asked = r.force;
-  if (asked == Scheme::Auto) TETHER_TRY(forcedScheme(&asked));
+  Scheme asked = Scheme::Auto;
+  TETHER_TRY(askedScheme(r.force, *cache, &asked));
 
+  // The small-pack path is host-bound (a 1 KiB pack is one launch plus about a microsecond): an exchange repeated with
+  // the same count, fragment, width and asked scheme reuses the last decision (scheme, first byte, launch descriptor).
   std::shared_ptr<CudaMeta> meta;
   CudaMeta::Decision dec;
   {
@@ -690,11 +708,24 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     }
     dec = meta->last;
   }
-  if (dec.count != r.count || dec.off != r.packedOffset || dec.len != r.len || dec.width != w || dec.asked != asked ||
-      dec.unpack != r.unpack) {
+  const bool hit = dec.count == r.count && dec.off == r.packedOffset && dec.len == r.len && dec.width == w &&
+                   dec.asked == asked && dec.unpack == r.unpack;
+  if (!hit) {
     dec = CudaMeta::Decision{};
     dec.count = r.count, dec.off = r.packedOffset, dec.len = r.len, dec.width = w, dec.asked = asked;
     dec.unpack = r.unpack;
+    // Ask about a byte the fragment touches: the type's origin may lie outside the user's allocation.
+    TETHER_TRY(hostWalk(c, r.packedOffset, 1, [&](int64_t d, int64_t) {
+      dec.first = d;
+      return Status::ok();
+    }));
+  }
+  // Buffers the GPU cannot address: pack on the host (after the stream's earlier work), staging device data. Asked
+  // every call: a cached answer would go stale when the memory is freed and the address reused.
+  const Mem mu = kindOf(userBuf + dec.first), mp = kindOf(packedPtr);
+  if (mu == Mem::Host || mp == Mem::Host) return hostPath(r, mu, mp, stream, used);
+
+  if (!hit) {
     Scheme s = asked;
     // The block count and elem form are cached with the metadata: no walk over the pieces per call.
     if (s == Scheme::Auto)
