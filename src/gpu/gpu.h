@@ -8,7 +8,9 @@
 //    complete at quiet(). Large copies may be split across streams.
 //  - atomic()/signal() on GPU-addressable memory run in a kernel on this PE's GPU with system-scope atomics, so they
 //    are atomic with respect to GPU atomics from any GPU on the same word (and to each other). signal() is ordered
-//    after every copy issued before it (it synchronises the pool first).
+//    after every copy issued before it (it synchronises the pool first). Their kernels are loaded when the context
+//    is created, so a first atomic()/signal() never waits for a kernel already running in the same CUDA context (lazy
+//    loading may synchronise the context; the device API's proxy serves kernels that spin until it is done).
 //  - Thread safety: all methods may be called from several threads; each makes this PE's device current first.
 #pragma once
 

@@ -307,6 +307,10 @@ class CudaGpuContext : public GpuContext {
     pending_.reset(new std::atomic<bool>[streams_.size()]);
     for (size_t i = 0; i < streams_.size(); ++i) pending_[i] = false;
     CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&result_), 64, cudaHostAllocMapped | cudaHostAllocPortable));
+    // atomic()/signal() kernels loaded now, while no kernel of the program runs: a lazy first load inside the proxy
+    // thread could wait for the very kernel the proxy serves (kernels.h, preload).
+    const cudaError_t le = gpukernels::preload();
+    if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels", le);
     Status s = driver_.load();
     vmmOk_ = s.isOk();
     if (!vmmOk_) TETHER_LOG_INFO(LogSys::Heap, "VMM entry points unavailable (%s)", s.message().c_str());
@@ -398,6 +402,7 @@ class CudaGpuContext : public GpuContext {
   Status signal(void* target, uint64_t value, tether_signal_op_t op) override {
     TETHER_TRY(quiet());  // the signal must follow every earlier copy
     std::lock_guard<std::mutex> lock(kernelMu_);
+    CUDA_TRY(cudaSetDevice(device_));  // streams_[0] is device_'s (quiet() set it too; not relied upon)
     CUDA_TRY(gpukernels::launchSignal(streams_[0], static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
     CUDA_TRY(cudaStreamSynchronize(streams_[0]));
     return Status::ok();
@@ -555,10 +560,12 @@ class CudaGpuContext : public GpuContext {
       if (v->dev == dev) return *out = v.get(), Status::ok();
     std::unique_ptr<Via> v(new Via());
     v->dev = dev;
+    DeviceRestore restore{device_};
     CUDA_TRY(cudaSetDevice(dev));
     CUDA_TRY(cudaStreamCreateWithFlags(&v->stream, streamFlags_));
+    const cudaError_t le = gpukernels::preload();  // in dev's context too (kernels.h, preload)
+    if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels on the staged GPU", le);
     CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&v->staging), kStageBytes, cudaHostAllocPortable));
-    CUDA_TRY(cudaSetDevice(device_));
     TETHER_LOG_INFO(LogSys::Transport, "staged path: using GPU %d's copy engine from this process", dev);
     *out = v.get();
     vias_.push_back(std::move(v));

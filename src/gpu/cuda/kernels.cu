@@ -39,5 +39,11 @@ cudaError_t launchSignal(cudaStream_t stream, uint64_t* target, uint64_t value, 
   return cudaGetLastError();
 }
 
+cudaError_t preload() {
+  cudaFuncAttributes attr;
+  cudaError_t e = cudaFuncGetAttributes(&attr, amoKernel);
+  return e != cudaSuccess ? e : cudaFuncGetAttributes(&attr, signalKernel);
+}
+
 }  // namespace gpukernels
 }  // namespace tether
