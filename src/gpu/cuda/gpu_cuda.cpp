@@ -295,6 +295,15 @@ class CudaGpuContext : public GpuContext {
     streamFlags_ = nonBlocking ? cudaStreamNonBlocking : cudaStreamDefault;
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaFree(nullptr));  // creates the primary context now, not inside the first operation
+    // The host path's kernels are loaded now, not lazily at their first launch: that launch may come while a stream
+    // of this context waits on a word it is to write (a host signal ringing an armed doorbell), and a lazy load may
+    // synchronise the context (kernels.h). A kernel that cannot load fails its launches later, as it would have.
+    const cudaError_t pre = gpukernels::preload();
+    if (pre != cudaSuccess) {
+      cudaGetLastError();
+      TETHER_LOG_WARN(LogSys::Core, "GPU %d: preloading the host path's kernels failed: %s", device_,
+                      cudaGetErrorString(pre));
+    }
     char bus[32] = {};
     CUDA_TRY(cudaDeviceGetPCIBusId(bus, sizeof bus, device_));
     busId_ = bus;

@@ -39,5 +39,12 @@ cudaError_t launchSignal(cudaStream_t stream, uint64_t* target, uint64_t value, 
   return cudaGetLastError();
 }
 
+cudaError_t preload() {
+  cudaFuncAttributes a;
+  cudaError_t e = cudaFuncGetAttributes(&a, amoKernel);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, signalKernel);
+  return e;
+}
+
 }  // namespace gpukernels
 }  // namespace tether
