@@ -497,6 +497,11 @@ void armRange(tether_doorbell_t db, uint64_t base, int n) {
 void rowDoorbell(Ctx& c, const dev::Handle& h) {
   const bool pp = tb::wantsOp(c.o, "doorbell_pingpong"), bw = tb::wantsOp(c.o, "doorbell_put");
   if (!pp && !bw) return;
+  // Both ringing kernels are first launched while arms wait on the doorbell stream: loaded lazily, that launch may
+  // synchronise the context and so wait for the arm it is to ring (tether.h, doorbells). Load them now.
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, pingPongKernel));
+  CK(cudaFuncGetAttributes(&fa, ringKernel));
   uint64_t* bell = c.words + 128;
   uint64_t* sig = c.words + 136;
   uint64_t* done = c.words + 144;

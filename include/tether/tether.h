@@ -489,7 +489,14 @@ tether_status_t tether_op_set_free(tether_op_set_t set); /* NULL is a no-op */
  * A ring that comes before the arm releases it at once. Arms queue in order; each releases the set once; arm with
  * non-decreasing values (cyclic).
  * `word` is a 64-bit symmetric word of the calling PE (DEVICE or HOST segment). The set must outlive the
- * doorbell. Completion: the set's own signals (put_signal, signal ops), or tether_doorbell_sync. */
+ * doorbell. Completion: the set's own signals (put_signal, signal ops), or tether_doorbell_sync.
+ * Until its value is rung, an arm is a pending wait in this PE's GPU context, so nothing may wait for the whole
+ * context before the ring is issued: cudaDeviceSynchronize, implicitly synchronising calls (cudaFree, ...), and the
+ * first launch of a kernel under CUDA's lazy loading (the default since CUDA 12.2; loading may synchronise the
+ * context) would wait for the arm, i.e. forever. Load the ringing kernel, and any other kernel first launched while
+ * an arm is pending, before arming (cudaFuncGetAttributes on it, or one launch), or run with
+ * CUDA_MODULE_LOADING=EAGER. tether loads its host-path kernels at init and its stream kernels with the first
+ * stream operation (the datatype engine's kernels load at their first use). */
 typedef struct tether_doorbell* tether_doorbell_t;
 tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, tether_doorbell_t* db);
 /* patch may be NULL (no change). */

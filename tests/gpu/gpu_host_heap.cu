@@ -59,6 +59,10 @@ __global__ void waitAndCheck(const int* buf, unsigned long long* sig, unsigned l
 }
 
 int main() {
+  // Progress visible through tetherrun's pipe even if the run hangs (as mp::lineBufferedOutput, which this test does
+  // not include).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::setvbuf(stderr, nullptr, _IONBF, 0);
   tether_t w = nullptr;
   TK(tether_init(&w));
   const int me = tether_my_pe(w), n = tether_n_pes(w);

@@ -10,7 +10,10 @@
 //  4. CUDA graph capture of a whole exchange (put_signal, wait, check kernel, barrier) and 20 replays;
 //  5. doorbell transfers: a put_signal set armed kPosts times before any ring; each round a kernel fills the source
 //     and rings the doorbell (tether::device::ring_doorbell), the copy engines send it, the peer waits and checks.
-// Exits 77 without a GPU. NOT RUN YET: no GPU machine was available when this was written (issue #6 notes).
+// Every PE prints a line after each section (stdout line-buffered by mp::init: a hang shows where it stopped).
+// Exits 77 without a GPU. Not passed on a GPU yet: its first run (2 PEs on 2 H200s, 2026-11-23, commit 998e434)
+// printed nothing in 170 s; the likely cause, a lazy kernel load behind the armed doorbell in section 5, is fixed
+// below (preloadKernels) and in the library (its kernels are loaded at init), not yet run again.
 #include <cuda_runtime.h>
 
 #include <cinttypes>
@@ -77,6 +80,17 @@ T* gpuView(tether_t w, T* sym) {
   return nullptr;
 }
 
+// Loads every kernel of this file now. Under CUDA's lazy loading (the default) a kernel is loaded at its first launch
+// and the load may synchronise the context; section 5 first launches fillAndRing while the doorbell's internal stream
+// waits for the ring that kernel makes: the launch would wait for that wait, forever (tether.h, doorbells).
+void preloadKernels() {
+  const void* const kernels[] = {reinterpret_cast<const void*>(fill),      reinterpret_cast<const void*>(check),
+                                 reinterpret_cast<const void*>(fillFrom),  reinterpret_cast<const void*>(checkFrom),
+                                 reinterpret_cast<const void*>(bump),      reinterpret_cast<const void*>(fillAndRing)};
+  cudaFuncAttributes a;
+  for (const void* k : kernels) CK(cudaFuncGetAttributes(&a, k));
+}
+
 uint64_t readWord(tether_t w, uint64_t* sym) {
   uint64_t v = 0;
   MP_OK(tether_get(w, &v, sym, 8, tether_my_pe(w)));
@@ -90,6 +104,10 @@ int main() {
   if (!gpu_test::initWithGpu(&ndev)) return 77;
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
+  int dev = -1;
+  CK(cudaGetDevice(&dev));  // tether_init leaves this PE's GPU current
+  std::printf("PE %d of %d on GPU %d of %d\n", me, n, dev, ndev);
+  preloadKernels();
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   unsigned char *src = nullptr, *dst = nullptr;
@@ -98,7 +116,7 @@ int main() {
   CK(cudaMalloc(&src, kBytes));
   CK(cudaMalloc(&dst, kBytes));
   CK(cudaMalloc(&errors, sizeof *errors));
-  CK(cudaMemset(errors, 0, sizeof *errors));
+  CK(cudaMemsetAsync(errors, 0, sizeof *errors, s));  // on s: the legacy stream does not order s (non-blocking)
   CK(cudaHostAlloc(&fetched, 64 * sizeof(uint64_t), cudaHostAllocMapped));
   const tether_seg_kind_t kinds[2] = {TETHER_SEG_HOST, TETHER_SEG_DEVICE};
   const char* kindName[2] = {"HOST", "DEVICE"};
@@ -123,6 +141,7 @@ int main() {
     unsigned long long errs = 0;
     CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
     MP_CHECK(errs == 0);
+    std::printf("PE %d %s: 1. kernel -> put_signal -> wait -> kernel: ok\n", me, kindName[ki]);
 
     // 2. every operation
     MP_OK(tether_putmem_on_stream(w, buf, src, 4096, next, s));
@@ -169,6 +188,7 @@ int main() {
     CK(cudaMemcpy(a.data(), src, 4096, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(b.data(), dst, 4096, cudaMemcpyDeviceToHost));
     MP_CHECK(std::memcmp(a.data(), b.data(), 4096) == 0);  // got back what this PE put into next's buf
+    std::printf("PE %d %s: 2. every operation: ok\n", me, kindName[ki]);
 
     // 3. prepared set: put_signal at a patched offset with a patched signal, wait for the previous PE's, check
     tether_op_desc_t ops[2];
@@ -198,11 +218,12 @@ int main() {
     CK(cudaStreamSynchronize(s));
     CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
     MP_CHECK(errs == 0);
+    std::printf("PE %d %s: 3. prepared set x %d: ok\n", me, kindName[ki], kPosts);
 
     // 4. graph capture of a whole exchange, replayed: the round number lives in device memory (bump per replay)
     unsigned long long* round = nullptr;
     CK(cudaMalloc(&round, sizeof *round));
-    CK(cudaMemset(round, 0, sizeof *round));
+    CK(cudaMemsetAsync(round, 0, sizeof *round, s));  // before the first replay on s (not on the legacy stream)
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -231,6 +252,7 @@ int main() {
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CK(cudaFree(round));
+    std::printf("PE %d %s: 4. graph capture, 20 replays: ok\n", me, kindName[ki]);
     // 5. doorbell: armed before any ring; rung from kernels; round i's copy has landed everywhere before fill i + 1
     // (every PE passes the stream's sync_all only after its own signal i arrived).
     {
@@ -270,6 +292,7 @@ int main() {
       CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
       MP_CHECK(errs == 0);
       MP_CHECK(readWord(w, &words[22]) == static_cast<uint64_t>(kPosts));
+      std::printf("PE %d %s: 5. doorbell, %d rings: ok\n", me, kindName[ki], kPosts);
     }
     MP_OK(tether_free(w, words));
     MP_OK(tether_free(w, buf));

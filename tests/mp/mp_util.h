@@ -22,7 +22,16 @@ inline tether_t& world() {
   std::exit(1);
 }
 
+// Output for a run that may hang: stdout line-buffered (into tetherrun's pipe it is otherwise block-buffered, and a
+// run killed while hung loses every line it printed, so nobody can tell where it stopped), stderr unbuffered. Call
+// first in main, before anything is printed; mp::init does.
+inline void lineBufferedOutput() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::setvbuf(stderr, nullptr, _IONBF, 0);
+}
+
 inline void init() {
+  lineBufferedOutput();
   if (tether_init(&world()) != TETHER_SUCCESS) {
     std::fprintf(stderr, "FAIL: tether_init: %s\n", tether_last_error());
     std::exit(1);

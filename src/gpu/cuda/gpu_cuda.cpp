@@ -307,8 +307,10 @@ class CudaGpuContext : public GpuContext {
     pending_.reset(new std::atomic<bool>[streams_.size()]);
     for (size_t i = 0; i < streams_.size(); ++i) pending_[i] = false;
     CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&result_), 64, cudaHostAllocMapped | cudaHostAllocPortable));
-    // atomic()/signal() kernels loaded now, while no kernel of the program runs: a lazy first load inside the proxy
-    // thread could wait for the very kernel the proxy serves (kernels.h, preload).
+    // atomic()/signal() kernels loaded now, while no kernel of the program runs, not lazily at their first launch: a
+    // lazy load may synchronise the context (kernels.h, preload), so a first launch inside the proxy thread could wait
+    // for the very kernel the proxy serves, and one from a host signal ringing an armed doorbell for that doorbell's
+    // own memop wait.
     const cudaError_t le = gpukernels::preload();
     if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels", le);
     Status s = driver_.load();

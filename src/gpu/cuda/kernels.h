@@ -17,9 +17,10 @@ cudaError_t launchAmo(cudaStream_t stream, void* target, const AmoArgs& args, ui
 cudaError_t launchSignal(cudaStream_t stream, uint64_t* target, uint64_t value, int isAdd);
 // Loads the kernels above into the current device's context now (cudaFuncGetAttributes forces the load). Needed
 // because of lazy loading (CUDA_MODULE_LOADING=LAZY, the default on Linux since CUDA 12.2): a kernel's first launch
-// loads it, and loading may synchronise the whole context. The device API's proxy thread launches these kernels while
-// the kernel it serves spins in the same context waiting for them; a first launch then waits for that kernel, which
-// waits for the proxy, until TETHER_TIMEOUT traps it. Call once per (context, device) before any such launch.
+// loads it, and loading may synchronise the whole context. So a first launch would wait for every stream of the
+// context: forever when one of them holds the wait it is meant to satisfy (the device API's proxy thread serving a
+// spinning kernel; a host tether_signal_op ringing an armed doorbell). Call once per (context, device) before any such
+// launch; returns the first load error (a launch would fail the same way later).
 cudaError_t preload();
 
 }  // namespace gpukernels

@@ -108,5 +108,18 @@ cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& h
   return cudaGetLastError();
 }
 
+cudaError_t preloadStreamKernels() {
+  const void* const kernels[] = {reinterpret_cast<const void*>(storeKernel),
+                                 reinterpret_cast<const void*>(streamAmoKernel),
+                                 reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(fenceKernel),
+                                 reinterpret_cast<const void*>(proxyCallKernel)};
+  cudaFuncAttributes a;
+  for (const void* k : kernels) {
+    const cudaError_t e = cudaFuncGetAttributes(&a, k);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace gpukernels
 }  // namespace tether

@@ -66,6 +66,14 @@ class CudaStreamOps : public StreamOps {
 
   Status init() {
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
+    // Stream kernels loaded before any stream operation exists (stream_kernels.h): loaded lazily, a first launch
+    // while a memop wait of this context is pending (an armed doorbell) could wait for that wait, i.e. forever.
+    const cudaError_t pre = gpukernels::preloadStreamKernels();
+    if (pre != cudaSuccess) {
+      cudaGetLastError();
+      TETHER_LOG_WARN(LogSys::Core, "stream operations: preloading the stream kernels failed: %s",
+                      cudaGetErrorString(pre));
+    }
     decltype(&cuDeviceGet) deviceGet = nullptr;
     decltype(&cuDeviceGetAttribute) attr = nullptr;
     Status s = resolve("cuStreamBatchMemOp", &batch_);
