@@ -619,7 +619,7 @@ int main(int argc, char** argv) {
   const char* json = nullptr;
   int scale = 1, reps = 20;
   int64_t dtBlocks = 20000;
-  std::string only, sizeList = "small,large";
+  std::string onlyArg, sizeList = "small,large";
   std::vector<Size> sizes;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -627,22 +627,35 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizeList = argv[++i];
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--dt-blocks") && i + 1 < argc) dtBlocks = std::atoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) onlyArg = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: %s [--sizes small,large] [--scale N (small size)] [--reps N] [--dt-blocks N] "
-                   "[--only NAME] [--json FILE]\n",
+                   "[--only NAME[,NAME...]] [--json FILE]\n",
                    argv[0]);
       return 2;
     }
   }
   const std::vector<tether_bench::Recipe> recipes = tether_bench::recipes();
-  const bool latency = only.empty() || only == "small_struct" || only == "commit";
-  if (!parseSizes(sizeList, &sizes) || scale < 1 || reps < 1 || dtBlocks < 1 ||
-      (!latency && std::none_of(recipes.begin(), recipes.end(),
-                                [&](const tether_bench::Recipe& r) { return r.name == only; }))) {
-    std::fprintf(stderr, "tether_bench_datatype: bad argument (--sizes takes small and/or large; --only a pattern "
-                         "name, small_struct or commit; numbers >= 1)\n");
+  // --only: a comma-separated list of pattern names, small_struct or commit (the latency rows); empty: everything.
+  std::vector<std::string> only;
+  for (size_t at = 0; at < onlyArg.size();) {
+    const size_t comma = std::min(onlyArg.find(',', at), onlyArg.size());
+    only.push_back(onlyArg.substr(at, comma - at));
+    at = comma + 1;
+  }
+  auto named = [&](const std::string& n) {
+    return only.empty() || std::find(only.begin(), only.end(), n) != only.end();
+  };
+  const bool latency = named("small_struct") || named("commit");
+  bool known = true;
+  for (const std::string& n : only)
+    known = known && (n == "small_struct" || n == "commit" ||
+                      std::any_of(recipes.begin(), recipes.end(),
+                                  [&](const tether_bench::Recipe& r) { return r.name == n; }));
+  if (!parseSizes(sizeList, &sizes) || scale < 1 || reps < 1 || dtBlocks < 1 || !known) {
+    std::fprintf(stderr, "tether_bench_datatype: bad argument (--sizes takes small and/or large; --only pattern "
+                         "names, small_struct or commit; numbers >= 1)\n");
     return 2;
   }
   int n = 0;
@@ -679,15 +692,18 @@ int main(int argc, char** argv) {
     CK(cudaFree(a));
     CK(cudaFree(b));
   }
+  // The elem tuning experiment's knob, when set (the library reads it once), is part of the record.
+  const char* items = std::getenv("TETHER_DT_ELEM_ITEMS");
+  const std::string env = items ? std::string("TETHER_DT_ELEM_ITEMS=") + items : std::string();
   std::printf("# tether_bench_datatype: %s, sizes %s (small at scale %d), best of %d; device copy %.0f GB/s "
-              "(read+write); cost model ready in %.0f ms\n# %s",
-              prop.name, sizeList.c_str(), scale, reps, B.copyBw / 1e9, calibMs, calib);
+              "(read+write); cost model ready in %.0f ms%s%s\n# %s",
+              prop.name, sizeList.c_str(), scale, reps, B.copyBw / 1e9, calibMs, items ? "; " : "", env.c_str(), calib);
   std::printf("%-16s %-5s %-6s %-10s %12s %10s %11s %9s %7s  %s\n", "pattern", "size", "dir", "impl", "packed B",
               "mean blk", "us", "GB/s", "%roof", "note");
 
   const auto t0 = std::chrono::steady_clock::now();
   for (const tether_bench::Recipe& rc : recipes) {
-    if (!only.empty() && rc.name != only) continue;
+    if (!named(rc.name)) continue;
     for (Size z : sizes) {
       Pattern p;
       try {
@@ -721,8 +737,8 @@ int main(int argc, char** argv) {
       }
     }
     std::fprintf(out, "{\"run\":\"tether_bench_datatype\",\"device\":\"%s\",\"date\":\"%s\",\"command\":\"%s\","
-                 "\"sizes\":\"%s\",\"scale\":%d,\"copy_gbs\":%.1f}\n", prop.name, date.c_str(), command.c_str(),
-                 sizeList.c_str(), scale, B.copyBw / 1e9);
+                 "\"sizes\":\"%s\",\"scale\":%d,\"copy_gbs\":%.1f,\"env\":\"%s\"}\n", prop.name, date.c_str(),
+                 command.c_str(), sizeList.c_str(), scale, B.copyBw / 1e9, env.c_str());
     for (const Row& r : B.rows)
       std::fprintf(out,
                    "{\"pattern\":\"%s\",\"family\":\"%s\",\"size\":\"%s\",\"dir\":\"%s\",\"impl\":\"%s\","

@@ -174,18 +174,18 @@ __global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restr
   });
 }
 
-// Elem scheme: gpu_map.h elemUser per unit, kElemItems units per thread (loads first, then stores), 256-unit strides
+// Elem scheme: gpu_map.h elemUser per unit, Items units per thread (loads first, then stores), 256-unit strides
 // between them so each load and store instruction of a warp covers consecutive packed units.
 constexpr int kElemItems = 4;
 // UserOrder (whole unpacks with d.userOrder): units are visited in the user buffer's order, the packed unit computed.
-template <typename U, bool Unpack, typename T, bool UserOrder = false, bool Inline = false>
+template <typename U, bool Unpack, typename T, bool UserOrder = false, bool Inline = false, int Items = kElemItems>
 __global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user, char* __restrict__ packed,
                                                 uint32_t t0, uint32_t t1) {
-  const uint32_t first = t0 + blockIdx.x * (256u * kElemItems) + threadIdx.x;
-  U v[kElemItems];
-  int64_t at[kElemItems];
+  const uint32_t first = t0 + blockIdx.x * (256u * Items) + threadIdx.x;
+  U v[Items];
+  int64_t at[Items];
 #pragma unroll
-  for (int k = 0; k < kElemItems; ++k) {
+  for (int k = 0; k < Items; ++k) {
     const uint32_t t = first + 256u * k;
     if (t < t1) {
       int64_t pu = t;
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user
     }
   }
 #pragma unroll
-  for (int k = 0; k < kElemItems; ++k) {
+  for (int k = 0; k < Items; ++k) {
     const uint32_t t = first + 256u * k;
     if (t < t1) {
       if (Unpack) *reinterpret_cast<U*>(user + at[k]) = v[k];
@@ -221,6 +221,25 @@ struct Launch {
   const EDesc* elem = nullptr;  // elem scheme: its descriptor for this width, when the caller has it
 };
 
+// Units per elem thread, 4 unless TETHER_DT_ELEM_ITEMS=1 or 2 (read once): a tuning experiment, for the plain table
+// and strided variants only. A plain kernel with one unit per thread (the benchmark's hand rows) beat elem by 3-20 %
+// on pitched faces on the H200 (bench/results/h200/README.md); this knob measures how much of that is the 4 units.
+int elemItems() {
+  static const int items = [] {
+    const char* e = std::getenv("TETHER_DT_ELEM_ITEMS");
+    const int v = e ? std::atoi(e) : kElemItems;
+    return v == 1 || v == 2 ? v : kElemItems;
+  }();
+  return items;
+}
+// The plain elem kernel (no inline table, pack order) for 32- or 64-bit table entries, either direction.
+template <typename U, int Items>
+auto plainElem(bool wide, bool unpack) {
+  if (wide)
+    return unpack ? packElem<U, true, int64_t, false, false, Items> : packElem<U, false, int64_t, false, false, Items>;
+  return unpack ? packElem<U, true, int32_t, false, false, Items> : packElem<U, false, int32_t, false, false, Items>;
+}
+
 template <typename U>
 cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
   const DMeta& hm = L.m->hostMeta;
@@ -231,12 +250,16 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
       return cudaErrorInvalidValue;  // callers check applicable() first
     const uint32_t t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U))),
                    t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
-    const unsigned blocks = (t1 - t0 + 256u * kElemItems - 1) / (256u * kElemItems);
+    // Units per thread: 4, or the tuning experiment's 1 or 2 for the plain variants (elemItems()).
+    const int items = d.inlined || d.userOrder ? kElemItems : elemItems();
+    const unsigned per = 256u * static_cast<unsigned>(items);
+    const unsigned blocks = (t1 - t0 + per - 1) / per;
     auto* k = d.inlined ? (L.unpack ? packElem<U, true, int32_t, false, true>
                                     : packElem<U, false, int32_t, false, true>)
               : d.userOrder ? packElem<U, true, int32_t, true>  // set for whole unpacks of the strided form only
-              : L.m->elemWide ? (L.unpack ? packElem<U, true, int64_t> : packElem<U, false, int64_t>)
-                              : (L.unpack ? packElem<U, true, int32_t> : packElem<U, false, int32_t>);
+              : items == 1 ? plainElem<U, 1>(L.m->elemWide, L.unpack)
+              : items == 2 ? plainElem<U, 2>(L.m->elemWide, L.unpack)
+                           : plainElem<U, kElemItems>(L.m->elemWide, L.unpack);
     k<<<blocks, 256, 0, L.stream>>>(d, L.user, L.packed, t0, t1);
     return cudaGetLastError();
   }
