@@ -264,7 +264,8 @@ tether_status_t tether_sync_all(tether_t world);
  *
  * Proxy ring (proxy_ring != NULL, flag TETHER_DEVICE_PROXY): (pe, segment) pairs with peers[pe].base[k] == 0 that
  * the World reaches by its host path (TETHER_FORCE_PROXY=1: every PE but this one) are served by a proxy thread of
- * the World. A producer takes ticket t = (*proxy_ticket)++ (atomic; GPU memory for the GPU handle), waits until
+ * the World. Once the World runs a proxy (the stream layer also starts one, for host-memory atomics on GPUs without
+ * host-native atomics), every handle carries its ring, with the flag only where some pair needs it. A producer takes ticket t = (*proxy_ticket)++ (atomic; GPU memory for the GPU handle), waits until
  * slot t % proxy_slots has seq == t << 2 (free for t), fills it, and stores seq = (t << 2) | 1 LAST with release
  * semantics at system scope. The proxy executes tickets in order; a fetching descriptor (TETHER_PROXY_FETCH) gets
  * result and seq = (t << 2) | 2, after which its producer reads result and frees the slot with seq = (t + slots) << 2;

@@ -8,7 +8,7 @@
 
 namespace tether {
 
-Status World::deviceHandle(bool forGpu, tether_device_handle_t* out) {
+Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRing) {
   if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_device_handle: handle is NULL");
   if (forGpu && !gpu_)
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
@@ -115,8 +115,9 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out) {
   const int space = forGpu ? 1 : 0;
   std::lock_guard<std::mutex> lock(handleMu_);
 
-  // Proxy ring for the (PE, segment) pairs loads/stores do not reach (core/proxy.h).
-  if (proxied) {
+  // Proxy ring for the (PE, segment) pairs loads/stores do not reach (core/proxy.h), when asked for, and once the
+  // World runs a proxy anyway (tether.h).
+  if (proxied || withRing || proxy_) {
     if (!proxy_) {
       TETHER_TRY(Proxy::create(*this, config_.integer("TETHER_PROXY_SLOTS"), &proxy_).withContext("device handle"));
       liveProxy_.store(proxy_.get());
@@ -130,9 +131,12 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out) {
     h.proxy_state = rv.state;
     h.proxy_ticket = rv.ticket;
     h.proxy_slots = rv.slots;
-    h.flags |= TETHER_DEVICE_PROXY | (mixed ? TETHER_DEVICE_PROXY_MIXED : 0u);
-    TETHER_LOG_INFO(LogSys::Core, "device handle (%s): %d PE(s) with segments served by the proxy ring (%s)",
-                    forGpu ? "GPU" : "CPU", proxied, forceProxy_ ? "TETHER_FORCE_PROXY=1" : "not load/store reachable");
+    if (proxied) {
+      h.flags |= TETHER_DEVICE_PROXY | (mixed ? TETHER_DEVICE_PROXY_MIXED : 0u);
+      TETHER_LOG_INFO(LogSys::Core, "device handle (%s): %d PE(s) with segments served by the proxy ring (%s)",
+                      forGpu ? "GPU" : "CPU", proxied,
+                      forceProxy_ ? "TETHER_FORCE_PROXY=1" : "not load/store reachable");
+    }
   }
   const size_t bytes = peers.size() * sizeof(tether_device_peer_t);
   if (!lastTable_[space] || lastPeers_[space].size() != peers.size() ||

@@ -138,9 +138,24 @@ class StreamPlanner {
     return *out ? Status::ok() : proxyReady(pe);
   }
 
+  // route() for a read-modify-write (AMO, ADD signal) on (pe, ref): where GPU RMWs on host memory are not atomic with
+  // the CPU's (no host-native atomics: PCIe without AtomicOps), HOST and STATIC words go through the proxy, whose
+  // host path uses CPU atomics, so the RMW stays atomic with the host API's and with other PEs' stream RMWs.
+  // *viaRing: set when the word is reachable but diverted (the proxy step must then post to the ring: ProxyCall).
+  Status routeRmw(int pe, SymRef ref, char** out, bool* viaRing) {
+    *viaRing = false;
+    TETHER_TRY(route(pe, ref, out));
+    if (*out && isHostMemory(ref.kind) && !so_.hostAtomics()) {
+      *out = nullptr;
+      *viaRing = true;
+      return proxyReady(pe);
+    }
+    return Status::ok();
+  }
+
   Status proxyReady(int pe) {
     if (!handleTaken_) {
-      TETHER_TRY(w_.deviceHandle(so_.gpuAddresses(), &plan_->handle).withContext(call_));
+      TETHER_TRY(w_.deviceHandle(so_.gpuAddresses(), &plan_->handle, true).withContext(call_));
       handleTaken_ = true;
     }
     if (!plan_->handle.proxy_ring)
@@ -239,7 +254,10 @@ class StreamPlanner {
           TETHER_TRY(w_.checkSymmetric(call_, "dest", op.dest, op.nbytes, &ref));
           TETHER_TRY(route(op.pe, ref, &addr));
         }
-        if (op.kind == StreamOpDesc::PutSignal) TETHER_TRY(route(op.pe, sigRef, &sigAddr));
+        bool sigViaRing = false;
+        if (op.kind == StreamOpDesc::PutSignal)
+          TETHER_TRY(op.sigOp == TETHER_SIGNAL_ADD ? routeRmw(op.pe, sigRef, &sigAddr, &sigViaRing)
+                                                   : route(op.pe, sigRef, &sigAddr));
         const bool proxied = (op.nbytes && !addr) || (op.kind == StreamOpDesc::PutSignal && !sigAddr);
         if (proxied) {
           ProxyCall c;
@@ -251,6 +269,7 @@ class StreamPlanner {
           c.sig = op.sig;
           c.value = op.value;
           c.sigOp = op.sigOp;
+          c.viaRing = sigViaRing;
           proxyStep(c, op.flags);
           return Status::ok();
         }
@@ -332,7 +351,8 @@ class StreamPlanner {
         SymRef ref;
         TETHER_TRY(checkSig(op.sig, &ref));
         char* addr = nullptr;
-        TETHER_TRY(route(op.pe, ref, &addr));
+        bool viaRing = false;
+        TETHER_TRY(op.sigOp == TETHER_SIGNAL_ADD ? routeRmw(op.pe, ref, &addr, &viaRing) : route(op.pe, ref, &addr));
         if (!addr) {
           ProxyCall c;
           c.op = ProxyCall::Signal;
@@ -340,6 +360,7 @@ class StreamPlanner {
           c.sig = op.sig;
           c.value = op.value;
           c.sigOp = op.sigOp;
+          c.viaRing = viaRing;
           proxyStep(c, op.flags & kPatchSignal);
         } else {
           directSignal(reinterpret_cast<uint64_t*>(addr), op.value, op.sigOp, op.flags);
@@ -446,11 +467,13 @@ class StreamPlanner {
     if (amoFetches(a) && !op.fetched)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: fetched is NULL for a fetching operation", call_);
     char* addr = nullptr;
-    TETHER_TRY(route(op.pe, ref, &addr));
+    bool viaRing = false;
+    TETHER_TRY(routeRmw(op.pe, ref, &addr, &viaRing));
     void* fetched = amoFetches(a) ? op.fetched : nullptr;
     if (!addr) {
       ProxyCall c;
       c.op = ProxyCall::Amo;
+      c.viaRing = viaRing;
       c.pe = op.pe;
       c.dest = op.dest;
       c.nbytes = width;

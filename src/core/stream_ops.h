@@ -71,6 +71,9 @@ struct ProxyCall {
   uint32_t sigOp = TETHER_SIGNAL_SET;
   uint32_t amo = TETHER_AMO_ADD;
   void* fetched = nullptr;     // Amo: where the old value goes (width bytes), or null
+  // Amo, Signal, PutSignal's signal: through the ring even where the PE is load/store reachable (a host-memory RMW
+  // on a GPU without host-native atomics: the proxy's host path does it with CPU atomics). The handle has a ring.
+  bool viaRing = false;
 };
 
 class StreamOps {
@@ -79,6 +82,10 @@ class StreamOps {
   virtual const char* name() const = 0;
   // true: addresses are GPU addresses of this PE's GPU; false: CPU addresses (emulation over host segments).
   virtual bool gpuAddresses() const = 0;
+  // true: this layer's RMWs (amo, ADD signals) on host memory are atomic with the CPU's atomics on it (CUDA: the GPU
+  // has host-native atomics; the CPU emulation: yes unless built to say no). false: the planner sends RMWs on HOST and
+  // STATIC words through the proxy (CPU atomics) instead.
+  virtual bool hostAtomics() const = 0;
 
   virtual Status copy(void* stream, void* dst, const void* src, size_t n) = 0;
   // In-order batch of writes, waits and barriers (CUDA: one cuStreamBatchMemOp per <= 256 entries).
@@ -87,7 +94,8 @@ class StreamOps {
   virtual Status store(void* stream, void* addr, uint64_t value, unsigned width) = 0;
   // Signal on a 64-bit word: SET is a release write, ADD a release atomic add (CUDA: kernel).
   virtual Status signal(void* stream, uint64_t* addr, uint64_t value, tether_signal_op_t op) = 0;
-  // Atomic on a 4/8-byte word (atomic with respect to the host path's and the device API's AMOs on that word);
+  // Atomic on a 4/8-byte word (atomic with respect to the host path's and the device API's AMOs on that word; on host
+  // memory only where hostAtomics(): the planner does not send other host-memory RMWs here);
   // the old value goes to fetched (width bytes; GPU or pinned memory for CUDA) when fetched is not null.
   virtual Status amo(void* stream, void* target, const AmoArgs& a, void* fetched) = 0;
   // Wait for any tether comparison on a 64-bit word (as int64 when isSigned, else uint64), bounded by timeoutNs
@@ -110,7 +118,8 @@ class StreamOps {
 // CUDA stream-op layer on this PE's GPU (gpu/cuda); the host-only build's version reports TETHER_ERR_UNSUPPORTED.
 Status createGpuStreamOps(GpuContext& gpu, std::unique_ptr<StreamOps>* out);
 // CPU emulation (see above); waits are bounded by timeoutSeconds (<= 0: unbounded).
-std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds);
+// hostAtomics: what hostAtomics() reports (false: tests of the proxy route taken without host-native atomics).
+std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds, bool hostAtomics = true);
 // Test hook (api.cpp; tests link tether_static): the World behind `world` uses `ops` for its stream operations.
 // Call before the first stream operation, on every PE.
 Status useStreamOpsForTesting(tether_t world, std::unique_ptr<StreamOps> ops);

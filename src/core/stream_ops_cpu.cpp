@@ -95,10 +95,11 @@ class CpuStream {
 
 class CpuStreamOps : public StreamOps {
  public:
-  explicit CpuStreamOps(double timeout) : timeout_(timeout > 0 ? timeout : 1e12) {}
+  CpuStreamOps(double timeout, bool hostAtomics) : timeout_(timeout > 0 ? timeout : 1e12), hostAtomics_(hostAtomics) {}
 
   const char* name() const override { return "cpu-emulation"; }
   bool gpuAddresses() const override { return false; }
+  bool hostAtomics() const override { return hostAtomics_; }
 
   Status copy(void* stream, void* dst, const void* src, size_t n) override {
     return enqueue(stream, [dst, src, n] {
@@ -271,6 +272,7 @@ class CpuStreamOps : public StreamOps {
   }
 
   double timeout_;
+  bool hostAtomics_;
   std::mutex mu_;
   std::vector<std::unique_ptr<CpuStream>> streams_;
   std::unique_ptr<CpuStream> nullStream_;
@@ -278,8 +280,8 @@ class CpuStreamOps : public StreamOps {
 
 }  // namespace
 
-std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds) {
-  return std::unique_ptr<StreamOps>(new CpuStreamOps(timeoutSeconds));
+std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds, bool hostAtomics) {
+  return std::unique_ptr<StreamOps>(new CpuStreamOps(timeoutSeconds, hostAtomics));
 }
 
 }  // namespace tether

@@ -46,8 +46,33 @@ TETHER_HD void proxyPutInline(const tether_device_handle_t& h, const ProxyCall& 
     dd::proxyPutInline(h, c.pe, t, &c.value, c.nbytes);
 }
 
+// viaRing RMWs: the descriptor goes to the ring whatever the PE's reach, and the call waits for it (the handle's
+// flags need not say PROXY_MIXED, so quiet alone would not).
+TETHER_HD void ringRmw(const tether_device_handle_t& h, const ProxyCall& c) {
+  namespace dv = tether::device;
+  namespace dd = tether::device::detail;
+  if (c.op == ProxyCall::Amo) {
+    const dd::Target t = dd::target(h, c.dest, c.pe);
+    const uint64_t old = dd::proxyAmo(h, c.pe, t, static_cast<tether_amo_t>(c.amo), static_cast<unsigned>(c.nbytes),
+                                      c.value, c.cond, c.fetched != nullptr);
+    if (c.fetched && c.nbytes == 4) *static_cast<uint32_t*>(c.fetched) = static_cast<uint32_t>(old);
+    if (c.fetched && c.nbytes == 8) *static_cast<uint64_t*>(c.fetched) = old;
+  } else {
+    if (c.op == ProxyCall::PutSignal) {  // the data as usual, complete before the signal is posted
+      dv::putmem(h, c.dest, c.src, c.nbytes, c.pe);
+      dv::quiet(h);
+    }
+    dd::proxySignal(h, c.pe, dd::target(h, c.sig, c.pe), c.value, static_cast<dv::SignalOp>(c.sigOp));
+  }
+  dd::proxyQuiet(h);
+}
+
 TETHER_HD void runProxyCall(const tether_device_handle_t& h, const ProxyCall& c) {
   namespace dv = tether::device;
+  if (c.viaRing && (c.op == ProxyCall::Amo || c.op == ProxyCall::Signal || c.op == ProxyCall::PutSignal)) {
+    ringRmw(h, c);
+    return;
+  }
   switch (c.op) {
     case ProxyCall::Put: dv::putmem(h, c.dest, c.src, c.nbytes, c.pe); break;
     case ProxyCall::Get: dv::getmem(h, c.dest, c.src, c.nbytes, c.pe); break;

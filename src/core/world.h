@@ -137,7 +137,9 @@ class World {
 
   // ---- device API -- core/device_handle.cpp
   // Fills the device handle (tether.h) for kernels of this PE's GPU (forGpu) or for CPU threads of this process.
-  Status deviceHandle(bool forGpu, tether_device_handle_t* out);
+  // withRing: give the handle a proxy ring even when every PE is load/store reachable (the stream planner sends
+  // host-memory RMWs through the proxy on GPUs without host-native atomics); the flags still say which PEs need it.
+  Status deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRing = false);
 
   // ---- stream-ordered operations (#6) -- core/stream.cpp
   // The stream-op layer of this World: the CUDA one (made on first use) when this PE has a GPU, unless a test

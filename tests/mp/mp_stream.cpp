@@ -1,7 +1,8 @@
 // Stream-ordered operations (#6) on HOST segments with the CPU emulation of the stream-op layer (one worker thread per
 // emulated stream, core/stream_ops.h), installed through the internal test hook -- so the ordering logic of the
 // *_on_stream calls and of prepared sets runs in CI without a GPU. Run at 2/4 PEs, directly and with
-// TETHER_FORCE_PROXY=1 (every other PE through the device API's proxy ring, posted from the stream).
+// TETHER_FORCE_PROXY=1 (every other PE through the device API's proxy ring, posted from the stream), and with
+// MP_NO_HOST_ATOMICS=1 (AMOs and ADD signals on HOST words through the ring, as without host-native atomics).
 //  1. put_signal ping-ring: each PE streams `kIters` put_signal(SET i+1) to the next PE, waits on its own signal,
 //     snapshots the data and acks; the data a PE snapshots after seeing signal i+1 must be message i (data visible
 //     when the signal is).
@@ -48,8 +49,12 @@ int main() {
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
   tether::StreamOps* so = nullptr;
+  // MP_NO_HOST_ATOMICS=1 (mp_stream_rmw_proxy): the emulation reports no host-native atomics, as a GPU behind PCIe
+  // without AtomicOps, so every AMO and ADD signal on these HOST words goes through the proxy (CPU atomics).
+  const char* nha = std::getenv("MP_NO_HOST_ATOMICS");
+  const bool noHostAtomics = nha && nha[0] == '1';
   {
-    std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60);
+    std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60, !noHostAtomics);
     so = ops.get();
     MP_CHECK(tether::useStreamOpsForTesting(w, std::move(ops)).isOk());
   }
@@ -241,6 +246,12 @@ int main() {
     tether_device_handle_t h;
     MP_OK(tether_device_handle_cpu(w, &h));
     MP_CHECK(h.proxy_ticket && __atomic_load_n(h.proxy_ticket, __ATOMIC_ACQUIRE) >= static_cast<uint64_t>(kIters));
+  }
+  if (noHostAtomics) {  // section 5's 2 * kIters AMOs on PE 0's words (this PE's own too) went through the ring
+    tether_device_handle_t h;
+    MP_OK(tether_device_handle_cpu(w, &h));
+    MP_CHECK(h.proxy_ticket &&
+             __atomic_load_n(h.proxy_ticket, __ATOMIC_ACQUIRE) >= 2 * static_cast<uint64_t>(kIters));
   }
   MP_OK(tether_barrier_all(w));
   if (me == 0) std::printf("atomics on stream and argument checks: ok\n");

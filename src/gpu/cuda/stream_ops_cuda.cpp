@@ -85,6 +85,9 @@ class CudaStreamOps : public StreamOps {
       attr(&mem64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev);
       attr(&nor, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, dev);
     }
+    int hostAtomics = 0;
+    STREAM_CUDA_TRY(cudaDeviceGetAttribute(&hostAtomics, cudaDevAttrHostNativeAtomicSupported, gpu_.device()));
+    hostAtomics_ = hostAtomics != 0;
     memOpsOk_ = s.isOk() && mem64;
     norOk_ = memOpsOk_ && nor;
     if (!memOpsOk_)
@@ -95,6 +98,7 @@ class CudaStreamOps : public StreamOps {
 
   const char* name() const override { return memOpsOk_ ? "cuda (stream memops)" : "cuda (kernels only)"; }
   bool gpuAddresses() const override { return true; }
+  bool hostAtomics() const override { return hostAtomics_; }
 
   Status copy(void* stream, void* dst, const void* src, size_t n) override {
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
@@ -277,7 +281,7 @@ class CudaStreamOps : public StreamOps {
 
   GpuContext& gpu_;
   decltype(&cuStreamBatchMemOp) batch_ = nullptr;
-  bool memOpsOk_ = false, norOk_ = false;
+  bool memOpsOk_ = false, norOk_ = false, hostAtomics_ = false;
   std::mutex mu_;
   std::vector<cudaStream_t> streams_;
   std::vector<std::unique_ptr<HostFn>> kept_;  // closures captured into graphs
