@@ -423,7 +423,10 @@ tether_status_t tether_barrier_all_on_stream(tether_t world, void* stream);
 tether_status_t tether_sync_all_on_stream(tether_t world, void* stream);
 /* Atomics in stream order, same operations and types as tether_atomic for 4- and 8-byte types. value/cond are read
  * at the call; fetched (required for fetching operations, else may be NULL) is GPU or pinned memory that receives the
- * old value when the operation runs. Atomic with respect to tether_atomic and the device API's atomics. */
+ * old value when the operation runs. Atomic with respect to tether_atomic and the device API's atomics (on HOST and
+ * STATIC words of a GPU without host-native atomics, such as PCIe-attached ones: with tether_atomic and other PEs'
+ * stream atomics, which then run through the proxy thread with CPU atomics; the device API's own HOST-word atomics
+ * are not atomic there, see device.cuh). ADD signals on such words take the same route. */
 tether_status_t tether_atomic_on_stream(tether_t world, tether_amo_t op, tether_dtype_t type, void* dest,
                                         const void* value, const void* cond, void* fetched, int pe, void* stream);
 tether_status_t tether_atomic_add_on_stream(tether_t world, uint64_t* dest, uint64_t value, int pe, void* stream);
