@@ -361,35 +361,6 @@ Status Builder::entries(const Type& t, Seq* s, bool* runs) {
     }
     if (cs->empty()) continue;
     const Seg& g = (*cs)[0];
-    if (cs->size() == 1 && g.repeat == 1 && g.body.size() == 1 && g.body[0].nd == 0 &&
-        (n == 1 || c.bounds().extent() == g.body[0].block)) {
-      // n abutting copies of one plain block (an indexed or struct entry of a basic or contiguous type, the common
-      // case): one plain block of n times its length, which is what the general one-piece path below reaches after
-      // normalize(), without building a piece per entry.
-      int64_t off = 0, len = 0;
-      if (!mulOk(n, g.body[0].block, &len) || !addOk(g.body[0].offset, t.displacements()[i], &off)) return overflow();
-      if (plain) {
-        plain = !(any && off == end) && addOk(off, len, &end);
-        any = true;
-      }
-      TETHER_TRY(checkSize(pieces, 1));
-      if (!s->empty() && s->back().repeat == 1) {
-        std::vector<Piece>& body = s->back().body;
-        const int64_t before = static_cast<int64_t>(body.size());
-        appendBlock(&body, off, len);
-        pieces += static_cast<int64_t>(body.size()) - before;
-      } else {
-        Seg one;
-        one.body.reserve(std::min<size_t>(t.blocklengths().size() - i, 4096));  // no regrowth while it is built
-        Piece q;
-        q.offset = off;
-        q.block = len;
-        one.body.push_back(q);
-        s->push_back(std::move(one));
-        ++pieces;
-      }
-      continue;
-    }
     if (cs->size() == 1 && g.repeat == 1 && g.body.size() == 1 && (n == 1 || g.body[0].nd < kMaxDims)) {
       // One piece (a basic type, a strided nest): what replicate + shift + concat do, without building a Seq.
       Piece q = g.body[0];
