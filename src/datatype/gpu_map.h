@@ -524,7 +524,20 @@ struct EDesc {
   int32_t userOrder;
   int32_t inlined;                 // table entries held in `small` (table unused)
   int32_t small[kElemInline];
+  int32_t items;                   // launch shape: units per thread (1, 2 or 4; elemItems(); host side only)
 };
+
+// Units per thread of the elem kernel, from measurements on one H200 (2026-11-24, 12 pitched layouts at 1, 2 and 4,
+// bench/results/h200/README.md). Items shorter than 256 B: 1, a thread per element (5-13 % faster than 4 on large
+// 8-40 B items, equal to a hand-written kernel; small packs get 4x the warps). Items of 64 KiB or more: 4 (a contiguous
+// 64 MiB pack: 13 % faster than 1). Long rows between: a pack with units narrower than 16 B: 4 (enough bytes in flight
+// per thread for the row loads: 18-20 % faster than 1 on 2000-3056 B rows of 8-byte units), otherwise 1 (16-byte
+// units: 3-6 % faster than 4 on 2560-6400 B rows; unpacks of 8-byte rows: 4 %).
+inline int elemItems(int64_t item, int unit, bool unpack) {
+  if (item < 256) return 1;
+  if (item >= (int64_t{64} << 10)) return 4;
+  return !unpack && unit < 16 ? 4 : 1;
+}
 
 // Descriptor for packed units [off / unit, end / unit) of count instances; false when the scheme does not apply
 // (too many units or dimensions). `table` is the device copy of f.offsets (ignored for the strided form).
@@ -540,6 +553,7 @@ inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int u
   EDesc d{};
   d.base = f.table ? 0 : f.base;
   d.unit = unit;
+  d.items = 4;  // the inlined and userOrder variants; the plain ones take elemItems() (set by the launcher)
   d.upi = fastDiv(static_cast<uint32_t>(f.item / unit));
   d.period = fastDiv(f.table ? static_cast<uint32_t>(f.entries) : 1u);
   d.table = f.table ? table : nullptr;

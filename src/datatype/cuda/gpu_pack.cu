@@ -221,16 +221,21 @@ struct Launch {
   const EDesc* elem = nullptr;  // elem scheme: its descriptor for this width, when the caller has it
 };
 
-// Units per elem thread, 4 unless TETHER_DT_ELEM_ITEMS=1 or 2 (read once): a tuning experiment, for the plain table
-// and strided variants only. A plain kernel with one unit per thread (the benchmark's hand rows) beat elem by 3-20 %
-// on pitched faces on the H200 (bench/results/h200/README.md); this knob measures how much of that is the 4 units.
-int elemItems() {
+// Units per thread of the plain elem variants: gpu_map.h elemItems() (the launch shape), unless TETHER_DT_ELEM_ITEMS=1,
+// 2 or 4 forces it (read once; a tuning knob for measurements, not an interface). 0: no force.
+int forcedElemItems() {
   static const int items = [] {
     const char* e = std::getenv("TETHER_DT_ELEM_ITEMS");
-    const int v = e ? std::atoi(e) : kElemItems;
-    return v == 1 || v == 2 ? v : kElemItems;
+    const int v = e ? std::atoi(e) : 0;
+    return v == 1 || v == 2 || v == 4 ? v : 0;
   }();
   return items;
+}
+// Sets d->items for a pack in direction `unpack` (the inlined and userOrder variants keep their 4).
+void setElemItems(const ElemForm& f, bool unpack, EDesc* d) {
+  if (d->inlined || d->userOrder) return;
+  const int forced = forcedElemItems();
+  d->items = forced ? forced : elemItems(f.item, d->unit, unpack);
 }
 // The plain elem kernel (no inline table, pack order) for 32- or 64-bit table entries, either direction.
 template <typename U, int Items>
@@ -245,13 +250,16 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
   const DMeta& hm = L.m->hostMeta;
   if (s == Scheme::Elem) {
     EDesc d;
-    if (L.elem) d = *L.elem;
-    else if (!elemDesc(L.m->elem, *L.m->owner, L.count, static_cast<int>(sizeof(U)), L.m->elemTable, &d))
-      return cudaErrorInvalidValue;  // callers check applicable() first
+    if (L.elem) {
+      d = *L.elem;
+    } else {
+      if (!elemDesc(L.m->elem, *L.m->owner, L.count, static_cast<int>(sizeof(U)), L.m->elemTable, &d))
+        return cudaErrorInvalidValue;  // callers check applicable() first
+      setElemItems(L.m->elem, L.unpack, &d);
+    }
     const uint32_t t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U))),
                    t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
-    // Units per thread: 4, or the tuning experiment's 1 or 2 for the plain variants (elemItems()).
-    const int items = d.inlined || d.userOrder ? kElemItems : elemItems();
+    const int items = d.items;  // 4 for the inlined and userOrder variants (setElemItems)
     const unsigned per = 256u * static_cast<unsigned>(items);
     const unsigned blocks = (t1 - t0 + per - 1) / per;
     auto* k = d.inlined ? (L.unpack ? packElem<U, true, int32_t, false, true>
@@ -354,7 +362,7 @@ cudaError_t launchCopy(const Canonical& c, int64_t count, Scheme s, char* user, 
 // Calibration table: per scheme, bandwidth (GB/s of packed bytes) at mean block sizes 2^k bytes, and launch cost.
 constexpr int kSizes = 15;  // 4 B .. 64 KiB
 constexpr int kSchemes = static_cast<int>(Scheme::Elem) + 1;  // indexed by Scheme (auto and host unused)
-constexpr int kTableVersion = 2;  // 2: elem scheme added
+constexpr int kTableVersion = 3;  // 2: elem scheme added; 3: elem at its launch-shape rule (elemItems)
 struct Table {
   double launchUs[kSchemes] = {};
   double gbs[kSchemes][kSizes] = {};
@@ -784,9 +792,11 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
                   schemeName(s), describe(c).c_str());
     dec.chosen = s;
     // A whole unpack of a transposing layout iterates in the user buffer's order: contiguous stores.
-    if (s == Scheme::Elem)
+    if (s == Scheme::Elem) {
       elemDesc(meta->elem, c, r.count, w, meta->elemTable, &dec.elem,
                r.unpack && r.packedOffset == 0 && r.len == r.count * c.size);
+      setElemItems(meta->elem, r.unpack, &dec.elem);
+    }
     DT_CUDA(cudaDeviceGetAttribute(&dec.sms, cudaDevAttrMultiProcessorCount, dev), "device query");
     std::lock_guard<std::mutex> lock(cache->mu);
     meta->last = dec;
