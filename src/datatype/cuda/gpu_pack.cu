@@ -22,6 +22,12 @@ namespace tether::dt {
 
 namespace {
 
+// The pack as a pitched array of rows (copy2d) or planes of rows (copy3d), when it is one.
+struct Pitched {
+  bool ok = false;
+  int64_t offset = 0, width = 0, rows = 0, pitch = 0, planes = 1, planePitch = 0;
+};
+
 // Host tables + device allocation of one canonical form (gpu_map.h).
 class CudaMeta final : public GpuMeta {
  public:
@@ -48,6 +54,7 @@ class CudaMeta final : public GpuMeta {
     int sms = 0;
     int64_t first = 0;  // the user-buffer displacement of packed byte off (its memory kind is asked there)
     EDesc elem{};  // chosen == Elem: the launch descriptor
+    Pitched pitch;  // chosen == Copy2D or Copy3D: the rows
   } last;
 };
 
@@ -298,11 +305,6 @@ cudaError_t launchKernel(const Launch& L, Scheme s, int width, int sms) {
   }
 }
 
-// The pack as a pitched array of rows (copy2d) or planes of rows (copy3d), when it is one.
-struct Pitched {
-  bool ok = false;
-  int64_t offset = 0, width = 0, rows = 0, pitch = 0, planes = 1, planePitch = 0;
-};
 Pitched pitched(const Canonical& c, int64_t count, bool want3d) {
   Pitched r;
   if (c.segments.size() != 1 || c.segments[0].numPieces != 1) return r;
@@ -335,9 +337,8 @@ Pitched pitched(const Canonical& c, int64_t count, bool want3d) {
   return r;
 }
 
-cudaError_t launchCopy(const Canonical& c, int64_t count, Scheme s, char* user, char* packed, bool unpack,
-                       cudaStream_t stream) {
-  const Pitched pt = pitched(c, count, s == Scheme::Copy3D);
+// pt: pitched(c, count, s == Scheme::Copy3D), ok (computed once per decision: it allocates).
+cudaError_t launchCopy(const Pitched& pt, Scheme s, char* user, char* packed, bool unpack, cudaStream_t stream) {
   char* u = user + pt.offset;
   if (s == Scheme::Copy2D) {
     const size_t w = static_cast<size_t>(pt.width), h = static_cast<size_t>(pt.rows),
@@ -524,7 +525,7 @@ Status measure(Table* t, std::string* summary) {
     for (int rep = 0; rep < 4; ++rep) {
       cudaEventRecord(e0, st);
       cudaError_t e = (s == Scheme::Copy2D || s == Scheme::Copy3D)
-                          ? launchCopy(c, 1, s, src, dst, false, st)
+                          ? launchCopy(pitched(c, 1, s == Scheme::Copy3D), s, src, dst, false, st)
                           : launchKernel({m.get(), src, dst, 0, len, false, st, 1}, s, c.width, sms);
       if (e != cudaSuccess) return e;
       cudaEventRecord(e1, st);
@@ -797,6 +798,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
                r.unpack && r.packedOffset == 0 && r.len == r.count * c.size);
       setElemItems(meta->elem, r.unpack, &dec.elem);
     }
+    if (s == Scheme::Copy2D || s == Scheme::Copy3D) dec.pitch = pitched(c, r.count, s == Scheme::Copy3D);
     DT_CUDA(cudaDeviceGetAttribute(&dec.sms, cudaDevAttrMultiProcessorCount, dev), "device query");
     std::lock_guard<std::mutex> lock(cache->mu);
     meta->last = dec;
@@ -804,7 +806,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   const Scheme s = dec.chosen;
   cudaError_t e;
   if (s == Scheme::Copy2D || s == Scheme::Copy3D) {
-    e = launchCopy(c, r.count, s, userBuf, packedBuf, r.unpack, stream);
+    e = launchCopy(dec.pitch, s, userBuf, packedBuf, r.unpack, stream);
   } else {
     // packed points at fragment byte 0; the kernels index it with (pack byte - off).
     e = launchKernel({meta.get(), userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, r.unpack, stream, r.count,
