@@ -527,15 +527,20 @@ struct EDesc {
   int32_t items;                   // launch shape: units per thread (1, 2 or 4; elemItems(); host side only)
 };
 
-// Units per thread of the elem kernel, from measurements on one H200 (2026-11-24, 12 pitched layouts at 1, 2 and 4,
-// bench/results/h200/README.md). Items shorter than 256 B: 1, a thread per element (5-13 % faster than 4 on large
-// 8-40 B items, equal to a hand-written kernel; small packs get 4x the warps). Items of 64 KiB or more: 4 (a contiguous
-// 64 MiB pack: 13 % faster than 1). Long rows between: a pack with units narrower than 16 B: 4 (enough bytes in flight
-// per thread for the row loads: 18-20 % faster than 1 on 2000-3056 B rows of 8-byte units), otherwise 1 (16-byte
-// units: 3-6 % faster than 4 on 2560-6400 B rows; unpacks of 8-byte rows: 4 %).
-inline int elemItems(int64_t item, int unit, bool unpack) {
-  if (item < 256) return 1;
-  if (item >= (int64_t{64} << 10)) return 4;
+// Units per thread of the elem kernel (its launch shape), from measurements on one H200 (2026-11-24: every layout of
+// bench/datatype at 1, 2 and 4; bench/results/h200/README.md). meanBlock: packed bytes per contiguous run of the type.
+//  - Strided form. Items shorter than 256 B: 1, a thread per element (5-13 % faster than 4 on large 8-40 B items,
+//    level with a hand-written kernel). Items of 64 KiB or more: 4 (a contiguous 64 MiB pack: 13 % faster than 1).
+//    Rows between: a pack with units narrower than 16 B: 4 (the row loads need the bytes in flight: 18-20 % faster
+//    than 1 on 2000-3056 B rows of 8-byte units); otherwise 1 (16-byte units: 3-6 % faster on 2560-6400 B rows;
+//    unpacks of 8-byte-unit rows: 4 %).
+//  - Table form (each item's offset is a dependent table load). Unpacks: 1 (4-10 % faster). Packs: 4 (more
+//    independent table-then-data chains per thread: 5-34 % faster on LAMMPS, SPECFEM3D mt and the N-body layouts),
+//    except where every unit is a run of its own (meanBlock <= unit: 6 % faster with 1, SPECFEM3D oc).
+inline int elemItems(const ElemForm& f, double meanBlock, int unit, bool unpack) {
+  if (f.table) return unpack || meanBlock <= unit ? 1 : 4;
+  if (f.item < 256) return 1;
+  if (f.item >= (int64_t{64} << 10)) return 4;
   return !unpack && unit < 16 ? 4 : 1;
 }
 

@@ -242,6 +242,16 @@ TEST(GpuMap, ElemForms) {
   EXPECT_EQ(tether::dt::elemUser<int64_t>(e, 300 + 3 * 5 + 1), ext + 5 * 56 + 8);
   // Beyond 2^31 units the scheme declines (the thread and warp schemes take such packs).
   EXPECT_FALSE(tether::dt::elemDesc(fc, *c->canonical, int64_t{1} << 29, 1, nullptr, &e));
+  // The launch shape (units per thread) of these forms, per the measured rule of gpu_map.h elemItems(): short strided
+  // items one per thread, 8 kB rows of 8-byte units four on pack and one on unpack; the struct's table form four on
+  // pack (runs of 12 B on average, longer than the 4-byte unit), one on unpack.
+  EXPECT_EQ(tether::dt::elemItems(fv, 24, 8, false), 1);
+  EXPECT_EQ(tether::dt::elemItems(fc, 8000, 8, false), 4);
+  EXPECT_EQ(tether::dt::elemItems(fc, 8000, 8, true), 1);
+  EXPECT_EQ(tether::dt::elemItems(fc, 8000, 16, false), 1);
+  EXPECT_EQ(tether::dt::elemItems(fs, 14, 4, false), 4);
+  EXPECT_EQ(tether::dt::elemItems(fs, 14, 4, true), 1);
+  EXPECT_EQ(tether::dt::elemItems(fs, 4, 4, false), 1);
   for (tether_type_t* t : {&d, &f, &v, &c, &st}) tether_type_free(t);
 }
 

@@ -238,11 +238,14 @@ int forcedElemItems() {
   }();
   return items;
 }
-// Sets d->items for a pack in direction `unpack` (the inlined and userOrder variants keep their 4).
-void setElemItems(const ElemForm& f, bool unpack, EDesc* d) {
+// Sets d->items for a pack of m's form in direction `unpack` (the inlined and userOrder variants keep their 4).
+void setElemItems(const CudaMeta& m, bool unpack, EDesc* d) {
   if (d->inlined || d->userOrder) return;
   const int forced = forcedElemItems();
-  d->items = forced ? forced : elemItems(f.item, d->unit, unpack);
+  const int64_t blocks = m.tables.blocksPerInst;
+  d->items = forced ? forced
+                    : elemItems(m.elem, blocks ? static_cast<double>(m.owner->size) / static_cast<double>(blocks) : 1.0,
+                                d->unit, unpack);
 }
 // The plain elem kernel (no inline table, pack order) for 32- or 64-bit table entries, either direction.
 template <typename U, int Items>
@@ -262,7 +265,7 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
     } else {
       if (!elemDesc(L.m->elem, *L.m->owner, L.count, static_cast<int>(sizeof(U)), L.m->elemTable, &d))
         return cudaErrorInvalidValue;  // callers check applicable() first
-      setElemItems(L.m->elem, L.unpack, &d);
+      setElemItems(*L.m, L.unpack, &d);
     }
     const uint32_t t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U))),
                    t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
@@ -796,7 +799,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     if (s == Scheme::Elem) {
       elemDesc(meta->elem, c, r.count, w, meta->elemTable, &dec.elem,
                r.unpack && r.packedOffset == 0 && r.len == r.count * c.size);
-      setElemItems(meta->elem, r.unpack, &dec.elem);
+      setElemItems(*meta, r.unpack, &dec.elem);
     }
     if (s == Scheme::Copy2D || s == Scheme::Copy3D) dec.pitch = pitched(c, r.count, s == Scheme::Copy3D);
     DT_CUDA(cudaDeviceGetAttribute(&dec.sms, cudaDevAttrMultiProcessorCount, dev), "device query");
