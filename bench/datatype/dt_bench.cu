@@ -13,10 +13,8 @@
 // constructors) by a plain GPU kernel over that list; every pack is compared with them byte for byte, every unpack
 // with the source over every block of the list (GPU kernels, also driven by the block list only, never by tether's
 // canonical form). At small size the GPU gather is also compared with a host gather, and tether's host reference
-// pack of the type with it (the pattern's two descriptions agree). Times: CUDA events around each call. The rows of
-// one pattern, size and direction are timed round-robin, one run of each per round, best of --reps rounds after a
-// warm-up round (fewer when the warm-up shows the rounds would exceed a time budget; the note says so), so that no
-// row gains from its place in the order. (The L2-fetch experiment row is timed on its own, after them.)
+// pack of the type with it (the pattern's two descriptions agree). Times: CUDA events, best of --reps after a warm-up
+// (fewer when the warm-up shows the repetitions would exceed a time budget; the note says so).
 // Output: a table on stdout (with a comment line per pattern: the GPU memory it used) and JSON lines (--json FILE,
 // first line a run record).
 #include <cuda_runtime.h>
@@ -145,19 +143,6 @@ struct Timer {
     for (int r = 0; r < lastReps; ++r) best = std::min(best, once(f));
     return best * 1e3;
   }
-  // Best time (us) of each of fs, timed round-robin: one run of each per round (after one warm-up run of each),
-  // min(reps, budgetMs / the warm-up round's time, at least 1) rounds. No function gains from its place in the order.
-  std::vector<double> roundRobinUs(const std::vector<std::function<void()>>& fs) {
-    double warm = 0;
-    for (const auto& f : fs) warm += once(f);
-    lastReps = warm * reps > budgetMs ? std::max(1, static_cast<int>(budgetMs / warm)) : reps;
-    std::vector<float> best(fs.size(), 1e30f);
-    for (int r = 0; r < lastReps; ++r)
-      for (size_t i = 0; i < fs.size(); ++i) best[i] = std::min(best[i], once(fs[i]));
-    std::vector<double> us;
-    for (float b : best) us.push_back(b * 1e3);
-    return us;
-  }
   std::string repsNote() const {
     return lastReps < reps ? "; best of " + std::to_string(lastReps) + " (time budget)" : std::string();
   }
@@ -279,21 +264,10 @@ void Bench::run(Pattern& p, Size z) {
 
   const char* chosen = "";
   DTK(tether_type_gpu_scheme(p.type, p.count, &chosen));
-  // One handle per forced scheme (a dup, forced through tether_type_set_gpu_scheme), so every row keeps its own
-  // cached decision while the rows are timed in turn.
-  std::vector<std::pair<std::string, tether_type_t>> forced;
-  for (const char* s : {"thread", "warp", "elem", "copy2d", "copy3d"}) {
-    tether_type_t h = nullptr;
-    const char* c = nullptr;
-    DTK(tether_type_dup(p.type, &h));
-    DTK(tether_type_set_gpu_scheme(h, s));
-    if (tether_type_gpu_scheme(h, p.count, &c) == TETHER_SUCCESS) forced.push_back({s, h});
-    else tether_type_free(&h);
-  }
-  auto packWith = [&](tether_type_t t, bool unpack) {
+  auto ourPack = [&](bool unpack) {
     int64_t done = 0;
-    return unpack ? tether_type_unpack_async(t, p.count, packed, 0, p.packed, back + p.base, &done, st)
-                  : tether_type_pack_async(t, p.count, src + p.base, 0, p.packed, packed, &done, st);
+    return unpack ? tether_type_unpack_async(p.type, p.count, packed, 0, p.packed, back + p.base, &done, st)
+                  : tether_type_pack_async(p.type, p.count, src + p.base, 0, p.packed, packed, &done, st);
   };
   auto check = [&](bool unpack, const std::string& what) {
     if (unpack) {
@@ -307,93 +281,119 @@ void Bench::run(Pattern& p, Size z) {
     }
     CK(cudaStreamSynchronize(st));
   };
+  // A cudaMemcpy2D/3D row: one trial call first, so that a layout the call refuses is a note, not an exit.
+  auto copyRow = [&](const Row& r, bool unpack, const char* impl, const char* call,
+                     const std::function<cudaError_t()>& copy) {
+    const cudaError_t e = copy();
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      std::printf("# %s %s %s: %s refused this layout (%s): no row\n", p.name.c_str(), p.size.c_str(), r.dir.c_str(),
+                  call, cudaGetErrorString(e));
+      return;
+    }
+    CK(cudaStreamSynchronize(st));
+    Row d = r;
+    d.impl = impl;
+    d.us = T.bestUs([&] { CK(copy()); });
+    d.note = std::string(call) + T.repsNote();
+    check(unpack, impl);
+    report(d, roofUs);
+  };
 
   for (int dir = 0; dir < 2; ++dir) {
     const bool unpack = dir == 1;
-    // Unpack rows read the packed bytes: put the expected ones there (the pack rows' checks clear the buffer; the
-    // unpack rows' checks clear the unpack target only).
+    // Unpack rows read the packed bytes: put the expected ones there (the pack rows' checks clear the buffer).
     if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
     Row r = base;
     r.dir = unpack ? "unpack" : "pack";
-    // The rows of this direction. Each runs once and is checked byte for byte; then all are timed round-robin
-    // (Timer::roundRobinUs), so none gains from its place in the order: timed one after the other, the first row of a
-    // pattern ran up to 10 % slower than the same kernel timed later (stencil2d_n, H200, 2026-11-23 and -24).
-    struct Cand {
-      Row row;
-      std::function<void()> fn;
-      bool check = true;  // false: the row covers a prefix of the blocks (dt), its time is scaled by `scale`
-      double scale = 1;
-    };
-    std::vector<Cand> cands;
-    cands.reserve(16);  // add() returns a pointer into it
-    auto add = [&](const char* impl, const std::string& note, std::function<void()> fn) {
-      Cand c;
-      c.row = r;
-      c.row.impl = impl;
-      c.row.note = note;
-      c.fn = std::move(fn);
-      cands.push_back(std::move(c));
-      return &cands.back();
-    };
-    // tether: the cost model's choice, and each forced scheme that applies (the model's check).
-    if (packWith(p.type, unpack) != TETHER_SUCCESS) {
+    // tether, the cost model's choice.
+    DTK(tether_type_set_gpu_scheme(p.type, "auto"));
+    if (ourPack(unpack) != TETHER_SUCCESS) {
       fail(p, r.dir.c_str(), std::string("tether (auto) failed: ") + tether_type_last_error());
       cudaGetLastError();  // a failed CUDA call inside must not fail the next check's launch
       continue;
     }
     CK(cudaStreamSynchronize(st));
-    add("tether", std::string("auto: ") + chosen, [&, unpack] { DTK(packWith(p.type, unpack)); });
-    for (const auto& f : forced) {
-      if (packWith(f.second, unpack) != TETHER_SUCCESS) {  // not applicable to this fragment
+    r.impl = "tether";
+    r.us = T.bestUs([&] { DTK(ourPack(unpack)); });
+    r.note = std::string("auto: ") + chosen + T.repsNote();
+    check(unpack, "tether");
+    report(r, roofUs);
+    // Each scheme forced (the cost model's check).
+    for (const char* s : {"thread", "warp", "elem", "copy2d", "copy3d"}) {
+      DTK(tether_type_set_gpu_scheme(p.type, s));
+      const char* c = nullptr;
+      if (tether_type_gpu_scheme(p.type, p.count, &c) != TETHER_SUCCESS) continue;
+      if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
+      if (ourPack(unpack) != TETHER_SUCCESS) {  // not applicable to this layout
         cudaGetLastError();
         continue;
       }
       CK(cudaStreamSynchronize(st));
-      tether_type_t h = f.second;
-      add(("t:" + f.first).c_str(), "forced", [&, h, unpack] { DTK(packWith(h, unpack)); });
-      cands.back().row.impl = "t:" + f.first;
+      Row f = r;
+      f.impl = std::string("t:") + s;
+      f.us = T.bestUs([&] { DTK(ourPack(unpack)); });
+      f.note = "forced" + T.repsNote();
+      check(unpack, s);
+      report(f, roofUs);
+      // Experiment for short blocks: the elem scheme again with the device's L2 fetch granularity limited to 32 B
+      // (cudaLimitMaxL2FetchGranularity, a hint; restored after): does DRAM over-fetch bound the sparse rows?
+      if (!std::strcmp(s, "elem") && r.meanBlock <= 64) {
+        size_t was = 0;
+        CK(cudaDeviceGetLimit(&was, cudaLimitMaxL2FetchGranularity));
+        CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 32));
+        if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
+        DTK(ourPack(unpack));
+        CK(cudaStreamSynchronize(st));
+        Row x = r;
+        x.impl = "t:elem,l2f32";
+        x.us = T.bestUs([&] { DTK(ourPack(unpack)); });
+        x.note = "forced; cudaLimitMaxL2FetchGranularity 32 (was " + std::to_string(was) + ")" + T.repsNote();
+        check(unpack, x.impl);
+        report(x, roofUs);
+        CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, was));
+      }
     }
+    DTK(tether_type_set_gpu_scheme(p.type, "auto"));
     // DT: one cudaMemcpyAsync per block, over the first dtBlocks blocks (bounded time at any size), scaled.
     {
+      if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
       const int64_t k = std::min(nb, dtBlocks);
       int64_t kb = 0;
       for (int64_t i = 0; i < k; ++i) kb += p.blocks[static_cast<size_t>(i)].bytes;
-      Cand* d = add("dt",
-                    k < nb ? "per-block cudaMemcpyAsync; measured on " + std::to_string(k) + " of " +
-                                 std::to_string(nb) + " blocks, scaled"
-                           : std::string("per-block cudaMemcpyAsync"),
-                    [&, k, unpack] {
-                      int64_t o = 0;
-                      for (int64_t i = 0; i < k; ++i) {
-                        const Block& b = p.blocks[static_cast<size_t>(i)];
-                        if (unpack)
-                          CK(cudaMemcpyAsync(back + b.offset, packed + o, static_cast<size_t>(b.bytes),
-                                             cudaMemcpyDeviceToDevice, st));
-                        else
-                          CK(cudaMemcpyAsync(packed + o, src + b.offset, static_cast<size_t>(b.bytes),
-                                             cudaMemcpyDeviceToDevice, st));
-                        o += b.bytes;
-                      }
-                    });
-      d->check = k == nb;
-      d->scale = kb ? static_cast<double>(p.packed) / static_cast<double>(kb) : 1.0;
-    }
-    // A cudaMemcpy2D/3D row: one trial call first, so that a layout the call refuses is a note, not an exit.
-    auto copyRow = [&](const char* impl, const char* call, std::function<cudaError_t()> copy) {
-      const cudaError_t e = copy();
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        std::printf("# %s %s %s: %s refused this layout (%s): no row\n", p.name.c_str(), p.size.c_str(),
-                    r.dir.c_str(), call, cudaGetErrorString(e));
-        return;
+      Row d = r;
+      d.impl = "dt";
+      const double us = T.bestUs([&] {
+        int64_t o = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const Block& b = p.blocks[static_cast<size_t>(i)];
+          if (unpack)
+            CK(cudaMemcpyAsync(back + b.offset, packed + o, static_cast<size_t>(b.bytes), cudaMemcpyDeviceToDevice,
+                               st));
+          else
+            CK(cudaMemcpyAsync(packed + o, src + b.offset, static_cast<size_t>(b.bytes), cudaMemcpyDeviceToDevice,
+                               st));
+          o += b.bytes;
+        }
+      });
+      d.us = kb ? us * static_cast<double>(p.packed) / static_cast<double>(kb) : us;
+      d.note = (k < nb ? "per-block cudaMemcpyAsync; measured on " + std::to_string(k) + " of " +
+                             std::to_string(nb) + " blocks, scaled"
+                       : std::string("per-block cudaMemcpyAsync")) +
+               T.repsNote();
+      if (k == nb) {
+        check(unpack, "dt");
+      } else {
+        CK(cudaMemsetAsync(unpack ? back : packed, 0, unpack ? span : pbytes, st));
+        CK(cudaStreamSynchronize(st));
       }
-      CK(cudaStreamSynchronize(st));
-      add(impl, call, [copy] { CK(copy()); });
-    };
+      report(d, roofUs);
+    }
     // cudaMemcpy2D/3D where the layout is one.
     if (p.copy2d.ok) {
-      const tether_bench::Copy2D c = p.copy2d;
-      copyRow("memcpy2d", "cudaMemcpy2DAsync", [=] {
+      const tether_bench::Copy2D& c = p.copy2d;
+      if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
+      copyRow(r, unpack, "memcpy2d", "cudaMemcpy2DAsync", [&] {
         return unpack ? cudaMemcpy2DAsync(back + c.offset, c.pitch, packed, c.width, c.width, c.height,
                                           cudaMemcpyDeviceToDevice, st)
                       : cudaMemcpy2DAsync(packed, c.width, src + c.offset, c.pitch, c.width, c.height,
@@ -402,6 +402,7 @@ void Bench::run(Pattern& p, Size z) {
     }
     if (p.copy3d.ok) {
       const tether_bench::Copy3D& c = p.copy3d;
+      if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
       cudaMemcpy3DParms prm = {};
       const cudaPitchedPtr user = make_cudaPitchedPtr(unpack ? back + c.offset : src + c.offset, c.pitch, c.width,
                                                       c.slicePitch / c.pitch);
@@ -410,7 +411,7 @@ void Bench::run(Pattern& p, Size z) {
       prm.dstPtr = unpack ? user : pk;
       prm.extent = make_cudaExtent(c.width, c.height, c.depth);
       prm.kind = cudaMemcpyDeviceToDevice;
-      copyRow("memcpy3d", "cudaMemcpy3DAsync", [=] { return cudaMemcpy3DAsync(&prm, st); });
+      copyRow(r, unpack, "memcpy3d", "cudaMemcpy3DAsync", [&] { return cudaMemcpy3DAsync(&prm, st); });
     }
     // HAND: the pitched face by a hand-written kernel (copy3d's description, else copy2d's as one slice).
     if (p.copy3d.ok || p.copy2d.ok) {
@@ -426,9 +427,9 @@ void Bench::run(Pattern& p, Size z) {
       if (n > 0 && n < (int64_t{1} << 32)) {
         unsigned char* user = (unpack ? back : src) + off;
         const uint32_t blocks = static_cast<uint32_t>((n + 255) / 256);
-        const uint32_t ru = static_cast<uint32_t>(width / w), rows = static_cast<uint32_t>(height),
-                       nn = static_cast<uint32_t>(n);
-        add("hand", "hand-written kernel, thread per " + std::to_string(w) + " B unit", [=] {
+        auto launch = [&] {
+          const uint32_t ru = static_cast<uint32_t>(width / w), rows = static_cast<uint32_t>(height),
+                         nn = static_cast<uint32_t>(n);
           switch (w) {
             case 16: handCopy<uint4><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack); break;
             case 8: handCopy<uint2><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack); break;
@@ -437,48 +438,17 @@ void Bench::run(Pattern& p, Size z) {
             default: handCopy<uint8_t><<<blocks, 256, 0, st>>>(user, packed, ru, rows, nn, pitch, slice, unpack);
           }
           CK(cudaGetLastError());
-        });
-      }
-    }
-    // Check each row's bytes (one run each), then time them all in turn.
-    for (Cand& c : cands) {
-      c.fn();
-      CK(cudaStreamSynchronize(st));
-      if (c.check) {
-        check(unpack, c.row.impl);
-      } else {
-        CK(cudaMemsetAsync(unpack ? back : packed, 0, unpack ? span : pbytes, st));
+        };
+        if (unpack) CK(cudaMemcpyAsync(packed, want, pbytes, cudaMemcpyDeviceToDevice, st));
+        launch();
         CK(cudaStreamSynchronize(st));
+        Row h = r;
+        h.impl = "hand";
+        h.us = T.bestUs(launch);
+        h.note = "hand-written kernel, thread per " + std::to_string(w) + " B unit" + T.repsNote();
+        check(unpack, "hand");
+        report(h, roofUs);
       }
-    }
-    std::vector<std::function<void()>> fns;
-    for (const Cand& c : cands) fns.push_back(c.fn);
-    const std::vector<double> us = T.roundRobinUs(fns);
-    const std::string rounds = T.lastReps < T.reps ? "; best of " + std::to_string(T.lastReps) + " rounds (time budget)"
-                                                    : std::string();
-    for (size_t i = 0; i < cands.size(); ++i) {
-      Row row = cands[i].row;
-      row.us = us[i] * cands[i].scale;
-      row.note += rounds;
-      report(row, roofUs);
-    }
-    // Experiment for short blocks: the elem scheme again with the device's L2 fetch granularity limited to 32 B
-    // (cudaLimitMaxL2FetchGranularity, a hint; restored after): does DRAM over-fetch bound the sparse rows? Timed on
-    // its own (the limit is the device's).
-    for (const auto& f : forced) {
-      if (f.first != "elem" || r.meanBlock > 64 || packWith(f.second, unpack) != TETHER_SUCCESS) continue;
-      CK(cudaStreamSynchronize(st));
-      size_t was = 0;
-      CK(cudaDeviceGetLimit(&was, cudaLimitMaxL2FetchGranularity));
-      CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 32));
-      tether_type_t h = f.second;
-      Row x = r;
-      x.impl = "t:elem,l2f32";
-      x.us = T.bestUs([&] { DTK(packWith(h, unpack)); });
-      x.note = "forced; cudaLimitMaxL2FetchGranularity 32 (was " + std::to_string(was) + ")" + T.repsNote();
-      check(unpack, x.impl);
-      report(x, roofUs);
-      CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, was));
     }
     Row roof = r;
     roof.impl = "roofline";
@@ -487,7 +457,6 @@ void Bench::run(Pattern& p, Size z) {
     report(roof, roofUs);
   }
   CK(cudaMemGetInfo(&free1, &total));
-  for (auto& f : forced) tether_type_free(&f.second);
   const double mib = 1024.0 * 1024.0;
   std::printf("# %s %s: %.0f MiB of GPU memory in use: source and unpack target 2 x %.0f, packed and reference "
               "2 x %.1f, block list %.1f, the rest tether's device metadata and CUDA's\n",
