@@ -513,18 +513,26 @@ inline ElemForm elemForm(const Canonical& c) {
 // Per-launch descriptor (passed to kernels by value). table: P offsets, int32_t or int64_t (the launcher's choice).
 // Unit t is the t-th unit in iteration order; that is pack order unless `userOrder` (elemDesc), where the outer
 // dimensions are iterated by increasing user stride and pitem[k] gives dimension k's step in packed items.
+// Layout: what a strided pack reads before its first load (base, the divisors, each dimension's count and stride
+// side by side) comes first, the table-form and user-order fields after, so a pack of few dimensions touches few
+// lines of the kernel's parameter space (a small pack waits on each line its first address needs).
+struct EDim {
+  FastDiv count;   // the dimension's count, as a divisor
+  int32_t pad;
+  int64_t stride;  // user bytes per step
+};
 struct EDesc {
   int64_t base;
-  int64_t stride[kElemDims];
-  int64_t pitem[kElemDims];  // userOrder only
-  FastDiv upi, period, dim[kElemDims];
   int32_t nd, unit;
-  const void* table;               // device table (table form, unless inlined)
-  int32_t tabled;                  // table form
+  int32_t tabled;     // table form
+  int32_t inlined;    // table entries held in `small` (table unused)
   int32_t userOrder;
-  int32_t inlined;                 // table entries held in `small` (table unused)
+  int32_t items;      // launch shape: units per thread (1, 2 or 4; elemItems(); host side only)
+  FastDiv upi, period;
+  EDim dim[kElemDims];
   int32_t small[kElemInline];
-  int32_t items;                   // launch shape: units per thread (1, 2 or 4; elemItems(); host side only)
+  const void* table;          // device table (table form, unless inlined)
+  int64_t pitem[kElemDims];   // userOrder only
 };
 
 // Units per thread of the elem kernel (its launch shape), from measurements on one H200 (2026-11-24: every layout of
@@ -591,8 +599,8 @@ inline bool elemDesc(const ElemForm& f, const Canonical& c, int64_t count, int u
   for (int k = 0; k < kElemDims; ++k) {
     const bool used = k < d.nd;
     const size_t o = static_cast<size_t>(used ? order[k] : 0);
-    d.dim[k] = fastDiv(used ? static_cast<uint32_t>(dims[2 * o]) : 1u);
-    d.stride[k] = used ? dims[2 * o + 1] : 0;
+    d.dim[k].count = fastDiv(used ? static_cast<uint32_t>(dims[2 * o]) : 1u);
+    d.dim[k].stride = used ? dims[2 * o + 1] : 0;
     d.pitem[k] = used ? pstep[o] : 0;
   }
   *out = d;
@@ -617,9 +625,9 @@ DT_HD int64_t elemUser(const EDesc& d, uint32_t t, int64_t* packedUnit = nullptr
   }
   for (int k = 0; k < kElemDims; ++k) {  // constant bounds: unrolled on the GPU
     if (k < d.nd) {
-      const uint32_t q = k + 1 < d.nd ? fdiv(d.dim[k], m) : 0;
-      const int64_t idx = static_cast<int64_t>(m - q * d.dim[k].d);
-      u += idx * d.stride[k];
+      const uint32_t q = k + 1 < d.nd ? fdiv(d.dim[k].count, m) : 0;
+      const int64_t idx = static_cast<int64_t>(m - q * d.dim[k].count.d);
+      u += idx * d.dim[k].stride;
       if (UserOrder) pk += idx * d.pitem[k];
       m = q;
     }

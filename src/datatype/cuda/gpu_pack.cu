@@ -186,8 +186,9 @@ __global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restr
 constexpr int kElemItems = 4;
 // UserOrder (whole unpacks with d.userOrder): units are visited in the user buffer's order, the packed unit computed.
 template <typename U, bool Unpack, typename T, bool UserOrder = false, bool Inline = false, int Items = kElemItems>
-__global__ void __launch_bounds__(256) packElem(EDesc d, char* __restrict__ user, char* __restrict__ packed,
-                                                uint32_t t0, uint32_t t1) {
+// The pointers and bounds come before the descriptor in the parameter space (see EDesc's layout).
+__global__ void __launch_bounds__(256) packElem(char* __restrict__ user, char* __restrict__ packed, uint32_t t0,
+                                                uint32_t t1, EDesc d) {
   const uint32_t first = t0 + blockIdx.x * (256u * Items) + threadIdx.x;
   U v[Items];
   int64_t at[Items];
@@ -278,7 +279,7 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
               : items == 1 ? plainElem<U, 1>(L.m->elemWide, L.unpack)
               : items == 2 ? plainElem<U, 2>(L.m->elemWide, L.unpack)
                            : plainElem<U, kElemItems>(L.m->elemWide, L.unpack);
-    k<<<blocks, 256, 0, L.stream>>>(d, L.user, L.packed, t0, t1);
+    k<<<blocks, 256, 0, L.stream>>>(L.user, L.packed, t0, t1, d);
     return cudaGetLastError();
   }
   const Shape sh = s == Scheme::Thread ? shapeThread(hm, L.off, L.end, sms)
