@@ -56,7 +56,7 @@ def main():
         best = min(others) if others else None
         pct = 100.0 * roof["us"] / t["us"]
         target = 85.0 if t["mean_block"] >= 32 else 70.0
-        ok = pct >= target and (best is None or t["us"] <= best[0])
+        ok = pct >= target and (best is None or t["us"] < best[0])
         met += ok
         total += 1
         other = "%-8s %10.2f" % (best[1], best[0]) if best else "%-19s" % "-"
