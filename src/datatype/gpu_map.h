@@ -536,7 +536,7 @@ struct EDesc {
 };
 
 // Units per thread of the elem kernel (its launch shape), from measurements on one H200 (2026-11-24: every layout of
-// bench/datatype at 1, 2 and 4; bench/results/h200/README.md). meanBlock: packed bytes per contiguous run of the type.
+// bench/datatype at 1, 2 and 4; bench/results/h200/items/README.md). meanBlock: packed bytes per contiguous run of the type.
 //  - Strided form. Items shorter than 256 B: 1, a thread per element (5-13 % faster than 4 on large 8-40 B items,
 //    level with a hand-written kernel). Items of 64 KiB or more: 4 (a contiguous 64 MiB pack: 13 % faster than 1).
 //    Rows between: a pack with units narrower than 16 B: 4 (the row loads need the bytes in flight: 18-20 % faster

@@ -185,8 +185,8 @@ __global__ void __launch_bounds__(256) packWarp(DMeta m, Shape sh, char* __restr
 // between them so each load and store instruction of a warp covers consecutive packed units.
 constexpr int kElemItems = 4;
 // UserOrder (whole unpacks with d.userOrder): units are visited in the user buffer's order, the packed unit computed.
-template <typename U, bool Unpack, typename T, bool UserOrder = false, bool Inline = false, int Items = kElemItems>
 // The pointers and bounds come before the descriptor in the parameter space (see EDesc's layout).
+template <typename U, bool Unpack, typename T, bool UserOrder = false, bool Inline = false, int Items = kElemItems>
 __global__ void __launch_bounds__(256) packElem(char* __restrict__ user, char* __restrict__ packed, uint32_t t0,
                                                 uint32_t t1, EDesc d) {
   const uint32_t first = t0 + blockIdx.x * (256u * Items) + threadIdx.x;
