@@ -67,12 +67,13 @@ class CudaStreamOps : public StreamOps {
   Status init() {
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
     // Stream kernels loaded before any stream operation exists (stream_kernels.h): loaded lazily, a first launch
-    // while a memop wait of this context is pending (an armed doorbell) could wait for that wait, i.e. forever.
+    // while a memop wait of this context is pending (an armed doorbell) could wait for that wait, i.e. forever. So a
+    // failed preload fails the stream layer, as GpuContext's does for its kernels, rather than risk that hang.
     const cudaError_t pre = gpukernels::preloadStreamKernels();
     if (pre != cudaSuccess) {
       cudaGetLastError();
-      TETHER_LOG_WARN(LogSys::Core, "stream operations: preloading the stream kernels failed: %s",
-                      cudaGetErrorString(pre));
+      TETHER_FAIL(TETHER_ERR_CUDA, "stream operations: loading the stream kernels failed: %s (%s)",
+                  cudaGetErrorString(pre), cudaGetErrorName(pre));
     }
     decltype(&cuDeviceGet) deviceGet = nullptr;
     decltype(&cuDeviceGetAttribute) attr = nullptr;
