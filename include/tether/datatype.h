@@ -143,7 +143,9 @@ tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const 
 tether_status_t tether_type_set_gpu_scheme(tether_type_t type, const char* scheme);
 /* Loads or measures (force != 0: always measures) the cost model's table for the current GPU; writes a summary of
  * the measured bandwidths to summary (if not NULL, truncated to len bytes). The measurement takes about 0.2 s and is
- * stored under TETHER_DT_CALIBRATION (default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU). */
+ * stored under TETHER_DT_CALIBRATION (default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU). It also
+ * loads every kernel of the engine into the current GPU's context, so that none is loaded later by its first launch
+ * (see tether_doorbell_create in tether.h: a load may synchronise the context). */
 tether_status_t tether_type_gpu_calibrate(int force, char* summary, size_t len);
 
 /* ---- non-contiguous put/get (calls on a tether_t) ----------------------------------------------------------- */

@@ -500,7 +500,9 @@ tether_status_t tether_op_set_free(tether_op_set_t set); /* NULL is a no-op */
  * context) would wait for the arm, i.e. forever. Load the ringing kernel, and any other kernel first launched while
  * an arm is pending, before arming (cudaFuncGetAttributes on it, or one launch), or run with
  * CUDA_MODULE_LOADING=EAGER. tether loads its host-path kernels at init and its stream kernels with the first
- * stream operation (the datatype engine's kernels load at their first use). */
+ * stream operation. The datatype engine's kernels load at their first use unless tether_type_gpu_calibrate ran
+ * (it loads them all); a type's first GPU pack allocates its device metadata and tether_type_free of such a type
+ * frees it (cudaFree synchronises): do both while no arm is pending. */
 typedef struct tether_doorbell* tether_doorbell_t;
 tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, tether_doorbell_t* db);
 /* patch may be NULL (no change). */

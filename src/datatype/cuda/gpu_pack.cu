@@ -695,13 +695,40 @@ Status modelScheme(int dev, const Canonical& c, int64_t blocksPerInst, int64_t c
   return Status::ok();
 }
 
-}  // namespace
+// Loads every pack kernel of one access width into the current context (cudaFuncGetAttributes loads a kernel under
+// CUDA's lazy loading), so none is loaded by a later first launch (tether.h, doorbells: a load may synchronise the
+// context).
+template <typename U>
+cudaError_t preloadWidth() {
+  cudaError_t e = cudaSuccess;
+  auto load = [&e](auto* kernel) {
+    cudaFuncAttributes a;
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel));
+  };
+  for (bool unpack : {false, true}) {
+    load(unpack ? packThread<U, true, int32_t> : packThread<U, false, int32_t>);
+    load(unpack ? packThread<U, true, int64_t> : packThread<U, false, int64_t>);
+    load(unpack ? packWarp<U, true> : packWarp<U, false>);
+    load(unpack ? packElem<U, true, int32_t, false, true> : packElem<U, false, int32_t, false, true>);  // inline
+    for (bool wide : {false, true}) {
+      load(plainElem<U, 1>(wide, unpack));
+      load(plainElem<U, 2>(wide, unpack));
+      load(plainElem<U, kElemItems>(wide, unpack));
+    }
+  }
+  load(packElem<U, true, int32_t, true>);  // user order (unpacks only)
+  return e;
+}
 
+}  // namespace
 
 // ---- entry points -------------------------------------------------------------------------------------------------------
 Status gpuCalibrate(bool force, std::string* summary) {
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
+  for (cudaError_t e : {preloadWidth<uint4>(), preloadWidth<uint2>(), preloadWidth<uint32_t>(), preloadWidth<uint16_t>(),
+                        preloadWidth<uint8_t>()})
+    DT_CUDA(e, "loading the pack kernels");
   Table t;
   return tableFor(dev, force, &t, summary);
 }
