@@ -248,12 +248,34 @@ void setElemItems(const CudaMeta& m, bool unpack, EDesc* d) {
                     : elemItems(m.elem, blocks ? static_cast<double>(m.owner->size) / static_cast<double>(blocks) : 1.0,
                                 d->unit, unpack);
 }
+// The kernel variants, chosen at run time. The launches and preloadWidth() both take them from here, so every kernel a
+// launch can pick is one the preload loads.
 // The plain elem kernel (no inline table, pack order) for 32- or 64-bit table entries, either direction.
 template <typename U, int Items>
 auto plainElem(bool wide, bool unpack) {
   if (wide)
     return unpack ? packElem<U, true, int64_t, false, false, Items> : packElem<U, false, int64_t, false, false, Items>;
   return unpack ? packElem<U, true, int32_t, false, false, Items> : packElem<U, false, int32_t, false, false, Items>;
+}
+// The elem kernel of a descriptor's variant: inline table, user order (whole unpacks of the strided form only, so
+// always the unpack kernel), or plain with `items` units per thread (1, 2, else 4).
+template <typename U>
+auto elemKernel(bool inlined, bool userOrder, int items, bool wide, bool unpack) {
+  return inlined ? (unpack ? packElem<U, true, int32_t, false, true> : packElem<U, false, int32_t, false, true>)
+         : userOrder ? packElem<U, true, int32_t, true>
+         : items == 1 ? plainElem<U, 1>(wide, unpack)
+         : items == 2 ? plainElem<U, 2>(wide, unpack)
+                      : plainElem<U, kElemItems>(wide, unpack);
+}
+// The thread kernel with 64-bit round offsets (wide) or 32-bit ones.
+template <typename U>
+auto threadKernel(bool wide, bool unpack) {
+  return wide ? (unpack ? packThread<U, true, int64_t> : packThread<U, false, int64_t>)
+              : (unpack ? packThread<U, true, int32_t> : packThread<U, false, int32_t>);
+}
+template <typename U>
+auto warpKernel(bool unpack) {
+  return unpack ? packWarp<U, true> : packWarp<U, false>;
 }
 
 template <typename U>
@@ -273,12 +295,7 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
     const int items = d.items;  // 4 for the inlined and userOrder variants (setElemItems)
     const unsigned per = 256u * static_cast<unsigned>(items);
     const unsigned blocks = (t1 - t0 + per - 1) / per;
-    auto* k = d.inlined ? (L.unpack ? packElem<U, true, int32_t, false, true>
-                                    : packElem<U, false, int32_t, false, true>)
-              : d.userOrder ? packElem<U, true, int32_t, true>  // set for whole unpacks of the strided form only
-              : items == 1 ? plainElem<U, 1>(L.m->elemWide, L.unpack)
-              : items == 2 ? plainElem<U, 2>(L.m->elemWide, L.unpack)
-                           : plainElem<U, kElemItems>(L.m->elemWide, L.unpack);
+    auto* k = elemKernel<U>(d.inlined, d.userOrder, items, L.m->elemWide, L.unpack);
     k<<<blocks, 256, 0, L.stream>>>(L.user, L.packed, t0, t1, d);
     return cudaGetLastError();
   }
@@ -286,15 +303,10 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
                                        : shapeWarp(hm, L.off, L.end, sms, static_cast<int>(sizeof(U)));
   const unsigned blocks = static_cast<unsigned>((sh.warps * 32 + 255) / 256);
   if (s == Scheme::Thread) {
-    auto* k = hm.maxBlock < (int64_t{1} << 26)  // 32 blocks < 2 GiB
-                  ? (L.unpack ? packThread<U, true, int32_t> : packThread<U, false, int32_t>)
-                  : (L.unpack ? packThread<U, true, int64_t> : packThread<U, false, int64_t>);
+    auto* k = threadKernel<U>(hm.maxBlock >= (int64_t{1} << 26), L.unpack);  // 32 blocks may reach 2 GiB
     k<<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
   } else {
-    if (L.unpack)
-      packWarp<U, true><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
-    else
-      packWarp<U, false><<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
+    warpKernel<U>(L.unpack)<<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
   }
   return cudaGetLastError();
 }
@@ -706,17 +718,14 @@ cudaError_t preloadWidth() {
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel));
   };
   for (bool unpack : {false, true}) {
-    load(unpack ? packThread<U, true, int32_t> : packThread<U, false, int32_t>);
-    load(unpack ? packThread<U, true, int64_t> : packThread<U, false, int64_t>);
-    load(unpack ? packWarp<U, true> : packWarp<U, false>);
-    load(unpack ? packElem<U, true, int32_t, false, true> : packElem<U, false, int32_t, false, true>);  // inline
+    load(warpKernel<U>(unpack));
+    load(elemKernel<U>(true, false, 0, false, unpack));  // inline table
+    load(elemKernel<U>(false, true, 0, false, unpack));  // user order
     for (bool wide : {false, true}) {
-      load(plainElem<U, 1>(wide, unpack));
-      load(plainElem<U, 2>(wide, unpack));
-      load(plainElem<U, kElemItems>(wide, unpack));
+      load(threadKernel<U>(wide, unpack));
+      for (int items : {1, 2, kElemItems}) load(elemKernel<U>(false, false, items, wide, unpack));
     }
   }
-  load(packElem<U, true, int32_t, true>);  // user order (unpacks only)
   return e;
 }
 
