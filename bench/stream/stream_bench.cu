@@ -17,12 +17,15 @@
 // Timing: each batch lies between host barriers; `us` = steady_clock from the first enqueue to the end of the
 // synchronisation / ops, `gpu_us` = CUDA events on the stream around the same work / ops, `issue_us` = CPU time spent
 // enqueueing / ops. Statistics are over batches (median, min, p90; bench/harness.h). Data is checked after every row
-// outside the timed region; wrong data exits 1, a failed call exits 2, no GPU exits 77.
+// outside the timed region; wrong data exits 1, a failed call exits 2, no GPU exits 77, and a batch that has not
+// finished after STREAM_BENCH_TIMEOUT seconds (default 60) exits 3 after printing the row's watched words (a stream
+// memop wait cannot time out by itself; the watchdog turns such a hang into a diagnosis).
 #include <cuda_runtime.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +34,7 @@
 #include <ctime>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../cuda_check.h"
@@ -155,8 +159,58 @@ struct Ctx {
   unsigned long long* bad = nullptr;
   FILE* json = nullptr;
   long failures = 0;
+  // Watchdog (see the file comment): the row in progress and the words it waits on, read back on a stall.
+  std::atomic<double> deadline{0};  // steady seconds; 0 = nothing timed in progress
+  std::atomic<const char*> rowName{""};
+  std::vector<std::pair<const char*, const uint64_t*>> watch;  // set before a row's batches start
+  int device = 0;
   void* sv() const { return static_cast<void*>(s); }
 };
+
+double benchTimeout() {
+  const char* e = std::getenv("STREAM_BENCH_TIMEOUT");
+  const double v = e ? std::atof(e) : 0;
+  return v > 0 ? v : 60;
+}
+
+// Runs beside the benchmark: on a stalled batch, prints what the row waits on (each watched word read through a
+// stream of its own, bounded), then ends the process (tetherrun then stops the other PE).
+void watchdog(Ctx* c) {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const double d = c->deadline.load();
+    // PE 1 reports a little later: PE 0 leads the timed rows, and tetherrun stops the other PE once one has exited.
+    if (d == 0 || tb::nowSeconds() < d + (c->me == 1 ? 4 : 0)) continue;
+    std::fprintf(stderr, "tether_bench_stream[PE %d]: row %s: a batch has not finished after %.0f s: stalled\n", c->me,
+                 c->rowName.load(), benchTimeout());
+    cudaSetDevice(c->device);
+    cudaStream_t probe = nullptr;
+    uint64_t* host = nullptr;
+    if (cudaStreamCreateWithFlags(&probe, cudaStreamNonBlocking) == cudaSuccess &&
+        cudaMallocHost(&host, 8 * c->watch.size() + 8) == cudaSuccess) {
+      for (size_t i = 0; i < c->watch.size(); ++i)
+        cudaMemcpyAsync(host + i, c->watch[i].second, 8, cudaMemcpyDefault, probe);
+      const double until = tb::nowSeconds() + 2;
+      while (cudaStreamQuery(probe) == cudaErrorNotReady && tb::nowSeconds() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const bool read = cudaStreamQuery(probe) == cudaSuccess;
+      for (size_t i = 0; i < c->watch.size(); ++i) {
+        if (read)
+          std::fprintf(stderr, "tether_bench_stream[PE %d]:   %s = %llu\n", c->me, c->watch[i].first,
+                       static_cast<unsigned long long>(host[i]));
+        else
+          std::fprintf(stderr, "tether_bench_stream[PE %d]:   %s: not readable (the copy did not finish in 2 s)\n",
+                       c->me, c->watch[i].first);
+      }
+    }
+    std::fprintf(stderr, "tether_bench_stream[PE %d]:   batch start event %s; the bench stream %s\n", c->me,
+                 cudaEventQuery(c->e0) == cudaSuccess ? "reached" : "not reached",
+                 cudaStreamQuery(c->s) == cudaSuccess ? "is idle" : "has work pending");
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+}
 
 void barrier(Ctx& c) { TK(tether_barrier_all(c.w)); }
 void syncStream(Ctx& c) { CK(cudaStreamSynchronize(c.s)); }
@@ -259,6 +313,7 @@ Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
                    const std::function<void(int ops)>& enqueue) {
   std::vector<double> wall, gpu, issue;
   for (int b = 0; b < c.o.warmup + c.o.batches; ++b) {
+    c.deadline = tb::nowSeconds() + benchTimeout();
     barrier(c);
     double t[3] = {0, 0, 0};  // wall, gpu, issue (s)
     if (active) {
@@ -280,6 +335,7 @@ Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
       if (c.me == 0)
         for (int k = 0; k < 2; ++k) t[k] = std::max(t[k], c.xchg[k]);
     }
+    c.deadline = 0;
     if (b < c.o.warmup) continue;
     const double per = 1e6 / (ops * divisor);
     wall.push_back(t[0] * per);
@@ -532,6 +588,8 @@ void rowDoorbell(Ctx& c, const dev::Handle& h) {
         }
         uint64_t base = 0;
         int calls = 0;
+        c.rowName = op;
+        c.watch = {{"doorbell word", bell}, {"signal word", sig}};
         const Result r = timeBatches(c, k, true, 2, false, [&](int n) {
           pingPongKernel<<<1, 32, 0, c.s>>>(h, doorbell != 0, c.me == 0, bell, sig, c.buf, c.local, nb, c.peer, base,
                                             n);
@@ -569,6 +627,8 @@ void rowDoorbell(Ctx& c, const dev::Handle& h) {
       }
       uint64_t base = 0;
       int calls = 0;
+      c.rowName = "doorbell_put";
+      c.watch = {{"doorbell word", bell}, {"completion word", done}};
       const Result r = timeBatches(c, k, c.me == 0, 1, false, [&](int n) {
         ringKernel<<<1, 1, 0, c.s>>>(h, bell, base + static_cast<uint64_t>(n));
         TK(tether_signal_wait_until_on_stream(c.w, done, TETHER_CMP_GE, base + static_cast<uint64_t>(n), c.sv()));
@@ -805,6 +865,8 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&c.e0));
   CK(cudaEventCreate(&c.e1));
   CK(cudaEventCreateWithFlags(&c.done, cudaEventBlockingSync | cudaEventDisableTiming));
+  CK(cudaGetDevice(&c.device));
+  std::thread(watchdog, &c).detach();  // sleeps until a batch stalls (STREAM_BENCH_TIMEOUT)
   CK(cudaMalloc(&c.local, c.o.maxSize));
   CK(cudaMalloc(&c.fetched, sizeof(uint64_t) * static_cast<size_t>(c.o.iters)));
   CK(cudaMalloc(&c.bad, sizeof(unsigned long long)));

@@ -485,13 +485,14 @@ tether_status_t tether_op_set_free(tether_op_set_t set); /* NULL is a no-op */
 
 /* Doorbell transfers: GPU-triggered copy-engine transfers with no CPU on the path and no SMs moving data. A doorbell
  * holds a prepared set and an internal stream of the world. Each tether_doorbell_arm enqueues on that stream a wait
- * until the doorbell word holds a value >= `value` (cyclic, as signal_wait_until_on_stream with TETHER_CMP_GE),
- * then the set (patched as by tether_post_on_stream). Whoever writes the word releases the set:
+ * until the doorbell word holds a value >= `value` (unsigned), then the set (patched as by tether_post_on_stream).
+ * The wait is a one-thread polling kernel (no time limit), not a stream memop wait: on 2xH200 a pending memop wait
+ * with the set's copy behind it stalled the device's other work, the ringing kernel included. Whoever writes the word releases the set:
  *   - a kernel: tether::device::ring_doorbell(h, word, v) (a release store, as signal_op SET on its own PE);
  *   - the host: tether_signal_op on the calling PE;
  *   - another stream: tether_signal_op_on_stream.
  * A ring that comes before the arm releases it at once. Arms queue in order; each releases the set once; arm with
- * non-decreasing values (cyclic).
+ * non-decreasing values.
  * `word` is a 64-bit symmetric word of the calling PE (DEVICE or HOST segment). The set must outlive the
  * doorbell. Completion: the set's own signals (put_signal, signal ops), or tether_doorbell_sync.
  * Until its value is rung, an arm is a pending wait in this PE's GPU context, so nothing may wait for the whole

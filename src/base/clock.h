@@ -20,7 +20,8 @@ inline uint64_t nowNs() {
 
 class Deadline {
  public:
-  explicit Deadline(double seconds) : end_(nowNs() + static_cast<uint64_t>(seconds * 1e9)) {}
+  // seconds <= 0: already expired; a deadline past the clock's range (e.g. 1e12 s for "no limit") never expires.
+  explicit Deadline(double seconds) : end_(endAfter(seconds)) {}
   bool expired() const { return nowNs() >= end_; }
   // Milliseconds left, clamped to [0, INT32_MAX] (for poll()).
   int msLeft() const {
@@ -31,6 +32,13 @@ class Deadline {
   }
 
  private:
+  static uint64_t endAfter(double seconds) {
+    const uint64_t now = nowNs();
+    if (!(seconds > 0)) return now;
+    const double ns = seconds * 1e9;
+    if (ns >= static_cast<double>(UINT64_MAX - now)) return UINT64_MAX;
+    return now + static_cast<uint64_t>(ns);
+  }
   uint64_t end_;
 };
 

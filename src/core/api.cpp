@@ -566,8 +566,16 @@ tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, teth
 tether_status_t tether_doorbell_arm(tether_doorbell_t db, uint64_t value, const tether_post_patch_t* patch) {
   if (!db) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_doorbell_arm: db is NULL"));
   std::lock_guard<std::mutex> lock(db->mu);  // the wait and its set stay adjacent on the stream
-  const tether_status_t st =
-      tether_signal_wait_until_on_stream(db->set->world, db->word, TETHER_CMP_GE, value, db->stream);
+  // The wait is a one-thread polling kernel, not a stream memop wait: on 2xH200 (CUDA 13 driver) a memop wait
+  // pending on this stream, with the set's copy behind it, stalled the device's other work -- copies of other streams
+  // and the very kernel meant to ring it -- whenever the ring was enqueued after the arm (tether_bench_stream's
+  // doorbell rows; bench/results/h200x2/README.md). The kernel waits without TETHER_TIMEOUT, as the memop did.
+  StreamOpDesc wait = streamDesc(StreamOpDesc::Wait, 0);
+  wait.sig = db->word;
+  wait.cmp = TETHER_CMP_GE;
+  wait.value = value;
+  wait.spinWait = true;
+  const tether_status_t st = onStream(db->set->world, "tether_doorbell_arm", wait, db->stream);
   if (st != TETHER_SUCCESS) return st;
   db->armed = true;  // from here sync must see this value rung, even if the post below fails
   db->last = value;

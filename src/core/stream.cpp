@@ -63,6 +63,7 @@ struct Step {
   void* fetched = nullptr;
   tether_cmp_t cmp = TETHER_CMP_EQ;
   bool isSigned = false;
+  bool untimed = false;     // WaitCmp: no TETHER_TIMEOUT (StreamOpDesc::spinWait)
   ProxyCall call;
 };
 
@@ -381,6 +382,20 @@ class StreamPlanner {
                       static_cast<void*>(op.sig));
         const unsigned patch = op.flags & kPatchSignal;
         const uint64_t top = op.isSigned ? uint64_t{INT64_MAX} : UINT64_MAX;
+        // A kernel polls the word: comparisons memops lack (NE, LT, LE), and spinWait (untimed).
+        auto kernelWait = [&] {
+          Step s;
+          s.kind = Step::WaitCmp;
+          s.addr = addr;
+          s.cmp = op.cmp;
+          s.value = op.value;
+          s.isSigned = op.isSigned;
+          s.patch = patch;
+          s.untimed = op.spinWait;
+          step(s);
+          return Status::ok();
+        };
+        if (op.spinWait) return kernelWait();
         switch (op.cmp) {
           case TETHER_CMP_EQ: memop(wait(addr, StreamCond::Eq, op.value), MemPatch{patch, 0}); return Status::ok();
           case TETHER_CMP_GE: memop(wait(addr, StreamCond::Geq, op.value), MemPatch{patch, 0}); return Status::ok();
@@ -390,17 +405,7 @@ class StreamPlanner {
                           static_cast<unsigned long long>(op.value));
             memop(wait(addr, StreamCond::Geq, op.value + 1), MemPatch{patch, 0});
             return Status::ok();
-          default: {
-            Step s;
-            s.kind = Step::WaitCmp;
-            s.addr = addr;
-            s.cmp = op.cmp;
-            s.value = op.value;
-            s.isSigned = op.isSigned;
-            s.patch = patch;
-            step(s);
-            return Status::ok();
-          }
+          default: return kernelWait();
         }
       }
       case StreamOpDesc::Quiet: {
@@ -534,7 +539,7 @@ Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uin
       case Step::Amo: TETHER_TRY(so.amo(stream, s.addr, s.amo, s.fetched)); break;
       case Step::WaitCmp:
         TETHER_TRY(so.waitCmp(stream, static_cast<const uint64_t*>(s.addr), s.cmp, s.value + add, s.isSigned,
-                              timeoutNs));
+                              s.untimed ? 0 : timeoutNs));
         break;
       case Step::Proxy: {
         ProxyCall c = s.call;

@@ -27,6 +27,9 @@ struct StreamOpDesc {
   tether_signal_op_t sigOp = TETHER_SIGNAL_SET;
   tether_cmp_t cmp = TETHER_CMP_EQ;
   bool isSigned = false;        // Wait: compare as int64
+  bool spinWait = false;        // Wait: a one-thread kernel polls the word, with no time limit, instead of a stream
+                                //   memop wait (tether_doorbell_arm: a memop wait pending ahead of the ringing kernel
+                                //   stalled the whole device on 2xH200, bench/results/h200x2/README.md)
   bool quietFirst = false;      // Barrier: barrier_all (true) or sync_all
   AmoArgs amo{TETHER_AMO_ADD, 8, 0, 0};
   void* fetched = nullptr;      // Amo: old value (GPU or pinned memory), or null

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "base/clock.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -98,4 +99,14 @@ TEST(Status, CarriesCodeAndContext) {
   Status sys = errnoStatus("open(/nope)", 2);
   EXPECT_EQ(sys.code(), TETHER_ERR_SYSTEM);
   EXPECT_NE(sys.message().find("errno 2"), std::string::npos);
+}
+
+// A "no limit" wait passes a huge timeout (the CPU stream emulation uses 1e12 s): it must not wrap into the past.
+TEST(Clock, DeadlineRanges) {
+  EXPECT_TRUE(Deadline(0).expired());
+  EXPECT_TRUE(Deadline(-1).expired());
+  EXPECT_FALSE(Deadline(60).expired());
+  EXPECT_FALSE(Deadline(1e12).expired());
+  EXPECT_FALSE(Deadline(1e300).expired());
+  EXPECT_GT(Deadline(1e12).msLeft(), 1000000);
 }
