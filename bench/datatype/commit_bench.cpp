@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,15 @@ int main(int argc, char** argv) {
          for (int i = 0; i < 100; ++i) bl[i] = 1 + i % 5, disp[i] = 11 * i + (i * 7) % 3;
          tether_type_t t;
          ck(tether_type_indexed(100, bl.data(), disp.data(), d, &t), "indexed");
+         return t;
+       }},
+      {"indexed_block1000rand", 1, "indexed_block(1000, 2) of double, sorted random gaps (seed 5): no period", [&] {
+         std::vector<int64_t> disp(1000);
+         std::mt19937_64 rng(5);
+         int64_t at = 0;
+         for (auto& x : disp) x = at, at += 2 + static_cast<int64_t>(rng() % 7);
+         tether_type_t t;
+         ck(tether_type_indexed_block(1000, 2, disp.data(), d, &t), "indexed_block");
          return t;
        }},
       {"hvector(vector)", 2, "hvector(64) of vector(100, 2, 5)", [&] {

@@ -258,6 +258,9 @@ class Builder {
   Status concat(Seq* a, Seq b);
   // The blocks of an HIndexed or Struct node, appended to the empty *s; *runs as for build().
   Status entries(const Type& t, Seq* s, bool* runs);
+  // entries() of an HIndexed node whose child is one contiguous block `unit` (a basic type, a contiguous run): every
+  // entry is one plain block, so no piece is built per entry; periodic entries become one repeated segment.
+  Status plainEntries(const Type& t, const Piece& unit, Seq* s, bool* runs);
 
   std::unordered_map<const Type*, Seq> memo_;
 };
@@ -344,7 +347,93 @@ Status Builder::child(const Type& t, const Seq** out) {
   return Status::ok();
 }
 
+// The smallest period p (1..kMaxPeriod) of an entry list: lengths repeat every p entries and entry i + p lies a
+// fixed D bytes after entry i, for every i; every length positive; at least two periods. 0 if none. Checks stop at
+// the first mismatch, so irregular lists cost a few comparisons per candidate.
+constexpr size_t kMaxPeriod = 8;
+size_t entryPeriod(const std::vector<int64_t>& len, const std::vector<int64_t>& disp, int64_t* stride) {
+  const size_t m = len.size();
+  for (size_t p = 1; p <= kMaxPeriod && 2 * p <= m; ++p) {
+    bool positive = true;
+    for (size_t j = 0; j < p; ++j) positive = positive && len[j] > 0;
+    if (!positive) return 0;  // a zero length at the start repeats in every period, or breaks it
+    int64_t d = 0;
+    if (__builtin_sub_overflow(disp[p], disp[0], &d)) continue;
+    size_t i = 0;
+    for (; i + p < m; ++i) {
+      int64_t e = 0;
+      if (len[i + p] != len[i] || __builtin_sub_overflow(disp[i + p], disp[i], &e) || e != d) break;
+    }
+    if (i + p == m) {
+      *stride = d;
+      return p;
+    }
+  }
+  return 0;
+}
+
+Status Builder::plainEntries(const Type& t, const Piece& unit, Seq* s, bool* runs) {
+  const std::vector<int64_t>& len = t.blocklengths();
+  const std::vector<int64_t>& disp = t.displacements();
+  const size_t m = len.size();
+  // Entries [from, to) appended to body as their maximal contiguous runs (an entry that starts where the one before
+  // ends is joined to it; zero lengths skipped), each with appendBlock(): what the exact stage builds from them.
+  auto append = [&](size_t from, size_t to, std::vector<Piece>* body) -> Status {
+    int64_t runOff = 0, runLen = 0, runEnd = 0;
+    for (size_t i = from; i < to; ++i) {
+      if (len[i] == 0) continue;
+      int64_t off = 0, n = 0;
+      if (!addOk(disp[i], unit.offset, &off) || !mulOk(len[i], unit.block, &n)) return overflow();
+      if (runLen && off == runEnd) {
+        if (!addOk(runLen, n, &runLen) || !addOk(runEnd, n, &runEnd)) return overflow();
+        continue;
+      }
+      if (runLen) appendBlock(body, runOff, runLen);
+      if (body->size() >= static_cast<size_t>(kMaxPieces)) TETHER_TRY(checkSize(static_cast<int64_t>(body->size()), 1));
+      runOff = off, runLen = n;
+      if (!addOk(off, n, &runEnd)) return overflow();
+    }
+    if (runLen) appendBlock(body, runOff, runLen);
+    return Status::ok();
+  };
+  int64_t stride = 0;
+  const size_t p = entryPeriod(len, disp, &stride);
+  if (p) {  // one period, repeated; the entries after the last whole period follow as their own segment
+    const size_t reps = m / p;
+    Seg g;
+    TETHER_TRY(append(0, p, &g.body));
+    g.repeat = static_cast<int64_t>(reps);
+    g.stride = stride;
+    foldRepeat(&g);  // a one-piece period (equal blocks at fixed gaps) becomes one more dimension of that piece
+    s->push_back(std::move(g));
+    Seg rest;
+    TETHER_TRY(append(reps * p, m, &rest.body));
+    if (!rest.body.empty()) s->push_back(std::move(rest));
+    *runs = false;  // not the runs one by one: the exact stage (or the structural form) takes it from here
+    return Status::ok();
+  }
+  Seg one;
+  one.body.reserve(std::min<size_t>(m, 4096));
+  TETHER_TRY(append(0, m, &one.body));
+  if (!one.body.empty()) s->push_back(std::move(one));
+  *runs = true;  // the maximal runs themselves, in pack order, into an empty list
+  return Status::ok();
+}
+
 Status Builder::entries(const Type& t, Seq* s, bool* runs) {
+  if (t.kind() == Kind::HIndexed) {
+    const Type& c = *t.children()[0];
+    const Seq* cs = nullptr;
+    TETHER_TRY(child(c, &cs));
+    if (cs->empty()) {
+      *runs = true;  // no bytes: as the general loop, which skips every entry
+      return Status::ok();
+    }
+    const Seg& g = (*cs)[0];
+    if (cs->size() == 1 && g.repeat == 1 && g.body.size() == 1 && g.body[0].nd == 0 &&
+        g.body[0].block == c.bounds().extent())
+      return plainEntries(t, g.body[0], s, runs);
+  }
   int64_t pieces = 0;
   bool plain = true;  // every entry so far was a plain block, not adjacent to the one before
   int64_t end = 0;    // where the last plain block ends
@@ -636,6 +725,23 @@ Seg periodic(std::vector<Piece> list) {
   return g;
 }
 
+// Whether some element of p starts where the element before it in pack order ends, across a dimension wrap: the
+// last element of a row (plane, ...) touching the first of the next. normalize() rules out only dimension 0
+// (stride[0] == block); such a piece is not the maximal-runs form the exact stage builds (it joins those two
+// blocks), so the one-piece shortcut must not take it. Overflowing arithmetic counts as touching (the exact stage
+// or the structural form then decides).
+bool wrapsAdjacent(const Piece& p) {
+  int64_t span = 0;  // offset of the last element of dimensions < k relative to the first
+  for (int k = 1; k < p.nd; ++k) {
+    int64_t step = 0, delta = 0;
+    if (!mulOk(p.count[k - 1] - 1, p.stride[k - 1], &step) || !addOk(span, step, &span) ||
+        __builtin_sub_overflow(p.stride[k], span, &delta))
+      return true;
+    if (delta == p.block) return true;
+  }
+  return false;
+}
+
 uint64_t magnitude(int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v); }
 
 }  // namespace
@@ -654,7 +760,7 @@ Status canonicalize(const Type& type, Canonical* out) {
   if (s.size() == 1 && s[0].body.size() == 1) {
     Seg g = s[0];
     foldRepeat(&g);
-    if (g.repeat == 1) {
+    if (g.repeat == 1 && !wrapsAdjacent(g.body[0])) {
       normalize(&g.body[0]);
       fin.push_back(std::move(g));
       single = true;

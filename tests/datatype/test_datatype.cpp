@@ -129,6 +129,18 @@ TEST(Datatype, SubarrayBounds) {
 }
 
 // A 3-D face of a 8x6x10 double array, described four ways, must reach one canonical form.
+// Seeded generator of a randomized test: TETHER_DT_SEED overrides the default seed; the seed is printed.
+struct Rng {
+  Rng(const char* test, uint64_t fallback) : seed(fallback) {
+    if (const char* e = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(e, nullptr, 0);
+    std::printf("%s: seed %llu\n", test, static_cast<unsigned long long>(seed));
+    gen.seed(seed);
+  }
+  int64_t operator()(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); }
+  uint64_t seed;
+  std::mt19937_64 gen;
+};
+
 TEST(Datatype, SameLayoutSameCanonicalForm) {
   T d, row, plane, vv, sa, hi, st;
   OK(tether_type_basic(TETHER_BASIC_DOUBLE, d.out()));
@@ -361,11 +373,8 @@ TEST(Datatype, Errors) {
 // Random layouts: the canonical form of a type equals the canonical form of the hindexed list of its contiguous
 // blocks (in pack order), and pack through both is identical. Seed: TETHER_DT_SEED (printed).
 TEST(Datatype, RandomTreesMatchTheirBlockLists) {
-  uint64_t seed = 7;
-  if (const char* e = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(e, nullptr, 0);
-  std::printf("RandomTreesMatchTheirBlockLists: seed %llu\n", static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
-  auto uni = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Rng uni("RandomTreesMatchTheirBlockLists", 7);
+  const uint64_t seed = uni.seed;
   T byte;
   OK(tether_type_basic(TETHER_BASIC_BYTE, byte.out()));
   for (int iter = 0; iter < 300; ++iter) {
@@ -443,6 +452,114 @@ TEST(Datatype, BatchedFoldingMatchesBlockLists) {
     std::iota(mem.begin(), mem.end(), 5);
     const unsigned char* origin = mem.data() + 32 - q.tlb;
     EXPECT_EQ(packAll(listed, 1, origin), packAll(st, 1, origin)) << "iteration " << iter;
+  }
+}
+
+// Indexed entries over a basic type take a fast path at commit: one plain block per entry, and a list that repeats
+// with a period of up to 8 entries becomes one repeated segment. The same blocks listed as a struct (the general
+// path) reach the same form and pack the same, periodic or not, with remainders, zero lengths, negative and adjacent
+// gaps; a periodic list beyond the exact-stage limit still packs its type map.
+TEST(Datatype, PeriodicEntryListsMatchTheGeneralPath) {
+  Rng uni("PeriodicEntryListsMatchTheGeneralPath", 23);
+  const uint64_t seed = uni.seed;
+  T i32;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  for (int iter = 0; iter < 400; ++iter) {
+    const int64_t p = uni(1, 9), reps = uni(1, 40), rest = uni(0, 2) ? 0 : uni(0, p - 1);
+    std::vector<int64_t> len(static_cast<size_t>(p)), off(static_cast<size_t>(p));
+    for (int64_t j = 0; j < p; ++j) {
+      len[static_cast<size_t>(j)] = uni(0, 9) == 0 ? 0 : uni(1, 3);
+      off[static_cast<size_t>(j)] = uni(0, 3) == 0 && j ? off[static_cast<size_t>(j - 1)] + len[static_cast<size_t>(j - 1)]
+                                                       : uni(-20, 40);
+    }
+    const int64_t stride = uni(0, 3) == 0 ? -uni(1, 60) : uni(1, 80);
+    std::vector<int64_t> bl, de, deBytes;
+    for (int64_t r = 0; r < reps; ++r)
+      for (int64_t j = 0; j < p; ++j) {
+        bl.push_back(len[static_cast<size_t>(j)]);
+        de.push_back(off[static_cast<size_t>(j)] + r * stride);
+      }
+    for (int64_t j = 0; j < rest; ++j)
+      bl.push_back(len[static_cast<size_t>(j)]), de.push_back(off[static_cast<size_t>(j)] + reps * stride);
+    for (int64_t d : de) deBytes.push_back(4 * d);
+    const int64_t n = static_cast<int64_t>(bl.size());
+    T ix, st;
+    OK(tether_type_indexed(n, bl.data(), de.data(), i32, ix.out()));
+    std::vector<tether_type_t> ts(static_cast<size_t>(n), i32.get());
+    OK(tether_type_struct(n, bl.data(), deBytes.data(), ts.data(), st.out()));
+    committed(&ix);
+    committed(&st);
+    EXPECT_EQ(body(ix), body(st)) << "seed " << seed << " iteration " << iter << ": " << full(st);
+    Q q = query(st);
+    if (q.size == 0) continue;
+    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
+    std::iota(mem.begin(), mem.end(), 1);
+    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    std::vector<unsigned char> expect;
+    for (int64_t i = 0; i < n; ++i)
+      expect.insert(expect.end(), origin + deBytes[static_cast<size_t>(i)],
+                    origin + deBytes[static_cast<size_t>(i)] + 4 * bl[static_cast<size_t>(i)]);
+    EXPECT_EQ(packAll(ix, 1, origin), expect) << "seed " << seed << " iteration " << iter;
+  }
+  // 40000 blocks (above the exact-stage limit), period 2: a compact structural form that packs the type map.
+  std::vector<int64_t> bl, de;
+  for (int i = 0; i < 40000; ++i) bl.push_back(1 + i % 2), de.push_back(5 * i + (i % 2));
+  T big;
+  OK(tether_type_indexed(40000, bl.data(), de.data(), i32, big.out()));
+  committed(&big);
+  EXPECT_LE(tether_type_t(big)->canonical->pieces.size(), 4u) << full(big);
+  Q q = query(big);
+  std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
+  std::iota(mem.begin(), mem.end(), 7);
+  const unsigned char* origin = mem.data() + 32 - q.tlb;
+  std::vector<unsigned char> expect;
+  for (int i = 0; i < 40000; ++i) expect.insert(expect.end(), origin + 4 * de[i], origin + 4 * de[i] + 4 * bl[i]);
+  EXPECT_EQ(packAll(big, 1, origin), expect);
+}
+
+// A strided layout whose last block of a row ends where the next row starts (the wrap adjacency normalize() does
+// not see): its vector form, the struct of its blocks and the hindexed list of its maximal runs reach one form (the
+// runs joined), and pack the same. Random rows, planes and strides, with and without such a wrap.
+TEST(Datatype, WrappedAdjacentRowsJoin) {
+  Rng uni("WrappedAdjacentRowsJoin", 31);
+  const uint64_t seed = uni.seed;
+  T i32, byte;
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32.out()));
+  OK(tether_type_basic(TETHER_BASIC_BYTE, byte.out()));
+  for (int iter = 0; iter < 300; ++iter) {
+    const int64_t b = uni(1, 3), c0 = uni(2, 5), c1 = uni(2, 9), c2 = uni(1, 3), o = uni(-50, 50);
+    int64_t s0 = uni(-8, 8);
+    if (s0 == b || s0 == 0) s0 = b + 1;
+    // The row stride makes the wrap adjacent most of the time: the next row starts where this row's last block ends.
+    const int64_t s1 = uni(0, 3) ? (c0 - 1) * s0 + b : uni(-60, 60);
+    const int64_t s2 = uni(0, 2) ? (c1 - 1) * s1 + (c0 - 1) * s0 + b : uni(-200, 200);
+    std::vector<int64_t> offs;  // blocks in pack order, in ints
+    for (int64_t k = 0; k < c2; ++k)
+      for (int64_t j = 0; j < c1; ++j)
+        for (int64_t i = 0; i < c0; ++i) offs.push_back(o + k * s2 + j * s1 + i * s0);
+    T row, plane, vol, vec, st, runs;
+    OK(tether_type_vector(c0, b, s0, i32, row.out()));
+    OK(tether_type_hvector(c1, 1, 4 * s1, row, plane.out()));
+    OK(tether_type_hvector(c2, 1, 4 * s2, plane, vol.out()));
+    const int64_t one = 1, at = 4 * o;
+    OK(tether_type_hindexed(1, &one, &at, vol, vec.out()));
+    std::vector<int64_t> bl(offs.size(), b), bytesAt, rl, ro;
+    for (int64_t x : offs) {
+      bytesAt.push_back(4 * x);
+      if (!ro.empty() && ro.back() + rl.back() == 4 * x) rl.back() += 4 * b;
+      else ro.push_back(4 * x), rl.push_back(4 * b);
+    }
+    std::vector<tether_type_t> ts(offs.size(), i32.get());
+    OK(tether_type_struct(static_cast<int64_t>(offs.size()), bl.data(), bytesAt.data(), ts.data(), st.out()));
+    OK(tether_type_hindexed(static_cast<int64_t>(ro.size()), rl.data(), ro.data(), byte, runs.out()));
+    for (T* t : {&vec, &st, &runs}) committed(t);
+    EXPECT_EQ(body(vec), body(runs)) << "seed " << seed << " iteration " << iter << ": " << full(vec);
+    EXPECT_EQ(body(st), body(runs)) << "seed " << seed << " iteration " << iter << ": " << full(st);
+    Q q = query(vec);
+    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
+    std::iota(mem.begin(), mem.end(), 9);
+    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    EXPECT_EQ(packAll(vec, 1, origin), packAll(runs, 1, origin)) << "seed " << seed << " iteration " << iter;
   }
 }
 
