@@ -10,29 +10,13 @@ count). Latency rows compare microseconds, bandwidth rows (put_bw, get_bw, put_b
 tether is faster (NVSHMEM us / tether us, or tether GB/s / NVSHMEM GB/s). Rows that only one side has are listed
 with "-" on the other. Exit 0; 2 on unreadable input.
 """
-import argparse
-import json
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from compare_common import describe, emit, load_pair  # noqa: E402
+
 BW_ROWS = {"put_bw", "get_bw", "put_bw_bidir"}
-
-
-def load(path):
-    run, rows = {}, []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SystemExit(f"compare_device.py: {path}:{n}: not JSON ({e})")
-            if rec.get("record") == "run":
-                run = rec
-            elif "row" in rec:
-                rows.append(rec)
-    return run, rows
 
 
 def kind(rec):
@@ -49,34 +33,11 @@ def key(rec):
     return (rec["row"], rec["scope"], rec["bytes"], None if k == "best" else rec["blocks"], k)
 
 
-def describe(label, run, path):
-    impl = run.get("impl", "tether (no impl field: recorded before it existed)" if label == "tether" else "?")
-    where = run.get("host") or run.get("machine") or "?"
-    parts = [f"{label}: {path}", f"impl {impl}", f"host {where}", f"date {run.get('date', '?')}"]
-    if run.get("gpu"):
-        parts.append(f"gpu {run['gpu']}")
-    if run.get("impl_detail"):
-        parts.append(run["impl_detail"])
-    return "# " + "; ".join(parts)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("tether", help="device.jsonl (tether_bench_device --json)")
-    ap.add_argument("nvshmem", help="nvshmem_device.jsonl (tether_bench_nvshmem_device --json)")
-    ap.add_argument("-o", "--out", help="also write the table to this file")
-    a = ap.parse_args()
-    try:
-        trun, trows = load(a.tether)
-        nrun, nrows = load(a.nvshmem)
-    except OSError as e:
-        print(f"compare_device.py: {e}", file=sys.stderr)
-        return 2
-    for label, run in (("tether", trun), ("nvshmem", nrun)):
-        impl = run.get("impl")
-        if impl is not None and impl != label:
-            print(f"compare_device.py: warning: the {label} file says impl {impl!r}", file=sys.stderr)
-
+    a, (trun, trows), (nrun, nrows) = load_pair(__doc__, "compare_device.py",
+                                                 "device.jsonl (tether_bench_device --json)",
+                                                 "nvshmem_device.jsonl (tether_bench_nvshmem_device --json)",
+                                                 lambda rec: "row" in rec)
     nmap = {}
     for r in nrows:
         nmap.setdefault(key(r), r)
@@ -122,11 +83,7 @@ def main():
         fmt = lambda v: "-" if v is None else f"{v:.3f}" if not bw else f"{v:.2f}"
         lines.append(f"{k[0]:<22} {k[1]:<6} {k[2]:>12} {blocks:>9} {metric:>6} {fmt(tv):>12} {fmt(nv):>12} "
                      f"{ratio:>7}  {note}".rstrip())
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    emit(lines, a.out)
     return 0
 
 

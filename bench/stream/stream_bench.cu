@@ -14,31 +14,31 @@
 //   halo                 HPGMG exchange_boundary style: pack kernel -> send -> interior kernel -> wait -> unpack
 //                        kernel per iteration, CPU-synchronous / stream-ordered / kernel-initiated, with the CPU busy
 //                        time of each (getrusage of the process and the main thread's CPU clock over the loop)
-// Timing: each batch lies between host barriers; `us` = steady_clock from the first enqueue to the end of the
-// synchronisation / ops, `gpu_us` = CUDA events on the stream around the same work / ops, `issue_us` = CPU time spent
-// enqueueing / ops. Statistics are over batches (median, min, p90; bench/harness.h). Data is checked after every row
-// outside the timed region; wrong data exits 1, a failed call exits 2, no GPU exits 77, and a batch that has not
-// finished after STREAM_BENCH_TIMEOUT seconds (default 60) exits 3 after printing the row's watched words (a stream
-// memop wait cannot time out by itself; the watchdog turns such a hang into a diagnosis).
+// The method is stream_rows.h's, shared with the NVSHMEM twin (bench/nvshmem/nvshmem_stream.cu): options, the no-GPU
+// agreement, batch timing (each batch between host barriers; `us` = steady_clock from the first enqueue to the end of
+// the synchronisation / ops, `gpu_us` = CUDA events on the stream around the same work / ops, `issue_us` = CPU time
+// spent enqueueing / ops; statistics over batches), validation after every row outside the timed region, the
+// STREAM_BENCH_TIMEOUT watchdog (a stalled batch exits 3 after printing the row's watched words), the tables, the
+// JSON lines, and the rows both programs measure (put_on_stream, put_quiet_on_stream, put_quiet_sync, put_bw,
+// put_bw_bidir, put_signal_pingpong, barrier_all). Exit: 0 ok, 1 wrong data, 2 failed call or bad usage, 3 stalled
+// batch, 77 no GPU. This file holds tether's calls for those rows (TetherCalls, with prepared_pingpong as the
+// ping-pong table's second row), tether's own rows (prepared_put4, fetch_add, the doorbell rows, the halo exchange,
+// timed on its own below) and the start-up.
 #include <cuda_runtime.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../cuda_check.h"
 #include "harness.h"
+#include "stream_rows.h"
 #include "tether/device.cuh"
 #include "tether/tether.h"
 
@@ -47,21 +47,20 @@ namespace dev = tether::device;
 
 namespace {
 
-// ---- kernels ------------------------------------------------------------------------------------------------------
+using streambench::barrier;
+using streambench::beginTable;
+using streambench::checkBytes;
+using streambench::checkWord;
+using streambench::clearDev;
+using streambench::fail;
+using streambench::num;
+using streambench::report;
+using streambench::Result;
+using streambench::syncStream;
+using streambench::timeBatches;
+using streambench::watchRow;
 
-__host__ __device__ __forceinline__ unsigned char patternByte(size_t i, int pe) {
-  return static_cast<unsigned char>(((static_cast<uint32_t>(i) * 2654435761u) >> 24) + 17u * static_cast<uint32_t>(pe));
-}
-__global__ void fillPattern(char* p, size_t n, int pe) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = static_cast<char>(patternByte(i, pe));
-}
-__global__ void countWrong(const char* p, size_t n, int pe, unsigned long long* bad) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    if (static_cast<unsigned char>(p[i]) != patternByte(i, pe)) atomicAdd(bad, 1ull);
-}
+// ---- kernels ------------------------------------------------------------------------------------------------------
 
 // Halo exchange. The domain is rows x kCols uint32 (row-major); column kCols-2 is the boundary this PE sends,
 // column kCols-1 the ghost column it receives: the pack is a strided gather, the unpack a strided scatter. The
@@ -141,336 +140,57 @@ double cpuThreadSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-struct Ctx {
-  tether_t w = nullptr;
-  int me = 0, peer = 1;
-  tb::Options o;
-  tb::RunInfo info;
-  std::string gpu, path;
-  cudaStream_t s = nullptr;
+// stream_rows.h's context (buf, words: DEVICE symmetric) and what only tether's rows use.
+struct Ctx : streambench::Ctx {
   cudaStream_t comm = nullptr;  // halo, stream model: the send runs here, beside the interior kernel on s
-  cudaEvent_t e0 = nullptr, e1 = nullptr, done = nullptr;  // done: blocking-sync event (the CPU sleeps on it)
-  cudaEvent_t packed = nullptr, sent = nullptr;            // halo, stream model: s -> comm and comm -> s ordering
-  char* buf = nullptr;          // DEVICE symmetric, maxSize: RMA target
-  uint64_t* words = nullptr;    // DEVICE symmetric, 4096 B: signals, counter
-  double* xchg = nullptr;       // HOST symmetric, 64 B: PE 1's times and failure count for PE 0
-  char* local = nullptr;        // cudaMalloc, maxSize: put source (pattern of this PE)
+  cudaEvent_t done = nullptr;   // blocking-sync event (the CPU sleeps on it)
+  cudaEvent_t packed = nullptr, sent = nullptr;  // halo, stream model: s -> comm and comm -> s ordering
   uint64_t* fetched = nullptr;  // cudaMalloc, iters words: fetch_add results
-  unsigned long long* bad = nullptr;
-  FILE* json = nullptr;
-  long failures = 0;
-  // Watchdog (see the file comment): the row in progress and the words it waits on, read back on a stall.
-  std::atomic<double> deadline{0};  // steady seconds; 0 = nothing timed in progress
-  std::atomic<const char*> rowName{""};
-  std::vector<std::pair<const char*, const uint64_t*>> watch;  // set before a row's batches start
-  int device = 0;
   void* sv() const { return static_cast<void*>(s); }
 };
 
-double benchTimeout() {
-  const char* e = std::getenv("STREAM_BENCH_TIMEOUT");
-  const double v = e ? std::atof(e) : 0;
-  return v > 0 ? v : 60;
-}
-
-// Runs beside the benchmark: on a stalled batch, prints what the row waits on (each watched word read through a
-// stream of its own, bounded), then ends the process (tetherrun then stops the other PE).
-void watchdog(Ctx* c) {
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const double d = c->deadline.load();
-    // PE 1 reports a little later: PE 0 leads the timed rows, and tetherrun stops the other PE once one has exited.
-    if (d == 0 || tb::nowSeconds() < d + (c->me == 1 ? 4 : 0)) continue;
-    std::fprintf(stderr, "tether_bench_stream[PE %d]: row %s: a batch has not finished after %.0f s: stalled\n", c->me,
-                 c->rowName.load(), benchTimeout());
-    cudaSetDevice(c->device);
-    cudaStream_t probe = nullptr;
-    uint64_t* host = nullptr;
-    if (cudaStreamCreateWithFlags(&probe, cudaStreamNonBlocking) == cudaSuccess &&
-        cudaMallocHost(&host, 8 * c->watch.size() + 8) == cudaSuccess) {
-      for (size_t i = 0; i < c->watch.size(); ++i)
-        cudaMemcpyAsync(host + i, c->watch[i].second, 8, cudaMemcpyDefault, probe);
-      const double until = tb::nowSeconds() + 2;
-      while (cudaStreamQuery(probe) == cudaErrorNotReady && tb::nowSeconds() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      const bool read = cudaStreamQuery(probe) == cudaSuccess;
-      for (size_t i = 0; i < c->watch.size(); ++i) {
-        if (read)
-          std::fprintf(stderr, "tether_bench_stream[PE %d]:   %s = %llu\n", c->me, c->watch[i].first,
-                       static_cast<unsigned long long>(host[i]));
-        else
-          std::fprintf(stderr, "tether_bench_stream[PE %d]:   %s: not readable (the copy did not finish in 2 s)\n",
-                       c->me, c->watch[i].first);
-      }
-    }
-    std::fprintf(stderr, "tether_bench_stream[PE %d]:   batch start event %s; the bench stream %s\n", c->me,
-                 cudaEventQuery(c->e0) == cudaSuccess ? "reached" : "not reached",
-                 cudaStreamQuery(c->s) == cudaSuccess ? "is idle" : "has work pending");
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
-}
-
-void barrier(Ctx& c) { TK(tether_barrier_all(c.w)); }
-void syncStream(Ctx& c) { CK(cudaStreamSynchronize(c.s)); }
-
-void clearDev(Ctx& c, void* p, size_t n) {
-  CK(cudaMemsetAsync(p, 0, n, c.s));
-  syncStream(c);
-}
-void fail(Ctx& c, const char* row, size_t bytes, const std::string& what) {
-  ++c.failures;
-  std::fprintf(stderr, "tether_bench_stream[PE %d]: data validation FAILED: %s %zu B: %s\n", c.me, row, bytes,
-               what.c_str());
-}
-// This PE's p[0..n) must hold PE `from`'s pattern.
-void checkBytes(Ctx& c, const char* p, size_t n, int from, const char* row) {
-  unsigned long long wrong = 0;
-  CK(cudaMemsetAsync(c.bad, 0, sizeof wrong, c.s));
-  countWrong<<<264, 1024, 0, c.s>>>(p, n, from, c.bad);
-  CK(cudaGetLastError());
-  CK(cudaMemcpyAsync(&wrong, c.bad, sizeof wrong, cudaMemcpyDeviceToHost, c.s));
-  syncStream(c);
-  if (wrong) fail(c, row, n, std::to_string(wrong) + " of " + std::to_string(n) + " bytes wrong");
-}
-uint64_t readWord(Ctx& c, const uint64_t* w) {
-  uint64_t v = 0;
-  CK(cudaMemcpyAsync(&v, w, sizeof v, cudaMemcpyDeviceToHost, c.s));
-  syncStream(c);
-  return v;
-}
-void checkWord(Ctx& c, const uint64_t* w, uint64_t expect, const char* row, const char* what) {
-  const uint64_t v = readWord(c, w);
-  if (v != expect)
-    fail(c, row, 8, std::string(what) + " is " + std::to_string(v) + ", expected " + std::to_string(expect));
-}
-
-// ---- output -------------------------------------------------------------------------------------------------------
-
-std::string num(double v) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
-}
-
-void printHeader(Ctx& c) {
-  if (c.me != 0) return;
-  std::printf("# tether_bench_stream: %s x2 (PE 0: %s), path %s, DEVICE segments\n", c.gpu.c_str(), c.info.host.c_str(),
-              c.path.c_str());
-  std::printf("# date %s; command: %s\n", c.info.date.c_str(), c.info.commandLine.c_str());
-  std::printf("# iters %d, batches %d, warm-up %d, sizes %s..%s; us = steady_clock per op (enqueue to sync), "
-              "gpu_us = CUDA events per op, issue_us = CPU enqueue time per op; median over batches\n",
-              c.o.iters, c.o.batches, c.o.warmup, tb::formatSize(c.o.minSize).c_str(),
-              tb::formatSize(c.o.maxSize).c_str());
-  if (c.json)
-    std::fprintf(c.json,
-                 "{\"record\":\"run\",\"bench\":\"stream\",\"impl\":\"tether\",\"host\":%s,\"cpu\":%s,\"cpus\":%d,"
-                 "\"gpu\":%s,\"date\":%s,\"command\":%s,\"pes\":2,\"path\":%s,\"iters\":%d,\"batches\":%d,"
-                 "\"warmup\":%d,\"min_size\":%zu,\"max_size\":%zu,\"quick\":%s}\n",
-                 tb::jsonString(c.info.host).c_str(), tb::jsonString(c.info.cpu).c_str(), c.info.cpus,
-                 tb::jsonString(c.gpu + " x2").c_str(), tb::jsonString(c.info.date).c_str(),
-                 tb::jsonString(c.info.commandLine).c_str(), tb::jsonString(c.path).c_str(), c.o.iters, c.o.batches,
-                 c.o.warmup, c.o.minSize, c.o.maxSize, c.o.quick ? "true" : "false");
-}
-void beginTable(Ctx& c, const std::string& title) {
-  if (c.me != 0) return;
-  std::printf("\n# %s\n%-22s %12s %10s %10s %10s %10s %10s %10s %9s\n", title.c_str(), "op", "bytes", "us", "min",
-              "p90", "gpu_us", "issue_us", "GB/s", "iters");
-}
-
-struct Result {
-  tb::Stats wall, gpu, issue;  // per op, µs
-  long iters = 0;
-};
-
-// One table line and one JSON line (PE 0). bytesPerOp > 0 with bw: GB/s = bytesPerOp / gpu median.
-void report(Ctx& c, const char* op, size_t bytes, const Result& r, double bytesPerOp, const std::string& note) {
-  if (c.me != 0) return;
-  const double bw = bytesPerOp > 0 && r.gpu.median > 0 ? bytesPerOp / (r.gpu.median * 1e3) : -1;
-  std::printf("%-22s %12zu %10.3f %10.3f %10.3f %10.3f %10.3f %10s %9ld %s\n", op, bytes, r.wall.median, r.wall.min,
-              r.wall.p90, r.gpu.median, r.issue.median, bw >= 0 ? num(bw).c_str() : "-", r.iters, note.c_str());
-  std::fflush(stdout);
-  if (!c.json) return;
-  std::fprintf(c.json,
-               "{\"record\":\"row\",\"bench\":\"stream\",\"impl\":\"tether\",\"op\":%s,\"model\":\"stream\","
-               "\"path\":%s,\"kinds\":\"D->D\",\"bytes\":%zu,\"iters\":%ld,\"batches\":%zu,\"lat_us_median\":%s,"
-               "\"lat_us_min\":%s,\"lat_us_p90\":%s,\"gpu_us_median\":%s,\"issue_us_median\":%s,\"bw_GBps\":%s,"
-               "\"pes\":2,\"host\":%s,\"date\":%s,\"note\":%s}\n",
-               tb::jsonString(op).c_str(), tb::jsonString(c.path).c_str(), bytes, r.iters, r.wall.n,
-               num(r.wall.median).c_str(), num(r.wall.min).c_str(), num(r.wall.p90).c_str(),
-               num(r.gpu.median).c_str(), num(r.issue.median).c_str(), bw >= 0 ? num(bw).c_str() : "null",
-               tb::jsonString(c.info.host).c_str(), tb::jsonString(c.info.date).c_str(),
-               tb::jsonString(note).c_str());
-  std::fflush(c.json);
-}
-
-// Runs warm-up + timed batches. Every batch lies between host barriers; on PEs with active = true the batch
-// enqueues `ops` operations on the stream (enqueue(ops)), then the stream is synchronised. divisor: per-op time =
-// batch time / (ops * divisor) (2 for one-way ping-pong). maxOfBoth: PE 0 takes, per batch, the larger of both PEs'
-// times (PE 1 sends its own through the HOST exchange words). Samples are PE 0's.
-Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
-                   const std::function<void(int ops)>& enqueue) {
-  std::vector<double> wall, gpu, issue;
-  for (int b = 0; b < c.o.warmup + c.o.batches; ++b) {
-    c.deadline = tb::nowSeconds() + benchTimeout();
-    barrier(c);
-    double t[3] = {0, 0, 0};  // wall, gpu, issue (s)
-    if (active) {
-      const double t0 = tb::nowSeconds();
-      CK(cudaEventRecord(c.e0, c.s));
-      enqueue(ops);
-      CK(cudaGetLastError());
-      CK(cudaEventRecord(c.e1, c.s));
-      const double t1 = tb::nowSeconds();
-      CK(cudaEventSynchronize(c.e1));
-      const double t2 = tb::nowSeconds();
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, c.e0, c.e1));
-      t[0] = t2 - t0, t[1] = ms * 1e-3, t[2] = t1 - t0;
-    }
-    if (maxOfBoth) {
-      if (c.me == 1) TK(tether_put(c.w, c.xchg, t, sizeof t, 0));
-      barrier(c);
-      if (c.me == 0)
-        for (int k = 0; k < 2; ++k) t[k] = std::max(t[k], c.xchg[k]);
-    }
-    c.deadline = 0;
-    if (b < c.o.warmup) continue;
-    const double per = 1e6 / (ops * divisor);
-    wall.push_back(t[0] * per);
-    gpu.push_back(t[1] * per);
-    issue.push_back(t[2] * per);
-  }
-  barrier(c);
-  Result r;
-  r.wall = tb::computeStats(wall);
-  r.gpu = tb::computeStats(gpu);
-  r.issue = tb::computeStats(issue);
-  r.iters = static_cast<long>(ops) * c.o.batches;
-  return r;
-}
-
 // ---- rows ---------------------------------------------------------------------------------------------------------
 
-void rowPutLatency(Ctx& c) {
-  const int k = c.o.iters;
-  const bool pe0 = c.me == 0;
-  beginTable(c, "8 B puts on a stream, PE 0 -> PE 1");
-  if (tb::wantsOp(c.o, "put_on_stream")) {
-    if (!pe0) clearDev(c, c.buf, 8);
-    const Result r = timeBatches(c, k, pe0, 1, false, [&](int n) {
-      for (int i = 0; i < n; ++i) TK(tether_putmem_on_stream(c.w, c.buf, c.local, 8, c.peer, c.sv()));
-    });
-    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_on_stream");
-    report(c, "put_on_stream", 8, r, 0, "back to back, one sync per batch; per op");
+// tether's calls for stream_rows.h's rows (put_on_stream .. barrier_all), and its ping-pong variant
+// prepared_pingpong: the put_signal ping-pong as a prepared set (PE 0: put_signal then wait; PE 1: wait then
+// put_signal; both signal values patched per post).
+struct TetherCalls {
+  tether_op_set_t set = nullptr;  // prepared_pingpong, during its batches
+  static void* sv(streambench::Ctx& c) { return static_cast<void*>(c.s); }
+  void put(streambench::Ctx& c, void* dest, const void* src, size_t nb, int pe) {
+    TK(tether_putmem_on_stream(c.w, dest, src, nb, pe, sv(c)));
   }
-  if (tb::wantsOp(c.o, "put_quiet_on_stream")) {
-    if (!pe0) clearDev(c, c.buf, 8);
-    const Result r = timeBatches(c, k, pe0, 1, false, [&](int n) {
-      for (int i = 0; i < n; ++i) {
-        TK(tether_putmem_on_stream(c.w, c.buf, c.local, 8, c.peer, c.sv()));
-        TK(tether_quiet_on_stream(c.w, c.sv()));
-      }
-    });
-    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_quiet_on_stream");
-    report(c, "put_quiet_on_stream", 8, r, 0, "put + quiet_on_stream back to back, one sync per batch; per pair");
+  void quiet(streambench::Ctx& c) { TK(tether_quiet_on_stream(c.w, sv(c))); }
+  void putSignal(streambench::Ctx& c, void* dest, const void* src, size_t nb, uint64_t* sig, uint64_t v, int pe) {
+    TK(tether_putmem_signal_on_stream(c.w, dest, src, nb, sig, v, TETHER_SIGNAL_SET, pe, sv(c)));
   }
-  if (tb::wantsOp(c.o, "put_quiet_sync")) {
-    if (!pe0) clearDev(c, c.buf, 8);
-    const Result r = timeBatches(c, std::max(1, k / 4), pe0, 1, false, [&](int n) {
-      for (int i = 0; i < n; ++i) {
-        TK(tether_putmem_on_stream(c.w, c.buf, c.local, 8, c.peer, c.sv()));
-        TK(tether_quiet_on_stream(c.w, c.sv()));
-        syncStream(c);
-      }
-    });
-    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_quiet_sync");
-    report(c, "put_quiet_sync", 8, r, 0, "put + quiet_on_stream + cudaStreamSynchronize per op");
+  void signalWait(streambench::Ctx& c, uint64_t* sig, uint64_t v) {
+    TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, v, sv(c)));
   }
-}
+  void barrierAll(streambench::Ctx& c) { TK(tether_barrier_all_on_stream(c.w, sv(c))); }
 
-void rowBandwidth(Ctx& c) {
-  for (int bidir = 0; bidir < 2; ++bidir) {
-    const char* op = bidir ? "put_bw_bidir" : "put_bw";
-    if (!tb::wantsOp(c.o, op)) continue;
-    beginTable(c, bidir ? "putmem_on_stream, PE 0 <-> PE 1 at once; k puts + quiet_on_stream per batch; GB/s = total "
-                          "of both directions over the slower PE's events"
-                        : "putmem_on_stream, PE 0 -> PE 1; k puts + quiet_on_stream per batch; GB/s from the events");
-    for (size_t nb : tb::messageSizes(c.o)) {
-      const int k = tb::opsPerBatch(c.o, nb);
-      const bool active = bidir || c.me == 0;
-      const bool receives = bidir || c.me == 1;
-      if (receives) clearDev(c, c.buf, nb);
-      const Result r = timeBatches(c, k, active, 1, bidir != 0, [&](int n) {
-        for (int i = 0; i < n; ++i) TK(tether_putmem_on_stream(c.w, c.buf, c.local, nb, c.peer, c.sv()));
-        TK(tether_quiet_on_stream(c.w, c.sv()));
-      });
-      if (receives) checkBytes(c, c.buf, nb, c.peer, op);
-      report(c, op, nb, r, static_cast<double>(nb) * (bidir ? 2 : 1), bidir ? "total of both directions" : "");
-    }
+  static constexpr const char* kVariantOp = "prepared_pingpong";
+  static constexpr const char* kVariantNote = "one-way; set {put_signal, wait} posted per round trip";
+  void variantBegin(streambench::Ctx& c, size_t nb, uint64_t* sig) {
+    tether_op_desc_t ops[2];
+    std::memset(ops, 0, sizeof ops);
+    tether_op_desc_t& ps = ops[c.me == 0 ? 0 : 1];
+    tether_op_desc_t& wt = ops[c.me == 0 ? 1 : 0];
+    ps.kind = TETHER_OP_PUT_SIGNAL, ps.pe = c.peer, ps.dest = c.buf, ps.src = c.local, ps.nbytes = nb;
+    ps.sig_addr = sig, ps.signal = 0, ps.sig_op = TETHER_SIGNAL_SET, ps.flags = TETHER_OP_PATCH_SIGNAL;
+    wt.kind = TETHER_OP_SIGNAL_WAIT, wt.pe = c.me, wt.sig_addr = sig, wt.signal = 0, wt.cmp = TETHER_CMP_GE;
+    wt.flags = TETHER_OP_PATCH_SIGNAL;
+    TK(tether_prepare(c.w, ops, 2, &set));
   }
-}
-
-void rowPingPong(Ctx& c) {
-  const bool plain = tb::wantsOp(c.o, "put_signal_pingpong"), prepared = tb::wantsOp(c.o, "prepared_pingpong");
-  if (!plain && !prepared) return;
-  beginTable(c, "put_signal + signal_wait_until on streams, ping-pong PE 0 <-> PE 1 (k round trips enqueued, one sync "
-                "per batch); one-way = time / 2k");
-  uint64_t* sig = c.words;
-  for (int mode = 0; mode < 2; ++mode) {
-    if ((mode == 0 && !plain) || (mode == 1 && !prepared)) continue;
-    const char* op = mode ? "prepared_pingpong" : "put_signal_pingpong";
-    for (size_t nb : {size_t{8}, size_t{4} << 10, size_t{64} << 10, size_t{1} << 20}) {
-      if (nb > c.o.maxSize || (mode == 1 && nb != 8)) continue;
-      const int k = std::max(1, nb >= (64 << 10) ? c.o.iters / 10 : c.o.iters);
-      clearDev(c, c.buf, nb);
-      clearDev(c, sig, 8);
-      barrier(c);
-      uint64_t seq = 0;  // signal value of the last round trip enqueued (the same on both PEs)
-      tether_op_set_t set = nullptr;
-      if (mode == 1) {  // PE 0: put_signal then wait; PE 1: wait then put_signal; both values patched per post
-        tether_op_desc_t ops[2];
-        std::memset(ops, 0, sizeof ops);
-        tether_op_desc_t& ps = ops[c.me == 0 ? 0 : 1];
-        tether_op_desc_t& wt = ops[c.me == 0 ? 1 : 0];
-        ps.kind = TETHER_OP_PUT_SIGNAL, ps.pe = c.peer, ps.dest = c.buf, ps.src = c.local, ps.nbytes = nb;
-        ps.sig_addr = sig, ps.signal = 0, ps.sig_op = TETHER_SIGNAL_SET, ps.flags = TETHER_OP_PATCH_SIGNAL;
-        wt.kind = TETHER_OP_SIGNAL_WAIT, wt.pe = c.me, wt.sig_addr = sig, wt.signal = 0, wt.cmp = TETHER_CMP_GE;
-        wt.flags = TETHER_OP_PATCH_SIGNAL;
-        TK(tether_prepare(c.w, ops, 2, &set));
-      }
-      const Result r = timeBatches(c, k, true, 2, false, [&](int n) {
-        for (int i = 0; i < n; ++i) {
-          ++seq;
-          if (mode == 1) {
-            tether_post_patch_t patch{0, seq};
-            TK(tether_post_on_stream(set, c.sv(), &patch));
-          } else if (c.me == 0) {
-            TK(tether_putmem_signal_on_stream(c.w, c.buf, c.local, nb, sig, seq, TETHER_SIGNAL_SET, c.peer, c.sv()));
-            TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, seq, c.sv()));
-          } else {
-            TK(tether_signal_wait_until_on_stream(c.w, sig, TETHER_CMP_GE, seq, c.sv()));
-            TK(tether_putmem_signal_on_stream(c.w, c.buf, c.local, nb, sig, seq, TETHER_SIGNAL_SET, c.peer, c.sv()));
-          }
-        }
-      });
-      if (set) TK(tether_op_set_free(set));
-      checkBytes(c, c.buf, nb, c.peer, op);
-      checkWord(c, sig, seq, op, "final signal");
-      report(c, op, nb, r, 0, mode ? "one-way; set {put_signal, wait} posted per round trip" : "one-way");
-    }
+  void variantTrip(streambench::Ctx& c, uint64_t seq) {
+    tether_post_patch_t patch{0, seq};
+    TK(tether_post_on_stream(set, sv(c), &patch));
   }
-}
-
-void rowBarrier(Ctx& c) {
-  if (!tb::wantsOp(c.o, "barrier_all")) return;
-  beginTable(c, "barrier_all_on_stream on both PEs, k back to back, one sync per batch");
-  const Result r = timeBatches(c, c.o.iters, true, 1, false, [&](int n) {
-    for (int i = 0; i < n; ++i) TK(tether_barrier_all_on_stream(c.w, c.sv()));
-  });
-  report(c, "barrier_all", 0, r, 0, "per barrier");
-}
+  void variantEnd(streambench::Ctx&) {
+    TK(tether_op_set_free(set));
+    set = nullptr;
+  }
+};
 
 void rowPrepared(Ctx& c) {
   if (!tb::wantsOp(c.o, "prepared_put4")) return;
@@ -483,6 +203,7 @@ void rowPrepared(Ctx& c) {
   }
   tether_op_set_t set = nullptr;
   TK(tether_prepare(c.w, ops, 4, &set));
+  watchRow(c, "prepared_put4");
   if (c.me == 1) clearDev(c, c.buf, 32);
   const Result r = timeBatches(c, c.o.iters, c.me == 0, 1, false, [&](int n) {
     for (int i = 0; i < n; ++i) TK(tether_post_on_stream(set, c.sv(), nullptr));
@@ -498,6 +219,8 @@ void rowAtomics(Ctx& c) {
   uint64_t* word = c.words + 64;
   for (int perOp = 0; perOp < 2; ++perOp) {
     const int k = perOp ? std::max(1, c.o.iters / 4) : c.o.iters;
+    const char* op = perOp ? "fetch_add_sync" : "fetch_add";
+    watchRow(c, op);
     clearDev(c, word, 8);
     barrier(c);
     const Result r = timeBatches(c, k, c.me == 0, 1, false, [&](int n) {
@@ -507,7 +230,6 @@ void rowAtomics(Ctx& c) {
       }
     });
     const uint64_t total = static_cast<uint64_t>(k) * static_cast<uint64_t>(c.o.warmup + c.o.batches);
-    const char* op = perOp ? "fetch_add_sync" : "fetch_add";
     if (c.me == 1) checkWord(c, word, total, op, "final counter");
     if (c.me == 0) {  // the last batch fetched total - k, ..., total - 1
       std::vector<uint64_t> got(static_cast<size_t>(k));
@@ -588,8 +310,7 @@ void rowDoorbell(Ctx& c, const dev::Handle& h) {
         }
         uint64_t base = 0;
         int calls = 0;
-        c.rowName = op;
-        c.watch = {{"doorbell word", bell}, {"signal word", sig}};
+        watchRow(c, op, {{"doorbell word", bell}, {"signal word", sig}});
         const Result r = timeBatches(c, k, true, 2, false, [&](int n) {
           pingPongKernel<<<1, 32, 0, c.s>>>(h, doorbell != 0, c.me == 0, bell, sig, c.buf, c.local, nb, c.peer, base,
                                             n);
@@ -627,8 +348,7 @@ void rowDoorbell(Ctx& c, const dev::Handle& h) {
       }
       uint64_t base = 0;
       int calls = 0;
-      c.rowName = "doorbell_put";
-      c.watch = {{"doorbell word", bell}, {"completion word", done}};
+      watchRow(c, "doorbell_put", {{"doorbell word", bell}, {"completion word", done}});
       const Result r = timeBatches(c, k, c.me == 0, 1, false, [&](int n) {
         ringKernel<<<1, 1, 0, c.s>>>(h, bell, base + static_cast<uint64_t>(n));
         TK(tether_signal_wait_until_on_stream(c.w, done, TETHER_CMP_GE, base + static_cast<uint64_t>(n), c.sv()));
@@ -793,59 +513,13 @@ const char* kExtraUsage =
 
 int main(int argc, char** argv) {
   Ctx c;
-  std::string err;
-  if (!tb::parseOptions(argc, argv, &c.o, &err)) {
-    std::fprintf(stderr, "%s\n%s", err.c_str(), tb::usage(argv[0], kExtraUsage).c_str());
-    return 2;
-  }
-  if (c.o.help) {
-    std::printf("%s", tb::usage(argv[0], kExtraUsage).c_str());
-    return 0;
-  }
-  bool gotMax = false;
-  for (int i = 1; i < argc; ++i) gotMax = gotMax || std::strncmp(argv[i], "--max-size", 10) == 0;
-  if (!gotMax && !c.o.quick) c.o.maxSize = size_t{1} << 30;
-  if (c.o.minSize > c.o.maxSize) c.o.minSize = c.o.maxSize;
-
-  TK(tether_init(&c.w));
-  c.me = tether_my_pe(c.w);
-  c.peer = 1 - c.me;
-  if (tether_n_pes(c.w) != 2) {
-    if (c.me == 0) std::fprintf(stderr, "tether_bench_stream needs exactly 2 PEs (tetherrun -n 2)\n");
-    TK(tether_finalize(c.w));
-    return 2;
-  }
-  // No GPU on any PE: skip (77) on every PE. The PEs agree through a HOST word on PE 0.
-  int ndev = 0;
-  const bool haveGpu = cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0;
-  {
-    void* p = nullptr;
-    TK(tether_malloc_kind(c.w, TETHER_SEG_HOST, 64, 64, &p));
-    c.xchg = static_cast<double*>(p);
-    double mine = haveGpu ? 0 : 1, any = 0;
-    TK(tether_put(c.w, c.xchg + 2 + c.me, &mine, sizeof mine, 0));
-    barrier(c);
-    if (c.me == 0) any = c.xchg[2] + c.xchg[3];
-    if (c.me == 0) TK(tether_put(c.w, c.xchg + 4, &any, sizeof any, 1));  // PE 0 tells PE 1 (PE 1 must not race it)
-    barrier(c);
-    if (c.me == 1) any = c.xchg[4];
-    if (any != 0) {
-      if (c.me == 0) std::printf("SKIP: no GPU visible on %s (tether_bench_stream needs one GPU per PE)\n",
-                                 any == 2 ? "both PEs" : "one PE");
-      std::fflush(stdout);  // before finalize: tetherrun stops the other PE once one has exited
-      TK(tether_finalize(c.w));
-      return 77;
-    }
-  }
-  CK(cudaSetDevice(tether_local_pe(c.w) % ndev));
-  c.info = tb::collectRunInfo("stream", c.o, 2);
-  {
-    int d = 0;
-    cudaDeviceProp prop;
-    CK(cudaGetDevice(&d));
-    CK(cudaGetDeviceProperties(&prop, d));
-    c.gpu = prop.name;
-  }
+  c.program = "tether_bench_stream";
+  c.impl = "tether";
+  c.memory = "DEVICE segments";
+  int rc = 0;
+  if (!streambench::parseArgs(c, argc, argv, kExtraUsage, &rc)) return rc;
+  if (!streambench::startPes(c)) return 2;
+  if (!streambench::startGpu(c)) return 77;  // no GPU on some PE: every PE skips
   // Symmetric buffers first (all DEVICE), then local ones.
   void* p = nullptr;
   TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, c.o.maxSize, &p));
@@ -865,8 +539,8 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&c.e0));
   CK(cudaEventCreate(&c.e1));
   CK(cudaEventCreateWithFlags(&c.done, cudaEventBlockingSync | cudaEventDisableTiming));
-  CK(cudaGetDevice(&c.device));
-  std::thread(watchdog, &c).detach();  // sleeps until a batch stalls (STREAM_BENCH_TIMEOUT)
+  c.rows = true;  // only batches are watched here (the probe is made when the watchdog fires)
+  std::thread(streambench::watchdog, &c).detach();  // sleeps until a batch stalls (STREAM_BENCH_TIMEOUT)
   CK(cudaMalloc(&c.local, c.o.maxSize));
   CK(cudaMalloc(&c.fetched, sizeof(uint64_t) * static_cast<size_t>(c.o.iters)));
   CK(cudaMalloc(&c.bad, sizeof(unsigned long long)));
@@ -875,50 +549,32 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&H.work, H.workElems * sizeof(float)));
   CK(cudaMemset(H.work, 0, H.workElems * sizeof(float)));
   CK(cudaMemset(H.dom, 0, H.maxBytes * kCols));
-  fillPattern<<<264, 1024, 0, c.s>>>(c.local, c.o.maxSize, c.me);
-  CK(cudaGetLastError());
-  syncStream(c);
+  streambench::fillLocal(c);
   CK(cudaDeviceSynchronize());
-  if (c.me == 0 && !c.o.jsonPath.empty()) {
-    if (c.o.jsonPath == "-") {  // JSON lines to stdout, the tables to stderr (as the harness's programs do)
-      std::fflush(stdout);
-      c.json = fdopen(dup(STDOUT_FILENO), "w");
-      dup2(STDERR_FILENO, STDOUT_FILENO);
-    } else {
-      c.json = std::fopen(c.o.jsonPath.c_str(), "w");
-    }
-    if (!c.json) std::fprintf(stderr, "cannot open %s; no JSON lines\n", c.o.jsonPath.c_str());
-  }
+  streambench::openJson(c);
   barrier(c);
-  printHeader(c);
+  streambench::printHeader(c);
 
-  rowPutLatency(c);
-  rowBandwidth(c);
-  rowPingPong(c);
-  rowBarrier(c);
+  TetherCalls calls;
+  streambench::rowPutLatency(c, calls);
+  streambench::rowBandwidth(c, calls);
+  streambench::rowPingPong(c, calls);  // put_signal_pingpong, prepared_pingpong
+  streambench::rowBarrier(c, calls);
   rowPrepared(c);
   rowAtomics(c);
   rowDoorbell(c, H.h);
   rowHalo(c, H);
 
-  // Validation vote: PE 1's failure count to PE 0.
-  double mine = static_cast<double>(c.failures);
-  if (c.me == 1) TK(tether_put(c.w, c.xchg + 5, &mine, sizeof mine, 0));
-  barrier(c);
-  const bool ok = c.failures == 0 && (c.me != 0 || c.xchg[5] == 0);
-  if (c.me == 0) std::printf(ok ? "\n# all data validated\n" : "\n# data validation FAILED (see stderr)\n");
-  if (c.json) std::fclose(c.json);
+  const bool ok = streambench::vote(c);
   CK(cudaStreamSynchronize(c.s));
-  CK(cudaEventDestroy(c.e0));
-  CK(cudaEventDestroy(c.e1));
   CK(cudaEventDestroy(c.done));
   CK(cudaEventDestroy(c.packed));
   CK(cudaEventDestroy(c.sent));
   CK(cudaStreamDestroy(c.comm));
-  CK(cudaStreamDestroy(c.s));
-  for (void* q : {static_cast<void*>(c.local), static_cast<void*>(c.fetched), static_cast<void*>(c.bad),
-                  static_cast<void*>(H.send), static_cast<void*>(H.dom), static_cast<void*>(H.work)})
+  for (void* q : {static_cast<void*>(c.fetched), static_cast<void*>(H.send), static_cast<void*>(H.dom),
+                  static_cast<void*>(H.work)})
     CK(cudaFree(q));
+  streambench::freeCuda(c);
   TK(tether_finalize(c.w));
   return ok ? 0 : 1;
 }

@@ -487,7 +487,9 @@ tether_status_t tether_op_set_free(tether_op_set_t set); /* NULL is a no-op */
  * holds a prepared set and an internal stream of the world. Each tether_doorbell_arm enqueues on that stream a wait
  * until the doorbell word holds a value >= `value` (unsigned), then the set (patched as by tether_post_on_stream).
  * The wait is a one-thread polling kernel (no time limit), not a stream memop wait: on 2xH200 a pending memop wait
- * with the set's copy behind it stalled the device's other work, the ringing kernel included. Whoever writes the word releases the set:
+ * with the set's copy behind it stalled the device's other work, the ringing kernel included. While an arm waits,
+ * that kernel holds one block slot on one SM (a cooperative launch sized to every SM's full occupancy may then be
+ * refused as too large). Whoever writes the word releases the set:
  *   - a kernel: tether::device::ring_doorbell(h, word, v) (a release store, as signal_op SET on its own PE);
  *   - the host: tether_signal_op on the calling PE;
  *   - another stream: tether_signal_op_on_stream.
