@@ -755,15 +755,18 @@ Status canonicalize(const Type& type, Canonical* out) {
   // Fast path: a layout that folds into one strided piece (vector, subarray, their nestings: the common case) is
   // already in normal form (normalize(): no unit dimensions, dimension 0 not contiguous with the block, no two
   // dimensions that form one arithmetic sequence), which is what the exact stage would rebuild from its blocks, so
-  // the block expansion is skipped (commit in well under a microsecond, whatever the number of blocks).
+  // the block expansion is skipped (commit in well under a microsecond, whatever the number of blocks) -- unless its
+  // rows touch across a dimension wrap (wrapsAdjacent()), which the exact stage would join.
   bool single = false;
   if (s.size() == 1 && s[0].body.size() == 1) {
     Seg g = s[0];
     foldRepeat(&g);
-    if (g.repeat == 1 && !wrapsAdjacent(g.body[0])) {
+    if (g.repeat == 1) {
       normalize(&g.body[0]);
-      fin.push_back(std::move(g));
-      single = true;
+      if (!wrapsAdjacent(g.body[0])) {
+        fin.push_back(std::move(g));
+        single = true;
+      }
     }
   }
   bool exact = !single && blockCount(s, kExactBlocks) <= kExactBlocks;
