@@ -502,6 +502,18 @@ TEST(Datatype, PeriodicEntryListsMatchTheGeneralPath) {
       expect.insert(expect.end(), origin + deBytes[static_cast<size_t>(i)],
                     origin + deBytes[static_cast<size_t>(i)] + 4 * bl[static_cast<size_t>(i)]);
     EXPECT_EQ(packAll(ix, 1, origin), expect) << "seed " << seed << " iteration " << iter;
+    // Nested: the periodic list (its repeated segment) inside an hvector and a struct reaches the nested struct's form.
+    const int64_t copies = uni(2, 4), gap = uni(-3, 3) * 64 + 4 * uni(0, 40);
+    T hix, hst, six, sst;
+    OK(tether_type_hvector(copies, 1, gap, ix, hix.out()));
+    OK(tether_type_hvector(copies, 1, gap, st, hst.out()));
+    const int64_t two[2] = {1, 1}, at[2] = {0, gap};
+    const tether_type_t pix[2] = {ix.get(), i32.get()}, pst[2] = {st.get(), i32.get()};
+    OK(tether_type_struct(2, two, at, pix, six.out()));
+    OK(tether_type_struct(2, two, at, pst, sst.out()));
+    for (T* t : {&hix, &hst, &six, &sst}) committed(t);
+    EXPECT_EQ(body(hix), body(hst)) << "seed " << seed << " iteration " << iter << ": " << full(hst);
+    EXPECT_EQ(body(six), body(sst)) << "seed " << seed << " iteration " << iter << ": " << full(sst);
   }
   // 40000 blocks (above the exact-stage limit), period 2: a compact structural form that packs the type map.
   std::vector<int64_t> bl, de;
