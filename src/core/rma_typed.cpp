@@ -16,6 +16,8 @@
 // model's time estimates is left for later (docs/datatype.md says so).
 //
 // Completion: the blocking and _nbi forms are complete on return (OpenSHMEM allows an nbi call to complete early).
+// The Staged route issues its runs as non-blocking puts/gets and quiets once per fragment, which also completes this
+// PE's earlier non-blocking operations (as a quiet may).
 // Ordering against this PE's earlier nbi operations to overlapping bytes is not defined (as for put_nbi + put).
 // Stream forms (OnStream): checks and route at the call, the transfer in stream order: CpuDirect as a stream host
 // call (StreamOps::hostCall) holding shared references to both canonical forms; GpuDirect with a GPU local buffer as
@@ -308,14 +310,19 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
         dt::hostPack(*local.side->c, local.base, off, len, stage);
       }
     }
+    // One non-blocking put/get per run, then one quiet: the runs' copies overlap (one synchronisation per fragment,
+    // not per run), and the stage is not reused, unpacked or freed before they complete.
     int64_t pos = 0;  // packed bytes of this fragment moved so far
-    TETHER_TRY(dt::hostWalk(*remoteSide.c, off, len, [&](int64_t disp, int64_t runBytes) -> Status {
+    Status walked = dt::hostWalk(*remoteSide.c, off, len, [&](int64_t disp, int64_t runBytes) -> Status {
       void* sym = at(remoteAddr, disp);
       const size_t nb = static_cast<size_t>(runBytes);
-      Status st = isPut ? put(call, sym, stage + pos, nb, pe, false) : get(call, stage + pos, sym, nb, pe, false);
+      Status st = isPut ? put(call, sym, stage + pos, nb, pe, true) : get(call, stage + pos, sym, nb, pe, true);
       pos += runBytes;
       return st;
-    }));
+    });
+    const Status quieted = quiet();  // also after a failed run: nothing may still read or write the stage
+    TETHER_TRY(walked);
+    TETHER_TRY(quieted);
     if (!isPut) {
       if (localOnGpu) {
         TETHER_TRY(engine(dev, true, local, off, len, stage));
