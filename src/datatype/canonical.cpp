@@ -85,6 +85,7 @@ bool sameLower(const Piece& a, const Piece& b, int n) {
 //  3. a is one top element of b and b's top dimension continues backwards onto a;
 //  4. a and b of the same shape (nd < kMaxDims): a new top dimension of count 2.
 bool tryMerge(Piece* a, const Piece& b) {
+  if (a->block != b.block && (a->nd != 0 || b.nd != 0)) return false;  // rules 2-4 all need equal blocks
   int64_t end = 0;
   if (a->nd == 0 && b.nd == 0) {
     if (addOk(a->offset, a->block, &end) && end == b.offset) {
