@@ -131,6 +131,19 @@ TEST(Datatype, SubarrayBounds) {
 }
 
 // A 3-D face of a 8x6x10 double array, described four ways, must reach one canonical form.
+// One instance's bytes of t, numbered from `first` (mod 256), with 32 bytes of margin below its true lb; origin is
+// where the type's displacements start.
+struct Arena {
+  Arena(const T& t, unsigned char first) {
+    const Q q = query(t);
+    mem.resize(static_cast<size_t>(q.text) + 64);
+    std::iota(mem.begin(), mem.end(), first);
+    origin = mem.data() + 32 - q.tlb;
+  }
+  std::vector<unsigned char> mem;
+  const unsigned char* origin = nullptr;
+};
+
 // Seeded generator of a randomized test: TETHER_DT_SEED overrides the default seed; the seed is printed.
 struct Rng {
   Rng(const char* test, uint64_t fallback) : seed(fallback) {
@@ -408,10 +421,8 @@ TEST(Datatype, RandomTreesMatchTheirBlockLists) {
     OK(tether_type_hindexed(static_cast<int64_t>(lens.size()), lens.data(), offs.data(), byte, listed.out()));
     committed(&listed);
     EXPECT_EQ(body(listed), body(c)) << "seed " << seed << " iteration " << iter << ": " << full(c);
-    Q q = query(c);
-    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
-    std::iota(mem.begin(), mem.end(), 3);
-    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    const Arena arena(c, 3);
+    const unsigned char* origin = arena.origin;
     EXPECT_EQ(packAll(listed, 1, origin), packAll(c, 1, origin)) << "seed " << seed << " iteration " << iter;
   }
 }
@@ -449,10 +460,8 @@ TEST(Datatype, BatchedFoldingMatchesBlockLists) {
     committed(&st);
     committed(&listed);
     EXPECT_EQ(body(listed), body(st)) << "iteration " << iter << ": " << full(st);
-    Q q = query(st);
-    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
-    std::iota(mem.begin(), mem.end(), 5);
-    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    const Arena arena(st, 5);
+    const unsigned char* origin = arena.origin;
     EXPECT_EQ(packAll(listed, 1, origin), packAll(st, 1, origin)) << "iteration " << iter;
   }
 }
@@ -492,11 +501,9 @@ TEST(Datatype, PeriodicEntryListsMatchTheGeneralPath) {
     committed(&ix);
     committed(&st);
     EXPECT_EQ(body(ix), body(st)) << "seed " << seed << " iteration " << iter << ": " << full(st);
-    Q q = query(st);
-    if (q.size == 0) continue;
-    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
-    std::iota(mem.begin(), mem.end(), 1);
-    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    if (query(st).size == 0) continue;
+    const Arena arena(st, 1);
+    const unsigned char* origin = arena.origin;
     std::vector<unsigned char> expect;
     for (int64_t i = 0; i < n; ++i)
       expect.insert(expect.end(), origin + deBytes[static_cast<size_t>(i)],
@@ -522,10 +529,8 @@ TEST(Datatype, PeriodicEntryListsMatchTheGeneralPath) {
   OK(tether_type_indexed(40000, bl.data(), de.data(), i32, big.out()));
   committed(&big);
   EXPECT_LE(tether_type_t(big)->canonical->pieces.size(), 4u) << full(big);
-  Q q = query(big);
-  std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
-  std::iota(mem.begin(), mem.end(), 7);
-  const unsigned char* origin = mem.data() + 32 - q.tlb;
+  const Arena arena(big, 7);
+  const unsigned char* origin = arena.origin;
   std::vector<unsigned char> expect;
   for (int i = 0; i < 40000; ++i) expect.insert(expect.end(), origin + 4 * de[i], origin + 4 * de[i] + 4 * bl[i]);
   EXPECT_EQ(packAll(big, 1, origin), expect);
@@ -569,10 +574,8 @@ TEST(Datatype, WrappedAdjacentRowsJoin) {
     for (T* t : {&vec, &st, &runs}) committed(t);
     EXPECT_EQ(body(vec), body(runs)) << "seed " << seed << " iteration " << iter << ": " << full(vec);
     EXPECT_EQ(body(st), body(runs)) << "seed " << seed << " iteration " << iter << ": " << full(st);
-    Q q = query(vec);
-    std::vector<unsigned char> mem(static_cast<size_t>(q.text) + 64);
-    std::iota(mem.begin(), mem.end(), 9);
-    const unsigned char* origin = mem.data() + 32 - q.tlb;
+    const Arena arena(vec, 9);
+    const unsigned char* origin = arena.origin;
     EXPECT_EQ(packAll(vec, 1, origin), packAll(runs, 1, origin)) << "seed " << seed << " iteration " << iter;
   }
 }
