@@ -7,11 +7,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <limits>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 namespace tether_bench {
@@ -72,18 +75,6 @@ bool parseInt(const std::string& text, int minValue, int* out) {
     return false;
   *out = static_cast<int>(v);
   return true;
-}
-
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
 }
 
 }  // namespace
@@ -235,12 +226,81 @@ int opsPerBatch(const Options& opts, size_t bytes) {
   return static_cast<int>(std::max<size_t>(1, ops));
 }
 
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 // ---- timing and statistics ---------------------------------------------------------------------------------------
 
 double nowSeconds() {
   static_assert(std::chrono::steady_clock::is_steady, "steady_clock must be monotonic");
   auto t = std::chrono::steady_clock::now().time_since_epoch();
   return std::chrono::duration<double>(t).count();
+}
+
+double envPositive(std::initializer_list<const char*> names, double fallback) {
+  for (const char* name : names) {
+    const char* e = std::getenv(name);
+    const double v = e ? std::atof(e) : 0;
+    if (v > 0) return v;
+  }
+  return fallback;
+}
+
+struct Watchdog::State {
+  std::function<void()> onStall;
+  double grace = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  double deadline = 0;  // nowSeconds(); 0: disarmed
+  bool stop = false;
+  std::thread thread;
+};
+
+Watchdog::Watchdog(std::function<void()> onStall, double grace) : st_(new State) {
+  st_->onStall = std::move(onStall);
+  st_->grace = grace;
+  State* st = st_;
+  st_->thread = std::thread([st] {
+    std::unique_lock<std::mutex> lock(st->mu);
+    while (!st->stop) {
+      st->cv.wait_for(lock, std::chrono::milliseconds(200));
+      if (st->stop || st->deadline == 0 || nowSeconds() < st->deadline + st->grace) continue;
+      lock.unlock();
+      if (st->onStall) st->onStall();
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(st_->mu);
+    st_->stop = true;
+  }
+  st_->cv.notify_all();
+  st_->thread.join();
+  delete st_;
+}
+
+void Watchdog::arm(double seconds) {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  st_->deadline = nowSeconds() + seconds;
+}
+
+void Watchdog::disarm() {
+  std::lock_guard<std::mutex> lock(st_->mu);
+  st_->deadline = 0;
 }
 
 Stats computeStats(std::vector<double> samples) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -63,10 +64,34 @@ std::vector<size_t> messageSizes(const Options& opts);
 // Operations per batch at `bytes`: opts.iters, reduced so one batch moves about opts.batchBytes, at least 1.
 int opsPerBatch(const Options& opts, size_t bytes);
 
+// Comma-separated list, empty items dropped ("a,,b" -> {"a", "b"}).
+std::vector<std::string> splitList(const std::string& s);
+
 // ---- timing and statistics ---------------------------------------------------------------------------------------
 
 // Seconds on a monotonic clock from an arbitrary origin.
 double nowSeconds();
+
+// The first of the environment variables `names` set to a number > 0, else `fallback` (seconds, counts).
+double envPositive(std::initializer_list<const char*> names, double fallback);
+
+// Stall guard for benchmarks whose waits cannot time out by themselves (stream memop waits, NVSHMEM's waits,
+// blocking RMA): a thread that, once an armed deadline has passed (plus `grace` seconds), calls onStall (which
+// prints what the program waits on; it runs on the watchdog's thread and must not block for long), flushes stdout
+// and stderr and ends the process with exit status 3 (tetherrun then stops the other PEs). Disarmed at start.
+class Watchdog {
+ public:
+  explicit Watchdog(std::function<void()> onStall, double grace = 0);
+  ~Watchdog();  // stops the thread
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  void arm(double seconds);  // deadline = now + seconds
+  void disarm();
+
+ private:
+  struct State;
+  State* st_;
+};
 
 struct Stats {
   double median = 0;

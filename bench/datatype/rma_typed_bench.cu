@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +33,6 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../cuda_check.h"
@@ -85,16 +83,6 @@ struct Extra {
   long long maxRuns = -1;         // staged route: the most remote runs a measured row may have (<0: default)
 };
 
-std::vector<std::string> splitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  for (size_t at = 0; at <= s.size();) {
-    const size_t end = std::min(s.find(',', at), s.size());
-    if (end > at) out.push_back(s.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
-
 // Takes this program's own options out of argv (--only, --sizes, --budget, --max-runs; "--name value" or
 // "--name=value"); the rest goes to the harness. False with *error on a bad value.
 bool takeExtra(int argc, char** argv, std::vector<char*>* rest, Extra* x, std::string* error) {
@@ -118,10 +106,10 @@ bool takeExtra(int argc, char** argv, std::vector<char*>* rest, Extra* x, std::s
     }
     char* end = nullptr;
     if (name == "--only") {
-      x->only = splitCommas(v);
+      x->only = tb::splitList(v);
     } else if (name == "--sizes") {
       x->sizes.clear();
-      for (const std::string& w : splitCommas(v)) {
+      for (const std::string& w : tb::splitList(v)) {
         if (w != "small" && w != "large") {
           *error = "--sizes '" + v + "': expected small and/or large";
           return false;
@@ -164,9 +152,9 @@ struct Ctx {
   FILE* json = nullptr;
   long failures = 0;
   int rows = 0;
-  // Watchdog: the deadline of the batch in progress (steady seconds, 0: none) and what it is.
+  // Watchdog (bench/harness.h): armed for each probe call and batch; what and batch name it on a stall.
   double timeoutS = 120;
-  std::atomic<double> deadline{0};
+  std::unique_ptr<tb::Watchdog> dog;
   std::atomic<const char*> what{""};
   std::atomic<int> batch{0};
   std::list<std::string> whats;  // storage for `what` (stable addresses)
@@ -187,34 +175,18 @@ void exchange(Ctx& c, int64_t v, int64_t out[2]) {
   out[1] = got[1];
 }
 
-double timeoutSeconds() {
-  for (const char* name : {"RMA_BENCH_TIMEOUT", "STREAM_BENCH_TIMEOUT"}) {
-    const char* e = std::getenv(name);
-    if (e && std::atof(e) > 0) return std::atof(e);
-  }
-  return 120;
-}
-
-void watchdog(Ctx* c) {
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const double d = c->deadline.load();
-    if (d == 0 || tb::nowSeconds() < d) continue;
-    const int batch = c->batch.load();
-    std::fprintf(stderr,
-                 "%s[PE %d]: %s: %s%s has not finished after %.0f s: stalled (RMA_BENCH_TIMEOUT raises the limit)\n",
-                 kProg, c->me, c->what.load(), batch ? "batch " : "the probe call",
-                 batch ? std::to_string(batch).c_str() : "", c->timeoutS);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
+// What a stall prints (the watchdog then exits with 3).
+void reportStall(const Ctx& c) {
+  const int batch = c.batch.load();
+  std::fprintf(stderr, "%s[PE %d]: %s: %s%s has not finished after %.0f s: stalled (RMA_BENCH_TIMEOUT raises the "
+               "limit)\n", kProg, c.me, c.what.load(), batch ? "batch " : "the probe call",
+               batch ? std::to_string(batch).c_str() : "", c.timeoutS);
 }
 void arm(Ctx& c, int batch) {
   c.batch = batch;
-  c.deadline = tb::nowSeconds() + c.timeoutS;
+  c.dog->arm(c.timeoutS);
 }
-void disarm(Ctx& c) { c.deadline = 0; }
+void disarm(Ctx& c) { c.dog->disarm(); }
 
 // ---- one pattern ----------------------------------------------------------------------------------------------------
 
@@ -681,7 +653,7 @@ int main(int argc, char** argv) {
   c.path = p2p[0] ? "p2p" : "no-p2p";
   c.route = c.mode == "auto" && p2p[0] ? "direct" : "staged";
   c.info = tb::collectRunInfo("rma_typed", c.o, 2);
-  c.timeoutS = timeoutSeconds();
+  c.timeoutS = tb::envPositive({"RMA_BENCH_TIMEOUT", "STREAM_BENCH_TIMEOUT"}, 120);
   if (tether_type_basic(TETHER_BASIC_BYTE, &c.bytes1) != TETHER_SUCCESS ||
       tether_type_gpu_calibrate(0, nullptr, 0) != TETHER_SUCCESS) {  // the cost model's table, before any row
     std::fprintf(stderr, "%s: datatype set-up failed: %s\n", kProg, tether_type_last_error());
@@ -697,7 +669,7 @@ int main(int argc, char** argv) {
     }
     printHeader(c, names, static_cast<int>(devs[0]), static_cast<int>(devs[1]));
   }
-  std::thread(watchdog, &c).detach();
+  c.dog.reset(new tb::Watchdog([&c] { reportStall(c); }));
 
   const double t0 = tb::nowSeconds();
   for (const tb::Recipe& rc : recipes) {

@@ -86,7 +86,7 @@ const char* const kNotHere[] = {"prepared_pingpong", "prepared_put4",     "fetch
 // then the batches begin (c.rows).
 void preload(Ctx& c) {
   watchRow(c, "preload (each NVSHMEM on-stream call once)", {{"own signal word", c.words}});
-  c.deadline = tb::nowSeconds() + benchTimeout();
+  c.dog->arm(benchTimeout());
   nvshmemx_putmem_on_stream(c.buf, c.local, 8, c.me, c.s);
   nvshmemx_quiet_on_stream(c.s);
   nvshmemx_putmem_signal_on_stream(c.buf, c.local, 8, c.words, 1, NVSHMEM_SIGNAL_SET, c.me, c.s);
@@ -94,7 +94,7 @@ void preload(Ctx& c) {
   nvshmemx_barrier_all_on_stream(c.s);
   CK(cudaGetLastError());
   syncStream(c);
-  c.deadline = 0;
+  c.dog->disarm();
   clearDev(c, c.buf, 8);
   clearDev(c, c.words, 4096);
   barrier(c);
@@ -178,12 +178,12 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&c.e0));
   CK(cudaEventCreate(&c.e1));
   CK(streambench::makeProbe(c));
-  std::thread(streambench::watchdog, &c).detach();  // sleeps until a batch (or a start-up step) stalls
+  streambench::startWatchdog(c);  // armed for each batch and each start-up step
 
   // Bootstrap: NVSHMEM's unique id from PE 0 to every PE through tether (nvshmem_boot.h). Bounded by the watchdog
   // (at least 120 s: NVSHMEM maps its whole heap here).
   watchRow(c, "start-up (unique-id exchange through tether, nvshmemx_init_attr, nvshmem_malloc)");
-  c.deadline = tb::nowSeconds() + std::max(benchTimeout(), 120.0);
+  c.dog->arm(std::max(benchTimeout(), 120.0));
   std::string error;
   if (!tether_nvshmem::bootNvshmem(c.w, &error)) {
     std::fprintf(stderr, "%s[PE %d]: %s\n", kProgram, c.me, error.c_str());
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
   }
   c.buf = static_cast<char*>(nvshmem_malloc(c.o.maxSize));
   c.words = static_cast<uint64_t*>(nvshmem_malloc(4096));
-  c.deadline = 0;
+  c.dog->disarm();
   if (c.buf == nullptr || c.words == nullptr) {
     std::fprintf(stderr, "%s[PE %d]: nvshmem_malloc of %zu bytes (+ 4096) failed: NVSHMEM_SYMMETRIC_SIZE=%s; set it "
                  "to at least %zu or lower --max-size\n", kProgram, c.me, c.o.maxSize, envHeap.c_str(), heapNeed);

@@ -33,7 +33,6 @@
 #include <cstring>
 #include <ctime>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../cuda_check.h"
@@ -540,7 +539,7 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&c.e1));
   CK(cudaEventCreateWithFlags(&c.done, cudaEventBlockingSync | cudaEventDisableTiming));
   c.rows = true;  // only batches are watched here (the probe is made when the watchdog fires)
-  std::thread(streambench::watchdog, &c).detach();  // sleeps until a batch stalls (STREAM_BENCH_TIMEOUT)
+  streambench::startWatchdog(c);  // armed for each batch (STREAM_BENCH_TIMEOUT)
   CK(cudaMalloc(&c.local, c.o.maxSize));
   CK(cudaMalloc(&c.fetched, sizeof(uint64_t) * static_cast<size_t>(c.o.iters)));
   CK(cudaMalloc(&c.bad, sizeof(unsigned long long)));

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -86,7 +87,7 @@ struct Ctx {
   long failures = 0;  // validation failures seen on this PE
   // Watchdog: the row in progress and the words it waits on, read back on a stall through `probe` and `probeHost`
   // (made at start-up by makeProbe, or by the watchdog when it fires).
-  std::atomic<double> deadline{0};  // steady seconds; 0 = nothing timed in progress
+  std::unique_ptr<tb::Watchdog> dog;  // startWatchdog(); armed for each batch and each watched start-up step
   std::atomic<const char*> rowName{""};
   std::atomic<bool> rows{false};  // the batches have begun: a stall is a batch's; e0 and the bench stream tell
   std::vector<std::pair<const char*, const uint64_t*>> watch;  // set before a row's batches start
@@ -181,11 +182,7 @@ void openJson(Ctx& c) {
 
 // ---- watchdog -----------------------------------------------------------------------------------------------------
 
-double benchTimeout() {
-  const char* e = std::getenv("STREAM_BENCH_TIMEOUT");
-  const double v = e ? std::atof(e) : 0;
-  return v > 0 ? v : 60;
-}
+double benchTimeout() { return tb::envPositive({"STREAM_BENCH_TIMEOUT"}, 60); }
 
 // The watchdog's read-back stream and pinned buffer; probeHost is set only when both were made.
 cudaError_t makeProbe(Ctx& c) {
@@ -202,47 +199,44 @@ void watchRow(Ctx& c, const char* row, std::vector<std::pair<const char*, const 
   c.watch = std::move(words);
 }
 
-// Runs beside the benchmark (std::thread(watchdog, &c).detach()): once the deadline has passed, prints what the row
-// waits on (each watched word read through the probe stream, bounded), then ends the process with 3 (tetherrun then
-// stops the other PE). Before the batches begin (rows false) the deadline is a start-up step's, named by rowName.
-void watchdog(Ctx* c) {
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const double d = c->deadline.load();
-    // PE 1 reports a little later: PE 0 leads the timed rows, and tetherrun stops the other PE once one has exited.
-    if (d == 0 || tb::nowSeconds() < d + (c->me == 1 ? 4 : 0)) continue;
-    if (c->rows)
-      std::fprintf(stderr, "%s[PE %d]: row %s: a batch has not finished after %.0f s: stalled\n", c->program, c->me,
-                   c->rowName.load(), benchTimeout());
-    else
-      std::fprintf(stderr, "%s[PE %d]: %s: not finished after its deadline (STREAM_BENCH_TIMEOUT %.0f s): stalled\n",
-                   c->program, c->me, c->rowName.load(), benchTimeout());
-    cudaSetDevice(c->device);
-    if (c->probeHost != nullptr || makeProbe(*c) == cudaSuccess) {
-      const size_t n = std::min(c->watch.size(), kMaxWatch);
-      for (size_t i = 0; i < n; ++i)
-        cudaMemcpyAsync(c->probeHost + i, c->watch[i].second, 8, cudaMemcpyDefault, c->probe);
-      const double until = tb::nowSeconds() + 2;
-      while (cudaStreamQuery(c->probe) == cudaErrorNotReady && tb::nowSeconds() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      const bool read = cudaStreamQuery(c->probe) == cudaSuccess;
-      for (size_t i = 0; i < n; ++i) {
-        if (read)
-          std::fprintf(stderr, "%s[PE %d]:   %s = %llu\n", c->program, c->me, c->watch[i].first,
-                       static_cast<unsigned long long>(c->probeHost[i]));
-        else
-          std::fprintf(stderr, "%s[PE %d]:   %s: not readable (the copy did not finish in 2 s)\n", c->program,
-                       c->me, c->watch[i].first);
-      }
+// What a stall prints (bench/harness.h Watchdog, which then exits with 3): the row, the words it waits on (each read
+// back through the probe stream, bounded), and for a batch whether it started. Before the batches begin (rows false)
+// the deadline is a start-up step's, named by rowName.
+void reportStall(Ctx& c) {
+  if (c.rows)
+    std::fprintf(stderr, "%s[PE %d]: row %s: a batch has not finished after %.0f s: stalled\n", c.program, c.me,
+                 c.rowName.load(), benchTimeout());
+  else
+    std::fprintf(stderr, "%s[PE %d]: %s: not finished after its deadline (STREAM_BENCH_TIMEOUT %.0f s): stalled\n",
+                 c.program, c.me, c.rowName.load(), benchTimeout());
+  cudaSetDevice(c.device);
+  if (c.probeHost != nullptr || makeProbe(c) == cudaSuccess) {
+    const size_t n = std::min(c.watch.size(), kMaxWatch);
+    for (size_t i = 0; i < n; ++i)
+      cudaMemcpyAsync(c.probeHost + i, c.watch[i].second, 8, cudaMemcpyDefault, c.probe);
+    const double until = tb::nowSeconds() + 2;
+    while (cudaStreamQuery(c.probe) == cudaErrorNotReady && tb::nowSeconds() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool read = cudaStreamQuery(c.probe) == cudaSuccess;
+    for (size_t i = 0; i < n; ++i) {
+      if (read)
+        std::fprintf(stderr, "%s[PE %d]:   %s = %llu\n", c.program, c.me, c.watch[i].first,
+                     static_cast<unsigned long long>(c.probeHost[i]));
+      else
+        std::fprintf(stderr, "%s[PE %d]:   %s: not readable (the copy did not finish in 2 s)\n", c.program, c.me,
+                     c.watch[i].first);
     }
-    if (c->rows)
-      std::fprintf(stderr, "%s[PE %d]:   batch start event %s; the bench stream %s\n", c->program, c->me,
-                   cudaEventQuery(c->e0) == cudaSuccess ? "reached" : "not reached",
-                   cudaStreamQuery(c->s) == cudaSuccess ? "is idle" : "has work pending");
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(3);
   }
+  if (c.rows)
+    std::fprintf(stderr, "%s[PE %d]:   batch start event %s; the bench stream %s\n", c.program, c.me,
+                 cudaEventQuery(c.e0) == cudaSuccess ? "reached" : "not reached",
+                 cudaStreamQuery(c.s) == cudaSuccess ? "is idle" : "has work pending");
+}
+
+// Starts the watchdog (disarmed). PE 1 reports a little later: PE 0 leads the timed rows, and tetherrun stops the
+// other PE once one has exited.
+void startWatchdog(Ctx& c) {
+  c.dog.reset(new tb::Watchdog([&c] { reportStall(c); }, c.me == 1 ? 4 : 0));
 }
 
 // ---- validation ---------------------------------------------------------------------------------------------------
@@ -381,7 +375,7 @@ Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
                    const std::function<void(int ops)>& enqueue) {
   std::vector<double> wall, gpu, issue;
   for (int b = 0; b < c.o.warmup + c.o.batches; ++b) {
-    c.deadline = tb::nowSeconds() + benchTimeout();
+    c.dog->arm(benchTimeout());
     barrier(c);
     double t[3] = {0, 0, 0};  // wall, gpu, issue (s)
     if (active) {
@@ -403,7 +397,7 @@ Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
       if (c.me == 0)
         for (int k = 0; k < 2; ++k) t[k] = std::max(t[k], c.xchg[k]);
     }
-    c.deadline = 0;
+    c.dog->disarm();
     if (b < c.o.warmup) continue;
     const double per = 1e6 / (ops * divisor);
     wall.push_back(t[0] * per);
