@@ -57,7 +57,8 @@ def describe(label, run, path):
 
 
 def emit(lines, out):
-    """Prints the table and, with out, writes it there too."""
+    """Prints the table (its command as the second line) and, with out, writes it there too."""
+    lines = lines[:1] + ["# command: " + " ".join(["python3"] + sys.argv)] + lines[1:]
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if out:

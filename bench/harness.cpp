@@ -442,6 +442,12 @@ std::string jsonString(const std::string& s) {
   return out + "\"";
 }
 
+std::string runFields(const RunInfo& info) {
+  return ",\"bench\":" + jsonString(info.bench) + ",\"host\":" + jsonString(info.host) + ",\"cpu\":" +
+         jsonString(info.cpu) + ",\"cpus\":" + std::to_string(info.cpus) + ",\"date\":" + jsonString(info.date) +
+         ",\"command\":" + jsonString(info.commandLine) + ",\"pes\":" + std::to_string(info.pes);
+}
+
 namespace {
 
 std::string jsonNumber(double v) {
@@ -506,14 +512,7 @@ void Reporter::printHeader(const std::string& notes) {
   }
   std::fflush(f);
   if (json_ != nullptr) {
-    std::string line = "{\"record\":\"run\"";
-    line += ",\"bench\":" + jsonString(info_.bench);
-    line += ",\"host\":" + jsonString(info_.host);
-    line += ",\"cpu\":" + jsonString(info_.cpu);
-    line += ",\"cpus\":" + std::to_string(info_.cpus);
-    line += ",\"date\":" + jsonString(info_.date);
-    line += ",\"command\":" + jsonString(info_.commandLine);
-    line += ",\"pes\":" + std::to_string(info_.pes);
+    std::string line = "{\"record\":\"run\"" + runFields(info_);
     line += ",\"min_size\":" + std::to_string(opts_.minSize);
     line += ",\"max_size\":" + std::to_string(opts_.maxSize);
     line += ",\"ops_per_batch\":" + std::to_string(opts_.iters);

@@ -179,5 +179,8 @@ class Reporter {
 
 // JSON string escaping (quotes included).
 std::string jsonString(const std::string& s);
+// The run facts as JSON members, each with a leading comma: ,"bench":...,"host","cpu","cpus","date","command","pes"
+// (a run record is "{\"record\":\"run\"" + runFields(info) + ... + "}").
+std::string runFields(const RunInfo& info);
 
 }  // namespace tether_bench

@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "harness.h"
 #include "tether/datatype.h"
 
 namespace {
@@ -136,7 +136,12 @@ int main(int argc, char** argv) {
        }},
   };
   std::vector<Row> rows;
+  tether_bench::Options runOpts;
+  runOpts.argv.assign(argv, argv + argc);
+  const tether_bench::RunInfo info = tether_bench::collectRunInfo("dt_commit", runOpts, 1);
   std::printf("# tether_bench_dt_commit: tether_type_commit on the host, best and median of %d\n", iters);
+  std::printf("# machine: %s, cpu: %s (%d logical CPUs); date: %s; command: %s\n", info.host.c_str(),
+              info.cpu.c_str(), info.cpus, info.date.c_str(), info.commandLine.c_str());
   std::printf("%-26s %6s %10s %10s  %s\n", "type", "levels", "best us", "median us", "note");
   for (const Case& c : cases) {
     if (only && !std::strstr(c.name, only)) continue;
@@ -160,10 +165,7 @@ int main(int argc, char** argv) {
       std::perror(json);
       return 2;
     }
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    std::fprintf(out, "{\"run\":\"tether_bench_dt_commit\",\"date\":\"%s\",\"iters\":%d}\n", date, iters);
+    std::fprintf(out, "{\"record\":\"run\"%s,\"iters\":%d}\n", tether_bench::runFields(info).c_str(), iters);
     for (const Row& r : rows)
       std::fprintf(out, "{\"type\":\"%s\",\"levels\":%d,\"best_us\":%.3f,\"median_us\":%.3f,\"note\":\"%s\"}\n",
                    r.name.c_str(), r.levels, r.best, r.median, r.note.c_str());

@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <functional>
 #include <memory>
 
 #include "core/stream_ops.h"
+#include "harness.h"
 #include "tether/tether.h"
 
 namespace {
@@ -71,12 +71,18 @@ int main(int argc, char** argv) {
   auto* sig = static_cast<uint64_t*>(heap) + 64;
   char src[8] = {};
   FILE* out = json ? std::fopen(json, "w") : nullptr;
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  if (out) std::fprintf(out, "{\"record\":\"run\",\"bench\":\"stream_issue\",\"date\":\"%s\",\"iters\":%ld}\n", date, iters);
+  if (json && !out) {
+    std::perror(json);
+    return 2;
+  }
+  tether_bench::Options runOpts;
+  runOpts.argv.assign(argv, argv + argc);
+  const tether_bench::RunInfo info = tether_bench::collectRunInfo("stream_issue", runOpts, 1);
+  if (out) std::fprintf(out, "{\"record\":\"run\"%s,\"iters\":%ld}\n", tether_bench::runFields(info).c_str(), iters);
   std::printf("# tether_bench_stream_issue: tether's host cost per *_on_stream call, null stream-op layer, 1 PE, "
-              "HOST segment; %ld calls after 1000 warm-up, %s\n%-30s %12s\n", iters, date, "call", "us per call");
+              "HOST segment; %ld calls after 1000 warm-up\n# machine: %s, cpu: %s (%d logical CPUs); date: %s; "
+              "command: %s\n%-30s %12s\n", iters, info.host.c_str(), info.cpu.c_str(), info.cpus, info.date.c_str(),
+              info.commandLine.c_str(), "call", "us per call");
   bool ok = true;
   auto row = [&](const char* what, const std::function<tether_status_t()>& call) {
     for (int i = 0; i < 1000; ++i) ok = ok && call() == TETHER_SUCCESS;
