@@ -78,9 +78,26 @@ char* at(const void* base, int64_t d) {
   return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(d));
 }
 
+// True when instances are dense single blocks (one block per instance, extent == size): packed byte b then sits at
+// *displacement + b for every count, and a pack is one copy instead of one per instance (a count of n bytes would
+// otherwise cost one cursor step per byte: 0.2 GB/s).
+bool dense(const Canonical& c, int64_t* displacement) {
+  if (c.extent != c.size) return false;
+  Cursor cur(c, 0);
+  *displacement = cur.displacement();
+  return cur.leftInBlock() == c.size;
+}
+
 template <bool kPack>
 void copy(const Canonical& c, const void* user, int64_t packedOffset, int64_t len, void* packed) {
   if (len <= 0 || c.size == 0) return;
+  int64_t d0 = 0;
+  if (dense(c, &d0)) {
+    char* u = at(user, d0 + packedOffset);
+    if (kPack) std::memcpy(packed, u, static_cast<size_t>(len));
+    else std::memmove(u, packed, static_cast<size_t>(len));
+    return;
+  }
   Cursor cur(c, packedOffset);
   char* out = static_cast<char*>(packed);
   while (len > 0) {
@@ -107,6 +124,8 @@ void hostUnpack(const Canonical& c, const void* packed, int64_t packedOffset, in
 Status hostWalk(const Canonical& c, int64_t packedOffset, int64_t len,
                 const std::function<Status(int64_t displacement, int64_t n)>& visit) {
   if (len <= 0 || c.size == 0) return Status::ok();
+  int64_t d0 = 0;
+  if (dense(c, &d0)) return visit(d0 + packedOffset, len);
   Cursor cur(c, packedOffset);
   int64_t runStart = 0, runLen = 0;  // the pending (merged) run
   while (len > 0) {

@@ -2,6 +2,7 @@
 // The byte-for-byte comparison with a real MPI is datatype_oracle.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -297,6 +298,45 @@ TEST(Datatype, ResumablePackEqualsWholePack) {
       OK(tether_type_pack(st, 3, origin, off, step, parts.data() + off, &n));
     EXPECT_EQ(parts, whole) << "step " << step;
   }
+}
+
+// Dense instances (one block each, extent == size) are one run whatever the count: the staged put/get walks them as
+// one transfer, and packs of any fragment are one copy from displacement + offset (here a block 8 bytes past the
+// origin, resized so instances abut).
+TEST(Datatype, DenseCountsAreOneRun) {
+  T byte, blk, rs;
+  OK(tether_type_basic(TETHER_BASIC_BYTE, byte.out()));
+  committed(&byte);
+  const int64_t n = int64_t{1} << 20;
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  ASSERT_TRUE(tether::dt::hostWalk(*byte.get()->canonical, 5, n - 9, [&](int64_t d, int64_t len) {
+    runs.emplace_back(d, len);
+    return tether::Status::ok();
+  }).isOk());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0], std::make_pair(int64_t{5}, n - 9));
+
+  int64_t disp = 8;
+  OK(tether_type_hindexed_block(1, 16, &disp, byte, blk.out()));
+  OK(tether_type_resized(blk, 8, 16, rs.out()));
+  committed(&rs);
+  std::vector<unsigned char> mem(8 + 16 * 10);
+  std::iota(mem.begin(), mem.end(), 0);
+  runs.clear();
+  ASSERT_TRUE(tether::dt::hostWalk(*rs.get()->canonical, 3, 100, [&](int64_t d, int64_t len) {
+    runs.emplace_back(d, len);
+    return tether::Status::ok();
+  }).isOk());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0], std::make_pair(int64_t{11}, int64_t{100}));
+  std::vector<unsigned char> part(100), back(mem.size(), 0xEE);
+  int64_t done = 0;
+  OK(tether_type_pack(rs, 10, mem.data(), 3, 100, part.data(), &done));
+  ASSERT_EQ(done, 100);
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), mem.begin() + 11));
+  OK(tether_type_unpack(rs, 10, part.data(), 3, 100, back.data(), &done));
+  for (size_t i = 0; i < back.size(); ++i)
+    EXPECT_EQ(back[i], i >= 11 && i < 111 ? mem[i] : 0xEE) << "byte " << i;
 }
 
 TEST(Datatype, UnpackLeavesGapsUntouched) {

@@ -7,6 +7,7 @@
 // untouched). Usage: gpu_datatype [--seed S] [--trees N] (env TETHER_DT_SEED); every failure prints the tree's seed.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +63,28 @@ struct Buf {
 };
 
 int failures = 0, checks = 0, skippedSchemes = 0;
+
+// What a failed whole pack did: the scheme the engine chose, the differing packed bytes (count, first, last), and
+// whether packing again (repeat()) gives the same bytes.
+template <typename Repeat>
+std::string diagnose(tether_type_t t, int64_t count, const std::vector<unsigned char>& got,
+                     const std::vector<unsigned char>& want, Repeat repeat) {
+  const char* chosen = "?";
+  tether_type_gpu_scheme(t, count, &chosen);
+  int64_t n = 0, first = -1, last = -1;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i]) {
+      ++n, last = static_cast<int64_t>(i);
+      if (first < 0) first = last;
+    }
+  const std::vector<unsigned char> again = repeat();
+  const bool same = std::equal(want.begin(), want.end(), again.begin());
+  const bool asBefore = again == got;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "chosen %s; %" PRId64 " bytes differ in [%" PRId64 ", %" PRId64 "]; packed again: %s",
+                chosen, n, first, last, same ? "right (a race?)" : asBefore ? "the same wrong bytes" : "other wrong bytes");
+  return buf;
+}
 
 // One tree: host reference vs GPU for each scheme, whole and fragmented, pack and unpack.
 // Every check on one committed type (freed here); g draws the fragments.
@@ -120,9 +143,14 @@ void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t s
       }
       CK(cudaStreamSynchronize(st));
       ++checks;
-      if (packed && std::memcmp(p.get().data(), want.data(), static_cast<size_t>(packed)) != 0)
+      if (packed && std::memcmp(p.get().data(), want.data(), static_cast<size_t>(packed)) != 0) {
         fail(std::string("pack differs (scheme ") + scheme + ", user " + kindName(ku) + ", packed " + kindName(kp) +
-             ")");
+             "): " + diagnose(t, count, p.get(), want, [&] {  // the same pack again: a race or a deterministic error?
+               tk(tether_type_pack_async(t, count, u.p + origin, 0, packed, p.p, &done, st), "pack");
+               CK(cudaStreamSynchronize(st));
+               return p.get();
+             }));
+      }
       // Whole unpack into poison.
       Buf back(ku, static_cast<size_t>(span));
       back.put(poison);

@@ -67,8 +67,31 @@ Status cudaFail(cudaError_t e, const char* what) {
     if (e_ != cudaSuccess) return cudaFail(e_, what); \
   } while (0)
 
+// Host -> device uploads of metadata on a private stream, complete when finish() returns. Not cudaMemcpy: from
+// pageable memory it returns once the bytes are staged, before the DMA lands, and the kernels run on streams that
+// do not wait for the legacy stream (a first pack of a type with a large table read it half-written on an H200,
+// gpu_datatype seed 89, 2026-11-26).
+class Uploader {
+ public:
+  ~Uploader() {
+    if (st_) cudaStreamDestroy(st_);
+  }
+  cudaError_t copy(void* dst, const void* src, size_t n) {
+    if (!st_) {
+      const cudaError_t e = cudaStreamCreateWithFlags(&st_, cudaStreamNonBlocking);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st_);
+  }
+  cudaError_t finish() { return st_ ? cudaStreamSynchronize(st_) : cudaSuccess; }
+
+ private:
+  cudaStream_t st_ = nullptr;
+};
+
 Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out) {
   auto m = std::make_shared<CudaMeta>();
+  Uploader up;
   m->device = device;
   m->owner = &c;
   m->tables = buildTables(c);
@@ -82,7 +105,7 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
                                                   {t.flatOff.data(), flatBytes}, {t.flatPacked.data(), flatBytes}};
   size_t at = 0;
   for (const auto& part : parts) {
-    if (part.second) DT_CUDA(cudaMemcpy(d + at, part.first, part.second, cudaMemcpyHostToDevice), "metadata upload");
+    if (part.second) DT_CUDA(up.copy(d + at, part.first, part.second), "metadata upload");
     at += part.second;
   }
   m->meta = metaOf(c, t, reinterpret_cast<const DSeg*>(d), reinterpret_cast<const DPiece*>(d + segBytes),
@@ -97,13 +120,15 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
     auto upload = [&](const auto& v) -> Status {
       const size_t bytes = v.size() * sizeof(v[0]);
       DT_CUDA(cudaMalloc(&m->elemTable, bytes), "metadata allocation");
-      DT_CUDA(cudaMemcpy(m->elemTable, v.data(), bytes, cudaMemcpyHostToDevice), "metadata upload");
+      DT_CUDA(up.copy(m->elemTable, v.data(), bytes), "metadata upload");
+      DT_CUDA(up.finish(), "metadata upload");  // before v (a temporary for 32-bit offsets) goes
       return Status::ok();
     };
     TETHER_TRY(m->elemWide ? upload(o) : upload(std::vector<int32_t>(o.begin(), o.end())));
     // The device copy is what the kernels use; tiny tables stay for descriptors that carry them inline.
     if (m->elem.entries > kElemInline) std::vector<int64_t>().swap(m->elem.offsets);
   }
+  DT_CUDA(up.finish(), "metadata upload");
   *out = std::move(m);
   return Status::ok();
 }
@@ -686,7 +711,8 @@ Status hostPath(const GpuPackRequest& r, Mem mu, Mem mp, cudaStream_t stream, Sc
       hostUnpack(c, tmp.data(), r.packedOffset, r.len, r.dst);
     } else {
       hostPack(c, r.src, r.packedOffset, r.len, tmp.data());
-      DT_CUDA(cudaMemcpy(r.dst, tmp.data(), tmp.size(), cudaMemcpyDefault), "staging copy");
+      // In stream order: cudaMemcpy's DMA from pageable memory may land after it returns, unseen by `stream`.
+      DT_CUDA(cudaMemcpyAsync(r.dst, tmp.data(), tmp.size(), cudaMemcpyDefault, stream), "staging copy");
     }
   } else if (r.unpack) {
     hostUnpack(c, r.src, r.packedOffset, r.len, r.dst);
