@@ -2,8 +2,9 @@
 // Measures tether_put_typed / tether_get_typed on the DDTBench-style layouts of patterns.h, so that the choice between
 // the direct route (the GPU engine packs straight into, or unpacks straight out of, the peer's memory) and the staged
 // route (local pack + one contiguous put per memory run of the remote type) can be calibrated on the same layouts.
-// The route is fixed per process by TETHER_DT_RMA (auto: direct where the peer's memory is reachable; staged): this
-// program reads the variable, names the route in its header and in every row, and is run once per route.
+// TETHER_DT_RMA picks the library's mode per process (auto: direct where the peer's memory is reachable, and the
+// cost model for typed-to-typed rows; direct; staged): this program names the mode in its header and, in every row,
+// the route the library takes for that row's calls (tether_typed_route), and is run once per mode.
 //
 // Rows (PE 0 issues, PE 1 is the target; per pattern and size, --ops selects):
 //   putmem            contiguous tether_put of the packed bytes (count * size): the ceiling
@@ -143,7 +144,7 @@ struct Ctx {
   Extra x;
   tb::RunInfo info;
   std::string mode;   // TETHER_DT_RMA as read: auto | staged
-  std::string route;  // direct | staged (what the library does with this mode and path)
+  std::string route;  // direct | staged: what a contiguous-target row takes with this mode and path (the header)
   std::string path;   // p2p (PE 0 addresses PE 1's DEVICE heap) | no-p2p
   std::string gpu;
   int64_t* xchg = nullptr;          // HOST symmetric words for exchanges between the PEs
@@ -252,9 +253,9 @@ int64_t compare(Ctx& c, const Bufs& b, Op op, int64_t n) {
       ++wrong;
     }
   std::fprintf(stderr,
-               "%s[PE %d]: data validation FAILED: %s %s %s (route %s): %lld of %lld target bytes wrong, the first at "
-               "byte %lld (got 0x%02x, expected 0x%02x)\n",
-               kProg, c.me, b.p.name.c_str(), b.p.size.c_str(), opName(op), c.route.c_str(),
+               "%s[PE %d]: data validation FAILED: %s %s %s (TETHER_DT_RMA=%s): %lld of %lld target bytes wrong, the "
+               "first at byte %lld (got 0x%02x, expected 0x%02x)\n",
+               kProg, c.me, b.p.name.c_str(), b.p.size.c_str(), opName(op), c.mode.c_str(),
                static_cast<long long>(wrong), static_cast<long long>(n), static_cast<long long>(first), g[first],
                e[first]);
   return wrong;
@@ -341,18 +342,19 @@ std::string num(double v) {
 }
 
 // One table line and one JSON line (PE 0). t == nullptr: not measured (the note says why).
-void report(Ctx& c, const Bufs& b, Op op, int64_t runs, const Timing* t, bool valid, const std::string& note) {
+void report(Ctx& c, const Bufs& b, Op op, const std::string& route, int64_t runs, const Timing* t, bool valid,
+            const std::string& note) {
   const tb::Pattern& p = b.p;
   const double gbs = t && t->us.median > 0 ? static_cast<double>(p.packed) / (t->us.median * 1e3) : -1;
   const long iters = t ? static_cast<long>(t->ops) * t->batches : 0;
   ++c.rows;
   if (t)
     std::fprintf(c.table, "%-15s %-5s %-16s %-6s %11lld %10.2f %10.2f %8.2f %7ld  %s%s\n", p.name.c_str(),
-                 p.size.c_str(), opName(op), c.route.c_str(), static_cast<long long>(p.packed), t->us.median,
+                 p.size.c_str(), opName(op), route.c_str(), static_cast<long long>(p.packed), t->us.median,
                  t->us.min, gbs, iters, valid ? "" : "DATA WRONG; ", note.c_str());
   else
     std::fprintf(c.table, "%-15s %-5s %-16s %-6s %11lld %10s %10s %8s %7d  %s\n", p.name.c_str(), p.size.c_str(),
-                 opName(op), c.route.c_str(), static_cast<long long>(p.packed), "-", "-", "-", 0, note.c_str());
+                 opName(op), route.c_str(), static_cast<long long>(p.packed), "-", "-", "-", 0, note.c_str());
   std::fflush(c.table);
   if (!c.json) return;
   std::fprintf(c.json,
@@ -360,7 +362,7 @@ void report(Ctx& c, const Bufs& b, Op op, int64_t runs, const Timing* t, bool va
                "\"pattern\":%s,\"family\":%s,\"size\":%s,\"bytes\":%lld,\"blocks\":%zu,\"remote_runs\":%lld,"
                "\"iters\":%ld,\"batches\":%d,\"ops_per_batch\":%d,\"us_median\":%s,\"us_min\":%s,\"us_p90\":%s,"
                "\"GBps\":%s,\"valid\":%s,\"note\":%s,\"pes\":2,\"host\":%s,\"date\":%s}\n",
-               tb::jsonString(c.route).c_str(), tb::jsonString(opName(op)).c_str(), tb::jsonString(p.name).c_str(),
+               tb::jsonString(route).c_str(), tb::jsonString(opName(op)).c_str(), tb::jsonString(p.name).c_str(),
                tb::jsonString(p.family).c_str(), tb::jsonString(p.size).c_str(), static_cast<long long>(p.packed),
                p.blocks.size(), static_cast<long long>(runs), iters, t ? t->batches : 0, t ? t->ops : 0,
                t ? num(t->us.median).c_str() : "null", t ? num(t->us.min).c_str() : "null",
@@ -371,8 +373,8 @@ void report(Ctx& c, const Bufs& b, Op op, int64_t runs, const Timing* t, bool va
 }
 
 // What the row's calls do on this route (the table's note).
-std::string routeNote(const Ctx& c, Op op, int64_t runs) {
-  const bool direct = c.route == "direct";
+std::string routeNote(const std::string& route, Op op, int64_t runs) {
+  const bool direct = route == "direct";
   switch (op) {
     case Op::Putmem: return "contiguous tether_put of the packed bytes (ceiling)";
     case Op::PutContig:
@@ -391,9 +393,23 @@ void row(Ctx& c, Bufs& b, Op op) {
   if (!tb::wantsOp(c.o, opName(op))) return;
   const tb::Pattern& p = b.p;
   const int64_t runs = op == Op::PutTyped || op == Op::GetTyped ? b.runs : 1;
-  if (c.route == "staged" && op != Op::Putmem && runs > c.x.maxRuns) {
+  // The route of this row's calls, as the library decides it (PE 0 asks; both PEs need it to skip alike).
+  std::string route = op == Op::Putmem ? "-" : c.route;
+  if (op == Op::PutTyped || op == Op::GetTyped) {
+    const char* r = "?";
+    if (c.me == 0) {
+      unsigned char* base = b.loc + b.p.base;
+      unsigned char* symBase = b.sym + b.p.base;
+      TK(op == Op::PutTyped ? tether_typed_route(c.w, 1, symBase, b.p.type, b.p.count, base, b.p.type, b.p.count, 1, &r)
+                            : tether_typed_route(c.w, 0, base, b.p.type, b.p.count, symBase, b.p.type, b.p.count, 1, &r));
+    }
+    int64_t staged[2];
+    exchange(c, std::strcmp(r, "staged") == 0 ? 1 : 0, staged);
+    route = staged[0] ? "staged" : "direct";
+  }
+  if (route == "staged" && op != Op::Putmem && runs > c.x.maxRuns) {
     if (c.me == 0)
-      report(c, b, op, runs, nullptr, true,
+      report(c, b, op, route, runs, nullptr, true,
              "not measured: the staged route would make " + std::to_string(runs) +
                  " contiguous transfers per call (> --max-runs " + std::to_string(c.x.maxRuns) + ")");
     return;
@@ -411,7 +427,7 @@ void row(Ctx& c, Bufs& b, Op op) {
   TK(tether_barrier_all(c.w));
   Timing t;
   if (c.me == 0) {
-    c.whats.push_back(p.name + " " + p.size + " " + opName(op) + " (route " + c.route + ", " +
+    c.whats.push_back(p.name + " " + p.size + " " + opName(op) + " (route " + route + ", " +
                       std::to_string(p.packed) + " B)");
     c.what = c.whats.back().c_str();
     tether_t w = c.w;
@@ -441,10 +457,10 @@ void row(Ctx& c, Bufs& b, Op op) {
   int64_t verdict[2];
   exchange(c, wrong, verdict);
   if (c.me != 0) return;
-  std::string note = routeNote(c, op, runs);
+  std::string note = routeNote(route, op, runs);
   if (t.budgeted)
     note += "; time budget: " + std::to_string(t.ops) + " calls x " + std::to_string(t.batches) + " batches";
-  report(c, b, op, runs, &t, verdict[holder] == 0, note);
+  report(c, b, op, route, runs, &t, verdict[holder] == 0, note);
 }
 
 void runPattern(Ctx& c, const tb::Recipe& rc, tb::Size z) {
@@ -512,8 +528,8 @@ void printHeader(Ctx& c, const std::vector<std::string>& names, int dev0, int de
   for (const std::string& n : names) pats += (pats.empty() ? "" : ",") + n;
   std::fprintf(c.table, "# %s: non-contiguous put/get between 2 GPUs (issue #7), route %s (TETHER_DT_RMA=%s%s)\n",
                kProg, c.route.c_str(), c.mode.c_str(),
-               c.mode == "auto" && c.route == "staged" ? ": the peer's GPU memory is not reachable, the library stages"
-                                                       : "");
+               c.mode != "staged" && c.route == "staged" ? ": the peer's GPU memory is not reachable, the library stages"
+               : c.mode == "auto" ? "; typed-to-typed rows: the route the cost model chose" : "");
   std::fprintf(c.table, "# %s, PE 0 on GPU %d, PE 1 on GPU %d, path %s, DEVICE segments; host %s; date %s\n",
                c.gpu.c_str(), dev0, dev1, c.path.c_str(), c.info.host.c_str(), c.info.date.c_str());
   std::fprintf(c.table, "# command: %s\n", c.info.commandLine.c_str());
@@ -553,7 +569,8 @@ const char* kExtraUsage =
     "  --max-runs N     staged route: a typed row whose remote type has more memory runs (one contiguous put/get\n"
     "                   each) is not measured (default 600000; --quick 30000)\n"
     "  --min-size, --max-size and --window are not used here\n"
-    "  route: TETHER_DT_RMA=auto (direct where the peer's memory is reachable) or staged; run once per route\n"
+    "  route: TETHER_DT_RMA=auto (direct where the peer's memory is reachable; typed-to-typed rows by the cost model),\n"
+    "  direct or staged; run once per mode\n"
     "  heap: TETHER_DEVICE_HEAP_SIZE=4G for the large size (the small one fits 1G)\n"
     "  watchdog: a batch running longer than RMA_BENCH_TIMEOUT (else STREAM_BENCH_TIMEOUT) seconds, default 120,\n"
     "            exits 3; TETHER_TIMEOUT must exceed the longest row (PE 1 waits in a barrier)\n"
@@ -597,8 +614,8 @@ int main(int argc, char** argv) {
   }
   const char* modeEnv = std::getenv("TETHER_DT_RMA");
   c.mode = modeEnv && *modeEnv ? modeEnv : "auto";
-  if (c.mode != "auto" && c.mode != "staged") {
-    std::fprintf(stderr, "%s: TETHER_DT_RMA='%s': expected auto or staged\n", kProg, c.mode.c_str());
+  if (c.mode != "auto" && c.mode != "direct" && c.mode != "staged") {
+    std::fprintf(stderr, "%s: TETHER_DT_RMA='%s': expected auto, direct or staged\n", kProg, c.mode.c_str());
     return 2;
   }
 
@@ -638,7 +655,7 @@ int main(int argc, char** argv) {
     c.gpu = prop.name;
   }
   int64_t modes[2], devs[2];
-  exchange(c, c.mode == "staged" ? 1 : 0, modes);
+  exchange(c, c.mode == "staged" ? 1 : c.mode == "direct" ? 2 : 0, modes);
   exchange(c, dev, devs);
   if (modes[0] != modes[1]) {
     if (c.me == 0) std::fprintf(stderr, "%s: the PEs were given different TETHER_DT_RMA values\n", kProg);
@@ -651,7 +668,7 @@ int main(int argc, char** argv) {
   exchange(c, tether_ptr(c.w, q, c.peer) ? 1 : 0, p2p);
   TK(tether_free(c.w, q));
   c.path = p2p[0] ? "p2p" : "no-p2p";
-  c.route = c.mode == "auto" && p2p[0] ? "direct" : "staged";
+  c.route = c.mode != "staged" && p2p[0] ? "direct" : "staged";
   c.info = tb::collectRunInfo("rma_typed", c.o, 2);
   c.timeoutS = tb::envPositive({"RMA_BENCH_TIMEOUT", "STREAM_BENCH_TIMEOUT"}, 120);
   if (tether_type_basic(TETHER_BASIC_BYTE, &c.bytes1) != TETHER_SUCCESS ||

@@ -164,7 +164,8 @@ tether_status_t tether_type_gpu_calibrate(int force, char* summary, size_t len);
  *    returning, which the rule allows; do not rely on it). The local buffer may be reused when the call returns.
  *  - Errors: through tether_last_error() (like every tether_t call), not tether_type_last_error().
  * How bytes travel (direct pack/unpack in the peer's memory vs staging + contiguous put/get) is chosen per call:
- * docs/datatype.md "Non-contiguous put/get"; TETHER_DT_RMA=staged forces the staging route. */
+ * docs/datatype.md "Non-contiguous put/get" (a cost model decides between pack/unpack in the peer's GPU memory and
+ * staging for typed-to-typed transfers; tether_typed_route tells); TETHER_DT_RMA=direct or staged forces a route. */
 tether_status_t tether_put_typed(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
                                  const void* src, tether_type_t src_type, int64_t src_count, int pe);
 tether_status_t tether_get_typed(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
@@ -190,6 +191,14 @@ tether_status_t tether_put_typed_on_stream(tether_t world, void* dest, tether_ty
 tether_status_t tether_get_typed_on_stream(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
                                            const void* src, tether_type_t src_type, int64_t src_count, int pe,
                                            void* stream);
+
+/* The route tether_put_typed (is_put != 0) or tether_get_typed would take with these arguments now, without moving
+ * data: *route = "direct (CPU)", "direct (GPU)", "staged", or "none" for 0 bytes (static strings; docs/datatype.md
+ * "Routes"). Same checks and errors as the transfer. For a typed-to-typed transfer on the GPU route it runs the cost
+ * model, which on its first use for a PE measures the link with reads of the remote bytes (no writes). */
+tether_status_t tether_typed_route(tether_t world, int is_put, void* dest, tether_type_t dest_type, int64_t dest_count,
+                                   const void* src, tether_type_t src_type, int64_t src_count, int pe,
+                                   const char** route);
 
 /* Message of the last failed tether_type_* call on this thread ("" if none). Valid until the next failing call. */
 const char* tether_type_last_error(void);

@@ -40,7 +40,8 @@ const std::vector<ConfigVar>& configVars() {
        "(a bare shm means host=shm)"},
       {"TETHER_DT_RMA", ConfigType::String, "auto",
        "Non-contiguous put/get (tether_put_typed & co.): auto (pack/unpack straight into or out of the peer's memory "
-       "where it is mapped here, else staging + contiguous put/get) or staged (always staging: tests the fallback)"},
+       "where it is mapped here, else staging + contiguous put/get; typed-to-typed GPU transfers by the cost model), "
+       "direct (where mapped, no cost model) or staged (always staging: tests the fallback)"},
       {"TETHER_DT_SCHEME", ConfigType::String, "auto",
        "Datatype GPU engine: force a pack scheme (thread, warp, copy2d, copy3d, elem) instead of the cost model's choice; "
        "read by the datatype library at each pack"},

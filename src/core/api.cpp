@@ -273,6 +273,12 @@ tether_status_t tether_get_typed_on_stream(tether_t w, void* d, tether_type_t dt
   TETHER_TYPED_CALL(tether_get_typed_on_stream, getTyped, OnStream, stream);
 }
 #undef TETHER_TYPED_CALL
+tether_status_t tether_typed_route(tether_t w, int is_put, void* d, tether_type_t dt, int64_t dc, const void* s,
+                                   tether_type_t st, int64_t sc, int pe, const char** route) {
+  return guarded(w, "tether_typed_route", [&](World& x) {
+    return x.typedRoute("tether_typed_route", is_put != 0, d, dt, dc, s, st, sc, pe, route);
+  });
+}
 
 tether_status_t tether_quiet(tether_t w) { return guarded(w, "tether_quiet", [](World& x) { return x.quiet(); }); }
 tether_status_t tether_fence(tether_t w) { return guarded(w, "tether_fence", [](World& x) { return x.fence(); }); }

@@ -12,8 +12,11 @@
 //  - Staged: everything else (the staged DEVICE path, future network paths, TETHER_DT_RMA=staged): pack a fragment
 //    into a local staging buffer, then one ordinary contiguous put per memory run of the remote type (get: one get per
 //    run, then unpack). Works for every path the contiguous put/get serves.
-// The rule today is "direct whenever the peer's bytes are load/store (or kernel) reachable"; choosing by the cost
-// model's time estimates is left for later (docs/datatype.md says so).
+// Choice (TETHER_DT_RMA=auto): direct wherever the peer's bytes are load/store (or kernel) reachable, except that a
+// typed-to-typed transfer on the GPU route with a local GPU buffer goes staged when the cost model says it is faster
+// (chooseGpuRoute below: the engine's calibrated estimates for both types, and the link terms measured once per PE
+// by typedLink). With one side contiguous the direct route is never slower in the model: it does the same pack,
+// overlapped with the link, instead of a pack then a copy. TETHER_DT_RMA=direct / staged force a route.
 //
 // Completion: the blocking and _nbi forms are complete on return (OpenSHMEM allows an nbi call to complete early).
 // The Staged route issues its runs as non-blocking puts/gets and quiets once per fragment, which also completes this
@@ -24,6 +27,8 @@
 // engine launches on the stream (typed-to-typed through stream-ordered scratch memory); other routes are refused.
 // The GPU route passes gpu_rma_typed on an H200 (2 PEs on one GPU, 2026-11-23); its stream forms have not run yet.
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -149,7 +154,99 @@ Status typedOnGpuStream(int dev, const Mem& from, const Mem& to, int64_t n, void
   return st.isOk() ? fr : st;
 }
 
+// The model of chooseGpuRoute, in microseconds (docs/datatype.md "Routes"). A typed-to-typed GPU-route transfer of n
+// packed bytes: the local side is packed (put) or unpacked (get) in local memory either way. Direct moves the remote
+// side's blocks with an engine kernel across the link: at least its local-memory time, and the link carries whole
+// 32-byte sectors at kernelGbs. Staged sends one contiguous copy per remote block: runUs each, n bytes at ceGbs.
+struct RouteCosts {
+  double directUs, stagedUs;
+};
+RouteCosts typedRouteCosts(const dt::GpuEstimate& local, const dt::GpuEstimate& remote, int64_t n,
+                           const TypedLink& l) {
+  const double blocks = static_cast<double>(std::max<int64_t>(1, remote.blocks));
+  const double sectors = std::ceil(static_cast<double>(n) / blocks / 32.0) * 32.0 * blocks;
+  const double direct = local.us + std::max(remote.us, sectors / (l.kernelGbs * 1e3));
+  const double staged = local.us + blocks * l.runUs + static_cast<double>(n) / (l.ceGbs * 1e3);
+  return RouteCosts{direct, staged};
+}
+
 }  // namespace
+
+// Link terms for PE pe (see world.h), measured with reads only, into the GPU staging buffer: the probe is the up to
+// 8 MiB of the peer's segment that end where the call's remote span ends (symmetric bytes of the target, mapped here
+// since the span is). 16 non-blocking 8-byte gets and a quiet give runUs; one get of the probe gives ceGbs (its
+// runUs taken off); engine packs of 64 KiB and of the whole probe, read from the peer's memory, give kernelGbs (the
+// difference of the two, so the launch does not count). Measured under typedMu_ (the caller holds it), once per PE
+// unless a later call allows an 8x larger probe.
+Status World::typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, char* spanGpu, int64_t span,
+                        TypedLink* out) {
+  const int64_t end = static_cast<int64_t>(spanStart.offset) + span;
+  const int64_t bytes = std::min(end, kGpuFragment);
+  auto it = typedLinks_.find(pe);
+  if (it != typedLinks_.end() && (it->second.bytes >= kGpuFragment || bytes < 8 * it->second.bytes)) {
+    *out = it->second;
+    return Status::ok();
+  }
+  if (!typedGpuStage_) TETHER_TRY(gpu_->allocDevice(static_cast<size_t>(kGpuFragment), &typedGpuStage_));
+  char* stage = static_cast<char*>(typedGpuStage_);
+  RemoteAddr probe = spanStart;  // the probe's first byte, in the route's addressing
+  probe.offset = static_cast<uint64_t>(end - bytes);
+  const int64_t back = static_cast<int64_t>(spanStart.offset) - (end - bytes);  // probe start is this far below
+  if (probe.ptr) probe.ptr -= back;
+  if (probe.gpuPtr) probe.gpuPtr -= back;
+  char* probeGpu = spanGpu - back;
+  using Clock = std::chrono::steady_clock;
+  auto us = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  };
+  const size_t small = static_cast<size_t>(std::min<int64_t>(bytes, 8));
+  TETHER_TRY(p.ops->get(p.ctx, pe, stage, probe, small, false));  // warm-up
+  const int k = 16;
+  auto t0 = Clock::now();
+  for (int i = 0; i < k; ++i) TETHER_TRY(p.ops->get(p.ctx, pe, stage, probe, small, true));
+  TETHER_TRY(quiet());
+  auto t1 = Clock::now();
+  TETHER_TRY(p.ops->get(p.ctx, pe, stage, probe, static_cast<size_t>(bytes), false));
+  auto t2 = Clock::now();
+  TypedLink l;
+  l.bytes = bytes;
+  l.runUs = us(t0, t1) / k;
+  l.ceGbs = static_cast<double>(bytes) / std::max(1e-3, us(t1, t2) - l.runUs) / 1e3;
+  // The engine reading the probe from the peer, as a count of bytes (one dense run).
+  tether_type_t byte = nullptr;
+  if (tether_type_basic(TETHER_BASIC_BYTE, &byte) != TETHER_SUCCESS || tether_type_commit(byte) != TETHER_SUCCESS)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "typed put/get: the link probe's byte type: %s", tether_type_last_error());
+  Side side{"probe", byte, byte->canonical.get(), bytes, bytes};
+  const Mem m{&side, probeGpu};
+  const int dev = gpu_->device();
+  const int64_t part = std::min<int64_t>(bytes, 65536);
+  double t[2] = {0, 0};
+  Status st = engine(dev, false, m, 0, part, stage);  // warm-up: metadata, the calibration table
+  if (st.isOk()) st = dt::gpuSync(dev, nullptr);
+  for (int i = 0; i < 2 && st.isOk(); ++i) {
+    auto a = Clock::now();
+    st = engine(dev, false, m, 0, i == 0 ? part : bytes, stage);
+    if (st.isOk()) st = dt::gpuSync(dev, nullptr);
+    t[i] = us(a, Clock::now());
+  }
+  tether_type_free(&byte);
+  TETHER_TRY(st);
+  l.kernelGbs = bytes >= 4 * part ? static_cast<double>(bytes - part) / std::max(1e-3, t[1] - t[0]) / 1e3
+                                  : static_cast<double>(bytes) / std::max(1e-3, t[1]) / 1e3;
+  TETHER_LOG_DEBUG(LogSys::Core, "typed put/get: link to PE %d (%" PRId64 " B probe): %.2f us per copy, copy %.1f GB/s, "
+                   "kernel %.1f GB/s", pe, bytes, l.runUs, l.ceGbs, l.kernelGbs);
+  typedLinks_[pe] = l;
+  *out = l;
+  return Status::ok();
+}
+
+Status World::typedRoute(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount,
+                         const void* src, tether_type_s* srcType, int64_t srcCount, int pe, const char** route) {
+  if (!route) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: route is NULL", call);
+  *route = "none";
+  return typedRma(call, isPut, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe,
+                  TypedMode::Route, nullptr, route);
+}
 
 Status World::putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
                        tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream) {
@@ -163,7 +260,8 @@ Status World::getTyped(const char* call, void* dest, tether_type_s* destType, in
 
 // Blocking and nbi forms complete on return; OnStream enqueues (typedOnStream below).
 Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
-                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream) {
+                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream,
+                       const char** routeOut) {
   TETHER_TRY(checkPe(call, pe));
   Side d, s;
   TETHER_TRY(checkSide(call, "dest", destType, destCount, &d));
@@ -174,7 +272,7 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
                 " bytes, src %" PRId64 " x src_type (size %" PRId64 ") = %" PRId64 " bytes",
                 call, d.count, d.c->size, d.bytes, s.count, s.c->size, s.bytes);
   const int64_t n = d.bytes;
-  if (n == 0) return Status::ok();
+  if (n == 0) return Status::ok();  // (a route query answers "none")
   const Side& remoteSide = isPut ? d : s;
   const Side& localSide = isPut ? s : d;
   void* remoteAddr = isPut ? dest : src;
@@ -201,8 +299,9 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
 
   // Route (see the file comment).
   const std::string routeMode = config_.str("TETHER_DT_RMA");
-  if (routeMode != "auto" && routeMode != "staged")
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: TETHER_DT_RMA='%s': expected auto or staged", call, routeMode.c_str());
+  if (routeMode != "auto" && routeMode != "direct" && routeMode != "staged")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: TETHER_DT_RMA='%s': expected auto, direct or staged", call,
+                routeMode.c_str());
   const SegPath& p = path(pe, ref.kind);
   const RemoteAddr r = remote(pe, ref);
   // The local buffer's memory kind, asked of its lowest touched byte, not of its origin: the origin may lie outside
@@ -214,7 +313,7 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
   const bool loadStore = p.ops && (p.ops->caps & kCapLoadStore);
   Route route = Route::Staged;
   char* remoteBase = nullptr;  // the remote side's buffer origin as addressed by the route (CPU or GPU address)
-  if (routeMode == "auto" && loadStore) {
+  if (routeMode != "staged" && loadStore) {
     if (isHostMemory(r.kind) && !localOnGpu && r.ptr) {
       route = Route::CpuDirect;
       remoteBase = at(r.ptr, -lo);
@@ -223,8 +322,30 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
       remoteBase = at(r.kind == SegKind::Device ? r.ptr : r.gpuPtr, -lo);
     }
   }
+  int64_t contigAt = 0;
+  const bool oneContiguous = dt::hostContiguous(*d.c, d.count, &contigAt) || dt::hostContiguous(*s.c, s.count, &contigAt);
+  if (route == Route::GpuDirect && routeMode == "auto" && localOnGpu && !oneContiguous && mode != TypedMode::OnStream) {
+    // The cost model (file comment): both types' engine estimates and the link terms to this PE.
+    const int dev = gpu_->device();
+    dt::GpuEstimate le, re;
+    TETHER_TRY(dt::gpuEstimate(*localSide.c, &localSide.handle->gpu, localSide.count, dev, &le));
+    TETHER_TRY(dt::gpuEstimate(*remoteSide.c, &remoteSide.handle->gpu, remoteSide.count, dev, &re));
+    TypedLink link;
+    {
+      std::lock_guard<std::mutex> lock(typedMu_);
+      TETHER_TRY(typedLink(pe, p, r, remoteBase + lo, hi - lo, &link));
+    }
+    const RouteCosts rc = typedRouteCosts(le, re, n, link);
+    TETHER_LOG_DEBUG(LogSys::Core, "%s: cost model: direct %.1f us, staged %.1f us (%" PRId64 " remote blocks)", call,
+                     rc.directUs, rc.stagedUs, re.blocks);
+    if (rc.stagedUs < rc.directUs) route = Route::Staged;
+  }
   TETHER_LOG_DEBUG(LogSys::Core, "%s: %" PRId64 " packed bytes %s PE %d, %s", call, n, isPut ? "to" : "from", pe,
                    kRouteNames[static_cast<int>(route)]);
+  if (mode == TypedMode::Route) {
+    *routeOut = kRouteNames[static_cast<int>(route)];
+    return Status::ok();
+  }
 
   const Mem local{&localSide, static_cast<char*>(localBuf)};
   const int dev = gpu_ ? gpu_->device() : -1;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +52,14 @@ struct PeerPath {
 struct SymRef {
   SegKind kind;
   uint64_t offset;
+};
+
+// The cost model's link terms for typed transfers to one PE over a GPU-addressable path (measured once per PE by
+// reads of a call's remote span; core/rma_typed.cpp, World::typedLink): one contiguous copy-engine transfer costs
+// runUs + bytes / ceGbs; an engine kernel reaching the peer's memory moves kernelGbs.
+struct TypedLink {
+  double runUs = 0, ceGbs = 0, kernelGbs = 0;
+  int64_t bytes = 0;  // the size of the measured transfer (re-measured when a later span is 8x larger, up to 8 MiB)
 };
 
 class World {
@@ -120,11 +129,14 @@ class World {
   // segment. count * size must match on both sides. Blocking and nbi: complete on return (allowed for nbi).
   // OnStream: enqueued on `stream` (stream order; complete when the stream reaches it), for the routes a stream can
   // run (GPU kernels on GPU-addressable memory, or the host reference in a stream host call); others fail.
-  enum class TypedMode { Blocking, Nbi, OnStream };
+  // Route: checks and the route choice only (tether_typed_route); *route gets its name, nothing moves.
+  enum class TypedMode { Blocking, Nbi, OnStream, Route };
   Status putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
                   tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream = nullptr);
   Status getTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
                   tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream = nullptr);
+  Status typedRoute(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount,
+                    const void* src, tether_type_s* srcType, int64_t srcCount, int pe, const char** route);
 
   // ---- waits and collectives -- core/sync.cpp
   enum class WaitMode { All, Any, Some };
@@ -180,7 +192,11 @@ class World {
   Status badPe(const char* call, int pe) const;
   // putTyped / getTyped (core/rma_typed.cpp): put moves src (local) to dest (remote), get src (remote) to dest.
   Status typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
-                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream);
+                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream,
+                  const char** route = nullptr);
+  // Link terms to PE pe (TypedLink), measured on the call's remote span (rma_typed.cpp).
+  Status typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, char* spanGpu, int64_t span,
+                   TypedLink* out);
   Status checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
   // [addr, addr + n) inside the committed user part of this PE's HOST heap (no overflow possible: bounded by it).
   bool inHostHeap(const void* addr, uint64_t n, SymRef* ref) const {
@@ -225,6 +241,7 @@ class World {
   // allocated on first use (freed with the GPU context) and used by one transfer at a time (typedMu_).
   std::mutex typedMu_;
   void* typedGpuStage_ = nullptr;
+  std::map<int, TypedLink> typedLinks_;  // by PE (typedMu_)
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   std::mutex streamMu_;  // creation of streamOps_

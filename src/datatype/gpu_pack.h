@@ -70,6 +70,15 @@ Status gpuSync(int device, void* stream);
 // The scheme gpuPack would use for a whole pack of count instances between device buffers (for tests/benchmarks);
 // forced: the handle's forced scheme (Auto: none).
 Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme forced, Scheme* out);
+// The cost model's estimate of a whole pack (or unpack) of count instances between buffers in this GPU's memory:
+// the scheme it would choose, its time, and the contiguous blocks it moves (blocks per instance x count; runs
+// that abut in memory count apart). Builds the handle's metadata if no pack has yet (cache as for gpuPack).
+struct GpuEstimate {
+  double us = 0;
+  int64_t blocks = 0;
+  Scheme scheme = Scheme::Auto;
+};
+Status gpuEstimate(const Canonical& c, GpuCache* cache, int64_t count, int device, GpuEstimate* out);
 // Stream-ordered scratch GPU memory (cudaMallocAsync / cudaFreeAsync on `stream` of GPU `device`): usable by work
 // enqueued on that stream after the allocation and before the free (typed-to-typed copies on a stream stage here).
 Status gpuScratchAlloc(int device, void* stream, int64_t bytes, void** out);

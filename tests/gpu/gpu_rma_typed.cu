@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ void fill(unsigned char* sym, const std::vector<unsigned char>& v) {
 }
 
 // put then get between the two PEs; remote side in the DEVICE segment, local side in GPU or pageable host memory.
+std::map<std::string, int> routes;  // tether_typed_route's answers over the run (printed at the end)
+
 void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t seed, const std::string& what) {
   tether_t w = mp::world();
   const int me = tether_my_pe(w), other = 1 - me;
@@ -58,6 +61,22 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
   const size_t rb = static_cast<size_t>(remote.bytes());
   std::vector<unsigned char> got(rb);
   const std::string tag = what + (localOnGpu ? " [local GPU]" : " [local host]");
+  // The route the library takes (tether_typed_route), for both directions: forced modes are obeyed; under auto a
+  // transfer between GPUs that reach each other is direct or staged as the cost model says (counted, printed).
+  for (int isPut : {1, 0}) {
+    const char* r = nullptr;
+    MP_OK(isPut ? tether_typed_route(w, 1, sym + remote.origin(), remote.type, remote.count, loc + local.origin(),
+                                     local.type, local.count, other, &r)
+                : tether_typed_route(w, 0, loc + local.origin(), local.type, local.count, sym + remote.origin(),
+                                     remote.type, remote.count, other, &r));
+    const char* env = std::getenv("TETHER_DT_RMA");
+    const std::string mode = env && *env ? env : "auto", route = r ? r : "(null)";
+    const bool reach = tether_ptr(w, sym, other) != nullptr;
+    if (mode == "staged") MP_CHECK(route == "staged");
+    else if (reach && localOnGpu && mode == "direct") MP_CHECK(route == "direct (GPU)");
+    else if (reach && localOnGpu) MP_CHECK(route == "direct (GPU)" || route == "staged");
+    ++routes[route];
+  }
 
   fill(sym, poison(remote.bytes()));
   setLocal(data(local.bytes(), seed, me));
@@ -220,5 +239,11 @@ int main() {
     exchange(side(v1000, 1), far, true, seed + 5, "vector(100/150) <- 1000 bytes outside the origin's allocation");
   }
   for (tether_type_t* t : {&b, &va, &vb, &c, &up, &down, &c1000, &v1000}) tether_type_free(t);
+  if (tether_my_pe(w) == 0) {
+    const char* mode = std::getenv("TETHER_DT_RMA");
+    std::printf("routes (tether_typed_route, TETHER_DT_RMA=%s):", mode ? mode : "auto");
+    for (const auto& [name, k] : routes) std::printf(" %s %d;", name.c_str(), k);
+    std::printf("\n");
+  }
   return mp::finish();
 }

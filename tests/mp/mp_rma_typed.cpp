@@ -301,6 +301,29 @@ void errors() {
   MP_OK(tether_get_typed_nbi(w, nullptr, b16, 0, sym, b32, 0, right));
   MP_OK(tether_quiet(w));
 
+  // The route query: the transfer's checks and route, nothing moved. HOST segments of same-host PEs with host local
+  // buffers: the CPU route, or staged when forced; "none" for 0 bytes.
+  const char* env = std::getenv("TETHER_DT_RMA");
+  const std::string want = env && std::string(env) == "staged" ? "staged" : "direct (CPU)";
+  const char* r = nullptr;
+  MP_OK(tether_barrier_all(w));  // the earlier puts into sym have landed
+  std::fill(sym, sym + 64, 0x5A);
+  MP_OK(tether_barrier_all(w));
+  MP_OK(tether_typed_route(w, 1, sym, b16, 2, loc.data(), b32, 1, right, &r));
+  MP_CHECK(r && want == r);
+  MP_OK(tether_typed_route(w, 0, loc.data(), b32, 1, sym, b16, 2, right, &r));
+  MP_CHECK(r && want == r);
+  MP_OK(tether_typed_route(w, 1, sym, b16, 0, nullptr, b32, 0, right, &r));
+  MP_CHECK(r && std::string(r) == "none");
+  MP_EXPECT_STATUS(tether_typed_route(w, 1, sym, b16, 1, loc.data(), b16, 2, right, &r), TETHER_ERR_INVALID_ARG);
+  MP_MSG_HAS("packed sizes differ");
+  MP_EXPECT_STATUS(tether_typed_route(w, 0, loc.data(), b16, 1, loc.data(), b16, 1, right, &r),
+                   TETHER_ERR_NOT_SYMMETRIC);
+  MP_EXPECT_STATUS(tether_typed_route(w, 1, sym, b16, 1, loc.data(), b16, 1, right, nullptr), TETHER_ERR_INVALID_ARG);
+  MP_MSG_HAS("route is NULL");
+  MP_OK(tether_barrier_all(w));
+  for (int i = 0; i < 64; ++i) MP_CHECK(sym[i] == 0x5A);  // the queries wrote nothing
+
   for (tether_type_t* t : {&b16, &b32, &byte, &far, &below, &b2, &b1, &spread, &b3, &unc}) tether_type_free(t);
   MP_OK(tether_free(w, sym));
   if (me == 0) std::printf("error cases: ok\n");

@@ -779,6 +779,33 @@ Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme forced, Scheme*
   return modelScheme(dev, c, buildTables(c).blocksPerInst, count, 0, count * c.size, elem, 4, c.width, out);
 }
 
+Status gpuEstimate(const Canonical& c, GpuCache* cache, int64_t count, int device, GpuEstimate* out) {
+  if (device >= 0) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  int dev = 0;
+  DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
+  std::shared_ptr<CudaMeta> meta;
+  {
+    std::lock_guard<std::mutex> lock(cache->mu);  // the pack path's metadata, made here if no pack made it yet
+    meta = std::static_pointer_cast<CudaMeta>(cache->meta);
+    if (!meta || meta->device != dev || meta->owner != &c) {
+      TETHER_TRY(buildMeta(c, dev, &meta));
+      cache->meta = meta;
+    }
+  }
+  const int64_t len = count * c.size, bpi = meta->tables.blocksPerInst;
+  Table t;
+  TETHER_TRY(tableFor(dev, false, &t, nullptr));
+  const double mean = bpi ? static_cast<double>(c.size) / static_cast<double>(bpi) : 1.0;
+  Scheme s = choose(t, c, mean, count, 0, len, meta->elem, meta->elemWide ? 8 : 4, c.width);
+  double us = estimateUs(t, s, len, mean);
+  if (s == Scheme::Elem && meta->elem.table)
+    us *= 1.0 + (meta->elemWide ? 8.0 : 4.0) / static_cast<double>(meta->elem.item);
+  out->us = us;
+  out->blocks = bpi * count;
+  out->scheme = s;
+  return Status::ok();
+}
+
 Status gpuScratchAlloc(int device, void* stream, int64_t bytes, void** out) {
   if (device >= 0) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
   DT_CUDA(cudaMallocAsync(out, static_cast<size_t>(bytes), static_cast<cudaStream_t>(stream)), "scratch allocation");
