@@ -14,8 +14,8 @@
 //    run, then unpack). Works for every path the contiguous put/get serves.
 // Choice (TETHER_DT_RMA=auto): direct wherever the peer's bytes are load/store (or kernel) reachable, except that a
 // typed-to-typed transfer on the GPU route with a local GPU buffer goes staged when the cost model says it is faster
-// (chooseGpuRoute below: the engine's calibrated estimates for both types, and the link terms measured once per PE
-// by typedLink). With one side contiguous the direct route is never slower in the model: it does the same pack,
+// (core/typed_route.h: the engine's calibrated estimates for both types, and the link terms measured once per PE by
+// World::typedLink). With one side contiguous the direct route is never slower in the model: it does the same pack,
 // overlapped with the link, instead of a pack then a copy. TETHER_DT_RMA=direct / staged force a route.
 //
 // Completion: the blocking and _nbi forms are complete on return (OpenSHMEM allows an nbi call to complete early).
@@ -152,22 +152,6 @@ Status typedOnGpuStream(int dev, const Mem& from, const Mem& to, int64_t n, void
   }
   Status fr = dt::gpuScratchFree(dev, stream, scratch);
   return st.isOk() ? fr : st;
-}
-
-// The model of chooseGpuRoute, in microseconds (docs/datatype.md "Routes"). A typed-to-typed GPU-route transfer of n
-// packed bytes: the local side is packed (put) or unpacked (get) in local memory either way. Direct moves the remote
-// side's blocks with an engine kernel across the link: at least its local-memory time, and the link carries whole
-// 32-byte sectors at kernelGbs. Staged sends one contiguous copy per remote block: runUs each, n bytes at ceGbs.
-struct RouteCosts {
-  double directUs, stagedUs;
-};
-RouteCosts typedRouteCosts(const dt::GpuEstimate& local, const dt::GpuEstimate& remote, int64_t n,
-                           const TypedLink& l) {
-  const double blocks = static_cast<double>(std::max<int64_t>(1, remote.blocks));
-  const double sectors = std::ceil(static_cast<double>(n) / blocks / 32.0) * 32.0 * blocks;
-  const double direct = local.us + std::max(remote.us, sectors / (l.kernelGbs * 1e3));
-  const double staged = local.us + blocks * l.runUs + static_cast<double>(n) / (l.ceGbs * 1e3);
-  return RouteCosts{direct, staged};
 }
 
 }  // namespace
@@ -338,7 +322,7 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
       std::lock_guard<std::mutex> lock(typedMu_);
       TETHER_TRY(typedLink(pe, p, r, remoteBase + lo, hi - lo, &link));
     }
-    const RouteCosts rc = typedRouteCosts(le, re, n, link);
+    const RouteCosts rc = typedRouteCosts(le.us, re.us, re.blocks, n, link);
     TETHER_LOG_DEBUG(LogSys::Core, "%s: cost model: direct %.1f us, staged %.1f us (%" PRId64 " remote blocks)", call,
                      rc.directUs, rc.stagedUs, re.blocks);
     if (rc.stagedUs < rc.directUs) route = Route::Staged;

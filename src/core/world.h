@@ -21,6 +21,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/proxy.h"
 #include "core/stream_ops.h"
+#include "core/typed_route.h"
 #include "heap/allocator.h"
 #include "gpu/gpu.h"
 #include "heap/shm_segment.h"
@@ -52,14 +53,6 @@ struct PeerPath {
 struct SymRef {
   SegKind kind;
   uint64_t offset;
-};
-
-// The cost model's link terms for typed transfers to one PE over a GPU-addressable path (measured once per PE by
-// reads of a call's remote span; core/rma_typed.cpp, World::typedLink): one contiguous copy-engine transfer costs
-// runUs + bytes / ceGbs; an engine kernel reaching the peer's memory moves kernelGbs.
-struct TypedLink {
-  double runUs = 0, ceGbs = 0, kernelGbs = 0;
-  int64_t bytes = 0;  // the size of the measured transfer (re-measured when a later span is 8x larger, up to 8 MiB)
 };
 
 class World {
