@@ -805,23 +805,30 @@ Status canonicalize(const Type& type, Canonical* out) {
   int64_t packed = 0;
   size_t total = 0;
   for (const Seg& g : fin) total += g.body.size();
-  c.pieces.reserve(total);
+  if (fin.size() == 1) {
+    c.pieces = std::move(fin[0].body);  // one segment (the common case): its pieces as they are, not copied
+  } else {
+    c.pieces.reserve(total);
+    for (Seg& g : fin) c.pieces.insert(c.pieces.end(), g.body.begin(), g.body.end());
+  }
   c.segments.reserve(fin.size());
-  for (Seg& g : fin) {
+  size_t at = 0;
+  for (const Seg& g : fin) {
     Segment seg;
-    seg.firstPiece = static_cast<int64_t>(c.pieces.size());
-    seg.numPieces = static_cast<int64_t>(g.body.size());
+    seg.firstPiece = static_cast<int64_t>(at);
+    seg.numPieces = static_cast<int64_t>(fin.size() == 1 ? total : g.body.size());
     seg.repeat = g.repeat;
     seg.stride = g.stride;
     seg.packedStart = packed;
     if (g.repeat > 1) bits |= magnitude(g.stride);
-    for (Piece& p : g.body) {
+    for (size_t i = at, end = at + static_cast<size_t>(seg.numPieces); i < end; ++i) {
+      Piece& p = c.pieces[i];
       p.packedStart = seg.repBytes;
       seg.repBytes += p.bytes();
       bits |= magnitude(p.offset) | magnitude(p.block);
       for (int k = 0; k < p.nd; ++k) bits |= magnitude(p.stride[k]);
-      c.pieces.push_back(p);
     }
+    at += static_cast<size_t>(seg.numPieces);
     packed += seg.repBytes * seg.repeat;
     c.segments.push_back(seg);
   }
