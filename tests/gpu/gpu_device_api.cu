@@ -1,6 +1,7 @@
 // GPU conformance of the device API (include/tether/device.cuh), 2 PEs on 2 GPUs under tetherrun:
-//  - bulk RMA (putmem, putmem_nbi, getmem, getmem_nbi, putmem_signal SET, put_signal_nbi ADD) x scope (thread, warp,
-//    block) x target segment (DEVICE: p2p; HOST: through the GPU alias) x sizes/misalignments;
+//  - bulk RMA (putmem, putmem_nbi, getmem, getmem_nbi, putmem_signal SET, put_signal_nbi ADD; SET on HOST words where
+//    the platform has no native host atomics) x scope (thread, warp, block) x target segment (DEVICE: p2p; HOST:
+//    through the GPU alias) x sizes/misalignments;
 //  - p/g, atomics under contention from many blocks on both PEs (32/64-bit), waits (test/_all/_any/_some);
 //  - the device barrier (block scope, and grid scope through launch_cooperative);
 //  - visibility stress: producer/consumer with putmem_signal<Block>, random sizes, GPU_STRESS_ITERS iterations
@@ -35,9 +36,10 @@ enum Op { kPut, kPutNbi, kGet, kGetNbi, kPutSignal, kPutSignalNbi, kOps };
 const char* const kOpNames[kOps] = {"putmem", "putmem_nbi", "getmem", "getmem_nbi", "putmem_signal", "put_signal_nbi"};
 
 // One operation by one group (grid = 1 block). Signal ops then wait for the peer's signal and check the bytes here.
+// add: put_signal_nbi adds 1 to the signal (false: sets it to expect; see main).
 template <Scope S>
 __global__ void conf(dev::Handle h, int op, unsigned char* sym, unsigned char* local, size_t nb, uint64_t* sig,
-                     uint64_t expect, uint64_t salt, int peer, unsigned* errs) {
+                     uint64_t expect, uint64_t salt, int peer, unsigned* errs, bool add) {
   switch (op) {
     case kPut: dev::putmem<S>(h, sym, local, nb, peer); dev::quiet<S>(h); break;
     case kPutNbi: dev::putmem_nbi<S>(h, sym, local, nb, peer); dev::quiet<S>(h); break;
@@ -48,7 +50,7 @@ __global__ void conf(dev::Handle h, int op, unsigned char* sym, unsigned char* l
       if (op == kPutSignal)
         dev::putmem_signal<S>(h, sym, local, nb, sig, expect, SignalOp::Set, peer);
       else
-        dev::put_signal_nbi<S>(h, sym, local, nb, sig, 1, SignalOp::Add, peer);
+        dev::put_signal_nbi<S>(h, sym, local, nb, sig, add ? 1 : expect, add ? SignalOp::Add : SignalOp::Set, peer);
       dev::quiet<S>(h);
       dev::signal_wait_until<S>(h, sig, Cmp::GE, expect);
       const unsigned char* mine = dev::ptr(h, sym, h.my_pe);
@@ -62,8 +64,8 @@ __global__ void conf(dev::Handle h, int op, unsigned char* sym, unsigned char* l
 
 template <Scope S>
 void launchConf(dim3 block, const dev::Handle& h, int op, unsigned char* sym, unsigned char* local, size_t nb,
-                uint64_t* sig, uint64_t expect, uint64_t salt, int peer, unsigned* errs) {
-  conf<S><<<1, block>>>(h, op, sym, local, nb, sig, expect, salt, peer, errs);
+                uint64_t* sig, uint64_t expect, uint64_t salt, int peer, unsigned* errs, bool add) {
+  conf<S><<<1, block>>>(h, op, sym, local, nb, sig, expect, salt, peer, errs, add);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
 }
@@ -307,12 +309,18 @@ int main() {
           if (isSig) expect = ++sigCount[kindIdx];
           const uint64_t checkSalt = salt + static_cast<uint64_t>(prev);
           const int peer = isGet ? next : next;
+          // A GPU signal ADD is an AMO: on HOST words only where the platform has native host atomics (device.cuh;
+          // the atomics section below skips HOST words likewise, and compute-sanitizer rejects them elsewhere).
+          const bool add = kindIdx == 0 || hostAtomics;
           if (sc == 0)
-            launchConf<Scope::Thread>(dim3(1), h, op, sym + off, local + loff, nb, sig, expect, checkSalt, peer, errs);
+            launchConf<Scope::Thread>(dim3(1), h, op, sym + off, local + loff, nb, sig, expect, checkSalt, peer, errs,
+                                      add);
           else if (sc == 1)
-            launchConf<Scope::Warp>(dim3(32), h, op, sym + off, local + loff, nb, sig, expect, checkSalt, peer, errs);
+            launchConf<Scope::Warp>(dim3(32), h, op, sym + off, local + loff, nb, sig, expect, checkSalt, peer, errs,
+                                    add);
           else
-            launchConf<Scope::Block>(dim3(256), h, op, sym + off, local + loff, nb, sig, expect, checkSalt, peer, errs);
+            launchConf<Scope::Block>(dim3(256), h, op, sym + off, local + loff, nb, sig, expect, checkSalt, peer, errs,
+                                     add);
           MP_OK(tether_barrier_all(w));
           unsigned bad = readErrs(errs);
           if (isGet) {
