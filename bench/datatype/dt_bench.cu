@@ -320,7 +320,7 @@ void Bench::run(Pattern& p, Size z) {
     check(unpack, "tether");
     report(r, roofUs);
     // Each scheme forced (the cost model's check).
-    for (const char* s : {"thread", "warp", "elem", "copy2d", "copy3d"}) {
+    for (const char* s : {"thread", "warp", "elem", "copy2d", "copy3d", "batch"}) {
       DTK(tether_type_set_gpu_scheme(p.type, s));
       const char* c = nullptr;
       if (tether_type_gpu_scheme(p.type, p.count, &c) != TETHER_SUCCESS) continue;

@@ -132,11 +132,13 @@ tether_status_t tether_type_pack_async(tether_type_t type, int64_t count, const 
                                        int64_t max_bytes, void* packed, int64_t* bytes_done, void* stream);
 tether_status_t tether_type_unpack_async(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
                                          int64_t max_bytes, void* buf, int64_t* bytes_done, void* stream);
-/* The scheme ("thread", "warp", "elem", "copy2d", "copy3d") the engine uses for a whole pack of count instances between
- * GPU buffers on the current GPU (a forced scheme applies). *scheme is a static string. */
+/* The scheme ("thread", "warp", "elem", "copy2d", "copy3d", "batch") the engine uses for a whole pack of count instances
+ * between GPU buffers on the current GPU, on a stream of the caller's (a forced scheme applies). *scheme is a static
+ * string. */
 tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const char** scheme);
 /* Forces the GPU engine's scheme for packs and unpacks through this handle ("thread", "warp", "elem", "copy2d",
- * "copy3d"; "auto" gives the choice back to TETHER_DT_SCHEME, read once per process at the first pack, and then to
+ * "copy3d", "batch" (one cudaMemcpyBatchAsync of the memory runs, up to 4096 runs; not on the legacy default
+ * stream); "auto" gives the choice back to TETHER_DT_SCHEME, read once per process at the first pack, and then to
  * the cost model). A pack to which the forced scheme does not apply fails, naming it. The setting belongs to the
  * handle (a dup starts at "auto"); it may be changed at any time, and applies to calls made after it returns. Fails
  * with TETHER_ERR_INVALID_ARG on an unknown name. Also in builds without CUDA (where GPU packs fail anyway). */

@@ -636,4 +636,31 @@ DT_HD int64_t elemUser(const EDesc& d, uint32_t t, int64_t* packedUnit = nullptr
   return u;
 }
 
+// ---- batch scheme (host side) -------------------------------------------------------------------------------------
+// The copy list of packed bytes [off, off + len): one entry per memory run (hostWalk's runs, adjacent ones merged),
+// in pack order. Pack: from user + displacement to packed + (run's first packed byte - off); unpack the reverse.
+// packed points at packed byte off (as for the kernels). Returns false, with a partial list, beyond maxRuns runs.
+struct BatchList {
+  std::vector<void*> dst;
+  std::vector<const void*> src;
+  std::vector<size_t> size;
+};
+inline bool batchList(const Canonical& c, char* user, char* packed, int64_t off, int64_t len, bool unpack,
+                      size_t maxRuns, BatchList* out) {
+  out->dst.clear();
+  out->src.clear();
+  out->size.clear();
+  int64_t pos = 0;  // packed bytes of the fragment listed so far
+  const Status st = hostWalk(c, off, len, [&](int64_t d, int64_t n) -> Status {
+    if (out->size.size() == maxRuns) return Status(TETHER_ERR_UNSUPPORTED, "batch: too many runs");
+    char* u = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(user) + static_cast<uintptr_t>(d));
+    out->dst.push_back(unpack ? u : packed + pos);
+    out->src.push_back(unpack ? packed + pos : u);
+    out->size.push_back(static_cast<size_t>(n));
+    pos += n;
+    return Status::ok();
+  });
+  return st.isOk();
+}
+
 }  // namespace tether::dt

@@ -11,6 +11,8 @@
 //    types): no search, every warp access to the packed side coalesced. Packs of < 2^31 units (gpu_map.h).
 //  - copy2d / copy3d: one cudaMemcpy2DAsync / cudaMemcpy3DAsync when the whole pack is a pitched 2-D / 3-D array
 //    (one piece of <= 1 / exactly 2 dimensions, uniform over repetitions and instances, whole rows).
+//  - batch: one cudaMemcpyBatchAsync of the fragment's memory runs (copy engines, no kernel), for packs of at most
+//    kBatchMaxRuns runs on a stream other than the legacy default stream (the API refuses that one).
 //  - host: both buffers in pageable host memory: the host reference, after the stream's earlier work.
 // Every pack is one launch (or one copy) whatever the type: struct and indexed types included.
 //
@@ -31,9 +33,9 @@
 
 namespace tether::dt {
 
-enum class Scheme : int { Auto = 0, Host, Thread, Warp, Copy2D, Copy3D, Elem };
+enum class Scheme : int { Auto = 0, Host, Thread, Warp, Copy2D, Copy3D, Elem, Batch };
 const char* schemeName(Scheme s);
-// Scheme by name ("auto", "host", "thread", "warp", "copy2d", "copy3d", "elem"); false if unknown.
+// Scheme by name ("auto", "host", "thread", "warp", "copy2d", "copy3d", "elem", "batch"); false if unknown.
 bool parseScheme(const char* name, Scheme* out);
 
 // Device copy of one canonical form's metadata, for one GPU (made on first GPU use, cached on the type handle).

@@ -6,7 +6,7 @@
 namespace tether::dt {
 
 namespace {
-constexpr const char* kNames[] = {"auto", "host", "thread", "warp", "copy2d", "copy3d", "elem"};
+constexpr const char* kNames[] = {"auto", "host", "thread", "warp", "copy2d", "copy3d", "elem", "batch"};
 constexpr int kCount = static_cast<int>(sizeof kNames / sizeof kNames[0]);
 }
 

@@ -122,6 +122,48 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
   ASSERT_EQ(std::memcmp(e.out.data(), want.data() + off, e.out.size()), 0) << where << ": bytes differ";
 }
 
+// batchList on the host: pack (whole and three random fragments) and a whole unpack, each as the list's copies.
+void batchCheck(const tether::dt::Canonical& c, int64_t count, unsigned char* user, int64_t packed,
+                const std::vector<unsigned char>& want, dt_test::Gen& g, const std::string& where) {
+  tether::dt::BatchList list;
+  for (int f = 0; f < 4; ++f) {
+    const int64_t a = f == 0 ? 0 : g.uni(0, packed - 1), b = f == 0 ? packed : g.uni(a + 1, packed);
+    std::vector<unsigned char> out(static_cast<size_t>(b - a), 0);
+    ASSERT_TRUE(tether::dt::batchList(c, reinterpret_cast<char*>(user), reinterpret_cast<char*>(out.data()), a, b - a,
+                                      false, SIZE_MAX, &list)) << where;
+    int64_t total = 0;
+    for (size_t i = 0; i < list.size.size(); ++i) {
+      std::memcpy(list.dst[i], list.src[i], list.size[i]);
+      total += static_cast<int64_t>(list.size[i]);
+      if (i) {
+        ASSERT_NE(static_cast<const char*>(list.src[i - 1]) + list.size[i - 1], list.src[i])
+            << where << ": runs " << i - 1 << " and " << i << " abut (not merged)";
+      }
+    }
+    ASSERT_EQ(total, b - a) << where;
+    ASSERT_EQ(std::memcmp(out.data(), want.data() + a, out.size()), 0) << where << " batch [" << a << "," << b << ")";
+  }
+  // Unpack lists the same runs with source and destination exchanged.
+  std::vector<unsigned char> scratch(static_cast<size_t>(packed));
+  tether::dt::BatchList pk, up;
+  ASSERT_TRUE(tether::dt::batchList(c, reinterpret_cast<char*>(user), reinterpret_cast<char*>(scratch.data()), 0,
+                                    packed, false, SIZE_MAX, &pk));
+  ASSERT_TRUE(tether::dt::batchList(c, reinterpret_cast<char*>(user), reinterpret_cast<char*>(scratch.data()), 0,
+                                    packed, true, SIZE_MAX, &up));
+  ASSERT_EQ(pk.size, up.size) << where;
+  for (size_t i = 0; i < pk.size.size(); ++i) {
+    ASSERT_EQ(pk.src[i], static_cast<const void*>(up.dst[i])) << where;
+    ASSERT_EQ(static_cast<const void*>(pk.dst[i]), up.src[i]) << where;
+  }
+  // A list longer than maxRuns is refused.
+  if (pk.size.size() > 1) {
+    ASSERT_FALSE(tether::dt::batchList(c, reinterpret_cast<char*>(user), nullptr, 0, packed, false,
+                                       pk.size.size() - 1, &list))
+        << where;
+  }
+  (void)count;
+}
+
 TEST(GpuMap, EmulatedKernelsMatchHostReference) {
   uint64_t seed = 1;
   if (const char* s = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
@@ -171,6 +213,10 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
     // Small types always have an elem form (strided, or a table of at most size / width items).
     ASSERT_TRUE(elem.ok) << where;
     elemTables += elem.table;
+    // The batch scheme's copy list (batchList): applied as plain copies, whole and in fragments, it must give the
+    // host reference's packed bytes, and unpack into a poisoned buffer must match the host reference's unpack.
+    batchCheck(c, count, user.data() + origin, packed, want, g, where);
+    if (HasFatalFailure()) return;
     for (int sms : {2, 132})
       for (Emulated scheme : {Emulated::Thread, Emulated::Warp, Emulated::Elem, Emulated::ElemUserOrder}) {
         if ((scheme == Emulated::Elem || scheme == Emulated::ElemUserOrder) && sms != 2) continue;  // no launch shape

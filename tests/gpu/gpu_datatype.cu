@@ -2,7 +2,7 @@
 // seeded random type trees (every constructor, nesting to depth 5, zero counts, negative displacements, resized,
 // structs of mixed basic types), plus a transpose, a small struct and an indexed_block over several instances (the
 // elem scheme's user-order, inline-table and periodic-table paths), packed and unpacked on the GPU with every scheme
-// that applies (auto, thread, warp, copy2d, copy3d, elem), whole and in random resumable fragments, between device buffers, pinned host and pageable host
+// that applies (auto, thread, warp, copy2d, copy3d, elem, batch), whole and in random resumable fragments, between device buffers, pinned host and pageable host
 // memory. Unpack goes into a poisoned buffer and must equal the host reference's unpack into the same poison (gaps
 // untouched). Usage: gpu_datatype [--seed S] [--trees N] (env TETHER_DT_SEED); every failure prints the tree's seed.
 #include <cuda_runtime.h>
@@ -122,7 +122,7 @@ void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t s
                 seed, what.c_str(), text.c_str(), size, ext, count);
   };
   const Kind kinds[3] = {Kind::Device, Kind::Pinned, Kind::Pageable};
-  for (const char* scheme : {"auto", "thread", "warp", "copy2d", "copy3d", "elem"}) {
+  for (const char* scheme : {"auto", "thread", "warp", "copy2d", "copy3d", "elem", "batch"}) {
     tk(tether_type_set_gpu_scheme(t, scheme), "set_gpu_scheme");
     for (int pair = 0; pair < (std::strcmp(scheme, "auto") == 0 ? 4 : 1); ++pair) {
       // pair 0: device/device; 1: device user + pinned packed; 2: pinned user + device packed; 3: pageable/pageable
@@ -162,7 +162,7 @@ void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t s
       // Fragments (kernel schemes and auto only: direct copies need whole packs).
       if (packed > 1 && (pair == 0) &&
           (!std::strcmp(scheme, "thread") || !std::strcmp(scheme, "warp") || !std::strcmp(scheme, "elem") ||
-           !std::strcmp(scheme, "auto"))) {
+           !std::strcmp(scheme, "batch") || !std::strcmp(scheme, "auto"))) {
         Buf frag(Kind::Device, static_cast<size_t>(packed));
         CK(cudaMemset(frag.p, 0, static_cast<size_t>(packed)));
         CK(cudaDeviceSynchronize());

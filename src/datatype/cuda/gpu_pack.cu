@@ -49,7 +49,7 @@ class CudaMeta final : public GpuMeta {
   struct Decision {
     int64_t count = -1, off = 0, len = 0;
     int width = 0;
-    bool unpack = false;
+    bool unpack = false, onStream = false;  // onStream: not the legacy default stream (batch needs one)
     Scheme asked = Scheme::Auto, chosen = Scheme::Auto;
     int sms = 0;
     int64_t first = 0;  // the user-buffer displacement of packed byte off (its memory kind is asked there)
@@ -400,11 +400,43 @@ cudaError_t launchCopy(const Pitched& pt, Scheme s, char* user, char* packed, bo
   return cudaMemcpy3DAsync(&prm, stream);
 }
 
+// Batch scheme: the fragment's memory runs as one cudaMemcpyBatchAsync (copy engines). The list is built on the host
+// per call (batchList, gpu_map.h), reusing this thread's arrays; sources are read in stream order.
+constexpr size_t kBatchMaxRuns = 4096;
+cudaError_t launchBatch(const Canonical& c, char* user, char* packed, int64_t off, int64_t len, bool unpack,
+                        cudaStream_t stream) {
+  if (!stream || stream == cudaStreamLegacy) return cudaErrorInvalidValue;  // refused by the API (checked earlier)
+  thread_local BatchList list;
+  if (!batchList(c, user, packed, off, len, unpack, kBatchMaxRuns, &list)) return cudaErrorInvalidValue;
+  if (list.size.empty()) return cudaSuccess;
+  cudaMemcpyAttributes attr = {};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t first = 0;
+  return cudaMemcpyBatchAsync(list.dst.data(), list.src.data(), list.size.data(), list.size.size(), &attr, &first, 1,
+                              stream);
+}
+
+// Runs of a fragment are at most (instances it touches) x (blocks per instance): the batch scheme's bound, without
+// walking the fragment.
+bool batchFits(const Canonical& c, int64_t off, int64_t len) {
+  if (c.size == 0 || len == 0) return true;
+  const int64_t limit = static_cast<int64_t>(kBatchMaxRuns);
+  const int64_t instances = (off % c.size + len + c.size - 1) / c.size;
+  if (instances > limit) return false;
+  int64_t blocks = 0;  // per instance
+  for (const Segment& g : c.segments) {
+    int64_t e = 0;
+    for (int64_t i = g.firstPiece; i < g.firstPiece + g.numPieces; ++i) e += c.pieces[static_cast<size_t>(i)].elements();
+    if (e > limit || g.repeat > limit || (blocks += e * g.repeat) > limit) return false;
+  }
+  return blocks * instances <= limit;
+}
+
 // ---- cost model ---------------------------------------------------------------------------------------------------------
 // Calibration table: per scheme, bandwidth (GB/s of packed bytes) at mean block sizes 2^k bytes, and launch cost.
 constexpr int kSizes = 15;  // 4 B .. 64 KiB
-constexpr int kSchemes = static_cast<int>(Scheme::Elem) + 1;  // indexed by Scheme (auto and host unused)
-constexpr int kTableVersion = 3;  // 2: elem scheme added; 3: elem at its launch-shape rule (elemItems)
+constexpr int kSchemes = static_cast<int>(Scheme::Batch) + 1;  // indexed by Scheme (auto and host unused)
+constexpr int kTableVersion = 4;  // 2: elem scheme added; 3: elem at its launch-shape rule (elemItems); 4: batch
 struct Table {
   double launchUs[kSchemes] = {};
   double gbs[kSchemes][kSizes] = {};
@@ -516,14 +548,16 @@ bool applicable(const Canonical& c, int64_t count, Scheme s, int64_t off, int64_
     case Scheme::Elem: return elem && elemDesc(*elem, c, count, unit, nullptr, &d);
     case Scheme::Copy2D: return whole && pitched(c, count, false).ok;
     case Scheme::Copy3D: return whole && pitched(c, count, true).ok;
+    case Scheme::Batch: return batchFits(c, off, len);
     default: return false;
   }
 }
 
 // meanBlock: packed bytes per contiguous block (size / blocks per instance; the metadata tables have the count).
 // The elem scheme's table form also reads one table entry (tableEntry bytes) per item: its time grows by that share.
+// onStream: the pack runs on a stream other than the legacy default stream (batch needs one).
 Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t count, int64_t off, int64_t len,
-              const ElemForm& elem, int tableEntry, int unit) {
+              const ElemForm& elem, int tableEntry, int unit, bool onStream) {
   const double mean = meanBlock > 0 ? meanBlock : 1.0;
   Scheme best = Scheme::Thread;
   double bestUs = 1e300;
@@ -531,8 +565,9 @@ Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t coun
   // its metadata: measured on an H200 it ran 3.5-5x slower than the elem table form on LAMMPS and SPECFEM3D layouts
   // (bench/results/h200). So where the table form applies, the model weighs elem against warp and the copies only.
   const bool elemOk = applicable(c, count, Scheme::Elem, off, len, &elem, unit);
-  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Copy3D, Scheme::Elem}) {
+  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Copy3D, Scheme::Elem, Scheme::Batch}) {
     if (s == Scheme::Thread && elemOk && elem.table) continue;
+    if (s == Scheme::Batch && (!onStream || t.gbs[static_cast<int>(s)][0] <= 0)) continue;
     if (s == Scheme::Elem ? !elemOk : !applicable(c, count, s, off, len, &elem, unit)) continue;
     double us = estimateUs(t, s, len, mean);
     if (s == Scheme::Elem && elem.table) us *= 1.0 + static_cast<double>(tableEntry) / static_cast<double>(elem.item);
@@ -567,7 +602,8 @@ Status measure(Table* t, std::string* summary) {
       cudaEventRecord(e0, st);
       cudaError_t e = (s == Scheme::Copy2D || s == Scheme::Copy3D)
                           ? launchCopy(pitched(c, 1, s == Scheme::Copy3D), s, src, dst, false, st)
-                          : launchKernel({m.get(), src, dst, 0, len, false, st, 1}, s, c.width, sms);
+                      : s == Scheme::Batch ? launchBatch(c, src, dst, 0, len, false, st)
+                                           : launchKernel({m.get(), src, dst, 0, len, false, st, 1}, s, c.width, sms);
       if (e != cudaSuccess) return e;
       cudaEventRecord(e1, st);
       if ((e = cudaEventSynchronize(e1)) != cudaSuccess) return e;
@@ -595,7 +631,7 @@ Status measure(Table* t, std::string* summary) {
     c.width = pow2Width(16, static_cast<uint64_t>(block));
     return c;
   };
-  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Elem}) {
+  for (Scheme s : {Scheme::Thread, Scheme::Warp, Scheme::Copy2D, Scheme::Elem, Scheme::Batch}) {
     const int si = static_cast<int>(s);
     float ms = 0;
     const Canonical tiny = vectorForm(16, 4);
@@ -608,7 +644,9 @@ Status measure(Table* t, std::string* summary) {
     sum << schemeName(s) << ": launch " << t->launchUs[si] << " us; GB/s";
     for (int i = 0; i < kSizes; ++i) {
       const int64_t B = sizeAt(i);
-      const Canonical c = vectorForm(B, packedBytes / B);
+      // batch: at most kBatchMaxRuns blocks (its bound), so fewer bytes at small blocks
+      const Canonical c = vectorForm(B, s == Scheme::Batch ? std::min<int64_t>(packedBytes / B, kBatchMaxRuns)
+                                                           : packedBytes / B);
       if ((e = timeOnce(c, s, c.size, &ms)) != cudaSuccess) {
         bad = e;
         break;
@@ -681,7 +719,7 @@ Status envScheme(Scheme* out) {
     return e;
   }();
   if (env.bad)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d, elem or auto",
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d, elem, batch or auto",
                 env.text.c_str());
   *out = env.s;
   return Status::ok();
@@ -723,13 +761,14 @@ Status hostPath(const GpuPackRequest& r, Mem mu, Mem mp, cudaStream_t stream, Sc
   return Status::ok();
 }
 
-// The cost model's choice for a fragment; blocksPerInst from the metadata tables, elem/tableEntry/unit as choose().
+// The cost model's choice for a fragment; blocksPerInst from the metadata tables, elem/tableEntry/unit/onStream as
+// choose().
 Status modelScheme(int dev, const Canonical& c, int64_t blocksPerInst, int64_t count, int64_t off, int64_t len,
-                   const ElemForm& elem, int tableEntry, int unit, Scheme* out) {
+                   const ElemForm& elem, int tableEntry, int unit, bool onStream, Scheme* out) {
   Table t;
   TETHER_TRY(tableFor(dev, false, &t, nullptr));
   *out = choose(t, c, blocksPerInst ? static_cast<double>(c.size) / static_cast<double>(blocksPerInst) : 1.0, count,
-                off, len, elem, tableEntry, unit);
+                off, len, elem, tableEntry, unit, onStream);
   return Status::ok();
 }
 
@@ -776,7 +815,7 @@ Status gpuChooseScheme(const Canonical& c, int64_t count, Scheme forced, Scheme*
   if (*out != Scheme::Auto) return Status::ok();
   // A query, not the pack path: the tables are built here once (block count, elem form); buffers assumed aligned.
   const ElemForm elem = elemForm(c);
-  return modelScheme(dev, c, buildTables(c).blocksPerInst, count, 0, count * c.size, elem, 4, c.width, out);
+  return modelScheme(dev, c, buildTables(c).blocksPerInst, count, 0, count * c.size, elem, 4, c.width, true, out);
 }
 
 Status gpuEstimate(const Canonical& c, GpuCache* cache, int64_t count, int device, GpuEstimate* out) {
@@ -796,7 +835,7 @@ Status gpuEstimate(const Canonical& c, GpuCache* cache, int64_t count, int devic
   Table t;
   TETHER_TRY(tableFor(dev, false, &t, nullptr));
   const double mean = bpi ? static_cast<double>(c.size) / static_cast<double>(bpi) : 1.0;
-  Scheme s = choose(t, c, mean, count, 0, len, meta->elem, meta->elemWide ? 8 : 4, c.width);
+  Scheme s = choose(t, c, mean, count, 0, len, meta->elem, meta->elemWide ? 8 : 4, c.width, false);
   double us = estimateUs(t, s, len, mean);
   if (s == Scheme::Elem && meta->elem.table)
     us *= 1.0 + (meta->elemWide ? 8.0 : 4.0) / static_cast<double>(meta->elem.item);
@@ -858,12 +897,14 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     }
     dec = meta->last;
   }
+  const bool onStream = stream != nullptr && stream != cudaStreamLegacy;
   const bool hit = dec.count == r.count && dec.off == r.packedOffset && dec.len == r.len && dec.width == w &&
-                   dec.asked == asked && dec.unpack == r.unpack;
+                   dec.asked == asked && dec.unpack == r.unpack && dec.onStream == onStream;
   if (!hit) {
     dec = CudaMeta::Decision{};
     dec.count = r.count, dec.off = r.packedOffset, dec.len = r.len, dec.width = w, dec.asked = asked;
     dec.unpack = r.unpack;
+    dec.onStream = onStream;
     // Ask about a byte the fragment touches: the type's origin may lie outside the user's allocation.
     TETHER_TRY(hostWalk(c, r.packedOffset, 1, [&](int64_t d, int64_t) {
       dec.first = d;
@@ -880,7 +921,11 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     // The block count and elem form are cached with the metadata: no walk over the pieces per call.
     if (s == Scheme::Auto)
       TETHER_TRY(modelScheme(dev, c, meta->tables.blocksPerInst, r.count, r.packedOffset, r.len, meta->elem,
-                             meta->elemWide ? 8 : 4, w, &s));
+                             meta->elemWide ? 8 : 4, w, onStream, &s));
+    if (s == Scheme::Batch && !onStream)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG,
+                  "datatype GPU engine: scheme batch needs a stream other than the legacy default stream "
+                  "(cudaMemcpyBatchAsync refuses it)");
     if (!applicable(c, r.count, s, r.packedOffset, r.len, &meta->elem, w))
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
                   schemeName(s), describe(c).c_str());
@@ -900,6 +945,8 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   cudaError_t e;
   if (s == Scheme::Copy2D || s == Scheme::Copy3D) {
     e = launchCopy(dec.pitch, s, userBuf, packedBuf, r.unpack, stream);
+  } else if (s == Scheme::Batch) {
+    e = launchBatch(c, userBuf, packedBuf, r.packedOffset, r.len, r.unpack, stream);
   } else {
     // packed points at fragment byte 0; the kernels index it with (pack byte - off).
     e = launchKernel({meta.get(), userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, r.unpack, stream, r.count,
