@@ -17,7 +17,7 @@
 // Every pack is one launch (or one copy) whatever the type: struct and indexed types included.
 //
 // Cost model: t(scheme) = launch_s + packed_bytes / bw_s(mean block bytes), bw_s interpolated (log-log) from a table
-// measured once per device by calibrate() on synthetic vectors (about 0.2 s), kept for the process and in a file
+// measured once per device by calibrate() on synthetic vectors (140 ms on an H200), kept for the process and in a file
 // (TETHER_DT_CALIBRATION, default $XDG_CACHE_HOME/tether or ~/.cache/tether, one file per GPU UUID) so later processes
 // skip the measurement. A scheme is forced per type handle (GpuCache::scheme, tether_type_set_gpu_scheme) or for the
 // process by TETHER_DT_SCHEME=thread|warp|copy2d|copy3d|elem, read once at the first pack (an inapplicable one fails).
