@@ -132,9 +132,9 @@ tether_status_t tether_type_pack_async(tether_type_t type, int64_t count, const 
                                        int64_t max_bytes, void* packed, int64_t* bytes_done, void* stream);
 tether_status_t tether_type_unpack_async(tether_type_t type, int64_t count, const void* packed, int64_t packed_offset,
                                          int64_t max_bytes, void* buf, int64_t* bytes_done, void* stream);
-/* The scheme ("thread", "warp", "elem", "copy2d", "copy3d", "batch") the engine uses for a whole pack of count instances
- * between GPU buffers on the current GPU, on a stream of the caller's (a forced scheme applies). *scheme is a static
- * string. */
+/* The scheme ("thread", "warp", "elem", "copy2d", "copy3d", "batch") the engine uses for a whole pack of count
+ * instances between GPU buffers on the current GPU, on a stream of the caller's (a forced scheme applies). *scheme is
+ * a static string. */
 tether_status_t tether_type_gpu_scheme(tether_type_t type, int64_t count, const char** scheme);
 /* Forces the GPU engine's scheme for packs and unpacks through this handle ("thread", "warp", "elem", "copy2d",
  * "copy3d", "batch" (one cudaMemcpyBatchAsync of the memory runs, up to 4096 runs; not on the legacy default

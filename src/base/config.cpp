@@ -43,7 +43,8 @@ const std::vector<ConfigVar>& configVars() {
        "where it is mapped here, else staging + contiguous put/get; typed-to-typed GPU transfers by the cost model), "
        "direct (where mapped, no cost model) or staged (always staging: tests the fallback)"},
       {"TETHER_DT_SCHEME", ConfigType::String, "auto",
-       "Datatype GPU engine: force a pack scheme (thread, warp, copy2d, copy3d, elem, batch) instead of the cost model's choice; "
+       "Datatype GPU engine: force a pack scheme (thread, warp, copy2d, copy3d, elem, batch) instead of the cost "
+       "model's choice; "
        "read by the datatype library at each pack"},
       {"TETHER_DT_CALIBRATION", ConfigType::String, "",
        "Datatype GPU engine: folder of the cost model's calibration files (default $XDG_CACHE_HOME/tether or "

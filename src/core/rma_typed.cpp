@@ -220,8 +220,9 @@ Status World::typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, c
   TETHER_TRY(st);
   l.kernelGbs = bytes >= 4 * part ? static_cast<double>(bytes - part) / std::max(1e-3, t[1] - t[0]) / 1e3
                                   : static_cast<double>(bytes) / std::max(1e-3, t[1]) / 1e3;
-  TETHER_LOG_DEBUG(LogSys::Core, "typed put/get: link to PE %d (%" PRId64 " B probe): %.2f us per copy, copy %.1f GB/s, "
-                   "kernel %.1f GB/s", pe, bytes, l.runUs, l.ceGbs, l.kernelGbs);
+  TETHER_LOG_DEBUG(LogSys::Core,
+                   "typed put/get: link to PE %d (%" PRId64 " B probe): %.2f us per copy, copy %.1f GB/s, kernel %.1f GB/s",
+                   pe, bytes, l.runUs, l.ceGbs, l.kernelGbs);
   typedLinks_[pe] = l;
   *out = l;
   return Status::ok();
@@ -310,7 +311,8 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
     }
   }
   int64_t contigAt = 0;
-  const bool oneContiguous = dt::hostContiguous(*d.c, d.count, &contigAt) || dt::hostContiguous(*s.c, s.count, &contigAt);
+  const bool oneContiguous =
+      dt::hostContiguous(*d.c, d.count, &contigAt) || dt::hostContiguous(*s.c, s.count, &contigAt);
   if (route == Route::GpuDirect && routeMode == "auto" && localOnGpu && !oneContiguous && mode != TypedMode::OnStream) {
     // The cost model (file comment): both types' engine estimates and the link terms to this PE.
     const int dev = gpu_->device();

@@ -403,8 +403,9 @@ tether_status_t tether_type_set_gpu_scheme(tether_type_t type, const char* schem
     TETHER_TRY(checkHandle(call, "type", type));
     tether::dt::Scheme s;
     if (!scheme || !tether::dt::parseScheme(scheme, &s) || s == tether::dt::Scheme::Host)
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: scheme \"%s\": expected auto, thread, warp, copy2d, copy3d, elem or batch",
-                  call, scheme ? scheme : "(null)");
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG,
+                  "%s: scheme \"%s\": expected auto, thread, warp, copy2d, copy3d, elem or batch", call,
+                  scheme ? scheme : "(null)");
     type->gpu.scheme.store(static_cast<int>(s), std::memory_order_relaxed);
     return Status::ok();
   });

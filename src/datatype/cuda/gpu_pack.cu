@@ -426,7 +426,8 @@ bool batchFits(const Canonical& c, int64_t off, int64_t len) {
   int64_t blocks = 0;  // per instance
   for (const Segment& g : c.segments) {
     int64_t e = 0;
-    for (int64_t i = g.firstPiece; i < g.firstPiece + g.numPieces; ++i) e += c.pieces[static_cast<size_t>(i)].elements();
+    for (int64_t i = g.firstPiece; i < g.firstPiece + g.numPieces; ++i)
+      e += c.pieces[static_cast<size_t>(i)].elements();
     if (e > limit || g.repeat > limit || (blocks += e * g.repeat) > limit) return false;
   }
   return blocks * instances <= limit;
@@ -719,7 +720,8 @@ Status envScheme(Scheme* out) {
     return e;
   }();
   if (env.bad)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d, elem, batch or auto",
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG,
+                "TETHER_DT_SCHEME=%s: expected thread, warp, copy2d, copy3d, elem, batch or auto",
                 env.text.c_str());
   *out = env.s;
   return Status::ok();
