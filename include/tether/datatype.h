@@ -122,9 +122,9 @@ tether_status_t tether_type_unpack(tether_type_t type, int64_t count, const void
  * default stream) and executed by the GPU: one kernel launch (or one cudaMemcpy2D/3DAsync where the layout is a
  * pitched array) whatever the type, the scheme chosen by a cost model calibrated once per GPU (docs/datatype.md
  * "GPU engine"; tether_type_set_gpu_scheme or TETHER_DT_SCHEME forces one). Buffers may be GPU memory, pinned (or
- * cudaHostRegister'ed) host memory or, on both sides, pageable host memory; pageable memory makes the call wait for
- * the stream and pack on the host before returning (a user buffer in GPU memory with packed bytes in pageable memory
- * fails: pin the packed buffer). *bytes_done is set at once. Unpack with a type map that names a byte twice keeps an
+ * cudaHostRegister'ed) host memory or pageable host memory, in any pairing. Pageable memory makes the call complete
+ * before returning: with pageable user data the stream is waited for and the host packs; a GPU user buffer with
+ * pageable packed bytes goes through stream-ordered GPU scratch memory and one copy. *bytes_done is set at once. Unpack with a type map that names a byte twice keeps an
  * unspecified one of the entries (MPI: erroneous). The type's device metadata is built on first use per
  * GPU and cached on the type (commit does not touch the GPU). Fails with TETHER_ERR_UNSUPPORTED in builds without
  * CUDA and when no GPU is visible; with TETHER_ERR_CUDA (message has the CUDA error) when a launch fails. */

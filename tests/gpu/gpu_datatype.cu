@@ -2,8 +2,8 @@
 // seeded random type trees (every constructor, nesting to depth 5, zero counts, negative displacements, resized,
 // structs of mixed basic types), plus a transpose, a small struct and an indexed_block over several instances (the
 // elem scheme's user-order, inline-table and periodic-table paths), packed and unpacked on the GPU with every scheme
-// that applies (auto, thread, warp, copy2d, copy3d, elem, batch), whole and in random resumable fragments, between device buffers, pinned host and pageable host
-// memory. Unpack goes into a poisoned buffer and must equal the host reference's unpack into the same poison (gaps
+// that applies (auto, thread, warp, copy2d, copy3d, elem, batch), whole and in random resumable fragments; auto also
+// between every pair of memory kinds that mixes device, pinned host and pageable host memory (six pairs). Unpack goes into a poisoned buffer and must equal the host reference's unpack into the same poison (gaps
 // untouched). Usage: gpu_datatype [--seed S] [--trees N] (env TETHER_DT_SEED); every failure prints the tree's seed.
 #include <cuda_runtime.h>
 
@@ -124,10 +124,11 @@ void runType(tether_type_t t, const std::string& text, int64_t count, uint64_t s
   const Kind kinds[3] = {Kind::Device, Kind::Pinned, Kind::Pageable};
   for (const char* scheme : {"auto", "thread", "warp", "copy2d", "copy3d", "elem", "batch"}) {
     tk(tether_type_set_gpu_scheme(t, scheme), "set_gpu_scheme");
-    for (int pair = 0; pair < (std::strcmp(scheme, "auto") == 0 ? 4 : 1); ++pair) {
-      // pair 0: device/device; 1: device user + pinned packed; 2: pinned user + device packed; 3: pageable/pageable
-      const Kind ku = pair == 2 ? Kind::Pinned : pair == 3 ? Kind::Pageable : Kind::Device;
-      const Kind kp = pair == 1 ? Kind::Pinned : pair == 3 ? Kind::Pageable : Kind::Device;
+    for (int pair = 0; pair < (std::strcmp(scheme, "auto") == 0 ? 6 : 1); ++pair) {
+      // pair 0: device/device; 1: device user + pinned packed; 2: pinned user + device packed; 3: pageable/pageable;
+      // 4: device user + pageable packed (GPU scratch + one copy); 5: pageable user + device packed (host + one copy)
+      const Kind ku = pair == 2 ? Kind::Pinned : pair == 3 || pair == 5 ? Kind::Pageable : Kind::Device;
+      const Kind kp = pair == 1 ? Kind::Pinned : pair == 3 || pair == 4 ? Kind::Pageable : Kind::Device;
       (void)kinds;
       Buf u(ku, static_cast<size_t>(span)), p(kp, static_cast<size_t>(packed));
       u.put(user);

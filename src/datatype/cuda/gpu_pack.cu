@@ -739,10 +739,7 @@ Status askedScheme(Scheme request, const GpuCache& cache, Scheme* out) {
 // reference after the stream's earlier work, staging through host memory when the packed bytes are on the GPU.
 Status hostPath(const GpuPackRequest& r, Mem mu, Mem mp, cudaStream_t stream, Scheme* used) {
   const Canonical& c = *r.c;
-  if (mu == Mem::Device)
-    TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
-                "datatype GPU engine: user buffer in GPU memory with packed bytes in pageable host memory: "
-                "pin the packed buffer (cudaHostRegister) or use device memory");
+  // (mu == Device with pageable packed bytes goes through GPU scratch instead: pageablePacked.)
   DT_CUDA(cudaStreamSynchronize(stream), "stream");
   if (mp == Mem::Device) {  // user data on the host, packed bytes on the GPU: host pack + one copy
     std::vector<char> tmp(static_cast<size_t>(r.len));
@@ -865,6 +862,31 @@ Status gpuSync(int device, void* stream) {
   return Status::ok();
 }
 
+// A GPU-addressable user buffer with packed bytes in pageable host memory: the kernels pack into (or unpack out of)
+// stream-ordered scratch GPU memory, which one copy joins to the pageable bytes. A copy from pageable memory is staged
+// before cudaMemcpyAsync returns, and one to pageable memory completes before it returns, so the call ends with the
+// packed bytes in place (as the host path does) and the scratch is freed in stream order.
+Status pageablePacked(const GpuPackRequest& r, GpuCache* cache, cudaStream_t stream, Scheme* used) {
+  void* scratch = nullptr;
+  DT_CUDA(cudaMallocAsync(&scratch, static_cast<size_t>(r.len), stream), "scratch allocation");
+  GpuPackRequest q = r;
+  q.device = -1;  // current already
+  cudaError_t e = cudaSuccess;
+  if (r.unpack) {
+    e = cudaMemcpyAsync(scratch, r.src, static_cast<size_t>(r.len), cudaMemcpyHostToDevice, stream);
+    q.src = scratch;
+  } else {
+    q.dst = scratch;
+  }
+  const Status st = e == cudaSuccess ? gpuPack(q, cache, used) : cudaFail(e, "staging copy");
+  if (st.isOk() && !r.unpack)
+    e = cudaMemcpyAsync(r.dst, scratch, static_cast<size_t>(r.len), cudaMemcpyDeviceToHost, stream);
+  const cudaError_t fe = cudaFreeAsync(scratch, stream);
+  if (!st.isOk()) return st;
+  if (e != cudaSuccess) return cudaFail(e, "staging copy");
+  return fe == cudaSuccess ? Status::ok() : cudaFail(fe, "scratch free");
+}
+
 Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   const Canonical& c = *r.c;
   cudaStream_t stream = static_cast<cudaStream_t>(r.stream);
@@ -916,6 +938,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   // Buffers the GPU cannot address: pack on the host (after the stream's earlier work), staging device data. Asked
   // every call: a cached answer would go stale when the memory is freed and the address reused.
   const Mem mu = kindOf(userBuf + dec.first), mp = kindOf(packedPtr);
+  if (mu == Mem::Device && mp == Mem::Host) return pageablePacked(r, cache, stream, used);
   if (mu == Mem::Host || mp == Mem::Host) return hostPath(r, mu, mp, stream, used);
 
   if (!hit) {
