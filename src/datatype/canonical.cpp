@@ -148,6 +148,17 @@ void appendPiece(std::vector<Piece>* list, Piece p) {
 // it, a) only through the count: the pair merges then only when a's count reaches the count of that piece (rule 2
 // onto a 2-D piece, rule 4 with a 1-D one); the count-independent conditions already failed when the pair was
 // last tried. So the retry runs only at that count.
+// A plain block appended to a piece list: a copy of a constant default piece, then its two fields. (Building the
+// 96-byte piece on the stack field by field and copying it made the copy's wide loads wait on the narrow stores
+// (store forwarding fails): the commit of 1000 irregular blocks spent most of its time there.)
+void pushPlain(std::vector<Piece>* l, int64_t offset, int64_t len) {
+  static const Piece kPlain{};
+  l->push_back(kPlain);
+  Piece& p = l->back();
+  p.offset = offset;
+  p.block = len;
+}
+
 void appendBlock(std::vector<Piece>* list, int64_t offset, int64_t len) {
   std::vector<Piece>& l = *list;
   const size_t size = l.size();
@@ -164,10 +175,7 @@ void appendBlock(std::vector<Piece>* list, int64_t offset, int64_t len) {
         }
         return;
       }
-      Piece p;
-      p.offset = offset;
-      p.block = len;
-      l.push_back(p);
+      pushPlain(&l, offset, len);
       return;
     }
   }
@@ -184,23 +192,25 @@ void appendBlock(std::vector<Piece>* list, int64_t offset, int64_t len) {
         if (b.nd == 2 && b.block == len && b.count[0] == 2 && b.stride[0] == d && topEnd(b, &end) && end == a.offset) {
           ++b.count[1];
           l.pop_back();
+        } else {
+          // tryMerge(b, the pair) needs, by its rules: b's block equal; b plain and the pair one stride after it
+          // (rule 3), or b of 1 or 2 dimensions with the pair's stride in dimension 0 (rules 2 and 4). Irregular
+          // lists fail this at once: skip the call.
+          int64_t at = 0;
+          const bool may = b.block == len && (b.nd == 0 ? addOk(b.offset, d, &at) && at == a.offset
+                                                       : b.nd <= 2 && b.stride[0] == d);
+          if (!may) return;
         }
       }
       while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
       return;
     }
     if (!adjacent && a.block != len) {  // neither rule applies
-      Piece p;
-      p.offset = offset;
-      p.block = len;
-      l.push_back(p);
+      pushPlain(&l, offset, len);
       return;
     }
   }
-  Piece p;
-  p.offset = offset;
-  p.block = len;
-  l.push_back(p);
+  pushPlain(&l, offset, len);
   while (l.size() >= 2 && tryMerge(&l[l.size() - 2], l.back())) l.pop_back();
 }
 
@@ -380,11 +390,15 @@ Status Builder::plainEntries(const Type& t, const Piece& unit, Seq* s, bool* run
   // Entries [from, to) appended to body as their maximal contiguous runs (an entry that starts where the one before
   // ends is joined to it; zero lengths skipped), each with appendBlock(): what the exact stage builds from them.
   auto append = [&](size_t from, size_t to, std::vector<Piece>* body) -> Status {
+    // Locals, not the captured vectors and piece: appendBlock() writes memory, so every captured load would repeat.
+    const int64_t* const lens = len.data();
+    const int64_t* const disps = disp.data();
+    const int64_t unitOff = unit.offset, unitBlock = unit.block;
     int64_t runOff = 0, runLen = 0, runEnd = 0;
     for (size_t i = from; i < to; ++i) {
-      if (len[i] == 0) continue;
+      if (lens[i] == 0) continue;
       int64_t off = 0, n = 0;
-      if (!addOk(disp[i], unit.offset, &off) || !mulOk(len[i], unit.block, &n)) return overflow();
+      if (!addOk(disps[i], unitOff, &off) || !mulOk(lens[i], unitBlock, &n)) return overflow();
       if (runLen && off == runEnd) {
         if (!addOk(runLen, n, &runLen) || !addOk(runEnd, n, &runEnd)) return overflow();
         continue;
@@ -705,7 +719,8 @@ Seg periodic(std::vector<Piece> list) {
   Seg g;
   size_t n = list.size();
   for (size_t p = 1; p <= n / 2; ++p) {
-    if (n % p != 0) continue;
+    // The shape test first: it rejects most p of an irregular list without the division.
+    if (!list[p].sameShape(list[0]) || n % p != 0) continue;
     int64_t d = 0;
     if (__builtin_sub_overflow(list[p].offset, list[0].offset, &d)) continue;
     bool ok = true;
@@ -770,7 +785,8 @@ Status canonicalize(const Type& type, Canonical* out) {
       }
     }
   }
-  bool exact = !single && blockCount(s, kExactBlocks) <= kExactBlocks;
+  // (The runs path counts its blocks in the final loop below instead: one pass fewer.)
+  bool exact = !single && !runs && blockCount(s, kExactBlocks) <= kExactBlocks;
   if (single) {
     exact = true;  // unique per byte layout, as the exact stage's result
   } else if (runs) {
@@ -798,6 +814,7 @@ Status canonicalize(const Type& type, Canonical* out) {
   }
 
   Canonical c;
+  int64_t blocks = 0;  // per instance, saturating above kExactBlocks (the runs path's exactness)
   c.exact = exact;
   c.size = type.bounds().size;
   c.extent = type.bounds().extent();
@@ -823,15 +840,20 @@ Status canonicalize(const Type& type, Canonical* out) {
     if (g.repeat > 1) bits |= magnitude(g.stride);
     for (size_t i = at, end = at + static_cast<size_t>(seg.numPieces); i < end; ++i) {
       Piece& p = c.pieces[i];
+      const int64_t e = p.elements();
       p.packedStart = seg.repBytes;
-      seg.repBytes += p.bytes();
+      seg.repBytes += p.block * e;
       bits |= magnitude(p.offset) | magnitude(p.block);
       for (int k = 0; k < p.nd; ++k) bits |= magnitude(p.stride[k]);
+      int64_t eb = 0;
+      if (blocks <= kExactBlocks && (!mulOk(e, g.repeat, &eb) || !addOk(blocks, eb, &blocks)))
+        blocks = kExactBlocks + 1;
     }
     at += static_cast<size_t>(seg.numPieces);
     packed += seg.repBytes * seg.repeat;
     c.segments.push_back(seg);
   }
+  if (runs && !single) c.exact = blocks <= kExactBlocks;
   if (packed != c.size)
     TETHER_FAIL(TETHER_ERR_INTERNAL, "tether_type_commit: canonical form holds %lld bytes, type size is %lld",
                 static_cast<long long>(packed), static_cast<long long>(c.size));
