@@ -97,6 +97,14 @@ int main(int argc, char** argv) {
          ck(tether_type_indexed_block(1000, 2, disp.data(), d, &t), "indexed_block");
          return t;
        }},
+      {"indexed_block1000per5", 1,
+       "indexed_block(1000, 2) of double, displacements 7i + i^2 mod 5 (period 5, as tether_bench_datatype's row)", [&] {
+         std::vector<int64_t> disp(1000);
+         for (int64_t i = 0; i < 1000; ++i) disp[static_cast<size_t>(i)] = 7 * i + (i * i) % 5;
+         tether_type_t t;
+         ck(tether_type_indexed_block(1000, 2, disp.data(), d, &t), "indexed_block");
+         return t;
+       }},
       {"hvector(vector)", 2, "hvector(64) of vector(100, 2, 5)", [&] {
          tether_type_t v, t;
          ck(tether_type_vector(100, 2, 5, d, &v), "vector");

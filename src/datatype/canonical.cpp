@@ -786,7 +786,8 @@ Status canonicalize(const Type& type, Canonical* out) {
     }
   }
   // (The runs path counts its blocks in the final loop below instead: one pass fewer.)
-  bool exact = !single && !runs && blockCount(s, kExactBlocks) <= kExactBlocks;
+  const int64_t blocks0 = !single && !runs ? blockCount(s, kExactBlocks) : 0;
+  bool exact = !single && !runs && blocks0 <= kExactBlocks;
   if (single) {
     exact = true;  // unique per byte layout, as the exact stage's result
   } else if (runs) {
@@ -795,7 +796,7 @@ Status canonicalize(const Type& type, Canonical* out) {
     if (!s.empty()) fin.push_back(periodic(std::move(s[0].body)));
   } else if (exact) {
     std::vector<Piece> list;
-    list.reserve(64);
+    list.reserve(static_cast<size_t>(blocks0));  // at most one piece per block: no reallocation while folding
     RunFolder f(&list);
     for (const Seg& g : s)
       for (int64_t r = 0; r < g.repeat; ++r)
