@@ -611,6 +611,14 @@ class RunFolder {
     fold(off_, len_, 1, 0);
   }
 
+  // The pending run (a block not yet folded: the next one may still join it), for foldRepeated().
+  struct Pending {
+    bool has;
+    int64_t off, len;
+  };
+  Pending pending() const { return Pending{has_, off_, len_}; }
+  void setPending(const Pending& p) { has_ = p.has, off_ = p.off, len_ = p.len; }
+
  private:
   // One contiguous block: joined to the pending run when it starts where that ends.
   void run(int64_t offset, int64_t len) {
@@ -713,6 +721,64 @@ class RunFolder {
   int64_t off_ = 0, len_ = 0;
 };
 
+// Whether b is a shifted by d (same block and dimensions).
+bool translated(const Piece& a, const Piece& b, int64_t d) { return a.sameShape(b) && b.offset == a.offset + d; }
+
+// Folds the g.repeat repetitions of g's body into f's list, as f.piece() on each would, but in O(period) once the
+// fold has become periodic. Let L_m be the list after m repetitions and d = m * stride. Folding only ever reads the
+// pending run and the end of the list: it reads a piece before the last only after the last was merged into or
+// changed, and a piece further back only after a merge into that one. So if the group of repetitions m..2m-1 left
+// L_m unchanged but for its last k pieces (k = 0 or 1), it read at most L_m's last k + 1 pieces, and it replaced the
+// last k with a tail T. If moreover the list's last k + 1 pieces (inside T) and the pending run are those of L_m
+// shifted by d, the next group starts from the same state shifted by d and does the same shifted: it replaces the
+// last k pieces with T shifted by d; and so on for every whole group. The merge rules compare differences only, so
+// shifting is exact while no sum nears int64's range (the caller checks the bound: shiftExact). m = 1, 2 and 4 are
+// tried; the repetitions after the last whole group are folded one by one.
+void foldRepeated(RunFolder& f, std::vector<Piece>& list, const Seg& g, bool shiftExact) {
+  const int64_t reps = g.repeat, stride = g.stride;
+  auto rep = [&](int64_t r) {
+    for (const Piece& p : g.body) f.piece(p, r * stride);
+  };
+  int64_t r = 0;
+  if (shiftExact && reps >= 8) {
+    for (int lg = 0; lg < 3; ++lg) {
+      const int64_t m = int64_t{1} << lg, d = m * stride;
+      while (r < m) rep(r++);  // (r == m already after the previous m's check)
+      const std::vector<Piece> x = list;  // L_m
+      const RunFolder::Pending was = f.pending();
+      while (r < 2 * m) rep(r++);
+      const RunFolder::Pending now = f.pending();
+      if (now.has != was.has || (now.has && (now.len != was.len || now.off != was.off + d))) continue;
+      const size_t nx = x.size(), n = list.size();
+      for (size_t k = 0; k <= 1; ++k) {
+        if (nx < k + 1 || n < nx + 1) continue;  // L_m's last k + 1 pieces; T (from nx - k on) of at least k + 1
+        bool ok = true;
+        for (size_t i = 0; ok && i + k < nx; ++i) ok = list[i].sameShape(x[i]) && list[i].offset == x[i].offset;
+        for (size_t j = 0; ok && j <= k; ++j) ok = translated(x[nx - 1 - j], list[n - 1 - j], d);
+        if (!ok) continue;
+        // Periodic: each later group of m repetitions replaces the last k pieces with T shifted once more.
+        const std::vector<Piece> t(list.begin() + static_cast<std::ptrdiff_t>(nx - k), list.end());
+        const int64_t groups = (reps - r) / m;
+        list.reserve(list.size() + static_cast<size_t>(groups) * (t.size() - k));
+        for (int64_t q = 1; q <= groups; ++q) {
+          list.resize(list.size() - k);
+          for (const Piece& p : t) {
+            list.push_back(p);  // then shifted in place (a shifted copy on the stack would stall its own copy)
+            list.back().offset += q * d;
+          }
+        }
+        RunFolder::Pending last = now;
+        if (last.has) last.off += groups * d;
+        f.setPending(last);
+        r += groups * m;
+        lg = 3;  // done
+        break;
+      }
+    }
+  }
+  while (r < reps) rep(r++);
+}
+
 // Smallest period of a piece list: the list is repeat copies of its first `p` pieces, copy k shifted by k * d.
 // Returns a segment (body = the period) when such p < size exists, else the list as one segment.
 Seg periodic(std::vector<Piece> list) {
@@ -798,9 +864,13 @@ Status canonicalize(const Type& type, Canonical* out) {
     std::vector<Piece> list;
     list.reserve(static_cast<size_t>(blocks0));  // at most one piece per block: no reallocation while folding
     RunFolder f(&list);
-    for (const Seg& g : s)
-      for (int64_t r = 0; r < g.repeat; ++r)
-        for (const Piece& p : g.body) f.piece(p, r * g.stride);
+    // Shifts by whole strides are exact for the merge rules while every offset, block end and stride stays far
+    // inside int64 (foldRepeated): bounded by the type's extent and true bounds.
+    const Bounds& tb = type.bounds();
+    const uint64_t lim = uint64_t{1} << 60;
+    bool shiftExact = magnitude(tb.trueLb) < lim && magnitude(tb.trueUb) < lim && magnitude(tb.extent()) < lim;
+    for (const Seg& g : s) shiftExact = shiftExact && magnitude(g.stride) < lim / static_cast<uint64_t>(g.repeat + 1);
+    for (const Seg& g : s) foldRepeated(f, list, g, shiftExact);
     f.flush();
     if (!list.empty()) fin.push_back(periodic(std::move(list)));
   } else {

@@ -623,6 +623,68 @@ TEST(Datatype, WrappedAdjacentRowsJoin) {
 // Uniqueness (docs/datatype.md "Uniqueness"): a random type tree (tests/datatype/random_types.h) whose form is exact,
 // the hindexed list of its contiguous runs, the same runs cut at random points (bytes, in order), and a struct of
 // those pieces all reach one canonical form. (Before the wrap-adjacency rule, 4 % of such trees did not.)
+// The exact stage folds repeated bodies in O(period) once the fold is periodic (canonical.cpp, foldRepeated). Its
+// result must be the one-by-one fold: repeated multi-piece bodies (periodic entry lists of 2-6 entries, and hvectors
+// of small structs), 8-60 repetitions, with and without a non-periodic tail, against the same runs listed with random
+// cuts (an irregular list: the one-by-one path).
+TEST(Datatype, PeriodicFoldShortcutMatchesOneByOne) {
+  Rng uni("PeriodicFoldShortcutMatchesOneByOne", 1);
+  T byte;
+  OK(tether_type_basic(TETHER_BASIC_BYTE, byte.out()));
+  int checked = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    T t;
+    std::string what;
+    if (iter % 2 == 0) {  // periodic entries over bytes, equal lengths often (pairs form), then maybe a tail
+      const int64_t per = uni(2, 6), reps = uni(8, 60);
+      std::vector<int64_t> len, gap;
+      for (int64_t j = 0; j < per; ++j) len.push_back(uni(0, 2) ? 8 : uni(1, 24)), gap.push_back(uni(0, 3) * 8);
+      int64_t stride = 0;
+      for (int64_t j = 0; j < per; ++j) stride += len[static_cast<size_t>(j)] + gap[static_cast<size_t>(j)];
+      stride += uni(0, 2) * 8;
+      std::vector<int64_t> bl, ds;
+      for (int64_t r = 0; r < reps; ++r)
+        for (int64_t j = 0, at = r * stride; j < per; ++j) {
+          bl.push_back(len[static_cast<size_t>(j)]), ds.push_back(at);
+          at += len[static_cast<size_t>(j)] + gap[static_cast<size_t>(j)];
+        }
+      for (int64_t e = uni(0, 1) ? uni(1, 3) : 0, at = reps * stride; e > 0; --e)
+        bl.push_back(uni(1, 16)), ds.push_back(at), at += 40;
+      OK(tether_type_hindexed(static_cast<int64_t>(bl.size()), bl.data(), ds.data(), byte, t.out()));
+      what = "entries: period " + std::to_string(per) + " x " + std::to_string(reps);
+    } else {  // hvector of a struct of 2-3 byte blocks
+      const int64_t n = uni(2, 3), reps = uni(8, 60);
+      std::vector<int64_t> bl, ds;
+      for (int64_t j = 0, at = 0; j < n; ++j)
+        bl.push_back(uni(1, 3) * 8), ds.push_back(at), at += bl.back() + uni(1, 4) * 8;
+      std::vector<tether_type_t> ts(static_cast<size_t>(n), byte.get());
+      T st;
+      OK(tether_type_struct(n, bl.data(), ds.data(), ts.data(), st.out()));
+      const int64_t ext = ds.back() + bl.back();
+      OK(tether_type_hvector(reps, 1, ext + uni(0, 3) * 8, st, t.out()));
+      what = "hvector(" + std::to_string(reps) + ") of a struct of " + std::to_string(n);
+    }
+    committed(&t);
+    const tether::dt::Canonical& k = *tether_type_t(t)->canonical;
+    std::vector<int64_t> so, sl;
+    ASSERT_TRUE(tether::dt::hostWalk(k, 0, k.size, [&](int64_t d, int64_t len) {
+                  for (int64_t at = 0; at < len;) {  // every run cut at random points: an irregular entry list
+                    const int64_t c = std::min<int64_t>(len - at, uni(1, 12));
+                    so.push_back(d + at), sl.push_back(c);
+                    at += c;
+                  }
+                  return tether::Status::ok();
+                }).isOk());
+    T cut;
+    OK(tether_type_hindexed(static_cast<int64_t>(so.size()), sl.data(), so.data(), byte, cut.out()));
+    committed(&cut);
+    ++checked;
+    ASSERT_EQ(body(t), body(cut)) << "seed " << uni.seed << " iteration " << iter << " (" << what << ")\n  type "
+                                  << full(t) << "\n  cut  " << full(cut);
+  }
+  EXPECT_EQ(checked, 400);
+}
+
 TEST(Datatype, DescriptionsOfTheSameBytesReachOneForm) {
   Rng uni("DescriptionsOfTheSameBytesReachOneForm", 1);
   const uint64_t seed = uni.seed;
