@@ -141,13 +141,6 @@ void appendPiece(std::vector<Piece>* list, Piece p) {
   while (list->size() >= 2 && tryMerge(&(*list)[list->size() - 2], list->back())) list->pop_back();
 }
 
-// appendPiece() of a plain block of len > 0 bytes at offset, with its two common outcomes taken directly. For a
-// plain block b after the last piece a, tryMerge(a, b) can only apply rule 1 or 4 (a plain too) or rule 2 (a 1-D
-// of the same block, continued at its end: one more element). Other pieces take b as a new last piece, and the
-// retry stops at once (the pair failed). Growing a 1-D piece's count changes the retried pair (the piece before
-// it, a) only through the count: the pair merges then only when a's count reaches the count of that piece (rule 2
-// onto a 2-D piece, rule 4 with a 1-D one); the count-independent conditions already failed when the pair was
-// last tried. So the retry runs only at that count.
 // A plain block appended to a piece list: a copy of a constant default piece, then its two fields. (Building the
 // 96-byte piece on the stack field by field and copying it made the copy's wide loads wait on the narrow stores
 // (store forwarding fails): the commit of 1000 irregular blocks spent most of its time there.)
@@ -159,6 +152,13 @@ void pushPlain(std::vector<Piece>* l, int64_t offset, int64_t len) {
   p.block = len;
 }
 
+// appendPiece() of a plain block of len > 0 bytes at offset, with its two common outcomes taken directly. For a
+// plain block b after the last piece a, tryMerge(a, b) can only apply rule 1 or 4 (a plain too) or rule 2 (a 1-D
+// of the same block, continued at its end: one more element). Other pieces take b as a new last piece, and the
+// retry stops at once (the pair failed). Growing a 1-D piece's count changes the retried pair (the piece before
+// it, a) only through the count: the pair merges then only when a's count reaches the count of that piece (rule 2
+// onto a 2-D piece, rule 4 with a 1-D one); the count-independent conditions already failed when the pair was
+// last tried. So the retry runs only at that count.
 void appendBlock(std::vector<Piece>* list, int64_t offset, int64_t len) {
   std::vector<Piece>& l = *list;
   const size_t size = l.size();

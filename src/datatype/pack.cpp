@@ -78,15 +78,17 @@ char* at(const void* base, int64_t d) {
   return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(d));
 }
 
-// True when instances are dense single blocks (one block per instance, extent == size): packed byte b then sits at
-// *displacement + b for every count, and a pack is one copy instead of one per instance (a count of n bytes would
-// otherwise cost one cursor step per byte: 0.2 GB/s).
-bool dense(const Canonical& c, int64_t* displacement) {
-  if (c.extent != c.size) return false;
+// True when one instance is one block; *displacement: its first byte.
+bool oneBlock(const Canonical& c, int64_t* displacement) {
   Cursor cur(c, 0);
   *displacement = cur.displacement();
   return cur.leftInBlock() == c.size;
 }
+
+// True when instances are dense single blocks (one block per instance, extent == size): packed byte b then sits at
+// *displacement + b for every count, and a pack is one copy instead of one per instance (a count of n bytes would
+// otherwise cost one cursor step per byte: 0.2 GB/s).
+bool dense(const Canonical& c, int64_t* displacement) { return c.extent == c.size && oneBlock(c, displacement); }
 
 template <bool kPack>
 void copy(const Canonical& c, const void* user, int64_t packedOffset, int64_t len, void* packed) {
@@ -147,10 +149,7 @@ Status hostWalk(const Canonical& c, int64_t packedOffset, int64_t len,
 bool hostContiguous(const Canonical& c, int64_t count, int64_t* displacement) {
   *displacement = 0;
   if (count == 0 || c.size == 0) return true;
-  Cursor cur(c, 0);
-  if (cur.leftInBlock() != c.size) return false;  // one instance is not one block
-  *displacement = cur.displacement();
-  return count == 1 || c.extent == c.size;
+  return count == 1 ? oneBlock(c, displacement) : dense(c, displacement);
 }
 
 }  // namespace tether::dt
