@@ -56,6 +56,9 @@ class CudaMeta final : public GpuMeta {
     EDesc elem{};  // chosen == Elem: the launch descriptor
     Pitched pitch;  // chosen == Copy2D or Copy3D: the rows
   } last;
+  // gpuEstimate()'s last answer (whole packs of estimateCount instances; guarded like `last`).
+  int64_t estimateCount = -1;
+  GpuEstimate estimate;
 };
 
 Status cudaFail(cudaError_t e, const char* what) {
@@ -130,6 +133,21 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
   }
   DT_CUDA(up.finish(), "metadata upload");
   *out = std::move(m);
+  return Status::ok();
+}
+
+// The handle's metadata for GPU dev, built (and cached on the handle) on first use or when the type or GPU changed.
+// With `last` non-null, also the handle's last pack decision, read under the same lock.
+Status metaFor(const Canonical& c, int dev, GpuCache* cache, std::shared_ptr<CudaMeta>* out,
+               CudaMeta::Decision* last = nullptr) {
+  std::lock_guard<std::mutex> lock(cache->mu);
+  auto meta = std::static_pointer_cast<CudaMeta>(cache->meta);
+  if (!meta || meta->device != dev || meta->owner != &c) {
+    TETHER_TRY(buildMeta(c, dev, &meta));
+    cache->meta = meta;
+  }
+  if (last) *last = meta->last;
+  *out = std::move(meta);
   return Status::ok();
 }
 
@@ -556,9 +574,10 @@ bool applicable(const Canonical& c, int64_t count, Scheme s, int64_t off, int64_
 
 // meanBlock: packed bytes per contiguous block (size / blocks per instance; the metadata tables have the count).
 // The elem scheme's table form also reads one table entry (tableEntry bytes) per item: its time grows by that share.
-// onStream: the pack runs on a stream other than the legacy default stream (batch needs one).
+// onStream: the pack runs on a stream other than the legacy default stream (batch needs one). *us (may be null): the
+// chosen scheme's estimate.
 Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t count, int64_t off, int64_t len,
-              const ElemForm& elem, int tableEntry, int unit, bool onStream) {
+              const ElemForm& elem, int tableEntry, int unit, bool onStream, double* estimate = nullptr) {
   const double mean = meanBlock > 0 ? meanBlock : 1.0;
   Scheme best = Scheme::Thread;
   double bestUs = 1e300;
@@ -574,6 +593,7 @@ Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t coun
     if (s == Scheme::Elem && elem.table) us *= 1.0 + static_cast<double>(tableEntry) / static_cast<double>(elem.item);
     if (us < bestUs) bestUs = us, best = s;
   }
+  if (estimate) *estimate = bestUs;
   return best;
 }
 
@@ -822,25 +842,25 @@ Status gpuEstimate(const Canonical& c, GpuCache* cache, int64_t count, int devic
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
   std::shared_ptr<CudaMeta> meta;
+  TETHER_TRY(metaFor(c, dev, cache, &meta));  // the pack path's metadata, made here if no pack made it yet
   {
-    std::lock_guard<std::mutex> lock(cache->mu);  // the pack path's metadata, made here if no pack made it yet
-    meta = std::static_pointer_cast<CudaMeta>(cache->meta);
-    if (!meta || meta->device != dev || meta->owner != &c) {
-      TETHER_TRY(buildMeta(c, dev, &meta));
-      cache->meta = meta;
+    std::lock_guard<std::mutex> lock(cache->mu);  // an exchange repeats its count: the last estimate is reused
+    if (meta->estimateCount == count) {
+      *out = meta->estimate;
+      return Status::ok();
     }
   }
   const int64_t len = count * c.size, bpi = meta->tables.blocksPerInst;
   Table t;
   TETHER_TRY(tableFor(dev, false, &t, nullptr));
   const double mean = bpi ? static_cast<double>(c.size) / static_cast<double>(bpi) : 1.0;
-  Scheme s = choose(t, c, mean, count, 0, len, meta->elem, meta->elemWide ? 8 : 4, c.width, false);
-  double us = estimateUs(t, s, len, mean);
-  if (s == Scheme::Elem && meta->elem.table)
-    us *= 1.0 + (meta->elemWide ? 8.0 : 4.0) / static_cast<double>(meta->elem.item);
-  out->us = us;
-  out->blocks = bpi * count;
-  out->scheme = s;
+  GpuEstimate e;
+  e.scheme = choose(t, c, mean, count, 0, len, meta->elem, meta->elemWide ? 8 : 4, c.width, false, &e.us);
+  e.blocks = bpi * count;
+  std::lock_guard<std::mutex> lock(cache->mu);
+  meta->estimate = e;
+  meta->estimateCount = count;
+  *out = e;
   return Status::ok();
 }
 
@@ -912,15 +932,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   // the same count, fragment, width and asked scheme reuses the last decision (scheme, first byte, launch descriptor).
   std::shared_ptr<CudaMeta> meta;
   CudaMeta::Decision dec;
-  {
-    std::lock_guard<std::mutex> lock(cache->mu);
-    meta = std::static_pointer_cast<CudaMeta>(cache->meta);
-    if (!meta || meta->device != dev || meta->owner != &c) {
-      TETHER_TRY(buildMeta(c, dev, &meta));
-      cache->meta = meta;
-    }
-    dec = meta->last;
-  }
+  TETHER_TRY(metaFor(c, dev, cache, &meta, &dec));
   const bool onStream = stream != nullptr && stream != cudaStreamLegacy;
   const bool hit = dec.count == r.count && dec.off == r.packedOffset && dec.len == r.len && dec.width == w &&
                    dec.asked == asked && dec.unpack == r.unpack && dec.onStream == onStream;
