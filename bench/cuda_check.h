@@ -1,6 +1,6 @@
 // Small helpers shared by the CUDA benchmark programs: CK (a failed CUDA call prints the call and CUDA's message and
-// exits 2), TK (the same for a tether call, with tether_last_error()) and utcDate() (ISO 8601 UTC now, for run
-// records).
+// exits 2), TK and DTK (the same for a tether call, with tether_last_error() / tether_type_last_error()) and utcDate()
+// (ISO 8601 UTC now, for run records).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +10,7 @@
 #include <ctime>
 #include <string>
 
+#include "tether/datatype.h"
 #include "tether/tether.h"
 
 #define CK(x)                                                                                 \
@@ -19,6 +20,14 @@
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
       std::exit(2);                                                                           \
     }                                                                                         \
+  } while (0)
+
+#define DTK(x)                                                                                       \
+  do {                                                                                              \
+    if ((x) != TETHER_SUCCESS) {                                                                    \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, tether_type_last_error());   \
+      std::exit(2);                                                                                 \
+    }                                                                                               \
   } while (0)
 
 #define TK(x)                                                                                \

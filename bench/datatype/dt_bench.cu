@@ -38,14 +38,6 @@ using tether_bench::Block;
 using tether_bench::Pattern;
 using tether_bench::Size;
 
-#define DTK(x)                                                                                       \
-  do {                                                                                              \
-    if ((x) != TETHER_SUCCESS) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, tether_type_last_error());   \
-      std::exit(2);                                                                                 \
-    }                                                                                               \
-  } while (0)
-
 namespace {
 
 struct Row {

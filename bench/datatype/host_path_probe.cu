@@ -22,14 +22,6 @@
 #include "datatype/handle.h"
 #include "tether/datatype.h"
 
-#define DTK(x)                                                                                       \
-  do {                                                                                              \
-    if ((x) != TETHER_SUCCESS) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, tether_type_last_error());   \
-      std::exit(2);                                                                                 \
-    }                                                                                               \
-  } while (0)
-
 namespace {
 
 template <int N>
