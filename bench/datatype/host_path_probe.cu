@@ -5,9 +5,13 @@
 //   ptrattr    one cuPointerGetAttributes(MEMORY_TYPE) through the driver entry point (gpuPack asks two per call)
 //   getdevice  cudaGetDevice; lasterror: cudaGetLastError (one each per call)
 //   launchNNN  a <<<1, 256>>> launch of a kernel taking NNN bytes of parameters (the elem descriptor is ~290 B)
+//   elem-like  a launch with the elem kernel's five parameters (two pointers, two counters, 296 B)
+//   drvNNN     the same kernel launched by the driver's cuLaunchKernel (entry point; CUfunction by
+//              cudaGetFuncBySymbol), to see what the runtime's launch path adds
 // and the event-timed time of one call as dt_bench's small rows measure it (events around the call, best of 300).
-// Types: the 1 KiB struct of dt_bench's latency row (elem scheme) and a 64 x 40 B vector (thread scheme).
-// Host times: mean per call of 1000 enqueued back to back, best of 7, the stream synchronised between batches.
+// Types: the 1 KiB struct of dt_bench's latency row and a 64 x 40 B vector.
+// Host times: mean per call of 1000 enqueued back to back, the stream synchronised between batches; the rows of one
+// line are measured in turn, 9 rounds, and each keeps its best (the machine's state drifts by ~0.3 us).
 // Run: build/default/bench/datatype/tether_probe_dt_host (needs a GPU; prints one table).
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -17,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "../cuda_check.h"
 #include "datatype/handle.h"
@@ -29,6 +34,10 @@ struct Params {
   char b[N];
 };
 __global__ void emptyKernel() {}
+// The elem kernel's signature: two buffers, a unit range and the descriptor.
+__global__ void elemLike(char* user, char* packed, uint32_t t0, uint32_t t1, Params<296> d) {
+  if (threadIdx.x == 0 && d.b[0] == 123 && t0 < t1) packed[0] = user[0];
+}
 template <int N>
 __global__ void paramKernel(Params<N> p, char* out) {
   if (threadIdx.x == 0 && p.b[0] == 123) out[0] = p.b[N - 1];
@@ -38,15 +47,21 @@ cudaStream_t gStream;
 
 template <typename F>
 double hostUs(F&& f) {
-  double best = 1e30;
-  for (int k = 0; k < 7; ++k) {
-    CK(cudaStreamSynchronize(gStream));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 1000; ++i) f();
-    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-                              1000.0);
-  }
   CK(cudaStreamSynchronize(gStream));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) f();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 1000.0;
+  CK(cudaStreamSynchronize(gStream));
+  return us;
+}
+// Best host time per call of each of fs, measured in turn over 9 rounds.
+template <typename... F>
+std::vector<double> hostRounds(F&&... fs) {
+  std::vector<double> best(sizeof...(fs), 1e30);
+  for (int r = 0; r < 9; ++r) {
+    size_t i = 0;
+    ((best[i] = std::min(best[i], hostUs(fs)), ++i), ...);
+  }
   return best;
 }
 
@@ -93,8 +108,8 @@ void probeType(const char* name, tether_type_t t, const unsigned char* user, uns
   };
   direct();
   CK(cudaStreamSynchronize(gStream));
-  const double empty = hostUs([] { emptyKernel<<<1, 256, 0, gStream>>>(); });
-  const double a = hostUs(api), g = hostUs(direct);
+  const std::vector<double> h = hostRounds([] { emptyKernel<<<1, 256, 0, gStream>>>(); }, api, direct);
+  const double empty = h[0], a = h[1], g = h[2];
   const double ea = eventUs(api), ee = eventUs([] { emptyKernel<<<1, 256, 0, gStream>>>(); });
   std::printf("%-10s %6lld B  scheme %-6s  host us/call: empty launch %.3f, api %.3f (+%.3f), gpuPack %.3f (+%.3f); "
               "event us: empty %.2f, api %.2f\n",
@@ -132,18 +147,30 @@ int main() {
     attrs(1, &what, &o, reinterpret_cast<CUdeviceptr>(user));
   };
   int dev = 0;
-  const double tPtr = hostUs(ptrattr), tDev = hostUs([&] { cudaGetDevice(&dev); }),
-               tErr = hostUs([] { (void)cudaGetLastError(); }),
-               tEmpty = hostUs([] { emptyKernel<<<1, 256, 0, gStream>>>(); }),
-               t32 = hostUs([&] { paramKernel<32><<<1, 256, 0, gStream>>>(Params<32>{}, out); }),
-               t296 = hostUs([&] { paramKernel<296><<<1, 256, 0, gStream>>>(Params<296>{}, out); }),
-               t1k = hostUs([&] { paramKernel<1024><<<1, 256, 0, gStream>>>(Params<1024>{}, out); });
+  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                CUstream, void**, void**);
+  CK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fp, 12000, cudaEnableDefault, &q));
+  auto launch = reinterpret_cast<LaunchFn>(fp);
+  cudaFunction_t fEmpty, f296;
+  CK(cudaGetFuncBySymbol(&fEmpty, reinterpret_cast<const void*>(emptyKernel)));
+  CK(cudaGetFuncBySymbol(&f296, reinterpret_cast<const void*>(paramKernel<296>)));
+  Params<296> p296{};
+  void* args296[] = {&p296, &out};
+  const std::vector<double> t = hostRounds(
+      ptrattr, [&] { cudaGetDevice(&dev); }, [] { (void)cudaGetLastError(); },
+      [] { emptyKernel<<<1, 256, 0, gStream>>>(); },
+      [&] { paramKernel<32><<<1, 256, 0, gStream>>>(Params<32>{}, out); },
+      [&] { paramKernel<296><<<1, 256, 0, gStream>>>(p296, out); },
+      [&] { paramKernel<1024><<<1, 256, 0, gStream>>>(Params<1024>{}, out); },
+      [&] { launch(reinterpret_cast<CUfunction>(fEmpty), 1, 1, 1, 256, 1, 1, 0, gStream, nullptr, nullptr); },
+      [&] { launch(reinterpret_cast<CUfunction>(f296), 1, 1, 1, 256, 1, 1, 0, gStream, args296, nullptr); },
+      [&] { elemLike<<<1, 256, 0, gStream>>>(out, out, 0, 1, p296); });
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# tether_probe_dt_host on %s; host us per call (mean of 1000 back to back, best of 7)\n", prop.name);
   std::printf("primitives: ptrattr %.3f, getdevice %.3f, lasterror %.3f, launch empty %.3f, launch32 %.3f, "
-              "launch296 %.3f, launch1024 %.3f\n",
-              tPtr, tDev, tErr, tEmpty, t32, t296, t1k);
+              "launch296 %.3f, launch1024 %.3f, drv empty %.3f, drv296 %.3f, elem-like (5 params) %.3f\n",
+              t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
 
   tether_type_t d, f, st, v, b;
   DTK(tether_type_basic(TETHER_BASIC_DOUBLE, &d));
