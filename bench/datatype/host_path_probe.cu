@@ -6,6 +6,7 @@
 //   getdevice  cudaGetDevice; lasterror: cudaGetLastError (one each per call)
 //   launchNNN  a <<<1, 256>>> launch of a kernel taking NNN bytes of parameters (the elem descriptor is ~290 B)
 //   elem-like  a launch with the elem kernel's five parameters (two pointers, two counters, 296 B)
+//   copy2d     a 64 x 40 B cudaMemcpy2DAsync, and the same by the driver's cuMemcpy2DAsync
 //   drvNNN     the same kernel launched by the driver's cuLaunchKernel (entry point; CUfunction by
 //              cudaGetFuncBySymbol), to see what the runtime's launch path adds
 // and the event-timed time of one call as dt_bench's small rows measure it (events around the call, best of 300).
@@ -155,6 +156,17 @@ int main() {
   CK(cudaGetFuncBySymbol(&fEmpty, reinterpret_cast<const void*>(emptyKernel)));
   CK(cudaGetFuncBySymbol(&f296, reinterpret_cast<const void*>(paramKernel<296>)));
   Params<296> p296{};
+  using Copy2DFn = CUresult (*)(const CUDA_MEMCPY2D*, CUstream);
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpy2DAsync", &fp, 12000, cudaEnableDefault, &q));
+  auto copy2d = reinterpret_cast<Copy2DFn>(fp);
+  CUDA_MEMCPY2D m2 = {};
+  m2.srcMemoryType = m2.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  m2.srcDevice = reinterpret_cast<CUdeviceptr>(user);
+  m2.srcPitch = 256;
+  m2.dstDevice = reinterpret_cast<CUdeviceptr>(packed);
+  m2.dstPitch = 40;
+  m2.WidthInBytes = 40;
+  m2.Height = 64;
   void* args296[] = {&p296, &out};
   const std::vector<double> t = hostRounds(
       ptrattr, [&] { cudaGetDevice(&dev); }, [] { (void)cudaGetLastError(); },
@@ -164,13 +176,16 @@ int main() {
       [&] { paramKernel<1024><<<1, 256, 0, gStream>>>(Params<1024>{}, out); },
       [&] { launch(reinterpret_cast<CUfunction>(fEmpty), 1, 1, 1, 256, 1, 1, 0, gStream, nullptr, nullptr); },
       [&] { launch(reinterpret_cast<CUfunction>(f296), 1, 1, 1, 256, 1, 1, 0, gStream, args296, nullptr); },
-      [&] { elemLike<<<1, 256, 0, gStream>>>(out, out, 0, 1, p296); });
+      [&] { elemLike<<<1, 256, 0, gStream>>>(out, out, 0, 1, p296); },
+      [&] { cudaMemcpy2DAsync(packed, 40, user, 256, 40, 64, cudaMemcpyDefault, gStream); },
+      [&] { copy2d(&m2, gStream); });
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# tether_probe_dt_host on %s; host us per call (mean of 1000 back to back, best of 7)\n", prop.name);
+  std::printf("# tether_probe_dt_host on %s; host us per call (mean of 1000 back to back, best of 9 rounds)\n", prop.name);
   std::printf("primitives: ptrattr %.3f, getdevice %.3f, lasterror %.3f, launch empty %.3f, launch32 %.3f, "
-              "launch296 %.3f, launch1024 %.3f, drv empty %.3f, drv296 %.3f, elem-like (5 params) %.3f\n",
-              t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
+              "launch296 %.3f, launch1024 %.3f, drv empty %.3f, drv296 %.3f, elem-like (5 params) %.3f, "
+              "cudaMemcpy2DAsync 64 x 40 B %.3f, cuMemcpy2DAsync %.3f\n",
+              t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11]);
 
   tether_type_t d, f, st, v, b;
   DTK(tether_type_basic(TETHER_BASIC_DOUBLE, &d));

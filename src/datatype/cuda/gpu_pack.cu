@@ -28,6 +28,18 @@ struct Pitched {
   int64_t offset = 0, width = 0, rows = 0, pitch = 0, planes = 1, planePitch = 0;
 };
 
+// One kernel launch of the thread, warp or elem scheme, planned once per pack decision (planKernel): the kernel, its
+// grid and its launch-shape arguments. The buffers and the fragment's bounds are supplied at launch (launchPlan).
+struct Plan {
+  const void* kernel = nullptr;  // the __global__ function's host address
+  CUfunction fn = nullptr;       // its handle in the current context at planning (null: the runtime launches it)
+  unsigned blocks = 0;           // of 256 threads
+  bool elem = false;
+  Shape sh{};                    // thread and warp schemes
+  EDesc d{};                     // elem scheme, d.items set
+  uint32_t t0 = 0, t1 = 0;       // elem scheme: the fragment's unit range
+};
+
 // Host tables + device allocation of one canonical form (gpu_map.h).
 class CudaMeta final : public GpuMeta {
  public:
@@ -51,9 +63,8 @@ class CudaMeta final : public GpuMeta {
     int width = 0;
     bool unpack = false, onStream = false;  // onStream: not the legacy default stream (batch needs one)
     Scheme asked = Scheme::Auto, chosen = Scheme::Auto;
-    int sms = 0;
     int64_t first = 0;  // the user-buffer displacement of packed byte off (its memory kind is asked there)
-    EDesc elem{};  // chosen == Elem: the launch descriptor
+    Plan plan;      // chosen == Thread, Warp or Elem: the launch
     Pitched pitch;  // chosen == Copy2D or Copy3D: the rows
   } last;
   // gpuEstimate()'s last answer (whole packs of estimateCount instances; guarded like `last`).
@@ -261,15 +272,14 @@ int pow2Width(int64_t w, uint64_t x) {  // largest power of two <= w dividing x 
   return r;
 }
 
+// What planKernel needs of a pack: its metadata, the fragment [off, end) of the packed bytes, the direction and, for
+// the elem scheme, the instance count and (when the caller has made it) the descriptor for this width.
 struct Launch {
   const CudaMeta* m;
-  char* user;
-  char* packed;  // points at packed byte `off` of the whole pack
   int64_t off, end;
   bool unpack;
-  cudaStream_t stream;
-  int64_t count;  // instances in the whole pack (elem scheme)
-  const EDesc* elem = nullptr;  // elem scheme: its descriptor for this width, when the caller has it
+  int64_t count;
+  const EDesc* elem = nullptr;
 };
 
 // Units per thread of the plain elem variants: gpu_map.h elemItems() (the launch shape), unless TETHER_DT_ELEM_ITEMS=1,
@@ -322,10 +332,10 @@ auto warpKernel(bool unpack) {
 }
 
 template <typename U>
-cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
+cudaError_t planWidth(const Launch& L, Scheme s, int sms, Plan* p) {
   const DMeta& hm = L.m->hostMeta;
   if (s == Scheme::Elem) {
-    EDesc d;
+    EDesc& d = p->d;
     if (L.elem) {
       d = *L.elem;
     } else {
@@ -333,35 +343,78 @@ cudaError_t launchWidth(const Launch& L, Scheme s, int sms) {
         return cudaErrorInvalidValue;  // callers check applicable() first
       setElemItems(*L.m, L.unpack, &d);
     }
-    const uint32_t t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U))),
-                   t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
-    const int items = d.items;  // 4 for the inlined and userOrder variants (setElemItems)
-    const unsigned per = 256u * static_cast<unsigned>(items);
-    const unsigned blocks = (t1 - t0 + per - 1) / per;
-    auto* k = elemKernel<U>(d.inlined, d.userOrder, items, L.m->elemWide, L.unpack);
-    k<<<blocks, 256, 0, L.stream>>>(L.user, L.packed, t0, t1, d);
-    return cudaGetLastError();
+    p->elem = true;
+    p->t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U)));
+    p->t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
+    const unsigned per = 256u * static_cast<unsigned>(d.items);  // 4 for the inlined and userOrder variants
+    p->blocks = (p->t1 - p->t0 + per - 1) / per;
+    p->kernel = reinterpret_cast<const void*>(elemKernel<U>(d.inlined, d.userOrder, d.items, L.m->elemWide, L.unpack));
+    return cudaSuccess;
   }
-  const Shape sh = s == Scheme::Thread ? shapeThread(hm, L.off, L.end, sms)
-                                       : shapeWarp(hm, L.off, L.end, sms, static_cast<int>(sizeof(U)));
-  const unsigned blocks = static_cast<unsigned>((sh.warps * 32 + 255) / 256);
-  if (s == Scheme::Thread) {
-    auto* k = threadKernel<U>(hm.maxBlock >= (int64_t{1} << 26), L.unpack);  // 32 blocks may reach 2 GiB
-    k<<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
-  } else {
-    warpKernel<U>(L.unpack)<<<blocks, 256, 0, L.stream>>>(L.m->meta, sh, L.user, L.packed, L.off, L.end);
-  }
-  return cudaGetLastError();
+  p->sh = s == Scheme::Thread ? shapeThread(hm, L.off, L.end, sms)
+                              : shapeWarp(hm, L.off, L.end, sms, static_cast<int>(sizeof(U)));
+  p->blocks = static_cast<unsigned>((p->sh.warps * 32 + 255) / 256);
+  p->kernel = s == Scheme::Thread
+                  ? reinterpret_cast<const void*>(threadKernel<U>(hm.maxBlock >= (int64_t{1} << 26), L.unpack))
+                  : reinterpret_cast<const void*>(warpKernel<U>(L.unpack));  // thread: 32 blocks may reach 2 GiB
+  return cudaSuccess;
 }
 
-cudaError_t launchKernel(const Launch& L, Scheme s, int width, int sms) {
-  switch (width) {
-    case 16: return launchWidth<uint4>(L, s, sms);
-    case 8: return launchWidth<uint2>(L, s, sms);
-    case 4: return launchWidth<uint32_t>(L, s, sms);
-    case 2: return launchWidth<uint16_t>(L, s, sms);
-    default: return launchWidth<uint8_t>(L, s, sms);
+// The driver entry point `name` (CUDA 12.0 ABI), resolved through the runtime (no libcuda link); null if missing.
+void* driverEntry(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    p = nullptr;
   }
+  return p;
+}
+
+// Plans the launch of L's pack at access width `width` (16, 8, 4, 2 or 1 bytes); p->fn is resolved here, in the
+// current context.
+cudaError_t planKernel(const Launch& L, Scheme s, int width, int sms, Plan* p) {
+  *p = Plan{};
+  cudaError_t e;
+  switch (width) {
+    case 16: e = planWidth<uint4>(L, s, sms, p); break;
+    case 8: e = planWidth<uint2>(L, s, sms, p); break;
+    case 4: e = planWidth<uint32_t>(L, s, sms, p); break;
+    case 2: e = planWidth<uint16_t>(L, s, sms, p); break;
+    default: e = planWidth<uint8_t>(L, s, sms, p); break;
+  }
+  if (e != cudaSuccess) return e;
+  cudaFunction_t f = nullptr;
+  if (cudaGetFuncBySymbol(&f, p->kernel) == cudaSuccess) {
+    p->fn = f;
+  } else {
+    cudaGetLastError();  // the runtime launch will name the problem
+  }
+  return cudaSuccess;
+}
+
+// Starts a planned kernel on `stream` over packed bytes [off, end) (packed points at byte off). Through the driver's
+// cuLaunchKernel: on an H200's host it took 3.4-3.6 us per launch against 4.0-4.2 us for the runtime's <<<>>> of the
+// same kernel (tether_probe_dt_host, 2026-11-26), and small packs are launch-bound. Without the entry point or the
+// function handle, or when the driver refuses, the runtime's cudaLaunchKernel launches it and names any error.
+cudaError_t launchPlan(const Plan& p, const CudaMeta& m, char* user, char* packed, int64_t off, int64_t end,
+                       cudaStream_t stream) {
+  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                CUstream, void**, void**);
+  static const auto drv = reinterpret_cast<LaunchFn>(driverEntry("cuLaunchKernel"));
+  // The kernels' parameters, in order and of their exact types: packElem(user, packed, t0, t1, d);
+  // packThread / packWarp(meta, sh, user, packed, off, end).
+  DMeta meta = m.meta;
+  Shape sh = p.sh;
+  EDesc d = p.d;
+  uint32_t t0 = p.t0, t1 = p.t1;
+  void* elemArgs[] = {&user, &packed, &t0, &t1, &d};
+  void* blockArgs[] = {&meta, &sh, &user, &packed, &off, &end};
+  void** args = p.elem ? elemArgs : blockArgs;
+  if (drv && p.fn && drv(p.fn, p.blocks, 1, 1, 256, 1, 1, 0, stream, args, nullptr) == CUDA_SUCCESS)
+    return cudaSuccess;
+  return cudaLaunchKernel(p.kernel, dim3(p.blocks), dim3(256), args, 0, stream);
 }
 
 Pitched pitched(const Canonical& c, int64_t count, bool want3d) {
@@ -618,13 +671,19 @@ Status measure(Table* t, std::string* summary) {
     std::shared_ptr<CudaMeta> m;
     Status st2 = buildMeta(c, dev, &m);
     if (!st2.isOk()) return cudaErrorUnknown;
+    const bool kernel = s == Scheme::Thread || s == Scheme::Warp || s == Scheme::Elem;
+    Plan plan;
+    if (kernel) {
+      const cudaError_t e = planKernel({m.get(), 0, len, false, 1}, s, c.width, sms, &plan);
+      if (e != cudaSuccess) return e;
+    }
     float best = 1e30f;
     for (int rep = 0; rep < 4; ++rep) {
       cudaEventRecord(e0, st);
       cudaError_t e = (s == Scheme::Copy2D || s == Scheme::Copy3D)
                           ? launchCopy(pitched(c, 1, s == Scheme::Copy3D), s, src, dst, false, st)
                       : s == Scheme::Batch ? launchBatch(c, src, dst, 0, len, false, st)
-                                           : launchKernel({m.get(), src, dst, 0, len, false, st, 1}, s, c.width, sms);
+                                           : launchPlan(plan, *m, src, dst, 0, len, st);
       if (e != cudaSuccess) return e;
       cudaEventRecord(e1, st);
       if ((e = cudaEventSynchronize(e1)) != cudaSuccess) return e;
@@ -697,16 +756,7 @@ enum class Mem { Device, Host };  // Host: pageable host memory the GPU cannot a
 // 2026-11-23). Null where the entry point is missing: the runtime call then, as after a failed driver call.
 using PtrAttrsFn = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
 PtrAttrsFn ptrAttrs() {
-  static const PtrAttrsFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      p = nullptr;
-    }
-    return reinterpret_cast<PtrAttrsFn>(p);
-  }();
+  static const auto fn = reinterpret_cast<PtrAttrsFn>(driverEntry("cuPointerGetAttributes"));
   return fn;
 }
 Mem kindOf(const void* p) {
@@ -967,14 +1017,22 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "datatype GPU engine: scheme %s does not apply to this pack (%s)",
                   schemeName(s), describe(c).c_str());
     dec.chosen = s;
-    // A whole unpack of a transposing layout iterates in the user buffer's order: contiguous stores.
-    if (s == Scheme::Elem) {
-      elemDesc(meta->elem, c, r.count, w, meta->elemTable, &dec.elem,
-               r.unpack && r.packedOffset == 0 && r.len == r.count * c.size);
-      setElemItems(*meta, r.unpack, &dec.elem);
+    if (s == Scheme::Thread || s == Scheme::Warp || s == Scheme::Elem) {
+      EDesc d;
+      // A whole unpack of a transposing layout iterates in the user buffer's order: contiguous stores.
+      if (s == Scheme::Elem) {
+        elemDesc(meta->elem, c, r.count, w, meta->elemTable, &d,
+                 r.unpack && r.packedOffset == 0 && r.len == r.count * c.size);
+        setElemItems(*meta, r.unpack, &d);
+      }
+      int sms = 0;
+      DT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "device query");
+      DT_CUDA(planKernel({meta.get(), r.packedOffset, r.packedOffset + r.len, r.unpack, r.count,
+                          s == Scheme::Elem ? &d : nullptr},
+                         s, w, sms, &dec.plan),
+              schemeName(s));
     }
     if (s == Scheme::Copy2D || s == Scheme::Copy3D) dec.pitch = pitched(c, r.count, s == Scheme::Copy3D);
-    DT_CUDA(cudaDeviceGetAttribute(&dec.sms, cudaDevAttrMultiProcessorCount, dev), "device query");
     std::lock_guard<std::mutex> lock(cache->mu);
     meta->last = dec;
   }
@@ -986,9 +1044,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
     e = launchBatch(c, userBuf, packedBuf, r.packedOffset, r.len, r.unpack, stream);
   } else {
     // packed points at fragment byte 0; the kernels index it with (pack byte - off).
-    e = launchKernel({meta.get(), userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, r.unpack, stream, r.count,
-                      s == Scheme::Elem ? &dec.elem : nullptr},
-                     s, w, dec.sms);
+    e = launchPlan(dec.plan, *meta, userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, stream);
   }
   DT_CUDA(e, schemeName(s));
   *used = s;
