@@ -7,7 +7,12 @@
 //   hand        where the layout is a pitched array: the kernel a programmer writes for that one face (thread per
 //               unit of the widest of 16/8/4/2/1 bytes the rows and pitches allow, 32-bit index math; handCopy),
 //   roofline    the bytes the layout must move at this GPU's measured device-to-device copy bandwidth (read + write),
-//               with reads in whole 32-byte sectors: time = (sum over blocks of 32*ceil(B/32) + B) / copy bandwidth.
+//               with reads in whole 32-byte sectors: time = (sum over blocks of 32*ceil(B/32) + B) / copy bandwidth
+//               (the issue's formula: the targets are judged against it),
+//   roofline_sectors  the same with the sectors the blocks touch at their addresses (the distinct 32 B sectors of
+//               the source buffer, cudaMalloc'd, so 256 B aligned): a block that straddles a sector boundary costs
+//               both sectors (24 B blocks at a 48 B stride read every sector). A lower bound for any kernel that
+//               reads the blocks through L2 (unpacks write them); informational, for explaining the gaps.
 // Framework rows (CuPy strided copies) come from bench/datatype/cupy_rows.py, run beside this program.
 // Checks: the expected packed bytes are a gather of the pattern's block list (built independently of the type
 // constructors) by a plain GPU kernel over that list; every pack is compared with them byte for byte, every unpack
@@ -222,6 +227,22 @@ struct Bench {
   void run(Pattern& p, Size z);
 };
 
+// Bytes of the distinct 32 B sectors that the pattern's blocks touch, the source buffer's base being 256 B aligned.
+double touchedSectorBytes(const Pattern& p) {
+  std::vector<std::pair<int64_t, int64_t>> r;  // [first, end) sector of each block
+  r.reserve(p.blocks.size());
+  for (const Block& b : p.blocks)
+    if (b.bytes > 0) r.emplace_back((p.base + b.offset) / 32, (p.base + b.offset + b.bytes + 31) / 32);
+  if (!std::is_sorted(r.begin(), r.end())) std::sort(r.begin(), r.end());
+  int64_t sectors = 0, end = INT64_MIN;
+  for (const auto& [a, e] : r) {
+    if (e <= end) continue;
+    sectors += e - std::max(a, end);
+    end = e;
+  }
+  return 32.0 * static_cast<double>(sectors);
+}
+
 void Bench::run(Pattern& p, Size z) {
   size_t free0 = 0, free1 = 0, total = 0;
   CK(cudaMemGetInfo(&free0, &total));
@@ -229,6 +250,7 @@ void Bench::run(Pattern& p, Size z) {
   double roofBytes = 0;
   for (const Block& b : p.blocks) roofBytes += 32.0 * ((b.bytes + 31) / 32) + b.bytes;
   const double roofUs = roofBytes / copyBw * 1e6;
+  const double sectorUs = (touchedSectorBytes(p) + static_cast<double>(p.packed)) / copyBw * 1e6;
   Row base;
   base.pattern = p.name;
   base.family = p.family;
@@ -447,6 +469,11 @@ void Bench::run(Pattern& p, Size z) {
     roof.note = "32 B sectors read + bytes written at the device copy bandwidth";
     roof.us = roofUs;
     report(roof, roofUs);
+    Row sect = r;
+    sect.impl = "roofline_sectors";
+    sect.note = "the 32 B sectors the blocks touch (alignment included) + bytes written, at the device copy bandwidth";
+    sect.us = sectorUs;
+    report(sect, roofUs);
   }
   CK(cudaMemGetInfo(&free1, &total));
   const double mib = 1024.0 * 1024.0;

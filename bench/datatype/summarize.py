@@ -3,7 +3,9 @@
 tether's automatic choice against the best other row (per-block cudaMemcpyAsync "dt", cudaMemcpy2D/3D, a hand-written
 kernel "hand", CuPy), as time and as % of the roofline, with the issue's target for the block size (>= 85 % at >= 32 B
 blocks, >= 70 % below). Column "hand %roof": the hand-written kernel's % of the roofline, where the layout has one
-(what the simplest kernel written for that face reaches on this GPU).
+(what the simplest kernel written for that face reaches on this GPU). Column "%sect": tether's % of the roofline that
+counts the 32 B sectors the blocks touch at their addresses (row roofline_sectors; informational: a block straddling
+a sector boundary costs two sectors, which the issue's formula does not count; the targets use the issue's formula).
 
 usage: summarize.py datatype.jsonl [datatype_cupy.jsonl] [-o FILE]
 """
@@ -45,14 +47,14 @@ def main():
         out.write("# from %s (%s, %s)%s\n" % (a.tether, run.get("device"), run.get("date"),
                                               " and " + a.cupy if a.cupy else ""))
     out.write("# pattern          size  dir    mean blk  tether us  %roof  target  best other (us)          "
-              "tether/other  met  hand %roof\n")
+              "tether/other  met  hand %roof  %sect\n")
     met = total = 0
     for (pat, size, d), impls in by.items():
         t, roof = impls.get("tether"), impls.get("roofline")
         if not t or not roof or t["packed"] == 0:
             continue
         others = [(v["us"], k) for k, v in impls.items()
-                  if k not in ("tether", "roofline") and not k.startswith("t:") and v["us"] > 0]
+                  if k != "tether" and not k.startswith(("t:", "roofline")) and v["us"] > 0]
         best = min(others) if others else None
         pct = 100.0 * roof["us"] / t["us"]
         target = 85.0 if t["mean_block"] >= 32 else 70.0
@@ -63,8 +65,11 @@ def main():
         ratio = "%12.2f" % (t["us"] / best[0]) if best else "%12s" % "-"
         hand = impls.get("hand")
         handPct = "%9.1f%%" % (100.0 * roof["us"] / hand["us"]) if hand and hand["us"] > 0 else "%10s" % "-"
-        out.write("%-18s %-5s %-6s %9.1f %10.2f %5.1f%% %5.0f%%   %-23s %s  %-3s %s\n" %
-                  (pat, size, d, t["mean_block"], t["us"], pct, target, other, ratio, "yes" if ok else "no", handPct))
+        sect = impls.get("roofline_sectors")
+        sectPct = "%6.1f%%" % (100.0 * sect["us"] / t["us"]) if sect else "%7s" % "-"
+        out.write("%-18s %-5s %-6s %9.1f %10.2f %5.1f%% %5.0f%%   %-23s %s  %-3s %s %s\n" %
+                  (pat, size, d, t["mean_block"], t["us"], pct, target, other, ratio, "yes" if ok else "no", handPct,
+                   sectPct))
     out.write("# %d of %d rows meet both targets (%% of roofline and faster than every other row)\n" % (met, total))
 
 
