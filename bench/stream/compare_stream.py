@@ -4,7 +4,8 @@
     compare_stream.py STREAM_JSONL NVSHMEM_STREAM_JSONL [-o OUT.txt]
 
 Both files are the --json output of the two programs (same method: bench/stream/stream_rows.h): a run record, then
-one line per row. Rows are joined on (op, bytes). Rows with a bandwidth (put_bw, put_bw_bidir) compare GB/s, the
+one line per row. Rows are joined on (op, bytes), the halo rows' model (cpu_sync, stream, kernel) joined to the op.
+Rows with a bandwidth (put_bw, put_bw_bidir) compare GB/s, the halo rows the median microseconds per iteration, the
 others the median microseconds per operation; "ratio" is > 1 when tether is faster. Rows that only one side has (tether's
 prepared sets, stream atomics, doorbells, halo) are listed with "-" on the other. Exit 0; 2 on unreadable input.
 """
@@ -20,7 +21,8 @@ def main():
                                                  "stream.jsonl (tether_bench_stream --json)",
                                                  "nvshmem_stream.jsonl (tether_bench_nvshmem_stream --json)",
                                                  lambda rec: rec.get("record") == "row" and "op" in rec)
-    key = lambda r: (r["op"], r["bytes"])
+    # The halo rows come once per model (cpu_sync, stream, kernel): the model joins the op's name.
+    key = lambda r: (r["op"] + ("/" + r["model"] if r.get("model") else ""), r["bytes"])
     tmap, nmap, order = {}, {}, []
     for rows, m in ((trows, tmap), (nrows, nmap)):
         for r in rows:
@@ -37,8 +39,10 @@ def main():
     ]
     for k in order:
         t, n = tmap.get(k), nmap.get(k)
-        bw = (t or n).get("bw_GBps") is not None
-        field = "bw_GBps" if bw else "lat_us_median"
+        r0 = t or n
+        bw = r0.get("bw_GBps") is not None
+        # the halo rows time a whole iteration (iter_us_median); the others one operation (lat_us_median)
+        field = "bw_GBps" if bw else "lat_us_median" if "lat_us_median" in r0 else "iter_us_median"
         tv = t.get(field) if t else None
         nv = n.get(field) if n else None
         ratio = "-"
