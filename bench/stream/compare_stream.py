@@ -4,7 +4,8 @@
     compare_stream.py STREAM_JSONL NVSHMEM_STREAM_JSONL [-o OUT.txt]
 
 Both files are the --json output of the two programs (same method: bench/stream/stream_rows.h): a run record, then
-one line per row. Rows are joined on (op, bytes), the halo rows' model (cpu_sync, stream, kernel) joined to the op.
+one line per row. Rows are joined on (op, bytes); an op timed in several models (the halo rows: cpu_sync, stream,
+kernel) has the model joined to its name.
 Rows with a bandwidth (put_bw, put_bw_bidir) compare GB/s, the halo rows the median microseconds per iteration, the
 others the median microseconds per operation; "ratio" is > 1 when tether is faster. Rows that only one side has (tether's
 prepared sets, stream atomics, doorbells, halo) are listed with "-" on the other. Exit 0; 2 on unreadable input.
@@ -21,8 +22,11 @@ def main():
                                                  "stream.jsonl (tether_bench_stream --json)",
                                                  "nvshmem_stream.jsonl (tether_bench_nvshmem_stream --json)",
                                                  lambda rec: rec.get("record") == "row" and "op" in rec)
-    # The halo rows come once per model (cpu_sync, stream, kernel): the model joins the op's name.
-    key = lambda r: (r["op"] + ("/" + r["model"] if r.get("model") else ""), r["bytes"])
+    # An op timed in several models (the halo rows: cpu_sync, stream, kernel) has the model joined to its name.
+    models = {}
+    for r in trows + nrows:
+        models.setdefault(r["op"], set()).add(r.get("model"))
+    key = lambda r: (r["op"] + ("/" + r["model"] if len(models[r["op"]]) > 1 else ""), r["bytes"])
     tmap, nmap, order = {}, {}, []
     for rows, m in ((trows, tmap), (nrows, nmap)):
         for r in rows:
