@@ -13,6 +13,9 @@
 //               the source buffer, cudaMalloc'd, so 256 B aligned): a block that straddles a sector boundary costs
 //               both sectors (24 B blocks at a 48 B stride read every sector). A lower bound for any kernel that
 //               reads the blocks through L2 (unpacks write them); informational, for explaining the gaps.
+//   roofline_fetch64  the same with the distinct 64 B granules the blocks touch: what the H200's L2 fetches from
+//               DRAM for an isolated block (Nsight Compute: 64 B of DRAM read per 8 B block, bench/results/h200/
+//               README.md); informational.
 // Framework rows (CuPy strided copies) come from bench/datatype/cupy_rows.py, run beside this program.
 // Checks: the expected packed bytes are a gather of the pattern's block list (built independently of the type
 // constructors) by a plain GPU kernel over that list; every pack is compared with them byte for byte, every unpack
@@ -227,12 +230,13 @@ struct Bench {
   void run(Pattern& p, Size z);
 };
 
-// Bytes of the distinct 32 B sectors that the pattern's blocks touch, the source buffer's base being 256 B aligned.
-double touchedSectorBytes(const Pattern& p) {
-  std::vector<std::pair<int64_t, int64_t>> r;  // [first, end) sector of each block
+// Bytes of the distinct `g`-byte granules (g <= 256) that the pattern's blocks touch, the source buffer's base being
+// 256 B aligned.
+double touchedBytes(const Pattern& p, int64_t g) {
+  std::vector<std::pair<int64_t, int64_t>> r;  // [first, end) granule of each block
   r.reserve(p.blocks.size());
   for (const Block& b : p.blocks)
-    if (b.bytes > 0) r.emplace_back((p.base + b.offset) / 32, (p.base + b.offset + b.bytes + 31) / 32);
+    if (b.bytes > 0) r.emplace_back((p.base + b.offset) / g, (p.base + b.offset + b.bytes + g - 1) / g);
   if (!std::is_sorted(r.begin(), r.end())) std::sort(r.begin(), r.end());
   int64_t sectors = 0, end = INT64_MIN;
   for (const auto& [a, e] : r) {
@@ -240,7 +244,7 @@ double touchedSectorBytes(const Pattern& p) {
     sectors += e - std::max(a, end);
     end = e;
   }
-  return 32.0 * static_cast<double>(sectors);
+  return static_cast<double>(g) * static_cast<double>(sectors);
 }
 
 void Bench::run(Pattern& p, Size z) {
@@ -250,7 +254,8 @@ void Bench::run(Pattern& p, Size z) {
   double roofBytes = 0;
   for (const Block& b : p.blocks) roofBytes += 32.0 * ((b.bytes + 31) / 32) + b.bytes;
   const double roofUs = roofBytes / copyBw * 1e6;
-  const double sectorUs = (touchedSectorBytes(p) + static_cast<double>(p.packed)) / copyBw * 1e6;
+  const double sectorUs = (touchedBytes(p, 32) + static_cast<double>(p.packed)) / copyBw * 1e6;
+  const double fetchUs = (touchedBytes(p, 64) + static_cast<double>(p.packed)) / copyBw * 1e6;
   Row base;
   base.pattern = p.name;
   base.family = p.family;
@@ -474,6 +479,11 @@ void Bench::run(Pattern& p, Size z) {
     sect.note = "the 32 B sectors the blocks touch (alignment included) + bytes written, at the device copy bandwidth";
     sect.us = sectorUs;
     report(sect, roofUs);
+    Row fetch = r;
+    fetch.impl = "roofline_fetch64";
+    fetch.note = "the 64 B granules the blocks touch (the L2's DRAM fetch) + bytes written, at the device copy bandwidth";
+    fetch.us = fetchUs;
+    report(fetch, roofUs);
   }
   CK(cudaMemGetInfo(&free1, &total));
   const double mib = 1024.0 * 1024.0;

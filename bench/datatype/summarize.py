@@ -6,6 +6,7 @@ blocks, >= 70 % below). Column "hand %roof": the hand-written kernel's % of the 
 (what the simplest kernel written for that face reaches on this GPU). Column "%sect": tether's % of the roofline that
 counts the 32 B sectors the blocks touch at their addresses (row roofline_sectors; informational: a block straddling
 a sector boundary costs two sectors, which the issue's formula does not count; the targets use the issue's formula).
+Column "%fetch64": the same with 64 B granules, the L2's DRAM fetch for an isolated block (row roofline_fetch64).
 
 usage: summarize.py datatype.jsonl [datatype_cupy.jsonl] [-o FILE]
 """
@@ -47,7 +48,7 @@ def main():
         out.write("# from %s (%s, %s)%s\n" % (a.tether, run.get("device"), run.get("date"),
                                               " and " + a.cupy if a.cupy else ""))
     out.write("# pattern          size  dir    mean blk  tether us  %roof  target  best other (us)          "
-              "tether/other  met  hand %roof  %sect\n")
+              "tether/other  met  hand %roof  %sect  %fetch64\n")
     met = total = 0
     for (pat, size, d), impls in by.items():
         t, roof = impls.get("tether"), impls.get("roofline")
@@ -67,9 +68,11 @@ def main():
         handPct = "%9.1f%%" % (100.0 * roof["us"] / hand["us"]) if hand and hand["us"] > 0 else "%10s" % "-"
         sect = impls.get("roofline_sectors")
         sectPct = "%6.1f%%" % (100.0 * sect["us"] / t["us"]) if sect else "%7s" % "-"
-        out.write("%-18s %-5s %-6s %9.1f %10.2f %5.1f%% %5.0f%%   %-23s %s  %-3s %s %s\n" %
+        fetch = impls.get("roofline_fetch64")
+        fetchPct = "%8.1f%%" % (100.0 * fetch["us"] / t["us"]) if fetch else "%9s" % "-"
+        out.write("%-18s %-5s %-6s %9.1f %10.2f %5.1f%% %5.0f%%   %-23s %s  %-3s %s %s %s\n" %
                   (pat, size, d, t["mean_block"], t["us"], pct, target, other, ratio, "yes" if ok else "no", handPct,
-                   sectPct))
+                   sectPct, fetchPct))
     out.write("# %d of %d rows meet both targets (%% of roofline and faster than every other row)\n" % (met, total))
 
 
