@@ -636,6 +636,42 @@ DT_HD int64_t elemUser(const EDesc& d, uint32_t t, int64_t* packedUnit = nullptr
   return u;
 }
 
+// ---- elem unpacks in 16-byte pairs ----------------------------------------------------------------------------------
+// An unpack of 8-byte units stores 8 bytes per unit, and rows that start 8 bytes off a 16-byte boundary make every
+// warp's stores straddle sectors: on an H200 a hand-written unpack of COSMO-north-like 2000 B rows at byte 24 took
+// 71.3 us with 8-byte stores and 64.0 us with paired 16-byte stores (bench/results/h200/experiments/
+// unpack_width_2026-11-26.txt). The paired variant gives thread q units s + 2q and s + 2q + 1 of [t0, t1), with
+// s = t0 - phase and phase 1 when unit t0's user address is 8 mod 16, so a unit at a 16-byte-aligned address starts
+// a pair: one 16-byte store where both units are in range, adjacent in the user buffer and aligned, else one 8-byte
+// store per unit. Writes the n <= 2 units of thread q (unit[], their user offsets at[]) and returns n; *wide: one
+// 16-byte store. userAddr: the user buffer's address (the type origin).
+template <typename T>
+DT_HD int elemPair(const EDesc& d, uint64_t userAddr, uint32_t t0, uint32_t t1, uint32_t q, uint32_t unit[2],
+                   int64_t at[2], bool* wide) {
+  const int64_t phase = static_cast<int64_t>(((userAddr + static_cast<uint64_t>(elemUser<T>(d, t0))) >> 3) & 1);
+  const int64_t s = static_cast<int64_t>(t0) - phase + 2 * static_cast<int64_t>(q);
+  int n = 0;
+  for (int64_t u = s; u < s + 2; ++u)
+    if (u >= t0 && u < t1) {
+      unit[n] = static_cast<uint32_t>(u);
+      at[n] = elemUser<T>(d, unit[n]);
+      ++n;
+    }
+  *wide = n == 2 && at[1] == at[0] + 8 && ((userAddr + static_cast<uint64_t>(at[0])) & 15) == 0;
+  return n;
+}
+// Threads a paired launch over [t0, t1) needs (whatever the phase).
+DT_HD uint32_t elemPairThreads(uint32_t t0, uint32_t t1) { return (t1 - t0) / 2 + 1; }
+// Whether an unpack of descriptor d (made from form f) takes the paired variant, unless forced (TETHER_DT_ELEM_PAIR):
+// 8-byte units of the strided form, rows of at least 256 B and an even number of units, every dimension's stride a
+// multiple of 16 (so every row starts at the same address mod 16 and a row's pairs line up like the first's).
+inline bool elemPairs(const ElemForm& f, const EDesc& d) {
+  if (d.unit != 8 || d.tabled || d.inlined || d.userOrder || f.item < 256 || (f.item / 8) % 2 != 0) return false;
+  for (int k = 0; k < d.nd; ++k)
+    if (d.dim[k].stride % 16 != 0) return false;
+  return true;
+}
+
 // ---- batch scheme (host side) -------------------------------------------------------------------------------------
 // The copy list of packed bytes [off, off + len): one entry per memory run (hostWalk's runs, adjacent ones merged),
 // in pack order. Pack: from user + displacement to packed + (run's first packed byte - off); unpack the reverse.

@@ -21,6 +21,7 @@ namespace {
 
 int userOrdered = 0;   // elem launches emulated with the user-order iteration (reported)
 int inlinedTables = 0;  // ... with the table inside the descriptor (must happen)
+int widePairs = 0;      // 16-byte stores of the paired elem unpack (must happen)
 
 using tether::dt::DMeta;
 using tether::dt::Shape;
@@ -57,7 +58,9 @@ struct Emu {
   }
 };
 
-enum class Emulated { Thread, Warp, Elem, ElemUserOrder };  // ElemUserOrder: whole packs (the unpack's order)
+// ElemUserOrder: whole packs (the unpack's order). ElemPair: the paired unpack's units (gpu_map.h elemPair), emulated
+// as the same unit-to-bytes mapping; launches that cannot pair (width not 8, inline table) emulate plain elem.
+enum class Emulated { Thread, Warp, Elem, ElemUserOrder, ElemPair };
 
 void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt::ElemForm& elem, int64_t count,
                const unsigned char* user, int64_t off, int64_t end, Emulated scheme, int sms,
@@ -65,7 +68,7 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
   const int width = pow2Width(c.width, static_cast<uint64_t>(off) | static_cast<uint64_t>(end - off));
   Emu e{m, user, off, end, width, std::vector<unsigned char>(static_cast<size_t>(end - off)),
         std::vector<int>(static_cast<size_t>(end - off)), ""};
-  if (scheme == Emulated::Elem || scheme == Emulated::ElemUserOrder) {
+  if (scheme == Emulated::Elem || scheme == Emulated::ElemUserOrder || scheme == Emulated::ElemPair) {
     // As packElem: unit t of the fragment at elemUser(t); the table as the host form (int64_t entries).
     // The launcher keeps only the device copy of the table: describe the launch without the host one.
     tether::dt::ElemForm launched = elem;
@@ -73,6 +76,21 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
     tether::dt::EDesc d;
     const bool userOrder = scheme == Emulated::ElemUserOrder;
     ASSERT_TRUE(tether::dt::elemDesc(launched, c, count, width, elem.offsets.data(), &d, userOrder)) << where;
+    if (scheme == Emulated::ElemPair && width == 8 && !d.inlined) {
+      // Both phases over the fragments: the user buffer's address taken as 0 or 8 mod 16 (only the pairing reads it).
+      const uint64_t addr = (static_cast<uint64_t>(off / 8) & 1) * 8;
+      const uint32_t t0 = static_cast<uint32_t>(off / 8), t1 = static_cast<uint32_t>(end / 8);
+      for (uint32_t q = 0; q < tether::dt::elemPairThreads(t0, t1); ++q) {
+        uint32_t u[2];
+        int64_t at[2];
+        bool wide = false;
+        const int n = tether::dt::elemPair<int64_t>(d, addr, t0, t1, q, u, at, &wide);
+        if (wide && (n != 2 || at[1] != at[0] + 8 || ((addr + static_cast<uint64_t>(at[0])) & 15) != 0))
+          e.error = "16-byte store of units not adjacent or not aligned";
+        widePairs += wide;
+        for (int k = 0; k < n; ++k) e.move(at[k], int64_t{u[k]} * 8, int64_t{u[k]} * 8, (int64_t{u[k]} + 1) * 8);
+      }
+    } else {
     for (int64_t t = off / width; t < end / width; ++t) {
       int64_t pu = t;
       const uint32_t tt = static_cast<uint32_t>(t);
@@ -80,6 +98,7 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
                         : d.inlined ? tether::dt::elemUser<int64_t, false, true>(d, tt)
                                     : tether::dt::elemUser<int64_t>(d, tt);
       e.move(u, pu * width, pu * width, (pu + 1) * width);
+    }
     }
     userOrdered += d.userOrder;
     inlinedTables += d.inlined;
@@ -217,8 +236,9 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
     batchCheck(c, user.data() + origin, packed, want, g, where);
     if (HasFatalFailure()) return;
     for (int sms : {2, 132})
-      for (Emulated scheme : {Emulated::Thread, Emulated::Warp, Emulated::Elem, Emulated::ElemUserOrder}) {
-        if ((scheme == Emulated::Elem || scheme == Emulated::ElemUserOrder) && sms != 2) continue;  // no launch shape
+      for (Emulated scheme :
+           {Emulated::Thread, Emulated::Warp, Emulated::Elem, Emulated::ElemUserOrder, Emulated::ElemPair}) {
+        if (scheme >= Emulated::Elem && sms != 2) continue;  // no launch shape
         runScheme(c, m, elem, count, user.data() + origin, 0, packed, scheme, sms, want, where + " whole");
         if (HasFatalFailure()) return;
         if (scheme == Emulated::ElemUserOrder) continue;  // whole packs only
@@ -232,10 +252,11 @@ TEST(GpuMap, EmulatedKernelsMatchHostReference) {
     tether_type_free(&t);
   }
   std::printf("GpuMap: %d of %d trees emulated (the others pack nothing or more than 128 KiB); elem scheme: %d table "
-              "forms, %d strided, %d emulated launches in user order, %d with inline tables\n", checked, trees,
-              elemTables, checked - elemTables, userOrdered, inlinedTables);
+              "forms, %d strided, %d emulated launches in user order, %d with inline tables, %d paired 16-byte stores\n",
+              checked, trees, elemTables, checked - elemTables, userOrdered, inlinedTables, widePairs);
   if (replay) return;  // the coverage floors below hold for the full run only
   EXPECT_GE(inlinedTables, 5);
+  EXPECT_GE(widePairs, 100);
   // Random trees seldom transpose (user order differs from pack order): ElemTransposeInUserOrder covers that.
   EXPECT_GE(checked, trees / 3);
   EXPECT_GE(elemTables, checked / 10);  // both forms exercised
@@ -310,6 +331,49 @@ TEST(GpuMap, ElemForms) {
 // A transpose (FFT2D's layout: columns of an n x n matrix of 16-byte elements, one after the other): whole unpacks
 // iterate in the user buffer's order; every unit must map to the same (user, packed) pair as in pack order, and every
 // packed unit be visited once.
+// The paired elem unpack (gpu_map.h elemPair, elemPairs): COSMO north's rows (250 doubles at x = 3 of 256, 3 rows
+// per plane of 32) take it, and all but one pair per row is one 16-byte store; rows of an odd unit count, or with a
+// pitch that is not a multiple of 16 bytes, do not take it (their pairs would not line up row after row).
+TEST(GpuMap, ElemPairsOnCosmoNorthRows) {
+  tether_type_t d = nullptr;
+  ASSERT_EQ(tether_type_basic(TETHER_BASIC_DOUBLE, &d), TETHER_SUCCESS);
+  auto face = [&](int64_t nx, int64_t wx) {
+    const int64_t sizes[3] = {4, 32, nx}, sub[3] = {4, 3, wx}, starts[3] = {0, 26, 3};
+    tether_type_t t = nullptr;
+    EXPECT_EQ(tether_type_subarray(3, sizes, sub, starts, TETHER_ORDER_C, d, &t), TETHER_SUCCESS);
+    EXPECT_EQ(tether_type_commit(t), TETHER_SUCCESS);
+    return t;
+  };
+  tether_type_t north = face(256, 250), odd = face(256, 249), pitch = face(255, 250);
+  for (tether_type_t t : {north, odd, pitch}) {
+    const tether::dt::ElemForm f = tether::dt::elemForm(*t->canonical);
+    ASSERT_TRUE(f.ok && !f.table);
+    tether::dt::EDesc e;
+    ASSERT_TRUE(tether::dt::elemDesc(f, *t->canonical, 2, 8, nullptr, &e));
+    EXPECT_EQ(tether::dt::elemPairs(f, e), t == north) << tether::dt::describe(*t->canonical);
+    if (t != north) continue;
+    const uint32_t t1 = static_cast<uint32_t>(2 * t->canonical->size / 8);  // 2 instances x 4 planes x 3 rows
+    int wide = 0, units = 0;
+    std::vector<int> hits(t1);
+    for (uint32_t q = 0; q < tether::dt::elemPairThreads(0, t1); ++q) {
+      uint32_t u[2];
+      int64_t at[2];
+      bool w = false;
+      const int n = tether::dt::elemPair<int64_t>(e, 0, 0, t1, q, u, at, &w);
+      for (int k = 0; k < n; ++k) {
+        ++hits[u[k]];
+        EXPECT_EQ(at[k], tether::dt::elemUser<int64_t>(e, u[k]));
+      }
+      wide += w;
+      units += n;
+    }
+    EXPECT_EQ(units, static_cast<int>(t1));
+    for (uint32_t i = 0; i < t1; ++i) ASSERT_EQ(hits[i], 1) << "unit " << i;
+    EXPECT_EQ(wide, 24 * 124);  // 24 rows: units 1..248 in 124 aligned pairs; units 0 and 249 stored alone
+  }
+  for (tether_type_t* t : {&north, &odd, &pitch, &d}) tether_type_free(t);
+}
+
 TEST(GpuMap, ElemTransposeInUserOrder) {
   const int64_t n = 48;
   tether_type_t b = nullptr, e = nullptr, col = nullptr, colr = nullptr, all = nullptr;

@@ -204,10 +204,11 @@ void runTree(uint64_t seed, cudaStream_t st) {
 }
 
 // Layouts random trees seldom produce, for the elem scheme's special paths: a transpose (whole unpacks iterate in
-// the user buffer's order), a small struct (its item table travels in the kernel parameters) and an indexed_block
-// over several instances (a table form with a period).
+// the user buffer's order), a small struct (its item table travels in the kernel parameters), an indexed_block
+// over several instances (a table form with a period) and COSMO's north halo rows (250 doubles at x = 3: 8-byte
+// units that the unpack stores in 16-byte pairs, gpu_map.h elemPairs).
 void runFixed(cudaStream_t st) {
-  tether_type_t b, e, col, colr, all, d, f, st2, ib;
+  tether_type_t b, e, col, colr, all, d, f, st2, ib, north;
   tk(tether_type_basic(TETHER_BASIC_BYTE, &b), "basic");
   tk(tether_type_basic(TETHER_BASIC_DOUBLE, &d), "basic");
   tk(tether_type_basic(TETHER_BASIC_FLOAT, &f), "basic");
@@ -220,11 +221,14 @@ void runFixed(cudaStream_t st) {
   tk(tether_type_struct(2, bl, disp, ts, &st2), "struct");
   const int64_t idx[5] = {7, 2, 11, 0, 5};
   tk(tether_type_indexed_block(5, 2, idx, f, &ib), "indexed_block");
-  for (tether_type_t t : {all, st2, ib}) tk(tether_type_commit(t), "commit");
+  const int64_t sizes[3] = {8, 32, 256}, sub[3] = {8, 3, 250}, starts[3] = {0, 26, 3};
+  tk(tether_type_subarray(3, sizes, sub, starts, TETHER_ORDER_C, d, &north), "subarray");
+  for (tether_type_t t : {all, st2, ib, north}) tk(tether_type_commit(t), "commit");
   Gen g(424242);
   runType(all, "transpose: contiguous(300, resized(vector(300, 1, 300, 16 B), 16))", 1, 424242, g, st);
   runType(st2, "struct {3 double @0, float @48}", 3, 424243, g, st);
   runType(ib, "indexed_block(5, 2, {7,2,11,0,5}, float)", 3, 424244, g, st);
+  runType(north, "COSMO north rows: subarray({8,32,256}, {8,3,250}, {0,26,3}, double)", 2, 424245, g, st);
   for (tether_type_t* t : {&b, &e, &col, &colr, &d, &f}) tether_type_free(t);
 }
 

@@ -265,6 +265,25 @@ __global__ void __launch_bounds__(256) packElem(char* __restrict__ user, char* _
   }
 }
 
+// Elem unpack of 8-byte units in 16-byte pairs (gpu_map.h elemPair: thread q's one or two units, and whether they
+// are one aligned 16-byte store). Loads before stores, as packElem. T: the table's entry type (table form).
+template <typename T>
+__global__ void __launch_bounds__(256) unpackElemPair(char* __restrict__ user, char* __restrict__ packed, uint32_t t0,
+                                                      uint32_t t1, EDesc d) {
+  uint32_t u[2];
+  int64_t at[2];
+  bool wide = false;
+  const int n = elemPair<T>(d, reinterpret_cast<uint64_t>(user), t0, t1, blockIdx.x * 256u + threadIdx.x, u, at, &wide);
+  const uint2* src = reinterpret_cast<const uint2*>(packed);
+  uint2 v[2];
+  for (int k = 0; k < n; ++k) v[k] = src[u[k] - t0];
+  if (wide) {
+    *reinterpret_cast<uint4*>(user + at[0]) = make_uint4(v[0].x, v[0].y, v[1].x, v[1].y);
+  } else {
+    for (int k = 0; k < n; ++k) *reinterpret_cast<uint2*>(user + at[k]) = v[k];
+  }
+}
+
 // ---- launching --------------------------------------------------------------------------------------------------------
 int pow2Width(int64_t w, uint64_t x) {  // largest power of two <= w dividing x (x == 0 divides everything)
   int r = 1;
@@ -291,6 +310,15 @@ int forcedElemItems() {
     return v == 1 || v == 2 || v == 4 ? v : 0;
   }();
   return items;
+}
+// TETHER_DT_ELEM_PAIR (read once): 1 pairs every plain elem unpack of 8-byte units (the table form too), 0 none;
+// unset, gpu_map.h elemPairs() decides. A measuring and testing knob, not an interface. -1: not forced.
+int forcedElemPair() {
+  static const int v = [] {
+    const char* e = std::getenv("TETHER_DT_ELEM_PAIR");
+    return e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : -1;
+  }();
+  return v;
 }
 // Sets d->items for a pack of m's form in direction `unpack` (the inlined and userOrder variants keep their 4).
 void setElemItems(const CudaMeta& m, bool unpack, EDesc* d) {
@@ -320,6 +348,10 @@ auto elemKernel(bool inlined, bool userOrder, int items, bool wide, bool unpack)
          : items == 2 ? plainElem<U, 2>(wide, unpack)
                       : plainElem<U, kElemItems>(wide, unpack);
 }
+// The paired unpack kernel for 32- or 64-bit table entries (the entry type is unused by the strided form).
+auto pairKernel(bool wide) {
+  return wide ? unpackElemPair<int64_t> : unpackElemPair<int32_t>;
+}
 // The thread kernel with 64-bit round offsets (wide) or 32-bit ones.
 template <typename U>
 auto threadKernel(bool wide, bool unpack) {
@@ -346,6 +378,14 @@ cudaError_t planWidth(const Launch& L, Scheme s, int sms, Plan* p) {
     p->elem = true;
     p->t0 = static_cast<uint32_t>(L.off / static_cast<int64_t>(sizeof(U)));
     p->t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
+    if constexpr (sizeof(U) == 8) {
+      const int forced = forcedElemPair();
+      if (L.unpack && !d.inlined && !d.userOrder && (forced < 0 ? elemPairs(L.m->elem, d) : forced == 1)) {
+        p->blocks = (elemPairThreads(p->t0, p->t1) + 255) / 256;
+        p->kernel = reinterpret_cast<const void*>(pairKernel(L.m->elemWide));
+        return cudaSuccess;
+      }
+    }
     const unsigned per = 256u * static_cast<unsigned>(d.items);  // 4 for the inlined and userOrder variants
     p->blocks = (p->t1 - p->t0 + per - 1) / per;
     p->kernel = reinterpret_cast<const void*>(elemKernel<U>(d.inlined, d.userOrder, d.items, L.m->elemWide, L.unpack));
@@ -851,6 +891,8 @@ cudaError_t preloadWidth() {
     cudaFuncAttributes a;
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel));
   };
+  if constexpr (sizeof(U) == 8)
+    for (bool wide : {false, true}) load(pairKernel(wide));
   for (bool unpack : {false, true}) {
     load(warpKernel<U>(unpack));
     load(elemKernel<U>(true, false, 0, false, unpack));  // inline table
