@@ -643,22 +643,27 @@ DT_HD int64_t elemUser(const EDesc& d, uint32_t t, int64_t* packedUnit = nullptr
 // unpack_width_2026-11-26.txt). The paired variant gives thread q units s + 2q and s + 2q + 1 of [t0, t1), with
 // s = t0 - phase and phase 1 when unit t0's user address is 8 mod 16, so a unit at a 16-byte-aligned address starts
 // a pair: one 16-byte store where both units are in range, adjacent in the user buffer and aligned, else one 8-byte
-// store per unit. Writes the n <= 2 units of thread q (unit[], their user offsets at[]) and returns n; *wide: one
-// 16-byte store. userAddr: the user buffer's address (the type origin).
+// store per unit in range. userAddr: the user buffer's address (the type origin). Fixed slots, no compaction (a
+// runtime index would put the arrays in local memory on the GPU).
+struct PairUnits {
+  bool has[2];     // unit slot k is in [t0, t1)
+  uint32_t unit[2];
+  int64_t at[2];   // user offsets of the units in range
+  bool wide;       // both in range, adjacent and 16-byte aligned: one store
+};
 template <typename T>
-DT_HD int elemPair(const EDesc& d, uint64_t userAddr, uint32_t t0, uint32_t t1, uint32_t q, uint32_t unit[2],
-                   int64_t at[2], bool* wide) {
+DT_HD PairUnits elemPair(const EDesc& d, uint64_t userAddr, uint32_t t0, uint32_t t1, uint32_t q) {
   const int64_t phase = static_cast<int64_t>(((userAddr + static_cast<uint64_t>(elemUser<T>(d, t0))) >> 3) & 1);
   const int64_t s = static_cast<int64_t>(t0) - phase + 2 * static_cast<int64_t>(q);
-  int n = 0;
-  for (int64_t u = s; u < s + 2; ++u)
-    if (u >= t0 && u < t1) {
-      unit[n] = static_cast<uint32_t>(u);
-      at[n] = elemUser<T>(d, unit[n]);
-      ++n;
-    }
-  *wide = n == 2 && at[1] == at[0] + 8 && ((userAddr + static_cast<uint64_t>(at[0])) & 15) == 0;
-  return n;
+  PairUnits p{};
+  p.has[0] = s >= t0 && s < t1;
+  p.has[1] = s + 1 < t1;  // s + 1 >= t0 always
+  p.unit[0] = static_cast<uint32_t>(s);
+  p.unit[1] = static_cast<uint32_t>(s + 1);
+  p.at[0] = p.has[0] ? elemUser<T>(d, p.unit[0]) : 0;
+  p.at[1] = p.has[1] ? elemUser<T>(d, p.unit[1]) : 0;
+  p.wide = p.has[0] && p.has[1] && p.at[1] == p.at[0] + 8 && ((userAddr + static_cast<uint64_t>(p.at[0])) & 15) == 0;
+  return p;
 }
 // Threads a paired launch over [t0, t1) needs (whatever the phase).
 DT_HD uint32_t elemPairThreads(uint32_t t0, uint32_t t1) { return (t1 - t0) / 2 + 1; }

@@ -81,14 +81,13 @@ void runScheme(const tether::dt::Canonical& c, const DMeta& m, const tether::dt:
       const uint64_t addr = (static_cast<uint64_t>(off / 8) & 1) * 8;
       const uint32_t t0 = static_cast<uint32_t>(off / 8), t1 = static_cast<uint32_t>(end / 8);
       for (uint32_t q = 0; q < tether::dt::elemPairThreads(t0, t1); ++q) {
-        uint32_t u[2];
-        int64_t at[2];
-        bool wide = false;
-        const int n = tether::dt::elemPair<int64_t>(d, addr, t0, t1, q, u, at, &wide);
-        if (wide && (n != 2 || at[1] != at[0] + 8 || ((addr + static_cast<uint64_t>(at[0])) & 15) != 0))
+        const tether::dt::PairUnits p = tether::dt::elemPair<int64_t>(d, addr, t0, t1, q);
+        if (p.wide && (!p.has[0] || !p.has[1] || p.at[1] != p.at[0] + 8 ||
+                       ((addr + static_cast<uint64_t>(p.at[0])) & 15) != 0))
           e.error = "16-byte store of units not adjacent or not aligned";
-        widePairs += wide;
-        for (int k = 0; k < n; ++k) e.move(at[k], int64_t{u[k]} * 8, int64_t{u[k]} * 8, (int64_t{u[k]} + 1) * 8);
+        widePairs += p.wide;
+        for (int k = 0; k < 2; ++k)
+          if (p.has[k]) e.move(p.at[k], int64_t{p.unit[k]} * 8, int64_t{p.unit[k]} * 8, (int64_t{p.unit[k]} + 1) * 8);
       }
     } else {
     for (int64_t t = off / width; t < end / width; ++t) {
@@ -356,16 +355,14 @@ TEST(GpuMap, ElemPairsOnCosmoNorthRows) {
     int wide = 0, units = 0;
     std::vector<int> hits(t1);
     for (uint32_t q = 0; q < tether::dt::elemPairThreads(0, t1); ++q) {
-      uint32_t u[2];
-      int64_t at[2];
-      bool w = false;
-      const int n = tether::dt::elemPair<int64_t>(e, 0, 0, t1, q, u, at, &w);
-      for (int k = 0; k < n; ++k) {
-        ++hits[u[k]];
-        EXPECT_EQ(at[k], tether::dt::elemUser<int64_t>(e, u[k]));
-      }
-      wide += w;
-      units += n;
+      const tether::dt::PairUnits p = tether::dt::elemPair<int64_t>(e, 0, 0, t1, q);
+      for (int k = 0; k < 2; ++k)
+        if (p.has[k]) {
+          ++hits[p.unit[k]];
+          EXPECT_EQ(p.at[k], tether::dt::elemUser<int64_t>(e, p.unit[k]));
+          ++units;
+        }
+      wide += p.wide;
     }
     EXPECT_EQ(units, static_cast<int>(t1));
     for (uint32_t i = 0; i < t1; ++i) ASSERT_EQ(hits[i], 1) << "unit " << i;

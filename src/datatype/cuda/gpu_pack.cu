@@ -265,23 +265,22 @@ __global__ void __launch_bounds__(256) packElem(char* __restrict__ user, char* _
   }
 }
 
-// Elem unpack of 8-byte units in 16-byte pairs (gpu_map.h elemPair: thread q's one or two units, and whether they
-// are one aligned 16-byte store). Loads before stores, as packElem. T: the table's entry type (table form).
+// Elem unpack of 8-byte units in 16-byte pairs (gpu_map.h elemPair: thread q's units in range, and whether they are
+// one aligned 16-byte store). Loads before stores, as packElem. T: the table's entry type (table form).
 template <typename T>
 __global__ void __launch_bounds__(256) unpackElemPair(char* __restrict__ user, char* __restrict__ packed, uint32_t t0,
                                                       uint32_t t1, EDesc d) {
-  uint32_t u[2];
-  int64_t at[2];
-  bool wide = false;
-  const int n = elemPair<T>(d, reinterpret_cast<uint64_t>(user), t0, t1, blockIdx.x * 256u + threadIdx.x, u, at, &wide);
+  const PairUnits p = elemPair<T>(d, reinterpret_cast<uint64_t>(user), t0, t1, blockIdx.x * 256u + threadIdx.x);
   const uint2* src = reinterpret_cast<const uint2*>(packed);
-  uint2 v[2];
-  for (int k = 0; k < n; ++k) v[k] = src[u[k] - t0];
-  if (wide) {
-    *reinterpret_cast<uint4*>(user + at[0]) = make_uint4(v[0].x, v[0].y, v[1].x, v[1].y);
-  } else {
-    for (int k = 0; k < n; ++k) *reinterpret_cast<uint2*>(user + at[k]) = v[k];
+  uint2 v0{}, v1{};
+  if (p.has[0]) v0 = src[p.unit[0] - t0];
+  if (p.has[1]) v1 = src[p.unit[1] - t0];
+  if (p.wide) {
+    *reinterpret_cast<uint4*>(user + p.at[0]) = make_uint4(v0.x, v0.y, v1.x, v1.y);
+    return;
   }
+  if (p.has[0]) *reinterpret_cast<uint2*>(user + p.at[0]) = v0;
+  if (p.has[1]) *reinterpret_cast<uint2*>(user + p.at[1]) = v1;
 }
 
 // ---- launching --------------------------------------------------------------------------------------------------------
