@@ -667,11 +667,18 @@ DT_HD PairUnits elemPair(const EDesc& d, uint64_t userAddr, uint32_t t0, uint32_
 }
 // Threads a paired launch over [t0, t1) needs (whatever the phase).
 DT_HD uint32_t elemPairThreads(uint32_t t0, uint32_t t1) { return (t1 - t0) / 2 + 1; }
-// Whether an unpack of descriptor d (made from form f) takes the paired variant, unless forced (TETHER_DT_ELEM_PAIR):
-// 8-byte units of the strided form, rows of at least 256 B and an even number of units, every dimension's stride a
-// multiple of 16 (so every row starts at the same address mod 16 and a row's pairs line up like the first's).
-inline bool elemPairs(const ElemForm& f, const EDesc& d) {
-  if (d.unit != 8 || d.tabled || d.inlined || d.userOrder || f.item < 256 || (f.item / 8) % 2 != 0) return false;
+// Whether an unpack of `bytes` packed bytes with descriptor d (made from form f) takes the paired variant, unless
+// forced (TETHER_DT_ELEM_PAIR): 8-byte units of the strided form, rows of at least 256 B and an even number of units,
+// every dimension's stride a multiple of 16 (so every row starts at the same address mod 16 and a row's pairs line up
+// like the first's), and at least kElemPairMinBytes. Measured on an H200 (bench/results/h200/experiments/
+// pair_2026-11-26/): 64-100 MB unpacks of such rows 0-5 % faster (Stencil3D y 67.6 -> 64.5 us, COSMO north 70.0 ->
+// 69.4, Stencil2D north level); ~1 MB ones slower (Stencil3D y 5.4 -> 6.0 us, Stencil2D north 4.2 -> 6.5: a launch of
+// half the threads, each with a longer chain), hence the size floor.
+constexpr int64_t kElemPairMinBytes = int64_t{16} << 20;
+inline bool elemPairs(const ElemForm& f, const EDesc& d, int64_t bytes) {
+  if (d.unit != 8 || d.tabled || d.inlined || d.userOrder || f.item < 256 || (f.item / 8) % 2 != 0 ||
+      bytes < kElemPairMinBytes)
+    return false;
   for (int k = 0; k < d.nd; ++k)
     if (d.dim[k].stride % 16 != 0) return false;
   return true;

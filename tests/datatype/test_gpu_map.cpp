@@ -331,8 +331,9 @@ TEST(GpuMap, ElemForms) {
 // iterate in the user buffer's order; every unit must map to the same (user, packed) pair as in pack order, and every
 // packed unit be visited once.
 // The paired elem unpack (gpu_map.h elemPair, elemPairs): COSMO north's rows (250 doubles at x = 3 of 256, 3 rows
-// per plane of 32) take it, and all but one pair per row is one 16-byte store; rows of an odd unit count, or with a
-// pitch that is not a multiple of 16 bytes, do not take it (their pairs would not line up row after row).
+// per plane of 32) take it from kElemPairMinBytes on, and all but one pair per row is one 16-byte store; rows of an
+// odd unit count, or with a pitch that is not a multiple of 16 bytes, do not take it (their pairs would not line up
+// row after row), nor do small unpacks.
 TEST(GpuMap, ElemPairsOnCosmoNorthRows) {
   tether_type_t d = nullptr;
   ASSERT_EQ(tether_type_basic(TETHER_BASIC_DOUBLE, &d), TETHER_SUCCESS);
@@ -349,7 +350,9 @@ TEST(GpuMap, ElemPairsOnCosmoNorthRows) {
     ASSERT_TRUE(f.ok && !f.table);
     tether::dt::EDesc e;
     ASSERT_TRUE(tether::dt::elemDesc(f, *t->canonical, 2, 8, nullptr, &e));
-    EXPECT_EQ(tether::dt::elemPairs(f, e), t == north) << tether::dt::describe(*t->canonical);
+    EXPECT_EQ(tether::dt::elemPairs(f, e, tether::dt::kElemPairMinBytes), t == north)
+        << tether::dt::describe(*t->canonical);
+    EXPECT_FALSE(tether::dt::elemPairs(f, e, tether::dt::kElemPairMinBytes - 8));
     if (t != north) continue;
     const uint32_t t1 = static_cast<uint32_t>(2 * t->canonical->size / 8);  // 2 instances x 4 planes x 3 rows
     int wide = 0, units = 0;

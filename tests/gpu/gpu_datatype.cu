@@ -206,7 +206,8 @@ void runTree(uint64_t seed, cudaStream_t st) {
 // Layouts random trees seldom produce, for the elem scheme's special paths: a transpose (whole unpacks iterate in
 // the user buffer's order), a small struct (its item table travels in the kernel parameters), an indexed_block
 // over several instances (a table form with a period) and COSMO's north halo rows (250 doubles at x = 3: 8-byte
-// units that the unpack stores in 16-byte pairs, gpu_map.h elemPairs).
+// units that the unpack stores in 16-byte pairs when forced, TETHER_DT_ELEM_PAIR=1, as ctest's gpu_datatype_pair
+// does: the rule of gpu_map.h elemPairs() takes pairs only from 16 MiB on).
 void runFixed(cudaStream_t st) {
   tether_type_t b, e, col, colr, all, d, f, st2, ib, north;
   tk(tether_type_basic(TETHER_BASIC_BYTE, &b), "basic");

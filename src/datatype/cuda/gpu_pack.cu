@@ -379,7 +379,8 @@ cudaError_t planWidth(const Launch& L, Scheme s, int sms, Plan* p) {
     p->t1 = static_cast<uint32_t>(L.end / static_cast<int64_t>(sizeof(U)));
     if constexpr (sizeof(U) == 8) {
       const int forced = forcedElemPair();
-      if (L.unpack && !d.inlined && !d.userOrder && (forced < 0 ? elemPairs(L.m->elem, d) : forced == 1)) {
+      const bool pairs = forced < 0 ? elemPairs(L.m->elem, d, L.end - L.off) : forced == 1;
+      if (L.unpack && !d.inlined && !d.userOrder && pairs) {
         p->blocks = (elemPairThreads(p->t0, p->t1) + 255) / 256;
         p->kernel = reinterpret_cast<const void*>(pairKernel(L.m->elemWide));
         return cudaSuccess;
