@@ -49,6 +49,10 @@ def main():
                                               " and " + a.cupy if a.cupy else ""))
     out.write("# pattern          size  dir    mean blk  tether us  %roof  target  best other (us)          "
               "tether/other  met  hand %roof  %sect  %fetch64\n")
+    def share(bound, row, width):  # bound's time as % of row's, right-aligned in width columns ("-": no rows)
+        have = bound and row and row["us"] > 0
+        return "%*.1f%%" % (width - 1, 100.0 * bound["us"] / row["us"]) if have else "%*s" % (width, "-")
+
     met = total = 0
     for (pat, size, d), impls in by.items():
         t, roof = impls.get("tether"), impls.get("roofline")
@@ -64,15 +68,10 @@ def main():
         total += 1
         other = "%-8s %10.2f" % (best[1], best[0]) if best else "%-19s" % "-"
         ratio = "%12.2f" % (t["us"] / best[0]) if best else "%12s" % "-"
-        hand = impls.get("hand")
-        handPct = "%9.1f%%" % (100.0 * roof["us"] / hand["us"]) if hand and hand["us"] > 0 else "%10s" % "-"
-        sect = impls.get("roofline_sectors")
-        sectPct = "%6.1f%%" % (100.0 * sect["us"] / t["us"]) if sect else "%7s" % "-"
-        fetch = impls.get("roofline_fetch64")
-        fetchPct = "%8.1f%%" % (100.0 * fetch["us"] / t["us"]) if fetch else "%9s" % "-"
         out.write("%-18s %-5s %-6s %9.1f %10.2f %5.1f%% %5.0f%%   %-23s %s  %-3s %s %s %s\n" %
-                  (pat, size, d, t["mean_block"], t["us"], pct, target, other, ratio, "yes" if ok else "no", handPct,
-                   sectPct, fetchPct))
+                  (pat, size, d, t["mean_block"], t["us"], pct, target, other, ratio, "yes" if ok else "no",
+                   share(roof, impls.get("hand"), 10), share(impls.get("roofline_sectors"), t, 7),
+                   share(impls.get("roofline_fetch64"), t, 9)))
     out.write("# %d of %d rows meet both targets (%% of roofline and faster than every other row)\n" % (met, total))
 
 
