@@ -43,10 +43,7 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
                 static_cast<unsigned long long>(p.maxBytes), localSize);
   g->windowBytes_ = g->stride_ * static_cast<uint64_t>(localSize);
 
-  void* w = ::mmap(nullptr, g->windowBytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (w == MAP_FAILED) return errnoStatus("reserving " + std::to_string(g->windowBytes_) + " bytes of address space "
-                                          "for the host heap (lower TETHER_HEAP_MAX)", errno);
-  g->window_ = static_cast<char*>(w);
+  TETHER_TRY(g->reserveWindow(p.localIndex));
 
   g->memfd_ = ::memfd_create(("tether-" + p.name + "-" + std::to_string(me)).c_str(), MFD_CLOEXEC);
   if (g->memfd_ < 0) return errnoStatus("memfd_create(" + p.name + ")", errno);
@@ -74,6 +71,26 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
                   static_cast<unsigned long long>(g->committed_), static_cast<unsigned long long>(p.maxBytes),
                   localSize, static_cast<void*>(g->window_), static_cast<unsigned long long>(g->stride_));
   *out = std::move(g);
+  return Status::ok();
+}
+
+// Reserves the window so that this PE's own segment starts at a multiple of baseAlign() (the largest power of two
+// <= stride): an allocation offset aligned to A <= baseAlign() is then an A-aligned address on every PE, which is
+// what lets shmem_align / tether_align honour any alignment that fits in the heap with one symmetric offset.
+// Over-reserves by baseAlign() and unmaps the unused head and tail.
+Status HostSegmentGroup::reserveWindow(int localIndex) {
+  const uint64_t align = baseAlign();
+  const uint64_t bytes = windowBytes_ + align;
+  void* w = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (w == MAP_FAILED) return errnoStatus("reserving " + std::to_string(bytes) + " bytes of address space "
+                                          "for the host heap (lower TETHER_HEAP_MAX)", errno);
+  const uint64_t raw = reinterpret_cast<uintptr_t>(w);
+  const uint64_t mine = static_cast<uint64_t>(localIndex) * stride_;
+  const uint64_t start = roundUp(raw + mine, align) - mine;  // in [raw, raw + align)
+  if (start > raw) ::munmap(w, start - raw);
+  if (raw + bytes > start + windowBytes_)
+    ::munmap(reinterpret_cast<void*>(start + windowBytes_), raw + bytes - (start + windowBytes_));
+  window_ = reinterpret_cast<char*>(start);
   return Status::ok();
 }
 

@@ -50,6 +50,9 @@ class HostSegmentGroup {
   char* base(int localIndex) const { return window_ + static_cast<uint64_t>(localIndex) * stride_; }
   char* myBase() const { return base(params_.localIndex); }
   uint64_t stride() const { return stride_; }
+  // myBase() is a multiple of this (the largest power of two <= stride) on every PE, so any alignment an allocation
+  // of the segment can satisfy is honoured at the same offset everywhere.
+  uint64_t baseAlign() const { return uint64_t{1} << (63 - __builtin_clzll(stride_)); }
   uint64_t committed() const { return committed_; }
   // Grows this PE's file to newBytes (<= maxBytes). Every same-host PE must call it with the same value.
   Status grow(uint64_t newBytes);
@@ -58,6 +61,7 @@ class HostSegmentGroup {
   HostSegmentGroup() = default;
   Status populate(uint64_t from, uint64_t to);
   Status adoptRange(void* addr, uint64_t bytes);
+  Status reserveWindow(int localIndex);
   HostSegmentParams params_;
   char* window_ = nullptr;
   uint64_t windowBytes_ = 0;
