@@ -18,19 +18,23 @@ const std::vector<ConfigVar>& configVars() {
        "launcher, heap, transport, rma, sync, core, topology"},
       {"TETHER_TIMEOUT", ConfigType::Seconds, "300",
        "Bound on every wait (bootstrap, barrier, wait_until, signal_wait_until); on expiry the call fails naming what "
-       "it waited for"},
-      {"TETHER_HEAP_SIZE", ConfigType::Size, "64M", "Initial size of each PE's host symmetric heap"},
+       "it waited for", 0.001, kMaxWaitSeconds},
+      {"TETHER_HEAP_SIZE", ConfigType::Size, "64M",
+       "Initial size of each PE's host symmetric heap: usable without a growth step, but memory is committed only as "
+       "allocations reach it (at most TETHER_HEAP_MAX)",
+       0, kMaxHeapBytes},
       {"TETHER_HEAP_MAX", ConfigType::Size, "8G",
-       "Largest size the host symmetric heap may grow to (address space is reserved for it at init)"},
-      {"TETHER_RANK", ConfigType::Int, "-1", "This PE's rank (set by tetherrun; read when no other launcher is seen)"},
-      {"TETHER_SIZE", ConfigType::Int, "-1", "Number of PEs (set by tetherrun)"},
-      {"TETHER_LOCAL_RANK", ConfigType::Int, "-1", "Rank among the PEs of this host (set by tetherrun)"},
-      {"TETHER_LOCAL_SIZE", ConfigType::Int, "-1", "Number of PEs on this host (set by tetherrun)"},
+       "Largest size the host symmetric heap may grow to (address space is reserved for it at init)", 0, kMaxHeapBytes},
+      {"TETHER_RANK", ConfigType::Int, "-1", "This PE's rank (set by tetherrun; read when no other launcher is seen)",
+       -1, kMaxInt32},
+      {"TETHER_SIZE", ConfigType::Int, "-1", "Number of PEs (set by tetherrun)", -1, kMaxInt32},
+      {"TETHER_LOCAL_RANK", ConfigType::Int, "-1", "Rank among the PEs of this host (set by tetherrun)", -1, kMaxInt32},
+      {"TETHER_LOCAL_SIZE", ConfigType::Int, "-1", "Number of PEs on this host (set by tetherrun)", -1, kMaxInt32},
       {"TETHER_BOOTSTRAP_ADDR", ConfigType::String, "",
        "Rendezvous address host:port served by PE 0 (set by tetherrun; set it yourself under mpirun/srun; torchrun's "
        "MASTER_ADDR/MASTER_PORT are used when it is unset)"},
       {"TETHER_BOOTSTRAP_FD", ConfigType::Int, "-1",
-       "Internal: listening socket inherited by PE 0 from tetherrun (avoids a port race)"},
+       "Internal: listening socket inherited by PE 0 from tetherrun (avoids a port race)", -1, kMaxInt32},
       {"TETHER_JOB_SECRET", ConfigType::String, "",
        "Shared secret of the job; bootstrap connections that do not present it are refused (set by tetherrun)"},
       {"TETHER_LAUNCHER", ConfigType::String, "",
@@ -53,23 +57,28 @@ const std::vector<ConfigVar>& configVars() {
        "GPU of this PE: auto (node-local PE modulo visible GPUs), an ordinal, or none (host segments only)"},
       {"TETHER_DEFAULT_SEGMENT", ConfigType::String, "auto",
        "Segment kind of tether_malloc & co.: auto (DEVICE when this PE has a GPU, else HOST), host or device"},
-      {"TETHER_DEVICE_HEAP_SIZE", ConfigType::Size, "256M", "Initial size of each PE's DEVICE (GPU memory) heap"},
+      {"TETHER_DEVICE_HEAP_SIZE", ConfigType::Size, "256M", "Initial size of each PE's DEVICE (GPU memory) heap",
+       0, kMaxHeapBytes},
       {"TETHER_DEVICE_HEAP_MAX", ConfigType::Size, "32G",
-       "Largest size the DEVICE heap may grow to (GPU address space is reserved for it at init)"},
+       "Largest size the DEVICE heap may grow to (GPU address space is reserved for it at init)", 0, kMaxHeapBytes},
       {"TETHER_DEVICE_IPC", ConfigType::Bool, "0",
        "1: share DEVICE segments with legacy CUDA IPC (fixed size) instead of VMM + POSIX file descriptors"},
-      {"TETHER_COPY_STREAMS", ConfigType::Int, "4", "Internal copy-engine streams of the host path"},
+      {"TETHER_COPY_STREAMS", ConfigType::Int, "4", "Internal copy-engine streams of the host path", 1, 64},
       {"TETHER_COPY_SPLIT", ConfigType::Size, "0",
        "Host-path copies of at least this many bytes are split across the internal streams; 0 = never (on 2xH200 "
-       "NV18 splitting lowered peer bandwidth at every size: bench/results/h200x2/host_paths.txt)"},
+       "NV18 splitting lowered peer bandwidth at every size: bench/results/h200x2/host_paths.txt)", 0, kMaxHeapBytes},
       {"TETHER_FORCE_PROXY", ConfigType::Bool, "0",
        "1: device handles (tether_device_handle, tether_device_handle_cpu) reach every PE but their own through the "
        "proxy ring and thread instead of loads/stores (tests the remote-peer path on one host)"},
       {"TETHER_PROXY_SLOTS", ConfigType::Int, "1024",
        "Descriptors in each device-API proxy ring (a power of two, 2..1048576); a producer waits while the ring is "
-       "full"},
+       "full", 2, 1048576},
+      {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
+       "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
+       "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",
+       0, kMaxWaitSeconds},
       {"TETHER_KILL_GRACE", ConfigType::Seconds, "3",
-       "tetherrun: seconds between SIGTERM and SIGKILL when stopping the remaining PEs"},
+       "tetherrun: seconds between SIGTERM and SIGKILL when stopping the remaining PEs", 0, 3600},
   };
   return vars;
 }
@@ -177,20 +186,68 @@ std::string Config::raw(const std::string& name) const {
   return it != values_.end() ? it->second : var(name).defaultValue;
 }
 
+namespace {
+
+// A byte count as the shortest exact K/M/G/T text ("64T", "1536K", "4095").
+std::string sizeText(double bytes) {
+  static const char* const kUnits[] = {"T", "G", "M", "K"};
+  for (int i = 0; i < 4; ++i) {
+    const double unit = std::ldexp(1.0, 10 * (4 - i));
+    if (bytes >= unit && std::fmod(bytes, unit) == 0) return strprintf("%.0f%s", bytes / unit, kUnits[i]);
+  }
+  return strprintf("%.0f", bytes);
+}
+
+std::string rangeText(const ConfigVar& v) {
+  switch (v.type) {
+    case ConfigType::Size: return sizeText(v.min) + " to " + sizeText(v.max) + " bytes";
+    case ConfigType::Seconds: return strprintf("%g to %g seconds", v.min, v.max);
+    default: return strprintf("%.0f to %.0f", v.min, v.max);
+  }
+}
+
+// Parses r as v's type; *value gets it as a double for the range check (Size and Int values past 2^53 round, which
+// cannot move them across a bound below 2^53). *expect names the type for the error.
+bool parseAs(const ConfigVar& v, const std::string& r, double* value, const char** expect) {
+  switch (v.type) {
+    case ConfigType::String: return true;
+    case ConfigType::Int: { int64_t x; *expect = "an integer"; return parseInt(r, &x) && (*value = double(x), true); }
+    case ConfigType::Size: {
+      uint64_t x;
+      *expect = "a size (e.g. 4096, 64M, 2G)";
+      return parseSize(r, &x) && (*value = double(x), true);
+    }
+    case ConfigType::Seconds: { *expect = "a duration (e.g. 30, 500ms, 2m)"; return parseSeconds(r, value); }
+    case ConfigType::Bool: { bool x; *expect = "a boolean (1/0, true/false)"; return parseBool(r, &x); }
+  }
+  return false;
+}
+
+}  // namespace
+
 Status Config::validate(std::vector<std::string>* unknown) const {
   if (unknown) *unknown = unknownInEnv_;
   for (const auto& v : configVars()) {
     std::string r = raw(v.name);
-    bool ok = true;
+    double value = 0;
     const char* expect = "";
-    switch (v.type) {
-      case ConfigType::String: break;
-      case ConfigType::Int: { int64_t x; ok = parseInt(r, &x); expect = "an integer"; break; }
-      case ConfigType::Size: { uint64_t x; ok = parseSize(r, &x); expect = "a size (e.g. 4096, 64M, 2G)"; break; }
-      case ConfigType::Seconds: { double x; ok = parseSeconds(r, &x); expect = "a duration (e.g. 30, 500ms, 2m)"; break; }
-      case ConfigType::Bool: { bool x; ok = parseBool(r, &x); expect = "a boolean (1/0, true/false)"; break; }
-    }
-    if (!ok) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s='%s': not %s", v.name, r.c_str(), expect);
+    if (!parseAs(v, r, &value, &expect))
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s='%s': not %s", v.name, r.c_str(), expect);
+    const bool ranged = v.type == ConfigType::Int || v.type == ConfigType::Size || v.type == ConfigType::Seconds;
+    if (ranged && !(value >= v.min && value <= v.max))
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s='%s' is out of range: allowed %s", v.name, r.c_str(),
+                  rangeText(v).c_str());
+  }
+  // An initial heap size larger than its limit cannot be honoured: say so rather than clamp (a defaulted initial
+  // size is lowered to the limit by the heap's owner).
+  for (const char* prefix : {"TETHER_HEAP", "TETHER_DEVICE_HEAP"}) {
+    const std::string sizeName = std::string(prefix) + "_SIZE", maxName = std::string(prefix) + "_MAX";
+    if (isSet(sizeName) && size(sizeName) > size(maxName))
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG,
+                  "%s='%s' is larger than %s='%s'%s, the most that heap may grow to: lower %s or raise %s (memory is "
+                  "committed as the heap is used, so a large %s costs nothing until then)",
+                  sizeName.c_str(), raw(sizeName).c_str(), maxName.c_str(), raw(maxName).c_str(),
+                  isSet(maxName) ? "" : " (its default)", sizeName.c_str(), maxName.c_str(), maxName.c_str());
   }
   return Status::ok();
 }

@@ -3,7 +3,9 @@
 //
 // A Config is a snapshot (environment + explicit overrides) owned by whoever needs it (a World, the launcher); there is
 // no global config object. validate() parses every value once and names the first bad one; after a successful
-// validate() the typed getters cannot fail. Asking for an undeclared name is a programming error (aborts).
+// validate() the typed getters cannot fail and every numeric value lies in its variable's range [min, max]
+// (NaN, infinities, negative and absurd values are refused with the variable, the value and the range).
+// Asking for an undeclared name is a programming error (aborts).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,13 @@ struct ConfigVar {
   ConfigType type;
   const char* defaultValue;
   const char* help;
+  double min = 0;  // Int, Size, Seconds: the allowed range, inclusive (Size in bytes, Seconds in seconds)
+  double max = 0;
 };
+
+constexpr double kMaxHeapBytes = 70368744177664.0;  // 64T: more than any machine's address space for one heap
+constexpr double kMaxWaitSeconds = 2592000;          // 30 days
+constexpr double kMaxInt32 = 2147483647;
 
 // The declared variables, in table order.
 const std::vector<ConfigVar>& configVars();
@@ -35,7 +43,9 @@ class Config {
   // Override one declared variable (takes precedence over the environment).
   void set(const std::string& name, const std::string& value);
 
-  // Parses every value; returns the first error ("TETHER_HEAP_SIZE='12Q': not a size (use e.g. 64M, 2G)").
+  // Parses every value; returns the first error ("TETHER_HEAP_SIZE='12Q': not a size (use e.g. 64M, 2G)", or
+  // "TETHER_COPY_STREAMS=-1 is out of range: allowed 1 to 64"). Also checks that an explicitly set
+  // TETHER_HEAP_SIZE / TETHER_DEVICE_HEAP_SIZE is not larger than its *_MAX (a defaulted one is lowered to it).
   // Unknown TETHER_* variables found in the environment are returned in *unknown (typo detection).
   Status validate(std::vector<std::string>* unknown = nullptr) const;
 
