@@ -107,6 +107,15 @@ Status rangeOf(const char* call, tether_type_t t, int64_t count, int64_t packedO
   if (!tether::dt::mulOk(count, t->canonical->size, &total))
     TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: count %lld * size %lld overflows int64", call, static_cast<long long>(count),
                 static_cast<long long>(t->canonical->size));
+  // Instance i sits at i * extent: the memory of all count instances must be addressable in int64.
+  const tether::dt::Bounds& tb = t->type->bounds();
+  int64_t last = 0, lo = 0, hi = 0;
+  if (count > 0 && total > 0 &&
+      (!tether::dt::mulOk(count - 1, tb.extent(), &last) || !tether::dt::addOk(last, tb.trueLb, &lo) ||
+       !tether::dt::addOk(last, tb.trueUb, &hi)))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %lld instances of extent %lld (true lb %lld, true ub %lld) overflow int64",
+                call, static_cast<long long>(count), static_cast<long long>(tb.extent()),
+                static_cast<long long>(tb.trueLb), static_cast<long long>(tb.trueUb));
   if (packedOffset < 0 || packedOffset > total)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: packed_offset %lld outside [0, %lld]", call,
                 static_cast<long long>(packedOffset), static_cast<long long>(total));
@@ -301,7 +310,7 @@ tether_status_t tether_type_true_extent(tether_type_t type, int64_t* true_lb, in
     TETHER_TRY(checkOut("tether_type_true_extent", true_lb));
     TETHER_TRY(checkOut("tether_type_true_extent", true_extent));
     *true_lb = type->type->bounds().trueLb;
-    *true_extent = type->type->bounds().trueUb - type->type->bounds().trueLb;
+    *true_extent = type->type->bounds().trueExtent();
     return Status::ok();
   });
 }

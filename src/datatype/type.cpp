@@ -46,13 +46,15 @@ class BoundsAcc {
                   static_cast<long long>(n), static_cast<long long>(c.size));
     if (!c.hasEntries()) return Status::ok();
     int64_t lo = 0, hi = 0;
-    if (!addOk(minOff, c.lb, &lo) || !addOk(maxOff, c.ub, &hi)) return overflow();
+    if (!addOk(minOff, c.lb, &lo)) return overflow("lower bound", minOff, c.lb);
+    if (!addOk(maxOff, c.ub, &hi)) return overflow("upper bound", maxOff, c.ub);
     if (c.lbMarker) markLb_ = std::min(markLb_, lo), anyMarkLb_ = true;
     else plainLb_ = std::min(plainLb_, lo);
     if (c.ubMarker) markUb_ = std::max(markUb_, hi), anyMarkUb_ = true;
     else plainUb_ = std::max(plainUb_, hi);
     if (c.size > 0) {
-      if (!addOk(minOff, c.trueLb, &lo) || !addOk(maxOff, c.trueUb, &hi)) return overflow();
+      if (!addOk(minOff, c.trueLb, &lo)) return overflow("true lower bound", minOff, c.trueLb);
+      if (!addOk(maxOff, c.trueUb, &hi)) return overflow("true upper bound", maxOff, c.trueUb);
       trueLb_ = std::min(trueLb_, lo);
       trueUb_ = std::max(trueUb_, hi);
       align_ = std::max(align_, c.align);
@@ -91,7 +93,10 @@ class BoundsAcc {
 
  private:
   static constexpr int kUnset = -2;
-  Status overflow() const { TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: displacement arithmetic overflows int64", call_); }
+  Status overflow(const char* what, int64_t off, int64_t childBound) const {
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s overflows int64 (instance at %lld bytes + child bound %lld)", call_, what,
+                static_cast<long long>(off), static_cast<long long>(childBound));
+  }
 
   const char* call_;
   int64_t size_ = 0;
@@ -109,6 +114,19 @@ bool spanOf(int64_t n, int64_t step, int64_t* lo, int64_t* hi) {
   *lo = std::min<int64_t>(0, last);
   *hi = std::max<int64_t>(0, last);
   return true;
+}
+
+// Every constructor ends here: the extent (ub - lb) and the true extent (true_ub - true_lb) must fit in int64, so
+// that Bounds::extent() and trueExtent() never wrap (docs/datatype.md "Bounds").
+Status checkSpans(const char* call, const Bounds& b) {
+  int64_t d = 0;
+  if (!subOk(b.ub, b.lb, &d))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: extent overflows int64 (lb %lld, ub %lld)", call,
+                static_cast<long long>(b.lb), static_cast<long long>(b.ub));
+  if (!subOk(b.trueUb, b.trueLb, &d))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: true extent overflows int64 (true lb %lld, true ub %lld)", call,
+                static_cast<long long>(b.trueLb), static_cast<long long>(b.trueUb));
+  return Status::ok();
 }
 
 Status checkCount(const char* call, const char* what, int64_t v) {
@@ -157,8 +175,11 @@ Status Type::makeHVector(const char* call, int64_t count, int64_t blocklength, i
     int64_t lo1, hi1, lo2, hi2, lo, hi;
     if (!spanOf(count, strideBytes, &lo1, &hi1) || !spanOf(blocklength, c.extent(), &lo2, &hi2) ||
         !addOk(lo1, lo2, &lo) || !addOk(hi1, hi2, &hi))
-      TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: displacement arithmetic overflows int64 (count %lld, stride %lld bytes)",
-                  call, static_cast<long long>(count), static_cast<long long>(strideBytes));
+      TETHER_FAIL(TETHER_ERR_OVERFLOW,
+                  "%s: displacement arithmetic overflows int64 (count %lld, blocklength %lld, stride %lld bytes, "
+                  "old extent %lld)",
+                  call, static_cast<long long>(count), static_cast<long long>(blocklength),
+                  static_cast<long long>(strideBytes), static_cast<long long>(c.extent()));
     TETHER_TRY(acc.add(c, n, lo, hi));
   } else {
     acc.noteEmpty(c);
@@ -166,6 +187,7 @@ Status Type::makeHVector(const char* call, int64_t count, int64_t blocklength, i
   auto t = std::make_shared<Type>();
   t->kind_ = Kind::HVector;
   t->b_ = acc.finish();
+  TETHER_TRY(checkSpans(call, t->b_));
   t->count_ = count;
   t->blocklength_ = blocklength;
   t->stride_ = strideBytes;
@@ -190,13 +212,16 @@ Status blocksBounds(const char* call, const std::vector<int64_t>& bl, const std:
     const Bounds& c = childOf(i)->bounds();
     int64_t lo, hi, l2, h2;
     if (!spanOf(bl[i], c.extent(), &lo, &hi) || !addOk(lo, d[i], &l2) || !addOk(hi, d[i], &h2))
-      TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: displacement arithmetic overflows int64 (block %zu)", call, i);
+      TETHER_FAIL(TETHER_ERR_OVERFLOW,
+                  "%s: displacement arithmetic overflows int64 (block %zu: %lld instances of extent %lld at %lld bytes)",
+                  call, i, static_cast<long long>(bl[i]), static_cast<long long>(c.extent()),
+                  static_cast<long long>(d[i]));
     TETHER_TRY(acc.add(c, bl[i], l2, h2));
     anyInstance = true;
   }
   if (!anyInstance && !bl.empty()) acc.noteEmpty(childOf(0)->bounds());
   *out = acc.finish();
-  return Status::ok();
+  return checkSpans(call, *out);
 }
 
 }  // namespace
@@ -222,7 +247,10 @@ Status Type::makeStruct(const char* call, std::vector<int64_t> blocklengths, std
   // basic elements are of different padding classes has its extent rounded up to the widest alignment among them (MPICH's rule).
   if (!b.ubMarker && b.padClass == -1 && b.align > 1 && b.extent() > 0 && b.extent() % b.align != 0) {
     int64_t pad = b.align - b.extent() % b.align;
-    if (!addOk(b.ub, pad, &b.ub)) TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: upper bound overflows int64", call);
+    if (!addOk(b.ub, pad, &b.ub))
+      TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: upper bound %lld + alignment padding %lld overflows int64", call,
+                  static_cast<long long>(b.ub), static_cast<long long>(pad));
+    TETHER_TRY(checkSpans(call, b));
   }
   auto t = std::make_shared<Type>();
   t->kind_ = Kind::Struct;
@@ -243,6 +271,7 @@ Status Type::makeResized(const char* call, const TypeRef& old, int64_t lb, int64
     TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: lb %lld + extent %lld overflows int64", call, static_cast<long long>(lb),
                 static_cast<long long>(extent));
   t->b_.lbMarker = t->b_.ubMarker = true;
+  TETHER_TRY(checkSpans(call, t->b_));
   t->children_ = {old};
   *out = std::move(t);
   return Status::ok();

@@ -26,7 +26,9 @@ struct Bounds {
   int align = 1;        // alignment of the widest basic type in the data (struct padding)
   int padClass = -1;    // padding class shared by all basic elements, -1 when mixed (struct padding; see basicPadClass)
 
+  // Both fit in int64: every constructor checks them (TETHER_ERR_OVERFLOW otherwise), so these never wrap.
   int64_t extent() const { return ub - lb; }
+  int64_t trueExtent() const { return trueUb - trueLb; }
   // The type map has entries: data or markers. A type without entries has no influence on the bounds of types
   // built from it.
   bool hasEntries() const { return size > 0 || lbMarker || ubMarker; }
@@ -85,5 +87,6 @@ int basicPadClass(int basic);
 // Checked 64-bit arithmetic: false on overflow.
 inline bool mulOk(int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); }
 inline bool addOk(int64_t a, int64_t b, int64_t* r) { return !__builtin_add_overflow(a, b, r); }
+inline bool subOk(int64_t a, int64_t b, int64_t* r) { return !__builtin_sub_overflow(a, b, r); }
 
 }  // namespace tether::dt

@@ -425,6 +425,76 @@ TEST(Datatype, Errors) {
   OK(tether_type_free(&none));
 }
 
+// Every derived bound is checked: a type whose extent (ub - lb) or true extent would not fit in int64 is refused with
+// TETHER_ERR_OVERFLOW naming the constructor and the values, never built with a wrapped extent (issue 24 §5).
+TEST(Datatype, DerivedBoundsOverflowIsReported) {
+  T i32, chr, dbl, hugeNeg, lowData, zeroRs;
+  OK(tether_type_basic(TETHER_BASIC_INT, i32.out()));
+  OK(tether_type_basic(TETHER_BASIC_CHAR, chr.out()));
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, dbl.out()));
+  tether_type_t bad = nullptr;
+  auto refused = [&](tether_status_t s, const char* call, const char* what) {
+    EXPECT_EQ(s, TETHER_ERR_OVERFLOW) << call;
+    const std::string m = tether_type_last_error();
+    EXPECT_NE(m.find(call), std::string::npos) << m;
+    EXPECT_NE(m.find(what), std::string::npos) << m;
+    EXPECT_EQ(bad, nullptr);
+  };
+  // The two cases of the issue: lb INT64_MIN, ub INT64_MAX; and lb INT64_MIN, ub 4.
+  int64_t bl2[2] = {1, 1}, d2[2] = {INT64_MIN, INT64_MAX - 4};
+  refused(tether_type_hindexed(2, bl2, d2, i32, &bad), "tether_type_hindexed", "extent overflows int64 (lb -9223372036854775808, ub 9223372036854775807)");
+  refused(tether_type_hvector(3, 1, INT64_MIN / 2, i32, &bad), "tether_type_hvector", "extent overflows int64 (lb -9223372036854775808, ub 4)");
+  refused(tether_type_hindexed_block(2, 1, d2, i32, &bad), "tether_type_hindexed_block", "extent overflows");
+  int64_t e2[2] = {-(INT64_C(1) << 61), INT64_C(1) << 61};  // in extents of int: +-2^63 bytes
+  refused(tether_type_indexed(2, bl2, e2, i32, &bad), "tether_type_indexed", "overflows int64");
+  int64_t e3[2] = {-(INT64_C(1) << 60), (INT64_C(1) << 61) - 2};  // bytes -2^62 .. 2^63 - 4: the extent wraps
+  refused(tether_type_indexed_block(2, 1, e3, i32, &bad), "tether_type_indexed_block", "extent overflows");
+  refused(tether_type_vector(3, 1, INT64_MIN / 8, i32, &bad), "tether_type_vector", "extent overflows");
+  tether_type_t two[2] = {i32, i32};
+  refused(tether_type_struct(2, bl2, d2, two, &bad), "tether_type_struct", "extent overflows");
+  // Struct padding pushes the extent over: lb -8, ub INT64_MAX - 8 (extent INT64_MAX), padded to 8 bytes.
+  int64_t dp[2] = {-8, INT64_MAX - 16};
+  tether_type_t mixed[2] = {chr, dbl};
+  refused(tether_type_struct(2, bl2, dp, mixed, &bad), "tether_type_struct", "extent overflows");
+  // Contiguous and subarray of an old type whose extent is half the range.
+  OK(tether_type_resized(i32, INT64_MIN / 2, INT64_MAX / 2 + 1, hugeNeg.out()));  // lb -2^62, extent 2^62
+  refused(tether_type_contiguous(3, hugeNeg, &bad), "tether_type_contiguous", "overflows int64");
+  int64_t sz[1] = {3}, sub[1] = {1}, st[1] = {2};
+  refused(tether_type_subarray(1, sz, sub, st, TETHER_ORDER_C, hugeNeg, &bad), "tether_type_subarray", "overflows int64");
+  // Markers keep the extent at 0 while the data spans the whole range: the true extent overflows.
+  int64_t one[1] = {1}, dmin[1] = {INT64_MIN};
+  OK(tether_type_hindexed(1, one, dmin, i32, lowData.out()));  // data at INT64_MIN .. INT64_MIN + 4
+  OK(tether_type_resized(lowData, 0, 0, zeroRs.out()));
+  int64_t dz[2] = {0, INT64_MAX - 4};
+  tether_type_t zm[2] = {zeroRs, i32};
+  refused(tether_type_struct(2, bl2, dz, zm, &bad), "tether_type_struct", "true extent overflows int64");
+  // Largest extents that fit are accepted and reported exactly.
+  T edge, neg;
+  int64_t dEdge[2] = {INT64_MIN, -4};  // lb INT64_MIN, ub 0: extent INT64_MAX + 1 does not fit ...
+  refused(tether_type_hindexed(2, bl2, dEdge, i32, &bad), "tether_type_hindexed", "extent overflows");
+  int64_t dFit[2] = {INT64_MIN + 1, -4};  // ... one byte less does
+  OK(tether_type_hindexed(2, bl2, dFit, i32, edge.out()));
+  Q q = query(edge);
+  EXPECT_EQ(q.lb, INT64_MIN + 1);
+  EXPECT_EQ(q.extent, INT64_MAX);
+  EXPECT_EQ(q.text, INT64_MAX);
+  OK(tether_type_resized(i32, 0, INT64_MIN, neg.out()));  // a negative extent of INT64_MIN fits
+  EXPECT_EQ(query(neg).extent, INT64_MIN);
+  // Pack of count instances at i * extent: the instances' memory must be addressable.
+  T far;
+  OK(tether_type_resized(i32, 0, INT64_C(1) << 62, far.out()));
+  committed(&far);
+  unsigned char out[16];
+  int64_t n = -1;
+  int32_t buf[1] = {0};
+  EXPECT_EQ(tether_type_pack(far, 3, buf, 0, 12, out, &n), TETHER_ERR_OVERFLOW);
+  EXPECT_NE(std::string(tether_type_last_error()).find("3 instances of extent 4611686018427387904"), std::string::npos)
+      << tether_type_last_error();
+  EXPECT_EQ(tether_type_unpack(far, 3, out, 0, 12, buf, &n), TETHER_ERR_OVERFLOW);
+  OK(tether_type_pack(far, 1, buf, 0, 4, out, &n));
+  EXPECT_EQ(n, 4);
+}
+
 // Random layouts: the canonical form of a type equals the canonical form of the hindexed list of its contiguous
 // blocks (in pack order), and pack through both is identical. Seed: TETHER_DT_SEED (printed).
 TEST(Datatype, RandomTreesMatchTheirBlockLists) {
