@@ -11,7 +11,9 @@
  *  - All contexts of a PE share the one tether instance: shmem_ctx_quiet / shmem_ctx_fence complete / order every
  *    outstanding operation of the PE (all contexts, all threads), which includes the context's own.
  *  - An operation on SHMEM_CTX_INVALID, on a destroyed context, or on a context whose team was destroyed ends the
- *    program naming the routine (OpenSHMEM leaves these undefined).
+ *    program naming the routine (OpenSHMEM leaves these undefined). Exceptions, as the specification defines them:
+ *    shmem_ctx_quiet, shmem_ctx_fence and shmem_ctx_destroy on SHMEM_CTX_INVALID perform no operation, and
+ *    shmem_ctx_get_team reports SHMEM_TEAM_INVALID.
  */
 #ifndef SHMEM_CTX_H
 #define SHMEM_CTX_H

@@ -133,8 +133,18 @@ void putSignal(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size
              call);
 }
 
-void quiet(shmem_ctx_t ctx, const char* call) { shmemCheck(tether_quiet(shmemCtxWorld(ctx, call)), call); }
-void fence(shmem_ctx_t ctx, const char* call) { shmemCheck(tether_fence(shmemCtxWorld(ctx, call)), call); }
+// SHMEM_CTX_INVALID, as we read OpenSHMEM 1.5: SHMEM_FENCE and SHMEM_QUIET (§9.11, Memory Ordering Routines) and
+// SHMEM_CTX_DESTROY (§9.5.3) perform no operation on it; SHMEM_CTX_GET_TEAM (§9.5.4) returns non-zero with
+// SHMEM_TEAM_INVALID; RMA and AMO routines on an invalid handle are undefined (§9.5, Communication Management
+// Routines, introduction) and abort here naming the routine (shmemCtxTarget), as does any use of a destroyed context.
+void quiet(shmem_ctx_t ctx, const char* call) {
+  if (ctx == SHMEM_CTX_INVALID) return (void)shmemWorld(call);
+  shmemCheck(tether_quiet(shmemCtxWorld(ctx, call)), call);
+}
+void fence(shmem_ctx_t ctx, const char* call) {
+  if (ctx == SHMEM_CTX_INVALID) return (void)shmemWorld(call);
+  shmemCheck(tether_fence(shmemCtxWorld(ctx, call)), call);
+}
 
 // Collective allocation: NULL when the heap is exhausted (OpenSHMEM), abort on anything else (mismatched arguments
 // across PEs, bad alignment).

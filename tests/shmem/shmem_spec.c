@@ -45,10 +45,37 @@ static void testAlign(void) {
   if (shmem_my_pe() == 0) printf("align: ok\n");
 }
 
+/* SHMEM_CTX_INVALID: quiet, fence and destroy are no-ops, get_team reports SHMEM_TEAM_INVALID; a valid context still
+ * works afterwards. */
+static void testCtxInvalid(void) {
+  int me = shmem_my_pe(), n = shmem_n_pes();
+  int* x = shmem_calloc(1, sizeof(int));
+  shmem_ctx_t ctx = SHMEM_CTX_INVALID;
+  shmem_ctx_quiet(ctx);
+  shmem_ctx_fence(ctx);
+  shmem_ctx_destroy(ctx);
+  shmem_team_t team = SHMEM_TEAM_WORLD;
+  SCHECK(shmem_ctx_get_team(ctx, &team) != 0 && team == SHMEM_TEAM_INVALID, "get_team on SHMEM_CTX_INVALID");
+  /* a creation that fails leaves SHMEM_CTX_INVALID, which the program may then quiet and destroy */
+  SCHECK(shmem_team_create_ctx(SHMEM_TEAM_INVALID, 0, &ctx) != 0 && ctx == SHMEM_CTX_INVALID, "failed create");
+  shmem_ctx_quiet(ctx);
+  shmem_ctx_fence(ctx);
+  shmem_ctx_destroy(ctx);
+  SCHECK(shmem_ctx_create(0, &ctx) == 0 && ctx != SHMEM_CTX_INVALID, "create");
+  shmem_ctx_int_p(ctx, x, me + 1, (me + 1) % n);
+  shmem_ctx_quiet(ctx);
+  shmem_ctx_destroy(ctx);
+  shmem_barrier_all();
+  SCHECK(*x == (me + n - 1) % n + 1, "put on a created context: %d", *x);
+  shmem_free(x);
+  if (me == 0) printf("ctx_invalid: ok\n");
+}
+
 int main(int argc, char** argv) {
   shmem_init();
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "align") == 0) testAlign();
+  else if (strcmp(mode, "ctx_invalid") == 0) testCtxInvalid();
   else SCHECK(0, "unknown mode '%s'", mode);
   shmem_finalize();
   return 0;

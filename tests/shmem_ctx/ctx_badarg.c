@@ -1,7 +1,8 @@
 /* Bad context arguments end the job with a message naming the routine (run through tests/mp/expect_fail.sh).
  * The last PE makes the bad call; the others wait in a barrier until the launcher stops them.
  *   invalid:        shmem_ctx_int_p on SHMEM_CTX_INVALID          -> "the context is SHMEM_CTX_INVALID"
- *   quietinvalid:   shmem_ctx_quiet(SHMEM_CTX_INVALID)             -> same, naming shmem_ctx_quiet
+ *   quietdestroyed: shmem_ctx_quiet on a destroyed context         -> "the context was destroyed", naming
+ *                   shmem_ctx_quiet (on SHMEM_CTX_INVALID it is a no-op: tests/shmem/shmem_spec.c ctx_invalid)
  *   generic:        C11 shmem_atomic_fetch_inc(SHMEM_CTX_INVALID, ...) -> names shmem_ctx_long_atomic_fetch_inc
  *   destroyed:      shmem_ctx_long_atomic_add on a destroyed context -> "the context was destroyed"
  *   destroydefault: shmem_ctx_destroy(SHMEM_CTX_DEFAULT)           -> "SHMEM_CTX_DEFAULT cannot be destroyed"
@@ -30,8 +31,9 @@ int main(int argc, char** argv) {
     char buf[8];
     if (strcmp(mode, "invalid") == 0) {
       shmem_ctx_int_p(SHMEM_CTX_INVALID, (int*)sym, 1, 0);
-    } else if (strcmp(mode, "quietinvalid") == 0) {
-      shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    } else if (strcmp(mode, "quietdestroyed") == 0) {
+      shmem_ctx_destroy(ctx);
+      shmem_ctx_quiet(ctx);
     } else if (strcmp(mode, "generic") == 0) {
       printf("%ld\n", shmem_atomic_fetch_inc(SHMEM_CTX_INVALID, sym, 0));
     } else if (strcmp(mode, "destroyed") == 0) {
