@@ -84,6 +84,7 @@ __global__ void scalarOps(dev::Handle h, int64_t* w, unsigned* errs) {
   status[me] = 1;
   if (dev::test_any(h, w + 8, static_cast<size_t>(n), status, Cmp::GT, int64_t{0}) != SIZE_MAX) atomicAdd(errs, 1u);
   dev::sync_all(h);
+  // Phase 1: only prev writes my array (w[8 + prev] on me), so _any and _some must name prev.
   dev::atomic_set(h, &w[8 + me], int64_t{me + 1}, next);
   if (dev::wait_until_any(h, w + 8, static_cast<size_t>(n), status, Cmp::GT, int64_t{0}) != static_cast<size_t>(prev))
     atomicAdd(errs, 1u);
@@ -91,6 +92,12 @@ __global__ void scalarOps(dev::Handle h, int64_t* w, unsigned* errs) {
   if (dev::wait_until_some(h, w + 8, static_cast<size_t>(n), status, Cmp::EQ, int64_t{prev + 1}, idx) != 1 ||
       idx[0] != static_cast<size_t>(prev))
     atomicAdd(errs, 1u);
+  // Phase 2: every PE writes its word on every other PE, so _all over the array (all but my own index) completes at
+  // any PE count. (Until 2026-11-26 only next was written: with more than 2 PEs the words of PEs other than prev
+  // stayed 0 and this wait timed out — a test bug, not a library one.)
+  dev::sync_all(h);
+  for (int pe = 0; pe < n; ++pe)
+    if (pe != me && pe != next) dev::atomic_set(h, &w[8 + me], int64_t{me + 1}, pe);
   dev::wait_until_all(h, w + 8, static_cast<size_t>(n), status, Cmp::GT, int64_t{0});
   if (!dev::test_all(h, w + 8, static_cast<size_t>(n), status, Cmp::GT, int64_t{0})) atomicAdd(errs, 1u);
   if (dev::wait_until(h, &w[8 + prev], Cmp::EQ, int64_t{prev + 1}) != prev + 1) atomicAdd(errs, 1u);
@@ -168,11 +175,13 @@ __device__ inline uint64_t mix(uint64_t x) {
   return x ^ (x >> 33);
 }
 
-// Visibility stress: PE 0 produces, PE 1 consumes; one block each. Data depends on the iteration, so a stale byte
-// (cached or not yet arrived) is detected. errs[1] = first failing iteration.
+// Visibility stress between pairs of PEs: even PE 2k produces, PE 2k+1 consumes (with an odd PE count the last PE
+// sits out); one block each. Data depends on the iteration, so a stale byte (cached or not yet arrived) is detected.
+// errs[1] = first failing iteration.
 __global__ void stress(dev::Handle h, unsigned char* buf, unsigned char* local, uint64_t* sig, uint64_t* ack,
                        long iters, uint64_t seed, size_t maxBytes, unsigned* errs) {
-  const bool producer = h.my_pe == 0;
+  const bool producer = h.my_pe % 2 == 0;
+  const int partner = h.my_pe ^ 1;
   const unsigned char* mine = dev::ptr(h, buf, h.my_pe);
   for (long it = 1; it <= iters; ++it) {
     const size_t nb = 1 + mix(seed ^ static_cast<uint64_t>(it)) % maxBytes;
@@ -181,7 +190,7 @@ __global__ void stress(dev::Handle h, unsigned char* buf, unsigned char* local, 
       for (size_t i = threadIdx.x; i < nb; i += blockDim.x) local[i] = pattern(salt, i);
       dev::signal_wait_until<Scope::Block>(h, ack, Cmp::GE, static_cast<uint64_t>(it - 1));
       __syncthreads();
-      dev::putmem_signal<Scope::Block>(h, buf, local, nb, sig, static_cast<uint64_t>(it), SignalOp::Set, 1);
+      dev::putmem_signal<Scope::Block>(h, buf, local, nb, sig, static_cast<uint64_t>(it), SignalOp::Set, partner);
     } else {
       dev::signal_wait_until<Scope::Block>(h, sig, Cmp::GE, static_cast<uint64_t>(it));
       for (size_t i = threadIdx.x; i < nb; i += blockDim.x)
@@ -189,7 +198,7 @@ __global__ void stress(dev::Handle h, unsigned char* buf, unsigned char* local, 
           if (atomicAdd(&errs[0], 1u) == 0) errs[1] = static_cast<unsigned>(it);
         }
       __syncthreads();
-      if (threadIdx.x == 0) dev::signal_op(h, ack, static_cast<uint64_t>(it), SignalOp::Set, 0);
+      if (threadIdx.x == 0) dev::signal_op(h, ack, static_cast<uint64_t>(it), SignalOp::Set, partner);
     }
   }
 }
@@ -415,8 +424,9 @@ int main() {
     if (me == 0) std::printf("device barrier: block 2000x, warp 2000x, grid (16 blocks, cooperative) 500x: ok\n");
   }
 
-  // ---- visibility stress: producer PE 0 -> consumer PE 1
-  if (n == 2) {
+  // ---- visibility stress: producer PE 2k -> consumer PE 2k+1, all pairs at once
+  {
+    const bool inPair = (me ^ 1) < n;
     const char* s = std::getenv("GPU_STRESS_SEED");
     const uint64_t seed = s ? std::strtoull(s, nullptr, 10) : 20261122;
     const char* it = std::getenv("GPU_STRESS_ITERS");
@@ -443,7 +453,7 @@ int main() {
       CK(cudaEventCreate(&e0));
       CK(cudaEventCreate(&e1));
       CK(cudaEventRecord(e0));
-      stress<<<1, 256>>>(h, buf, local, sig, ack, iters, seed, 8192, errs);
+      if (inPair) stress<<<1, 256>>>(h, buf, local, sig, ack, iters, seed, 8192, errs);
       CK(cudaGetLastError());
       CK(cudaEventRecord(e1));
       CK(cudaDeviceSynchronize());
@@ -458,8 +468,8 @@ int main() {
         std::exit(1);
       }
       if (me == 1)
-        std::printf("visibility stress %s: %ld iterations, sizes 1..8192 B, seed %" PRIu64 ": ok (%.2f us/iteration)\n",
-                    kindIdx ? "HOST" : "DEVICE", iters, seed, 1000.0 * ms / static_cast<double>(iters));
+        std::printf("visibility stress %s (%d pairs): %ld iterations, sizes 1..8192 B, seed %" PRIu64 ": ok (%.2f us/iteration)\n",
+                    kindIdx ? "HOST" : "DEVICE", n / 2, iters, seed, 1000.0 * ms / static_cast<double>(iters));
       MP_OK(tether_barrier_all(w));
     }
   }

@@ -36,12 +36,12 @@ void fill(unsigned char* sym, const std::vector<unsigned char>& v) {
   CK(cudaStreamSynchronize(nullptr));
 }
 
-// put then get between the two PEs; remote side in the DEVICE segment, local side in GPU or pageable host memory.
+// put then get around the ring of PEs (put to next, check what prev put; get from next); remote side in the DEVICE segment, local side in GPU or pageable host memory.
 std::map<std::string, int> routes;  // tether_typed_route's answers over the run (printed at the end)
 
 void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t seed, const std::string& what) {
   tether_t w = mp::world();
-  const int me = tether_my_pe(w), other = 1 - me;
+  const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
   auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, static_cast<size_t>(remote.bytes())));
   const size_t lb = static_cast<size_t>(local.bytes());
   unsigned char* devLocal = nullptr;
@@ -66,12 +66,12 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
   for (int isPut : {1, 0}) {
     const char* r = nullptr;
     MP_OK(isPut ? tether_typed_route(w, 1, sym + remote.origin(), remote.type, remote.count, loc + local.origin(),
-                                     local.type, local.count, other, &r)
+                                     local.type, local.count, next, &r)
                 : tether_typed_route(w, 0, loc + local.origin(), local.type, local.count, sym + remote.origin(),
-                                     remote.type, remote.count, other, &r));
+                                     remote.type, remote.count, next, &r));
     const char* env = std::getenv("TETHER_DT_RMA");
     const std::string mode = env && *env ? env : "auto", route = r ? r : "(null)";
-    const bool reach = tether_ptr(w, sym, other) != nullptr;
+    const bool reach = tether_ptr(w, sym, next) != nullptr;
     if (mode == "staged") MP_CHECK(route == "staged");
     else if (reach && localOnGpu && mode == "direct") MP_CHECK(route == "direct (GPU)");
     else if (reach && localOnGpu) MP_CHECK(route == "direct (GPU)" || route == "staged");
@@ -82,19 +82,19 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
   setLocal(data(local.bytes(), seed, me));
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_put_typed(w, sym + remote.origin(), remote.type, remote.count, loc + local.origin(), local.type,
-                         local.count, other));
+                         local.count, next));
   MP_OK(tether_barrier_all(w));
   CK(cudaMemcpy(got.data(), sym, rb, cudaMemcpyDeviceToHost));
-  typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, other), remote, ("put " + tag).c_str());
+  typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, prev), remote, ("put " + tag).c_str());
   MP_OK(tether_barrier_all(w));
 
   fill(sym, data(remote.bytes(), seed + 1, me));
   setLocal(poison(local.bytes()));
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_get_typed_nbi(w, loc + local.origin(), local.type, local.count, sym + remote.origin(), remote.type,
-                             remote.count, other));
+                             remote.count, next));
   MP_OK(tether_quiet(w));
-  typed_test::compareAnyEntry(getLocal().data(), remote, data(remote.bytes(), seed + 1, other), local,
+  typed_test::compareAnyEntry(getLocal().data(), remote, data(remote.bytes(), seed + 1, next), local,
                               ("get " + tag).c_str());
   if (devLocal) CK(cudaFree(devLocal));
   MP_OK(tether_free(w, sym));
@@ -104,7 +104,7 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
 // synchronisation between: stream order must carry it), the get's result is read after the stream synchronises.
 void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, const std::string& what) {
   tether_t w = mp::world();
-  const int me = tether_my_pe(w), other = 1 - me;
+  const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
   auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, static_cast<size_t>(remote.bytes())));
   const size_t lb = static_cast<size_t>(local.bytes()), rb = static_cast<size_t>(remote.bytes());
   unsigned char* loc = nullptr;
@@ -119,22 +119,22 @@ void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, cons
   MP_OK(tether_barrier_all(w));
   CK(cudaMemcpyAsync(loc, mine.data(), lb, cudaMemcpyHostToDevice, st));
   MP_OK(tether_put_typed_on_stream(w, sym + remote.origin(), remote.type, remote.count, loc + local.origin(),
-                                   local.type, local.count, other, st));
+                                   local.type, local.count, next, st));
   CK(cudaStreamSynchronize(st));
   MP_OK(tether_barrier_all(w));
   CK(cudaMemcpy(got.data(), sym, rb, cudaMemcpyDeviceToHost));
-  typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, other), remote, ("put " + tag).c_str());
+  typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, prev), remote, ("put " + tag).c_str());
   MP_OK(tether_barrier_all(w));
 
   fill(sym, data(remote.bytes(), seed + 1, me));
   CK(cudaMemcpy(loc, poison(local.bytes()).data(), lb, cudaMemcpyHostToDevice));
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_get_typed_on_stream(w, loc + local.origin(), local.type, local.count, sym + remote.origin(),
-                                   remote.type, remote.count, other, st));
+                                   remote.type, remote.count, next, st));
   std::vector<unsigned char> back(lb);
   CK(cudaMemcpyAsync(back.data(), loc, lb, cudaMemcpyDeviceToHost, st));
   CK(cudaStreamSynchronize(st));
-  typed_test::compareAnyEntry(back.data(), remote, data(remote.bytes(), seed + 1, other), local, ("get " + tag).c_str());
+  typed_test::compareAnyEntry(back.data(), remote, data(remote.bytes(), seed + 1, next), local, ("get " + tag).c_str());
   MP_OK(tether_barrier_all(w));
   CK(cudaStreamDestroy(st));
   CK(cudaFree(loc));
@@ -152,7 +152,6 @@ int main() {
   int ndev = 0;
   if (!gpu_test::initWithGpu(&ndev)) return 77;
   tether_t w = mp::world();
-  MP_CHECK(tether_n_pes(w) == 2);
   const char* s = std::getenv("MP_SEED");
   const uint64_t seed = s ? std::strtoull(s, nullptr, 10) : 2026;
   const char* tr = std::getenv("MP_TREES");
@@ -178,9 +177,9 @@ int main() {
     CK(cudaMalloc(&loc, static_cast<size_t>(B.bytes())));
     auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, static_cast<size_t>(A.bytes())));
     MP_CHECK(tether_put_typed_on_stream(w, sym + A.origin(), A.type, A.count, loc + B.origin(), B.type, B.count,
-                                        1 - tether_my_pe(w), nullptr) == TETHER_ERR_UNSUPPORTED);
+                                        (tether_my_pe(w) + 1) % tether_n_pes(w), nullptr) == TETHER_ERR_UNSUPPORTED);
     MP_CHECK(tether_get_typed_on_stream(w, loc + B.origin(), B.type, B.count, sym + A.origin(), A.type, A.count,
-                                        1 - tether_my_pe(w), nullptr) == TETHER_ERR_UNSUPPORTED);
+                                        (tether_my_pe(w) + 1) % tether_n_pes(w), nullptr) == TETHER_ERR_UNSUPPORTED);
     MP_OK(tether_barrier_all(w));
     MP_OK(tether_free(w, sym));
     CK(cudaFree(loc));
