@@ -129,10 +129,11 @@ Status rangeOf(const char* call, tether_type_t t, int64_t count, int64_t packedO
 extern "C" {
 
 tether_status_t tether_type_basic(tether_basic_t basic, tether_type_t* newtype) {
+  const int value = tether::dt::enumValue(basic);  // validated by makeBasic before it is used as the enum
   return guarded("tether_type_basic", [&]() -> Status {
     TETHER_TRY(checkOut("tether_type_basic", newtype));
     TypeRef t;
-    TETHER_TRY(Type::makeBasic(basic, &t));
+    TETHER_TRY(Type::makeBasic(value, &t));
     auto c = std::make_shared<tether::dt::Canonical>();
     TETHER_TRY(tether::dt::canonicalize(*t, c.get()));
     return emit(std::move(t), newtype, std::move(c));
@@ -210,13 +211,14 @@ tether_status_t tether_type_hindexed_block(int64_t count, int64_t blocklength, c
 tether_status_t tether_type_subarray(int ndims, const int64_t* sizes, const int64_t* subsizes, const int64_t* starts,
                                      tether_order_t order, tether_type_t oldtype, tether_type_t* newtype) {
   const char* call = "tether_type_subarray";
+  const int orderValue = tether::dt::enumValue(order);  // validated by makeSubarray
   return guarded(call, [&]() -> Status {
     TETHER_TRY(checkOut(call, newtype));
     TETHER_TRY(checkHandle(call, "oldtype", oldtype));
     if (ndims >= 1 && (!sizes || !subsizes || !starts))
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: sizes, subsizes or starts is NULL", call);
     TypeRef t;
-    TETHER_TRY(Type::makeSubarray(call, ndims, sizes, subsizes, starts, order, oldtype->type, &t));
+    TETHER_TRY(Type::makeSubarray(call, ndims, sizes, subsizes, starts, orderValue, oldtype->type, &t));
     return emit(std::move(t), newtype);
   });
 }

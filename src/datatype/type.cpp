@@ -148,9 +148,10 @@ int basicPadClass(int basic) {
   }
 }
 
-Status Type::makeBasic(tether_basic_t basic, TypeRef* out) {
-  if (static_cast<int>(basic) < 0 || static_cast<int>(basic) >= TETHER_BASIC_COUNT)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_type_basic: invalid basic type %d", static_cast<int>(basic));
+Status Type::makeBasic(int basic, TypeRef* out) {
+  if (basic < 0 || basic >= TETHER_BASIC_COUNT)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_type_basic: invalid basic type %d (valid: 0 .. %d)", basic,
+                TETHER_BASIC_COUNT - 1);
   auto t = std::make_shared<Type>();
   t->kind_ = Kind::Basic;
   t->basic_ = basic;
@@ -287,10 +288,11 @@ Status Type::makeDup(const TypeRef& old, TypeRef* out) {
 }
 
 Status Type::makeSubarray(const char* call, int ndims, const int64_t* sizes, const int64_t* subsizes,
-                          const int64_t* starts, tether_order_t order, const TypeRef& old, TypeRef* out) {
+                          const int64_t* starts, int order, const TypeRef& old, TypeRef* out) {
   if (ndims < 1) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: ndims must be >= 1 (got %d)", call, ndims);
   if (order != TETHER_ORDER_C && order != TETHER_ORDER_FORTRAN)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: invalid order %d", call, static_cast<int>(order));
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: invalid order %d (TETHER_ORDER_C %d or TETHER_ORDER_FORTRAN %d)", call,
+                order, TETHER_ORDER_C, TETHER_ORDER_FORTRAN);
   for (int d = 0; d < ndims; ++d) {
     if (sizes[d] < 1 || subsizes[d] < 0 || subsizes[d] > sizes[d] || starts[d] < 0 ||
         starts[d] > sizes[d] - subsizes[d])

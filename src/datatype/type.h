@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -56,7 +57,8 @@ class Type {
   const std::vector<TypeRef>& children() const { return children_; }
 
   // Constructors. Each validates its arguments and 64-bit arithmetic and fails with a message naming `call`.
-  static Status makeBasic(tether_basic_t basic, TypeRef* out);
+  // `basic` is the integer value of a tether_basic_t (validated here: an out-of-range one never becomes the enum).
+  static Status makeBasic(int basic, TypeRef* out);
   static Status makeHVector(const char* call, int64_t count, int64_t blocklength, int64_t strideBytes,
                             const TypeRef& old, TypeRef* out);
   static Status makeHIndexed(const char* call, std::vector<int64_t> blocklengths, std::vector<int64_t> displBytes,
@@ -66,8 +68,9 @@ class Type {
   static Status makeResized(const char* call, const TypeRef& old, int64_t lb, int64_t extent, TypeRef* out);
   static Status makeDup(const TypeRef& old, TypeRef* out);
   // Subarray as MPI defines it: nested hvectors of the selected box, shifted to its start, resized to [0, full).
+  // `order` is the integer value of a tether_order_t (validated here).
   static Status makeSubarray(const char* call, int ndims, const int64_t* sizes, const int64_t* subsizes,
-                             const int64_t* starts, tether_order_t order, const TypeRef& old, TypeRef* out);
+                             const int64_t* starts, int order, const TypeRef& old, TypeRef* out);
 
  private:
   Kind kind_ = Kind::Basic;
@@ -83,6 +86,17 @@ int64_t basicSize(int basic);
 // Basic types of one padding class count as "the same" for struct alignment padding: integers of one size
 // (signedness and C name aside), and each floating, complex and bool type on its own (MPICH's classes).
 int basicPadClass(int basic);
+
+// The integer value of an enum argument of the C API, read without loading the enum: a C caller may pass any int, and
+// loading an out-of-range value as the enum is undefined in C++ (UBSan -fsanitize=enum halts on it). Validate the
+// result before converting it back to the enum.
+template <typename E>
+int enumValue(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C API enums are int-sized");
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
 
 // Checked 64-bit arithmetic: false on overflow.
 inline bool mulOk(int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); }
