@@ -238,6 +238,61 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
+// ---- traffic patterns ----------------------------------------------------------------------------------------------
+
+const char* patternName(Pattern p) {
+  return p == Pattern::Pair ? "pair" : (p == Pattern::Ring ? "ring" : "all-pairs");
+}
+
+bool parsePattern(const std::string& text, Pattern* out) {
+  for (Pattern p : {Pattern::Pair, Pattern::Ring, Pattern::AllPairs}) {
+    if (text == patternName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool takePatternOption(std::vector<char*>* args, Pattern* out, std::string* error) {
+  std::vector<char*> kept;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string a = (*args)[i];
+    if (i == 0 || (a != "--pattern" && a.rfind("--pattern=", 0) != 0)) {
+      kept.push_back((*args)[i]);
+      continue;
+    }
+    std::string v;
+    if (a == "--pattern") {
+      if (i + 1 >= args->size()) {
+        *error = "--pattern needs a value: pair, ring or all-pairs";
+        return false;
+      }
+      v = (*args)[++i];
+    } else {
+      v = a.substr(std::strlen("--pattern="));
+    }
+    if (!parsePattern(v, out)) {
+      *error = "--pattern '" + v + "': not pair, ring or all-pairs";
+      return false;
+    }
+  }
+  *args = kept;
+  return true;
+}
+
+int patternTarget(Pattern p, int me, int j, int npes) {
+  if (p == Pattern::Pair) return 1 - me;
+  if (p == Pattern::Ring) return (me + 1) % npes;
+  return (me + 1 + j) % npes;
+}
+
+int patternFanout(Pattern p, int npes) { return p == Pattern::AllPairs ? npes - 1 : 1; }
+
+std::string patternTitle(Pattern p, int npes) {
+  return std::string(" [") + patternName(p) + ", " + std::to_string(npes) + " PEs]";
+}
+
 // ---- timing and statistics ---------------------------------------------------------------------------------------
 
 double nowSeconds() {
@@ -493,6 +548,7 @@ void Reporter::printHeader(const std::string& notes) {
   std::fprintf(f, "# date: %s\n", info_.date.c_str());
   std::fprintf(f, "# command: %s\n", info_.commandLine.c_str());
   std::fprintf(f, "# PEs: %d\n", info_.pes);
+  if (!info_.pattern.empty()) std::fprintf(f, "# pattern: %s\n", info_.pattern.c_str());
   std::fprintf(f,
                "# settings: sizes %s..%s, ops/batch = min(%d, %s / size) and >= 1, batches %d, warm-up batches %d, "
                "window %d\n",
@@ -520,6 +576,8 @@ void Reporter::printHeader(const std::string& notes) {
     line += ",\"batches\":" + std::to_string(opts_.batches);
     line += ",\"warmup_batches\":" + std::to_string(opts_.warmup);
     line += ",\"window\":" + std::to_string(opts_.window);
+    if (!info_.pattern.empty())
+      line += ",\"pattern\":" + jsonString(info_.pattern) + ",\"npes\":" + std::to_string(info_.pes);
     line += ",\"notes\":" + jsonString(notes);
     line += "}\n";
     std::fputs(line.c_str(), json_);
@@ -534,9 +592,12 @@ void Reporter::beginTable(const std::string& title, TableKind kind) {
   std::fprintf(f, "\n# %s\n", title.c_str());
   if (kind == TableKind::Latency) {
     std::fprintf(f, "%-*s%16s%12s%12s%12s\n", kSizeWidth, "# Size", "Latency(us)", "Min(us)", "P90(us)", "Iters");
-  } else {
+  } else if (kind == TableKind::Bandwidth) {
     std::fprintf(f, "%-*s%16s%12s%14s%12s\n", kSizeWidth, "# Size", "Bandwidth(GB/s)", "Peak(GB/s)",
                  "Latency(us)", "Iters");
+  } else {
+    std::fprintf(f, "%-*s%16s%12s%14s%12s%17s\n", kSizeWidth, "# Size", "Bandwidth(GB/s)", "Peak(GB/s)",
+                 "Latency(us)", "Iters", "Aggregate(GB/s)");
   }
   std::fflush(f);
 }
@@ -549,8 +610,12 @@ void Reporter::addRow(const Row& row) {
                  row.latUs.p90, row.iters);
   } else {
     double peak = row.latUs.min > 0 ? static_cast<double>(row.bytes) / (row.latUs.min * 1e3) : 0.0;
-    std::fprintf(f, "%-*zu%16.2f%12.2f%14.3f%12ld\n", kSizeWidth, row.bytes, row.bwGBps, peak, row.latUs.median,
+    // Patterned rows may move more than Size per operation (all-pairs: n - 1 messages): Peak scales their bandwidth.
+    if (kind_ == TableKind::AggregateBandwidth && row.latUs.min > 0) peak = row.bwGBps * row.latUs.median / row.latUs.min;
+    std::fprintf(f, "%-*zu%16.2f%12.2f%14.3f%12ld", kSizeWidth, row.bytes, row.bwGBps, peak, row.latUs.median,
                  row.iters);
+    if (kind_ == TableKind::AggregateBandwidth) std::fprintf(f, "%17.2f", row.aggGBps);
+    std::fprintf(f, "\n");
   }
   std::fflush(f);
   if (json_ == nullptr) return;
@@ -568,6 +633,10 @@ void Reporter::addRow(const Row& row) {
   line += ",\"lat_us_p90\":" + jsonNumber(row.latUs.p90);
   line += ",\"bw_GBps\":" + (row.bwGBps >= 0 ? jsonNumber(row.bwGBps) : std::string("null"));
   line += ",\"pes\":" + std::to_string(info_.pes);
+  if (!row.pattern.empty()) {
+    line += ",\"pattern\":" + jsonString(row.pattern) + ",\"npes\":" + std::to_string(row.npes);
+    if (row.aggGBps >= 0) line += ",\"bw_GBps_aggregate\":" + jsonNumber(row.aggGBps);
+  }
   line += ",\"host\":" + jsonString(info_.host);
   line += ",\"date\":" + jsonString(info_.date);
   line += "}\n";

@@ -67,6 +67,24 @@ int opsPerBatch(const Options& opts, size_t bytes);
 // Comma-separated list, empty items dropped ("a,,b" -> {"a", "b"}).
 std::vector<std::string> splitList(const std::string& s);
 
+// ---- traffic patterns (--pattern; parsed by the programs that support it, see bench/README.md "Patterns") --------
+//  pair:      PE 0 -> PE 1 (the two-PE rows; PEs above 1 idle)
+//  ring:      every PE at once to next = (me + 1) % n; data arrives from prev = (me + n - 1) % n
+//  all-pairs: every PE at once to all n - 1 others per iteration, in the order (me + 1 + j) % n, j = 0 .. n - 2
+enum class Pattern { Pair, Ring, AllPairs };
+
+const char* patternName(Pattern p);  // "pair", "ring", "all-pairs"
+bool parsePattern(const std::string& text, Pattern* out);
+// Takes "--pattern X" / "--pattern=X" out of args (args[0] is never looked at); false with *error on a missing or
+// unknown value. *out is left alone when the option is absent.
+bool takePatternOption(std::vector<char*>* args, Pattern* out, std::string* error);
+// The j-th target of PE me (j in [0, patternFanout)): pair -> 1 - me, ring -> next, all-pairs -> (me + 1 + j) % n.
+int patternTarget(Pattern p, int me, int j, int npes);
+// Targets per iteration: n - 1 for all-pairs, else 1.
+int patternFanout(Pattern p, int npes);
+// " [ring, 4 PEs]": the suffix of a table title naming the pattern and the PE count.
+std::string patternTitle(Pattern p, int npes);
+
 // ---- timing and statistics ---------------------------------------------------------------------------------------
 
 // Seconds on a monotonic clock from an arbitrary origin.
@@ -120,6 +138,7 @@ struct RunInfo {
   std::string date;         // ISO 8601 UTC at start, e.g. 2026-11-22T10:00:00Z
   std::string commandLine;  // argv joined, shell-quoted where needed
   int pes = 1;
+  std::string pattern;      // --pattern of a patterned run ("ring", "all-pairs"); "" for pair runs (not printed)
 };
 
 RunInfo collectRunInfo(const std::string& bench, const Options& opts, int pes);
@@ -137,13 +156,20 @@ struct Row {
   long iters = 0;                // timed operations (ops per batch x batches)
   Stats latUs;
   double bwGBps = -1;
+  // Patterned rows (ring, all-pairs; see Pattern): the JSON line gets "pattern" and "npes"; pair rows leave pattern
+  // empty and their JSON lines are as before. aggGBps >= 0 (bandwidth rows of a pattern): the aggregate over all PEs,
+  // a table column in TableKind::AggregateBandwidth tables and "bw_GBps_aggregate" in the JSON.
+  std::string pattern;
+  int npes = 0;
+  double aggGBps = -1;
 };
 
 // A row from per-operation latency samples (µs); with bandwidth, bwGBps = bytes / median latency.
 Row makeRow(const std::string& op, const std::string& path, const std::string& kinds, size_t bytes, long iters,
             const std::vector<double>& samples, bool bandwidth);
 
-enum class TableKind { Latency, Bandwidth };
+// AggregateBandwidth: Bandwidth plus an Aggregate(GB/s) column (Row::aggGBps).
+enum class TableKind { Latency, Bandwidth, AggregateBandwidth };
 
 class Reporter {
  public:

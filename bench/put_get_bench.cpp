@@ -8,6 +8,9 @@
 // barriers); PEs beyond 1, if any, take part in the barriers only. Only PE 0 prints results; any PE prints its own
 // errors. Every call's status is checked: on failure the PE prints tether_last_error() and exits non-zero (tetherrun
 // then ends the job). Data is validated once per row and size after the timed batches; a mismatch fails the run.
+// --pattern ring | all-pairs (default pair, the above): every PE issues at once, to next = (me + 1) % n or to all
+// n - 1 others, into per-source slots that each PE checks; rows put, put_nbi, put_signal (ring pass / exchange) and
+// barrier_all only (bench/README.md "Patterns").
 // CUDA calls (local buffers, the copies that fill and check GPU memory) live behind bench/local_mem.h.
 #include <tether/tether.h>
 
@@ -135,7 +138,12 @@ struct Bench {
   uint64_t* word = nullptr;     // symmetric HOST: p/g word
   uint64_t* counter = nullptr;  // symmetric HOST: atomic counter
   int64_t* vflags = nullptr;    // symmetric HOST, npes entries: validation votes
-  Region syncD;                 // symmetric DEVICE, 256 B: signal word at 0, atomic counter at 64 (D targets)
+  uint64_t* sigs = nullptr;     // symmetric HOST, npes entries: all-pairs signal words, one per source PE
+  double* gather = nullptr;     // symmetric HOST, npes entries: per-PE values gathered on PE 0 (sumOnPe0)
+  Region syncD;                 // symmetric DEVICE, 256 + 8 npes B: signal word at 0, atomic counter at 64 (D targets);
+                                // all-pairs signal words from 256, one per source PE
+  tether_bench::Pattern pattern = tether_bench::Pattern::Pair;
+  size_t slotBytes = 0;         // all-pairs: a target buffer holds one slot of --max-size per source PE (else 0)
   int64_t round = 0;            // validation round (same on every PE)
   uint64_t seq = 0;             // ping-pong sequence number (same on PE 0 and PE 1)
   std::string path;             // path PE 0 -> PE 1 for HOST targets (inferred)
@@ -610,10 +618,205 @@ void runAtomic(Bench& b, Mem target) {
          pathFor(b, target));
 }
 
+// ---- ring and all-pairs rows (--pattern; bench/README.md "Patterns") ---------------------------------------------
+// Every PE runs the row at once: ring to next = (me + 1) % n, all-pairs to all n - 1 others in each operation (one
+// message to each, in the order (me + 1 + j) % n). A sender writes into its own slot of the target buffer (all-pairs:
+// offset sender x --max-size; ring: offset 0, one source), so every PE checks what each of its sources sent it.
+// Latency columns are PE 0's batches; bandwidth rows add the aggregate (sum over PEs of each PE's median bandwidth).
+
+bool patterned(const Bench& b) { return b.pattern != tether_bench::Pattern::Pair; }
+int fanout(const Bench& b) { return tether_bench::patternFanout(b.pattern, b.npes); }
+int targetOf(const Bench& b, int j) { return tether_bench::patternTarget(b.pattern, b.me, j, b.npes); }
+
+// The PEs whose data this PE receives in a pattern row (ring: prev; all-pairs: every other PE).
+std::vector<int> sourcesOf(const Bench& b) {
+  std::vector<int> src;
+  for (int pe = 0; pe < b.npes; ++pe) {
+    if (pe == b.me) continue;
+    for (int j = 0; j < fanout(b); ++j)
+      if (tether_bench::patternTarget(b.pattern, pe, j, b.npes) == b.me) src.push_back(pe);
+  }
+  return src;
+}
+
+Region offsetRegion(Region r, size_t off) {
+  r.addr += off;
+  r.view += off;
+  return r;
+}
+// Where PE `src`'s messages land in a target buffer.
+size_t slotOf(const Bench& b, int src) { return static_cast<size_t>(src) * b.slotBytes; }
+
+std::string patternWho(const Bench& b) {
+  return b.pattern == tether_bench::Pattern::Ring
+             ? "every PE at once to next = (me + 1) % n"
+             : "every PE at once to all n - 1 others, one message to each per operation (order (me + 1 + j) % n)";
+}
+
+// Collective: PE 0 gets the sum of every PE's `mine` (the others get 0).
+double sumOnPe0(Bench& b, double mine) {
+  CHECK(b, tether_put(b.w, &b.gather[b.me], &mine, sizeof mine, 0));
+  barrier(b);
+  double sum = 0;
+  if (b.me == 0)
+    for (int pe = 0; pe < b.npes; ++pe) sum += b.gather[pe];
+  barrier(b);  // PE 0 has read the sums before anyone writes the next ones
+  return sum;
+}
+
+// Collective for bandwidth rows (bytesPerOp > 0: every PE's median bandwidth summed on PE 0); PE 0 prints the row.
+void reportPattern(Bench& b, const char* op, size_t S, long iters, const std::vector<double>& samples,
+                   double bytesPerOp, const Pair& pair) {
+  const tether_bench::Stats st = tether_bench::computeStats(samples);
+  const double mine = bytesPerOp > 0 && st.median > 0 ? bytesPerOp / (st.median * 1e3) : 0;
+  const double agg = bytesPerOp > 0 ? sumOnPe0(b, mine) : -1;
+  if (b.me != 0) return;
+  Row row = tether_bench::makeRow(op, pathFor(b, pair.target), pair.name(), S, iters, samples, false);
+  if (bytesPerOp > 0) row.bwGBps = mine;
+  row.aggGBps = agg;
+  row.pattern = tether_bench::patternName(b.pattern);
+  row.npes = b.npes;
+  b.rep->addRow(row);
+}
+
+// Checks this PE's slot of every source in `tgt` (seedFor(op, S, source)); false after printing what differs.
+bool checkSources(Bench& b, const Region& tgt, const char* op, const Pair& pair, size_t S) {
+  bool ok = true;
+  for (int src : sourcesOf(b))
+    ok = checkRegion(b, offsetRegion(tgt, slotOf(b, src)), S, seedFor(op, S, src),
+                     sizeLabel(op, pair, S) + " from PE " + std::to_string(src)) && ok;
+  return ok;
+}
+
+// put (blocking, ops back to back, one quiet per batch) or put_nbi (windows + quiet: bandwidth), every PE at once.
+void runPutPattern(Bench& b, const Pair& pair, bool nbi) {
+  const char* op = nbi ? "put_nbi" : "put";
+  const bool all = b.pattern == tether_bench::Pattern::AllPairs;
+  if (b.me == 0) {
+    const std::string per = all ? "n - 1 puts (one to each other PE)" : "put";
+    const std::string title =
+        nbi ? "put_nbi bandwidth" + tether_bench::patternTitle(b.pattern, b.npes) + ": " + patternWho(b) +
+                  ", windows of " + std::to_string(b.opts.window) + " operations (" + per +
+                  " each) then one tether_quiet (" + tag(b, pair) +
+                  "); Bandwidth, Peak, Latency: PE 0's (bytes per operation = " + (all ? "(n - 1) S" : "S") +
+                  "); Aggregate = sum over PEs of each PE's median bandwidth"
+            : "put" + tether_bench::patternTitle(b.pattern, b.npes) + ": blocking tether_put of S bytes, " +
+                  patternWho(b) + "; ops back to back, tether_quiet once per batch (" + tag(b, pair) +
+                  "); latency per operation = " + per + ", PE 0's batches";
+    b.rep->beginTable(title, nbi ? TableKind::AggregateBandwidth : TableKind::Latency);
+  }
+  const Region loc = localRegion(b, pair.local), tgt = targetRegion(b, pair.target);
+  const int n1 = fanout(b);
+  uint8_t* dest = tgt.addr + slotOf(b, b.me);  // this PE's slot on every target (symmetric offset)
+  for (size_t S : tether_bench::messageSizes(b.opts)) {
+    const int ops = tether_bench::opsPerBatch(b.opts, S);
+    const int window = nbi ? (ops < b.opts.window ? ops : b.opts.window) : ops;
+    const int windows = ops / window;  // >= 1
+    fillRegion(b, loc, S, seedFor(op, S, b.me));
+    for (int src : sourcesOf(b)) clearRegion(b, offsetRegion(tgt, slotOf(b, src)), S);
+    barrier(b);
+    std::vector<double> samples;
+    tether_bench::measure(b.opts.warmup, b.opts.batches, windows * window, [&](int) {
+      for (int wi = 0; wi < windows; ++wi) {
+        for (int i = 0; i < window; ++i)
+          for (int j = 0; j < n1; ++j) {
+            if (nbi)
+              CHECK(b, tether_put_nbi(b.w, dest, loc.addr, S, targetOf(b, j)));
+            else
+              CHECK(b, tether_put(b.w, dest, loc.addr, S, targetOf(b, j)));
+          }
+        CHECK(b, tether_quiet(b.w));
+      }
+      return true;
+    }, &samples);
+    barrier(b);
+    agree(b, checkSources(b, tgt, op, pair, S), sizeLabel(op, pair, S));
+    reportPattern(b, op, S, static_cast<long>(windows) * window * b.opts.batches, samples,
+                  nbi ? static_cast<double>(S) * n1 : 0, pair);
+  }
+}
+
+// put_signal: ring pass (PE 0 starts: put_signal(SET seq) to next, then waits for seq from prev; every other PE waits
+// for seq then passes it on; latency = round time / n) or all-pairs exchange (each operation: put_signal(SET seq) to
+// every other PE, each into the sender's slot and signal word, then wait for seq from every other PE; latency = time
+// per exchange). Signal words live in the target's segment kind.
+void runSignalPattern(Bench& b, const Pair& pair) {
+  const char* op = "put_signal";
+  const bool all = b.pattern == tether_bench::Pattern::AllPairs;
+  const bool devSig = pair.target == Mem::D;
+  if (b.me == 0)
+    b.rep->beginTable(
+        std::string("put_signal") + tether_bench::patternTitle(b.pattern, b.npes) +
+            (all ? ": exchange, every PE tether_put_signal(S bytes, SIGNAL_SET seq) to every other PE, then "
+                   "tether_signal_wait_until(GE seq) on the word of each; latency = time per exchange"
+                 : ": ring pass, PE 0 tether_put_signal(S bytes, SIGNAL_SET seq) to next, each PE waits (GE seq) for "
+                   "prev's then signals next, PE 0 waits for PE n-1's; latency = round time / n (one hop)") +
+            " (" + tag(b, pair) + (devSig ? ", signal words in GPU memory" : "") + "), PE 0's batches",
+        TableKind::Latency);
+  // Ring: one signal word (offset 0); all-pairs: one per source PE.
+  uint64_t* sigs = devSig ? reinterpret_cast<uint64_t*>(b.syncD.addr + (all ? 256 : 0)) : (all ? b.sigs : b.sig);
+  uint64_t* sigsView = devSig ? reinterpret_cast<uint64_t*>(b.syncD.view + (all ? 256 : 0)) : (all ? b.sigs : b.sig);
+  auto sigIndex = [&](int pe) { return all ? pe : 0; };
+  const Region loc = localRegion(b, pair.local), tgt = targetRegion(b, pair.target);
+  const std::vector<int> sources = sourcesOf(b);
+  // Every word starts from the same seq on every PE: no stale signal can satisfy a first wait (the barrier below
+  // orders these stores before anyone's first put_signal).
+  for (int src : sources) writeWord(b, sigsView + sigIndex(src), devSig, b.seq);
+  uint8_t* dest = tgt.addr + slotOf(b, b.me);
+  uint64_t* mySig = sigs + sigIndex(b.me);  // the word this PE signals on its targets
+  for (size_t S : tether_bench::messageSizes(b.opts)) {
+    const int ops = tether_bench::opsPerBatch(b.opts, S);
+    fillRegion(b, loc, S, seedFor(op, S, b.me));
+    for (int src : sources) clearRegion(b, offsetRegion(tgt, slotOf(b, src)), S);
+    barrier(b);
+    std::vector<double> samples;
+    tether_bench::measure(b.opts.warmup, b.opts.batches, ops, [&](int k) {
+      for (int i = 0; i < k; ++i) {
+        ++b.seq;
+        if (!all && b.me == 0)
+          CHECK(b, tether_put_signal(b.w, dest, loc.addr, S, mySig, b.seq, TETHER_SIGNAL_SET, targetOf(b, 0)));
+        if (all)
+          for (int j = 0; j < fanout(b); ++j)
+            CHECK(b, tether_put_signal(b.w, dest, loc.addr, S, mySig, b.seq, TETHER_SIGNAL_SET, targetOf(b, j)));
+        for (int src : sources) {
+          uint64_t seen = 0;
+          CHECK(b, tether_signal_wait_until(b.w, sigs + sigIndex(src), TETHER_CMP_GE, b.seq, &seen));
+          // ring: exactly seq; all-pairs: seq, or seq + 1 when src has finished this exchange and sent the next
+          if (seen != b.seq && !(all && seen == b.seq + 1)) {
+            std::fprintf(stderr, "put_get[PE %d]: signal_wait_until on PE %d's word saw %" PRIu64 ", expected %" PRIu64
+                         "\n", b.me, src, seen, b.seq);
+            std::exit(1);
+          }
+        }
+        if (!all && b.me != 0)
+          CHECK(b, tether_put_signal(b.w, dest, loc.addr, S, mySig, b.seq, TETHER_SIGNAL_SET, targetOf(b, 0)));
+      }
+      return true;
+    }, &samples);
+    if (!all)
+      for (double& s : samples) s /= b.npes;  // round -> one hop
+    barrier(b);
+    bool ok = checkSources(b, tgt, op, pair, S);
+    for (int src : sources) {
+      const uint64_t got = readWord(b, sigsView + sigIndex(src), devSig);
+      if (got != b.seq) {
+        std::fprintf(stderr, "put_get[PE %d]: %s: signal word of PE %d is %" PRIu64 ", expected %" PRIu64 "\n", b.me,
+                     sizeLabel(op, pair, S).c_str(), src, got, b.seq);
+        ok = false;
+      }
+    }
+    agree(b, ok, sizeLabel(op, pair, S));
+    reportPattern(b, op, S, static_cast<long>(ops) * b.opts.batches, samples, 0, pair);
+  }
+}
+
 void runBarrier(Bench& b) {
   if (b.me == 0)
-    b.rep->beginTable("barrier_all: tether_barrier_all over all " + std::to_string(b.npes) +
-                      " PEs, back to back, timed on PE 0", TableKind::Latency);
+    b.rep->beginTable("barrier_all" +
+                          (patterned(b) ? tether_bench::patternTitle(b.pattern, b.npes) : std::string()) +
+                          ": tether_barrier_all over all " + std::to_string(b.npes) +
+                          " PEs, back to back, timed on PE 0",
+                      TableKind::Latency);
   const int ops = b.opts.iters;
   std::vector<double> samples;
   tether_bench::measure(b.opts.warmup, b.opts.batches, ops, [&](int k) {
@@ -627,6 +830,10 @@ void runBarrier(Bench& b) {
     row.bytes = 0;
     row.iters = static_cast<long>(ops) * b.opts.batches;
     row.latUs = tether_bench::computeStats(samples);
+    if (patterned(b)) {
+      row.pattern = tether_bench::patternName(b.pattern);
+      row.npes = b.npes;
+    }
     b.rep->addRow(row);
   }
 }
@@ -711,8 +918,11 @@ const char* const kExtraUsage =
     "                   named explicitly fails instead). Quote pairs in the shell ('H->D') or write HD\n"
     "rows (--ops): per pair put get put_nbi get_nbi put_bidir; H->H only: p g put_signal atomic_fetch_add;\n"
     "              pairs with a D target: put_signal, and atomic_fetch_add once; then barrier_all\n"
-    "heap: one symmetric buffer of --max-size per target kind per PE; if allocation fails, raise TETHER_HEAP_SIZE /\n"
-    "      TETHER_HEAP_MAX (HOST) or TETHER_DEVICE_HEAP_SIZE / TETHER_DEVICE_HEAP_MAX (DEVICE)\n";
+    "  --pattern P      traffic pattern (default pair): pair = PE 0 -> PE 1 (PEs above 1 idle); ring = every PE at\n"
+    "                   once to next = (me + 1) % n; all-pairs = every PE at once to all n - 1 others per operation;\n"
+    "                   ring and all-pairs run the rows put put_nbi put_signal barrier_all only\n"
+    "heap: one symmetric buffer of --max-size per target kind per PE (all-pairs: n x --max-size); if allocation fails,\n"
+    "      raise TETHER_HEAP_SIZE / TETHER_HEAP_MAX (HOST) or TETHER_DEVICE_HEAP_SIZE / TETHER_DEVICE_HEAP_MAX (DEVICE)\n";
 
 }  // namespace
 
@@ -738,6 +948,11 @@ int main(int argc, char** argv) {
   }
   Options opts;
   std::string error;
+  tether_bench::Pattern pattern = tether_bench::Pattern::Pair;
+  if (!tether_bench::takePatternOption(&rest, &pattern, &error)) {
+    std::fprintf(stderr, "put_get: %s\n", error.c_str());
+    return 2;
+  }
   if (!tether_bench::parseOptions(static_cast<int>(rest.size()), rest.data(), &opts, &error)) {
     std::fprintf(stderr, "put_get: %s\n", error.c_str());
     return 2;
@@ -754,6 +969,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "put_get: unknown row '%s' in --ops (see --help)\n", op.c_str());
       return 2;
     }
+    if (pattern != tether_bench::Pattern::Pair && op != "put" && op != "put_nbi" && op != "put_signal" &&
+        op != "barrier_all") {
+      std::fprintf(stderr, "put_get: row '%s' runs with --pattern pair only (ring and all-pairs: put, put_nbi, "
+                   "put_signal, barrier_all)\n", op.c_str());
+      return 2;
+    }
   }
   std::vector<Pair> pairs;
   if (!parseKinds(kindsText, &pairs, &error)) {
@@ -763,6 +984,7 @@ int main(int argc, char** argv) {
 
   Bench b;
   b.opts = opts;
+  b.pattern = pattern;
   {
     tether_status_t st = tether_init(&b.w);
     if (st != TETHER_SUCCESS) {
@@ -779,13 +1001,26 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const size_t syncBytes = 256 + sizeof(int64_t) * static_cast<size_t>(b.npes);
+  const size_t syncBytes = 256 + 3 * sizeof(int64_t) * static_cast<size_t>(b.npes);
   uint8_t* sync = static_cast<uint8_t*>(allocSymmetric(b, TETHER_SEG_HOST, syncBytes, 64, "the synchronisation words"));
   std::memset(sync, 0, syncBytes);
   b.sig = reinterpret_cast<uint64_t*>(sync + 0);
   b.word = reinterpret_cast<uint64_t*>(sync + 64);
   b.counter = reinterpret_cast<uint64_t*>(sync + 128);
   b.vflags = reinterpret_cast<int64_t*>(sync + 256);
+  b.sigs = reinterpret_cast<uint64_t*>(sync + 256 + 8 * static_cast<size_t>(b.npes));
+  b.gather = reinterpret_cast<double*>(sync + 256 + 16 * static_cast<size_t>(b.npes));
+  // all-pairs: one slot of --max-size per source PE in each target buffer
+  size_t targetBytes = opts.maxSize;
+  if (pattern == tether_bench::Pattern::AllPairs) {
+    if (opts.maxSize > SIZE_MAX / static_cast<size_t>(b.npes)) {
+      if (b.me == 0) std::fprintf(stderr, "put_get: --max-size x %d PEs overflows (all-pairs)\n", b.npes);
+      (void)tether_finalize(b.w);
+      return 2;
+    }
+    b.slotBytes = opts.maxSize;
+    targetBytes = opts.maxSize * static_cast<size_t>(b.npes);
+  }
   barrier(b);  // the zeroed sync words are in place everywhere before anyone writes to them
 
   // GPU memory needs a GPU on every PE (DEVICE segments exist only then); decided together so all PEs agree.
@@ -835,17 +1070,18 @@ int main(int argc, char** argv) {
     (p.target == Mem::H ? tgtH : tgtD) = true;
     (p.local == Mem::H ? locH : locD) = true;
   }
-  if (tgtH) b.tgtH = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_HOST, opts.maxSize, 4096, "the HOST target "
+  if (tgtH) b.tgtH = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_HOST, targetBytes, 4096, "the HOST target "
                                                        "buffer"), false);
   if (tgtD) {
-    b.tgtD = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_DEVICE, opts.maxSize, 4096, "the DEVICE target buffer"),
+    b.tgtD = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_DEVICE, targetBytes, 4096, "the DEVICE target buffer"),
                              true);
-    b.syncD = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_DEVICE, 256, 64, "the DEVICE synchronisation words"),
-                              true);
+    const size_t syncDBytes = 256 + 8 * static_cast<size_t>(b.npes);
+    b.syncD = symmetricRegion(b, allocSymmetric(b, TETHER_SEG_DEVICE, syncDBytes, 64, "the DEVICE synchronisation "
+                                                "words"), true);
     std::string e;
-    if (!tether_bench::localZeroDevice(b.syncD.view, 256, &e)) failLocal(b, "clearing the DEVICE words", e);
+    if (!tether_bench::localZeroDevice(b.syncD.view, syncDBytes, &e)) failLocal(b, "clearing the DEVICE words", e);
   }
-  if (b.me <= 1) {
+  if (b.me <= 1 || patterned(b)) {
     if (locH) b.locH = allocLocal(b, Mem::H, &b.locHPinned);
     if (locD) b.locD = allocLocal(b, Mem::D, nullptr);
     if (tgtD || locD) {
@@ -857,15 +1093,21 @@ int main(int argc, char** argv) {
   b.path = tether_ptr(b.w, sync, 1) != nullptr ? "shm" : "proxy";
   barrier(b);  // every PE's buffers and words are in place before anyone writes to them
 
-  Reporter rep(tether_bench::collectRunInfo("put_get", opts, b.npes), opts, b.me == 0);
+  tether_bench::RunInfo info = tether_bench::collectRunInfo("put_get", opts, b.npes);
+  if (patterned(b)) info.pattern = tether_bench::patternName(b.pattern);
+  Reporter rep(info, opts, b.me == 0);
   b.rep = &rep;
   if (!rep.open(&error)) {
     std::fprintf(stderr, "put_get: %s\n", error.c_str());
     std::exit(1);
   }
   std::string notes =
-      "model host: CPU-issued tether calls; PE 0 issues and times, PE 1 is the target; kinds " + joinPairs(pairs) +
-      " (<local>-><target>)\n" + skippedNote;
+      (patterned(b) ? std::string("model host: CPU-issued tether calls; pattern ") +
+                          tether_bench::patternName(b.pattern) + " over " + std::to_string(b.npes) + " PEs: " +
+                          patternWho(b) + "; PE 0 times and prints; kinds "
+                    : std::string("model host: CPU-issued tether calls; PE 0 issues and times, PE 1 is the target; "
+                                  "kinds ")) +
+      joinPairs(pairs) + " (<local>-><target>)\n" + skippedNote;
   if (locH)
     notes += std::string("local H: ") +
              (b.locHPinned ? "pinned host memory (cudaHostAlloc)" : "malloc'ed host memory") + "; ";
@@ -881,7 +1123,13 @@ int main(int argc, char** argv) {
   rep.printHeader(notes);
 
   bool atomicD = false;
-  for (const Pair& pair : pairs) {
+  for (const Pair& pair : patterned(b) ? pairs : std::vector<Pair>{}) {
+    if (tether_bench::wantsOp(opts, "put")) runPutPattern(b, pair, false);
+    if (tether_bench::wantsOp(opts, "put_nbi")) runPutPattern(b, pair, true);
+    const bool hh = pair.local == Mem::H && pair.target == Mem::H;
+    if ((hh || pair.target == Mem::D) && tether_bench::wantsOp(opts, "put_signal")) runSignalPattern(b, pair);
+  }
+  for (const Pair& pair : patterned(b) ? std::vector<Pair>{} : pairs) {
     if (tether_bench::wantsOp(opts, "put")) runBlocking(b, pair, true);
     if (tether_bench::wantsOp(opts, "get")) runBlocking(b, pair, false);
     if (tether_bench::wantsOp(opts, "put_nbi")) runNbi(b, pair, true);
