@@ -136,7 +136,9 @@ Status World::setUpHeaps() {
   hp.maxBytes = roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_MAX"), kControlBytes + kPage), kPage);
   hp.initialBytes = std::min(hp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_SIZE"),
                                                                      kControlBytes + kPage), kPage));
+  hp.backAll = gpu_ != nullptr;  // registration pins the committed range: back it all; else memory follows use
   TETHER_TRY(HostSegmentGroup::create(hp, *bootstrap_, &host_).withContext("tether_init: host heap"));
+  TETHER_TRY(host_->back(kControlBytes).withContext("tether_init: host heap"));
   hostBase_ = reinterpret_cast<uintptr_t>(host_->myBase());
   hostEnd_ = hostBase_ + host_->committed();
   alloc_.reset(new Allocator(kControlBytes, hp.maxBytes));
@@ -516,6 +518,7 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
     local = host_->grow(target);  // peers' new bytes exist after the exchange below: registration follows it
     hostEnd_ = hostBase_ + host_->committed();
   }
+  if (kind == SegKind::Host && local.isOk()) local = host_->back(need);  // memory follows the high-water mark
   if (kind == SegKind::Device && need > device_->committed()) {
     const uint64_t old = device_->committed();
     uint64_t target = std::max(need, old + old / 2);

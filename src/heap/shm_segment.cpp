@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "base/log.h"
@@ -49,8 +50,13 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
   if (g->memfd_ < 0) return errnoStatus("memfd_create(" + p.name + ")", errno);
   if (::ftruncate(g->memfd_, static_cast<off_t>(p.initialBytes)) != 0)
     return errnoStatus("ftruncate(" + p.name + ", " + std::to_string(p.initialBytes) + ")", errno);
-  TETHER_TRY(p.adopt ? g->adoptRange(p.adopt, p.initialBytes) : g->populate(0, p.initialBytes));
   g->committed_ = p.initialBytes;
+  if (p.adopt) {
+    TETHER_TRY(g->adoptRange(p.adopt, p.initialBytes));
+    g->backed_ = p.initialBytes;
+  } else if (p.backAll) {
+    TETHER_TRY(g->back(p.initialBytes));
+  }
 
   FdExchange fx;
   TETHER_TRY(fx.listen(p.jobTag, p.name, me, localSize));
@@ -66,9 +72,10 @@ Status HostSegmentGroup::create(const HostSegmentParams& p, Bootstrap& bootstrap
     if (m == MAP_FAILED)
       return errnoStatus("mapping the " + p.name + " segment of PE " + std::to_string(p.localRanks[static_cast<size_t>(j)]), err);
   }
-  TETHER_LOG_INFO(LogSys::Heap, "host %s: %llu bytes committed, up to %llu, %d same-host PEs mapped at %p (+%llu each)",
-                  p.name.c_str(),
-                  static_cast<unsigned long long>(g->committed_), static_cast<unsigned long long>(p.maxBytes),
+  TETHER_LOG_INFO(LogSys::Heap, "host %s: %llu bytes committed (%llu backed by memory), up to %llu, %d same-host PEs "
+                  "mapped at %p (+%llu each)",
+                  p.name.c_str(), static_cast<unsigned long long>(g->committed_),
+                  static_cast<unsigned long long>(g->backed_), static_cast<unsigned long long>(p.maxBytes),
                   localSize, static_cast<void*>(g->window_), static_cast<unsigned long long>(g->stride_));
   *out = std::move(g);
   return Status::ok();
@@ -113,10 +120,23 @@ Status HostSegmentGroup::adoptRange(void* addr, uint64_t bytes) {
   return Status::ok();
 }
 
+Status HostSegmentGroup::back(uint64_t bytes) {
+  if (bytes <= backed_) return Status::ok();
+  if (bytes > committed_)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "host %s: backing %llu bytes, beyond the committed %llu", params_.name.c_str(),
+                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(committed_));
+  const uint64_t target = std::min(committed_, roundUp(std::max(bytes, backed_ + backed_ / 2), kStrideAlign));
+  TETHER_TRY(populate(backed_, target));
+  TETHER_LOG_DEBUG(LogSys::Heap, "host %s: %llu of %llu committed bytes backed by memory", params_.name.c_str(),
+                   static_cast<unsigned long long>(target), static_cast<unsigned long long>(committed_));
+  backed_ = target;
+  return Status::ok();
+}
+
 Status HostSegmentGroup::populate(uint64_t from, uint64_t to) {
-  // Back the range with memory now: peers map and GPUs register these pages right after, and must all see the same
-  // pages (registration of never-touched file pages is not reliably shared on every kernel/sandbox). It also turns a
-  // later SIGBUS on memory exhaustion into an error here.
+  // Back the range with memory now: pages a GPU registers must exist (registration of never-touched file pages is
+  // not reliably shared on every kernel/sandbox), and running out of memory becomes an error here instead of a
+  // SIGBUS at the first touch.
   int r;
   do r = ::fallocate(memfd_, 0, static_cast<off_t>(from), static_cast<off_t>(to - from));
   while (r != 0 && errno == EINTR);
@@ -135,11 +155,10 @@ Status HostSegmentGroup::grow(uint64_t newBytes) {
                 static_cast<unsigned long long>(newBytes), static_cast<unsigned long long>(params_.maxBytes));
   if (::ftruncate(memfd_, static_cast<off_t>(newBytes)) != 0)
     return errnoStatus("growing the host heap to " + std::to_string(newBytes) + " bytes", errno);
-  TETHER_TRY(populate(committed_, newBytes));
   TETHER_LOG_INFO(LogSys::Heap, "host heap grown from %llu to %llu bytes", static_cast<unsigned long long>(committed_),
                   static_cast<unsigned long long>(newBytes));
   committed_ = newBytes;
-  return Status::ok();
+  return params_.backAll ? back(newBytes) : Status::ok();
 }
 
 }  // namespace tether

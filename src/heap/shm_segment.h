@@ -14,6 +14,12 @@
 // group never grows. After create() the range stays backed by the shared file for the life of the process (also
 // after the group is destroyed), and a fork()ed child shares it with the parent.
 //
+// Memory behind the file: ftruncate only sizes the file (no memory). Unless params.backAll, memory is allocated
+// (fallocate) as the caller reports use: back(bytes) before the first use of [0, bytes) (the owner calls it with the
+// allocator's high-water mark), so a large committed size costs nothing until allocations reach it, and running out
+// of memory is an error at allocation time instead of a SIGBUS at first touch. backAll backs every committed byte at
+// once (create, grow): GPU registration pins the whole committed range anyway, and must see pages that exist.
+//
 // Contract: create() and grow() are collective over the same-host PEs; the caller synchronises after grow() before
 // any PE uses the new bytes. Not thread-safe; owned by one World.
 #pragma once
@@ -39,6 +45,7 @@ struct HostSegmentParams {
   std::string jobTag;                // unique per job (names the fd-exchange sockets)
   std::string secret;                // presented by PEs fetching this PE's descriptor
   double timeoutSeconds = 300;
+  bool backAll = false;              // back every committed byte at once (see above) instead of following back()
 };
 
 class HostSegmentGroup {
@@ -56,6 +63,10 @@ class HostSegmentGroup {
   uint64_t committed() const { return committed_; }
   // Grows this PE's file to newBytes (<= maxBytes). Every same-host PE must call it with the same value.
   Status grow(uint64_t newBytes);
+  // Local: makes sure memory backs [0, bytes) of this PE's file (bytes <= committed()); allocates ahead by half of
+  // what is backed (2 MiB steps) so a run of small allocations does not call fallocate each time.
+  Status back(uint64_t bytes);
+  uint64_t backed() const { return backed_; }
 
  private:
   HostSegmentGroup() = default;
@@ -67,6 +78,7 @@ class HostSegmentGroup {
   uint64_t windowBytes_ = 0;
   uint64_t stride_ = 0;
   uint64_t committed_ = 0;
+  uint64_t backed_ = 0;
   int memfd_ = -1;
 };
 
