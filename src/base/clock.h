@@ -2,7 +2,9 @@
 //
 // Every spin-wait in tether goes through SpinWait: it spins briefly, then yields, then sleeps, so that many PEs
 // sharing few cores (8 PEs on a 2-core CI machine) still make progress, and it reports expiry of its Deadline so the
-// caller can fail with what it waited for instead of hanging.
+// caller can fail with what it waited for instead of hanging. A wait that lasts longer than TETHER_WAIT_REPORT
+// (default 10 s) tells its caller when to log a progress note (what it waits for, time left): SpinWait::noteDue(),
+// NoteTimer for poll() loops.
 #pragma once
 
 #include <sched.h>
@@ -21,8 +23,9 @@ inline uint64_t nowNs() {
 class Deadline {
  public:
   // seconds <= 0: already expired; a deadline past the clock's range (e.g. 1e12 s for "no limit") never expires.
-  explicit Deadline(double seconds) : end_(endAfter(seconds)) {}
+  explicit Deadline(double seconds) : start_(nowNs()), end_(endAfter(start_, seconds)) {}
   bool expired() const { return nowNs() >= end_; }
+  bool expiredAt(uint64_t now) const { return now >= end_; }
   // Milliseconds left, clamped to [0, INT32_MAX] (for poll()).
   int msLeft() const {
     uint64_t n = nowNs();
@@ -30,16 +33,52 @@ class Deadline {
     uint64_t ms = (end_ - n + 999999) / 1000000;
     return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
   }
+  double secondsLeft() const {
+    uint64_t n = nowNs();
+    return n >= end_ ? 0 : static_cast<double>(end_ - n) / 1e9;
+  }
+  double elapsedSeconds() const { return static_cast<double>(nowNs() - start_) / 1e9; }
+  uint64_t startNs() const { return start_; }
 
  private:
-  static uint64_t endAfter(double seconds) {
-    const uint64_t now = nowNs();
+  static uint64_t endAfter(uint64_t now, double seconds) {
     if (!(seconds > 0)) return now;
     const double ns = seconds * 1e9;
     if (ns >= static_cast<double>(UINT64_MAX - now)) return UINT64_MAX;
     return now + static_cast<uint64_t>(ns);
   }
+  uint64_t start_;
   uint64_t end_;
+};
+
+// Seconds between progress notes of a long wait: TETHER_WAIT_REPORT (default 10; 0 = never), read from the
+// environment at each call (config.cpp), so call it when a wait has already lasted, not on a fast path.
+double waitReportSeconds();
+
+// Paces the progress notes of a long wait (bootstrap loops): due() is true once every `intervalSeconds`, the first
+// time one interval after construction; never when intervalSeconds <= 0.
+class NoteTimer {
+ public:
+  explicit NoteTimer(double intervalSeconds)
+      : intervalNs_(intervalSeconds > 0 ? static_cast<uint64_t>(intervalSeconds * 1e9) : 0),
+        next_(intervalNs_ ? nowNs() + intervalNs_ : UINT64_MAX) {}
+  bool due() {
+    const uint64_t n = nowNs();
+    if (n < next_) return false;
+    next_ = n + intervalNs_;
+    return true;
+  }
+  // Milliseconds until the next note (INT32_MAX when never), to bound a poll() that should wake up for it.
+  int msToNext() const {
+    const uint64_t n = nowNs();
+    if (n >= next_) return 0;
+    const uint64_t ms = (next_ - n + 999999) / 1000000;
+    return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
+  }
+
+ private:
+  uint64_t intervalNs_;
+  uint64_t next_;
 };
 
 inline void cpuRelax() {
@@ -51,6 +90,8 @@ inline void cpuRelax() {
 }
 
 // Usage: SpinWait w(timeoutSeconds); while (!cond()) { if (!w.next()) return timeoutError(...); }
+// A wait that lasts: `if (w.noteDue()) log(what is waited for, w.elapsedSeconds(), w.secondsLeft())` in the loop
+// says so every TETHER_WAIT_REPORT seconds (the interval is read once the waiter has started sleeping).
 class SpinWait {
  public:
   explicit SpinWait(double timeoutSeconds) : deadline_(timeoutSeconds) {}
@@ -61,7 +102,11 @@ class SpinWait {
       cpuRelax();
       return true;
     }
-    if ((iter_ & 63) == 0 && deadline_.expired()) return false;
+    if ((iter_ & 63) == 0) {
+      const uint64_t now = nowNs();
+      if (deadline_.expiredAt(now)) return false;
+      if (iter_ >= 4096) checkNote(now);
+    }
     if (iter_ < 4096) {
       sched_yield();
     } else {
@@ -70,10 +115,32 @@ class SpinWait {
     }
     return true;
   }
+  // True once per TETHER_WAIT_REPORT interval of waiting (then false until the next one).
+  bool noteDue() {
+    const bool due = noteDue_;
+    noteDue_ = false;
+    return due;
+  }
+  double elapsedSeconds() const { return deadline_.elapsedSeconds(); }
+  double secondsLeft() const { return deadline_.secondsLeft(); }
 
  private:
+  void checkNote(uint64_t now) {
+    if (nextNote_ == 0) {
+      const double every = waitReportSeconds();
+      noteNs_ = every > 0 ? static_cast<uint64_t>(every * 1e9) : 0;
+      nextNote_ = noteNs_ ? deadline_.startNs() + noteNs_ : UINT64_MAX;
+    }
+    if (now >= nextNote_) {
+      noteDue_ = true;
+      nextNote_ = now + noteNs_;
+    }
+  }
   Deadline deadline_;
   uint64_t iter_ = 0;
+  uint64_t nextNote_ = 0;  // 0: interval not read yet
+  uint64_t noteNs_ = 0;
+  bool noteDue_ = false;
 };
 
 }  // namespace tether

@@ -1,5 +1,7 @@
 #include "base/config.h"
 
+#include "base/clock.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +39,8 @@ const std::vector<ConfigVar>& configVars() {
        "Internal: listening socket inherited by PE 0 from tetherrun (avoids a port race)", -1, kMaxInt32},
       {"TETHER_JOB_SECRET", ConfigType::String, "",
        "Shared secret of the job; bootstrap connections that do not present it are refused (set by tetherrun)"},
+      {"TETHER_CONTROL_FD", ConfigType::Int, "-1",
+       "Internal: pipe to tetherrun inherited by every PE (shmem_global_exit reports its status there)", -1, kMaxInt32},
       {"TETHER_LAUNCHER", ConfigType::String, "",
        "Internal: set to 'tetherrun' by tetherrun so the runtime can name its launcher; leave unset"},
       {"TETHER_PATHS", ConfigType::String, "auto",
@@ -275,6 +279,14 @@ double Config::seconds(const std::string& name) const {
 bool Config::flag(const std::string& name) const {
   bool v = false;
   if (!parseBool(raw(name), &v)) parseBool(var(name).defaultValue, &v);
+  return v;
+}
+
+double waitReportSeconds() {
+  // Config::validate() has checked the value at init; here a malformed one means the default.
+  double v = 10;
+  const char* e = std::getenv("TETHER_WAIT_REPORT");
+  if (e && *e && !parseSeconds(e, &v)) v = 10;
   return v;
 }
 

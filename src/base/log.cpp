@@ -1,5 +1,7 @@
 #include "base/log.h"
 
+#include "base/clock.h"
+
 #include <unistd.h>
 
 #include <cstdarg>
@@ -111,6 +113,54 @@ void logWrite(LogLevel level, LogSys sys, const char* fmt, ...) {
   Sink& s = sink();
   std::lock_guard<std::mutex> lock(s.mu);
   std::fprintf(stderr, "tether[%s] %s %s: %s\n", s.label, kLevelNames[static_cast<int>(level)], logSysName(sys), msg);
+}
+
+LogLimiter::LogLimiter(const char* what, unsigned burst, double intervalSeconds)
+    : what_(what), burst_(burst), intervalNs_(static_cast<uint64_t>(intervalSeconds * 1e9)) {}
+
+LogLimiter::~LogLimiter() {
+  const LogSys sys = lastSys_.load();
+  if (pending_ && logEnabled(LogLevel::Warn, sys))
+    logWrite(LogLevel::Warn, sys, "%llu more %s suppressed", static_cast<unsigned long long>(pending_), what_);
+}
+
+bool LogLimiter::admit(uint64_t now, uint64_t* suppressedBefore) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_ || now - windowStart_ >= intervalNs_) {
+    started_ = true;
+    windowStart_ = now;
+    inWindow_ = 0;
+  }
+  if (inWindow_ < burst_) {
+    ++inWindow_;
+    *suppressedBefore = pending_;
+    pending_ = 0;
+    return true;
+  }
+  ++pending_;
+  ++total_;
+  return false;
+}
+
+uint64_t LogLimiter::suppressedTotal() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return total_;
+}
+
+void LogLimiter::warn(LogSys sys, const char* fmt, ...) {
+  lastSys_ = sys;
+  uint64_t suppressed = 0;
+  if (!logEnabled(LogLevel::Warn, sys) || !admit(nowNs(), &suppressed)) return;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (suppressed)
+    logWrite(LogLevel::Warn, sys, "%s (%llu more %s suppressed before this one)", msg,
+             static_cast<unsigned long long>(suppressed), what_);
+  else
+    logWrite(LogLevel::Warn, sys, "%s", msg);
 }
 
 }  // namespace tether

@@ -277,6 +277,18 @@ bool secretMatches(const std::string& expected, const uint8_t* got, size_t gotLe
 }
 
 // "1, 3-5, 7"
+// Waits until fd is readable (or closed, or in error) or dl expires, calling note(seconds waited, seconds left) every
+// TETHER_WAIT_REPORT seconds meanwhile; the read that follows finds out which.
+void awaitReadable(int fd, const Deadline& dl, const std::function<void(double, double)>& note) {
+  NoteTimer timer(waitReportSeconds());
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, std::min(dl.msLeft(), timer.msToNext()));
+    if (n != 0 || dl.expired()) return;
+    if (timer.due()) note(dl.elapsedSeconds(), dl.secondsLeft());
+  }
+}
+
 std::string rankList(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size();) {
@@ -346,6 +358,7 @@ class TcpBootstrap final : public Bootstrap {
   std::vector<UniqueFd> peers_;         // rank 0: connection to rank r at index r (index 0 unused)
   std::vector<std::string> peerNames_;  // rank 0: their addresses, for messages
   UniqueFd server_;                     // other ranks: connection to rank 0
+  LogLimiter connWarnings_{"bootstrap connection warnings"};  // rank 0: refused/dropped connections (a flood)
 };
 
 Status TcpBootstrap::usable() const {
@@ -432,8 +445,8 @@ Status TcpBootstrap::serve(const JobInfo& job) {
 }
 
 void TcpBootstrap::reject(Pending& p, uint16_t reason, const char* why, int claimedRank, int claimedSize) {
-  TETHER_LOG_WARN(LogSys::Bootstrap, "refused connection from %s (claimed rank %d of %d): %s",
-                  p.peer.c_str(), claimedRank, claimedSize, why);
+  connWarnings_.warn(LogSys::Bootstrap, "refused connection from %s (claimed rank %d of %d): %s", p.peer.c_str(),
+                     claimedRank, claimedSize, why);
   uint8_t frame[kHeaderBytes];
   Header h;
   h.op = kReject;
@@ -455,8 +468,8 @@ bool TcpBootstrap::readHello(Pending& p) {
     Header h = decodeHeader(p.buf.data());
     if (h.magic != kMagic || h.op != kHello || h.bytes < kHelloFixedBytes ||
         h.bytes > kHelloFixedBytes + kMaxSecretBytes) {
-      TETHER_LOG_WARN(LogSys::Bootstrap, "refused connection from %s: not a tether bootstrap hello",
-                      p.peer.c_str());
+      connWarnings_.warn(LogSys::Bootstrap, "refused connection from %s: not a tether bootstrap hello",
+                         p.peer.c_str());
       return false;
     }
     p.haveHeader = true;
@@ -470,7 +483,7 @@ bool TcpBootstrap::readHello(Pending& p) {
   int claimedSize = static_cast<int32_t>(get32(b + 8));
   uint32_t secretLen = get32(b + 12);
   if (secretLen != p.buf.size() - kHelloFixedBytes) {
-    TETHER_LOG_WARN(LogSys::Bootstrap, "refused connection from %s: malformed hello", p.peer.c_str());
+    connWarnings_.warn(LogSys::Bootstrap, "refused connection from %s: malformed hello", p.peer.c_str());
     return false;
   }
   if (version != kProtocolVersion) {
@@ -499,6 +512,7 @@ bool TcpBootstrap::readHello(Pending& p) {
 
 Status TcpBootstrap::rendezvous(int listenFd) {
   Deadline dl(timeout_);
+  NoteTimer note(waitReportSeconds());
   std::vector<Pending> pending;
   std::vector<pollfd> pfds;
   std::vector<int> peerOrder;
@@ -518,6 +532,15 @@ Status TcpBootstrap::rendezvous(int listenFd) {
                                    "TETHER_BOOTSTRAP_ADDR and TETHER_JOB_SECRET",
                                    addr_.c_str(), timeout_, rankList(missing).c_str(), size_ - int(missing.size()),
                                    size_)));
+    }
+    if (note.due()) {
+      std::vector<int> missing;
+      for (int r = 1; r < size_; ++r)
+        if (!peers_[static_cast<size_t>(r)]) missing.push_back(r);
+      TETHER_LOG_WARN(LogSys::Bootstrap, "bootstrap rendezvous on %s: still waiting for rank(s) %s to connect (%d of "
+                      "%d ranks present); %.0f s so far, %.0f s left of TETHER_TIMEOUT",
+                      addr_.c_str(), rankList(missing).c_str(), size_ - int(missing.size()), size_,
+                      dl.elapsedSeconds(), dl.secondsLeft());
     }
     pfds.clear();
     peerOrder.clear();
@@ -549,8 +572,8 @@ Status TcpBootstrap::rendezvous(int listenFd) {
       bool keep = true;
       if (pfds[1 + i].revents) keep = readHello(pending[i]);
       if (keep && now - pending[i].startNs > static_cast<uint64_t>(kHandshakeSeconds * 1e9)) {
-        TETHER_LOG_WARN(LogSys::Bootstrap, "dropped connection from %s: no hello within %.0f s",
-                        pending[i].peer.c_str(), kHandshakeSeconds);
+        connWarnings_.warn(LogSys::Bootstrap, "dropped connection from %s: no hello within %.0f s",
+                           pending[i].peer.c_str(), kHandshakeSeconds);
         keep = false;
       }
       if (!keep) pending[i].fd.reset();
@@ -563,12 +586,12 @@ Status TcpBootstrap::rendezvous(int listenFd) {
         if (fd < 0) {
           if (errno == EINTR || errno == ECONNABORTED) continue;
           if (errno != EAGAIN && errno != EWOULDBLOCK)
-            TETHER_LOG_WARN(LogSys::Bootstrap, "accept: %s", std::strerror(errno));
+            connWarnings_.warn(LogSys::Bootstrap, "accept: %s", std::strerror(errno));
           break;
         }
         if (pending.size() >= kMaxPending) {
-          TETHER_LOG_WARN(LogSys::Bootstrap, "too many connections without hello; dropped %s",
-                          pending.front().peer.c_str());
+          connWarnings_.warn(LogSys::Bootstrap, "too many connections without hello; dropped %s",
+                             pending.front().peer.c_str());
           pending.erase(pending.begin());
         }
         Pending p;
@@ -615,6 +638,7 @@ Status TcpBootstrap::gather(uint16_t op, uint32_t seq, int32_t aux, uint64_t cou
   std::vector<pollfd> pfds;
   std::vector<int> who;
   const char* name = opName(op);
+  NoteTimer note(waitReportSeconds());
   for (;;) {
     pfds.clear();
     who.clear();
@@ -634,7 +658,11 @@ Status TcpBootstrap::gather(uint16_t op, uint32_t seq, int32_t aux, uint64_t cou
                                    " had not finished sending";
       return fail(Status(TETHER_ERR_TIMEOUT, msg));
     }
-    int n = ::poll(pfds.data(), pfds.size(), ms);
+    if (note.due())
+      TETHER_LOG_WARN(LogSys::Bootstrap, "bootstrap %s #%u: rank 0 still waiting for rank(s) %s; %.0f s so far, %.0f s "
+                      "left of TETHER_TIMEOUT",
+                      name, seq, rankList(who).c_str(), dl.elapsedSeconds(), dl.secondsLeft());
+    int n = ::poll(pfds.data(), pfds.size(), std::min(ms, note.msToNext()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail(errnoStatus(strprintf("bootstrap %s #%u: poll", name, seq), errno));
     for (size_t i = 0; i < pfds.size(); ++i) {
@@ -727,6 +755,7 @@ Status TcpBootstrap::join() {
   sockaddr_in sa{};
   TETHER_TRY(resolveIPv4(host, port, addr_, &sa));
   int backoffMs = 5, lastErr = 0;
+  NoteTimer note(waitReportSeconds());
   for (;;) {
     UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) return errnoStatus("bootstrap: socket", errno);
@@ -753,6 +782,11 @@ Status TcpBootstrap::join() {
                   "bootstrap: rank %d could not connect to rank 0 at %s within %.3g s (last error: %s); is rank 0 "
                   "running, and is TETHER_BOOTSTRAP_ADDR the same on every rank?",
                   rank_, addr_.c_str(), timeout_, std::strerror(lastErr));
+    if (note.due())
+      TETHER_LOG_WARN(LogSys::Bootstrap, "bootstrap: rank %d still cannot reach rank 0 at %s (%s); %.0f s so far, %.0f s "
+                      "left of TETHER_TIMEOUT",
+                      rank_, addr_.c_str(), std::strerror(lastErr), connectDl.elapsedSeconds(),
+                      connectDl.secondsLeft());
     ::poll(nullptr, 0, std::min(backoffMs, connectDl.msLeft()));
     backoffMs = std::min(backoffMs * 2, 250);
   }
@@ -773,7 +807,14 @@ Status TcpBootstrap::join() {
   IoResult io = sendAll(server_.get(), hello.data(), hello.size(), total, true);
 
   uint8_t rb[kHeaderBytes];
-  if (io.kind == Io::Ok || io.kind == Io::Incoming) io = recvAll(server_.get(), rb, sizeof rb, total);
+  if (io.kind == Io::Ok || io.kind == Io::Incoming) {
+    awaitReadable(server_.get(), total, [&](double waited, double left) {
+      TETHER_LOG_WARN(LogSys::Bootstrap, "bootstrap: rank %d waits to be accepted by rank 0 at %s (it accepts once all "
+                      "%d ranks have connected); %.0f s so far, %.0f s left of TETHER_TIMEOUT",
+                      rank_, addr_.c_str(), size_, waited, left);
+    });
+    io = recvAll(server_.get(), rb, sizeof rb, total);
+  }
   if (io.kind == Io::Timeout)
     TETHER_FAIL(TETHER_ERR_TIMEOUT,
                 "bootstrap: rank %d connected to rank 0 at %s but was not accepted within %.3g s (rank 0 accepts "
@@ -857,6 +898,11 @@ Status TcpBootstrap::exchange(uint16_t op, uint32_t seq, int32_t aux, uint64_t c
   if (io.kind == Io::Timeout || io.kind == Io::Error) return fail(clientIoStatus(io, op, seq, "sending its request"));
   Header r;
   r.op = 0;
+  awaitReadable(server_.get(), dl, [&](double waited, double left) {
+    TETHER_LOG_WARN(LogSys::Bootstrap, "bootstrap %s #%u: rank %d still waiting for rank 0's reply (sent once every "
+                    "rank has made the call); %.0f s so far, %.0f s left of TETHER_TIMEOUT",
+                    opName(op), seq, rank_, waited, left);
+  });
   TETHER_TRY(readReplyHeader(op, seq, dl, &r));
   if (r.op != op || r.seq != seq || r.bytes != recvBytes)
     return fail(Status(TETHER_ERR_INTERNAL,

@@ -111,6 +111,17 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
       return Status::ok();
     }
     if (!spin.next()) break;
+    if (spin.noteDue())
+      TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for ivars[%zu] at %p %s %s (%s); %.0f s so far, %.0f s "
+                      "left of TETHER_TIMEOUT",
+                      call, job_.rank, pending, static_cast<const void*>(static_cast<const char*>(ivars) +
+                                                                         pending * d.size),
+                      cmpName(cmp), formatDtype(type, [&] {
+                        uint64_t b = 0;
+                        std::memcpy(&b, valueAt(pending), d.size);
+                        return b;
+                      }()).c_str(),
+                      d.name, spin.elapsedSeconds(), spin.secondsLeft());
   }
   const char* entry = static_cast<const char*>(ivars) + pending * d.size;
   TETHER_FAIL(TETHER_ERR_TIMEOUT,
@@ -167,6 +178,11 @@ Status World::barrier(const char* call, bool quietFirst) {
                     call, timeout_, me, static_cast<unsigned long long>(epoch), round, from,
                     static_cast<void*>(mine), static_cast<unsigned long long>(epoch),
                     static_cast<unsigned long long>(__atomic_load_n(mine, __ATOMIC_ACQUIRE)), from);
+      if (spin.noteDue())
+        TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d in barrier #%llu (round %d); %.0f s so far, "
+                        "%.0f s left of TETHER_TIMEOUT",
+                        call, me, from, static_cast<unsigned long long>(epoch), round, spin.elapsedSeconds(),
+                        spin.secondsLeft());
     }
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -382,6 +382,33 @@ TEST(TcpBootstrap, ListenErrors) {
   EXPECT_NE(s.message().find("cannot resolve"), std::string::npos) << s.message();
 }
 
+// A wait that lasts says so (TETHER_WAIT_REPORT) before it times out: who is missing and how long is left.
+TEST(TcpBootstrap, LongWaitsNameWhoIsMissing) {
+  setenv("TETHER_WAIT_REPORT", "0.3", 1);
+  testing::internal::CaptureStderr();
+  auto st = runJob(makeJob(3), kShortTimeout, [](int rank, Bootstrap& bs) -> Status {
+    if (rank == 2) {  // rank 2 joins, then does not call the barrier (stays connected past the timeout)
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(kShortTimeout * 1000) + 1500));
+      return Status::ok();
+    }
+    return bs.barrier();
+  });
+  auto missing = runJob(makeJob(4), kShortTimeout, [](int, Bootstrap&) { return Status::ok(); }, {0, 1, 2});
+  const std::string out = testing::internal::GetCapturedStderr();
+  unsetenv("TETHER_WAIT_REPORT");
+  expectAll(missing, TETHER_ERR_TIMEOUT, "rank(s) 3 never connected", {0, 1, 2});
+  EXPECT_EQ(st[0].code(), TETHER_ERR_TIMEOUT) << st[0].message();
+  // Rank 0 during the rendezvous, before its timeout error.
+  const size_t note = out.find("still waiting for rank(s) 3 to connect (3 of 4 ranks present)");
+  EXPECT_NE(note, std::string::npos) << out;
+  EXPECT_LT(note, out.find("rank(s) 3 never connected")) << out;
+  EXPECT_NE(out.find("s left of TETHER_TIMEOUT"), std::string::npos) << out;
+  // The joined ranks waiting to be accepted, rank 0 in the barrier, rank 1 waiting for rank 0's reply.
+  EXPECT_NE(out.find("waits to be accepted by rank 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("barrier #1: rank 0 still waiting for rank(s) 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("barrier #1: rank 1 still waiting for rank 0's reply"), std::string::npos) << out;
+}
+
 TEST(SelfBootstrap, Copies) {
   auto bs = createSelfBootstrap();
   EXPECT_EQ(bs->rank(), 0);

@@ -98,3 +98,44 @@ TEST(ConfigRange, ExplicitHeapSizeAboveItsLimitIsRefusedNamingBoth) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(LogLimiter, FirstBurstPassesThenCountsAndReportsOncePerInterval) {
+  LogLimiter lim("test warnings", 3, 10.0);
+  const uint64_t s = 1000000000ull;
+  uint64_t sup = 99;
+  int printed = 0;
+  // A flood of 40,000 messages within one 10 s window: 3 printed.
+  for (int i = 0; i < 40000; ++i) printed += lim.admit(5 * s + static_cast<uint64_t>(i) * 100000, &sup) ? 1 : 0;
+  EXPECT_EQ(printed, 3);
+  EXPECT_EQ(lim.suppressedTotal(), 39997u);
+  // Still inside the window (started at 5 s): suppressed.
+  EXPECT_FALSE(lim.admit(14 * s, &sup));
+  // Next window: printed, carrying the count of everything suppressed since the last printed message.
+  ASSERT_TRUE(lim.admit(15 * s, &sup));
+  EXPECT_EQ(sup, 39998u);
+  ASSERT_TRUE(lim.admit(15 * s + 1, &sup));
+  EXPECT_EQ(sup, 0u);  // reported once
+  EXPECT_TRUE(lim.admit(15 * s + 2, &sup));
+  EXPECT_FALSE(lim.admit(15 * s + 3, &sup));
+  EXPECT_EQ(lim.suppressedTotal(), 39999u);
+}
+
+TEST(LogLimiter, WarnPrintsAtMostBurstPlusSummary) {
+  testing::internal::CaptureStderr();
+  {
+    LogLimiter lim("refused connections", 2, 3600);
+    for (int i = 0; i < 1000; ++i) lim.warn(LogSys::Bootstrap, "refused connection #%d", i);
+  }
+  const std::string out = testing::internal::GetCapturedStderr();
+  size_t lines = 0;
+  for (char c : out) lines += c == '\n';
+  EXPECT_EQ(lines, 3u) << out;
+  EXPECT_NE(out.find("refused connection #0"), std::string::npos) << out;
+  EXPECT_NE(out.find("refused connection #1"), std::string::npos) << out;
+  EXPECT_EQ(out.find("refused connection #2"), std::string::npos) << out;
+  EXPECT_NE(out.find("998 more refused connections suppressed"), std::string::npos) << out;
+}
+
+}  // namespace
