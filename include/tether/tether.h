@@ -82,7 +82,9 @@ void tether_init_attr_default(tether_init_attr_t* attr);
 /* Collective over all PEs of the job. A program started without any launcher is a job of 1 PE. */
 tether_status_t tether_init(tether_t* world);
 tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world);
-/* Collective: completes outstanding operations, synchronises, releases the heap. world may be NULL (no-op). */
+/* Collective: completes outstanding operations, synchronises, releases the heap. world may be NULL (no-op). After it,
+ * the handle is dead: every call on it (a second tether_finalize too) fails with TETHER_ERR_INVALID_ARG, as on a
+ * handle that was never initialised. */
 tether_status_t tether_finalize(tether_t world);
 
 int tether_my_pe(tether_t world);

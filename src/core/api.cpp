@@ -1,4 +1,5 @@
 // The C API: argument plumbing from tether.h to World, Status -> tether_status_t + thread-local message.
+#include <atomic>
 #include <cinttypes>
 #include <cstdint>
 #include <cstring>
@@ -13,9 +14,7 @@
 #include "heap/program_data.h"
 #include "tether/datatype.h"
 
-struct tether_world {
-  std::unique_ptr<tether::World> impl;
-};
+// A tether_t is an id, not an address (struct tether_world is never defined): see LiveWorlds below.
 
 struct tether_op_set {
   tether_t world;
@@ -34,6 +33,8 @@ struct tether_doorbell {
 
 namespace {
 
+using tether::World;
+
 thread_local std::string tlsLastError;
 
 tether_status_t report(const tether::Status& s) {
@@ -43,16 +44,117 @@ tether_status_t report(const tether::Status& s) {
   return s.code();
 }
 
-tether_status_t nullWorld(const char* call) {
-  return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": world is NULL"));
+// The live instances of this process, by id. A tether_t is the id (slot index, generation) of a slot here, never the
+// address of the World: tether_finalize cannot clear the caller's copies of the handle, so the handle must stay
+// checkable after the World is gone. finalize bumps the slot's generation, so a finalized handle, a never-initialised
+// one and garbage are all refused with TETHER_ERR_INVALID_ARG instead of dereferenced, and a slot reused by a later
+// tether_init gives a new id. This table is the one process-wide object of the core (docs/architecture.md): it owns
+// no runtime state (every World still owns all of its own), it only says which ids are live.
+// Thread-safety: reserve/unreserve/publish/remove under mu_; find is lock-free (a slot's World is stored before the
+// generation that makes its id valid). Using a handle while another thread finalizes it stays the caller's race.
+class LiveWorlds {
+ public:
+  static constexpr unsigned kSlotBits = 10;  // at most 1024 instances live at once in one process
+  static constexpr size_t kSlots = size_t{1} << kSlotBits;
+
+  // A free slot for an instance being created, or kSlots when all are taken.
+  size_t reserve() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < kSlots; ++i)
+      if (!slots_[i].taken) {
+        slots_[i].taken = true;
+        return i;
+      }
+    return kSlots;
+  }
+  void unreserve(size_t slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[slot].taken = false;
+  }
+  // Makes w live in a reserved slot; returns its id.
+  tether_t publish(size_t slot, std::unique_ptr<World> w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& s = slots_[slot];
+    s.world.store(w.release(), std::memory_order_release);
+    const uint64_t gen = s.gen.load(std::memory_order_relaxed) + 1;
+    s.gen.store(gen, std::memory_order_release);
+    return reinterpret_cast<tether_t>(static_cast<uintptr_t>(encode(slot, gen)));
+  }
+  // The World behind id, or nullptr with *finalized telling a handle that was live once from one that never was.
+  World* find(tether_t id, bool* finalized) const {
+    size_t slot = 0;
+    uint64_t gen = 0;
+    *finalized = false;
+    if (!decode(id, &slot, &gen)) return nullptr;
+    const Slot& s = slots_[slot];
+    const uint64_t now = s.gen.load(std::memory_order_acquire);
+    World* w = now == gen ? s.world.load(std::memory_order_acquire) : nullptr;
+    *finalized = !w && gen <= now;
+    return w;
+  }
+  // Retires id (its later uses fail as finalized) and hands back its World; nullptr when id is not live.
+  std::unique_ptr<World> remove(tether_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t slot = 0;
+    uint64_t gen = 0;
+    if (!decode(id, &slot, &gen) || slots_[slot].gen.load(std::memory_order_relaxed) != gen) return nullptr;
+    Slot& s = slots_[slot];
+    std::unique_ptr<World> w(s.world.exchange(nullptr, std::memory_order_acq_rel));
+    if (!w) return nullptr;
+    s.gen.fetch_add(1, std::memory_order_release);
+    s.taken = false;
+    return w;
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> gen{0};  // generation of the id last handed out for this slot
+    std::atomic<World*> world{nullptr};
+    bool taken = false;  // reserved or live (under mu_)
+  };
+  // Odd values only, so no aligned pointer is an id; generation 0 is never handed out.
+  static uint64_t encode(size_t slot, uint64_t gen) { return gen << (kSlotBits + 1) | uint64_t{slot} << 1 | 1u; }
+  static bool decode(tether_t id, size_t* slot, uint64_t* gen) {
+    const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(id));
+    *slot = static_cast<size_t>(v >> 1) & (kSlots - 1);
+    *gen = v >> (kSlotBits + 1);
+    return (v & 1u) && *gen != 0;
+  }
+
+  std::mutex mu_;
+  Slot slots_[kSlots];
+};
+
+// Never destroyed: calls made while the process exits (atexit handlers, static destructors) still find it.
+LiveWorlds& liveWorlds() {
+  static LiveWorlds* table = new LiveWorlds();
+  return *table;
+}
+
+// The one check behind every call on a tether_t: *out = the live World behind w, or a reported
+// TETHER_ERR_INVALID_ARG naming the call (NULL, finalized, or not a handle from tether_init).
+tether_status_t liveWorld(tether_t w, const char* call, World** out) {
+  *out = nullptr;
+  if (!w) return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": world is NULL"));
+  bool finalized = false;
+  *out = liveWorlds().find(w, &finalized);
+  if (*out) return TETHER_SUCCESS;
+  return report(tether::Status(
+      TETHER_ERR_INVALID_ARG,
+      finalized ? tether::strprintf("%s: world %p was finalized (tether_finalize); the handle may not be used again",
+                                    call, static_cast<void*>(w))
+                : tether::strprintf("%s: world %p is not a live instance (never initialised, or not a value "
+                                    "tether_init returned)", call, static_cast<void*>(w))));
 }
 
 // Runs f() -> Status with world checked and exceptions contained.
 template <typename F>
 tether_status_t guarded(tether_t w, const char* call, F&& f) {
-  if (!w || !w->impl) return nullWorld(call);
+  World* x = nullptr;
+  const tether_status_t live = liveWorld(w, call, &x);
+  if (live != TETHER_SUCCESS) return live;
   try {
-    return report(f(*w->impl));
+    return report(f(*x));
   } catch (const std::bad_alloc&) {
     return report(tether::Status(TETHER_ERR_NO_MEMORY, std::string(call) + ": out of host memory"));
   } catch (const std::exception& e) {
@@ -60,7 +162,14 @@ tether_status_t guarded(tether_t w, const char* call, F&& f) {
   }
 }
 
-using tether::World;
+// Queries of a handle that is not live return -1; tether_last_error() says why, except for NULL (-1 silently, as
+// always: a failure report may call tether_my_pe on a NULL world without losing the message it is about to print).
+template <typename Q>
+int query(tether_t w, const char* call, Q q) {
+  World* x = nullptr;
+  return w && liveWorld(w, call, &x) == TETHER_SUCCESS ? q(*x) : -1;
+}
+
 using Mode = tether::World::WaitMode;
 
 }  // namespace
@@ -112,28 +221,38 @@ tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world
   tether_init_attr_t a;
   tether_init_attr_default(&a);
   if (attr) a = *attr;
+  const size_t slot = liveWorlds().reserve();
+  if (slot == LiveWorlds::kSlots)
+    return report(tether::Status(TETHER_ERR_NO_MEMORY,
+                                 tether::strprintf("tether_init: %zu instances are live in this process, the most "
+                                                   "tether supports; finalize one first", LiveWorlds::kSlots)));
   try {
     std::unique_ptr<World> impl;
     tether_status_t s = report(World::create(a, &impl));
-    if (s != TETHER_SUCCESS) return s;
-    *world = new tether_world{std::move(impl)};
+    if (s != TETHER_SUCCESS) {
+      liveWorlds().unreserve(slot);
+      return s;
+    }
+    *world = liveWorlds().publish(slot, std::move(impl));
     return TETHER_SUCCESS;
   } catch (const std::bad_alloc&) {
+    liveWorlds().unreserve(slot);
     return report(tether::Status(TETHER_ERR_NO_MEMORY, "tether_init: out of host memory"));
   }
 }
 
+// A second finalize of the same handle fails like any other use of a finalized handle.
 tether_status_t tether_finalize(tether_t world) {
   if (!world) return TETHER_SUCCESS;
   tether_status_t s = guarded(world, "tether_finalize", [](World& w) { return w.finalize(); });
-  delete world;
+  liveWorlds().remove(world);  // retires the handle and destroys the World (nothing when it was not live)
   return s;
 }
 
-int tether_my_pe(tether_t w) { return w && w->impl ? w->impl->myPe() : -1; }
-int tether_n_pes(tether_t w) { return w && w->impl ? w->impl->nPes() : -1; }
-int tether_local_pe(tether_t w) { return w && w->impl ? w->impl->localPe() : -1; }
-int tether_local_size(tether_t w) { return w && w->impl ? w->impl->localSize() : -1; }
+int tether_my_pe(tether_t w) { return query(w, "tether_my_pe", [](World& x) { return x.myPe(); }); }
+int tether_n_pes(tether_t w) { return query(w, "tether_n_pes", [](World& x) { return x.nPes(); }); }
+int tether_local_pe(tether_t w) { return query(w, "tether_local_pe", [](World& x) { return x.localPe(); }); }
+int tether_local_size(tether_t w) { return query(w, "tether_local_size", [](World& x) { return x.localSize(); }); }
 
 // ---- heap
 
@@ -179,7 +298,9 @@ tether_status_t tether_free(tether_t w, void* p) {
 
 tether_seg_kind_t tether_segment_kind(tether_t w, const void* addr) {
   tether::SymRef ref;
-  if (!w || !w->impl || !w->impl->checkSymmetric("tether_segment_kind", "addr", addr, 0, &ref).isOk())
+  World* x = nullptr;
+  if (liveWorld(w, "tether_segment_kind", &x) != TETHER_SUCCESS ||
+      !x->checkSymmetric("tether_segment_kind", "addr", addr, 0, &ref).isOk())
     return TETHER_SEG_DEFAULT;
   return tether::isHostMemory(ref.kind) ? TETHER_SEG_HOST : TETHER_SEG_DEVICE;
 }
@@ -206,7 +327,10 @@ tether_status_t tether_device_handle_cpu(tether_t w, tether_device_handle_t* h) 
   return guarded(w, "tether_device_handle_cpu", [&](World& x) { return x.deviceHandle(false, h); });
 }
 
-void* tether_ptr(tether_t w, const void* addr, int pe) { return w && w->impl ? w->impl->ptr(addr, pe) : nullptr; }
+void* tether_ptr(tether_t w, const void* addr, int pe) {
+  World* x = nullptr;
+  return liveWorld(w, "tether_ptr", &x) == TETHER_SUCCESS ? x->ptr(addr, pe) : nullptr;
+}
 
 // ---- RMA
 
@@ -610,12 +734,18 @@ tether_status_t tether_doorbell_sync(tether_doorbell_t db) {
 
 tether_status_t tether_doorbell_free(tether_doorbell_t db) {
   if (!db) return TETHER_SUCCESS;
+  World* x = nullptr;
+  const tether_status_t live = liveWorld(db->set->world, "tether_doorbell_free", &x);
+  if (live != TETHER_SUCCESS) {  // its stream went with the instance
+    delete db;
+    return live;
+  }
   const tether_status_t st = tether_doorbell_sync(db);
   if (st != TETHER_SUCCESS) return st;
   tether_status_t out = TETHER_SUCCESS;
   {
     tether::StreamOps* so = nullptr;
-    tether::Status s = db->set->world->impl->streamOps(&so);
+    tether::Status s = x->streamOps(&so);
     if (s.isOk()) s = so->destroyStream(db->stream);
     out = report(s.withContext("tether_doorbell_free"));
   }
@@ -630,8 +760,10 @@ namespace tether {
 // Test hook (not exported from libtether.so: hidden visibility; tests link tether_static): installs another stream-op
 // layer -- the CPU emulation -- on a World before its first stream operation.
 Status useStreamOpsForTesting(tether_t w, std::unique_ptr<StreamOps> ops) {
-  if (!w || !w->impl) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "useStreamOpsForTesting: world is NULL");
-  w->impl->setStreamOps(std::move(ops));
+  World* x = nullptr;
+  if (liveWorld(w, "useStreamOpsForTesting", &x) != TETHER_SUCCESS)
+    return Status(TETHER_ERR_INVALID_ARG, tether_last_error());
+  x->setStreamOps(std::move(ops));
   return Status::ok();
 }
 
