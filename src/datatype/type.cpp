@@ -58,16 +58,15 @@ class BoundsAcc {
       trueLb_ = std::min(trueLb_, lo);
       trueUb_ = std::max(trueUb_, hi);
       align_ = std::max(align_, c.align);
-      cls_ = (cls_ == kUnset) ? c.padClass : (cls_ == c.padClass ? cls_ : -1);
     }
     any_ = true;
     return Status::ok();
   }
 
-  // A child that contributes no instance still fixes the padding class of an empty result (contiguous(0, double)
-  // is "of double"), so that struct padding sees the same thing for every empty description.
+  // A child that contributes no instance still fixes the alignment of an empty result (contiguous(0, double) is
+  // "of double"), so that struct padding sees the same thing for every empty description.
   void noteEmpty(const Bounds& c) {
-    if (cls_ == kUnset) emptyCls_ = c.padClass, emptyAlign_ = c.align;
+    if (!any_) emptyAlign_ = c.align;
   }
 
   Bounds finish() const {
@@ -83,16 +82,13 @@ class BoundsAcc {
       b.trueLb = trueLb_;
       b.trueUb = trueUb_;
       b.align = align_;
-      b.padClass = cls_;
     } else {
       b.align = emptyAlign_;
-      b.padClass = emptyCls_;
     }
     return b;
   }
 
  private:
-  static constexpr int kUnset = -2;
   Status overflow(const char* what, int64_t off, int64_t childBound) const {
     TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s overflows int64 (instance at %lld bytes + child bound %lld)", call_, what,
                 static_cast<long long>(off), static_cast<long long>(childBound));
@@ -104,7 +100,6 @@ class BoundsAcc {
   int64_t markLb_ = kMax, plainLb_ = kMax, markUb_ = kMin, plainUb_ = kMin;
   int64_t trueLb_ = kMax, trueUb_ = kMin;
   int align_ = 1, emptyAlign_ = 1;
-  int cls_ = kUnset, emptyCls_ = -1;
 };
 
 // min and max of k * step over k in [0, n) for n >= 1.
@@ -158,7 +153,6 @@ Status Type::makeBasic(int basic, TypeRef* out) {
   t->b_.size = kBasics[basic].size;
   t->b_.ub = t->b_.trueUb = t->b_.size;
   t->b_.align = kBasics[basic].align;
-  t->b_.padClass = basicPadClass(basic);
   *out = std::move(t);
   return Status::ok();
 }
@@ -225,13 +219,39 @@ Status blocksBounds(const char* call, const std::vector<int64_t>& bl, const std:
   return checkSpans(call, *out);
 }
 
+// What a struct member counts as for padding: a basic type by its padding class; a derived type by its node, seen
+// through the constructions that are one instance of their child at displacement 0 (dup, contiguous(1),
+// vector/hvector(1, 1, any stride), indexed/hindexed/struct of one block of length 1 at displacement 0). MPICH treats
+// those wrappers as their child and two separately built derived types as different, however alike (the oracle's
+// probes: struct{C, C} and struct{contiguous(1, C), C} do not pad, struct{C, C'} with C' built like C does).
+struct PadKey {
+  const Type* node = nullptr;  // derived type; nullptr for a basic type
+  int cls = -1;                // padding class of a basic type
+  bool operator==(const PadKey& o) const { return node == o.node && cls == o.cls; }
+};
+
+PadKey padKey(const Type* t) {
+  for (;;) {
+    const bool wrapper =
+        t->kind() == Kind::Dup || (t->kind() == Kind::HVector && t->count() == 1 && t->blocklength() == 1) ||
+        ((t->kind() == Kind::HIndexed || t->kind() == Kind::Struct) && t->blocklengths().size() == 1 &&
+         t->blocklengths()[0] == 1 && t->displacements()[0] == 0);
+    if (!wrapper) break;
+    t = t->children()[0].get();
+  }
+  PadKey k;
+  if (t->kind() == Kind::Basic) k.cls = basicPadClass(t->basic());
+  else k.node = t;
+  return k;
+}
+
 }  // namespace
 
 Status Type::makeHIndexed(const char* call, std::vector<int64_t> blocklengths, std::vector<int64_t> displBytes,
                           const TypeRef& old, TypeRef* out) {
   auto t = std::make_shared<Type>();
   TETHER_TRY(blocksBounds(call, blocklengths, displBytes, [&](size_t) { return old; }, &t->b_));
-  if (blocklengths.empty()) t->b_.padClass = old->bounds().padClass, t->b_.align = old->bounds().align;
+  if (blocklengths.empty()) t->b_.align = old->bounds().align;
   t->kind_ = Kind::HIndexed;
   t->blocklengths_ = std::move(blocklengths);
   t->displacements_ = std::move(displBytes);
@@ -244,9 +264,18 @@ Status Type::makeStruct(const char* call, std::vector<int64_t> blocklengths, std
                         std::vector<TypeRef> types, TypeRef* out) {
   Bounds b;
   TETHER_TRY(blocksBounds(call, blocklengths, displBytes, [&](size_t i) { return types[i]; }, &b));
-  // Alignment padding (the standard's epsilon, implementation-defined): without an explicit ub marker, a struct whose
-  // basic elements are of different padding classes has its extent rounded up to the widest alignment among them (MPICH's rule).
-  if (!b.ubMarker && b.padClass == -1 && b.align > 1 && b.extent() > 0 && b.extent() % b.align != 0) {
+  // Alignment padding (the standard's epsilon, implementation-defined; MPICH's rule, docs/datatype.md "Bounds"):
+  // without an explicit ub marker, a struct whose members are not all one type has its extent rounded up to the
+  // widest alignment among its basic elements.
+  bool oneType = true;
+  PadKey first;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (blocklengths[i] == 0 || !types[i]->bounds().hasEntries()) continue;
+    const PadKey k = padKey(types[i].get());
+    if (!first.node && first.cls < 0) first = k;
+    else oneType = oneType && k == first;
+  }
+  if (!b.ubMarker && !oneType && b.align > 1 && b.extent() > 0 && b.extent() % b.align != 0) {
     int64_t pad = b.align - b.extent() % b.align;
     if (!addOk(b.ub, pad, &b.ub))
       TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: upper bound %lld + alignment padding %lld overflows int64", call,

@@ -25,7 +25,6 @@ struct Bounds {
   bool lbMarker = false;
   bool ubMarker = false;
   int align = 1;        // alignment of the widest basic type in the data (struct padding)
-  int padClass = -1;    // padding class shared by all basic elements, -1 when mixed (struct padding; see basicPadClass)
 
   // Both fit in int64: every constructor checks them (TETHER_ERR_OVERFLOW otherwise), so these never wrap.
   int64_t extent() const { return ub - lb; }
@@ -84,7 +83,8 @@ class Type {
 // Size of a basic type; 0 for an invalid value.
 int64_t basicSize(int basic);
 // Basic types of one padding class count as "the same" for struct alignment padding: integers of one size
-// (signedness and C name aside), and each floating, complex and bool type on its own (MPICH's classes).
+// (signedness and C name aside), and each floating, complex and bool type on its own (MPICH's classes; see
+// Type::makeStruct).
 int basicPadClass(int basic);
 
 // The integer value of an enum argument of the C API, read without loading the enum: a C caller may pass any int, and

@@ -116,6 +116,80 @@ TEST(Datatype, StructPaddingAndStickyMarkers) {
   EXPECT_EQ(q.text, 14);
 }
 
+// Struct padding follows MPICH (4.0.2): a struct pads unless its members are all one type (basic types of one padding
+// class, or one derived node seen through single-instance wrappers). Expected extents measured with MPICH.
+TEST(Datatype, StructPaddingFollowsMpich) {
+  T byte, i32, u32, i32b, flt, dbl, i64;
+  OK(tether_type_basic(TETHER_BASIC_BYTE, byte.out()));
+  OK(tether_type_basic(TETHER_BASIC_INT, i32.out()));
+  OK(tether_type_basic(TETHER_BASIC_INT32, i32b.out()));
+  OK(tether_type_basic(TETHER_BASIC_UINT32, u32.out()));
+  OK(tether_type_basic(TETHER_BASIC_FLOAT, flt.out()));
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE, dbl.out()));
+  OK(tether_type_basic(TETHER_BASIC_INT64, i64.out()));
+  auto st = [](std::vector<tether_type_t> ts, std::vector<int64_t> d, std::vector<int64_t> bl = {}) {
+    if (bl.empty()) bl.assign(ts.size(), 1);
+    tether_type_t t = nullptr;
+    EXPECT_EQ(tether_type_struct(static_cast<int64_t>(ts.size()), bl.data(), d.data(), ts.data(), &t), TETHER_SUCCESS)
+        << tether_type_last_error();
+    return t;
+  };
+  auto extentOf = [](tether_type_t t) {
+    int64_t lb = 0, ext = 0;
+    EXPECT_EQ(tether_type_extent(t, &lb, &ext), TETHER_SUCCESS);
+    return ext;
+  };
+  // The case: struct(1, {1}, {0}, [hindexed(2, {1,1}, {0,1}, struct{BYTE@0, INT@0})]): 5 in MPICH, was 8.
+  T s, h, outer;
+  *s.out() = st({byte, i32}, {0, 0});
+  EXPECT_EQ(extentOf(s), 4);
+  int64_t bl2[2] = {1, 1}, d01[2] = {0, 1};
+  OK(tether_type_hindexed(2, bl2, d01, s, h.out()));
+  EXPECT_EQ(extentOf(h), 5);
+  *outer.out() = st({h}, {0});
+  EXPECT_EQ(extentOf(outer), 5);
+  struct Case {
+    const char* what;
+    std::vector<tether_type_t> ts;
+    std::vector<int64_t> d;
+    int64_t mpich;
+  };
+  T c2, c2b, c1s, c1i, dupc2, v1c2, s2, c2f;
+  OK(tether_type_contiguous(2, i32b, c2.out()));
+  OK(tether_type_contiguous(2, i32b, c2b.out()));  // built like c2, but another type
+  OK(tether_type_contiguous(1, s, c1s.out()));
+  OK(tether_type_contiguous(1, i32b, c1i.out()));
+  OK(tether_type_dup(c2, dupc2.out()));
+  OK(tether_type_vector(1, 1, 5, c2, v1c2.out()));
+  OK(tether_type_contiguous(2, flt, c2f.out()));
+  *s2.out() = st({byte, i32}, {0, 0});
+  const Case cases[] = {
+      {"{H@0, H@0}", {h, h}, {0, 0}, 5},
+      {"{H@0, BYTE@0}", {h, byte}, {0, 0}, 8},
+      {"{S@0, S@1}", {s, s}, {0, 1}, 5},
+      {"{S@0, S2@1} (S2 built like S)", {s, s2}, {0, 1}, 8},
+      {"{contig(1,S)@0, S@1}", {c1s, s}, {0, 1}, 5},
+      {"{int32@0, uint32@9}", {i32b, u32}, {0, 9}, 13},
+      {"{int@0, int32@9}", {i32, i32b}, {0, 9}, 13},
+      {"{int32@0, float@9}", {i32b, flt}, {0, 9}, 16},
+      {"{double@0, int64@9}", {dbl, i64}, {0, 9}, 24},
+      {"{contig(1,int32)@0, uint32@9}", {c1i, u32}, {0, 9}, 13},
+      {"{contig(1,int32)@0, float@9}", {c1i, flt}, {0, 9}, 16},
+      {"{C2@0, C2@9}", {c2, c2}, {0, 9}, 17},
+      {"{C2@0, C2b@9} (C2b built like C2)", {c2, c2b}, {0, 9}, 20},
+      {"{C2@0, int32@9}", {c2, i32b}, {0, 9}, 16},
+      {"{C2@0, uint32@9}", {c2, u32}, {0, 9}, 16},
+      {"{dup(C2)@0, C2@9}", {dupc2, c2}, {0, 9}, 17},
+      {"{vector(1,1,5,C2)@0, C2@9}", {v1c2, c2}, {0, 9}, 17},
+      {"{contig(2,float)@0, C2@9}", {c2f, c2}, {0, 9}, 20},
+  };
+  for (const Case& c : cases) {
+    T t;
+    *t.out() = st(c.ts, c.d);
+    EXPECT_EQ(extentOf(t), c.mpich) << c.what;
+  }
+}
+
 TEST(Datatype, SubarrayBounds) {
   T d, c, f;
   OK(tether_type_basic(TETHER_BASIC_DOUBLE, d.out()));
