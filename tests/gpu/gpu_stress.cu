@@ -100,7 +100,7 @@ __global__ void devBarrier(dev::Handle h) { dev::barrier_all<Scope::Block>(h); }
 
 struct Seg {  // one segment kind's symmetric buffers
   tether_seg_kind_t kind;
-  unsigned char* inbox;  // n slots of kSlot, slot q written by source q
+  unsigned char* inbox;  // 2n slots of kSlot: in round r, slot (r % 2) * n + q is written by source q
   unsigned char* src;    // kSlot bytes, pattern(srcSalt(me)): what gets read
   uint64_t* sig;         // n words, word q = count of q's put_signals so far
   uint64_t* ctr;         // the atomic counter
@@ -138,7 +138,7 @@ int main() {
   for (int k = 0; k < 2; ++k) {
     Seg& g = seg[k];
     g.kind = k == 0 ? TETHER_SEG_DEVICE : TETHER_SEG_HOST;
-    g.inbox = static_cast<unsigned char*>(gpu_test::symAlloc(w, g.kind, kSlot * static_cast<size_t>(n)));
+    g.inbox = static_cast<unsigned char*>(gpu_test::symAlloc(w, g.kind, 2 * kSlot * static_cast<size_t>(n)));
     g.src = static_cast<unsigned char*>(gpu_test::symAlloc(w, g.kind, kSlot));
     g.sig = static_cast<uint64_t*>(gpu_test::symAlloc(w, g.kind, sizeof(uint64_t) * static_cast<size_t>(n)));
     g.ctr = static_cast<uint64_t*>(gpu_test::symAlloc(w, g.kind, sizeof(uint64_t)));
@@ -211,7 +211,10 @@ int main() {
       std::memset(hostLocal.data(), 0xEE, mine.bytes);
     }
     CK(cudaDeviceSynchronize());
-    unsigned char* dst = g.inbox + static_cast<size_t>(me) * kSlot + mine.off;
+    // Round parity picks the inbox half: a PE that leaves round r's barrier early may already put its round r+1
+    // data while the target still checks round r's; round r+2 starts only after everyone's round r+1 barrier.
+    unsigned char* const half = g.inbox + static_cast<size_t>(r % 2) * static_cast<size_t>(n) * kSlot;
+    unsigned char* dst = half + static_cast<size_t>(me) * kSlot + mine.off;
     uint64_t* sigWord = g.sig + me;
     const uint64_t sigVal = mine.op == kPutSignal ? ++sigCount[static_cast<size_t>(k * n + me)] : 0;
     for (int pe = 0; pe < n; ++pe) {  // everybody's counters and signal counts (the targets' view)
@@ -265,7 +268,7 @@ int main() {
       if (q == me || p.target != me || p.op != kPutSignal) continue;
       const uint64_t want = sigCount[static_cast<size_t>(k * n + q)];
       MP_OK(tether_signal_wait_until(w, g.sig + q, TETHER_CMP_GE, want, nullptr));
-      readSym(g, buf.data(), g.inbox + static_cast<size_t>(q) * kSlot + p.off, p.bytes);
+      readSym(g, buf.data(), half + static_cast<size_t>(q) * kSlot + p.off, p.bytes);
       for (size_t i = 0; i < p.bytes; ++i)
         if (buf[i] != pattern(saltFor(seed, r, q), i))
           mismatch(me, seed, r, q, p, "data seen with its signal", i, buf[i], pattern(saltFor(seed, r, q), i));
@@ -286,7 +289,7 @@ int main() {
     for (int q = 0; q < n; ++q) {
       const Plan& p = plans[static_cast<size_t>(q)];
       if (q == me || p.target != me || (p.op != kPut && p.op != kPutSignal)) continue;
-      readSym(g, buf.data(), g.inbox + static_cast<size_t>(q) * kSlot + p.off, p.bytes);
+      readSym(g, buf.data(), half + static_cast<size_t>(q) * kSlot + p.off, p.bytes);
       for (size_t i = 0; i < p.bytes; ++i)
         if (buf[i] != pattern(saltFor(seed, r, q), i))
           mismatch(me, seed, r, q, p, "data put", i, buf[i], pattern(saltFor(seed, r, q), i));
