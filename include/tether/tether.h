@@ -198,7 +198,9 @@ tether_status_t tether_test(tether_t world, void* ivar, tether_dtype_t type, tet
 /* Array forms over ivars[0..n) (elements of `type`, contiguous). status (may be NULL) excludes entries whose status
  * is non-zero. `values` is one value (scalar forms) or n values (the _vector forms).
  *  _all: wait until every included entry satisfies; _any: until one does, *index = its index (SIZE_MAX when no
- *  entry is included); _some: until at least one does, indices[0..*count) = all satisfied entries.
+ *  entry is included; the scan starts after the index last returned for the same ivars, so repeated calls return
+ *  the satisfied entries in turn, not always the lowest); _some: until at least one does, indices[0..*count) = all
+ *  satisfied entries.
  *  The test_ forms return at once: *result (all) 1/0, *index SIZE_MAX if none, *count 0 if none. */
 tether_status_t tether_wait_until_all(tether_t world, void* ivars, size_t n, const int* status, tether_dtype_t type,
                                       tether_cmp_t cmp, const void* value);

@@ -71,11 +71,70 @@ static void testCtxInvalid(void) {
   if (me == 0) printf("ctx_invalid: ok\n");
 }
 
+/* A caller that keeps every entry satisfied and consumes each returned index once (status never updated: it only
+ * excludes a few entries) must see every included index within a bounded number of calls; two arrays polled in
+ * alternation must not disturb each other. */
+#define NFLAGS 16
+static long long flagsA[NFLAGS], flagsB[NFLAGS];
+static int excluded(size_t i) { return i == 3 || i == 11; }
+
+static void testAny(void) {
+  int me = shmem_my_pe(), n = shmem_n_pes();
+  for (size_t i = 0; i < NFLAGS; ++i)
+    if ((int)(i % (size_t)n) == me)
+      for (int pe = 0; pe < n; ++pe) {
+        shmem_longlong_p(&flagsA[i], 1, pe);
+        shmem_longlong_p(&flagsB[i], 1, pe);
+      }
+  shmem_barrier_all();
+  int status[NFLAGS] = {0};
+  long long ones[NFLAGS];
+  for (size_t i = 0; i < NFLAGS; ++i) {
+    status[i] = excluded(i);
+    ones[i] = 1;
+  }
+  const int included = NFLAGS - 2;
+  for (int form = 0; form < 4; ++form) {
+    int seenA[NFLAGS] = {0}, seenB[NFLAGS] = {0}, leftA = included, leftB = included, calls = 0;
+    for (; (leftA > 0 || leftB > 0) && calls < 4 * NFLAGS; ++calls) {
+      long long* arrays[2] = {flagsA, flagsB};
+      int* seen[2] = {seenA, seenB};
+      int* left[2] = {&leftA, &leftB};
+      for (int a = 0; a < 2; ++a) {
+        size_t idx = SIZE_MAX;
+        switch (form) {
+          case 0: idx = shmem_longlong_test_any(arrays[a], NFLAGS, status, SHMEM_CMP_EQ, 1); break;
+          case 1: idx = shmem_longlong_test_any_vector(arrays[a], NFLAGS, status, SHMEM_CMP_EQ, ones); break;
+          case 2: idx = shmem_longlong_wait_until_any(arrays[a], NFLAGS, status, SHMEM_CMP_EQ, 1); break;
+          default: idx = shmem_longlong_wait_until_any_vector(arrays[a], NFLAGS, status, SHMEM_CMP_EQ, ones); break;
+        }
+        SCHECK(idx < NFLAGS && !excluded(idx), "form %d returned %zu", form, idx);
+        if (!seen[a][idx]) {
+          seen[a][idx] = 1;
+          --*left[a];
+        }
+      }
+    }
+    SCHECK(leftA == 0 && leftB == 0, "_any form %d: after %d calls, %d and %d included indices never returned", form,
+           calls, leftA, leftB);
+  }
+  /* _some returns every satisfied included entry at once */
+  size_t indices[NFLAGS];
+  size_t got = shmem_longlong_test_some(flagsA, NFLAGS, indices, status, SHMEM_CMP_EQ, 1);
+  SCHECK(got == (size_t)included, "test_some returned %zu of %d", got, included);
+  got = shmem_longlong_test_some_vector(flagsB, NFLAGS, indices, status, SHMEM_CMP_EQ, ones);
+  SCHECK(got == (size_t)included, "test_some_vector returned %zu of %d", got, included);
+  for (size_t k = 0; k < got; ++k) SCHECK(!excluded(indices[k]), "test_some_vector returned excluded %zu", indices[k]);
+  shmem_barrier_all();
+  if (me == 0) printf("test_any: ok\n");
+}
+
 int main(int argc, char** argv) {
   shmem_init();
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "align") == 0) testAlign();
   else if (strcmp(mode, "ctx_invalid") == 0) testCtxInvalid();
+  else if (strcmp(mode, "test_any") == 0) testAny();
   else SCHECK(0, "unknown mode '%s'", mode);
   shmem_finalize();
   return 0;
