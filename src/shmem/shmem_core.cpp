@@ -59,6 +59,7 @@ void initOnce(const char* call) {
   g_my_pe.store(tether_my_pe(w), std::memory_order_relaxed);
   // Global and static variables of the program are symmetric (OpenSHMEM's "symmetric data objects").
   if (tether_register_program_data(w) != TETHER_SUCCESS) shmemAbort(call);
+  shmemExitInit(w);  // before the teams: their closing sync also orders every PE's zeroed exit word
   shmemTeamsInit(w);
   g_world.store(w, std::memory_order_release);
 }
@@ -195,6 +196,7 @@ void shmem_finalize(void) {
   std::lock_guard<std::mutex> lock(g_init_mutex);
   tether_t w = g_world.exchange(nullptr, std::memory_order_acq_rel);
   if (w == nullptr) return;
+  shmemExitFinalize();
   shmemCtxFinalize();
   shmemTeamsFinalize();
   if (tether_finalize(w) != TETHER_SUCCESS) shmemAbort("shmem_finalize");
@@ -203,10 +205,7 @@ void shmem_finalize(void) {
 int shmem_my_pe(void) { return tether_my_pe(shmemWorld("shmem_my_pe")); }
 int shmem_n_pes(void) { return tether_n_pes(shmemWorld("shmem_n_pes")); }
 
-void shmem_global_exit(int status) {
-  std::fflush(nullptr);
-  ::_exit(status);
-}
+void shmem_global_exit(int status) { shmemGlobalExit(status); }
 
 int shmem_pe_accessible(int pe) {
   tether_t w = shmemWorld("shmem_pe_accessible");

@@ -27,6 +27,16 @@ inline void shmemCheck(tether_status_t st, const char* call) {
 // a * b (element counts and sizes); aborts naming `call` when it overflows size_t.
 size_t shmemMulChecked(size_t a, size_t b, const char* call);
 
+// ---- global exit (shmem_exit.cpp)
+// shmemExitInit (collective, in shmem_init before shmemTeamsInit, whose closing sync publishes the zeroed word):
+// reserves this PE's symmetric exit word and starts the thread that ends the PE when another PE's
+// shmem_global_exit sets it. shmemExitFinalize stops the thread and frees the word (collective, in shmem_finalize).
+void shmemExitInit(tether_t world);
+void shmemExitFinalize();
+// shmem_global_exit: tells the launcher (tetherrun's control pipe), sets every other PE's exit word, flushes stdio
+// and _exits with status.
+[[noreturn]] void shmemGlobalExit(int status);
+
 // ---- teams (shmem_team.cpp)
 // Set up SHMEM_TEAM_WORLD / SHMEM_TEAM_SHARED (collective; called by shmem_init once the world exists) and release
 // every team (called by shmem_finalize before the world is finalised).

@@ -3,7 +3,8 @@
  *   align        shmem_align honours large power-of-two alignments (4 MiB .. 64 MiB) at the same offset on every PE
  *   ctx_invalid  the context routines the specification defines on SHMEM_CTX_INVALID do not abort
  *   test_any     shmem_test_any / test_some (and _vector) let a caller that consumes each index once make progress
- *   global_exit  PE 1 calls shmem_global_exit(7) while the others wait in shmem_barrier_all: the job ends with 7 */
+ *   global_exit S  the last PE calls shmem_global_exit(S) while the others wait in shmem_barrier_all: the job ends
+ *                  with S (tests/shmem/CMakeLists.txt runs it with and without tetherrun's control channel) */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,12 +130,27 @@ static void testAny(void) {
   if (me == 0) printf("test_any: ok\n");
 }
 
+/* The last PE calls shmem_global_exit(status) once the others wait in shmem_barrier_all: every PE must end with that
+ * status at once (the barrier never completes; the test's wrapper checks the job's exit status and time). */
+static void testGlobalExit(int status) {
+  int me = shmem_my_pe(), n = shmem_n_pes();
+  if (me == n - 1) {
+    usleep(300 * 1000); /* let the others enter the barrier */
+    printf("PE %d: shmem_global_exit(%d)\n", me, status);
+    shmem_global_exit(status);
+  }
+  shmem_barrier_all();
+  fprintf(stderr, "FAIL PE %d: shmem_barrier_all returned although PE %d called shmem_global_exit\n", me, n - 1);
+  exit(3);
+}
+
 int main(int argc, char** argv) {
   shmem_init();
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "align") == 0) testAlign();
   else if (strcmp(mode, "ctx_invalid") == 0) testCtxInvalid();
   else if (strcmp(mode, "test_any") == 0) testAny();
+  else if (strcmp(mode, "global_exit") == 0 && argc > 2) testGlobalExit(atoi(argv[2]));
   else SCHECK(0, "unknown mode '%s'", mode);
   shmem_finalize();
   return 0;

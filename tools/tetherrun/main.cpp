@@ -78,16 +78,19 @@ const char kHelp[] =
     "\n"
     "Each PE gets TETHER_RANK, TETHER_SIZE, TETHER_LOCAL_RANK, TETHER_LOCAL_SIZE (all PEs are local),\n"
     "TETHER_BOOTSTRAP_ADDR=127.0.0.1:<port>, TETHER_JOB_SECRET (64 random hex digits, the same for the whole job) and\n"
-    "TETHER_LAUNCHER=tetherrun; PE 0 also inherits the listening rendezvous socket as TETHER_BOOTSTRAP_FD.\n"
+    "TETHER_LAUNCHER=tetherrun and TETHER_CONTROL_FD (the write end of a pipe back to tetherrun); PE 0 also inherits\n"
+    "the listening rendezvous socket as TETHER_BOOTSTRAP_FD.\n"
     "PE 0 inherits stdin unless it is a terminal; the other PEs read /dev/null.\n"
     "\n"
     "SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to every PE (and its process group). When a PE exits with a\n"
     "non-zero status or dies by a signal, tetherrun names it, sends SIGTERM to the other PEs and SIGKILL to those\n"
     "still running TETHER_KILL_GRACE seconds later (default 3); the same grace applies after a forwarded signal.\n"
+    "A PE that writes \"global_exit <pe> <status>\" to TETHER_CONTROL_FD (shmem_global_exit does) ends the job the\n"
+    "same way, and tetherrun then exits with <status>, 0 included.\n"
     "\n"
-    "Exit status: 0 when every PE exits 0; else the first failing PE's status (128+N for a PE killed by signal N);\n"
-    "128+N when tetherrun was stopped by signal N; 124 on --timeout; 127 (126) when the program cannot be found\n"
-    "(executed); 2 for bad usage.\n";
+    "Exit status: 0 when every PE exits 0; the status of a PE's global_exit when it came first; else the first\n"
+    "failing PE's status (128+N for a PE killed by signal N); 128+N when tetherrun was stopped by signal N; 124 on\n"
+    "--timeout; 127 (126) when the program cannot be found (executed); 2 for bad usage.\n";
 
 // ---- command line ---------------------------------------------------------------------------------------------
 
@@ -351,6 +354,8 @@ class Launcher {
   void startStopping();
   void reap();
   void onSignalByte(int sig);
+  void readControl();
+  void onControlLine(const std::string& line);
   int runningCount() const {
     int n = 0;
     for (const auto& pe : pes_) n += pe.running ? 1 : 0;
@@ -363,6 +368,8 @@ class Launcher {
   Sink stdoutSink_{1, false}, stderrSink_{2, false};
   int signalPipeRead_ = -1;
   int listenFd_ = -1;
+  int controlRead_ = -1, controlWrite_ = -1;  // the PEs' TETHER_CONTROL_FD pipe (write end inherited by every PE)
+  std::string controlPartial_;                // bytes after the last newline read from it
   int port_ = 0;
   sigset_t oldMask_;
   rlimit oldNoFile_{};  // restored in the PEs (tetherrun raises its own limit for 2 pipes per PE)
@@ -412,6 +419,7 @@ void Launcher::spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std:
   setEnv(&env, "TETHER_JOB_SECRET=" + secret);
   setEnv(&env, "TETHER_LAUNCHER=tetherrun");
   if (r == 0) setEnv(&env, "TETHER_BOOTSTRAP_FD=" + std::to_string(listenFd_));
+  setEnv(&env, "TETHER_CONTROL_FD=" + std::to_string(controlWrite_));
   std::vector<char*> envp, argv;
   for (auto& e : env) envp.push_back(&e[0]);
   envp.push_back(nullptr);
@@ -478,6 +486,7 @@ void Launcher::spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std:
     redirect(childOut, 1);
     redirect(childErr, 2);
     if (r == 0) ::fcntl(listenFd_, F_SETFD, 0);
+    ::fcntl(controlWrite_, F_SETFD, 0);
     ::execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     ssize_t ignored = ::write(execPipe[1], &e, sizeof e);
@@ -517,7 +526,47 @@ void Launcher::startStopping() {
   killAtNs_ = nowNs() + static_cast<uint64_t>(grace_ * 1e9);
 }
 
+// Messages from the PEs, one per line. Read before every reap: a PE writes its message before it exits, so the
+// message is seen before its exit status.
+void Launcher::readControl() {
+  while (controlRead_ >= 0) {
+    char buf[4096];
+    ssize_t k = ::read(controlRead_, buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k == 0) {  // every PE closed it: nothing more will come (and poll would report POLLHUP forever)
+      ::close(controlRead_);
+      controlRead_ = -1;
+    }
+    if (k <= 0) return;
+    controlPartial_.append(buf, static_cast<size_t>(k));
+    size_t nl;
+    while ((nl = controlPartial_.find('\n')) != std::string::npos) {
+      onControlLine(controlPartial_.substr(0, nl));
+      controlPartial_.erase(0, nl + 1);
+    }
+    if (controlPartial_.size() > 4096) controlPartial_.clear();  // not our protocol
+  }
+}
+
+// "global_exit <pe> <status>": that PE called shmem_global_exit(status); the job ends with status.
+void Launcher::onControlLine(const std::string& line) {
+  int rank = -1, status = -1, used = 0;
+  if (std::sscanf(line.c_str(), "global_exit %d %d%n", &rank, &status, &used) != 2 ||
+      static_cast<size_t>(used) != line.size() || status < 0 || status > 255) {
+    std::fprintf(stderr, "tetherrun: ignoring an unknown message from a PE: '%s'\n", line.c_str());
+    return;
+  }
+  if (stopping_ || exitCode_ >= 0) return;  // the job is already ending with another status
+  int others = 0;
+  for (const auto& pe : pes_) others += pe.running && pe.rank != rank ? 1 : 0;
+  std::fprintf(stderr, "tetherrun: PE %d called global exit with status %d; stopping the other %d PE%s\n", rank,
+               status, others, others == 1 ? "" : "s");
+  exitCode_ = status;
+  startStopping();
+}
+
 void Launcher::reap() {
+  readControl();
   for (;;) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -577,6 +626,11 @@ int Launcher::run() {
   }
   setUpSignals();
   openListener();
+  int control[2];
+  if (::pipe2(control, O_CLOEXEC) != 0) die("pipe2", errno);
+  controlRead_ = control[0];
+  controlWrite_ = control[1];
+  ::fcntl(controlRead_, F_SETFL, ::fcntl(controlRead_, F_GETFL) | O_NONBLOCK);
   const std::string secret = randomSecret();
 
   // The position variables of an enclosing job are replaced in spawn(); its inherited fd must not leak to PEs 1..N-1.
@@ -595,6 +649,7 @@ int Launcher::run() {
     spawn(pes_[static_cast<size_t>(r)], baseEnv, secret);
   }
   ::close(listenFd_);  // PE 0 has it; once PE 0 is gone, connecting fails at once
+  ::close(controlWrite_);  // the PEs hold it
   if (exitCode_ >= 0) startStopping();  // exec failed: stop the PEs already started
   ::sigprocmask(SIG_SETMASK, &oldMask_, nullptr);
 
@@ -631,6 +686,7 @@ int Launcher::run() {
     pfds.clear();
     streams.clear();
     pfds.push_back({signalPipeRead_, POLLIN, 0});
+    pfds.push_back({controlRead_, POLLIN, 0});  // fd -1 (closed at EOF): poll ignores it
     for (auto& pe : pes_)
       for (Stream* s : {&pe.out, &pe.err})
         if (s->fd >= 0) {
@@ -641,7 +697,8 @@ int Launcher::run() {
     if (n < 0 && errno != EINTR) die("poll", errno);
     if (n <= 0) continue;
     for (size_t i = 0; i < streams.size(); ++i)
-      if (pfds[i + 1].revents) streams[i]->pump();
+      if (pfds[i + 2].revents) streams[i]->pump();
+    if (pfds[1].revents) readControl();
     if (pfds[0].revents) {
       unsigned char sigs[64];
       ssize_t k;
