@@ -232,15 +232,15 @@ Status World::registerStatic(const char* call, void* addr, uint64_t bytes, const
   HostSegmentParams sp = heapParams("static");
   sp.initialBytes = sp.maxBytes = bytes;
   sp.adopt = addr;
-  TETHER_TRY(HostSegmentGroup::create(sp, *bootstrap_, &static_).withContext(call));
+  TETHER_TRY(loseCollectiveState(HostSegmentGroup::create(sp, *bootstrap_, &static_).withContext(call)));
   staticLocal_ = static_cast<char*>(addr);
   staticBytes_ = bytes;
   if (gpu_) {
-    TETHER_TRY(gpu_->quiet().withContext(call));
+    TETHER_TRY(loseCollectiveState(gpu_->quiet().withContext(call)));
     staticAlias_.assign(static_cast<size_t>(localSize_), 0);
     for (int j = 0; j < localSize_; ++j) {
       char* gpu = nullptr;
-      TETHER_TRY(gpu_->registerHost(static_->base(j), bytes, &gpu).withContext(call));
+      TETHER_TRY(loseCollectiveState(gpu_->registerHost(static_->base(j), bytes, &gpu).withContext(call)));
       staticAlias_[static_cast<size_t>(j)] = gpu - static_->base(j);
     }
   }
@@ -253,7 +253,7 @@ Status World::registerStatic(const char* call, void* addr, uint64_t bytes, const
   }
   TETHER_LOG_INFO(LogSys::Heap, "STATIC segment: %p + %llu bytes of this process made symmetric", addr,
                   static_cast<unsigned long long>(bytes));
-  return bootstrap_->barrier().withContext(call);
+  return loseCollectiveState(bootstrap_->barrier().withContext(call));
 }
 
 Status World::deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out) {
@@ -385,6 +385,9 @@ Status World::discoverTopology() {
 Status World::finalize() {
   if (finalized_) return Status::ok();
   finalized_ = true;
+  // With collective state lost the closing barrier fails at once, and finalize returns that loss on every PE; this
+  // PE's own operations are still completed, and everything below is released all the same.
+  if (!lost_.isOk()) TETHER_WARN_ON_FAIL(quiet());
   Status s = barrier("tether_finalize", true);
   streamOps_.reset();  // its streams drain (CPU emulation) before the proxy and heaps they use go away
   // Tear down in dependency order: the device API proxy (executes what is posted, stops its thread), device
@@ -399,6 +402,20 @@ Status World::finalize() {
   host_.reset();
   static_.reset();  // unmaps the peers' copies; this PE's range stays in place (backed by its file)
   bootstrap_.reset();
+  return s;
+}
+
+Status World::collectiveState(const char* call) const {
+  if (lost_.isOk()) return Status::ok();
+  return Status(lost_.code(), strprintf("%s: collective state lost: %s", call, lost_.message().c_str()));
+}
+
+Status World::loseCollectiveState(const Status& s) {
+  if (!s.isOk() && lost_.isOk()) {
+    lost_ = s;
+    TETHER_LOG_WARN(LogSys::Core, "PE %d: collective state lost, every later collective call fails: %s", job_.rank,
+                    s.message().c_str());
+  }
   return s;
 }
 
@@ -477,9 +494,10 @@ Status World::collectiveCheckWithError(const char* call, uint64_t op, uint64_t a
   static const char* const opNames[] = {"?", "tether_malloc/calloc/align", "tether_realloc", "tether_free",
                                         "tether_register_static"};
   auto opName = [](uint64_t o) { return opNames[o % 16 < 5 ? o % 16 : 0]; };
+  TETHER_TRY(collectiveState(call));
   CollectiveRecord mine{++allocSeq_, op, a, b, localError.isOk() ? 0u : static_cast<uint64_t>(localError.code())};
   std::vector<CollectiveRecord> all(static_cast<size_t>(job_.size));
-  TETHER_TRY(bootstrap_->allgather(&mine, all.data(), sizeof mine).withContext(call));
+  TETHER_TRY(loseCollectiveState(bootstrap_->allgather(&mine, all.data(), sizeof mine).withContext(call)));
   if (!localError.isOk()) return localError;
   for (int r = 0; r < job_.size; ++r) {
     const CollectiveRecord& o = all[static_cast<size_t>(r)];
@@ -524,7 +542,7 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
     uint64_t target = std::max(need, old + old / 2);
     target = std::max(std::min(roundUp(target, kGrowAlign), al.limit()), need);
     // Collective inside (every PE computes the same target from the same allocator state).
-    TETHER_TRY(device_->grow(target, *bootstrap_).withContext(call));
+    TETHER_TRY(loseCollectiveState(device_->grow(target, *bootstrap_).withContext(call)));
   }
   if (local.isOk() && zeroBytes) {
     if (kind == SegKind::Host)
@@ -535,7 +553,7 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
   // The status exchange is also the closing barrier of the collective call.
   int32_t mine = local.isOk() ? 0 : static_cast<int32_t>(local.code());
   std::vector<int32_t> all(static_cast<size_t>(job_.size));
-  TETHER_TRY(bootstrap_->allgather(&mine, all.data(), sizeof mine).withContext(call));
+  TETHER_TRY(loseCollectiveState(bootstrap_->allgather(&mine, all.data(), sizeof mine).withContext(call)));
   if (!local.isOk()) return local.withContext(call);
   for (int r = 0; r < job_.size; ++r)
     if (all[static_cast<size_t>(r)])
@@ -600,7 +618,7 @@ Status World::liveRef(const char* call, const void* ptr, SymRef* ref) const {
 Status World::release(const char* call, void* ptr) {
   SymRef ref{SegKind::Host, 0};
   Status local = ptr ? liveRef(call, ptr, &ref) : Status::ok();
-  TETHER_TRY(quiet());
+  TETHER_TRY(loseCollectiveState(quiet()));  // failing, this PE leaves before the exchange its peers wait in
   TETHER_TRY(collectiveCheckWithError(call, kOpFree + 16 * static_cast<uint64_t>(ref.kind), ptr ? ref.offset : 0, 0,
                                       "offset", "-", local));
   if (ptr) TETHER_TRY(allocator(ref.kind).release(ref.offset).withContext(call));
@@ -613,7 +631,7 @@ Status World::reallocate(const char* call, void* ptr, uint64_t size, void** out)
   if (size == 0) return release(call, ptr);
   SymRef ref{SegKind::Host, 0};
   Status local = liveRef(call, ptr, &ref);
-  TETHER_TRY(quiet());
+  TETHER_TRY(loseCollectiveState(quiet()));  // failing, this PE leaves before the exchange its peers wait in
   TETHER_TRY(collectiveCheckWithError(call, kOpRealloc + 16 * static_cast<uint64_t>(ref.kind), ref.offset, size,
                                       "offset", "size", local));
   Allocator& al = allocator(ref.kind);
@@ -633,10 +651,10 @@ Status World::reallocate(const char* call, void* ptr, uint64_t size, void** out)
     if (ref.kind == SegKind::Host)
       std::memmove(base + newOff, base + off, keep);
     else
-      TETHER_TRY(gpu_->copy(base + newOff, base + off, keep, false).withContext(call));
+      TETHER_TRY(loseCollectiveState(gpu_->copy(base + newOff, base + off, keep, false).withContext(call)));
     TETHER_TRY(al.release(off).withContext(call));
     // Peers may put into the new block only after every PE has copied its old contents.
-    TETHER_TRY(bootstrap_->barrier().withContext(call));
+    TETHER_TRY(loseCollectiveState(bootstrap_->barrier().withContext(call)));
   }
   *out = base + newOff;
   return Status::ok();

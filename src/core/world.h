@@ -138,12 +138,19 @@ class World {
                     tether_dtype_t type, tether_cmp_t cmp, const void* values, bool vector, int* allResult,
                     size_t* indices, size_t* count);
   Status signalWaitUntil(uint64_t* sig, tether_cmp_t cmp, uint64_t value, uint64_t* seen);
-  // _any forms scan from anyStart(ivars, n) and record what they return with anyReturned: repeated calls on the same
-  // array return its satisfied entries in turn (not always the lowest), so a caller consuming each index once
-  // progresses. _some returns every satisfied entry anyway.
-  size_t anyStart(const void* ivars, size_t n);
-  void anyReturned(const void* ivars, size_t index);
+  // Collective (fails at once when collective state is lost, and loses it when it fails: see collectiveState).
   Status barrier(const char* call, bool quietFirst);
+
+  // ---- failed state -- core/world.cpp
+  // A collective that fails on this PE part-way (a timeout, a lost peer, this PE leaving before it synchronised)
+  // leaves the PEs out of step: collective state is lost for good. Every later collective call on this World --
+  // allocation, barrier, sync, static registration, finalize's closing barrier -- then fails at once with
+  // "<call>: collective state lost: <first error>" and the first error's code, so each PE reports the same failure
+  // instead of pairing a later call with a different one of its peers. A collective that fails the same way on every
+  // PE after they agreed (mismatched or invalid arguments, heap exhaustion) keeps the state intact.
+  // collectiveState: ok while intact. loseCollectiveState: records s (when it failed and is the first); returns s.
+  Status collectiveState(const char* call) const;
+  Status loseCollectiveState(const Status& s);
 
   // ---- device API -- core/device_handle.cpp
   // Fills the device handle (tether.h) for kernels of this PE's GPU (forGpu) or for CPU threads of this process.
@@ -187,6 +194,7 @@ class World {
   // then exchanges every PE's outcome (the closing barrier of the collective call).
   Status commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes);
   Status liveRef(const char* call, const void* ptr, SymRef* ref) const;
+  Status barrierRounds(const char* call, bool quietFirst);  // barrier() without the collective-state rules
   Status badPe(const char* call, int pe) const;
   // putTyped / getTyped (core/rma_typed.cpp): put moves src (local) to dest (remote), get src (remote) to dest.
   Status typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
@@ -243,18 +251,10 @@ class World {
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   std::mutex streamMu_;  // creation of streamOps_
-  // Fairness of the _any waits (core/sync.cpp anyStart): per ivars array, the index after the one last returned;
-  // kAnyCursors slots chosen by address (a collision only restarts that array's rotation).
-  struct AnyCursor {
-    const void* ivars = nullptr;
-    size_t next = 0;
-  };
-  static constexpr size_t kAnyCursors = 64;
-  std::mutex anyMu_;
-  AnyCursor anyCursors_[kAnyCursors];
   std::atomic<uint64_t> streamBarrierEpoch_{0};
   std::atomic<uint64_t> viewsEpoch_{0};
   bool finalized_ = false;
+  Status lost_;  // the first error that lost collective state (ok while intact); collective calls only
   bool forceProxy_ = false;  // TETHER_FORCE_PROXY: device handles reach every other PE through the proxy
   // Device API proxy (core/proxy.h), created with the first handle that needs it (under handleMu_). Declared last:
   // destroyed first, so its thread stops before the heaps and GPU context it uses go away.
