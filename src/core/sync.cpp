@@ -52,6 +52,19 @@ bool holds(tether_dtype_t type, uint64_t bits, tether_cmp_t cmp, const void* val
 
 }  // namespace
 
+size_t World::anyStart(const void* ivars, size_t n) {
+  const size_t slot = (reinterpret_cast<uintptr_t>(ivars) >> 3) % kAnyCursors;
+  std::lock_guard<std::mutex> lock(anyMu_);
+  const AnyCursor& c = anyCursors_[slot];
+  return c.ivars == ivars && n > 0 ? c.next % n : 0;
+}
+
+void World::anyReturned(const void* ivars, size_t index) {
+  const size_t slot = (reinterpret_cast<uintptr_t>(ivars) >> 3) % kAnyCursors;
+  std::lock_guard<std::mutex> lock(anyMu_);
+  anyCursors_[slot] = AnyCursor{ivars, index + 1};
+}
+
 Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivars, size_t n, const int* status,
                          tether_dtype_t type, tether_cmp_t cmp, const void* values, bool vector, int* allResult,
                          size_t* indices, size_t* count) {
@@ -80,6 +93,8 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
   size_t included = 0;
   for (size_t i = 0; i < n; ++i) included += !(status && status[i]);
 
+  // _any: start after the entry this array last returned (fairness, see anyStart); the others scan from 0.
+  const size_t start = mode == WaitMode::Any ? anyStart(ivars, n) : 0;
   SpinWait spin(timeout_);
   size_t pending = SIZE_MAX;  // an entry not yet satisfied (for the timeout message)
   uint64_t pendingBits = 0;
@@ -88,13 +103,15 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
     size_t found = 0;
     pending = SIZE_MAX;
     if (ref.kind == SegKind::Device && n > 0) TETHER_TRY(readLocal(ref, snapshot.data(), snapshot.size()).withContext(call));
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = start + k < n ? start + k : start + k - n;
       if (status && status[i]) continue;
       uint64_t bits = loadBits(base + i * d.size, d.size);
       if (holds(type, bits, cmp, valueAt(i))) {
         ++satisfied;
         if (mode == WaitMode::Any) {
           indices[0] = i;
+          anyReturned(ivars, i);
           return Status::ok();
         }
         if (mode == WaitMode::Some) indices[found++] = i;

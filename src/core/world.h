@@ -138,6 +138,11 @@ class World {
                     tether_dtype_t type, tether_cmp_t cmp, const void* values, bool vector, int* allResult,
                     size_t* indices, size_t* count);
   Status signalWaitUntil(uint64_t* sig, tether_cmp_t cmp, uint64_t value, uint64_t* seen);
+  // _any forms scan from anyStart(ivars, n) and record what they return with anyReturned: repeated calls on the same
+  // array return its satisfied entries in turn (not always the lowest), so a caller consuming each index once
+  // progresses. _some returns every satisfied entry anyway.
+  size_t anyStart(const void* ivars, size_t n);
+  void anyReturned(const void* ivars, size_t index);
   // Collective (fails at once when collective state is lost, and loses it when it fails: see collectiveState).
   Status barrier(const char* call, bool quietFirst);
 
@@ -251,6 +256,15 @@ class World {
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   std::mutex streamMu_;  // creation of streamOps_
+  // Fairness of the _any waits (core/sync.cpp anyStart): per ivars array, the index after the one last returned;
+  // kAnyCursors slots chosen by address (a collision only restarts that array's rotation).
+  struct AnyCursor {
+    const void* ivars = nullptr;
+    size_t next = 0;
+  };
+  static constexpr size_t kAnyCursors = 64;
+  std::mutex anyMu_;
+  AnyCursor anyCursors_[kAnyCursors];
   std::atomic<uint64_t> streamBarrierEpoch_{0};
   std::atomic<uint64_t> viewsEpoch_{0};
   bool finalized_ = false;
