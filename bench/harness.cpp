@@ -238,61 +238,6 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
-// ---- traffic patterns ----------------------------------------------------------------------------------------------
-
-const char* patternName(Pattern p) {
-  return p == Pattern::Pair ? "pair" : (p == Pattern::Ring ? "ring" : "all-pairs");
-}
-
-bool parsePattern(const std::string& text, Pattern* out) {
-  for (Pattern p : {Pattern::Pair, Pattern::Ring, Pattern::AllPairs}) {
-    if (text == patternName(p)) {
-      *out = p;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool takePatternOption(std::vector<char*>* args, Pattern* out, std::string* error) {
-  std::vector<char*> kept;
-  for (size_t i = 0; i < args->size(); ++i) {
-    const std::string a = (*args)[i];
-    if (i == 0 || (a != "--pattern" && a.rfind("--pattern=", 0) != 0)) {
-      kept.push_back((*args)[i]);
-      continue;
-    }
-    std::string v;
-    if (a == "--pattern") {
-      if (i + 1 >= args->size()) {
-        *error = "--pattern needs a value: pair, ring or all-pairs";
-        return false;
-      }
-      v = (*args)[++i];
-    } else {
-      v = a.substr(std::strlen("--pattern="));
-    }
-    if (!parsePattern(v, out)) {
-      *error = "--pattern '" + v + "': not pair, ring or all-pairs";
-      return false;
-    }
-  }
-  *args = kept;
-  return true;
-}
-
-int patternTarget(Pattern p, int me, int j, int npes) {
-  if (p == Pattern::Pair) return 1 - me;
-  if (p == Pattern::Ring) return (me + 1) % npes;
-  return (me + 1 + j) % npes;
-}
-
-int patternFanout(Pattern p, int npes) { return p == Pattern::AllPairs ? npes - 1 : 1; }
-
-std::string patternTitle(Pattern p, int npes) {
-  return std::string(" [") + patternName(p) + ", " + std::to_string(npes) + " PEs]";
-}
-
 // ---- timing and statistics ---------------------------------------------------------------------------------------
 
 double nowSeconds() {

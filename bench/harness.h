@@ -73,17 +73,59 @@ std::vector<std::string> splitList(const std::string& s);
 //  all-pairs: every PE at once to all n - 1 others per iteration, in the order (me + 1 + j) % n, j = 0 .. n - 2
 enum class Pattern { Pair, Ring, AllPairs };
 
-const char* patternName(Pattern p);  // "pair", "ring", "all-pairs"
-bool parsePattern(const std::string& text, Pattern* out);
+// Header-only (inline), so CUDA programs that do not link the harness library can use them too.
+inline const char* patternName(Pattern p) {  // "pair", "ring", "all-pairs"
+  return p == Pattern::Pair ? "pair" : (p == Pattern::Ring ? "ring" : "all-pairs");
+}
+inline bool parsePattern(const std::string& text, Pattern* out) {
+  for (Pattern p : {Pattern::Pair, Pattern::Ring, Pattern::AllPairs}) {
+    if (text == patternName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
 // Takes "--pattern X" / "--pattern=X" out of args (args[0] is never looked at); false with *error on a missing or
 // unknown value. *out is left alone when the option is absent.
-bool takePatternOption(std::vector<char*>* args, Pattern* out, std::string* error);
+inline bool takePatternOption(std::vector<char*>* args, Pattern* out, std::string* error) {
+  std::vector<char*> kept;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string a = (*args)[i];
+    if (i == 0 || (a != "--pattern" && a.rfind("--pattern=", 0) != 0)) {
+      kept.push_back((*args)[i]);
+      continue;
+    }
+    std::string v;
+    if (a == "--pattern") {
+      if (i + 1 >= args->size()) {
+        *error = "--pattern needs a value: pair, ring or all-pairs";
+        return false;
+      }
+      v = (*args)[++i];
+    } else {
+      v = a.substr(10);  // after "--pattern="
+    }
+    if (!parsePattern(v, out)) {
+      *error = "--pattern '" + v + "': not pair, ring or all-pairs";
+      return false;
+    }
+  }
+  *args = kept;
+  return true;
+}
 // The j-th target of PE me (j in [0, patternFanout)): pair -> 1 - me, ring -> next, all-pairs -> (me + 1 + j) % n.
-int patternTarget(Pattern p, int me, int j, int npes);
+inline int patternTarget(Pattern p, int me, int j, int npes) {
+  if (p == Pattern::Pair) return 1 - me;
+  if (p == Pattern::Ring) return (me + 1) % npes;
+  return (me + 1 + j) % npes;
+}
 // Targets per iteration: n - 1 for all-pairs, else 1.
-int patternFanout(Pattern p, int npes);
+inline int patternFanout(Pattern p, int npes) { return p == Pattern::AllPairs ? npes - 1 : 1; }
 // " [ring, 4 PEs]": the suffix of a table title naming the pattern and the PE count.
-std::string patternTitle(Pattern p, int npes);
+inline std::string patternTitle(Pattern p, int npes) {
+  return std::string(" [") + patternName(p) + ", " + std::to_string(npes) + " PEs]";
+}
 
 // ---- timing and statistics ---------------------------------------------------------------------------------------
 

@@ -93,6 +93,10 @@ bool parseArgs(int argc, char** argv, Options* o, int* rc) {
 struct Ctx {
   tether_t w = nullptr;  // host coordination only (barriers, exchange)
   int me = 0;
+  int npes = 2;
+  // Ring and all-pairs runs (tether_bench_device --pattern; bench/README.md "Patterns"): their JSON lines get
+  // "pattern" and "npes"; nullptr for pair runs (their lines are as before).
+  const char* pattern = nullptr;
   const char* impl = "";     // "tether" | "nvshmem": JSON "impl"
   const char* segment = "";  // JSON "segment": where buf and words live
   Options opts;
@@ -106,13 +110,15 @@ struct Ctx {
   long failures = 0;                  // validation failures seen on this PE
 };
 
-// Start-up both programs share: tether_init (host coordination), exactly 2 PEs, this PE's GPU = tether_local_pe %
-// device count (tether's default), then allocLocal after the program's own symmetric buffers. false: exit with 2.
-bool start(Ctx& c, const char* program) {
+// Start-up both programs share: tether_init (host coordination), exactly 2 PEs (anyPes: 2 to 256), this PE's GPU =
+// tether_local_pe % device count (tether's default), then allocLocal after the program's own symmetric buffers.
+// false: exit with 2.
+bool start(Ctx& c, const char* program, bool anyPes = false) {
   TK(tether_init(&c.w));
   c.me = tether_my_pe(c.w);
-  if (tether_n_pes(c.w) != 2) {
-    std::fprintf(stderr, "%s needs exactly 2 PEs\n", program);
+  c.npes = tether_n_pes(c.w);
+  if (anyPes ? (c.npes < 2 || c.npes > 256) : c.npes != 2) {
+    std::fprintf(stderr, anyPes ? "%s needs 2 to 256 PEs\n" : "%s needs exactly 2 PEs\n", program);
     return false;
   }
   int ndev = 0;
@@ -135,23 +141,24 @@ void freeLocal(Ctx& c) {
 
 // ---- validation -----------------------------------------------------------------------------------------------------
 
-// Position-dependent byte pattern of the put sources (so a misplaced chunk shows, not only a missing one).
-__host__ __device__ __forceinline__ unsigned char patternByte(size_t i) {
-  return static_cast<unsigned char>((static_cast<uint32_t>(i) * 2654435761u) >> 24);
+// Position-dependent byte pattern of the put sources (so a misplaced chunk shows, not only a missing one); salt 0 for
+// the pair rows, 1 + the sender's PE in ring and all-pairs runs (so a chunk from the wrong source shows too).
+__host__ __device__ __forceinline__ unsigned char patternByte(size_t i, unsigned salt = 0) {
+  return static_cast<unsigned char>(((static_cast<uint32_t>(i) * 2654435761u) >> 24) + 17u * salt);
 }
-__global__ void fillPattern(char* p, size_t n) {
+__global__ void fillPattern(char* p, size_t n, unsigned salt) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = static_cast<char>(patternByte(i));
+    p[i] = static_cast<char>(patternByte(i, salt));
 }
-__global__ void countWrong(const char* p, size_t n, unsigned long long* bad) {
+__global__ void countWrong(const char* p, size_t n, unsigned salt, unsigned long long* bad) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    if (static_cast<unsigned char>(p[i]) != patternByte(i)) atomicAdd(bad, 1ull);
+    if (static_cast<unsigned char>(p[i]) != patternByte(i, salt)) atomicAdd(bad, 1ull);
 }
 
-void fill(char* p, size_t n) {
-  fillPattern<<<264, 1024>>>(p, n);
+void fill(char* p, size_t n, unsigned salt = 0) {
+  fillPattern<<<264, 1024>>>(p, n, salt);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
 }
@@ -159,17 +166,18 @@ void clear(char* p, size_t n) {
   CK(cudaMemset(p, 0, n));
   CK(cudaDeviceSynchronize());
 }
-// This PE's p[0..n) must hold the pattern.
-void checkBytes(Ctx& c, const char* p, size_t n, const char* row, const char* scope, int blocks) {
+// This PE's p[0..n) must hold the pattern (of `salt`).
+void checkBytes(Ctx& c, const char* p, size_t n, const char* row, const char* scope, int blocks, unsigned salt = 0) {
   unsigned long long wrong = 0;
   CK(cudaMemset(c.bad, 0, sizeof wrong));
-  countWrong<<<264, 1024>>>(p, n, c.bad);
+  countWrong<<<264, 1024>>>(p, n, salt, c.bad);
   CK(cudaGetLastError());
   CK(cudaMemcpy(&wrong, c.bad, sizeof wrong, cudaMemcpyDeviceToHost));
   if (wrong == 0) return;
   ++c.failures;
-  std::fprintf(stderr, "%s_bench_device[PE %d]: data validation FAILED: %s %s %zu B (%d blocks): %llu of %zu bytes "
-               "wrong\n", c.impl, c.me, row, scope, n, blocks, wrong, n);
+  std::fprintf(stderr, "%s_bench_device[PE %d]: data validation FAILED: %s %s %zu B (%d blocks%s%s): %llu of %zu "
+               "bytes wrong\n", c.impl, c.me, row, scope, n, blocks, salt ? ", from PE " : "",
+               salt ? std::to_string(salt - 1).c_str() : "", wrong, n);
 }
 // This PE's *w must equal `expect`.
 void checkWord(Ctx& c, const uint64_t* w, uint64_t expect, const char* row, const char* what) {
@@ -199,12 +207,25 @@ double timeKernel(const std::function<void()>& launch) {
   return ms * 1e-3;
 }
 
+// aggGbps >= 0 (ring, all-pairs bandwidth rows): the aggregate over all PEs, in the note and the JSON.
 void report(Ctx& c, Kernels& k, const char* row, RowScope s, size_t bytes, int blocks, double us, double gbps,
-            long iters, const char* base = "") {
+            long iters, const char* base = "", double aggGbps = -1) {
   if (c.me != 0) return;
   std::string note = base;
   const char* extra = k.note(row, s);
   if (*extra) note += std::string(note.empty() ? "" : "; ") + extra;
+  std::string fields;  // pattern runs only
+  if (c.pattern) {
+    char b[128];
+    std::snprintf(b, sizeof b, ",\"pattern\":\"%s\",\"npes\":%d", c.pattern, c.npes);
+    fields = b;
+    if (aggGbps >= 0) {
+      std::snprintf(b, sizeof b, ",\"gbps_aggregate\":%.3f", aggGbps);
+      fields += b;
+      std::snprintf(b, sizeof b, "aggregate %.2f GB/s", aggGbps);
+      note = b + std::string(note.empty() ? "" : "; ") + note;
+    }
+  }
   const char* scope = scopeName(s);
   std::printf("%-22s %-6s %12zu %6d %12.3f %10.2f %9ld %s\n", row, scope, bytes, blocks, us, gbps, iters,
               note.c_str());
@@ -212,9 +233,9 @@ void report(Ctx& c, Kernels& k, const char* row, RowScope s, size_t bytes, int b
   if (c.json)
     std::fprintf(c.json,
                  "{\"bench\":\"device\",\"impl\":\"%s\",\"row\":\"%s\",\"scope\":\"%s\",\"bytes\":%zu,\"blocks\":%d,"
-                 "\"us\":%.4f,\"gbps\":%.3f,\"iters\":%ld,\"segment\":\"%s\",\"path\":\"p2p\"%s%s%s}\n",
-                 c.impl, row, scope, bytes, blocks, us, gbps, iters, c.segment, note.empty() ? "" : ",\"note\":\"",
-                 note.c_str(), note.empty() ? "" : "\"");
+                 "\"us\":%.4f,\"gbps\":%.3f,\"iters\":%ld,\"segment\":\"%s\",\"path\":\"p2p\"%s%s%s%s}\n",
+                 c.impl, row, scope, bytes, blocks, us, gbps, iters, c.segment, fields.c_str(),
+                 note.empty() ? "" : ",\"note\":\"", note.c_str(), note.empty() ? "" : "\"");
 }
 
 // Runs a two-sided kernel on both PEs (after a host barrier) with a warm-up; returns PE 0's time.

@@ -24,6 +24,10 @@
 // batch, 77 no GPU. This file holds tether's calls for those rows (TetherCalls, with prepared_pingpong as the
 // ping-pong table's second row), tether's own rows (prepared_put4, fetch_add, the doorbell rows, the halo exchange,
 // timed on its own below) and the start-up.
+// --pattern ring | all-pairs (default pair, the above on exactly 2 PEs): n PEs, every PE issues at once, to next =
+// (me + 1) % n or to all n - 1 others, into per-source slots each PE checks; rows put_on_stream, put_quiet_on_stream,
+// put_quiet_sync, put_bw (per PE and aggregate), put_signal_pingpong (ring pass / all-pairs exchange) and barrier_all
+// only (stream_rows.h; bench/README.md "Patterns").
 #include <cuda_runtime.h>
 #include <sys/resource.h>
 
@@ -505,7 +509,10 @@ const char* kExtraUsage =
     "tether_bench_stream: stream-ordered operations (issue #6), 2 PEs, one GPU each; --max-size defaults to 1G here\n"
     "  rows (--ops): put_on_stream, put_quiet_on_stream, put_quiet_sync, put_bw, put_bw_bidir, put_signal_pingpong,\n"
     "  prepared_pingpong, barrier_all, prepared_put4, fetch_add, doorbell_pingpong, doorbell_put, halo\n"
-    "  heap: TETHER_DEVICE_HEAP_SIZE >= max-size + 4M (e.g. 2G for the 1G rows)\n"
+    "  --pattern P: pair (default; exactly 2 PEs), ring (every PE at once to next = (me + 1) % n) or all-pairs (every\n"
+    "  PE at once to all n - 1 others per op); ring and all-pairs run put_on_stream, put_quiet_on_stream,\n"
+    "  put_quiet_sync, put_bw, put_signal_pingpong (ring pass / exchange) and barrier_all only\n"
+    "  heap: TETHER_DEVICE_HEAP_SIZE >= max-size + 4M (e.g. 2G for the 1G rows; all-pairs: n x max-size + 4M)\n"
     "  exit: 0 ok, 1 wrong data, 2 failed call or bad usage, 77 no GPU\n";
 
 }  // namespace
@@ -516,12 +523,21 @@ int main(int argc, char** argv) {
   c.impl = "tether";
   c.memory = "DEVICE segments";
   int rc = 0;
-  if (!streambench::parseArgs(c, argc, argv, kExtraUsage, &rc)) return rc;
+  std::vector<char*> args(argv, argv + argc);
+  std::string perr;
+  if (!tb::takePatternOption(&args, &c.pattern, &perr)) {
+    std::fprintf(stderr, "%s: %s\n", c.program, perr.c_str());
+    return 2;
+  }
+  if (!streambench::parseArgs(c, static_cast<int>(args.size()), args.data(), kExtraUsage, &rc)) return rc;
+  c.o.argv.assign(argv, argv + argc);  // the command line as given (--pattern included)
   if (!streambench::startPes(c)) return 2;
   if (!streambench::startGpu(c)) return 77;  // no GPU on some PE: every PE skips
   // Symmetric buffers first (all DEVICE), then local ones.
   void* p = nullptr;
-  TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, c.o.maxSize, &p));
+  // all-pairs: one slot of max-size per source PE
+  const size_t bufBytes = c.o.maxSize * (c.pattern == tb::Pattern::AllPairs ? static_cast<size_t>(c.npes) : 1);
+  TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, bufBytes, &p));
   c.buf = static_cast<char*>(p);
   TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, 4096, &p));
   c.words = static_cast<uint64_t*>(p);
@@ -559,10 +575,12 @@ int main(int argc, char** argv) {
   streambench::rowBandwidth(c, calls);
   streambench::rowPingPong(c, calls);  // put_signal_pingpong, prepared_pingpong
   streambench::rowBarrier(c, calls);
-  rowPrepared(c);
-  rowAtomics(c);
-  rowDoorbell(c, H.h);
-  rowHalo(c, H);
+  if (!streambench::patterned(c)) {  // tether's own rows: pair only
+    rowPrepared(c);
+    rowAtomics(c);
+    rowDoorbell(c, H.h);
+    rowHalo(c, H);
+  }
 
   const bool ok = streambench::vote(c);
   CK(cudaStreamSynchronize(c.s));

@@ -71,7 +71,12 @@ struct Ctx {
   const char* memory = "";   // the header's first line: where buf and words live
   std::string detail;        // when not empty: a '#' line of the header and the run record's "impl_detail"
   tether_t w = nullptr;      // host coordination (barriers, exchange, vote)
-  int me = 0, peer = 1;
+  int me = 0, peer = 1;      // peer: pair 1 - me; ring and all-pairs: next = (me + 1) % npes
+  // Traffic pattern (bench/README.md "Patterns"); a program that never sets it runs the pair rows on exactly 2 PEs.
+  tb::Pattern pattern = tb::Pattern::Pair;
+  int npes = 2;
+  size_t slotBytes = 0;      // all-pairs: buf holds one slot of maxSize per source PE (sender me writes at me x
+                             // slotBytes on every target); else 0 (one source)
   tb::Options o;
   tb::RunInfo info;
   std::string gpu, path;
@@ -79,8 +84,9 @@ struct Ctx {
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   char* buf = nullptr;          // symmetric, GPU memory, maxSize: RMA target
   uint64_t* words = nullptr;    // symmetric, GPU memory, 4096 B: signals, counters
-  double* xchg = nullptr;       // tether HOST symmetric, 64 B: [0..2] PE 1's batch times (timeBatches), [2..4] the
-                                // no-GPU agreement (startGpu, before any batch), [5] PE 1's failure count (vote)
+  double* xchg = nullptr;       // tether HOST symmetric, 64 + 32 npes B: [4] the no-GPU verdict (startGpu); on PE 0,
+                                // per PE p at xchg + 8 + 4 p (peSlot): [0..2] its batch times (timeBatches), [3] its
+                                // no-GPU flag (startGpu, before any batch), then its failure count (vote)
   char* local = nullptr;        // cudaMalloc, maxSize: put source (pattern of this PE)
   unsigned long long* bad = nullptr;  // cudaMalloc: wrong-byte counter (validation)
   FILE* json = nullptr;
@@ -121,16 +127,30 @@ bool parseArgs(Ctx& c, int argc, char** argv, const char* extraUsage, int* rc) {
 
 void barrier(Ctx& c) { TK(tether_barrier_all(c.w)); }
 
-// tether_init, exactly 2 PEs. false: exit with 2 (tether finalized).
+bool patterned(const Ctx& c) { return c.pattern != tb::Pattern::Pair; }
+// On PE 0: PE pe's exchange words (see Ctx::xchg).
+double* peSlot(Ctx& c, int pe) { return c.xchg + 8 + 4 * pe; }
+
+// tether_init; exactly 2 PEs for the pair pattern, 2 .. 256 for ring and all-pairs (all-pairs keeps one signal word per
+// source PE in words[256..512)). false: exit with 2 (tether finalized).
 bool startPes(Ctx& c) {
   TK(tether_init(&c.w));
   c.me = tether_my_pe(c.w);
-  c.peer = 1 - c.me;
-  if (tether_n_pes(c.w) != 2) {
+  c.npes = tether_n_pes(c.w);
+  c.peer = tb::patternTarget(c.pattern, c.me, 0, c.npes);
+  if (!patterned(c) && c.npes != 2) {
     if (c.me == 0) std::fprintf(stderr, "%s needs exactly 2 PEs (tetherrun -n 2)\n", c.program);
     TK(tether_finalize(c.w));
     return false;
   }
+  if (patterned(c) && (c.npes < 2 || c.npes > 256)) {
+    if (c.me == 0)
+      std::fprintf(stderr, "%s --pattern %s needs 2 to 256 PEs (got %d)\n", c.program, tb::patternName(c.pattern),
+                   c.npes);
+    TK(tether_finalize(c.w));
+    return false;
+  }
+  if (c.pattern == tb::Pattern::AllPairs) c.slotBytes = c.o.maxSize;
   return true;
 }
 
@@ -141,18 +161,21 @@ bool startGpu(Ctx& c) {
   const bool haveGpu = cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0;
   {
     void* p = nullptr;
-    TK(tether_malloc_kind(c.w, TETHER_SEG_HOST, 64, 64, &p));
+    TK(tether_malloc_kind(c.w, TETHER_SEG_HOST, 64, 64 + 32 * static_cast<size_t>(c.npes), &p));
     c.xchg = static_cast<double*>(p);
     double mine = haveGpu ? 0 : 1, any = 0;
-    TK(tether_put(c.w, c.xchg + 2 + c.me, &mine, sizeof mine, 0));
+    TK(tether_put(c.w, peSlot(c, c.me) + 3, &mine, sizeof mine, 0));
     barrier(c);
-    if (c.me == 0) any = c.xchg[2] + c.xchg[3];
-    if (c.me == 0) TK(tether_put(c.w, c.xchg + 4, &any, sizeof any, 1));  // PE 0 tells PE 1 (PE 1 must not race it)
+    if (c.me == 0) {
+      for (int pe = 0; pe < c.npes; ++pe) any += peSlot(c, pe)[3];
+      for (int pe = 1; pe < c.npes; ++pe) TK(tether_put(c.w, c.xchg + 4, &any, sizeof any, pe));  // PE 0 tells
+    }
     barrier(c);
-    if (c.me == 1) any = c.xchg[4];
+    if (c.me != 0) any = c.xchg[4];
     if (any != 0) {
       if (c.me == 0) std::printf("SKIP: no GPU visible on %s (%s needs one GPU per PE)\n",
-                                 any == 2 ? "both PEs" : "one PE", c.program);
+                                 any == c.npes ? (c.npes == 2 ? "both PEs" : "every PE") : (any == 1 ? "one PE" : "some PEs"),
+                                 c.program);
       std::fflush(stdout);  // before finalize: tetherrun stops the other PE once one has exited
       TK(tether_finalize(c.w));
       return false;
@@ -160,7 +183,8 @@ bool startGpu(Ctx& c) {
   }
   CK(cudaSetDevice(tether_local_pe(c.w) % ndev));
   CK(cudaGetDevice(&c.device));
-  c.info = tb::collectRunInfo("stream", c.o, 2);
+  c.info = tb::collectRunInfo("stream", c.o, c.npes);
+  if (patterned(c)) c.info.pattern = tb::patternName(c.pattern);
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, c.device));
   c.gpu = prop.name;
@@ -233,10 +257,10 @@ void reportStall(Ctx& c) {
                  cudaStreamQuery(c.s) == cudaSuccess ? "is idle" : "has work pending");
 }
 
-// Starts the watchdog (disarmed). PE 1 reports a little later: PE 0 leads the timed rows, and tetherrun stops the
-// other PE once one has exited.
+// Starts the watchdog (disarmed). PEs other than 0 report a little later: PE 0 leads the timed rows, and tetherrun
+// stops the other PEs once one has exited.
 void startWatchdog(Ctx& c) {
-  c.dog.reset(new tb::Watchdog([&c] { reportStall(c); }, c.me == 1 ? 4 : 0));
+  c.dog.reset(new tb::Watchdog([&c] { reportStall(c); }, c.me != 0 ? 4 : 0));
 }
 
 // ---- validation ---------------------------------------------------------------------------------------------------
@@ -280,13 +304,15 @@ void checkWord(Ctx& c, const uint64_t* w, uint64_t expect, const char* row, cons
     fail(c, row, 8, std::string(what) + " is " + std::to_string(v) + ", expected " + std::to_string(expect));
 }
 
-// Validation vote: PE 1's failure count to PE 0, which prints the verdict; closes the JSON file. true: every PE's
-// data was right (exit 0, else 1).
+// Validation vote: every other PE's failure count to PE 0, which prints the verdict; closes the JSON file. true: every
+// PE's data was right (exit 0, else 1).
 bool vote(Ctx& c) {
-  double mine = static_cast<double>(c.failures);
-  if (c.me == 1) TK(tether_put(c.w, c.xchg + 5, &mine, sizeof mine, 0));
+  double mine = static_cast<double>(c.failures), others = 0;
+  if (c.me != 0) TK(tether_put(c.w, peSlot(c, c.me) + 3, &mine, sizeof mine, 0));
   barrier(c);
-  const bool ok = c.failures == 0 && (c.me != 0 || c.xchg[5] == 0);
+  if (c.me == 0)
+    for (int pe = 1; pe < c.npes; ++pe) others += peSlot(c, pe)[3];
+  const bool ok = c.failures == 0 && others == 0;
   if (c.me == 0) std::printf(ok ? "\n# all data validated\n" : "\n# data validation FAILED (see stderr)\n");
   if (c.json) std::fclose(c.json);
   c.json = nullptr;
@@ -310,11 +336,24 @@ std::string num(double v) {
   return b;
 }
 
+// ,"pattern":...,"npes":n for the JSON lines of a ring or all-pairs run; "" for pair runs (their lines are as before).
+std::string patternFields(const Ctx& c) {
+  if (!patterned(c)) return "";
+  return ",\"pattern\":" + tb::jsonString(tb::patternName(c.pattern)) + ",\"npes\":" + std::to_string(c.npes);
+}
+
 // PE 0: the '#' lines above the tables and the JSON run record.
 void printHeader(Ctx& c) {
   if (c.me != 0) return;
-  std::printf("# %s: %s x2 (PE 0: %s), path %s, %s\n", c.program, c.gpu.c_str(), c.info.host.c_str(), c.path.c_str(),
-              c.memory);
+  std::printf("# %s: %s x%d (PE 0: %s), path %s, %s\n", c.program, c.gpu.c_str(), c.npes, c.info.host.c_str(),
+              c.path.c_str(), c.memory);
+  if (patterned(c))
+    std::printf("# pattern %s over %d PEs (bench/README.md \"Patterns\"): every PE issues at once, %s; tables of the "
+                "rows put_on_stream, put_quiet_on_stream, put_quiet_sync, put_bw, put_signal_pingpong, barrier_all "
+                "(the others run with --pattern pair only)\n",
+                tb::patternName(c.pattern), c.npes,
+                c.pattern == tb::Pattern::Ring ? "to next = (me + 1) % n"
+                                               : "to all n - 1 others per operation (order (me + 1 + j) % n)");
   if (!c.detail.empty()) std::printf("# %s\n", c.detail.c_str());
   std::printf("# date %s; command: %s\n", c.info.date.c_str(), c.info.commandLine.c_str());
   std::printf("# iters %d, batches %d, warm-up %d, sizes %s..%s; us = steady_clock per op (enqueue to sync), "
@@ -325,17 +364,19 @@ void printHeader(Ctx& c) {
     const std::string detail = c.detail.empty() ? "" : ",\"impl_detail\":" + tb::jsonString(c.detail);
     std::fprintf(c.json,
                  "{\"record\":\"run\",\"bench\":\"stream\",\"impl\":\"%s\"%s,\"host\":%s,\"cpu\":%s,\"cpus\":%d,"
-                 "\"gpu\":%s,\"date\":%s,\"command\":%s,\"pes\":2,\"path\":%s,\"iters\":%d,\"batches\":%d,"
-                 "\"warmup\":%d,\"min_size\":%zu,\"max_size\":%zu,\"quick\":%s}\n",
+                 "\"gpu\":%s,\"date\":%s,\"command\":%s,\"pes\":%d,\"path\":%s,\"iters\":%d,\"batches\":%d,"
+                 "\"warmup\":%d,\"min_size\":%zu,\"max_size\":%zu,\"quick\":%s%s}\n",
                  c.impl, detail.c_str(), tb::jsonString(c.info.host).c_str(), tb::jsonString(c.info.cpu).c_str(),
-                 c.info.cpus, tb::jsonString(c.gpu + " x2").c_str(), tb::jsonString(c.info.date).c_str(),
-                 tb::jsonString(c.info.commandLine).c_str(), tb::jsonString(c.path).c_str(), c.o.iters, c.o.batches,
-                 c.o.warmup, c.o.minSize, c.o.maxSize, c.o.quick ? "true" : "false");
+                 c.info.cpus, tb::jsonString(c.gpu + " x" + std::to_string(c.npes)).c_str(),
+                 tb::jsonString(c.info.date).c_str(), tb::jsonString(c.info.commandLine).c_str(), c.npes,
+                 tb::jsonString(c.path).c_str(), c.o.iters, c.o.batches, c.o.warmup, c.o.minSize, c.o.maxSize,
+                 c.o.quick ? "true" : "false", patternFields(c).c_str());
   }
 }
 void beginTable(Ctx& c, const std::string& title) {
   if (c.me != 0) return;
-  std::printf("\n# %s\n%-22s %12s %10s %10s %10s %10s %10s %10s %9s\n", title.c_str(), "op", "bytes", "us", "min",
+  const std::string t = patterned(c) ? tb::patternTitle(c.pattern, c.npes).substr(1) + " " + title : title;
+  std::printf("\n# %s\n%-22s %12s %10s %10s %10s %10s %10s %10s %9s\n", t.c_str(), "op", "bytes", "us", "min",
               "p90", "gpu_us", "issue_us", "GB/s", "iters");
 }
 
@@ -344,10 +385,15 @@ struct Result {
   long iters = 0;
 };
 
-// One table line and one JSON line (PE 0). bytesPerOp > 0 with bw: GB/s = bytesPerOp / gpu median.
-void report(Ctx& c, const char* op, size_t bytes, const Result& r, double bytesPerOp, const std::string& note) {
+// One table line and one JSON line (PE 0). bytesPerOp > 0 with bw: GB/s = bytesPerOp / gpu median. aggBytesPerOp > 0
+// (ring, all-pairs bandwidth rows): the aggregate GB/s = aggBytesPerOp / gpu median, in the note and the JSON.
+void report(Ctx& c, const char* op, size_t bytes, const Result& r, double bytesPerOp, const std::string& note0,
+            double aggBytesPerOp = 0) {
   if (c.me != 0) return;
   const double bw = bytesPerOp > 0 && r.gpu.median > 0 ? bytesPerOp / (r.gpu.median * 1e3) : -1;
+  const double agg = aggBytesPerOp > 0 && r.gpu.median > 0 ? aggBytesPerOp / (r.gpu.median * 1e3) : -1;
+  const std::string note = agg >= 0 ? "aggregate " + num(agg) + " GB/s; " + note0 : note0;
+  const std::string aggField = agg >= 0 ? ",\"bw_GBps_aggregate\":" + num(agg) : "";
   std::printf("%-22s %12zu %10.3f %10.3f %10.3f %10.3f %10.3f %10s %9ld %s\n", op, bytes, r.wall.median, r.wall.min,
               r.wall.p90, r.gpu.median, r.issue.median, bw >= 0 ? num(bw).c_str() : "-", r.iters, note.c_str());
   std::fflush(stdout);
@@ -356,10 +402,11 @@ void report(Ctx& c, const char* op, size_t bytes, const Result& r, double bytesP
                "{\"record\":\"row\",\"bench\":\"stream\",\"impl\":\"%s\",\"op\":%s,\"model\":\"stream\","
                "\"path\":%s,\"kinds\":\"D->D\",\"bytes\":%zu,\"iters\":%ld,\"batches\":%zu,\"lat_us_median\":%s,"
                "\"lat_us_min\":%s,\"lat_us_p90\":%s,\"gpu_us_median\":%s,\"issue_us_median\":%s,\"bw_GBps\":%s,"
-               "\"pes\":2,\"host\":%s,\"date\":%s,\"note\":%s}\n",
+               "\"pes\":%d%s%s,\"host\":%s,\"date\":%s,\"note\":%s}\n",
                c.impl, tb::jsonString(op).c_str(), tb::jsonString(c.path).c_str(), bytes, r.iters, r.wall.n,
                num(r.wall.median).c_str(), num(r.wall.min).c_str(), num(r.wall.p90).c_str(),
-               num(r.gpu.median).c_str(), num(r.issue.median).c_str(), bw >= 0 ? num(bw).c_str() : "null",
+               num(r.gpu.median).c_str(), num(r.issue.median).c_str(), bw >= 0 ? num(bw).c_str() : "null", c.npes,
+               patternFields(c).c_str(), aggField.c_str(),
                tb::jsonString(c.info.host).c_str(), tb::jsonString(c.info.date).c_str(),
                tb::jsonString(note).c_str());
   std::fflush(c.json);
@@ -369,8 +416,8 @@ void report(Ctx& c, const char* op, size_t bytes, const Result& r, double bytesP
 
 // Runs warm-up + timed batches. Every batch lies between host barriers; on PEs with active = true the batch
 // enqueues `ops` operations on the stream (enqueue(ops)), then the stream is synchronised. divisor: per-op time =
-// batch time / (ops * divisor) (2 for one-way ping-pong). maxOfBoth: PE 0 takes, per batch, the larger of both PEs'
-// times (PE 1 sends its own through the HOST exchange words). Samples are PE 0's. Each batch is watched (deadline).
+// batch time / (ops * divisor) (2 for one-way ping-pong). maxOfBoth: PE 0 takes, per batch, the largest of all PEs'
+// times (the others send theirs through the HOST exchange words). Samples are PE 0's. Each batch is watched (deadline).
 Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
                    const std::function<void(int ops)>& enqueue) {
   std::vector<double> wall, gpu, issue;
@@ -392,10 +439,11 @@ Result timeBatches(Ctx& c, int ops, bool active, double divisor, bool maxOfBoth,
       t[0] = t2 - t0, t[1] = ms * 1e-3, t[2] = t1 - t0;
     }
     if (maxOfBoth) {
-      if (c.me == 1) TK(tether_put(c.w, c.xchg, t, sizeof t, 0));
+      if (c.me != 0) TK(tether_put(c.w, peSlot(c, c.me), t, sizeof t, 0));
       barrier(c);
       if (c.me == 0)
-        for (int k = 0; k < 2; ++k) t[k] = std::max(t[k], c.xchg[k]);
+        for (int pe = 1; pe < c.npes; ++pe)
+          for (int k = 0; k < 2; ++k) t[k] = std::max(t[k], peSlot(c, pe)[k]);
     }
     c.dog->disarm();
     if (b < c.o.warmup) continue;
@@ -433,51 +481,121 @@ struct NoVariant {
   void variantEnd(Ctx&) {}
 };
 
-// put_on_stream, put_quiet_on_stream, put_quiet_sync: 8 B, PE 0 -> PE 1.
+// ---- ring and all-pairs (bench/README.md "Patterns") ----------------------------------------------------------------
+// Every PE runs the row at once: ring to next = (me + 1) % n, all-pairs to all n - 1 others in each operation (one
+// message to each, in the order (me + 1 + j) % n). A sender writes into its own slot of buf (all-pairs: offset
+// sender x slotBytes; ring: offset 0, one source), so every PE checks what each of its sources sent it. With the pair
+// pattern these helpers reduce to the two-PE rows (one put to the peer at offset 0).
+
+int fanout(const Ctx& c) { return tb::patternFanout(c.pattern, c.npes); }
+int targetOf(const Ctx& c, int j) { return tb::patternTarget(c.pattern, c.me, j, c.npes); }
+char* slotOf(const Ctx& c, int src) { return c.buf + static_cast<size_t>(src) * c.slotBytes; }
+// The PEs whose data this PE receives in every-PE rows (ring and pair: prev; all-pairs: every other PE).
+std::vector<int> sourcesOf(const Ctx& c) {
+  std::vector<int> src;
+  for (int pe = 0; pe < c.npes; ++pe)
+    for (int j = 0; pe != c.me && j < fanout(c); ++j)
+      if (tb::patternTarget(c.pattern, pe, j, c.npes) == c.me) src.push_back(pe);
+  return src;
+}
+// One operation's puts of nb bytes from c.local: one to each target, into this PE's slot.
+template <class Calls>
+void putToTargets(Ctx& c, Calls& calls, size_t nb) {
+  for (int j = 0; j < fanout(c); ++j) calls.put(c, slotOf(c, c.me), c.local, nb, targetOf(c, j));
+}
+void clearSources(Ctx& c, size_t nb) {
+  for (int src : sourcesOf(c)) clearDev(c, slotOf(c, src), nb);
+}
+void checkSources(Ctx& c, size_t nb, const char* row) {
+  for (int src : sourcesOf(c)) checkBytes(c, slotOf(c, src), nb, src, row);
+}
+// Watchdog names of the all-pairs signal words (one per source PE; the first kMaxWatch are watched).
+const char* sourceWordName(int pe) {
+  static const char* const names[kMaxWatch] = {"signal word of PE 0", "signal word of PE 1", "signal word of PE 2",
+                                               "signal word of PE 3", "signal word of PE 4", "signal word of PE 5",
+                                               "signal word of PE 6", "signal word of PE 7"};
+  return pe >= 0 && static_cast<size_t>(pe) < kMaxWatch ? names[pe] : "signal word of a PE above 7";
+}
+
+// put_on_stream, put_quiet_on_stream, put_quiet_sync: 8 B, PE 0 -> PE 1 (ring, all-pairs: every PE at once, each op
+// one put to each target).
 template <class Calls>
 void rowPutLatency(Ctx& c, Calls& calls) {
   const int k = c.o.iters;
-  const bool pe0 = c.me == 0;
-  beginTable(c, "8 B puts on a stream, PE 0 -> PE 1");
+  const bool pat = patterned(c);
+  const bool active = pat || c.me == 0, receives = pat || c.me == 1;
+  const std::string per = c.pattern == tb::Pattern::AllPairs ? "n - 1 puts (one to each other PE)" : "put";
+  beginTable(c, pat ? "8 B puts on a stream, every PE at once; per op = " + per + "; times are PE 0's"
+                    : "8 B puts on a stream, PE 0 -> PE 1");
+  auto prepare = [&] {
+    if (pat) clearSources(c, 8);
+    else if (receives) clearDev(c, c.buf, 8);
+  };
+  auto check = [&](const char* row) {
+    if (pat) checkSources(c, 8, row);
+    else if (receives) checkBytes(c, c.buf, 8, 0, row);
+  };
   if (tb::wantsOp(c.o, "put_on_stream")) {
     watchRow(c, "put_on_stream");
-    if (!pe0) clearDev(c, c.buf, 8);
-    const Result r = timeBatches(c, k, pe0, 1, false, [&](int n) {
-      for (int i = 0; i < n; ++i) calls.put(c, c.buf, c.local, 8, c.peer);
+    prepare();
+    const Result r = timeBatches(c, k, active, 1, false, [&](int n) {
+      for (int i = 0; i < n; ++i) putToTargets(c, calls, 8);
     });
-    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_on_stream");
+    check("put_on_stream");
     report(c, "put_on_stream", 8, r, 0, "back to back, one sync per batch; per op");
   }
   if (tb::wantsOp(c.o, "put_quiet_on_stream")) {
     watchRow(c, "put_quiet_on_stream");
-    if (!pe0) clearDev(c, c.buf, 8);
-    const Result r = timeBatches(c, k, pe0, 1, false, [&](int n) {
+    prepare();
+    const Result r = timeBatches(c, k, active, 1, false, [&](int n) {
       for (int i = 0; i < n; ++i) {
-        calls.put(c, c.buf, c.local, 8, c.peer);
+        putToTargets(c, calls, 8);
         calls.quiet(c);
       }
     });
-    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_quiet_on_stream");
+    check("put_quiet_on_stream");
     report(c, "put_quiet_on_stream", 8, r, 0, "put + quiet_on_stream back to back, one sync per batch; per pair");
   }
   if (tb::wantsOp(c.o, "put_quiet_sync")) {
     watchRow(c, "put_quiet_sync");
-    if (!pe0) clearDev(c, c.buf, 8);
-    const Result r = timeBatches(c, std::max(1, k / 4), pe0, 1, false, [&](int n) {
+    prepare();
+    const Result r = timeBatches(c, std::max(1, k / 4), active, 1, false, [&](int n) {
       for (int i = 0; i < n; ++i) {
-        calls.put(c, c.buf, c.local, 8, c.peer);
+        putToTargets(c, calls, 8);
         calls.quiet(c);
         syncStream(c);
       }
     });
-    if (!pe0) checkBytes(c, c.buf, 8, 0, "put_quiet_sync");
+    check("put_quiet_sync");
     report(c, "put_quiet_sync", 8, r, 0, "put + quiet_on_stream + cudaStreamSynchronize per op");
   }
 }
 
-// put_bw, put_bw_bidir: k puts of each size + one quiet per batch.
+// put_bw, put_bw_bidir: k puts of each size + one quiet per batch. Ring, all-pairs: put_bw only, every PE at once
+// (each op one put to each target); GB/s per PE and the aggregate over the slowest PE's events.
 template <class Calls>
 void rowBandwidth(Ctx& c, Calls& calls) {
+  if (patterned(c)) {
+    if (!tb::wantsOp(c.o, "put_bw")) return;
+    const int n1 = fanout(c);
+    beginTable(c, std::string("putmem_on_stream, every PE at once ") +
+                      (n1 > 1 ? "to all n - 1 others (one put to each per op)" : "to next") +
+                      "; k ops + quiet_on_stream per batch; times: the slowest PE's per batch; GB/s per PE = " +
+                      (n1 > 1 ? "(n - 1) S" : "S") + " / time per op, aggregate = n x that");
+    watchRow(c, "put_bw");
+    for (size_t nb : tb::messageSizes(c.o)) {
+      const int k = tb::opsPerBatch(c.o, nb);
+      clearSources(c, nb);
+      const Result r = timeBatches(c, k, true, 1, true, [&](int n) {
+        for (int i = 0; i < n; ++i) putToTargets(c, calls, nb);
+        calls.quiet(c);
+      });
+      checkSources(c, nb, "put_bw");
+      const double perPe = static_cast<double>(nb) * n1;
+      report(c, "put_bw", nb, r, perPe, "per PE", perPe * c.npes);
+    }
+    return;
+  }
   for (int bidir = 0; bidir < 2; ++bidir) {
     const char* op = bidir ? "put_bw_bidir" : "put_bw";
     if (!tb::wantsOp(c.o, op)) continue;
@@ -500,15 +618,57 @@ void rowBandwidth(Ctx& c, Calls& calls) {
   }
 }
 
+// put_signal all-pairs exchange, every PE per round: put_signal(SET seq) to every other PE (into its slot, on its own
+// signal word words[256 + me]), then signal_wait_until(GE seq) on each source's word; k rounds enqueued per batch.
+template <class Calls>
+void rowSignalExchange(Ctx& c, Calls& calls) {
+  if (!tb::wantsOp(c.o, "put_signal_pingpong")) return;
+  beginTable(c, "put_signal_pingpong as an exchange: every PE put_signal(SET seq) to every other PE, then "
+                "signal_wait_until(GE seq) on each one's word; k rounds enqueued, one sync per batch; per round, PE 0's");
+  const char* op = "put_signal_pingpong";
+  const std::vector<int> sources = sourcesOf(c);
+  uint64_t* sigs = c.words + 256;
+  std::vector<std::pair<const char*, const uint64_t*>> watched;
+  for (int src : sources)
+    if (watched.size() < kMaxWatch) watched.push_back({sourceWordName(src), sigs + src});
+  watchRow(c, op, watched);
+  for (size_t nb : {size_t{8}, size_t{4} << 10, size_t{64} << 10, size_t{1} << 20}) {
+    if (nb > c.o.maxSize) continue;
+    const int k = std::max(1, nb >= (64 << 10) ? c.o.iters / 10 : c.o.iters);
+    clearSources(c, nb);
+    clearDev(c, sigs, 8 * static_cast<size_t>(c.npes));
+    barrier(c);
+    uint64_t seq = 0;  // the last round enqueued (the same on every PE)
+    const Result r = timeBatches(c, k, true, 1, false, [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        ++seq;
+        for (int j = 0; j < fanout(c); ++j)
+          calls.putSignal(c, slotOf(c, c.me), c.local, nb, sigs + c.me, seq, targetOf(c, j));
+        for (int src : sources) calls.signalWait(c, sigs + src, seq);
+      }
+    });
+    checkSources(c, nb, op);
+    for (int src : sources) checkWord(c, sigs + src, seq, op, sourceWordName(src));
+    report(c, op, nb, r, 0, "per round of n - 1 put_signals and n - 1 waits");
+  }
+}
+
 // put_signal_pingpong (8 B, 4 KiB, 64 KiB, 1 MiB) and the program's variant (8 B), one table: PE 0 put_signal then
-// wait, PE 1 wait then put_signal, k round trips enqueued on both PEs per batch; one-way = time / 2k.
+// wait, PE 1 wait then put_signal, k round trips enqueued on both PEs per batch; one-way = time / 2k. Ring: the same
+// pass around the ring (PE 0 starts, each PE waits for prev's signal then signals next), no variant; one hop = time /
+// (n k). All-pairs: rowSignalExchange.
 template <class Calls>
 void rowPingPong(Ctx& c, Calls& calls) {
+  if (c.pattern == tb::Pattern::AllPairs) return rowSignalExchange(c, calls);
   const bool plain = tb::wantsOp(c.o, "put_signal_pingpong");
-  const bool variant = Calls::kVariantOp != nullptr && tb::wantsOp(c.o, Calls::kVariantOp);
+  const bool variant = !patterned(c) && Calls::kVariantOp != nullptr && tb::wantsOp(c.o, Calls::kVariantOp);
   if (!plain && !variant) return;
-  beginTable(c, "put_signal + signal_wait_until on streams, ping-pong PE 0 <-> PE 1 (k round trips enqueued, one sync "
-                "per batch); one-way = time / 2k");
+  beginTable(c, patterned(c) ? "put_signal + signal_wait_until on streams, ring pass: PE 0 put_signal to next then "
+                               "waits for prev's, the others wait for prev's then put_signal to next (k rounds "
+                               "enqueued, one sync per batch); one hop = round time / n"
+                             : "put_signal + signal_wait_until on streams, ping-pong PE 0 <-> PE 1 (k round trips "
+                               "enqueued, one sync per batch); one-way = time / 2k");
+  const int next = targetOf(c, 0), prev = (c.me + c.npes - 1) % c.npes;  // pair: both the peer
   uint64_t* sig = c.words;
   for (int mode = 0; mode < 2; ++mode) {
     if ((mode == 0 && !plain) || (mode == 1 && !variant)) continue;
@@ -522,33 +682,35 @@ void rowPingPong(Ctx& c, Calls& calls) {
       barrier(c);
       uint64_t seq = 0;  // signal value of the last round trip enqueued (the same on both PEs)
       if (mode == 1) calls.variantBegin(c, nb, sig);
-      const Result r = timeBatches(c, k, true, 2, false, [&](int n) {
+      const Result r = timeBatches(c, k, true, c.npes, false, [&](int n) {
         for (int i = 0; i < n; ++i) {
           ++seq;
           if (mode == 1) {
             calls.variantTrip(c, seq);
           } else if (c.me == 0) {
-            calls.putSignal(c, c.buf, c.local, nb, sig, seq, c.peer);
+            calls.putSignal(c, c.buf, c.local, nb, sig, seq, next);
             calls.signalWait(c, sig, seq);
           } else {
             calls.signalWait(c, sig, seq);
-            calls.putSignal(c, c.buf, c.local, nb, sig, seq, c.peer);
+            calls.putSignal(c, c.buf, c.local, nb, sig, seq, next);
           }
         }
       });
       if (mode == 1) calls.variantEnd(c);
-      checkBytes(c, c.buf, nb, c.peer, op);
+      checkBytes(c, c.buf, nb, prev, op);
       checkWord(c, sig, seq, op, "final signal");
-      report(c, op, nb, r, 0, mode ? Calls::kVariantNote : "one-way");
+      report(c, op, nb, r, 0, mode ? Calls::kVariantNote : (patterned(c) ? "one hop" : "one-way"));
     }
   }
 }
 
-// barrier_all: k barriers back to back on both PEs.
+// barrier_all: k barriers back to back on both PEs (ring, all-pairs: on all PEs).
 template <class Calls>
 void rowBarrier(Ctx& c, Calls& calls) {
   if (!tb::wantsOp(c.o, "barrier_all")) return;
-  beginTable(c, "barrier_all_on_stream on both PEs, k back to back, one sync per batch");
+  beginTable(c, patterned(c) ? "barrier_all_on_stream on all " + std::to_string(c.npes) +
+                                   " PEs, k back to back, one sync per batch; PE 0's times"
+                             : "barrier_all_on_stream on both PEs, k back to back, one sync per batch");
   watchRow(c, "barrier_all");
   const Result r = timeBatches(c, c.o.iters, true, 1, false, [&](int n) {
     for (int i = 0; i < n; ++i) calls.barrierAll(c);
