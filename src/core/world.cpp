@@ -1,8 +1,10 @@
 #include "core/world.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <random>
 
@@ -17,6 +19,21 @@ constexpr uint64_t kGrowAlign = 2ull << 20;
 constexpr uint64_t kDefaultAlign = 64;
 
 uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// The listening socket a launcher passes in TETHER_BOOTSTRAP_FD (tetherrun, to PE 0) belongs to the process, not to
+// one instance: every tether_init of the process -- again after tether_finalize, or shmem_finalize + shmem_init --
+// serves its rendezvous on it. The TCP bootstrap closes the socket it is given once the rendezvous ends, so it gets a
+// duplicate (*fd replaced); the inherited descriptor stays open, close-on-exec so the program's own children do not
+// hold the job's port. Between two instances the kernel queues the other PEs' connections in its backlog.
+Status shareInheritedListener(int* fd) {
+  const int dup = ::fcntl(*fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0)
+    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "inherited fd %d (TETHER_BOOTSTRAP_FD) is not usable: %s", *fd,
+                std::strerror(errno));
+  (void)::fcntl(*fd, F_SETFD, FD_CLOEXEC);
+  *fd = dup;
+  return Status::ok();
+}
 
 // Collective operations checked across PEs (names for messages).
 // An op is kOp* + 16 * segment kind.
@@ -84,6 +101,8 @@ Status World::init(const tether_init_attr_t& attr) {
   if (job_.size == 1) {
     bootstrap_ = createSelfBootstrap();
   } else {
+    if (attr.bootstrap_listen_fd < 0 && job_.listenFd >= 0)  // from the launcher (an attribute's fd is given away)
+      TETHER_TRY(shareInheritedListener(&job_.listenFd).withContext("tether_init"));
     TETHER_TRY(createTcpBootstrap(job_, timeout_, &bootstrap_).withContext("tether_init"));
   }
   TETHER_LOG_INFO(LogSys::Core, "PE %d of %d (launcher %s)", job_.rank, job_.size, job_.launcher.c_str());
