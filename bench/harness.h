@@ -71,14 +71,14 @@ std::vector<std::string> splitList(const std::string& s);
 //  pair:      PE 0 -> PE 1 (the two-PE rows; PEs above 1 idle)
 //  ring:      every PE at once to next = (me + 1) % n; data arrives from prev = (me + n - 1) % n
 //  all-pairs: every PE at once to all n - 1 others per iteration, in the order (me + 1 + j) % n, j = 0 .. n - 2
-enum class Pattern { Pair, Ring, AllPairs };
+enum class Traffic { Pair, Ring, AllPairs };
 
 // Header-only (inline), so CUDA programs that do not link the harness library can use them too.
-inline const char* patternName(Pattern p) {  // "pair", "ring", "all-pairs"
-  return p == Pattern::Pair ? "pair" : (p == Pattern::Ring ? "ring" : "all-pairs");
+inline const char* patternName(Traffic p) {  // "pair", "ring", "all-pairs"
+  return p == Traffic::Pair ? "pair" : (p == Traffic::Ring ? "ring" : "all-pairs");
 }
-inline bool parsePattern(const std::string& text, Pattern* out) {
-  for (Pattern p : {Pattern::Pair, Pattern::Ring, Pattern::AllPairs}) {
+inline bool parsePattern(const std::string& text, Traffic* out) {
+  for (Traffic p : {Traffic::Pair, Traffic::Ring, Traffic::AllPairs}) {
     if (text == patternName(p)) {
       *out = p;
       return true;
@@ -88,7 +88,7 @@ inline bool parsePattern(const std::string& text, Pattern* out) {
 }
 // Takes "--pattern X" / "--pattern=X" out of args (args[0] is never looked at); false with *error on a missing or
 // unknown value. *out is left alone when the option is absent.
-inline bool takePatternOption(std::vector<char*>* args, Pattern* out, std::string* error) {
+inline bool takePatternOption(std::vector<char*>* args, Traffic* out, std::string* error) {
   std::vector<char*> kept;
   for (size_t i = 0; i < args->size(); ++i) {
     const std::string a = (*args)[i];
@@ -115,15 +115,15 @@ inline bool takePatternOption(std::vector<char*>* args, Pattern* out, std::strin
   return true;
 }
 // The j-th target of PE me (j in [0, patternFanout)): pair -> 1 - me, ring -> next, all-pairs -> (me + 1 + j) % n.
-inline int patternTarget(Pattern p, int me, int j, int npes) {
-  if (p == Pattern::Pair) return 1 - me;
-  if (p == Pattern::Ring) return (me + 1) % npes;
+inline int patternTarget(Traffic p, int me, int j, int npes) {
+  if (p == Traffic::Pair) return 1 - me;
+  if (p == Traffic::Ring) return (me + 1) % npes;
   return (me + 1 + j) % npes;
 }
 // Targets per iteration: n - 1 for all-pairs, else 1.
-inline int patternFanout(Pattern p, int npes) { return p == Pattern::AllPairs ? npes - 1 : 1; }
+inline int patternFanout(Traffic p, int npes) { return p == Traffic::AllPairs ? npes - 1 : 1; }
 // " [ring, 4 PEs]": the suffix of a table title naming the pattern and the PE count.
-inline std::string patternTitle(Pattern p, int npes) {
+inline std::string patternTitle(Traffic p, int npes) {
   return std::string(" [") + patternName(p) + ", " + std::to_string(npes) + " PEs]";
 }
 
@@ -198,7 +198,7 @@ struct Row {
   long iters = 0;                // timed operations (ops per batch x batches)
   Stats latUs;
   double bwGBps = -1;
-  // Patterned rows (ring, all-pairs; see Pattern): the JSON line gets "pattern" and "npes"; pair rows leave pattern
+  // Patterned rows (ring, all-pairs; see Traffic): the JSON line gets "pattern" and "npes"; pair rows leave pattern
   // empty and their JSON lines are as before. aggGBps >= 0 (bandwidth rows of a pattern): the aggregate over all PEs,
   // a table column in TableKind::AggregateBandwidth tables and "bw_GBps_aggregate" in the JSON.
   std::string pattern;

@@ -142,7 +142,7 @@ struct Bench {
   double* gather = nullptr;     // symmetric HOST, npes entries: per-PE values gathered on PE 0 (sumOnPe0)
   Region syncD;                 // symmetric DEVICE, 256 + 8 npes B: signal word at 0, atomic counter at 64 (D targets);
                                 // all-pairs signal words from 256, one per source PE
-  tether_bench::Pattern pattern = tether_bench::Pattern::Pair;
+  tether_bench::Traffic pattern = tether_bench::Traffic::Pair;
   size_t slotBytes = 0;         // all-pairs: a target buffer holds one slot of --max-size per source PE (else 0)
   int64_t round = 0;            // validation round (same on every PE)
   uint64_t seq = 0;             // ping-pong sequence number (same on PE 0 and PE 1)
@@ -624,7 +624,7 @@ void runAtomic(Bench& b, Mem target) {
 // offset sender x --max-size; ring: offset 0, one source), so every PE checks what each of its sources sent it.
 // Latency columns are PE 0's batches; bandwidth rows add the aggregate (sum over PEs of each PE's median bandwidth).
 
-bool patterned(const Bench& b) { return b.pattern != tether_bench::Pattern::Pair; }
+bool patterned(const Bench& b) { return b.pattern != tether_bench::Traffic::Pair; }
 int fanout(const Bench& b) { return tether_bench::patternFanout(b.pattern, b.npes); }
 int targetOf(const Bench& b, int j) { return tether_bench::patternTarget(b.pattern, b.me, j, b.npes); }
 
@@ -648,7 +648,7 @@ Region offsetRegion(Region r, size_t off) {
 size_t slotOf(const Bench& b, int src) { return static_cast<size_t>(src) * b.slotBytes; }
 
 std::string patternWho(const Bench& b) {
-  return b.pattern == tether_bench::Pattern::Ring
+  return b.pattern == tether_bench::Traffic::Ring
              ? "every PE at once to next = (me + 1) % n"
              : "every PE at once to all n - 1 others, one message to each per operation (order (me + 1 + j) % n)";
 }
@@ -691,7 +691,7 @@ bool checkSources(Bench& b, const Region& tgt, const char* op, const Pair& pair,
 // put (blocking, ops back to back, one quiet per batch) or put_nbi (windows + quiet: bandwidth), every PE at once.
 void runPutPattern(Bench& b, const Pair& pair, bool nbi) {
   const char* op = nbi ? "put_nbi" : "put";
-  const bool all = b.pattern == tether_bench::Pattern::AllPairs;
+  const bool all = b.pattern == tether_bench::Traffic::AllPairs;
   if (b.me == 0) {
     const std::string per = all ? "n - 1 puts (one to each other PE)" : "put";
     const std::string title =
@@ -742,7 +742,7 @@ void runPutPattern(Bench& b, const Pair& pair, bool nbi) {
 // per exchange). Signal words live in the target's segment kind.
 void runSignalPattern(Bench& b, const Pair& pair) {
   const char* op = "put_signal";
-  const bool all = b.pattern == tether_bench::Pattern::AllPairs;
+  const bool all = b.pattern == tether_bench::Traffic::AllPairs;
   const bool devSig = pair.target == Mem::D;
   if (b.me == 0)
     b.rep->beginTable(
@@ -948,7 +948,7 @@ int main(int argc, char** argv) {
   }
   Options opts;
   std::string error;
-  tether_bench::Pattern pattern = tether_bench::Pattern::Pair;
+  tether_bench::Traffic pattern = tether_bench::Traffic::Pair;
   if (!tether_bench::takePatternOption(&rest, &pattern, &error)) {
     std::fprintf(stderr, "put_get: %s\n", error.c_str());
     return 2;
@@ -969,7 +969,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "put_get: unknown row '%s' in --ops (see --help)\n", op.c_str());
       return 2;
     }
-    if (pattern != tether_bench::Pattern::Pair && op != "put" && op != "put_nbi" && op != "put_signal" &&
+    if (pattern != tether_bench::Traffic::Pair && op != "put" && op != "put_nbi" && op != "put_signal" &&
         op != "barrier_all") {
       std::fprintf(stderr, "put_get: row '%s' runs with --pattern pair only (ring and all-pairs: put, put_nbi, "
                    "put_signal, barrier_all)\n", op.c_str());
@@ -1012,7 +1012,7 @@ int main(int argc, char** argv) {
   b.gather = reinterpret_cast<double*>(sync + 256 + 16 * static_cast<size_t>(b.npes));
   // all-pairs: one slot of --max-size per source PE in each target buffer
   size_t targetBytes = opts.maxSize;
-  if (pattern == tether_bench::Pattern::AllPairs) {
+  if (pattern == tether_bench::Traffic::AllPairs) {
     if (opts.maxSize > SIZE_MAX / static_cast<size_t>(b.npes)) {
       if (b.me == 0) std::fprintf(stderr, "put_get: --max-size x %d PEs overflows (all-pairs)\n", b.npes);
       (void)tether_finalize(b.w);

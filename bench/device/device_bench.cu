@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../harness.h"  // the Pattern helpers (header-only)
+#include "../harness.h"  // the Traffic helpers (header-only)
 #include "device_rows.h"
 #include "tether/device.cuh"
 
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(1024) putBwPattern(dev::Handle h, char* buf, c
 struct PatternRun {
   devbench::Ctx& c;
   TetherKernels& k;
-  tether_bench::Pattern pattern;
+  tether_bench::Traffic pattern;
   bool all = false;
   size_t slot = 0;                  // all-pairs: maxSize; ring: 0
   double* gather = nullptr;         // tether HOST symmetric, 2 npes doubles: per-PE times, then failure counts, on PE 0
@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
   devbench::Ctx c;
   int rc = 0;
   std::vector<char*> args(argv, argv + argc);
-  tether_bench::Pattern pattern = tether_bench::Pattern::Pair;
+  tether_bench::Traffic pattern = tether_bench::Traffic::Pair;
   std::string perr;
   if (!tether_bench::takePatternOption(&args, &pattern, &perr)) {
     std::fprintf(stderr, "tether_bench_device: %s\n", perr.c_str());
@@ -396,8 +396,8 @@ int main(int argc, char** argv) {
                  "put_signal_pingpong (ring pass / exchange), put_quiet_latency and put_bw only\n");
     return rc;
   }
-  const bool pat = pattern != tether_bench::Pattern::Pair;
-  const bool all = pattern == tether_bench::Pattern::AllPairs;
+  const bool pat = pattern != tether_bench::Traffic::Pair;
+  const bool all = pattern == tether_bench::Traffic::AllPairs;
   const size_t maxSize = c.opts.maxSize;
   c.impl = "tether";
   c.segment = "DEVICE";

@@ -536,7 +536,7 @@ int main(int argc, char** argv) {
   // Symmetric buffers first (all DEVICE), then local ones.
   void* p = nullptr;
   // all-pairs: one slot of max-size per source PE
-  const size_t bufBytes = c.o.maxSize * (c.pattern == tb::Pattern::AllPairs ? static_cast<size_t>(c.npes) : 1);
+  const size_t bufBytes = c.o.maxSize * (c.pattern == tb::Traffic::AllPairs ? static_cast<size_t>(c.npes) : 1);
   TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, bufBytes, &p));
   c.buf = static_cast<char*>(p);
   TK(tether_malloc_kind(c.w, TETHER_SEG_DEVICE, 4096, 4096, &p));

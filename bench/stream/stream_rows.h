@@ -73,7 +73,7 @@ struct Ctx {
   tether_t w = nullptr;      // host coordination (barriers, exchange, vote)
   int me = 0, peer = 1;      // peer: pair 1 - me; ring and all-pairs: next = (me + 1) % npes
   // Traffic pattern (bench/README.md "Patterns"); a program that never sets it runs the pair rows on exactly 2 PEs.
-  tb::Pattern pattern = tb::Pattern::Pair;
+  tb::Traffic pattern = tb::Traffic::Pair;
   int npes = 2;
   size_t slotBytes = 0;      // all-pairs: buf holds one slot of maxSize per source PE (sender me writes at me x
                              // slotBytes on every target); else 0 (one source)
@@ -127,7 +127,7 @@ bool parseArgs(Ctx& c, int argc, char** argv, const char* extraUsage, int* rc) {
 
 void barrier(Ctx& c) { TK(tether_barrier_all(c.w)); }
 
-bool patterned(const Ctx& c) { return c.pattern != tb::Pattern::Pair; }
+bool patterned(const Ctx& c) { return c.pattern != tb::Traffic::Pair; }
 // On PE 0: PE pe's exchange words (see Ctx::xchg).
 double* peSlot(Ctx& c, int pe) { return c.xchg + 8 + 4 * pe; }
 
@@ -150,7 +150,7 @@ bool startPes(Ctx& c) {
     TK(tether_finalize(c.w));
     return false;
   }
-  if (c.pattern == tb::Pattern::AllPairs) c.slotBytes = c.o.maxSize;
+  if (c.pattern == tb::Traffic::AllPairs) c.slotBytes = c.o.maxSize;
   return true;
 }
 
@@ -352,7 +352,7 @@ void printHeader(Ctx& c) {
                 "rows put_on_stream, put_quiet_on_stream, put_quiet_sync, put_bw, put_signal_pingpong, barrier_all "
                 "(the others run with --pattern pair only)\n",
                 tb::patternName(c.pattern), c.npes,
-                c.pattern == tb::Pattern::Ring ? "to next = (me + 1) % n"
+                c.pattern == tb::Traffic::Ring ? "to next = (me + 1) % n"
                                                : "to all n - 1 others per operation (order (me + 1 + j) % n)");
   if (!c.detail.empty()) std::printf("# %s\n", c.detail.c_str());
   std::printf("# date %s; command: %s\n", c.info.date.c_str(), c.info.commandLine.c_str());
@@ -524,7 +524,7 @@ void rowPutLatency(Ctx& c, Calls& calls) {
   const int k = c.o.iters;
   const bool pat = patterned(c);
   const bool active = pat || c.me == 0, receives = pat || c.me == 1;
-  const std::string per = c.pattern == tb::Pattern::AllPairs ? "n - 1 puts (one to each other PE)" : "put";
+  const std::string per = c.pattern == tb::Traffic::AllPairs ? "n - 1 puts (one to each other PE)" : "put";
   beginTable(c, pat ? "8 B puts on a stream, every PE at once; per op = " + per + "; times are PE 0's"
                     : "8 B puts on a stream, PE 0 -> PE 1");
   auto prepare = [&] {
@@ -659,7 +659,7 @@ void rowSignalExchange(Ctx& c, Calls& calls) {
 // (n k). All-pairs: rowSignalExchange.
 template <class Calls>
 void rowPingPong(Ctx& c, Calls& calls) {
-  if (c.pattern == tb::Pattern::AllPairs) return rowSignalExchange(c, calls);
+  if (c.pattern == tb::Traffic::AllPairs) return rowSignalExchange(c, calls);
   const bool plain = tb::wantsOp(c.o, "put_signal_pingpong");
   const bool variant = !patterned(c) && Calls::kVariantOp != nullptr && tb::wantsOp(c.o, Calls::kVariantOp);
   if (!plain && !variant) return;
