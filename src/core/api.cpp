@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "base/enum_arg.h"
 #include "base/log.h"
 #include "core/dtype.h"
 #include "core/stream.h"
@@ -172,12 +173,24 @@ int query(tether_t w, const char* call, Q q) {
 
 using Mode = tether::World::WaitMode;
 
+// Enum arguments (base/enum_arg.h): each entry checks them before using them as the enum. Helpers take them BY
+// REFERENCE: passing an out-of-range one by value would load it.
+using tether::enumArg;
+
+// The type and cmp arguments of every wait and test form.
+tether::Status waitArgs(const char* call, const tether_dtype_t& type, const tether_cmp_t& cmp) {
+  TETHER_TRY(enumArg(call, "type", type));
+  return enumArg(call, "cmp", cmp);
+}
+
 }  // namespace
 
 extern "C" {
 
-const char* tether_status_string(tether_status_t s) {
-  switch (s) {
+const char* tether_status_string(tether_status_t status) {
+  const int s = tether::enumValue(status);  // a C caller may pass any int
+  if (!tether::enumValid<tether_status_t>(s)) return "TETHER_ERR_(unknown)";
+  switch (static_cast<tether_status_t>(s)) {
     case TETHER_SUCCESS: return "TETHER_SUCCESS";
     case TETHER_ERR_INVALID_ARG: return "TETHER_ERR_INVALID_ARG";
     case TETHER_ERR_INVALID_PE: return "TETHER_ERR_INVALID_PE";
@@ -199,7 +212,7 @@ const char* tether_status_string(tether_status_t s) {
 
 const char* tether_last_error(void) { return tlsLastError.c_str(); }
 
-size_t tether_dtype_size(tether_dtype_t type) { return tether::dtypeInfo(type).size; }
+size_t tether_dtype_size(tether_dtype_t type) { return tether::enumValid(type) ? tether::dtypeInfo(type).size : 0; }
 
 void tether_init_attr_default(tether_init_attr_t* attr) {
   if (!attr) return;
@@ -269,8 +282,9 @@ tether_status_t tether_align(tether_t w, size_t alignment, size_t size, void** p
 tether_status_t tether_malloc_kind(tether_t w, tether_seg_kind_t kind, size_t alignment, size_t size, void** ptr) {
   if (!ptr) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_malloc: ptr is NULL"));
   *ptr = nullptr;
+  const int kindValue = tether::enumValue(kind);  // checked by allocate, on every PE (a collective failure)
   return guarded(w, "tether_malloc", [&](World& x) {
-    return x.allocate("tether_malloc", kind, alignment, size, false, ptr);
+    return x.allocate("tether_malloc", kindValue, alignment, size, false, ptr);
   });
 }
 
@@ -411,19 +425,25 @@ tether_status_t tether_fence(tether_t w) { return guarded(w, "tether_fence", [](
 
 tether_status_t tether_atomic(tether_t w, tether_amo_t op, tether_dtype_t type, void* dest, const void* value,
                               const void* cond, void* fetched, int pe) {
-  return guarded(w, "tether_atomic", [&](World& x) { return x.atomic(op, type, dest, value, cond, fetched, pe); });
+  return guarded(w, "tether_atomic", [&](World& x) -> tether::Status {
+    TETHER_TRY(enumArg("tether_atomic", "op", op));
+    TETHER_TRY(enumArg("tether_atomic", "type", type));
+    return x.atomic(op, type, dest, value, cond, fetched, pe);
+  });
 }
 
 // ---- waits
 
 tether_status_t tether_wait_until(tether_t w, void* ivar, tether_dtype_t t, tether_cmp_t c, const void* v) {
-  return guarded(w, "tether_wait_until", [&](World& x) {
+  return guarded(w, "tether_wait_until", [&](World& x) -> tether::Status {
+    TETHER_TRY(waitArgs("tether_wait_until", t, c));
     return x.waitOrTest("tether_wait_until", Mode::All, true, ivar, 1, nullptr, t, c, v, false, nullptr, nullptr,
                         nullptr);
   });
 }
 tether_status_t tether_test(tether_t w, void* ivar, tether_dtype_t t, tether_cmp_t c, const void* v, int* result) {
-  return guarded(w, "tether_test", [&](World& x) {
+  return guarded(w, "tether_test", [&](World& x) -> tether::Status {
+    TETHER_TRY(waitArgs("tether_test", t, c));
     return x.waitOrTest("tether_test", Mode::All, false, ivar, 1, nullptr, t, c, v, false, result, nullptr, nullptr);
   });
 }
@@ -431,42 +451,48 @@ tether_status_t tether_test(tether_t w, void* ivar, tether_dtype_t t, tether_cmp
 #define TETHER_WAIT_FORMS(SUFFIX, VEC)                                                                               \
   tether_status_t tether_wait_until_all##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,     \
                                                 tether_cmp_t c, const void* v) {                                     \
-    return guarded(w, "tether_wait_until_all" #SUFFIX, [&](World& x) {                                              \
+    return guarded(w, "tether_wait_until_all" #SUFFIX, [&](World& x) -> tether::Status {                             \
+      TETHER_TRY(waitArgs("tether_wait_until_all" #SUFFIX, t, c));                                                   \
       return x.waitOrTest("tether_wait_until_all" #SUFFIX, Mode::All, true, iv, n, st, t, c, v, VEC, nullptr,       \
                           nullptr, nullptr);                                                                         \
     });                                                                                                              \
   }                                                                                                                  \
   tether_status_t tether_wait_until_any##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,     \
                                                 tether_cmp_t c, const void* v, size_t* index) {                      \
-    return guarded(w, "tether_wait_until_any" #SUFFIX, [&](World& x) {                                              \
+    return guarded(w, "tether_wait_until_any" #SUFFIX, [&](World& x) -> tether::Status {                             \
+      TETHER_TRY(waitArgs("tether_wait_until_any" #SUFFIX, t, c));                                                   \
       return x.waitOrTest("tether_wait_until_any" #SUFFIX, Mode::Any, true, iv, n, st, t, c, v, VEC, nullptr,       \
                           index, nullptr);                                                                           \
     });                                                                                                              \
   }                                                                                                                  \
   tether_status_t tether_wait_until_some##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,    \
                                                  tether_cmp_t c, const void* v, size_t* idx, size_t* count) {        \
-    return guarded(w, "tether_wait_until_some" #SUFFIX, [&](World& x) {                                             \
+    return guarded(w, "tether_wait_until_some" #SUFFIX, [&](World& x) -> tether::Status {                            \
+      TETHER_TRY(waitArgs("tether_wait_until_some" #SUFFIX, t, c));                                                  \
       return x.waitOrTest("tether_wait_until_some" #SUFFIX, Mode::Some, true, iv, n, st, t, c, v, VEC, nullptr,     \
                           idx, count);                                                                               \
     });                                                                                                              \
   }                                                                                                                  \
   tether_status_t tether_test_all##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,           \
                                           tether_cmp_t c, const void* v, int* result) {                              \
-    return guarded(w, "tether_test_all" #SUFFIX, [&](World& x) {                                                    \
+    return guarded(w, "tether_test_all" #SUFFIX, [&](World& x) -> tether::Status {                                   \
+      TETHER_TRY(waitArgs("tether_test_all" #SUFFIX, t, c));                                                         \
       return x.waitOrTest("tether_test_all" #SUFFIX, Mode::All, false, iv, n, st, t, c, v, VEC, result, nullptr,    \
                           nullptr);                                                                                  \
     });                                                                                                              \
   }                                                                                                                  \
   tether_status_t tether_test_any##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,           \
                                           tether_cmp_t c, const void* v, size_t* index) {                            \
-    return guarded(w, "tether_test_any" #SUFFIX, [&](World& x) {                                                    \
+    return guarded(w, "tether_test_any" #SUFFIX, [&](World& x) -> tether::Status {                                   \
+      TETHER_TRY(waitArgs("tether_test_any" #SUFFIX, t, c));                                                         \
       return x.waitOrTest("tether_test_any" #SUFFIX, Mode::Any, false, iv, n, st, t, c, v, VEC, nullptr, index,     \
                           nullptr);                                                                                  \
     });                                                                                                              \
   }                                                                                                                  \
   tether_status_t tether_test_some##SUFFIX(tether_t w, void* iv, size_t n, const int* st, tether_dtype_t t,          \
                                            tether_cmp_t c, const void* v, size_t* idx, size_t* count) {              \
-    return guarded(w, "tether_test_some" #SUFFIX, [&](World& x) {                                                   \
+    return guarded(w, "tether_test_some" #SUFFIX, [&](World& x) -> tether::Status {                                  \
+      TETHER_TRY(waitArgs("tether_test_some" #SUFFIX, t, c));                                                        \
       return x.waitOrTest("tether_test_some" #SUFFIX, Mode::Some, false, iv, n, st, t, c, v, VEC, nullptr, idx,     \
                           count);                                                                                    \
     });                                                                                                              \
@@ -479,16 +505,23 @@ TETHER_WAIT_FORMS(_vector, true)
 
 tether_status_t tether_put_signal(tether_t w, void* d, const void* s, size_t n, uint64_t* sig, uint64_t v,
                                   tether_signal_op_t op, int pe) {
-  return guarded(w, "tether_put_signal",
-                 [&](World& x) { return x.putSignal("tether_put_signal", d, s, n, sig, v, op, pe, false); });
+  return guarded(w, "tether_put_signal", [&](World& x) -> tether::Status {
+    TETHER_TRY(enumArg("tether_put_signal", "sig_op", op));
+    return x.putSignal("tether_put_signal", d, s, n, sig, v, op, pe, false);
+  });
 }
 tether_status_t tether_put_signal_nbi(tether_t w, void* d, const void* s, size_t n, uint64_t* sig, uint64_t v,
                                       tether_signal_op_t op, int pe) {
-  return guarded(w, "tether_put_signal_nbi",
-                 [&](World& x) { return x.putSignal("tether_put_signal_nbi", d, s, n, sig, v, op, pe, true); });
+  return guarded(w, "tether_put_signal_nbi", [&](World& x) -> tether::Status {
+    TETHER_TRY(enumArg("tether_put_signal_nbi", "sig_op", op));
+    return x.putSignal("tether_put_signal_nbi", d, s, n, sig, v, op, pe, true);
+  });
 }
 tether_status_t tether_signal_op(tether_t w, uint64_t* sig, uint64_t v, tether_signal_op_t op, int pe) {
-  return guarded(w, "tether_signal_op", [&](World& x) { return x.signalOp(sig, v, op, pe); });
+  return guarded(w, "tether_signal_op", [&](World& x) -> tether::Status {
+    TETHER_TRY(enumArg("tether_signal_op", "sig_op", op));
+    return x.signalOp(sig, v, op, pe);
+  });
 }
 tether_status_t tether_signal_fetch(tether_t w, const uint64_t* sig, uint64_t* value) {
   return guarded(w, "tether_signal_fetch", [&](World& x) -> tether::Status {
@@ -501,7 +534,10 @@ tether_status_t tether_signal_fetch(tether_t w, const uint64_t* sig, uint64_t* v
   });
 }
 tether_status_t tether_signal_wait_until(tether_t w, uint64_t* sig, tether_cmp_t c, uint64_t v, uint64_t* seen) {
-  return guarded(w, "tether_signal_wait_until", [&](World& x) { return x.signalWaitUntil(sig, c, v, seen); });
+  return guarded(w, "tether_signal_wait_until", [&](World& x) -> tether::Status {
+    TETHER_TRY(enumArg("tether_signal_wait_until", "cmp", c));
+    return x.signalWaitUntil(sig, c, v, seen);
+  });
 }
 
 // ---- collectives
@@ -557,6 +593,8 @@ tether_status_t tether_p_on_stream(tether_t w, void* dest, const void* value, si
 }
 tether_status_t tether_putmem_signal_on_stream(tether_t w, void* dest, const void* src, size_t n, uint64_t* sig,
                                                uint64_t signal, tether_signal_op_t op, int pe, void* stream) {
+  const tether_status_t bad = report(enumArg("tether_putmem_signal_on_stream", "sig_op", op));
+  if (bad != TETHER_SUCCESS) return bad;
   StreamOpDesc d = streamDesc(StreamOpDesc::PutSignal, pe);
   d.dest = dest;
   d.src = src;
@@ -568,6 +606,8 @@ tether_status_t tether_putmem_signal_on_stream(tether_t w, void* dest, const voi
 }
 tether_status_t tether_signal_op_on_stream(tether_t w, uint64_t* sig, uint64_t signal, tether_signal_op_t op, int pe,
                                            void* stream) {
+  const tether_status_t bad = report(enumArg("tether_signal_op_on_stream", "sig_op", op));
+  if (bad != TETHER_SUCCESS) return bad;
   StreamOpDesc d = streamDesc(StreamOpDesc::Signal, pe);
   d.sig = sig;
   d.value = signal;
@@ -576,6 +616,8 @@ tether_status_t tether_signal_op_on_stream(tether_t w, uint64_t* sig, uint64_t s
 }
 tether_status_t tether_signal_wait_until_on_stream(tether_t w, uint64_t* sig, tether_cmp_t cmp, uint64_t value,
                                                    void* stream) {
+  const tether_status_t bad = report(enumArg("tether_signal_wait_until_on_stream", "cmp", cmp));
+  if (bad != TETHER_SUCCESS) return bad;
   StreamOpDesc d = streamDesc(StreamOpDesc::Wait, 0);
   d.sig = sig;
   d.cmp = cmp;
@@ -585,6 +627,8 @@ tether_status_t tether_signal_wait_until_on_stream(tether_t w, uint64_t* sig, te
 tether_status_t tether_wait_until_on_stream(tether_t w, void* ivar, tether_dtype_t type, tether_cmp_t cmp,
                                             const void* value, void* stream) {
   const char* call = "tether_wait_until_on_stream";
+  const tether_status_t bad = report(waitArgs(call, type, cmp));
+  if (bad != TETHER_SUCCESS) return bad;
   const tether::DtypeInfo& t = tether::dtypeInfo(type);
   if (t.cls == tether::DtypeClass::Invalid || t.cls == tether::DtypeClass::Float || t.size != 8)
     return report(tether::Status(TETHER_ERR_INVALID_ARG,
@@ -614,11 +658,13 @@ tether_status_t tether_sync_all_on_stream(tether_t w, void* stream) {
 tether_status_t tether_atomic_on_stream(tether_t w, tether_amo_t op, tether_dtype_t type, void* dest,
                                         const void* value, const void* cond, void* fetched, int pe, void* stream) {
   const char* call = "tether_atomic_on_stream";
+  tether::Status args = enumArg(call, "op", op);
+  if (args.isOk()) args = enumArg(call, "type", type);
+  if (!args.isOk()) return report(args);
   const tether::DtypeInfo& t = tether::dtypeInfo(type);
   auto bad = [&](const std::string& why) {
     return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": " + why));
   };
-  if (static_cast<unsigned>(op) >= TETHER_AMO_COUNT) return bad("unknown operation " + std::to_string(op));
   if (t.cls == tether::DtypeClass::Invalid || (t.size != 4 && t.size != 8))
     return bad(std::string("type ") + t.name + ": 4- and 8-byte types only");
   const bool extended = op == TETHER_AMO_FETCH || op == TETHER_AMO_SET || op == TETHER_AMO_SWAP;

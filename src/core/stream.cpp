@@ -16,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/enum_arg.h"
 #include "base/log.h"
 #include "core/dtype.h"
 #include "core/world.h"
@@ -609,6 +610,17 @@ Status enqueueOnStream(World& w, const char* call, const StreamOpDesc* ops, size
   return runPlan(*so, plan, stream, 0, 0, epochBase, OpSet::timeoutNs(w));
 }
 
+namespace {
+
+// ok when the enum field `field` of the caller's ops[i] holds an enumerator; else INVALID_ARG naming ops[i].field.
+template <typename E>
+Status opField(const char* call, size_t i, const char* field, const E& value) {
+  if (enumValid(value)) return Status::ok();
+  return enumArg(call, strprintf("ops[%zu].%s", i, field).c_str(), value);
+}
+
+}  // namespace
+
 Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out) {
   const char* call = "tether_prepare";
   if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: set is NULL", call);
@@ -626,9 +638,19 @@ Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out
     d.nbytes = o.nbytes;
     d.sig = o.sig_addr;
     d.value = o.signal;
-    d.sigOp = o.sig_op;
-    d.cmp = o.cmp;
-    switch (o.kind) {
+    // The enum fields are the caller's (any int from C): each is checked before it is read as the enum, and only the
+    // fields its kind uses are read (base/enum_arg.h).
+    TETHER_TRY(opField(call, i, "kind", o.kind));
+    const tether_op_kind_t kind = o.kind;
+    if (kind == TETHER_OP_PUT_SIGNAL || kind == TETHER_OP_SIGNAL) {
+      TETHER_TRY(opField(call, i, "sig_op", o.sig_op));
+      d.sigOp = o.sig_op;
+    }
+    if (kind == TETHER_OP_SIGNAL_WAIT) {
+      TETHER_TRY(opField(call, i, "cmp", o.cmp));
+      d.cmp = o.cmp;
+    }
+    switch (kind) {
       case TETHER_OP_PUT: d.kind = StreamOpDesc::Put; break;
       case TETHER_OP_GET: d.kind = StreamOpDesc::Get; break;
       case TETHER_OP_PUT_SIGNAL: d.kind = StreamOpDesc::PutSignal; break;
@@ -637,7 +659,7 @@ Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out
       case TETHER_OP_QUIET: d.kind = StreamOpDesc::Quiet; break;
       case TETHER_OP_BARRIER_ALL: d.kind = StreamOpDesc::Barrier; d.quietFirst = true; break;
       case TETHER_OP_SYNC_ALL: d.kind = StreamOpDesc::Barrier; break;
-      default: TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: op %zu: unknown kind %d", call, i, static_cast<int>(o.kind));
+      default: TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: op %zu: unknown kind %d", call, i, static_cast<int>(kind));
     }
   }
   StreamOps* so = nullptr;

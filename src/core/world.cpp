@@ -9,6 +9,7 @@
 #include <random>
 
 #include "base/clock.h"
+#include "base/enum_arg.h"
 #include "base/log.h"
 
 namespace tether {
@@ -583,7 +584,7 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
   return Status::ok();
 }
 
-Status World::resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const {
+Status World::resolveKind(const char* call, int kind, SegKind* out) const {
   switch (kind) {
     case TETHER_SEG_DEFAULT: *out = defaultKind_; return Status::ok();
     case TETHER_SEG_HOST: *out = SegKind::Host; return Status::ok();
@@ -595,12 +596,11 @@ Status World::resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out
       *out = SegKind::Device;
       return Status::ok();
     default:
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown segment kind %d", call, static_cast<int>(kind));
+      return badEnum<tether_seg_kind_t>(call, "kind", kind);
   }
 }
 
-Status World::allocate(const char* call, tether_seg_kind_t kind, uint64_t align, uint64_t size, bool zero,
-                       void** out) {
+Status World::allocate(const char* call, int kind, uint64_t align, uint64_t size, bool zero, void** out) {
   *out = nullptr;
   if (align == 0) align = kDefaultAlign;
   SegKind k = SegKind::Host;

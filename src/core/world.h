@@ -74,7 +74,8 @@ class World {
   uint64_t segmentBytes(SegKind k) const;
 
   // ---- heap (collective) -- core/world.cpp
-  Status allocate(const char* call, tether_seg_kind_t kind, uint64_t align, uint64_t size, bool zero, void** out);
+  // kind: the integer value of the caller's tether_seg_kind_t, checked here (collectively) before it is used.
+  Status allocate(const char* call, int kind, uint64_t align, uint64_t size, bool zero, void** out);
   Status reallocate(const char* call, void* ptr, uint64_t size, void** out);
   Status release(const char* call, void* ptr);
   void* ptr(const void* addr, int pe) const;
@@ -186,7 +187,7 @@ class World {
   Status deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out);
   Status registerHostViews(uint64_t committed);
   HostSegmentParams heapParams(const char* name) const;  // this job's local ranks, socket tag, secret, timeout
-  Status resolveKind(const char* call, tether_seg_kind_t kind, SegKind* out) const;
+  Status resolveKind(const char* call, int kind, SegKind* out) const;
   Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
   char* segBase(SegKind k) const { return k == SegKind::Host ? host_->myBase() : device_->myBase(); }
   void addOpsInUse(const SegPath& p);

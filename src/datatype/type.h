@@ -6,10 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <vector>
 
+#include "base/enum_arg.h"
 #include "base/status.h"
 #include "tether/datatype.h"
 
@@ -87,16 +87,10 @@ int64_t basicSize(int basic);
 // Type::makeStruct).
 int basicPadClass(int basic);
 
-// The integer value of an enum argument of the C API, read without loading the enum: a C caller may pass any int, and
-// loading an out-of-range value as the enum is undefined in C++ (UBSan -fsanitize=enum halts on it). Validate the
-// result before converting it back to the enum.
-template <typename E>
-int enumValue(const E& e) {
-  static_assert(sizeof(E) == sizeof(int), "C API enums are int-sized");
-  int v;
-  std::memcpy(&v, &e, sizeof v);
-  return v;
-}
+// The integer value of an enum argument of the C API, read without loading the enum (base/enum_arg.h): a C caller may
+// pass any int, and loading an out-of-range value as the enum is undefined in C++ (UBSan -fsanitize=enum halts on
+// it). Validate the result before converting it back to the enum.
+using ::tether::enumValue;
 
 // Checked 64-bit arithmetic: false on overflow.
 inline bool mulOk(int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); }
