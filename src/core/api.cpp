@@ -385,36 +385,38 @@ tether_status_t tether_get_elems(tether_t w, void* d, const void* s, size_t nele
 
 // Non-contiguous put/get (tether/datatype.h; core/rma_typed.cpp).
 #define TETHER_TYPED_CALL(name, verb, mode, stream)                                                                \
-  return guarded(w, #name, [&](World& x) { return x.verb(#name, d, dt, dc, s, st, sc, pe, World::TypedMode::mode, stream); })
+  return guarded(w, #name, [&](World& x) {                                                                        \
+    return x.typed().verb(#name, d, dt, dc, s, st, sc, pe, tether::TypedRma::Mode::mode, stream);                  \
+  })
 tether_status_t tether_put_typed(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s, tether_type_t st,
                                  int64_t sc, int pe) {
-  TETHER_TYPED_CALL(tether_put_typed, putTyped, Blocking, nullptr);
+  TETHER_TYPED_CALL(tether_put_typed, put, Blocking, nullptr);
 }
 tether_status_t tether_get_typed(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s, tether_type_t st,
                                  int64_t sc, int pe) {
-  TETHER_TYPED_CALL(tether_get_typed, getTyped, Blocking, nullptr);
+  TETHER_TYPED_CALL(tether_get_typed, get, Blocking, nullptr);
 }
 tether_status_t tether_put_typed_nbi(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
                                      tether_type_t st, int64_t sc, int pe) {
-  TETHER_TYPED_CALL(tether_put_typed_nbi, putTyped, Nbi, nullptr);
+  TETHER_TYPED_CALL(tether_put_typed_nbi, put, Nbi, nullptr);
 }
 tether_status_t tether_get_typed_nbi(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
                                      tether_type_t st, int64_t sc, int pe) {
-  TETHER_TYPED_CALL(tether_get_typed_nbi, getTyped, Nbi, nullptr);
+  TETHER_TYPED_CALL(tether_get_typed_nbi, get, Nbi, nullptr);
 }
 tether_status_t tether_put_typed_on_stream(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
                                            tether_type_t st, int64_t sc, int pe, void* stream) {
-  TETHER_TYPED_CALL(tether_put_typed_on_stream, putTyped, OnStream, stream);
+  TETHER_TYPED_CALL(tether_put_typed_on_stream, put, OnStream, stream);
 }
 tether_status_t tether_get_typed_on_stream(tether_t w, void* d, tether_type_t dt, int64_t dc, const void* s,
                                            tether_type_t st, int64_t sc, int pe, void* stream) {
-  TETHER_TYPED_CALL(tether_get_typed_on_stream, getTyped, OnStream, stream);
+  TETHER_TYPED_CALL(tether_get_typed_on_stream, get, OnStream, stream);
 }
 #undef TETHER_TYPED_CALL
 tether_status_t tether_typed_route(tether_t w, int is_put, void* d, tether_type_t dt, int64_t dc, const void* s,
                                    tether_type_t st, int64_t sc, int pe, const char** route) {
   return guarded(w, "tether_typed_route", [&](World& x) {
-    return x.typedRoute("tether_typed_route", is_put != 0, d, dt, dc, s, st, sc, pe, route);
+    return x.typed().route("tether_typed_route", is_put != 0, d, dt, dc, s, st, sc, pe, route);
   });
 }
 

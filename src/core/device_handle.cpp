@@ -1,6 +1,6 @@
 // World::deviceHandle: the device handle of tether.h (layout and translation rule are documented there and in
 // include/tether/device.cuh). Built on demand from the heap windows, the GPU aliases of the HOST/STATIC views and the
-// peer paths chosen at start-up; the peer table is cached and reused while its contents do not change.
+// peer paths chosen at start-up; the peer table comes from the World's DeviceHandleCache (core/device_handle_cache.h).
 #include <cstring>
 
 #include "base/log.h"
@@ -111,12 +111,9 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
     h.barrier = &reinterpret_cast<ControlBlock*>(host_->myBase())->devBarrier;
   }
 
-  // Peer table: reuse the last one when nothing changed, else a new one (older ones stay valid until the World dies).
-  const int space = forGpu ? 1 : 0;
-  std::lock_guard<std::mutex> lock(handleMu_);
-
   // Proxy ring for the (PE, segment) pairs loads/stores do not reach (core/proxy.h), when asked for, and once the
   // World runs a proxy anyway (tether.h).
+  std::unique_lock<std::mutex> proxyLock(proxyMu_);
   if (proxied || withRing || proxy_) {
     if (!proxy_) {
       TETHER_TRY(Proxy::create(*this, config_.integer("TETHER_PROXY_SLOTS"), &proxy_).withContext("device handle"));
@@ -138,21 +135,9 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
                       forceProxy_ ? "TETHER_FORCE_PROXY=1" : "not load/store reachable");
     }
   }
-  const size_t bytes = peers.size() * sizeof(tether_device_peer_t);
-  if (!lastTable_[space] || lastPeers_[space].size() != peers.size() ||
-      std::memcmp(lastPeers_[space].data(), peers.data(), bytes) != 0) {
-    if (forGpu) {
-      void* table = nullptr;
-      TETHER_TRY(gpu_->allocDevice(bytes, &table).withContext("tether_device_handle: peer table"));
-      TETHER_TRY(gpu_->copy(table, peers.data(), bytes, false).withContext("tether_device_handle: peer table"));
-      lastTable_[space] = static_cast<const tether_device_peer_t*>(table);
-    } else {
-      cpuTables_.emplace_back(new std::vector<tether_device_peer_t>(peers));
-      lastTable_[space] = cpuTables_.back()->data();
-    }
-    lastPeers_[space] = peers;
-  }
-  h.peers = lastTable_[space];
+  proxyLock.unlock();
+  // Peer table: the last one when nothing changed, else a new one (older ones stay valid until the World dies).
+  TETHER_TRY(handles_.table(forGpu, peers, gpu_.get(), &h.peers));
   *out = h;
   return Status::ok();
 }

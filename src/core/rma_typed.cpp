@@ -15,8 +15,8 @@
 // Choice (TETHER_DT_RMA=auto): direct wherever the peer's bytes are load/store (or kernel) reachable, except that a
 // typed-to-typed transfer on the GPU route with a local GPU buffer goes staged when the cost model says it is faster
 // (core/typed_route.h: the engine's calibrated estimates for both types, and the link terms measured once per PE by
-// World::typedLink). With one side contiguous the direct route is never slower in the model: it does the same pack,
-// overlapped with the link, instead of a pack then a copy. TETHER_DT_RMA=direct / staged force a route.
+// TypedRma::measureLink). With one side contiguous the direct route is never slower in the model: it does the same
+// pack, overlapped with the link, instead of a pack then a copy. TETHER_DT_RMA=direct / staged force a route.
 //
 // Completion: the blocking and _nbi forms are complete on return (OpenSHMEM allows an nbi call to complete early).
 // The Staged route issues its runs as non-blocking puts/gets and quiets once per fragment, which also completes this
@@ -37,6 +37,7 @@
 
 #include "base/log.h"
 #include "core/stream_ops.h"
+#include "core/typed_rma.h"
 #include "core/world.h"
 #include "datatype/canonical.h"
 #include "datatype/gpu_pack.h"
@@ -161,18 +162,18 @@ Status typedOnGpuStream(int dev, const Mem& from, const Mem& to, int64_t n, void
 // since the span is). 16 non-blocking 8-byte gets and a quiet give runUs; the best of 3 gets of the probe gives
 // ceGbs (its runUs taken off); engine packs of 64 KiB and of the whole probe, read from the peer's memory (best of
 // 2 after a warm-up each), give kernelGbs (the difference of the two, so the launch does not count). Measured under
-// typedMu_ (the caller holds it), once per PE unless a later call allows an 8x larger probe.
-Status World::typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, char* spanGpu, int64_t span,
-                        TypedLink* out) {
+// mu_ (the caller holds it), once per PE unless a later call allows an 8x larger probe.
+Status TypedRma::measureLink(int pe, const SegPath& p, const RemoteAddr& spanStart, char* spanGpu, int64_t span,
+                             TypedLink* out) {
   const int64_t end = static_cast<int64_t>(spanStart.offset) + span;
   const int64_t bytes = std::min(end, kGpuFragment);
-  auto it = typedLinks_.find(pe);
-  if (it != typedLinks_.end() && (it->second.bytes >= kGpuFragment || bytes < 8 * it->second.bytes)) {
+  auto it = links_.find(pe);
+  if (it != links_.end() && (it->second.bytes >= kGpuFragment || bytes < 8 * it->second.bytes)) {
     *out = it->second;
     return Status::ok();
   }
-  if (!typedGpuStage_) TETHER_TRY(gpu_->allocDevice(static_cast<size_t>(kGpuFragment), &typedGpuStage_));
-  char* stage = static_cast<char*>(typedGpuStage_);
+  if (!gpuStage_) TETHER_TRY(w_.gpu()->allocDevice(static_cast<size_t>(kGpuFragment), &gpuStage_));
+  char* stage = static_cast<char*>(gpuStage_);
   RemoteAddr probe = spanStart;  // the probe's first byte, in the route's addressing
   probe.offset = static_cast<uint64_t>(end - bytes);
   const int64_t back = static_cast<int64_t>(spanStart.offset) - (end - bytes);  // probe start is this far below
@@ -188,7 +189,7 @@ Status World::typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, c
   const int k = 16;
   auto t0 = Clock::now();
   for (int i = 0; i < k; ++i) TETHER_TRY(p.ops->get(p.ctx, pe, stage, probe, small, true));
-  TETHER_TRY(quiet());
+  TETHER_TRY(w_.quiet());
   auto t1 = Clock::now();
   double whole = 1e300;  // the best of 3 gets of the probe (the first moves it once more than needed: a warm-up)
   for (int i = 0; i < 3; ++i) {
@@ -206,7 +207,7 @@ Status World::typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, c
     TETHER_FAIL(TETHER_ERR_INTERNAL, "typed put/get: the link probe's byte type: %s", tether_type_last_error());
   Side side{"probe", byte, byte->canonical.get(), bytes, bytes};
   const Mem m{&side, probeGpu};
-  const int dev = gpu_->device();
+  const int dev = w_.gpu()->device();
   const int64_t part = std::min<int64_t>(bytes, 65536);
   double t[2] = {1e300, 1e300};  // best of 2 each, after a warm-up of each size (metadata, the calibration table)
   Status st = Status::ok();
@@ -223,34 +224,34 @@ Status World::typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, c
   TETHER_LOG_DEBUG(LogSys::Core,
                    "typed put/get: link to PE %d (%" PRId64 " B probe): %.2f us per copy, copy %.1f GB/s, kernel %.1f GB/s",
                    pe, bytes, l.runUs, l.ceGbs, l.kernelGbs);
-  typedLinks_[pe] = l;
+  links_[pe] = l;
   *out = l;
   return Status::ok();
 }
 
-Status World::typedRoute(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount,
-                         const void* src, tether_type_s* srcType, int64_t srcCount, int pe, const char** route) {
+Status TypedRma::route(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount,
+                       const void* src, tether_type_s* srcType, int64_t srcCount, int pe, const char** route) {
   if (!route) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: route is NULL", call);
   *route = "none";
-  return typedRma(call, isPut, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe,
-                  TypedMode::Route, nullptr, route);
+  return transfer(call, isPut, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, Mode::Route,
+                  nullptr, route);
 }
 
-Status World::putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream) {
-  return typedRma(call, true, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, mode, stream);
+Status TypedRma::put(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
+                     tether_type_s* srcType, int64_t srcCount, int pe, Mode mode, void* stream) {
+  return transfer(call, true, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, mode, stream);
 }
 
-Status World::getTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream) {
-  return typedRma(call, false, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, mode, stream);
+Status TypedRma::get(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
+                     tether_type_s* srcType, int64_t srcCount, int pe, Mode mode, void* stream) {
+  return transfer(call, false, dest, destType, destCount, const_cast<void*>(src), srcType, srcCount, pe, mode, stream);
 }
 
 // Blocking and nbi forms complete on return; OnStream enqueues (typedOnStream below).
-Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
-                       tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream,
-                       const char** routeOut) {
-  TETHER_TRY(checkPe(call, pe));
+Status TypedRma::transfer(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount,
+                          void* src, tether_type_s* srcType, int64_t srcCount, int pe, Mode mode, void* stream,
+                          const char** routeOut) {
+  TETHER_TRY(w_.checkPe(call, pe));
   Side d, s;
   TETHER_TRY(checkSide(call, "dest", destType, destCount, &d));
   TETHER_TRY(checkSide(call, "src", srcType, srcCount, &s));
@@ -283,21 +284,21 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
   if (__builtin_sub_overflow(hi, lo, &span))
     TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s: the span overflows int64", call, what);
   SymRef ref;
-  TETHER_TRY(checkSymmetric(call, what, at(remoteAddr, lo), static_cast<uint64_t>(span), &ref));
+  TETHER_TRY(w_.checkSymmetric(call, what, at(remoteAddr, lo), static_cast<uint64_t>(span), &ref));
 
   // Route (see the file comment).
-  const std::string routeMode = config_.str("TETHER_DT_RMA");
+  const std::string routeMode = w_.config().str("TETHER_DT_RMA");
   if (routeMode != "auto" && routeMode != "direct" && routeMode != "staged")
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: TETHER_DT_RMA='%s': expected auto, direct or staged", call,
                 routeMode.c_str());
-  const SegPath& p = path(pe, ref.kind);
-  const RemoteAddr r = remote(pe, ref);
+  const SegPath& p = w_.path(pe, ref.kind);
+  const RemoteAddr r = w_.remote(pe, ref);
   // The local buffer's memory kind, asked of its lowest touched byte, not of its origin: the origin may lie outside
   // the allocation (a positive true lb, or data only below the origin), where CUDA reports no memory at all and a GPU
   // buffer would be taken for pageable host memory.
   int64_t localLo = 0, localHi = 0;
   TETHER_TRY(trueSpan(call, localSide, &localLo, &localHi));
-  const bool localOnGpu = gpu_ && gpu_->isDeviceMemory(at(localBuf, localLo));
+  const bool localOnGpu = w_.gpu() && w_.gpu()->isDeviceMemory(at(localBuf, localLo));
   const bool loadStore = p.ops && (p.ops->caps & kCapLoadStore);
   Route route = Route::Staged;
   char* remoteBase = nullptr;  // the remote side's buffer origin as addressed by the route (CPU or GPU address)
@@ -305,7 +306,7 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
     if (isHostMemory(r.kind) && !localOnGpu && r.ptr) {
       route = Route::CpuDirect;
       remoteBase = at(r.ptr, -lo);
-    } else if (gpu_ && (r.kind == SegKind::Device ? r.ptr : r.gpuPtr)) {
+    } else if (w_.gpu() && (r.kind == SegKind::Device ? r.ptr : r.gpuPtr)) {
       route = Route::GpuDirect;
       remoteBase = at(r.kind == SegKind::Device ? r.ptr : r.gpuPtr, -lo);
     }
@@ -313,16 +314,16 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
   int64_t contigAt = 0;
   const bool oneContiguous =
       dt::hostContiguous(*d.c, d.count, &contigAt) || dt::hostContiguous(*s.c, s.count, &contigAt);
-  if (route == Route::GpuDirect && routeMode == "auto" && localOnGpu && !oneContiguous && mode != TypedMode::OnStream) {
+  if (route == Route::GpuDirect && routeMode == "auto" && localOnGpu && !oneContiguous && mode != Mode::OnStream) {
     // The cost model (file comment): both types' engine estimates and the link terms to this PE.
-    const int dev = gpu_->device();
+    const int dev = w_.gpu()->device();
     dt::GpuEstimate le, re;
     TETHER_TRY(dt::gpuEstimate(*localSide.c, &localSide.handle->gpu, localSide.count, dev, &le));
     TETHER_TRY(dt::gpuEstimate(*remoteSide.c, &remoteSide.handle->gpu, remoteSide.count, dev, &re));
     TypedLink link;
     {
-      std::lock_guard<std::mutex> lock(typedMu_);
-      TETHER_TRY(typedLink(pe, p, r, remoteBase + lo, hi - lo, &link));
+      std::lock_guard<std::mutex> lock(mu_);
+      TETHER_TRY(measureLink(pe, p, r, remoteBase + lo, hi - lo, &link));
     }
     const RouteCosts rc = typedRouteCosts(le.us, re.us, re.blocks, n, link);
     TETHER_LOG_DEBUG(LogSys::Core, "%s: cost model: direct %.1f us, staged %.1f us (%" PRId64 " remote blocks)", call,
@@ -331,17 +332,17 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
   }
   TETHER_LOG_DEBUG(LogSys::Core, "%s: %" PRId64 " packed bytes %s PE %d, %s", call, n, isPut ? "to" : "from", pe,
                    kRouteNames[static_cast<int>(route)]);
-  if (mode == TypedMode::Route) {
+  if (mode == Mode::Route) {
     *routeOut = kRouteNames[static_cast<int>(route)];
     return Status::ok();
   }
 
   const Mem local{&localSide, static_cast<char*>(localBuf)};
-  const int dev = gpu_ ? gpu_->device() : -1;
+  const int dev = w_.gpu() ? w_.gpu()->device() : -1;
 
-  if (mode == TypedMode::OnStream) {
+  if (mode == Mode::OnStream) {
     StreamOps* so = nullptr;
-    TETHER_TRY(streamOps(&so).withContext(call));
+    TETHER_TRY(w_.streamOps(&so).withContext(call));
     if (route == Route::CpuDirect) {
       // The host reference in a stream host call. The canonical forms are shared, so freeing the handles after the
       // call cannot pull them from under it.
@@ -384,12 +385,12 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
       return dt::gpuSync(dev, nullptr);
     }
     // Through the GPU staging buffer: both kernels on one stream keep the fragments in order.
-    std::lock_guard<std::mutex> lock(typedMu_);
-    if (!typedGpuStage_) TETHER_TRY(gpu_->allocDevice(static_cast<size_t>(kGpuFragment), &typedGpuStage_));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!gpuStage_) TETHER_TRY(w_.gpu()->allocDevice(static_cast<size_t>(kGpuFragment), &gpuStage_));
     for (off = 0; off < n;) {
       const int64_t len = std::min(n - off, kGpuFragment);
-      TETHER_TRY(engine(dev, false, from, off, len, typedGpuStage_));
-      TETHER_TRY(engine(dev, true, to, off, len, typedGpuStage_));
+      TETHER_TRY(engine(dev, false, from, off, len, gpuStage_));
+      TETHER_TRY(engine(dev, true, to, off, len, gpuStage_));
       off += len;
     }
     return dt::gpuSync(dev, nullptr);
@@ -397,14 +398,14 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
 
   // Staged: a local staging buffer (GPU memory when the local buffer is GPU memory, so the engine can fill it) and
   // one ordinary contiguous put/get per memory run of the remote side's type.
-  std::unique_lock<std::mutex> lock(typedMu_, std::defer_lock);
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   std::vector<char> hostStage;
   char* stage = nullptr;
   int64_t frag = kHostFragment;
   if (localOnGpu) {
     lock.lock();
-    if (!typedGpuStage_) TETHER_TRY(gpu_->allocDevice(static_cast<size_t>(kGpuFragment), &typedGpuStage_));
-    stage = static_cast<char*>(typedGpuStage_);
+    if (!gpuStage_) TETHER_TRY(w_.gpu()->allocDevice(static_cast<size_t>(kGpuFragment), &gpuStage_));
+    stage = static_cast<char*>(gpuStage_);
     frag = kGpuFragment;
   } else {
     hostStage.resize(static_cast<size_t>(std::min(n, kHostFragment)));
@@ -426,11 +427,11 @@ Status World::typedRma(const char* call, bool isPut, void* dest, tether_type_s* 
     Status walked = dt::hostWalk(*remoteSide.c, off, len, [&](int64_t disp, int64_t runBytes) -> Status {
       void* sym = at(remoteAddr, disp);
       const size_t nb = static_cast<size_t>(runBytes);
-      Status st = isPut ? put(call, sym, stage + pos, nb, pe, true) : get(call, stage + pos, sym, nb, pe, true);
+      Status st = isPut ? w_.put(call, sym, stage + pos, nb, pe, true) : w_.get(call, stage + pos, sym, nb, pe, true);
       pos += runBytes;
       return st;
     });
-    const Status quieted = quiet();  // also after a failed run: nothing may still read or write the stage
+    const Status quieted = w_.quiet();  // also after a failed run: nothing may still read or write the stage
     TETHER_TRY(walked);
     TETHER_TRY(quieted);
     if (!isPut) {

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,9 +18,10 @@
 #include "base/config.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "core/device_handle_cache.h"
 #include "core/proxy.h"
 #include "core/stream_ops.h"
-#include "core/typed_route.h"
+#include "core/typed_rma.h"
 #include "heap/allocator.h"
 #include "gpu/gpu.h"
 #include "heap/shm_segment.h"
@@ -66,6 +66,7 @@ class World {
   int localPe() const { return localPe_; }
   int localSize() const { return localSize_; }
   double timeout() const { return timeout_; }
+  const Config& config() const { return config_; }
   const SegPath& path(int pe, SegKind kind) const {
     return paths_[static_cast<size_t>(pe)].seg[static_cast<int>(kind)];
   }
@@ -118,19 +119,8 @@ class World {
   Status quiet();
   Status fence();
 
-  // ---- non-contiguous RMA -- core/rma_typed.cpp (tether_put_typed & co., docs/datatype.md "Non-contiguous
-  // put/get"). dest (put) / src (get) is symmetric: the true extent of its count instances must lie in one symmetric
-  // segment. count * size must match on both sides. Blocking and nbi: complete on return (allowed for nbi).
-  // OnStream: enqueued on `stream` (stream order; complete when the stream reaches it), for the routes a stream can
-  // run (GPU kernels on GPU-addressable memory, or the host reference in a stream host call); others fail.
-  // Route: checks and the route choice only (tether_typed_route); *route gets its name, nothing moves.
-  enum class TypedMode { Blocking, Nbi, OnStream, Route };
-  Status putTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream = nullptr);
-  Status getTyped(const char* call, void* dest, tether_type_s* destType, int64_t destCount, const void* src,
-                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream = nullptr);
-  Status typedRoute(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount,
-                    const void* src, tether_type_s* srcType, int64_t srcCount, int pe, const char** route);
+  // ---- non-contiguous RMA (tether_put_typed & co.) -- core/typed_rma.h
+  TypedRma& typed() { return typed_; }
 
   // ---- waits and collectives -- core/sync.cpp
   enum class WaitMode { All, Any, Some };
@@ -202,13 +192,6 @@ class World {
   Status liveRef(const char* call, const void* ptr, SymRef* ref) const;
   Status barrierRounds(const char* call, bool quietFirst);  // barrier() without the collective-state rules
   Status badPe(const char* call, int pe) const;
-  // putTyped / getTyped (core/rma_typed.cpp): put moves src (local) to dest (remote), get src (remote) to dest.
-  Status typedRma(const char* call, bool isPut, void* dest, tether_type_s* destType, int64_t destCount, void* src,
-                  tether_type_s* srcType, int64_t srcCount, int pe, TypedMode mode, void* stream,
-                  const char** route = nullptr);
-  // Link terms to PE pe (TypedLink), measured on the call's remote span (rma_typed.cpp).
-  Status typedLink(int pe, const SegPath& p, const RemoteAddr& spanStart, char* spanGpu, int64_t span,
-                   TypedLink* out);
   Status checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
   // [addr, addr + n) inside the committed user part of this PE's HOST heap (no overflow possible: bounded by it).
   bool inHostHeap(const void* addr, uint64_t n, SymRef* ref) const {
@@ -243,17 +226,9 @@ class World {
   std::vector<PeerPath> paths_;
   std::vector<std::unique_ptr<StagedCtx>> staged_;  // ctx of each staged path (owned here, used by PeerPaths)
   std::vector<std::pair<const TransportOps*, void*>> opsInUse_;  // distinct (ops, ctx) over all paths (quiet/fence visit each once)
-  // Device-handle peer tables, by address space (0: CPU, 1: GPU): the last one's contents and every table handed
-  // out (kept until the World dies, so a kernel still holding an older handle never reads freed memory).
-  std::mutex handleMu_;
-  std::vector<tether_device_peer_t> lastPeers_[2];
-  const tether_device_peer_t* lastTable_[2] = {nullptr, nullptr};
-  std::vector<std::unique_ptr<std::vector<tether_device_peer_t>>> cpuTables_;
-  // Non-contiguous RMA (core/rma_typed.cpp): GPU staging buffer for typed-to-typed transfers through the GPU engine,
-  // allocated on first use (freed with the GPU context) and used by one transfer at a time (typedMu_).
-  std::mutex typedMu_;
-  void* typedGpuStage_ = nullptr;
-  std::map<int, TypedLink> typedLinks_;  // by PE (typedMu_)
+  DeviceHandleCache handles_;  // device-handle peer tables (core/device_handle_cache.h)
+  std::mutex proxyMu_;         // creation of proxy_ and the rings of device handles
+  TypedRma typed_{*this};     // non-contiguous RMA (core/typed_rma.h)
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   std::mutex streamMu_;  // creation of streamOps_
@@ -271,10 +246,10 @@ class World {
   bool finalized_ = false;
   Status lost_;  // the first error that lost collective state (ok while intact); collective calls only
   bool forceProxy_ = false;  // TETHER_FORCE_PROXY: device handles reach every other PE through the proxy
-  // Device API proxy (core/proxy.h), created with the first handle that needs it (under handleMu_). Declared last:
+  // Device API proxy (core/proxy.h), created with the first handle that needs it (under proxyMu_). Declared last:
   // destroyed first, so its thread stops before the heaps and GPU context it uses go away.
   std::unique_ptr<Proxy> proxy_;
-  std::atomic<Proxy*> liveProxy_{nullptr};  // proxy_ once created, for quiet() without handleMu_; null after stop
+  std::atomic<Proxy*> liveProxy_{nullptr};  // proxy_ once created, for quiet() without proxyMu_; null after stop
   // Stream-op layer (#6). Declared after proxy_: destroyed before it (an emulated stream may still be posting to it).
   std::unique_ptr<StreamOps> streamOps_;
 };
