@@ -733,7 +733,7 @@ tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, teth
     tether::SymRef ref;
     TETHER_TRY(x.checkSymmetric(call, "word", word, sizeof *word, &ref));
     tether::StreamOps* so = nullptr;
-    TETHER_TRY(x.streamOps(&so).withContext(call));
+    TETHER_TRY(x.streams().ops(&so).withContext(call));
     void* stream = nullptr;
     TETHER_TRY(so->createStream(&stream).withContext(call));
     *db = new tether_doorbell{set, word, stream};
@@ -775,7 +775,7 @@ tether_status_t tether_doorbell_sync(tether_doorbell_t db) {
                     db->last, v);
     }
     tether::StreamOps* so = nullptr;
-    TETHER_TRY(x.streamOps(&so).withContext(call));
+    TETHER_TRY(x.streams().ops(&so).withContext(call));
     return so->synchronize(db->stream).withContext(call);
   });
 }
@@ -793,7 +793,7 @@ tether_status_t tether_doorbell_free(tether_doorbell_t db) {
   tether_status_t out = TETHER_SUCCESS;
   {
     tether::StreamOps* so = nullptr;
-    tether::Status s = x->streamOps(&so);
+    tether::Status s = x->streams().ops(&so);
     if (s.isOk()) s = so->destroyStream(db->stream);
     out = report(s.withContext("tether_doorbell_free"));
   }
@@ -811,7 +811,7 @@ Status useStreamOpsForTesting(tether_t w, std::unique_ptr<StreamOps> ops) {
   World* x = nullptr;
   if (liveWorld(w, "useStreamOpsForTesting", &x) != TETHER_SUCCESS)
     return Status(TETHER_ERR_INVALID_ARG, tether_last_error());
-  x->setStreamOps(std::move(ops));
+  x->streams().install(std::move(ops));
   return Status::ok();
 }
 

@@ -342,7 +342,7 @@ Status TypedRma::transfer(const char* call, bool isPut, void* dest, tether_type_
 
   if (mode == Mode::OnStream) {
     StreamOps* so = nullptr;
-    TETHER_TRY(w_.streamOps(&so).withContext(call));
+    TETHER_TRY(w_.streams().ops(&so).withContext(call));
     if (route == Route::CpuDirect) {
       // The host reference in a stream host call. The canonical forms are shared, so freeing the handles after the
       // call cannot pull them from under it.

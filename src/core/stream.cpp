@@ -23,26 +23,6 @@
 
 namespace tether {
 
-// ---- World: the stream-op layer ------------------------------------------------------------------------------------
-
-Status World::streamOps(StreamOps** out) {
-  std::lock_guard<std::mutex> lock(streamMu_);
-  if (!streamOps_) {
-    if (!gpu_)
-      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "stream operations need a GPU on PE %d (host-only build, no visible GPU, "
-                  "or TETHER_GPU=none)", job_.rank);
-    TETHER_TRY(createGpuStreamOps(*gpu_, &streamOps_));
-    TETHER_LOG_INFO(LogSys::Core, "stream operations: %s", streamOps_->name());
-  }
-  *out = streamOps_.get();
-  return Status::ok();
-}
-
-void World::setStreamOps(std::unique_ptr<StreamOps> ops) {
-  std::lock_guard<std::mutex> lock(streamMu_);
-  streamOps_ = std::move(ops);
-}
-
 namespace {
 
 // Patch kinds of a memop value or a step.
@@ -125,7 +105,7 @@ class StreamPlanner {
     const SegPath& p = w_.path(pe, ref.kind);
     if (!p.ops)
       TETHER_FAIL(TETHER_ERR_UNREACHABLE, "%s: no path to the %s segment of PE %d", call_, segKindName(ref.kind), pe);
-    if (w_.forceProxy_ && pe != w_.myPe()) return proxyReady(pe);
+    if (w_.forceProxy() && pe != w_.myPe()) return proxyReady(pe);
     if (so_.gpuAddresses()) {
       if (ref.kind == SegKind::Device)
         *out = p.kind == PathKind::Staged || !p.base ? nullptr : p.base + ref.offset;
@@ -575,7 +555,7 @@ class OpSet {
   Status post(void* stream, const tether_post_patch_t* patch) {
     const char* call = "tether_post_on_stream";
     StreamOps* so = nullptr;
-    TETHER_TRY(w_.streamOps(&so).withContext(call));
+    TETHER_TRY(w_.streams().ops(&so).withContext(call));
     const size_t offset = patch ? patch->offset : 0;
     const uint64_t signal = patch ? patch->signal : 0;
     StreamPlanner planner(w_, *so, call);
@@ -585,7 +565,7 @@ class OpSet {
       TETHER_LOG_DEBUG(LogSys::Core, "%s: heap views changed since tether_prepare: rebuilding the set", call);
       TETHER_TRY(build(*so).withContext(call));
     }
-    const uint64_t epochBase = plan_.barriers ? w_.nextStreamBarrierEpochs(plan_.barriers) : 0;
+    const uint64_t epochBase = plan_.barriers ? w_.streams().nextBarrierEpochs(plan_.barriers) : 0;
     return runPlan(*so, plan_, stream, offset, signal, epochBase, timeoutNs(w_));
   }
 
@@ -602,11 +582,11 @@ class OpSet {
 
 Status enqueueOnStream(World& w, const char* call, const StreamOpDesc* ops, size_t n, void* stream) {
   StreamOps* so = nullptr;
-  TETHER_TRY(w.streamOps(&so).withContext(call));
+  TETHER_TRY(w.streams().ops(&so).withContext(call));
   Plan plan;
   StreamPlanner planner(w, *so, call);
   TETHER_TRY(planner.compile(ops, n, &plan));
-  const uint64_t epochBase = plan.barriers ? w.nextStreamBarrierEpochs(plan.barriers) : 0;
+  const uint64_t epochBase = plan.barriers ? w.streams().nextBarrierEpochs(plan.barriers) : 0;
   return runPlan(*so, plan, stream, 0, 0, epochBase, OpSet::timeoutNs(w));
 }
 
@@ -663,7 +643,7 @@ Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out
     }
   }
   StreamOps* so = nullptr;
-  TETHER_TRY(w.streamOps(&so).withContext(call));
+  TETHER_TRY(w.streams().ops(&so).withContext(call));
   std::unique_ptr<OpSet> set(new OpSet(w, std::move(descs)));
   TETHER_TRY(set->build(*so));
   *out = set.release();

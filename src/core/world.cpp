@@ -109,6 +109,7 @@ Status World::init(const tether_init_attr_t& attr) {
   TETHER_LOG_INFO(LogSys::Core, "PE %d of %d (launcher %s)", job_.rank, job_.size, job_.launcher.c_str());
   TETHER_TRY(discoverHosts());
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
+  streams_.attach(gpu_.get(), job_.rank);
   TETHER_TRY(discoverTopology());
 
   TETHER_TRY(setUpHeaps());
@@ -409,7 +410,7 @@ Status World::finalize() {
   // PE's own operations are still completed, and everything below is released all the same.
   if (!lost_.isOk()) TETHER_WARN_ON_FAIL(quiet());
   Status s = barrier("tether_finalize", true);
-  streamOps_.reset();  // its streams drain (CPU emulation) before the proxy and heaps they use go away
+  streams_.close();  // its streams drain (CPU emulation) before the proxy and heaps they use go away
   // Tear down in dependency order: the device API proxy (executes what is posted, stops its thread), device
   // mappings, the GPU context (it unregisters the host views it registered), then the host heap.
   if (proxy_) {

@@ -21,6 +21,7 @@
 #include "core/device_handle_cache.h"
 #include "core/proxy.h"
 #include "core/stream_ops.h"
+#include "core/stream_runtime.h"
 #include "core/typed_rma.h"
 #include "heap/allocator.h"
 #include "gpu/gpu.h"
@@ -66,6 +67,7 @@ class World {
   int localPe() const { return localPe_; }
   int localSize() const { return localSize_; }
   double timeout() const { return timeout_; }
+  bool forceProxy() const { return forceProxy_; }  // TETHER_FORCE_PROXY
   const Config& config() const { return config_; }
   const SegPath& path(int pe, SegKind kind) const {
     return paths_[static_cast<size_t>(pe)].seg[static_cast<int>(kind)];
@@ -155,16 +157,11 @@ class World {
   Status deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRing = false);
 
   // ---- stream-ordered operations (#6) -- core/stream.cpp
-  // The stream-op layer of this World: the CUDA one (made on first use) when this PE has a GPU, unless a test
-  // installed another (setStreamOps, before the first stream operation; the World owns it). Fails with
-  // TETHER_ERR_UNSUPPORTED when there is neither.
-  Status streamOps(StreamOps** out);
-  void setStreamOps(std::unique_ptr<StreamOps> ops);
+  // The stream-op layer and stream barrier epochs (core/stream_runtime.h).
+  StreamRuntime& streams() { return streams_; }
   // Counts changes of the GPU views of HOST segments (re-registration after growth): prepared plans that translated
   // addresses under an older count are rebuilt before use.
   uint64_t viewsEpoch() const { return viewsEpoch_.load(std::memory_order_acquire); }
-  // Epochs of stream barriers, one per barrier in enqueue order (collective: every PE enqueues the same sequence).
-  uint64_t nextStreamBarrierEpochs(uint64_t count) { return streamBarrierEpoch_.fetch_add(count) + 1; }
 
  private:
   friend class StreamPlanner;  // core/stream.cpp: compiles stream operations against the paths and control blocks
@@ -231,7 +228,6 @@ class World {
   TypedRma typed_{*this};     // non-contiguous RMA (core/typed_rma.h)
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
-  std::mutex streamMu_;  // creation of streamOps_
   // Fairness of the _any waits (core/sync.cpp anyStart): per ivars array, the index after the one last returned;
   // kAnyCursors slots chosen by address (a collision only restarts that array's rotation).
   struct AnyCursor {
@@ -241,7 +237,6 @@ class World {
   static constexpr size_t kAnyCursors = 64;
   std::mutex anyMu_;
   AnyCursor anyCursors_[kAnyCursors];
-  std::atomic<uint64_t> streamBarrierEpoch_{0};
   std::atomic<uint64_t> viewsEpoch_{0};
   bool finalized_ = false;
   Status lost_;  // the first error that lost collective state (ok while intact); collective calls only
@@ -250,8 +245,8 @@ class World {
   // destroyed first, so its thread stops before the heaps and GPU context it uses go away.
   std::unique_ptr<Proxy> proxy_;
   std::atomic<Proxy*> liveProxy_{nullptr};  // proxy_ once created, for quiet() without proxyMu_; null after stop
-  // Stream-op layer (#6). Declared after proxy_: destroyed before it (an emulated stream may still be posting to it).
-  std::unique_ptr<StreamOps> streamOps_;
+  // Stream runtime (#6). Declared after proxy_: destroyed before it (an emulated stream may still be posting to it).
+  StreamRuntime streams_;
 };
 
 // Internal words at the start of every PE's host heap (before the first user allocation).

@@ -1,0 +1,48 @@
+// StreamRuntime: the stream-ordered side of one World (#6) -- its stream-op layer and the epochs of stream barriers.
+//
+// Owns: the stream-op layer (core/stream_ops.h): the CUDA one, made on first use when this PE has a GPU, or one a
+// test installed (install(), before the first stream operation); and the counter of barrier_all_on_stream epochs.
+// Who calls it: the stream compiler (core/stream.cpp: *_on_stream calls and prepared sets), typed RMA's stream forms
+// (core/typed_rma.h) and the test hook tether_test_set_stream_ops (core/api.cpp), all through World::streams().
+// Thread-safety: ops() and install() may race (one mutex guards the creation); nextBarrierEpochs is atomic.
+// Lifetime: a member of World, attached to the World's GPU context at init. close() (World::finalize, ~World)
+// destroys the stream-op layer -- its streams drain (CPU emulation) -- before the proxy, heaps and GPU context it
+// uses go away: the World declares this room after its proxy, and finalize closes it first.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "base/status.h"
+#include "core/stream_ops.h"
+#include "gpu/gpu.h"
+
+namespace tether {
+
+class StreamRuntime {
+ public:
+  // The GPU context stream-op layers are made on (nullptr: none) and this PE's number (messages).
+  void attach(GpuContext* gpu, int myPe) {
+    gpu_ = gpu;
+    myPe_ = myPe;
+  }
+  // *out: the stream-op layer, made on first use; TETHER_ERR_UNSUPPORTED when there is no GPU and none installed.
+  Status ops(StreamOps** out);
+  // Installs a stream-op layer (owned here; tests: the CPU emulation on a GPU-less PE).
+  void install(std::unique_ptr<StreamOps> ops);
+  // Epochs of stream barriers, one per barrier in enqueue order (collective: every PE enqueues the same sequence).
+  uint64_t nextBarrierEpochs(uint64_t count) { return barrierEpoch_.fetch_add(count) + 1; }
+  // Destroys the stream-op layer (its streams drain first); later ops() calls make a new one.
+  void close();
+
+ private:
+  GpuContext* gpu_ = nullptr;
+  int myPe_ = 0;
+  std::mutex mu_;  // creation of ops_
+  std::unique_ptr<StreamOps> ops_;
+  std::atomic<uint64_t> barrierEpoch_{0};
+};
+
+}  // namespace tether
