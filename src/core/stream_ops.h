@@ -3,16 +3,16 @@
 // core/stream.cpp compiles every tether_*_on_stream call and every prepared set (tether_prepare) into these.
 //
 // Implementations, chosen by factory (never by #ifdef in the core):
-//  - createGpuStreamOps (src/gpu/cuda/stream_ops_cuda.cpp): copies are cudaMemcpyAsync on the stream; writes and waits
-//    are stream memory operations (cuStreamBatchMemOp: WRITE_VALUE_64/32, WAIT_VALUE_64 with GEQ/EQ/AND/NOR, and a
-//    system-scope MEM_OP_BARRIER before release writes), several per call; ADD signals, AMOs, narrow stores, the
+//  - createGpuStreamOps (core/stream/cuda/stream_ops_cuda.cpp): copies are cudaMemcpyAsync on the stream; writes and
+//    waits are stream memory operations (cuStreamBatchMemOp: WRITE_VALUE_64/32, WAIT_VALUE_64 with GEQ/EQ/AND/NOR, and
+//    a system-scope MEM_OP_BARRIER before release writes), several per call; ADD signals, AMOs, narrow stores, the
 //    comparisons memops lack and proxy calls are one-thread kernels on the stream. Addresses are GPU addresses (HOST
-//    segments through their registered aliases). The host-only build's version (src/gpu/none) reports no GPU.
-//  - createCpuStreamOps (core/stream_ops_cpu.cpp): a CPU emulation for tests without a GPU. Each emulated stream is a
-//    worker thread executing its queue in order: copies are memcpy + full fence, writes release stores, waits acquire
-//    loads bounded by TETHER_TIMEOUT, AMOs CPU atomics, proxy calls the host-compiled device API with the CPU handle.
-//    Addresses are CPU addresses (HOST and STATIC segments only). Not a user feature: tests install it on a World
-//    with useStreamOpsForTesting (api.cpp).
+//    segments through their registered aliases). The host-only build's version (core/stream/none) reports no GPU.
+//  - createCpuStreamOps (core/stream/stream_ops_cpu.cpp): a CPU emulation for tests without a GPU. Each emulated stream
+//    is a worker thread executing its queue in order: copies are memcpy + full fence, writes release stores, waits
+//    acquire loads bounded by TETHER_TIMEOUT, AMOs CPU atomics, proxy calls the host-compiled device API with the CPU
+//    handle. Addresses are CPU addresses (HOST and STATIC segments only). Not a user feature: tests install it on a
+//    World with useStreamOpsForTesting (api.cpp).
 //
 // Contract every implementation keeps (what core/stream.cpp relies on):
 //  - Stream order: each enqueued operation starts after the previous one on the same stream is complete, and its
@@ -58,7 +58,7 @@ struct StreamMemOp {
 // names them (dest, sig) and local buffers (src of a put, dest of a get, fetched). Executed with the device API's
 // blocking forms and followed by its quiet: complete (and visible) before the next stream operation starts.
 // The CUDA version is a one-thread kernel taking the handle by value: tickets are taken when the kernel runs, so it
-// stays correct under graph replay and when several streams post (core/stream_proxy_call.h runs it).
+// stays correct under graph replay and when several streams post (core/stream/stream_proxy_call.h runs it).
 struct ProxyCall {
   enum Op : uint32_t { Put, Get, PutInline, PutSignal, Signal, Amo } op = Put;
   int32_t pe = 0;

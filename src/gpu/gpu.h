@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "base/amo.h"
 #include "base/config.h"
 #include "base/status.h"
-#include "transport/transport.h"
 
 namespace tether {
 

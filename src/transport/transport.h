@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/amo.h"
 #include "base/status.h"
 #include "tether/tether.h"
 #include "topology/topology.h"
@@ -38,14 +39,6 @@ struct RemoteAddr {
   uint64_t offset;
   SegKind kind;
   char* gpuPtr;    // the GPU-usable address of the same byte (HOST segments registered with CUDA), or nullptr
-};
-
-// One atomic operation on a word of `width` bytes (4 or 8); operands are bit patterns in the low bytes.
-struct AmoArgs {
-  tether_amo_t op;
-  unsigned width;
-  uint64_t value;
-  uint64_t cond;
 };
 
 struct TransportOps {

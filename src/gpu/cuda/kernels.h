@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "transport/transport.h"
+#include "base/amo.h"
 
 namespace tether {
 namespace gpukernels {

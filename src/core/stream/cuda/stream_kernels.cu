@@ -1,6 +1,6 @@
-#include "gpu/cuda/stream_kernels.h"
+#include "core/stream/cuda/stream_kernels.h"
 
-#include "core/stream_proxy_call.h"
+#include "core/stream/stream_proxy_call.h"
 #include "gpu/cuda/amo.cuh"
 
 namespace tether {

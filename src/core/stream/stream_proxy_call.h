@@ -1,6 +1,7 @@
 // Executes one ProxyCall (core/stream_ops.h) with the device API, so the stream path to proxied peers reuses the
 // ring protocol, flow control and bounded waits of issue #5 unchanged. Compiled for the GPU (the one-thread kernel of
-// gpu/cuda/stream_kernels.cu) and for the CPU (the emulated stream's worker thread, core/stream_ops_cpu.cpp).
+// core/stream/cuda/stream_kernels.cu) and for the CPU (the emulated stream's worker thread,
+// core/stream/stream_ops_cpu.cpp).
 // Every call uses the blocking device form and ends with quiet: complete before the stream's next operation.
 #pragma once
 

@@ -12,8 +12,8 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "core/stream/stream_proxy_call.h"
 #include "core/stream_ops.h"
-#include "core/stream_proxy_call.h"
 
 namespace tether {
 namespace {

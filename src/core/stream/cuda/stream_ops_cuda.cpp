@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "base/log.h"
+#include "core/stream/cuda/stream_kernels.h"
 #include "core/stream_ops.h"
 #include "gpu/cuda/kernels.h"
-#include "gpu/cuda/stream_kernels.h"
 #include "gpu/gpu.h"
 
 namespace tether {
