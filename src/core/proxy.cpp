@@ -93,6 +93,7 @@ Status Proxy::drain(double timeoutSeconds) {
                     "ticket %llu of %llu (a producer took a ticket and never posted, or the proxy is stuck)",
                     timeoutSeconds, r.gpu ? "GPU" : "CPU", static_cast<unsigned long long>(done),
                     static_cast<unsigned long long>(taken));
+      world_.paths().progress();
       if (n > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     const uint64_t err = __atomic_load_n(&r.state->error, __ATOMIC_ACQUIRE);
@@ -116,6 +117,7 @@ void Proxy::run() {
     bool any = false;
     const int n = nRings_.load(std::memory_order_acquire);
     for (int i = 0; i < n; ++i) any = serve(*order_[i]) || any;
+    world_.paths().progress();  // the providers behind the paths the descriptors use
     if (any) {
       idle = 0;
       continue;

@@ -112,15 +112,12 @@ Status World::putSignal(const char* call, void* dest, const void* src, size_t n,
 }
 
 Status World::quiet() {
-  for (const auto& o : opsInUse_) TETHER_TRY(o.first->quiet(o.second));
+  TETHER_TRY(paths_.quiet());
   // Device API operations posted to the proxy ring (by finished kernels or CPU threads) are this PE's too.
   if (Proxy* p = liveProxy_.load(std::memory_order_acquire)) TETHER_TRY(p->drain(timeout_));
   return Status::ok();
 }
 
-Status World::fence() {
-  for (const auto& o : opsInUse_) TETHER_TRY(o.first->fence(o.second));
-  return Status::ok();
-}
+Status World::fence() { return paths_.fence(); }
 
 }  // namespace tether

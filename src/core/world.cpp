@@ -266,12 +266,10 @@ Status World::registerStatic(const char* call, void* addr, uint64_t bytes, const
     }
   }
   // Same paths as the HOST heap (host memory of the same PEs), with the STATIC views as bases.
-  for (int pe = 0; pe < job_.size; ++pe) {
-    PeerPath& pp = paths_[static_cast<size_t>(pe)];
-    SegPath& p = pp.seg[static_cast<int>(SegKind::Static)];
-    p = pp.seg[static_cast<int>(SegKind::Host)];
-    if (p.base) p.base = static_->base(topo_.pes[static_cast<size_t>(pe)].localIndex);
-  }
+  paths_.mirror(SegKind::Host, SegKind::Static,
+                [this](int pe) { return static_->base(topo_.pes[static_cast<size_t>(pe)].localIndex); });
+  if (paths_.hasRemoteKeys())
+    TETHER_TRY(loseCollectiveState(paths_.segmentsGrew(SegKind::Static, addr, bytes, *bootstrap_).withContext(call)));
   TETHER_LOG_INFO(LogSys::Heap, "STATIC segment: %p + %llu bytes of this process made symmetric", addr,
                   static_cast<unsigned long long>(bytes));
   return loseCollectiveState(bootstrap_->barrier().withContext(call));
@@ -296,51 +294,15 @@ Status World::deviceAccess(const std::vector<int>& localRanks, std::vector<int>*
 Status World::setUpPaths() {
   PathOverrides ov;
   TETHER_TRY(PathOverrides::parse(config_.str("TETHER_PATHS"), &ov).withContext("tether_init"));
-  paths_.assign(static_cast<size_t>(job_.size), PeerPath{});
-  for (int pe = 0; pe < job_.size; ++pe) {
-    for (SegKind kind : {SegKind::Host, SegKind::Device}) {
-      if (kind == SegKind::Device && !device_) continue;
-      PathChoice c;
-      TETHER_TRY(choosePath(topo_, job_.rank, pe, kind, ov, &c).withContext("tether_init"));
-      SegPath& p = paths_[static_cast<size_t>(pe)].seg[static_cast<int>(kind)];
-      p.kind = c.kind;
-      p.reason = c.reason;
-      const int localIndex = topo_.pes[static_cast<size_t>(pe)].localIndex;
-      switch (c.kind) {
-        case PathKind::Self:
-        case PathKind::Shm:
-        case PathKind::P2p:
-          p.ops = gpu_ ? &p2pTransportOps() : &shmTransportOps();
-          p.ctx = gpu_.get();
-          p.base = kind == SegKind::Host ? host_->base(localIndex) : device_->base(localIndex);
-          break;
-        case PathKind::Staged: {
-          int dev = -1;
-          TETHER_TRY(gpu_->deviceByBusId(topo_.pes[static_cast<size_t>(pe)].gpu.busId, &dev).withContext("tether_init"));
-          staged_.emplace_back(new StagedCtx{gpu_.get(), dev});
-          p.ops = &stagedTransportOps();
-          p.ctx = staged_.back().get();
-          p.base = device_->base(localIndex);
-          break;
-        }
-        case PathKind::Proxy:
-        case PathKind::None:
-          TETHER_FAIL(TETHER_ERR_UNREACHABLE, "tether_init: no usable path from PE %d to the %s segment of PE %d: %s%s",
-                      job_.rank, kind == SegKind::Host ? "HOST" : "DEVICE", pe, c.reason.c_str(),
-                      c.kind == PathKind::None ? "" : " (the proxy path is not implemented yet)");
-      }
-      addOpsInUse(p);
-      TETHER_LOG_INFO(LogSys::Transport, "path to the %s segment of PE %d: %s via %s (%s)",
-                      kind == SegKind::Host ? "HOST" : "DEVICE", pe, pathKindName(c.kind), p.ops->name,
-                      c.reason.c_str());
-    }
-  }
-  return Status::ok();
-}
-
-void World::addOpsInUse(const SegPath& p) {
-  auto key = std::make_pair(p.ops, p.ctx);
-  if (std::find(opsInUse_.begin(), opsInUse_.end(), key) == opsInUse_.end()) opsInUse_.push_back(key);
+  SegmentMap segs[kSegKinds];
+  segs[static_cast<int>(SegKind::Host)] = {true, host_->myBase(), host_->committed(), [this](int pe) {
+                                             return host_->base(topo_.pes[static_cast<size_t>(pe)].localIndex);
+                                           }};
+  if (device_)
+    segs[static_cast<int>(SegKind::Device)] = {true, device_->myBase(), device_->committed(), [this](int pe) {
+                                                 return device_->base(topo_.pes[static_cast<size_t>(pe)].localIndex);
+                                               }};
+  return paths_.setUp(topo_, job_.rank, ov, makeLocalRegistry(gpu_.get()), segs, *bootstrap_);
 }
 
 uint64_t World::nowTag() { return static_cast<uint64_t>(getpid()) << 16 ^ static_cast<uint64_t>(time(nullptr)); }
@@ -582,6 +544,12 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
                   "%s: PE %d could not grow its symmetric heap (see its log)", call, r);
   if (kind == SegKind::Host && gpu_ && host_->committed() > registered_)
     TETHER_TRY(registerHostViews(host_->committed()).withContext(call));
+  // Providers that address memory by key (none of the local ones) re-register the segment after each commit (the
+  // same decision on every PE: hasRemoteKeys comes from the start-up exchange).
+  if (paths_.hasRemoteKeys())
+    TETHER_TRY(loseCollectiveState(paths_.segmentsGrew(kind, segBase(kind), kind == SegKind::Host ? host_->committed()
+                                                                                                 : device_->committed(),
+                                                       *bootstrap_).withContext(call)));
   return Status::ok();
 }
 

@@ -2,8 +2,8 @@
 // process, each with its own bootstrap, heap and peer paths.
 //
 // Owns: Config snapshot, Bootstrap, topology record, GPU context (when this PE has a GPU), HOST segment group and
-// DEVICE heap with one deterministic allocator each, one PeerPath per PE (a SegPath per segment kind), the control
-// block (internal words at the start of the HOST heap: barrier counters).
+// DEVICE heap with one deterministic allocator each, the path table (one PeerPath per PE, a SegPath per segment
+// kind), the control block (internal words at the start of the HOST heap: barrier counters).
 // Thread-safety: RMA, AMO, signal and wait calls may come from several threads; init, finalize and the collective
 // calls (allocation, barrier, sync) must not race with each other on one World.
 #pragma once
@@ -28,6 +28,7 @@
 #include "heap/shm_segment.h"
 #include "tether/tether.h"
 #include "topology/topology.h"
+#include "transport/path_table.h"
 #include "transport/transport.h"
 
 struct tether_type_s;  // a datatype handle (tether/datatype.h)
@@ -36,19 +37,6 @@ namespace tether {
 
 // Bytes reserved at the start of every PE's HOST segment for the ControlBlock (below); user allocations start here.
 constexpr uint64_t kControlBytes = 64 * 1024;
-
-// How this PE reaches one segment kind of one PE.
-struct SegPath {
-  PathKind kind = PathKind::None;
-  const TransportOps* ops = nullptr;
-  void* ctx = nullptr;
-  char* base = nullptr;  // the peer's segment as mapped here (CPU- or GPU-addressable), or nullptr
-  std::string reason;
-};
-
-struct PeerPath {
-  SegPath seg[kSegKinds];  // indexed by SegKind
-};
 
 // A checked symmetric address: which segment, and the offset in it.
 struct SymRef {
@@ -69,9 +57,9 @@ class World {
   double timeout() const { return timeout_; }
   bool forceProxy() const { return forceProxy_; }  // TETHER_FORCE_PROXY
   const Config& config() const { return config_; }
-  const SegPath& path(int pe, SegKind kind) const {
-    return paths_[static_cast<size_t>(pe)].seg[static_cast<int>(kind)];
-  }
+  const SegPath& path(int pe, SegKind kind) const { return paths_.path(pe, kind); }
+  // The path table (transport/path_table.h): quiet/fence over the paths in use, progress of their providers.
+  const PathTable& paths() const { return paths_; }
   GpuContext* gpu() const { return gpu_.get(); }
   // Bytes of this PE's segment of kind k that exist now (committed; 0 when absent), control words included.
   uint64_t segmentBytes(SegKind k) const;
@@ -103,7 +91,7 @@ class World {
     const SegPath& p = path(pe, ref.kind);
     char* ptr = p.base ? p.base + ref.offset : nullptr;
     return RemoteAddr{ptr, ref.offset, ref.kind,
-                      ref.kind == SegKind::Device ? ptr : gpu_ ? hostGpuAlias(pe, ref) : nullptr};
+                      ref.kind == SegKind::Device ? ptr : gpu_ ? hostGpuAlias(pe, ref) : nullptr, p.key};
   }
   // GPU-usable address of byte ref.offset of PE pe's HOST or STATIC segment, or nullptr (no GPU, or not registered).
   char* hostGpuAlias(int pe, SymRef ref) const;
@@ -170,14 +158,13 @@ class World {
   Status discoverHosts();
   Status discoverTopology();
   Status setUpHeaps();  // HOST segments (registered with the GPU), and the DEVICE heap when every PE has a GPU
-  Status setUpPaths();
+  Status setUpPaths();  // the path table over this World's heaps (transport/path_table.h)
   Status deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out);
   Status registerHostViews(uint64_t committed);
   HostSegmentParams heapParams(const char* name) const;  // this job's local ranks, socket tag, secret, timeout
   Status resolveKind(const char* call, int kind, SegKind* out) const;
   Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
   char* segBase(SegKind k) const { return k == SegKind::Host ? host_->myBase() : device_->myBase(); }
-  void addOpsInUse(const SegPath& p);
   static uint64_t nowTag();
   // Exchanges (seq, op, a, b, localError) with every PE; fails identically on every PE when any PE had a local
   // error or the records differ. Doubles as the entry barrier of the collective call.
@@ -220,9 +207,7 @@ class World {
   char* staticLocal_ = nullptr;
   uint64_t staticBytes_ = 0;
   std::vector<intptr_t> staticAlias_;  // by local index: GPU address - CPU address of that STATIC view
-  std::vector<PeerPath> paths_;
-  std::vector<std::unique_ptr<StagedCtx>> staged_;  // ctx of each staged path (owned here, used by PeerPaths)
-  std::vector<std::pair<const TransportOps*, void*>> opsInUse_;  // distinct (ops, ctx) over all paths (quiet/fence visit each once)
+  PathTable paths_;  // one PeerPath per PE, the providers (and staged contexts) behind them
   DeviceHandleCache handles_;  // device-handle peer tables (core/device_handle_cache.h)
   std::mutex proxyMu_;         // creation of proxy_ and the rings of device handles
   TypedRma typed_{*this};     // non-contiguous RMA (core/typed_rma.h)

@@ -34,11 +34,18 @@ enum TransportCap : uint32_t {
 
 // Target of an operation: the segment kind and symmetric offset (always) and, where the peer's segment is mapped
 // here, the translated pointer (CPU-addressable for HOST segments, GPU-addressable for DEVICE segments).
+// The peer's remote key for the segment (what its provider's registerSegment gave, exchanged at start-up and on
+// heap growth) rides along for providers that address memory by key; null for the local providers.
+struct RemoteKey {
+  const char* data;
+  size_t size;
+};
 struct RemoteAddr {
   char* ptr;       // CPU-usable (HOST segments) or GPU-usable (DEVICE segments) address, or nullptr
   uint64_t offset;
   SegKind kind;
   char* gpuPtr;    // the GPU-usable address of the same byte (HOST segments registered with CUDA), or nullptr
+  const RemoteKey* key = nullptr;  // the peer's key for this segment, or nullptr (local providers)
 };
 
 struct TransportOps {

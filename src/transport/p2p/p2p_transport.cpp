@@ -4,9 +4,11 @@
 // is a copy-engine copy; HOST segment <-> host buffer stays a memcpy. Atomics and signals: DEVICE words through a
 // system-scope GPU atomic (kernel), HOST words through the shm transport's CPU atomics, after completing earlier
 // copies so a signal never overtakes the data it announces.
+// The p2p provider (this PE has a GPU context) serves the self, shm and p2p paths choosePath picks.
 #include <cstring>
 
 #include "gpu/gpu.h"
+#include "transport/provider.h"
 #include "transport/transport.h"
 
 namespace tether {
@@ -53,32 +55,38 @@ const TransportOps& p2pTransportOps() { return kP2pOps; }
 
 namespace {
 
-StagedCtx& staged(void* ctx) { return *static_cast<StagedCtx*>(ctx); }
+constexpr int kP2pCost = 10;
 
-Status stagedPut(void* ctx, int, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
-  return staged(ctx).gpu->copyVia(staged(ctx).device, dst.ptr, src, n, nbi);
-}
+// Serves every path of a PE with a GPU context that choosePath makes self, shm or p2p: HOST/STATIC segments of
+// same-host PEs (a user buffer may be GPU memory) and DEVICE segments its GPU can address.
+class P2pProvider final : public Provider {
+ public:
+  explicit P2pProvider(GpuContext* gpu) : gpu_(gpu) {}
+  const char* name() const override { return "p2p"; }
+  Status probe(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov,
+               ProbeResult* out) const override {
+    PathChoice c;
+    TETHER_TRY(choosePath(topo, me, peer, kind, ov, &c));
+    *out = ProbeResult{false, kP2pCost, c.kind, c.reason};
+    if (c.kind != PathKind::Self && c.kind != PathKind::Shm && c.kind != PathKind::P2p) return Status::ok();
+    if (!topo.pes[static_cast<size_t>(me)].gpu.present) {
+      out->reason = strprintf("PE %d has no GPU (the shm provider serves this path)", me);
+      return Status::ok();
+    }
+    out->available = true;
+    return Status::ok();
+  }
+  Status connect(const Topology&, int, int, SegKind, Connection* out) override {
+    *out = Connection{&p2pTransportOps(), gpu_};
+    return Status::ok();
+  }
 
-Status stagedGet(void* ctx, int, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
-  return staged(ctx).gpu->copyVia(staged(ctx).device, dst, src.ptr, n, nbi);
-}
-
-Status stagedAmo(void* ctx, int, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
-  return staged(ctx).gpu->atomicVia(staged(ctx).device, dst.ptr, a, fetched);
-}
-
-Status stagedSignal(void* ctx, int, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
-  return staged(ctx).gpu->signalVia(staged(ctx).device, sig.ptr, value, op);
-}
-
-Status stagedQuiet(void* ctx) { return staged(ctx).gpu->quiet(); }
-
-const TransportOps kStagedOps = {
-    "staged", kCapAtomics | kCapDeviceSegment, stagedPut, stagedGet, stagedAmo, stagedSignal, stagedQuiet, stagedQuiet,
+ private:
+  GpuContext* gpu_;
 };
 
 }  // namespace
 
-const TransportOps& stagedTransportOps() { return kStagedOps; }
+std::unique_ptr<Provider> makeP2pProvider(GpuContext* gpu) { return std::unique_ptr<Provider>(new P2pProvider(gpu)); }
 
 }  // namespace tether

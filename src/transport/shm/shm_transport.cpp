@@ -1,8 +1,11 @@
 // shm transport: the target's host segment is mapped into this process, so every operation is a CPU load, store or
 // atomic on RemoteAddr::ptr. Cross-process atomicity comes from the hardware: lock-free atomics on shared memory.
+// The shm provider serves the self and shm paths (HOST and STATIC segments of same-host PEs) when this PE has no GPU
+// (with a GPU, a user buffer may be device memory: the p2p provider serves those paths).
 #include <atomic>
 #include <cstring>
 
+#include "transport/provider.h"
 #include "transport/transport.h"
 
 namespace tether {
@@ -77,5 +80,35 @@ const TransportOps kShmOps = {
 }  // namespace
 
 const TransportOps& shmTransportOps() { return kShmOps; }
+
+namespace {
+
+constexpr int kShmCost = 20;
+
+class ShmProvider final : public Provider {
+ public:
+  const char* name() const override { return "shm"; }
+  Status probe(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov,
+               ProbeResult* out) const override {
+    PathChoice c;
+    TETHER_TRY(choosePath(topo, me, peer, kind, ov, &c));
+    *out = ProbeResult{false, kShmCost, c.kind, c.reason};
+    if (c.kind != PathKind::Self && c.kind != PathKind::Shm) return Status::ok();
+    if (topo.pes[static_cast<size_t>(me)].gpu.present) {
+      out->reason = strprintf("PE %d has a GPU: its buffers may be GPU memory (the p2p provider serves this path)", me);
+      return Status::ok();
+    }
+    out->available = true;
+    return Status::ok();
+  }
+  Status connect(const Topology&, int, int, SegKind, Connection* out) override {
+    *out = Connection{&shmTransportOps(), nullptr};
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Provider> makeShmProvider() { return std::unique_ptr<Provider>(new ShmProvider); }
 
 }  // namespace tether

@@ -1,0 +1,87 @@
+// Transport providers and their registry (DESIGN §2): one Provider per way of reaching a peer's segment (shm, p2p,
+// staged; later ucx). The path table (transport/path_table.h) asks every provider of its registry about each
+// (peer, segment kind) once at start-up and connects the cheapest one that is available; the hot path only calls the
+// chosen ops table.
+//
+// Contracts:
+//  - probe() is a pure function of the topology record and TETHER_PATHS (no GPU or network calls), so the choice is
+//    unit-tested on recorded topologies. Its reason is what TETHER_LOG=info:transport prints for the chosen path.
+//    The local providers' probes are built from topology's choosePath (the path kind and its reason): a provider is
+//    available where choosePath picks a path kind it serves.
+//  - connect() runs once per (peer, kind) after its probe said available; the ops/ctx it gives stay valid for the
+//    provider's lifetime.
+//  - registerSegment() gives the remote-key blob peers need to address this PE's segment through this provider
+//    (empty for providers that map memory: shm, p2p, staged). Called at start-up and after a segment grows.
+//  - progress() moves the provider's outstanding work on; every bounded host wait and the proxy loop call it, from
+//    any thread. No-op for the local providers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "topology/topology.h"
+#include "transport/transport.h"
+
+namespace tether {
+
+class GpuContext;
+
+struct ProbeResult {
+  bool available = false;
+  int cost = 0;                     // lower wins among the available providers
+  PathKind path = PathKind::None;   // the path kind the log names ("self", "shm", "p2p", "staged")
+  std::string reason;               // why this path (available) or why not
+};
+
+// What connect() fills for one (peer, kind): the ops table, its context and the peer's segment as mapped here.
+struct Connection {
+  const TransportOps* ops = nullptr;
+  void* ctx = nullptr;
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual const char* name() const = 0;
+  // Fails only on a request that cannot be met (a TETHER_PATHS override impossible for this pair).
+  virtual Status probe(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov,
+                       ProbeResult* out) const = 0;
+  virtual Status connect(const Topology& topo, int me, int peer, SegKind kind, Connection* out) = 0;
+  // This PE's segment [base, base + bytes) of `kind`: *key gets what a peer needs to address it (empty: nothing).
+  virtual Status registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) {
+    (void)kind, (void)base, (void)bytes;
+    key->clear();
+    return Status::ok();
+  }
+  virtual void progress() {}
+};
+
+// An ordered list of providers (the World builds one at init; no global registry). Order breaks cost ties.
+class ProviderRegistry {
+ public:
+  void add(std::unique_ptr<Provider> p) { providers_.push_back(std::move(p)); }
+  size_t size() const { return providers_.size(); }
+  Provider& at(size_t i) const { return *providers_[i]; }
+
+  // Pure choice over the registry: the cheapest available provider for (me -> peer, kind) (ties: registry order).
+  // When none is available fails with TETHER_ERR_UNREACHABLE ("tether_init: no usable path from PE .. to the ..
+  // segment of PE ..: <reason>", the first provider's reason); a probe's own error is returned as it is.
+  // *chosen: index of the provider; *result: its probe.
+  Status choose(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov, size_t* chosen,
+                ProbeResult* result) const;
+
+ private:
+  std::vector<std::unique_ptr<Provider>> providers_;
+};
+
+// The local providers (folders shm/, p2p/, staged/). gpu: this PE's GPU context (connect uses it; probes do not).
+std::unique_ptr<Provider> makeShmProvider();
+std::unique_ptr<Provider> makeP2pProvider(GpuContext* gpu);
+std::unique_ptr<Provider> makeStagedProvider(GpuContext* gpu);
+
+// The registry a World uses: p2p and staged when this PE has a GPU context, then shm.
+ProviderRegistry makeLocalRegistry(GpuContext* gpu);
+
+}  // namespace tether
