@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <mutex>
 
 #include <unistd.h>
@@ -128,6 +129,9 @@ void putSignal(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size
                uint64_t signal, int sig_op, int pe, bool nbi, const char* call) {
   const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
   const size_t n = bytesOf(nelems, es, call);
+  // The int is checked before it becomes the enum (an out-of-range enum value is undefined behaviour in C++).
+  if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
+    shmemAbortMsg(call, ("sig_op " + std::to_string(sig_op) + " is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD").c_str());
   const auto op = static_cast<tether_signal_op_t>(sig_op);
   shmemCheck(nbi ? tether_put_signal_nbi(t.world, dest, src, n, sig_addr, signal, op, t.pe)
                  : tether_put_signal(t.world, dest, src, n, sig_addr, signal, op, t.pe),
@@ -327,6 +331,9 @@ uint64_t shmem_signal_fetch(const uint64_t* sig_addr) {
 }
 
 uint64_t shmem_signal_wait_until(uint64_t* sig_addr, int cmp, uint64_t cmp_value) {
+  if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)  // checked before it becomes the enum (see putSignal)
+    shmemAbortMsg("shmem_signal_wait_until",
+                  ("cmp " + std::to_string(cmp) + " is not a SHMEM_CMP_ constant").c_str());
   uint64_t seen = 0;
   shmemCheck(tether_signal_wait_until(shmemWorld("shmem_signal_wait_until"), sig_addr,
                                       static_cast<tether_cmp_t>(cmp), cmp_value, &seen),
