@@ -368,16 +368,7 @@ int PatternRun::run(int argc, char** argv, const std::string& detail) {
     devbench::report(c, k, "put_bw", RowScope::Block, nb, blocks, t * 1e6 / reps, perPe, reps,
            all ? "per PE: (n - 1) x bytes per rep; blocks per target" : "per PE", perPe * n);
   }
-  const bool ok = failuresOnPe0() == 0 && c.failures == 0;
-  if (c.me == 0) {
-    std::printf(ok ? "# all data validated\n" : "# data validation FAILED (see stderr)\n");
-    std::fflush(stdout);
-  }
-  if (c.json) std::fclose(c.json);
-  c.json = nullptr;
-  CK(cudaFree(c.bad));
-  c.bad = nullptr;
-  return ok ? 0 : 1;
+  return devbench::finish(c, failuresOnPe0() == 0 && c.failures == 0);
 }
 
 int main(int argc, char** argv) {

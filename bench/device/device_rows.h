@@ -256,6 +256,20 @@ double both(Ctx& c, const std::function<void()>& launch, const std::function<voi
 
 // Runs every row; PE 0 prints the header line "# <program>: <GPU> x2, <detail>; ..." and the table (and JSON lines).
 // Returns the exit status: 0, or 1 when any PE saw wrong data.
+// The end of a run (pair rows here, the pattern rows in device_bench.cu): PE 0 prints the validation verdict, the
+// JSON file and the failure counter are released; returns the exit status.
+int finish(Ctx& c, bool ok) {
+  if (c.me == 0) {
+    std::printf(ok ? "# all data validated\n" : "# data validation FAILED (see stderr)\n");
+    std::fflush(stdout);
+  }
+  if (c.json) std::fclose(c.json);
+  c.json = nullptr;
+  CK(cudaFree(c.bad));
+  c.bad = nullptr;
+  return ok ? 0 : 1;
+}
+
 int run(Ctx& c, Kernels& k, int argc, char** argv, const char* program, const std::string& detail) {
   const size_t maxSize = c.opts.maxSize;
   CK(cudaMalloc(&c.bad, sizeof(unsigned long long)));
@@ -400,16 +414,7 @@ int run(Ctx& c, Kernels& k, int argc, char** argv, const char* program, const st
   double mine = static_cast<double>(c.failures);
   if (c.me == 1) TK(tether_put(c.w, c.xchg + 1, &mine, sizeof mine, 0));
   TK(tether_barrier_all(c.w));
-  const bool ok = c.failures == 0 && (c.me != 0 || c.xchg[1] == 0);
-  if (c.me == 0) {
-    std::printf(ok ? "# all data validated\n" : "# data validation FAILED (see stderr)\n");
-    std::fflush(stdout);
-  }
-  if (c.json) std::fclose(c.json);
-  c.json = nullptr;
-  CK(cudaFree(c.bad));
-  c.bad = nullptr;
-  return ok ? 0 : 1;
+  return finish(c, c.failures == 0 && (c.me != 0 || c.xchg[1] == 0));
 }
 
 }  // namespace
