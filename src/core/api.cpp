@@ -530,7 +530,7 @@ tether_status_t tether_signal_fetch(tether_t w, const uint64_t* sig, uint64_t* v
     tether::SymRef ref;
     TETHER_TRY(x.checkSymmetric("tether_signal_fetch", "sig_addr", sig, sizeof *sig, &ref));
     if (!value) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_signal_fetch: value is NULL");
-    if (ref.kind == tether::SegKind::Device) return x.readLocal(ref, value, sizeof *value);
+    if (ref.kind == tether::SegKind::Device) return x.heap().readLocal(ref, value, sizeof *value);
     *value = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
     return tether::Status::ok();
   });

@@ -24,16 +24,17 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
   h.timeout_ns = timeout_ > 0 ? static_cast<uint64_t>(timeout_ * 1e9) : 0;
 
   // View of local PE j's copy of segment k in the handle's address space (0: none).
+  const SymmetricHeap& heap = heap_;
   auto view = [&](int k, int j) -> uint64_t {
     switch (static_cast<SegKind>(k)) {
       case SegKind::Host:
-        if (forGpu && (hostAlias_.size() <= static_cast<size_t>(j) || !registered_)) return 0;
-        return reinterpret_cast<uint64_t>(host_->base(j)) + (forGpu ? hostAlias_[static_cast<size_t>(j)] : 0);
+        if (forGpu && !heap.hostAliased(j)) return 0;
+        return reinterpret_cast<uint64_t>(heap.host()->base(j)) + (forGpu ? heap.hostAlias(j) : 0);
       case SegKind::Device:
-        return forGpu && device_ ? reinterpret_cast<uint64_t>(device_->base(j)) : 0;
+        return forGpu && heap.device() ? reinterpret_cast<uint64_t>(heap.device()->base(j)) : 0;
       case SegKind::Static:
-        if (!static_ || (forGpu && staticAlias_.size() <= static_cast<size_t>(j))) return 0;
-        return reinterpret_cast<uint64_t>(static_->base(j)) + (forGpu ? staticAlias_[static_cast<size_t>(j)] : 0);
+        if (!heap.statics() || (forGpu && !heap.staticAliased(j))) return 0;
+        return reinterpret_cast<uint64_t>(heap.statics()->base(j)) + (forGpu ? heap.staticAlias(j) : 0);
     }
     return 0;
   };
@@ -41,16 +42,16 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
     tether_device_segment_t& s = h.seg[k];
     const SegKind kind = static_cast<SegKind>(k);
     if (kind == SegKind::Host) {
-      s.sym_base = reinterpret_cast<uint64_t>(host_->myBase());
-      s.size = forGpu ? registered_ : host_->committed();
+      s.sym_base = reinterpret_cast<uint64_t>(heap.host()->myBase());
+      s.size = forGpu ? heap.registered() : heap.host()->committed();
     } else if (kind == SegKind::Device) {
-      if (!forGpu || !device_) continue;
-      s.sym_base = reinterpret_cast<uint64_t>(device_->myBase());
-      s.size = device_->committed();
+      if (!forGpu || !heap.device()) continue;
+      s.sym_base = reinterpret_cast<uint64_t>(heap.device()->myBase());
+      s.size = heap.device()->committed();
     } else {
-      if (!static_) continue;
-      s.sym_base = reinterpret_cast<uint64_t>(staticLocal_);
-      s.size = staticBytes_;
+      if (!heap.statics()) continue;
+      s.sym_base = reinterpret_cast<uint64_t>(heap.staticLocal());
+      s.size = heap.staticBytes();
     }
     s.my_view = view(k, localPe_);
     if (!s.my_view) {  // absent from this address space: no address falls in it
@@ -105,10 +106,10 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
   // Barrier words: the DEVICE control block for GPU handles (p2p stores, no PCIe), else the HOST control block.
   if (forGpu && h.seg[static_cast<int>(SegKind::Device)].present) {
     h.barrier_seg = TETHER_DEVICE_SEG_DEVICE;
-    h.barrier = reinterpret_cast<tether_device_barrier_t*>(device_->myBase());
+    h.barrier = reinterpret_cast<tether_device_barrier_t*>(heap.device()->myBase());
   } else {
     h.barrier_seg = TETHER_DEVICE_SEG_HOST;
-    h.barrier = &reinterpret_cast<ControlBlock*>(host_->myBase())->devBarrier;
+    h.barrier = &reinterpret_cast<ControlBlock*>(heap.host()->myBase())->devBarrier;
   }
 
   // Proxy ring for the (PE, segment) pairs loads/stores do not reach (core/proxy.h), when asked for, and once the

@@ -166,7 +166,7 @@ Status Proxy::target(const char* what, int pe, unsigned kind, uint64_t offset, u
   if (kind >= static_cast<unsigned>(kSegKinds))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown segment kind %u", what, kind);
   const SegKind k = static_cast<SegKind>(kind);
-  const uint64_t bytes = world_.segmentBytes(k);
+  const uint64_t bytes = world_.heap().segmentBytes(k);
   if (offset > bytes || n > bytes - offset)
     TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: offset 0x%llx + %llu bytes lies outside the %s segment (%llu bytes)",
                 what, static_cast<unsigned long long>(offset), static_cast<unsigned long long>(n), segKindName(k),

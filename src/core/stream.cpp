@@ -73,7 +73,7 @@ bool amoFetches(tether_amo_t op) {
 
 }  // namespace
 
-// Compiles descriptors against one World and its stream-op layer (friend of World: paths, control blocks).
+// Compiles descriptors against one World (paths, heap control blocks) and its stream-op layer.
 class StreamPlanner {
  public:
   StreamPlanner(World& w, StreamOps& so, const char* call) : w_(w), so_(so), call_(call) {}
@@ -81,7 +81,7 @@ class StreamPlanner {
   Status compile(const StreamOpDesc* ops, size_t n, Plan* plan) {
     plan_ = plan;
     *plan = Plan();
-    plan->viewsEpoch = w_.viewsEpoch();
+    plan->viewsEpoch = w_.heap().viewsEpoch();
     for (size_t i = 0; i < n; ++i) TETHER_TRY(compileOne(ops[i]));
     return Status::ok();
   }
@@ -110,7 +110,7 @@ class StreamPlanner {
       if (ref.kind == SegKind::Device)
         *out = p.kind == PathKind::Staged || !p.base ? nullptr : p.base + ref.offset;
       else
-        *out = w_.hostGpuAlias(pe, ref);
+        *out = w_.heap().hostGpuAlias(pe, ref);
     } else {
       if (!isHostMemory(ref.kind))
         TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only",
@@ -409,10 +409,10 @@ class StreamPlanner {
     if (quietFirst || n == 1) memop(fence);
     if (n == 1) return Status::ok();
     // Round words: DEVICE control block when the stream is a GPU one and every PE has a DEVICE heap, else HOST.
-    const bool dev = so_.gpuAddresses() && w_.device_;
+    const bool dev = so_.gpuAddresses() && w_.heap().device();
     const SegKind kind = dev ? SegKind::Device : SegKind::Host;
     const uint64_t block = dev ? kDeviceStreamBarrierOffset : offsetof(ControlBlock, streamBarrier);
-    char* symBase = dev ? w_.device_->myBase() : w_.host_->myBase();
+    char* symBase = dev ? w_.heap().device()->myBase() : w_.heap().host()->myBase();
     int round = 0;
     for (int dist = 1; dist < n; dist <<= 1, ++round) {
       if (round >= TETHER_DEVICE_MAX_ROUNDS)
@@ -561,7 +561,7 @@ class OpSet {
     StreamPlanner planner(w_, *so, call);
     for (const StreamOpDesc& d : descs_) TETHER_TRY(planner.checkPatch(d, offset));
     std::lock_guard<std::mutex> lock(mu_);
-    if (plan_.viewsEpoch != w_.viewsEpoch()) {  // a heap grew: GPU views moved, translate again
+    if (plan_.viewsEpoch != w_.heap().viewsEpoch()) {  // a heap grew: GPU views moved, translate again
       TETHER_LOG_DEBUG(LogSys::Core, "%s: heap views changed since tether_prepare: rebuilding the set", call);
       TETHER_TRY(build(*so).withContext(call));
     }

@@ -102,7 +102,7 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
     size_t satisfied = 0;
     size_t found = 0;
     pending = SIZE_MAX;
-    if (ref.kind == SegKind::Device && n > 0) TETHER_TRY(readLocal(ref, snapshot.data(), snapshot.size()).withContext(call));
+    if (ref.kind == SegKind::Device && n > 0) TETHER_TRY(heap_.readLocal(ref, snapshot.data(), snapshot.size()).withContext(call));
     for (size_t k = 0; k < n; ++k) {
       const size_t i = start + k < n ? start + k : start + k - n;
       if (status && status[i]) continue;
@@ -167,7 +167,7 @@ Status World::signalWaitUntil(uint64_t* sig, tether_cmp_t cmp, uint64_t value, u
     if (isHostMemory(ref.kind))
       *seen = __atomic_load_n(sig, __ATOMIC_ACQUIRE);
     else
-      TETHER_TRY(readLocal(ref, seen, sizeof *seen));
+      TETHER_TRY(heap_.readLocal(ref, seen, sizeof *seen));
   }
   return Status::ok();
 }
@@ -183,7 +183,7 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
   const int n = job_.size, me = job_.rank;
   if (n == 1) return fence();
   const uint64_t epoch = ++barrierEpoch_;
-  auto* ctl = reinterpret_cast<ControlBlock*>(host_->myBase());
+  auto* ctl = reinterpret_cast<ControlBlock*>(heap_.host()->myBase());
   // Dissemination: in round r, tell PE me+2^r and wait to be told by PE me-2^r. Counters only grow, and each PE
   // gets exactly one increment per round per barrier, so "counter >= epoch" means this barrier's round arrived.
   int round = 0;

@@ -15,11 +15,7 @@
 namespace tether {
 namespace {
 
-constexpr uint64_t kPage = 4096;
-constexpr uint64_t kGrowAlign = 2ull << 20;
 constexpr uint64_t kDefaultAlign = 64;
-
-uint64_t roundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // The listening socket a launcher passes in TETHER_BOOTSTRAP_FD (tetherrun, to PE 0) belongs to the process, not to
 // one instance: every tether_init of the process -- again after tether_finalize, or shmem_finalize + shmem_init --
@@ -57,7 +53,13 @@ Status World::create(const tether_init_attr_t& attr, std::unique_ptr<World>* out
 }
 
 World::~World() {
-  // Resources are released by members' destructors (segment unmapped, sockets closed) even without finalize().
+  // Resources are released by members' destructors (segment unmapped, sockets closed) even without finalize(), in
+  // reverse declaration order -- except that the stream runtime, the proxy and the DEVICE heap go first, in that
+  // order, here: the heap room is declared before the GPU context (its HOST views outlive the context, which
+  // unregisters them), but DEVICE mappings must go before the context.
+  streams_.close();
+  proxy_.reset();
+  heap_.closeDevice();
 }
 
 Status World::init(const tether_init_attr_t& attr) {
@@ -112,12 +114,7 @@ Status World::init(const tether_init_attr_t& attr) {
   streams_.attach(gpu_.get(), job_.rank);
   TETHER_TRY(discoverTopology());
 
-  TETHER_TRY(setUpHeaps());
-  const std::string def = config_.str("TETHER_DEFAULT_SEGMENT");
-  if (def == "device" && !device_)
-    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "tether_init: TETHER_DEFAULT_SEGMENT=device but %s",
-                gpu_ ? "not every PE has a GPU" : "this PE has no GPU context");
-  defaultKind_ = (def == "device" || (def == "auto" && device_)) ? SegKind::Device : SegKind::Host;
+  TETHER_TRY(heap_.setUp(config_, job_, topo_, localPe_, localSize_, timeout_, *bootstrap_, gpu_.get()));
 
   TETHER_TRY(setUpPaths());
   TETHER_TRY(Proxy::checkSlots(config_.integer("TETHER_PROXY_SLOTS")).withContext("tether_init"));
@@ -127,147 +124,26 @@ Status World::init(const tether_init_attr_t& attr) {
     TETHER_LOG_INFO(LogSys::Core, "TETHER_FORCE_PROXY=1: device handles reach every other PE through the proxy");
   }
   TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
-  if (device_) {
+  if (heap_.device()) {
     // The device control words (device barrier) start at zero. Written only now that every PE has finished setting
     // up (a copy into the DEVICE heap while other instances of this process were still registering and mapping
     // failed with cudaErrorOperatingSystem); the barrier after it keeps peers' kernels from signalling earlier.
     std::vector<char> zeros(kDeviceControlBytes, 0);
-    TETHER_TRY(gpu_->copy(device_->myBase(), zeros.data(), zeros.size(), false)
+    TETHER_TRY(gpu_->copy(heap_.device()->myBase(), zeros.data(), zeros.size(), false)
                    .withContext("tether_init: device control words"));
     TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));
   }
   return Status::ok();
 }
 
-Status World::setUpHeaps() {
-  // Heaps: a per-job tag from rank 0 names the fd-exchange sockets.
-  uint64_t tag = 0;
-  if (job_.rank == 0) tag = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32) ^ nowTag();
-  TETHER_TRY(bootstrap_->broadcast(&tag, sizeof tag, 0));
-  for (int r = 0; r < job_.size; ++r)
-    if (topo_.sameHost(r, job_.rank)) localRanks_.push_back(r);
-  const std::vector<int>& localRanks = localRanks_;
-  char tagText[32];
-  std::snprintf(tagText, sizeof tagText, "%016llx", static_cast<unsigned long long>(tag));
-  heapTag_ = tagText;
-  heapSecret_ = job_.secret.empty() ? std::string(tagText) : job_.secret;
-  const std::string& secret = heapSecret_;
-
-  HostSegmentParams hp = heapParams("heap");
-  hp.maxBytes = roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_MAX"), kControlBytes + kPage), kPage);
-  hp.initialBytes = std::min(hp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_HEAP_SIZE"),
-                                                                     kControlBytes + kPage), kPage));
-  hp.backAll = gpu_ != nullptr;  // registration pins the committed range: back it all; else memory follows use
-  TETHER_TRY(HostSegmentGroup::create(hp, *bootstrap_, &host_).withContext("tether_init: host heap"));
-  TETHER_TRY(host_->back(kControlBytes).withContext("tether_init: host heap"));
-  hostBase_ = reinterpret_cast<uintptr_t>(host_->myBase());
-  hostEnd_ = hostBase_ + host_->committed();
-  alloc_.reset(new Allocator(kControlBytes, hp.maxBytes));
-  if (gpu_) TETHER_TRY(registerHostViews(host_->committed()).withContext("tether_init"));
-
-  // DEVICE heap only when every PE has a GPU (the heap is symmetric: all or none).
-  int32_t hasGpu = gpu_ ? 1 : 0;
-  std::vector<int32_t> gpus(static_cast<size_t>(job_.size));
-  TETHER_TRY(bootstrap_->allgather(&hasGpu, gpus.data(), sizeof hasGpu).withContext("tether_init"));
-  bool allGpu = std::all_of(gpus.begin(), gpus.end(), [](int32_t g) { return g != 0; });
-  if (gpu_ && !allGpu)
-    TETHER_LOG_WARN(LogSys::Heap, "some PEs have no GPU: DEVICE segments are disabled on every PE");
-  if (allGpu) {
-    DeviceHeapParams dp;
-    dp.localIndex = localPe_;
-    dp.localRanks = localRanks;
-    dp.maxBytes = roundUp(config_.size("TETHER_DEVICE_HEAP_MAX"), kGrowAlign);
-    dp.initialBytes = std::min(dp.maxBytes, roundUp(std::max<uint64_t>(config_.size("TETHER_DEVICE_HEAP_SIZE"),
-                                                                       kGrowAlign), kGrowAlign));
-    dp.jobTag = tagText;
-    dp.secret = secret;
-    dp.timeoutSeconds = timeout_;
-    dp.forceIpc = config_.flag("TETHER_DEVICE_IPC");
-    TETHER_TRY(deviceAccess(localRanks, &dp.accessDevice).withContext("tether_init"));
-    TETHER_TRY(gpu_->createDeviceHeap(dp, *bootstrap_, &device_).withContext("tether_init: device heap"));
-    devAlloc_.reset(new Allocator(kDeviceControlBytes, device_->maxBytes()));
-    TETHER_LOG_INFO(LogSys::Heap, "DEVICE heap (%s): %llu bytes committed on GPU %d, up to %llu",
-                    device_->mechanism(), static_cast<unsigned long long>(device_->committed()), gpu_->device(),
-                    static_cast<unsigned long long>(device_->maxBytes()));
-  }
-  return Status::ok();
-}
-
-Status World::registerHostViews(uint64_t committed) {
-  // Every same-host PE's HOST segment, as mapped here, becomes GPU-addressable (pinned, mapped) as ONE registered
-  // range [0, committed) (re-registered after growth), so one device alias delta serves the whole view. Copy engines
-  // and kernels use that alias.
-  TETHER_TRY(gpu_->quiet());
-  hostAlias_.resize(static_cast<size_t>(localSize_), 0);
-  for (int j = 0; j < localSize_; ++j) {
-    char* cpu = host_->base(j);
-    if (registered_) TETHER_TRY(gpu_->unregisterHost(cpu));
-    char* gpu = nullptr;
-    TETHER_TRY(gpu_->registerHost(cpu, committed, &gpu));
-    hostAlias_[static_cast<size_t>(j)] = gpu - cpu;
-    TETHER_LOG_DEBUG(LogSys::Heap, "HOST view of local PE %d at %p (+%llu bytes) registered; GPU alias %p", j,
-                     static_cast<void*>(cpu), static_cast<unsigned long long>(committed), static_cast<void*>(gpu));
-  }
-  registered_ = committed;
-  viewsEpoch_.fetch_add(1, std::memory_order_release);
-  return Status::ok();
-}
-
-char* World::hostGpuAlias(int pe, SymRef ref) const {
-  if (!gpu_) return nullptr;
-  const int j = topo_.pes[static_cast<size_t>(pe)].localIndex;
-  if (ref.kind == SegKind::Static)
-    return static_ && ref.offset < staticBytes_ ? static_->base(j) + ref.offset + staticAlias_[static_cast<size_t>(j)]
-                                                : nullptr;
-  if (ref.offset >= registered_) return nullptr;
-  return host_->base(j) + ref.offset + hostAlias_[static_cast<size_t>(j)];
-}
-
-HostSegmentParams World::heapParams(const char* name) const {
-  HostSegmentParams p;
-  p.name = name;
-  p.localIndex = localPe_;
-  p.localRanks = localRanks_;
-  p.jobTag = heapTag_;
-  p.secret = heapSecret_;
-  p.timeoutSeconds = timeout_;
-  return p;
-}
-
 Status World::registerStatic(const char* call, void* addr, uint64_t bytes, const Status& found) {
-  Status local;
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  if (!found.isOk())
-    local = found.withContext(call);
-  else if (static_)
-    local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: this instance already has a STATIC segment (%p, %llu bytes); "
-                                                     "one range per instance", call, static_cast<void*>(staticLocal_),
-                                                     static_cast<unsigned long long>(staticBytes_)));
-  else if (!addr || bytes == 0 || reinterpret_cast<uintptr_t>(addr) % page || bytes % page)
-    local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: the range %p + %llu bytes must be non-empty and page-aligned "
-                                                     "(%llu-byte pages)", call, addr,
-                                                     static_cast<unsigned long long>(bytes),
-                                                     static_cast<unsigned long long>(page)));
+  const Status local = found.isOk() ? heap_.staticArgs(call, addr, bytes) : found.withContext(call);
   TETHER_TRY(collectiveCheckWithError(call, kOpStatic, bytes, 0, "size", "-", local));
 
-  HostSegmentParams sp = heapParams("static");
-  sp.initialBytes = sp.maxBytes = bytes;
-  sp.adopt = addr;
-  TETHER_TRY(loseCollectiveState(HostSegmentGroup::create(sp, *bootstrap_, &static_).withContext(call)));
-  staticLocal_ = static_cast<char*>(addr);
-  staticBytes_ = bytes;
-  if (gpu_) {
-    TETHER_TRY(loseCollectiveState(gpu_->quiet().withContext(call)));
-    staticAlias_.assign(static_cast<size_t>(localSize_), 0);
-    for (int j = 0; j < localSize_; ++j) {
-      char* gpu = nullptr;
-      TETHER_TRY(loseCollectiveState(gpu_->registerHost(static_->base(j), bytes, &gpu).withContext(call)));
-      staticAlias_[static_cast<size_t>(j)] = gpu - static_->base(j);
-    }
-  }
+  TETHER_TRY(loseCollectiveState(heap_.createStatic(call, addr, bytes)));
   // Same paths as the HOST heap (host memory of the same PEs), with the STATIC views as bases.
   paths_.mirror(SegKind::Host, SegKind::Static,
-                [this](int pe) { return static_->base(topo_.pes[static_cast<size_t>(pe)].localIndex); });
+                [this](int pe) { return heap_.statics()->base(topo_.pes[static_cast<size_t>(pe)].localIndex); });
   if (paths_.hasRemoteKeys())
     TETHER_TRY(loseCollectiveState(paths_.segmentsGrew(SegKind::Static, addr, bytes, *bootstrap_).withContext(call)));
   TETHER_LOG_INFO(LogSys::Heap, "STATIC segment: %p + %llu bytes of this process made symmetric", addr,
@@ -275,37 +151,20 @@ Status World::registerStatic(const char* call, void* addr, uint64_t bytes, const
   return loseCollectiveState(bootstrap_->barrier().withContext(call));
 }
 
-Status World::deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out) {
-  // Which GPU of this process reaches each same-host PE's DEVICE segment: this PE's GPU (p2p), or the owner's GPU
-  // itself (staged: no peer access, or forced by TETHER_PATHS).
-  PathOverrides ov;
-  TETHER_TRY(PathOverrides::parse(config_.str("TETHER_PATHS"), &ov));
-  out->assign(localRanks.size(), gpu_->device());
-  for (size_t j = 0; j < localRanks.size(); ++j) {
-    PathChoice c;
-    TETHER_TRY(choosePath(topo_, job_.rank, localRanks[j], SegKind::Device, ov, &c));
-    if (c.kind == PathKind::Staged)
-      TETHER_TRY(gpu_->deviceByBusId(topo_.pes[static_cast<size_t>(localRanks[j])].gpu.busId, &(*out)[j])
-                     .withContext("GPU of PE " + std::to_string(localRanks[j])));
-  }
-  return Status::ok();
-}
-
 Status World::setUpPaths() {
   PathOverrides ov;
   TETHER_TRY(PathOverrides::parse(config_.str("TETHER_PATHS"), &ov).withContext("tether_init"));
   SegmentMap segs[kSegKinds];
-  segs[static_cast<int>(SegKind::Host)] = {true, host_->myBase(), host_->committed(), [this](int pe) {
-                                             return host_->base(topo_.pes[static_cast<size_t>(pe)].localIndex);
-                                           }};
-  if (device_)
-    segs[static_cast<int>(SegKind::Device)] = {true, device_->myBase(), device_->committed(), [this](int pe) {
-                                                 return device_->base(topo_.pes[static_cast<size_t>(pe)].localIndex);
-                                               }};
+  HostSegmentGroup* host = heap_.host();
+  DeviceHeap* device = heap_.device();
+  auto local = [this](int pe) { return topo_.pes[static_cast<size_t>(pe)].localIndex; };
+  segs[static_cast<int>(SegKind::Host)] = {true, host->myBase(), host->committed(),
+                                           [host, local](int pe) { return host->base(local(pe)); }};
+  if (device)
+    segs[static_cast<int>(SegKind::Device)] = {true, device->myBase(), device->committed(),
+                                               [device, local](int pe) { return device->base(local(pe)); }};
   return paths_.setUp(topo_, job_.rank, ov, makeLocalRegistry(gpu_.get()), segs, *bootstrap_);
 }
-
-uint64_t World::nowTag() { return static_cast<uint64_t>(getpid()) << 16 ^ static_cast<uint64_t>(time(nullptr)); }
 
 Status World::discoverHosts() {
   struct Rec {
@@ -380,10 +239,9 @@ Status World::finalize() {
     TETHER_WARN_ON_FAIL(proxy_->stop());
     proxy_.reset();
   }
-  device_.reset();
+  heap_.closeDevice();
   gpu_.reset();
-  host_.reset();
-  static_.reset();  // unmaps the peers' copies; this PE's range stays in place (backed by its file)
+  heap_.close();
   bootstrap_.reset();
   return s;
 }
@@ -406,60 +264,6 @@ Status World::loseCollectiveState(const Status& s) {
 
 Status World::badPe(const char* call, int pe) const {
   TETHER_FAIL(TETHER_ERR_INVALID_PE, "%s: PE %d is out of range: this job has PEs 0..%d", call, pe, job_.size - 1);
-}
-
-Status World::checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n,
-                                 SymRef* ref) const {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-  if (a + n < a)
-    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: %s %p + %llu bytes overflows the address space", call, what, addr,
-                static_cast<unsigned long long>(n));
-  struct Range {
-    SegKind kind;
-    uintptr_t base, lo, hi;
-  };
-  Range ranges[kSegKinds];
-  int count = 0;
-  const uintptr_t hb = reinterpret_cast<uintptr_t>(host_->myBase());
-  ranges[count++] = {SegKind::Host, hb, hb + kControlBytes, hb + host_->committed()};
-  if (device_) {
-    const uintptr_t db = reinterpret_cast<uintptr_t>(device_->myBase());
-    ranges[count++] = {SegKind::Device, db, db + kDeviceControlBytes, db + device_->committed()};
-  }
-  if (static_) {
-    const uintptr_t sb = reinterpret_cast<uintptr_t>(staticLocal_);
-    ranges[count++] = {SegKind::Static, sb, sb, sb + staticBytes_};
-  }
-  for (int i = 0; i < count; ++i) {
-    const Range& r = ranges[i];
-    if (a >= r.lo && a <= r.hi && n <= r.hi - a && (a < r.hi || n == 0)) {
-      *ref = SymRef{r.kind, a - r.base};
-      return Status::ok();
-    }
-  }
-  std::string where;
-  for (int i = 0; i < count; ++i)
-    where += strprintf("%s%s [%p, %p)", i ? ", " : "", segKindName(ranges[i].kind),
-                       reinterpret_cast<void*>(ranges[i].lo), reinterpret_cast<void*>(ranges[i].hi));
-  TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: %s %p (+%llu bytes) is not inside the symmetric heap of PE %d (%s)", call,
-              what, addr, static_cast<unsigned long long>(n), job_.rank, where.c_str());
-}
-
-Status World::readLocal(SymRef ref, void* out, size_t n) const {
-  if (isHostMemory(ref.kind)) {
-    std::memcpy(out, (ref.kind == SegKind::Host ? host_->myBase() : staticLocal_) + ref.offset, n);
-    return Status::ok();
-  }
-  return gpu_->copy(out, device_->myBase() + ref.offset, n, false);
-}
-
-uint64_t World::segmentBytes(SegKind k) const {
-  switch (k) {
-    case SegKind::Host: return host_ ? host_->committed() : 0;
-    case SegKind::Device: return device_ ? device_->committed() : 0;
-    case SegKind::Static: return staticBytes_;
-  }
-  return 0;
 }
 
 void* World::ptr(const void* addr, int pe) const {
@@ -510,29 +314,7 @@ Status World::collectiveCheckWithError(const char* call, uint64_t op, uint64_t a
 
 Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes) {
   Status local;
-  Allocator& al = allocator(kind);
-  const uint64_t need = al.highWater();
-  if (kind == SegKind::Host && need > host_->committed()) {
-    const uint64_t old = host_->committed();
-    uint64_t target = std::max(need, old + old / 2);
-    target = std::max(std::min(roundUp(target, kGrowAlign), al.limit()), need);
-    local = host_->grow(target);  // peers' new bytes exist after the exchange below: registration follows it
-    hostEnd_ = hostBase_ + host_->committed();
-  }
-  if (kind == SegKind::Host && local.isOk()) local = host_->back(need);  // memory follows the high-water mark
-  if (kind == SegKind::Device && need > device_->committed()) {
-    const uint64_t old = device_->committed();
-    uint64_t target = std::max(need, old + old / 2);
-    target = std::max(std::min(roundUp(target, kGrowAlign), al.limit()), need);
-    // Collective inside (every PE computes the same target from the same allocator state).
-    TETHER_TRY(loseCollectiveState(device_->grow(target, *bootstrap_).withContext(call)));
-  }
-  if (local.isOk() && zeroBytes) {
-    if (kind == SegKind::Host)
-      std::memset(host_->myBase() + zeroOffset, 0, zeroBytes);
-    else
-      local = gpu_->memset(device_->myBase() + zeroOffset, 0, zeroBytes);
-  }
+  TETHER_TRY(loseCollectiveState(heap_.commit(call, kind, zeroOffset, zeroBytes, &local)));
   // The status exchange is also the closing barrier of the collective call.
   int32_t mine = local.isOk() ? 0 : static_cast<int32_t>(local.code());
   std::vector<int32_t> all(static_cast<size_t>(job_.size));
@@ -542,74 +324,45 @@ Status World::commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset,
     if (all[static_cast<size_t>(r)])
       TETHER_FAIL(static_cast<tether_status_t>(all[static_cast<size_t>(r)]),
                   "%s: PE %d could not grow its symmetric heap (see its log)", call, r);
-  if (kind == SegKind::Host && gpu_ && host_->committed() > registered_)
-    TETHER_TRY(registerHostViews(host_->committed()).withContext(call));
+  if (kind == SegKind::Host) TETHER_TRY(heap_.registerGrowth().withContext(call));
   // Providers that address memory by key (none of the local ones) re-register the segment after each commit (the
   // same decision on every PE: hasRemoteKeys comes from the start-up exchange).
   if (paths_.hasRemoteKeys())
-    TETHER_TRY(loseCollectiveState(paths_.segmentsGrew(kind, segBase(kind), kind == SegKind::Host ? host_->committed()
-                                                                                                 : device_->committed(),
-                                                       *bootstrap_).withContext(call)));
+    TETHER_TRY(loseCollectiveState(
+        paths_.segmentsGrew(kind, heap_.base(kind), heap_.segmentBytes(kind), *bootstrap_).withContext(call)));
   return Status::ok();
-}
-
-Status World::resolveKind(const char* call, int kind, SegKind* out) const {
-  switch (kind) {
-    case TETHER_SEG_DEFAULT: *out = defaultKind_; return Status::ok();
-    case TETHER_SEG_HOST: *out = SegKind::Host; return Status::ok();
-    case TETHER_SEG_DEVICE:
-      if (!device_)
-        TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: no DEVICE segments in this job (%s); use TETHER_SEG_HOST", call,
-                    gpu_ ? "not every PE has a GPU" : "this PE has no GPU context: host-only build, no GPU visible, "
-                                                      "or TETHER_GPU=none");
-      *out = SegKind::Device;
-      return Status::ok();
-    default:
-      return badEnum<tether_seg_kind_t>(call, "kind", kind);
-  }
 }
 
 Status World::allocate(const char* call, int kind, uint64_t align, uint64_t size, bool zero, void** out) {
   *out = nullptr;
   if (align == 0) align = kDefaultAlign;
   SegKind k = SegKind::Host;
-  Status local = resolveKind(call, kind, &k);
+  Status local = heap_.resolveKind(call, kind, &k);
   if (local.isOk() && (align & (align - 1)) != 0)
     local = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: alignment %llu is not a power of two", call,
                                                      static_cast<unsigned long long>(align)));
   TETHER_TRY(collectiveCheckWithError(call, kOpAlloc + 16 * static_cast<uint64_t>(k), size, align, "size",
                                       "alignment", local));
   uint64_t off = 0;
-  TETHER_TRY(allocator(k).allocate(size, align, &off).withContext(call));
+  TETHER_TRY(heap_.allocator(k).allocate(size, align, &off).withContext(call));
   Status s = commitAndSync(call, k, off, zero ? size : 0);
   if (!s.isOk()) {
-    TETHER_WARN_ON_FAIL(allocator(k).release(off));
+    TETHER_WARN_ON_FAIL(heap_.allocator(k).release(off));
     return s;
   }
-  *out = segBase(k) + off;
+  *out = heap_.base(k) + off;
   TETHER_LOG_DEBUG(LogSys::Heap, "%s: %llu bytes of %s at offset 0x%llx", call, static_cast<unsigned long long>(size),
                    k == SegKind::Host ? "HOST" : "DEVICE", static_cast<unsigned long long>(off));
   return Status::ok();
 }
 
-Status World::liveRef(const char* call, const void* ptr, SymRef* ref) const {
-  TETHER_TRY(checkSymmetric(call, "ptr", ptr, 0, ref));
-  if (ref->kind == SegKind::Static)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %p is a static or global variable, not a symmetric heap allocation", call,
-                ptr);
-  const Allocator& al = ref->kind == SegKind::Host ? *alloc_ : *devAlloc_;
-  if (!al.isLive(ref->offset))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %p is not the start of a live symmetric allocation", call, ptr);
-  return Status::ok();
-}
-
 Status World::release(const char* call, void* ptr) {
   SymRef ref{SegKind::Host, 0};
-  Status local = ptr ? liveRef(call, ptr, &ref) : Status::ok();
+  Status local = ptr ? heap_.liveRef(call, ptr, &ref) : Status::ok();
   TETHER_TRY(loseCollectiveState(quiet()));  // failing, this PE leaves before the exchange its peers wait in
   TETHER_TRY(collectiveCheckWithError(call, kOpFree + 16 * static_cast<uint64_t>(ref.kind), ptr ? ref.offset : 0, 0,
                                       "offset", "-", local));
-  if (ptr) TETHER_TRY(allocator(ref.kind).release(ref.offset).withContext(call));
+  if (ptr) TETHER_TRY(heap_.allocator(ref.kind).release(ref.offset).withContext(call));
   return Status::ok();
 }
 
@@ -618,11 +371,11 @@ Status World::reallocate(const char* call, void* ptr, uint64_t size, void** out)
   if (!ptr) return allocate(call, TETHER_SEG_DEFAULT, kDefaultAlign, size, false, out);
   if (size == 0) return release(call, ptr);
   SymRef ref{SegKind::Host, 0};
-  Status local = liveRef(call, ptr, &ref);
+  Status local = heap_.liveRef(call, ptr, &ref);
   TETHER_TRY(loseCollectiveState(quiet()));  // failing, this PE leaves before the exchange its peers wait in
   TETHER_TRY(collectiveCheckWithError(call, kOpRealloc + 16 * static_cast<uint64_t>(ref.kind), ref.offset, size,
                                       "offset", "size", local));
-  Allocator& al = allocator(ref.kind);
+  Allocator& al = heap_.allocator(ref.kind);
   const uint64_t off = ref.offset;
   bool inPlace = false;
   TETHER_TRY(al.resizeInPlace(off, size, &inPlace).withContext(call));
@@ -633,7 +386,7 @@ Status World::reallocate(const char* call, void* ptr, uint64_t size, void** out)
     if (!inPlace) TETHER_WARN_ON_FAIL(al.release(newOff));
     return s;
   }
-  char* base = segBase(ref.kind);
+  char* base = heap_.base(ref.kind);
   if (!inPlace) {
     const uint64_t keep = std::min<uint64_t>(al.blockSize(off), size);
     if (ref.kind == SegKind::Host)

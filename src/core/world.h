@@ -1,11 +1,18 @@
 // World: one tether runtime instance (the object behind tether_t). No global state: several Worlds may live in one
 // process, each with its own bootstrap, heap and peer paths.
 //
-// Owns: Config snapshot, Bootstrap, topology record, GPU context (when this PE has a GPU), HOST segment group and
-// DEVICE heap with one deterministic allocator each, the path table (one PeerPath per PE, a SegPath per segment
+// Owns: Config snapshot, Bootstrap, topology record, GPU context (when this PE has a GPU), the symmetric heap and
+// its allocators (core/symmetric_heap.h), the path table (one PeerPath per PE, a SegPath per segment
 // kind), the control block (internal words at the start of the HOST heap: barrier counters).
 // Thread-safety: RMA, AMO, signal and wait calls may come from several threads; init, finalize and the collective
 // calls (allocation, barrier, sync) must not race with each other on one World.
+//
+// Composition root: each job lives in a room, a member wired here -- SymmetricHeap heap_ (core/symmetric_heap.h), the
+// path table, DeviceHandleCache handles_ (core/device_handle_cache.h), TypedRma typed_ (core/typed_rma.h),
+// StreamRuntime streams_ (core/stream_runtime.h) and the proxy (core/proxy.h); callers reach them through heap(),
+// typed(), streams(). World keeps the config, bootstrap, topology and GPU context, the collective protocol (record
+// exchange and lost collective state around every collective call) and the host RMA/AMO/wait/barrier calls.
+// Destruction order: stream runtime, proxy, DEVICE heap, GPU context, HOST/STATIC segments (~World and finalize).
 #pragma once
 
 #include <atomic>
@@ -22,6 +29,7 @@
 #include "core/proxy.h"
 #include "core/stream_ops.h"
 #include "core/stream_runtime.h"
+#include "core/symmetric_heap.h"
 #include "core/typed_rma.h"
 #include "heap/allocator.h"
 #include "gpu/gpu.h"
@@ -34,15 +42,6 @@
 struct tether_type_s;  // a datatype handle (tether/datatype.h)
 
 namespace tether {
-
-// Bytes reserved at the start of every PE's HOST segment for the ControlBlock (below); user allocations start here.
-constexpr uint64_t kControlBytes = 64 * 1024;
-
-// A checked symmetric address: which segment, and the offset in it.
-struct SymRef {
-  SegKind kind;
-  uint64_t offset;
-};
 
 class World {
  public:
@@ -61,8 +60,9 @@ class World {
   // The path table (transport/path_table.h): quiet/fence over the paths in use, progress of their providers.
   const PathTable& paths() const { return paths_; }
   GpuContext* gpu() const { return gpu_.get(); }
-  // Bytes of this PE's segment of kind k that exist now (committed; 0 when absent), control words included.
-  uint64_t segmentBytes(SegKind k) const;
+  // The symmetric heap (core/symmetric_heap.h): segments, allocators, GPU views.
+  SymmetricHeap& heap() { return heap_; }
+  const SymmetricHeap& heap() const { return heap_; }
 
   // ---- heap (collective) -- core/world.cpp
   // kind: the integer value of the caller's tether_seg_kind_t, checked here (collectively) before it is used.
@@ -84,19 +84,14 @@ class World {
   }
   // [addr, addr + n) must lie in one of this PE's symmetric segments; *ref = its kind and offset.
   Status checkSymmetric(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const {
-    if (inHostHeap(addr, n, ref)) return Status::ok();  // the common case, inline
-    return checkSymmetricSlow(call, what, addr, n, ref);
+    return heap_.check(call, what, addr, n, ref);  // inline: the HOST heap first
   }
   RemoteAddr remote(int pe, SymRef ref) const {
     const SegPath& p = path(pe, ref.kind);
     char* ptr = p.base ? p.base + ref.offset : nullptr;
     return RemoteAddr{ptr, ref.offset, ref.kind,
-                      ref.kind == SegKind::Device ? ptr : gpu_ ? hostGpuAlias(pe, ref) : nullptr, p.key};
+                      ref.kind == SegKind::Device ? ptr : gpu_ ? heap_.hostGpuAlias(pe, ref) : nullptr, p.key};
   }
-  // GPU-usable address of byte ref.offset of PE pe's HOST or STATIC segment, or nullptr (no GPU, or not registered).
-  char* hostGpuAlias(int pe, SymRef ref) const;
-  // Reads n bytes of this PE's own symmetric memory (a DEVICE segment goes through the GPU).
-  Status readLocal(SymRef ref, void* out, size_t n) const;
 
   // ---- RMA, AMO, signals -- core/rma.cpp
   Status put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi);
@@ -147,44 +142,23 @@ class World {
   // ---- stream-ordered operations (#6) -- core/stream.cpp
   // The stream-op layer and stream barrier epochs (core/stream_runtime.h).
   StreamRuntime& streams() { return streams_; }
-  // Counts changes of the GPU views of HOST segments (re-registration after growth): prepared plans that translated
-  // addresses under an older count are rebuilt before use.
-  uint64_t viewsEpoch() const { return viewsEpoch_.load(std::memory_order_acquire); }
 
  private:
-  friend class StreamPlanner;  // core/stream.cpp: compiles stream operations against the paths and control blocks
   World() = default;
   Status init(const tether_init_attr_t& attr);
   Status discoverHosts();
   Status discoverTopology();
-  Status setUpHeaps();  // HOST segments (registered with the GPU), and the DEVICE heap when every PE has a GPU
   Status setUpPaths();  // the path table over this World's heaps (transport/path_table.h)
-  Status deviceAccess(const std::vector<int>& localRanks, std::vector<int>* out);
-  Status registerHostViews(uint64_t committed);
-  HostSegmentParams heapParams(const char* name) const;  // this job's local ranks, socket tag, secret, timeout
-  Status resolveKind(const char* call, int kind, SegKind* out) const;
-  Allocator& allocator(SegKind k) { return k == SegKind::Host ? *alloc_ : *devAlloc_; }
-  char* segBase(SegKind k) const { return k == SegKind::Host ? host_->myBase() : device_->myBase(); }
-  static uint64_t nowTag();
   // Exchanges (seq, op, a, b, localError) with every PE; fails identically on every PE when any PE had a local
   // error or the records differ. Doubles as the entry barrier of the collective call.
   Status collectiveCheckWithError(const char* call, uint64_t op, uint64_t a, uint64_t b, const char* aName,
                                   const char* bName, const Status& localError);
   // Commits heap memory up to the allocator's high-water mark, zeroes [zeroOffset, +zeroBytes) of this PE's copy,
   // then exchanges every PE's outcome (the closing barrier of the collective call).
+  // (heap_.commit, then the exchange.)
   Status commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes);
-  Status liveRef(const char* call, const void* ptr, SymRef* ref) const;
   Status barrierRounds(const char* call, bool quietFirst);  // barrier() without the collective-state rules
   Status badPe(const char* call, int pe) const;
-  Status checkSymmetricSlow(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
-  // [addr, addr + n) inside the committed user part of this PE's HOST heap (no overflow possible: bounded by it).
-  bool inHostHeap(const void* addr, uint64_t n, SymRef* ref) const {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(addr), hb = hostBase_, end = hostEnd_;
-    if (a < hb + kControlBytes || a >= end || n > end - a) return false;
-    *ref = SymRef{SegKind::Host, a - hb};
-    return true;
-  }
-  uintptr_t hostBase_ = 0, hostEnd_ = 0;  // this PE's HOST heap: base and end of the committed part
 
   Config config_;
   JobInfo job_;
@@ -192,21 +166,8 @@ class World {
   std::unique_ptr<Bootstrap> bootstrap_;
   Topology topo_;
   int localPe_ = 0, localSize_ = 1;
-  std::unique_ptr<HostSegmentGroup> host_;
-  std::unique_ptr<Allocator> alloc_;
+  SymmetricHeap heap_;  // before gpu_: the GPU context goes first (~World and finalize close the DEVICE heap before it)
   std::unique_ptr<GpuContext> gpu_;
-  std::unique_ptr<DeviceHeap> device_;
-  std::unique_ptr<Allocator> devAlloc_;
-  SegKind defaultKind_ = SegKind::Host;
-  uint64_t registered_ = 0;  // HOST bytes registered with the GPU (every same-host view)
-  std::vector<intptr_t> hostAlias_;  // by local index: GPU address - CPU address of that HOST view
-  std::string heapTag_, heapSecret_;  // name the fd-exchange sockets of this job's segments / authenticate fetches
-  std::vector<int> localRanks_;       // global rank of each same-host PE, by local index
-  // STATIC segment (registerStatic): this PE's range in place, and every same-host PE's copy in a window.
-  std::unique_ptr<HostSegmentGroup> static_;
-  char* staticLocal_ = nullptr;
-  uint64_t staticBytes_ = 0;
-  std::vector<intptr_t> staticAlias_;  // by local index: GPU address - CPU address of that STATIC view
   PathTable paths_;  // one PeerPath per PE, the providers (and staged contexts) behind them
   DeviceHandleCache handles_;  // device-handle peer tables (core/device_handle_cache.h)
   std::mutex proxyMu_;         // creation of proxy_ and the rings of device handles
@@ -222,7 +183,6 @@ class World {
   static constexpr size_t kAnyCursors = 64;
   std::mutex anyMu_;
   AnyCursor anyCursors_[kAnyCursors];
-  std::atomic<uint64_t> viewsEpoch_{0};
   bool finalized_ = false;
   Status lost_;  // the first error that lost collective state (ok while intact); collective calls only
   bool forceProxy_ = false;  // TETHER_FORCE_PROXY: device handles reach every other PE through the proxy
@@ -245,9 +205,8 @@ struct ControlBlock {
   tether_device_barrier_t streamBarrier;  // barrier_all_on_stream's round words (#6) when they live in HOST memory
 };
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
-// Internal words at the start of every PE's DEVICE segment: the device barrier (tether_device_barrier_t), zeroed at
-// start-up. User allocations start after it.
-constexpr uint64_t kDeviceControlBytes = 64 * 1024;
+// The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)
+// at its start, zeroed at start-up.
 // barrier_all_on_stream's round words (a tether_device_barrier_t) in the DEVICE control block, after the device barrier.
 constexpr uint64_t kDeviceStreamBarrierOffset = 4096;
 static_assert(sizeof(tether_device_barrier_t) <= kDeviceStreamBarrierOffset &&
