@@ -102,7 +102,8 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
     size_t satisfied = 0;
     size_t found = 0;
     pending = SIZE_MAX;
-    if (ref.kind == SegKind::Device && n > 0) TETHER_TRY(heap_.readLocal(ref, snapshot.data(), snapshot.size()).withContext(call));
+    if (ref.kind == SegKind::Device && n > 0)
+      TETHER_TRY(heap_.readLocal(ref, snapshot.data(), snapshot.size()).withContext(call));
     for (size_t k = 0; k < n; ++k) {
       const size_t i = start + k < n ? start + k : start + k - n;
       if (status && status[i]) continue;
