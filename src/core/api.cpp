@@ -555,14 +555,14 @@ tether_status_t tether_sync_all(tether_t w) {
 
 namespace {
 
-using tether::StreamOpDesc;
+using tether::Op;
 
-tether_status_t onStream(tether_t w, const char* call, const StreamOpDesc& op, void* stream) {
+tether_status_t onStream(tether_t w, const char* call, const Op& op, void* stream) {
   return guarded(w, call, [&](World& x) { return tether::enqueueOnStream(x, call, &op, 1, stream); });
 }
 
-StreamOpDesc streamDesc(StreamOpDesc::Kind kind, int pe) {
-  StreamOpDesc d;
+Op streamDesc(Op::Kind kind, int pe) {
+  Op d;
   d.kind = kind;
   d.pe = pe;
   return d;
@@ -571,14 +571,14 @@ StreamOpDesc streamDesc(StreamOpDesc::Kind kind, int pe) {
 }  // namespace
 
 tether_status_t tether_putmem_on_stream(tether_t w, void* dest, const void* src, size_t n, int pe, void* stream) {
-  StreamOpDesc d = streamDesc(StreamOpDesc::Put, pe);
+  Op d = streamDesc(Op::Put, pe);
   d.dest = dest;
   d.src = src;
   d.nbytes = n;
   return onStream(w, "tether_putmem_on_stream", d, stream);
 }
 tether_status_t tether_getmem_on_stream(tether_t w, void* dest, const void* src, size_t n, int pe, void* stream) {
-  StreamOpDesc d = streamDesc(StreamOpDesc::Get, pe);
+  Op d = streamDesc(Op::Get, pe);
   d.dest = dest;
   d.src = src;
   d.nbytes = n;
@@ -586,7 +586,7 @@ tether_status_t tether_getmem_on_stream(tether_t w, void* dest, const void* src,
 }
 tether_status_t tether_p_on_stream(tether_t w, void* dest, const void* value, size_t n, int pe, void* stream) {
   const char* call = "tether_p_on_stream";
-  StreamOpDesc d = streamDesc(StreamOpDesc::P, pe);
+  Op d = streamDesc(Op::P, pe);
   d.dest = dest;
   d.nbytes = n;
   if (!value) return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": value is NULL"));
@@ -597,7 +597,7 @@ tether_status_t tether_putmem_signal_on_stream(tether_t w, void* dest, const voi
                                                uint64_t signal, tether_signal_op_t op, int pe, void* stream) {
   const tether_status_t bad = report(enumArg("tether_putmem_signal_on_stream", "sig_op", op));
   if (bad != TETHER_SUCCESS) return bad;
-  StreamOpDesc d = streamDesc(StreamOpDesc::PutSignal, pe);
+  Op d = streamDesc(Op::PutSignal, pe);
   d.dest = dest;
   d.src = src;
   d.nbytes = n;
@@ -610,7 +610,7 @@ tether_status_t tether_signal_op_on_stream(tether_t w, uint64_t* sig, uint64_t s
                                            void* stream) {
   const tether_status_t bad = report(enumArg("tether_signal_op_on_stream", "sig_op", op));
   if (bad != TETHER_SUCCESS) return bad;
-  StreamOpDesc d = streamDesc(StreamOpDesc::Signal, pe);
+  Op d = streamDesc(Op::Signal, pe);
   d.sig = sig;
   d.value = signal;
   d.sigOp = op;
@@ -620,7 +620,7 @@ tether_status_t tether_signal_wait_until_on_stream(tether_t w, uint64_t* sig, te
                                                    void* stream) {
   const tether_status_t bad = report(enumArg("tether_signal_wait_until_on_stream", "cmp", cmp));
   if (bad != TETHER_SUCCESS) return bad;
-  StreamOpDesc d = streamDesc(StreamOpDesc::Wait, 0);
+  Op d = streamDesc(Op::Wait, 0);
   d.sig = sig;
   d.cmp = cmp;
   d.value = value;
@@ -636,7 +636,7 @@ tether_status_t tether_wait_until_on_stream(tether_t w, void* ivar, tether_dtype
     return report(tether::Status(TETHER_ERR_INVALID_ARG,
                                  tether::strprintf("%s: type %s: 64-bit integer types only", call, t.name)));
   if (!value) return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": value is NULL"));
-  StreamOpDesc d = streamDesc(StreamOpDesc::Wait, 0);
+  Op d = streamDesc(Op::Wait, 0);
   d.sig = static_cast<uint64_t*>(ivar);
   d.cmp = cmp;
   std::memcpy(&d.value, value, sizeof d.value);
@@ -644,18 +644,18 @@ tether_status_t tether_wait_until_on_stream(tether_t w, void* ivar, tether_dtype
   return onStream(w, call, d, stream);
 }
 tether_status_t tether_quiet_on_stream(tether_t w, void* stream) {
-  return onStream(w, "tether_quiet_on_stream", streamDesc(StreamOpDesc::Quiet, 0), stream);
+  return onStream(w, "tether_quiet_on_stream", streamDesc(Op::Quiet, 0), stream);
 }
 tether_status_t tether_fence_on_stream(tether_t w, void* stream) {
-  return onStream(w, "tether_fence_on_stream", streamDesc(StreamOpDesc::Quiet, 0), stream);
+  return onStream(w, "tether_fence_on_stream", streamDesc(Op::Quiet, 0), stream);
 }
 tether_status_t tether_barrier_all_on_stream(tether_t w, void* stream) {
-  StreamOpDesc d = streamDesc(StreamOpDesc::Barrier, 0);
+  Op d = streamDesc(Op::Barrier, 0);
   d.quietFirst = true;
   return onStream(w, "tether_barrier_all_on_stream", d, stream);
 }
 tether_status_t tether_sync_all_on_stream(tether_t w, void* stream) {
-  return onStream(w, "tether_sync_all_on_stream", streamDesc(StreamOpDesc::Barrier, 0), stream);
+  return onStream(w, "tether_sync_all_on_stream", streamDesc(Op::Barrier, 0), stream);
 }
 tether_status_t tether_atomic_on_stream(tether_t w, tether_amo_t op, tether_dtype_t type, void* dest,
                                         const void* value, const void* cond, void* fetched, int pe, void* stream) {
@@ -676,16 +676,17 @@ tether_status_t tether_atomic_on_stream(tether_t w, tether_amo_t op, tether_dtyp
   const bool needsValue = op != TETHER_AMO_FETCH && op != TETHER_AMO_INC && op != TETHER_AMO_FETCH_INC;
   if (needsValue && !value) return bad("value is NULL");
   if (op == TETHER_AMO_COMPARE_SWAP && !cond) return bad("cond is NULL");
-  StreamOpDesc d = streamDesc(StreamOpDesc::Amo, pe);
+  Op d = streamDesc(Op::Amo, pe);
   d.dest = dest;
   d.fetched = fetched;
-  d.amo = tether::AmoArgs{op, static_cast<unsigned>(t.size), 0, 0};
+  d.amo = op;
+  d.nbytes = t.size;
   if (op == TETHER_AMO_INC || op == TETHER_AMO_FETCH_INC) {
-    d.amo.op = op == TETHER_AMO_INC ? TETHER_AMO_ADD : TETHER_AMO_FETCH_ADD;
-    d.amo.value = 1;
+    d.amo = op == TETHER_AMO_INC ? TETHER_AMO_ADD : TETHER_AMO_FETCH_ADD;
+    d.value = 1;
   }
-  if (needsValue) std::memcpy(&d.amo.value, value, t.size);
-  if (cond) std::memcpy(&d.amo.cond, cond, t.size);
+  if (needsValue) std::memcpy(&d.value, value, t.size);
+  if (cond) std::memcpy(&d.cond, cond, t.size);
   return onStream(w, call, d, stream);
 }
 tether_status_t tether_atomic_add_on_stream(tether_t w, uint64_t* dest, uint64_t value, int pe, void* stream) {
@@ -748,7 +749,7 @@ tether_status_t tether_doorbell_arm(tether_doorbell_t db, uint64_t value, const 
   // pending on this stream, with the set's copy behind it, stalled the device's other work -- copies of other streams
   // and the very kernel meant to ring it -- whenever the ring was enqueued after the arm (tether_bench_stream's
   // doorbell rows; bench/results/h200x2/README.md). The kernel waits without TETHER_TIMEOUT, as the memop did.
-  StreamOpDesc wait = streamDesc(StreamOpDesc::Wait, 0);
+  Op wait = streamDesc(Op::Wait, 0);
   wait.sig = db->word;
   wait.cmp = TETHER_CMP_GE;
   wait.value = value;

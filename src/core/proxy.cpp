@@ -1,10 +1,12 @@
-// Proxy: rings and the proxy thread of the device API (contracts in core/proxy.h, slot protocol in tether.h).
+// Proxy: rings and the proxy thread of the device API (contracts in core/proxy.h, slot protocol in tether.h). Ring
+// descriptors are decoded by decodeProxyDesc and checked by checkProxyDesc (core/op.h) before they are executed.
 #include "core/proxy.h"
 
 #include <chrono>
 #include <cstring>
 
 #include "base/log.h"
+#include "core/op.h"
 #include "core/world.h"
 
 namespace tether {
@@ -13,8 +15,6 @@ namespace {
 constexpr uint64_t kFree = 0, kPosted = 1, kDone = 2;  // low two bits of a slot's seq (tether.h)
 constexpr int kSpinPolls = 2000, kYieldPolls = 4000;
 constexpr auto kIdleSleep = std::chrono::microseconds(50);
-
-unsigned field(uint32_t op, int shift, uint32_t mask) { return (op >> shift) & mask; }
 
 }  // namespace
 
@@ -138,7 +138,8 @@ bool Proxy::serve(Ring& r) {
   tether_proxy_desc_t d;
   std::memcpy(&d, slot, sizeof d);  // the producer does not touch the slot until we hand it back
   uint64_t result = 0;
-  Status s = execute(r, d, &result);
+  const ProxyTarget pt = decodeProxyDesc(d);
+  Status s = execute(r, pt, &result);
   if (!s.isOk()) {
     TETHER_LOG_ERROR(LogSys::Core, "device API proxy, %s ring, ticket %llu (op word 0x%x, PE %d, offset 0x%llx, %llu "
                      "bytes): %s", r.gpu ? "GPU" : "CPU", static_cast<unsigned long long>(t), d.op, d.pe,
@@ -149,7 +150,7 @@ bool Proxy::serve(Ring& r) {
   }
   // Completion: the effects (memcpy'd bytes included, which may be weakly ordered stores) before the slot and done.
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if (d.op & TETHER_PROXY_FETCH) {
+  if (pt.fetch) {
     __atomic_store_n(&slot->result, result, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->seq, t << 2 | kDone, __ATOMIC_RELEASE);  // the producer reads result and frees the slot
   } else {
@@ -202,22 +203,14 @@ const void* Proxy::localAddr(Ring& r, uint64_t addr) {
   return reinterpret_cast<const void*>(addr);
 }
 
-Status Proxy::execute(Ring& r, const tether_proxy_desc_t& d, uint64_t* result) {
+Status Proxy::execute(Ring& r, const ProxyTarget& d, uint64_t* result) {
   const char* what = "device API proxy";
-  const unsigned op = field(d.op, 0, 0xff), kind = field(d.op, 8, 0xf);
   RemoteAddr ra{};
   const SegPath* p = nullptr;
   void* ctx = nullptr;
-  const bool inlineOp = op == TETHER_PROXY_OP_PUT_INLINE || op == TETHER_PROXY_OP_GET_INLINE;
-  if (inlineOp && d.size > sizeof d.value)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: inline operation of %llu bytes (at most 8)", what,
-                static_cast<unsigned long long>(d.size));
-  const bool word = op == TETHER_PROXY_OP_AMO || op == TETHER_PROXY_OP_SIGNAL;
-  const uint64_t n = word ? (op == TETHER_PROXY_OP_SIGNAL ? 8 : d.size) : d.size;
-  if (word && ((n != 4 && n != 8) || d.offset % n))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %llu-byte word at offset 0x%llx (4- or 8-byte aligned words only)",
-                what, static_cast<unsigned long long>(n), static_cast<unsigned long long>(d.offset));
-  TETHER_TRY(target(what, d.pe, kind, d.offset, n, &ra, &p, &ctx));
+  TETHER_TRY(checkProxyDesc(what, d));
+  TETHER_TRY(target(what, d.pe, d.segKind, d.offset, d.n, &ra, &p, &ctx));
+  const unsigned op = d.op;
   const bool needLocal = op == TETHER_PROXY_OP_PUT || op == TETHER_PROXY_OP_GET || op == TETHER_PROXY_OP_PUT_SIGNAL;
   if (needLocal && d.size && !d.local) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: local buffer is NULL", what);
   switch (op) {
@@ -231,25 +224,23 @@ Status Proxy::execute(Ring& r, const tether_proxy_desc_t& d, uint64_t* result) {
     case TETHER_PROXY_OP_GET_INLINE:
       return p->ops->get(ctx, d.pe, result, ra, d.size, false);
     case TETHER_PROXY_OP_AMO: {
-      const unsigned amo = field(d.op, 20, 0xff);
-      if (amo >= TETHER_AMO_COUNT) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown AMO %u", what, amo);
-      const AmoArgs a{static_cast<tether_amo_t>(amo), static_cast<unsigned>(n), d.value, d.aux};
+      if (d.amoCode >= TETHER_AMO_COUNT) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown AMO %u", what, d.amoCode);
+      const AmoArgs a{d.amo, static_cast<unsigned>(d.n), d.value, d.aux};
       return p->ops->amo(ctx, d.pe, ra, a, result);
     }
     case TETHER_PROXY_OP_SIGNAL:
     case TETHER_PROXY_OP_PUT_SIGNAL: {
-      const tether_signal_op_t sop = field(d.op, 16, 1) ? TETHER_SIGNAL_ADD : TETHER_SIGNAL_SET;
-      if (op == TETHER_PROXY_OP_SIGNAL) return p->ops->signal(ctx, d.pe, ra, d.value, sop);
+      if (op == TETHER_PROXY_OP_SIGNAL) return p->ops->signal(ctx, d.pe, ra, d.value, d.sigOp);
       if (d.size) TETHER_TRY(p->ops->put(ctx, d.pe, ra, localAddr(r, d.local), d.size, false));
       if (d.aux % 8) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: signal word at offset 0x%llx is not 8-byte aligned",
                                  what, static_cast<unsigned long long>(d.aux));
       RemoteAddr sa{};
       const SegPath* sp = nullptr;
       void* sctx = nullptr;
-      TETHER_TRY(target(what, d.pe, field(d.op, 12, 0xf), d.aux, 8, &sa, &sp, &sctx));
+      TETHER_TRY(target(what, d.pe, d.sigKind, d.aux, 8, &sa, &sp, &sctx));
       // Put before signal: the put above completed (blocking), and a transport's signal follows its own puts.
       if (sctx != ctx) TETHER_TRY(p->ops->quiet(ctx));
-      return sp->ops->signal(sctx, d.pe, sa, d.value, sop);
+      return sp->ops->signal(sctx, d.pe, sa, d.value, d.sigOp);
     }
     default:
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation %u", what, op);

@@ -42,6 +42,7 @@ namespace tether {
 
 class World;
 struct SegPath;
+struct ProxyTarget;
 
 // What a handle needs from a ring, in the handle's address space.
 struct ProxyRingView {
@@ -90,7 +91,7 @@ class Proxy {
   explicit Proxy(World& world) : world_(world) {}
   void run();
   bool serve(Ring& r);                  // executes the next descriptor if posted; true if it did
-  Status execute(Ring& r, const tether_proxy_desc_t& d, uint64_t* result);
+  Status execute(Ring& r, const ProxyTarget& d, uint64_t* result);  // d: decodeProxyDesc (core/op.h)
   Status target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, RemoteAddr* ra,
                 const SegPath** path, void** ctx);
   const void* localAddr(Ring& r, uint64_t addr);

@@ -1,47 +1,45 @@
-// Host-initiated RMA, atomics and signals: argument checks, address translation, then the target's transport.
+// Host-initiated RMA, atomics and signals: argument checks (checkOp, core/op.h), address translation, then the
+// target's transport.
 #include <cstring>
 
 #include "base/log.h"
 #include "core/dtype.h"
+#include "core/op.h"
 #include "core/world.h"
 
 namespace tether {
 
+namespace {
+
+Op rmaOp(Op::Kind kind, void* dest, const void* src, size_t n, int pe) {
+  Op op;
+  op.kind = kind;
+  op.pe = pe;
+  op.dest = dest;
+  op.src = src;
+  op.nbytes = n;
+  return op;
+}
+
+}  // namespace
+
 Status World::put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi) {
-  TETHER_TRY(checkPe(call, pe));
-  if (n == 0) return Status::ok();
-  if (!src) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: src is NULL (%zu bytes to PE %d)", call, n, pe);
   SymRef ref;
-  TETHER_TRY(checkSymmetric(call, "dest", dest, n, &ref));
+  TETHER_TRY(checkOp(*this, call, rmaOp(Op::Put, dest, src, n, pe), &ref));
+  if (n == 0) return Status::ok();
   const SegPath& p = path(pe, ref.kind);
   return p.ops->put(p.ctx, pe, remote(pe, ref), src, n, nbi);
 }
 
 Status World::get(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi) {
-  TETHER_TRY(checkPe(call, pe));
-  if (n == 0) return Status::ok();
-  if (!dest) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest is NULL (%zu bytes from PE %d)", call, n, pe);
   SymRef ref;
-  TETHER_TRY(checkSymmetric(call, "src", src, n, &ref));
+  TETHER_TRY(checkOp(*this, call, rmaOp(Op::Get, dest, src, n, pe), &ref));
+  if (n == 0) return Status::ok();
   const SegPath& p = path(pe, ref.kind);
   return p.ops->get(p.ctx, pe, dest, remote(pe, ref), n, nbi);
 }
 
 namespace {
-
-const char* amoName(tether_amo_t op) {
-  static const char* const names[] = {"fetch", "set",     "swap",      "compare_swap", "inc",       "fetch_inc", "add",
-                                      "fetch_add", "and", "fetch_and", "or",           "fetch_or", "xor",       "fetch_xor"};
-  return static_cast<unsigned>(op) < TETHER_AMO_COUNT ? names[op] : "?";
-}
-
-bool amoFetches(tether_amo_t op) {
-  switch (op) {
-    case TETHER_AMO_SET: case TETHER_AMO_INC: case TETHER_AMO_ADD: case TETHER_AMO_AND: case TETHER_AMO_OR:
-    case TETHER_AMO_XOR: return false;
-    default: return true;
-  }
-}
 
 bool amoNeedsValue(tether_amo_t op) {
   return op != TETHER_AMO_FETCH && op != TETHER_AMO_INC && op != TETHER_AMO_FETCH_INC;
@@ -62,18 +60,15 @@ Status World::atomic(tether_amo_t op, tether_dtype_t type, void* dest, const voi
   if (d.size == 2 || (d.cls == DtypeClass::Float && !extended) || (bitwise && !d.bitwise))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): type %s is not allowed for this operation", call, amoName(op),
                 d.name);
-  TETHER_TRY(checkPe(call, pe));
   if (amoNeedsValue(op) && !value)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): value is NULL", call, amoName(op));
   if (op == TETHER_AMO_COMPARE_SWAP && !cond)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(compare_swap): cond is NULL", call);
-  if (amoFetches(op) && !fetched)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): fetched is NULL", call, amoName(op));
+  Op o = rmaOp(Op::Amo, dest, nullptr, d.size, pe);
+  o.amo = op;
+  o.fetched = fetched;
   SymRef ref;
-  TETHER_TRY(checkSymmetric(call, "dest", dest, d.size, &ref));
-  if (reinterpret_cast<uintptr_t>(dest) % d.size != 0)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): dest %p is not aligned to %zu bytes", call, amoName(op), dest,
-                d.size);
+  TETHER_TRY(checkOp(*this, call, o, &ref));
   AmoArgs a{op, static_cast<unsigned>(d.size), 0, 0};
   if (value) std::memcpy(&a.value, value, d.size);
   if (cond) std::memcpy(&a.cond, cond, d.size);
@@ -86,27 +81,26 @@ Status World::atomic(tether_amo_t op, tether_dtype_t type, void* dest, const voi
 
 Status World::signalOp(uint64_t* sig, uint64_t value, tether_signal_op_t op, int pe) {
   const char* call = "tether_signal_op";
-  TETHER_TRY(checkPe(call, pe));
-  if (op != TETHER_SIGNAL_SET && op != TETHER_SIGNAL_ADD)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown signal operation %d", call, static_cast<int>(op));
+  Op o = rmaOp(Op::Signal, nullptr, nullptr, 0, pe);
+  o.sig = sig;
+  o.sigOp = op;
   SymRef ref;
-  TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &ref));
-  if (ref.offset % sizeof(uint64_t))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: sig_addr %p is not 8-byte aligned", call, static_cast<void*>(sig));
+  TETHER_TRY(checkOp(*this, call, o, nullptr, &ref));
   const SegPath& p = path(pe, ref.kind);
   return p.ops->signal(p.ctx, pe, remote(pe, ref), value, op);
 }
 
 Status World::putSignal(const char* call, void* dest, const void* src, size_t n, uint64_t* sig, uint64_t value,
                         tether_signal_op_t op, int pe, bool nbi) {
-  TETHER_TRY(checkPe(call, pe));
-  SymRef sigRef;
-  TETHER_TRY(checkSymmetric(call, "sig_addr", sig, sizeof *sig, &sigRef));
-  if (sigRef.offset % sizeof(uint64_t))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: sig_addr %p is not 8-byte aligned", call, static_cast<void*>(sig));
-  if (op != TETHER_SIGNAL_SET && op != TETHER_SIGNAL_ADD)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown signal operation %d", call, static_cast<int>(op));
-  TETHER_TRY(put(call, dest, src, n, pe, nbi));
+  Op o = rmaOp(Op::PutSignal, dest, src, n, pe);
+  o.sig = sig;
+  o.sigOp = op;
+  SymRef ref, sigRef;
+  TETHER_TRY(checkOp(*this, call, o, &ref, &sigRef));
+  if (n) {
+    const SegPath& p = path(pe, ref.kind);
+    TETHER_TRY(p.ops->put(p.ctx, pe, remote(pe, ref), src, n, nbi));
+  }
   const SegPath& p = path(pe, sigRef.kind);
   return p.ops->signal(p.ctx, pe, remote(pe, sigRef), value, op);
 }

@@ -16,9 +16,9 @@
 #include <mutex>
 #include <vector>
 
-#include "base/enum_arg.h"
 #include "base/log.h"
 #include "core/dtype.h"
+#include "core/op.h"
 #include "core/world.h"
 
 namespace tether {
@@ -44,8 +44,8 @@ struct Step {
   void* fetched = nullptr;
   tether_cmp_t cmp = TETHER_CMP_EQ;
   bool isSigned = false;
-  bool untimed = false;     // WaitCmp: no TETHER_TIMEOUT (StreamOpDesc::spinWait)
-  ProxyCall call;
+  bool untimed = false;     // WaitCmp: no TETHER_TIMEOUT (Op::spinWait)
+  Op call;               // Proxy
 };
 
 struct MemPatch {
@@ -63,14 +63,6 @@ struct Plan {
   uint64_t viewsEpoch = 0;
 };
 
-bool amoFetches(tether_amo_t op) {
-  switch (op) {
-    case TETHER_AMO_SET: case TETHER_AMO_INC: case TETHER_AMO_ADD: case TETHER_AMO_AND: case TETHER_AMO_OR:
-    case TETHER_AMO_XOR: return false;
-    default: return true;
-  }
-}
-
 }  // namespace
 
 // Compiles descriptors against one World (paths, heap control blocks) and its stream-op layer.
@@ -78,7 +70,7 @@ class StreamPlanner {
  public:
   StreamPlanner(World& w, StreamOps& so, const char* call) : w_(w), so_(so), call_(call) {}
 
-  Status compile(const StreamOpDesc* ops, size_t n, Plan* plan) {
+  Status compile(const Op* ops, size_t n, Plan* plan) {
     plan_ = plan;
     *plan = Plan();
     plan->viewsEpoch = w_.heap().viewsEpoch();
@@ -87,12 +79,12 @@ class StreamPlanner {
   }
 
   // Checks that shifting the symmetric side of op by `offset` keeps it inside the symmetric heap (prepared sets).
-  Status checkPatch(const StreamOpDesc& op, size_t offset) {
+  Status checkPatch(const Op& op, size_t offset) {
     if (!(op.flags & kPatchOffset) || offset == 0) return Status::ok();
     SymRef ref;
-    if (op.kind == StreamOpDesc::Put || op.kind == StreamOpDesc::PutSignal)
+    if (op.kind == Op::Put || op.kind == Op::PutSignal)
       return w_.checkSymmetric(call_, "dest + patch offset", static_cast<char*>(op.dest) + offset, op.nbytes, &ref);
-    if (op.kind == StreamOpDesc::Get)
+    if (op.kind == Op::Get)
       return w_.checkSymmetric(call_, "src + patch offset", static_cast<const char*>(op.src) + offset, op.nbytes,
                                &ref);
     return Status::ok();
@@ -123,7 +115,7 @@ class StreamPlanner {
   // route() for a read-modify-write (AMO, ADD signal) on (pe, ref): where GPU RMWs on host memory are not atomic with
   // the CPU's (no host-native atomics: PCIe without AtomicOps), HOST and STATIC words go through the proxy, whose
   // host path uses CPU atomics, so the RMW stays atomic with the host API's and with other PEs' stream RMWs.
-  // *viaRing: set when the word is reachable but diverted (the proxy step must then post to the ring: ProxyCall).
+  // *viaRing: set when the word is reachable but diverted (the proxy step must then post to the ring: Op::viaRing).
   Status routeRmw(int pe, SymRef ref, char** out, bool* viaRing) {
     *viaRing = false;
     TETHER_TRY(route(pe, ref, out));
@@ -180,18 +172,6 @@ class StreamPlanner {
   }
   void step(const Step& s) { plan_->steps.push_back(s); }
 
-  Status checkSig(uint64_t* sig, SymRef* ref) {
-    TETHER_TRY(w_.checkSymmetric(call_, "sig_addr", sig, sizeof *sig, ref));
-    if (ref->offset % sizeof(uint64_t))
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: sig_addr %p is not 8-byte aligned", call_, static_cast<void*>(sig));
-    return Status::ok();
-  }
-  Status checkSigOp(tether_signal_op_t op) {
-    if (op != TETHER_SIGNAL_SET && op != TETHER_SIGNAL_ADD)
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown signal operation %d", call_, static_cast<int>(op));
-    return Status::ok();
-  }
-
   // A signal on a word the stream addresses directly.
   void directSignal(uint64_t* addr, uint64_t value, tether_signal_op_t op, unsigned patch) {
     if (op == TETHER_SIGNAL_SET) {
@@ -207,7 +187,7 @@ class StreamPlanner {
     step(s);
   }
 
-  void proxyStep(const ProxyCall& c, unsigned patch, uint32_t barrier = 0) {
+  void proxyStep(const Op& c, unsigned patch, uint32_t barrier = 0) {
     Step s;
     s.kind = Step::Proxy;
     s.call = c;
@@ -216,41 +196,23 @@ class StreamPlanner {
     step(s);
   }
 
-  Status compileOne(const StreamOpDesc& op) {
+  Status compileOne(const Op& op) {
     const int me = w_.myPe();
     switch (op.kind) {
-      case StreamOpDesc::Put:
-      case StreamOpDesc::PutSignal: {
-        TETHER_TRY(w_.checkPe(call_, op.pe));
-        SymRef sigRef{SegKind::Host, 0};
+      case Op::Put:
+      case Op::PutSignal: {
+        SymRef ref{SegKind::Host, 0}, sigRef{SegKind::Host, 0};
+        TETHER_TRY(checkOp(w_, call_, op, &ref, &sigRef));
         char* sigAddr = nullptr;
-        if (op.kind == StreamOpDesc::PutSignal) {
-          TETHER_TRY(checkSig(op.sig, &sigRef));
-          TETHER_TRY(checkSigOp(op.sigOp));
-        }
-        SymRef ref{SegKind::Host, 0};
         char* addr = nullptr;
-        if (op.nbytes) {
-          if (!op.src)
-            TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: src is NULL (%zu bytes to PE %d)", call_, op.nbytes, op.pe);
-          TETHER_TRY(w_.checkSymmetric(call_, "dest", op.dest, op.nbytes, &ref));
-          TETHER_TRY(route(op.pe, ref, &addr));
-        }
+        if (op.nbytes) TETHER_TRY(route(op.pe, ref, &addr));
         bool sigViaRing = false;
-        if (op.kind == StreamOpDesc::PutSignal)
+        if (op.kind == Op::PutSignal)
           TETHER_TRY(op.sigOp == TETHER_SIGNAL_ADD ? routeRmw(op.pe, sigRef, &sigAddr, &sigViaRing)
                                                    : route(op.pe, sigRef, &sigAddr));
-        const bool proxied = (op.nbytes && !addr) || (op.kind == StreamOpDesc::PutSignal && !sigAddr);
+        const bool proxied = (op.nbytes && !addr) || (op.kind == Op::PutSignal && !sigAddr);
         if (proxied) {
-          ProxyCall c;
-          c.op = op.kind == StreamOpDesc::Put ? ProxyCall::Put : ProxyCall::PutSignal;
-          c.pe = op.pe;
-          c.dest = op.dest;
-          c.src = op.src;
-          c.nbytes = op.nbytes;
-          c.sig = op.sig;
-          c.value = op.value;
-          c.sigOp = op.sigOp;
+          Op c = op;
           c.viaRing = sigViaRing;
           proxyStep(c, op.flags);
           return Status::ok();
@@ -264,27 +226,18 @@ class StreamPlanner {
           s.patch = op.flags & kPatchOffset;
           step(s);
         }
-        if (op.kind == StreamOpDesc::PutSignal)
+        if (op.kind == Op::PutSignal)
           directSignal(reinterpret_cast<uint64_t*>(sigAddr), op.value, op.sigOp, op.flags);
         return Status::ok();
       }
-      case StreamOpDesc::Get: {
-        TETHER_TRY(w_.checkPe(call_, op.pe));
-        if (!op.nbytes) return Status::ok();
-        if (!op.dest)
-          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest is NULL (%zu bytes from PE %d)", call_, op.nbytes, op.pe);
+      case Op::Get: {
         SymRef ref;
-        TETHER_TRY(w_.checkSymmetric(call_, "src", op.src, op.nbytes, &ref));
+        TETHER_TRY(checkOp(w_, call_, op, &ref));
+        if (!op.nbytes) return Status::ok();
         char* addr = nullptr;
         TETHER_TRY(route(op.pe, ref, &addr));
         if (!addr) {
-          ProxyCall c;
-          c.op = ProxyCall::Get;
-          c.pe = op.pe;
-          c.dest = op.dest;
-          c.src = op.src;
-          c.nbytes = op.nbytes;
-          proxyStep(c, op.flags);
+          proxyStep(op, op.flags);
           return Status::ok();
         }
         Step s;
@@ -296,25 +249,14 @@ class StreamPlanner {
         step(s);
         return Status::ok();
       }
-      case StreamOpDesc::P: {
-        TETHER_TRY(w_.checkPe(call_, op.pe));
-        const size_t n = op.nbytes;
-        if (n != 1 && n != 2 && n != 4 && n != 8)
-          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %zu bytes (1, 2, 4 or 8)", call_, n);
+      case Op::P: {
         SymRef ref;
-        TETHER_TRY(w_.checkSymmetric(call_, "dest", op.dest, n, &ref));
-        if (reinterpret_cast<uintptr_t>(op.dest) % n)
-          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p is not aligned to %zu bytes", call_, op.dest, n);
+        TETHER_TRY(checkOp(w_, call_, op, &ref));
+        const size_t n = op.nbytes;
         char* addr = nullptr;
         TETHER_TRY(route(op.pe, ref, &addr));
         if (!addr) {
-          ProxyCall c;
-          c.op = ProxyCall::PutInline;
-          c.pe = op.pe;
-          c.dest = op.dest;
-          c.nbytes = n;
-          c.value = op.value;
-          proxyStep(c, 0);
+          proxyStep(op, 0);
         } else if (n >= 4) {
           memop(write(addr, op.value, false, static_cast<unsigned>(n)));
         } else {
@@ -327,21 +269,14 @@ class StreamPlanner {
         }
         return Status::ok();
       }
-      case StreamOpDesc::Signal: {
-        TETHER_TRY(w_.checkPe(call_, op.pe));
-        TETHER_TRY(checkSigOp(op.sigOp));
+      case Op::Signal: {
         SymRef ref;
-        TETHER_TRY(checkSig(op.sig, &ref));
+        TETHER_TRY(checkOp(w_, call_, op, nullptr, &ref));
         char* addr = nullptr;
         bool viaRing = false;
         TETHER_TRY(op.sigOp == TETHER_SIGNAL_ADD ? routeRmw(op.pe, ref, &addr, &viaRing) : route(op.pe, ref, &addr));
         if (!addr) {
-          ProxyCall c;
-          c.op = ProxyCall::Signal;
-          c.pe = op.pe;
-          c.sig = op.sig;
-          c.value = op.value;
-          c.sigOp = op.sigOp;
+          Op c = op;
           c.viaRing = viaRing;
           proxyStep(c, op.flags & kPatchSignal);
         } else {
@@ -349,13 +284,9 @@ class StreamPlanner {
         }
         return Status::ok();
       }
-      case StreamOpDesc::Wait: {
-        if (static_cast<unsigned>(op.cmp) > TETHER_CMP_LE)
-          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown comparison %d", call_, static_cast<int>(op.cmp));
+      case Op::Wait: {
         SymRef ref;
-        TETHER_TRY(w_.checkSymmetric(call_, "ivar", op.sig, sizeof(uint64_t), &ref));
-        if (ref.offset % sizeof(uint64_t))
-          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %p is not 8-byte aligned", call_, static_cast<void*>(op.sig));
+        TETHER_TRY(checkOp(w_, call_, op, &ref));
         char* addr = nullptr;
         TETHER_TRY(route(me, ref, &addr));
         if (!addr)
@@ -389,14 +320,14 @@ class StreamPlanner {
           default: return kernelWait();
         }
       }
-      case StreamOpDesc::Quiet: {
+      case Op::Quiet: {
         StreamMemOp m;
         m.kind = StreamMemOp::Barrier;
         memop(m);
         return Status::ok();
       }
-      case StreamOpDesc::Barrier: return compileBarrier(op.quietFirst);
-      case StreamOpDesc::Amo: return compileAmo(op);
+      case Op::Barrier: return compileBarrier(op.quietFirst);
+      case Op::Amo: return compileAmo(op);
     }
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation kind %d", call_, static_cast<int>(op.kind));
   }
@@ -425,8 +356,8 @@ class StreamPlanner {
       if (toAddr) {
         memop(write(toAddr, 0, true), MemPatch{0, index});
       } else {
-        ProxyCall c;
-        c.op = ProxyCall::Signal;
+        Op c;
+        c.kind = Op::Signal;
         c.pe = to;
         c.sig = reinterpret_cast<uint64_t*>(symBase + off);
         c.sigOp = TETHER_SIGNAL_SET;
@@ -440,41 +371,24 @@ class StreamPlanner {
     return Status::ok();
   }
 
-  Status compileAmo(const StreamOpDesc& op) {
-    const tether_amo_t a = op.amo.op;
-    if (static_cast<unsigned>(a) >= TETHER_AMO_COUNT)
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation %d", call_, static_cast<int>(a));
-    TETHER_TRY(w_.checkPe(call_, op.pe));
-    const unsigned width = op.amo.width;
+  Status compileAmo(const Op& op) {
     SymRef ref;
-    TETHER_TRY(w_.checkSymmetric(call_, "dest", op.dest, width, &ref));
-    if (reinterpret_cast<uintptr_t>(op.dest) % width)
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p is not aligned to %u bytes", call_, op.dest, width);
-    if (amoFetches(a) && !op.fetched)
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: fetched is NULL for a fetching operation", call_);
+    TETHER_TRY(checkOp(w_, call_, op, &ref));
     char* addr = nullptr;
     bool viaRing = false;
     TETHER_TRY(routeRmw(op.pe, ref, &addr, &viaRing));
-    void* fetched = amoFetches(a) ? op.fetched : nullptr;
+    Op c = op;
+    c.fetched = amoFetches(op.amo) ? op.fetched : nullptr;
     if (!addr) {
-      ProxyCall c;
-      c.op = ProxyCall::Amo;
       c.viaRing = viaRing;
-      c.pe = op.pe;
-      c.dest = op.dest;
-      c.nbytes = width;
-      c.value = op.amo.value;
-      c.cond = op.amo.cond;
-      c.amo = static_cast<uint32_t>(a);
-      c.fetched = fetched;
       proxyStep(c, 0);
       return Status::ok();
     }
     Step s;
     s.kind = Step::Amo;
     s.addr = addr;
-    s.amo = op.amo;
-    s.fetched = fetched;
+    s.amo = AmoArgs{op.amo, static_cast<unsigned>(op.nbytes), op.value, op.cond};
+    s.fetched = c.fetched;
     step(s);
     return Status::ok();
   }
@@ -523,11 +437,11 @@ Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uin
                               s.untimed ? 0 : timeoutNs));
         break;
       case Step::Proxy: {
-        ProxyCall c = s.call;
+        Op c = s.call;
         if (s.barrier) c.value = epochBase + s.barrier - 1;
         c.value += add;
         if (off) {
-          if (c.op == ProxyCall::Get)
+          if (c.kind == Op::Get)
             c.src = static_cast<const char*>(c.src) + off;
           else
             c.src = c.src ? static_cast<const char*>(c.src) + off : nullptr;
@@ -545,7 +459,7 @@ Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uin
 
 class OpSet {
  public:
-  OpSet(World& w, std::vector<StreamOpDesc> descs) : w_(w), descs_(std::move(descs)) {}
+  OpSet(World& w, std::vector<Op> descs) : w_(w), descs_(std::move(descs)) {}
 
   Status build(StreamOps& so) {
     StreamPlanner planner(w_, so, "tether_prepare");
@@ -559,7 +473,7 @@ class OpSet {
     const size_t offset = patch ? patch->offset : 0;
     const uint64_t signal = patch ? patch->signal : 0;
     StreamPlanner planner(w_, *so, call);
-    for (const StreamOpDesc& d : descs_) TETHER_TRY(planner.checkPatch(d, offset));
+    for (const Op& d : descs_) TETHER_TRY(planner.checkPatch(d, offset));
     std::lock_guard<std::mutex> lock(mu_);
     if (plan_.viewsEpoch != w_.heap().viewsEpoch()) {  // a heap grew: GPU views moved, translate again
       TETHER_LOG_DEBUG(LogSys::Core, "%s: heap views changed since tether_prepare: rebuilding the set", call);
@@ -575,12 +489,12 @@ class OpSet {
 
  private:
   World& w_;
-  std::vector<StreamOpDesc> descs_;
+  std::vector<Op> descs_;
   std::mutex mu_;
   Plan plan_;
 };
 
-Status enqueueOnStream(World& w, const char* call, const StreamOpDesc* ops, size_t n, void* stream) {
+Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void* stream) {
   StreamOps* so = nullptr;
   TETHER_TRY(w.streams().ops(&so).withContext(call));
   Plan plan;
@@ -590,58 +504,12 @@ Status enqueueOnStream(World& w, const char* call, const StreamOpDesc* ops, size
   return runPlan(*so, plan, stream, 0, 0, epochBase, OpSet::timeoutNs(w));
 }
 
-namespace {
-
-// ok when the enum field `field` of the caller's ops[i] holds an enumerator; else INVALID_ARG naming ops[i].field.
-template <typename E>
-Status opField(const char* call, size_t i, const char* field, const E& value) {
-  if (enumValid(value)) return Status::ok();
-  return enumArg(call, strprintf("ops[%zu].%s", i, field).c_str(), value);
-}
-
-}  // namespace
-
 Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out) {
   const char* call = "tether_prepare";
   if (!out) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: set is NULL", call);
   if (n && !ops) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: ops is NULL (%zu operations)", call, n);
-  std::vector<StreamOpDesc> descs(n);
-  for (size_t i = 0; i < n; ++i) {
-    const tether_op_desc_t& o = ops[i];
-    StreamOpDesc& d = descs[i];
-    if (o.flags & ~(kPatchOffset | kPatchSignal))
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: op %zu: unknown flags 0x%x", call, i, o.flags);
-    d.flags = o.flags;
-    d.pe = o.pe;
-    d.dest = o.dest;
-    d.src = o.src;
-    d.nbytes = o.nbytes;
-    d.sig = o.sig_addr;
-    d.value = o.signal;
-    // The enum fields are the caller's (any int from C): each is checked before it is read as the enum, and only the
-    // fields its kind uses are read (base/enum_arg.h).
-    TETHER_TRY(opField(call, i, "kind", o.kind));
-    const tether_op_kind_t kind = o.kind;
-    if (kind == TETHER_OP_PUT_SIGNAL || kind == TETHER_OP_SIGNAL) {
-      TETHER_TRY(opField(call, i, "sig_op", o.sig_op));
-      d.sigOp = o.sig_op;
-    }
-    if (kind == TETHER_OP_SIGNAL_WAIT) {
-      TETHER_TRY(opField(call, i, "cmp", o.cmp));
-      d.cmp = o.cmp;
-    }
-    switch (kind) {
-      case TETHER_OP_PUT: d.kind = StreamOpDesc::Put; break;
-      case TETHER_OP_GET: d.kind = StreamOpDesc::Get; break;
-      case TETHER_OP_PUT_SIGNAL: d.kind = StreamOpDesc::PutSignal; break;
-      case TETHER_OP_SIGNAL: d.kind = StreamOpDesc::Signal; break;
-      case TETHER_OP_SIGNAL_WAIT: d.kind = StreamOpDesc::Wait; break;
-      case TETHER_OP_QUIET: d.kind = StreamOpDesc::Quiet; break;
-      case TETHER_OP_BARRIER_ALL: d.kind = StreamOpDesc::Barrier; d.quietFirst = true; break;
-      case TETHER_OP_SYNC_ALL: d.kind = StreamOpDesc::Barrier; break;
-      default: TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: op %zu: unknown kind %d", call, i, static_cast<int>(kind));
-    }
-  }
+  std::vector<Op> descs(n);
+  for (size_t i = 0; i < n; ++i) TETHER_TRY(opFromDesc(call, i, ops[i], &descs[i]));
   StreamOps* so = nullptr;
   TETHER_TRY(w.streams().ops(&so).withContext(call));
   std::unique_ptr<OpSet> set(new OpSet(w, std::move(descs)));

@@ -34,6 +34,7 @@
 #include <memory>
 
 #include "base/status.h"
+#include "core/op.h"
 #include "tether/tether.h"
 #include "transport/transport.h"
 
@@ -53,28 +54,14 @@ struct StreamMemOp {
   uint64_t value = 0;
 };
 
-// One device-API operation executed on the stream through the proxy ring, for a (PE, segment) the stream cannot
-// address (remote peers; every other PE under TETHER_FORCE_PROXY=1). Addresses are symmetric addresses as the program
-// names them (dest, sig) and local buffers (src of a put, dest of a get, fetched). Executed with the device API's
-// blocking forms and followed by its quiet: complete (and visible) before the next stream operation starts.
-// The CUDA version is a one-thread kernel taking the handle by value: tickets are taken when the kernel runs, so it
-// stays correct under graph replay and when several streams post (core/stream/stream_proxy_call.h runs it).
-struct ProxyCall {
-  enum Op : uint32_t { Put, Get, PutInline, PutSignal, Signal, Amo } op = Put;
-  int32_t pe = 0;
-  void* dest = nullptr;        // Put/PutInline/PutSignal/Amo: symmetric target; Get: local destination
-  const void* src = nullptr;   // Put/PutSignal: local source; Get: symmetric source
-  uint64_t nbytes = 0;         // Put/Get/PutSignal bytes; PutInline/Amo: width (1/2/4/8; Amo 4/8)
-  uint64_t* sig = nullptr;     // PutSignal/Signal: symmetric signal word
-  uint64_t value = 0;          // PutInline bytes, signal value, AMO operand
-  uint64_t cond = 0;           // AMO compare value
-  uint32_t sigOp = TETHER_SIGNAL_SET;
-  uint32_t amo = TETHER_AMO_ADD;
-  void* fetched = nullptr;     // Amo: where the old value goes (width bytes), or null
-  // Amo, Signal, PutSignal's signal: through the ring even where the PE is load/store reachable (a host-memory RMW
-  // on a GPU without host-native atomics: the proxy's host path does it with CPU atomics). The handle has a ring.
-  bool viaRing = false;
-};
+// Proxy calls: an operation record (core/op.h: Put, Get, P, PutSignal, Signal, Amo) executed on the stream through
+// the proxy ring, for a (PE, segment) the stream cannot address (remote peers; every other PE under
+// TETHER_FORCE_PROXY=1). Addresses are symmetric addresses as the program names them (dest, sig) and local buffers
+// (src of a put, dest of a get, fetched); Amo's width is nbytes, its operand value; viaRing sends RMWs to the ring
+// even where the PE is reachable. Executed with the device API's blocking forms and followed by its quiet: complete
+// (and visible) before the next stream operation starts. The CUDA version is a one-thread kernel taking the handle
+// and the Op by value: tickets are taken when the kernel runs, so it stays correct under graph replay and when
+// several streams post (core/stream/stream_proxy_call.h runs it).
 
 class StreamOps {
  public:
@@ -102,8 +89,8 @@ class StreamOps {
   // (0: unbounded).
   virtual Status waitCmp(void* stream, const uint64_t* addr, tether_cmp_t cmp, uint64_t value, bool isSigned,
                          uint64_t timeoutNs) = 0;
-  // Runs call through the handle's proxy ring (handle in this ops' address space).
-  virtual Status proxy(void* stream, const tether_device_handle_t& handle, const ProxyCall& call) = 0;
+  // Runs call (a proxy call, above) through the handle's proxy ring (handle in this ops' address space).
+  virtual Status proxy(void* stream, const tether_device_handle_t& handle, const Op& call) = 0;
   // Runs fn on a CPU thread in stream order, its memory effects visible before the next operation starts (CUDA:
   // cudaLaunchHostFunc). fn must not call CUDA or wait on any stream; it cannot fail.
   virtual Status hostCall(void* stream, std::function<void()> fn) = 0;

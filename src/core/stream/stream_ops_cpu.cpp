@@ -203,7 +203,7 @@ class CpuStreamOps : public StreamOps {
     });
   }
 
-  Status proxy(void* stream, const tether_device_handle_t& handle, const ProxyCall& call) override {
+  Status proxy(void* stream, const tether_device_handle_t& handle, const Op& call) override {
     if (handle.flags & TETHER_DEVICE_GPU)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream proxy call (CPU emulation): needs the CPU device handle");
     return enqueue(stream, [handle, call] {

@@ -1,4 +1,4 @@
-// Executes one ProxyCall (core/stream_ops.h) with the device API, so the stream path to proxied peers reuses the
+// Executes one proxy call (an Op, core/op.h; contract in core/stream_ops.h) with the device API, so the stream path to proxied peers reuses the
 // ring protocol, flow control and bounded waits of issue #5 unchanged. Compiled for the GPU (the one-thread kernel of
 // core/stream/cuda/stream_kernels.cu) and for the CPU (the emulated stream's worker thread,
 // core/stream/stream_ops_cpu.cpp).
@@ -12,12 +12,12 @@ namespace tether {
 namespace streamdetail {
 
 template <typename T>
-TETHER_HD void proxyAmoTyped(const tether_device_handle_t& h, const ProxyCall& c) {
+TETHER_HD void proxyAmoTyped(const tether_device_handle_t& h, const Op& c) {
   namespace dv = tether::device;
   T* d = static_cast<T*>(c.dest);
   const T v = static_cast<T>(c.value), cond = static_cast<T>(c.cond);
   T old = 0;
-  switch (static_cast<tether_amo_t>(c.amo)) {
+  switch (c.amo) {
     case TETHER_AMO_FETCH: old = dv::atomic_fetch(h, static_cast<const T*>(d), c.pe); break;
     case TETHER_AMO_SET: dv::atomic_set(h, d, v, c.pe); break;
     case TETHER_AMO_SWAP: old = dv::atomic_swap(h, d, v, c.pe); break;
@@ -38,7 +38,7 @@ TETHER_HD void proxyAmoTyped(const tether_device_handle_t& h, const ProxyCall& c
 }
 
 // p of 1, 2, 4 or 8 bytes: one inline descriptor (the value travels in the descriptor, not through a buffer).
-TETHER_HD void proxyPutInline(const tether_device_handle_t& h, const ProxyCall& c) {
+TETHER_HD void proxyPutInline(const tether_device_handle_t& h, const Op& c) {
   namespace dd = tether::device::detail;
   const dd::Target t = dd::target(h, c.dest, c.pe);
   if (t.ptr)
@@ -49,17 +49,17 @@ TETHER_HD void proxyPutInline(const tether_device_handle_t& h, const ProxyCall& 
 
 // viaRing RMWs: the descriptor goes to the ring whatever the PE's reach, and the call waits for it (the handle's
 // flags need not say PROXY_MIXED, so quiet alone would not).
-TETHER_HD void ringRmw(const tether_device_handle_t& h, const ProxyCall& c) {
+TETHER_HD void ringRmw(const tether_device_handle_t& h, const Op& c) {
   namespace dv = tether::device;
   namespace dd = tether::device::detail;
-  if (c.op == ProxyCall::Amo) {
+  if (c.kind == Op::Amo) {
     const dd::Target t = dd::target(h, c.dest, c.pe);
-    const uint64_t old = dd::proxyAmo(h, c.pe, t, static_cast<tether_amo_t>(c.amo), static_cast<unsigned>(c.nbytes),
+    const uint64_t old = dd::proxyAmo(h, c.pe, t, c.amo, static_cast<unsigned>(c.nbytes),
                                       c.value, c.cond, c.fetched != nullptr);
     if (c.fetched && c.nbytes == 4) *static_cast<uint32_t*>(c.fetched) = static_cast<uint32_t>(old);
     if (c.fetched && c.nbytes == 8) *static_cast<uint64_t*>(c.fetched) = old;
   } else {
-    if (c.op == ProxyCall::PutSignal) {  // the data as usual, complete before the signal is posted
+    if (c.kind == Op::PutSignal) {  // the data as usual, complete before the signal is posted
       dv::putmem(h, c.dest, c.src, c.nbytes, c.pe);
       dv::quiet(h);
     }
@@ -68,26 +68,27 @@ TETHER_HD void ringRmw(const tether_device_handle_t& h, const ProxyCall& c) {
   dd::proxyQuiet(h);
 }
 
-TETHER_HD void runProxyCall(const tether_device_handle_t& h, const ProxyCall& c) {
+TETHER_HD void runProxyCall(const tether_device_handle_t& h, const Op& c) {
   namespace dv = tether::device;
-  if (c.viaRing && (c.op == ProxyCall::Amo || c.op == ProxyCall::Signal || c.op == ProxyCall::PutSignal)) {
+  if (c.viaRing && (c.kind == Op::Amo || c.kind == Op::Signal || c.kind == Op::PutSignal)) {
     ringRmw(h, c);
     return;
   }
-  switch (c.op) {
-    case ProxyCall::Put: dv::putmem(h, c.dest, c.src, c.nbytes, c.pe); break;
-    case ProxyCall::Get: dv::getmem(h, c.dest, c.src, c.nbytes, c.pe); break;
-    case ProxyCall::PutInline: proxyPutInline(h, c); break;
-    case ProxyCall::PutSignal:
+  switch (c.kind) {
+    case Op::Put: dv::putmem(h, c.dest, c.src, c.nbytes, c.pe); break;
+    case Op::Get: dv::getmem(h, c.dest, c.src, c.nbytes, c.pe); break;
+    case Op::P: proxyPutInline(h, c); break;
+    case Op::PutSignal:
       dv::putmem_signal(h, c.dest, c.src, c.nbytes, c.sig, c.value, static_cast<dv::SignalOp>(c.sigOp), c.pe);
       break;
-    case ProxyCall::Signal: dv::signal_op(h, c.sig, c.value, static_cast<dv::SignalOp>(c.sigOp), c.pe); break;
-    case ProxyCall::Amo:
+    case Op::Signal: dv::signal_op(h, c.sig, c.value, static_cast<dv::SignalOp>(c.sigOp), c.pe); break;
+    case Op::Amo:
       if (c.nbytes == 4)
         proxyAmoTyped<uint32_t>(h, c);
       else
         proxyAmoTyped<uint64_t>(h, c);
       break;
+    default: break;  // not proxy calls (core/stream.cpp never sends them)
   }
   dv::quiet(h);
 }

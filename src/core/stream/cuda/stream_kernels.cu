@@ -78,7 +78,7 @@ __global__ void waitKernel(const uint64_t* addr, int mode, uint64_t value, int i
 
 __global__ void fenceKernel() { __threadfence_system(); }
 
-__global__ void proxyCallKernel(tether_device_handle_t h, ProxyCall c) { streamdetail::runProxyCall(h, c); }
+__global__ void proxyCallKernel(tether_device_handle_t h, Op c) { streamdetail::runProxyCall(h, c); }
 
 }  // namespace
 
@@ -103,7 +103,7 @@ cudaError_t launchFence(cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const ProxyCall& call) {
+cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const Op& call) {
   proxyCallKernel<<<1, 1, 0, stream>>>(handle, call);
   return cudaGetLastError();
 }

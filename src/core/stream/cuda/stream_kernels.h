@@ -25,8 +25,8 @@ cudaError_t launchWait(cudaStream_t stream, const uint64_t* addr, int mode, uint
                        uint64_t timeoutNs);
 // System-scope memory barrier (__threadfence_system) in stream order.
 cudaError_t launchFence(cudaStream_t stream);
-// Runs one ProxyCall through the device API's proxy ring (core/stream/stream_proxy_call.h).
-cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const ProxyCall& call);
+// Runs one proxy call (an Op, core/op.h) through the device API's proxy ring (core/stream/stream_proxy_call.h).
+cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const Op& call);
 // Loads the kernels above into the current device's context now, as kernels.h's preload: none of them may be loaded
 // lazily at a launch while a stream memop wait of this context (an armed doorbell) is pending. First load error.
 cudaError_t preloadStreamKernels();

@@ -197,7 +197,7 @@ class CudaStreamOps : public StreamOps {
     return Status::ok();
   }
 
-  Status proxy(void* stream, const tether_device_handle_t& handle, const ProxyCall& call) override {
+  Status proxy(void* stream, const tether_device_handle_t& handle, const Op& call) override {
     if (!(handle.flags & TETHER_DEVICE_GPU))
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream proxy call: needs the GPU device handle");
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
