@@ -74,6 +74,11 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_FORCE_PROXY", ConfigType::Bool, "0",
        "1: device handles (tether_device_handle, tether_device_handle_cpu) reach every PE but their own through the "
        "proxy ring and thread instead of loads/stores (tests the remote-peer path on one host)"},
+      {"TETHER_UCX_PROGRESS_US", ConfigType::Int, "1000",
+       "Period in microseconds of the UCX progress thread, which moves remote puts and atomics targeting this PE on "
+       "while it computes without calling tether (over TCP they land only when the target's worker progresses); "
+       "0 = no thread (waits, barriers and the proxy still progress). Only in jobs that use the network path",
+       0, 1000000},
       {"TETHER_PROXY_SLOTS", ConfigType::Int, "1024",
        "Descriptors in each device-API proxy ring (a power of two, 2..1048576); a producer waits while the ring is "
        "full", 2, 1048576},

@@ -162,7 +162,13 @@ Status World::setUpPaths() {
   if (device)
     segs[static_cast<int>(SegKind::Device)] = {true, device->myBase(), device->committed(),
                                                [device, local](int pe) { return device->base(local(pe)); }};
-  return paths_.setUp(topo_, job_.rank, ov, makeLocalRegistry(gpu_.get()), segs, *bootstrap_);
+  ProviderRegistry registry = makeLocalRegistry(gpu_.get());
+  UcxOptions ucx;  // the network provider (PEs on other hosts; TETHER_PATHS host=ucx)
+  ucx.timeoutSeconds = timeout_;
+  ucx.progressUs = static_cast<int>(config_.integer("TETHER_UCX_PROGRESS_US"));
+  ucx.gpu = gpu_.get();
+  registry.add(makeUcxProvider(ucx));
+  return paths_.setUp(topo_, job_.rank, ov, std::move(registry), segs, *bootstrap_);
 }
 
 Status World::discoverHosts() {

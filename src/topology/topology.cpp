@@ -37,6 +37,7 @@ const char* pathKindName(PathKind k) {
     case PathKind::Staged: return "staged";
     case PathKind::Proxy: return "proxy";
     case PathKind::None: return "none";
+    case PathKind::Net: return "net";
   }
   return "?";
 }
@@ -310,13 +311,13 @@ Status PathOverrides::parse(const std::string& spec, PathOverrides* out) {
       size_t eq = tok.find('=');
       std::string kind = eq == std::string::npos ? tok : trimmed(tok.substr(0, eq));
       std::string path = eq == std::string::npos ? "" : trimmed(tok.substr(eq + 1));
-      if (kind == "host" && (path == "auto" || path == "shm")) {
+      if (kind == "host" && (path == "auto" || path == "shm" || path == "ucx")) {
         ov.host = path;
       } else if (kind == "device" && (path == "auto" || path == "p2p" || path == "staged")) {
         ov.device = path;
       } else {
         TETHER_FAIL(TETHER_ERR_INVALID_ARG,
-                    "TETHER_PATHS='%s': bad token '%s' (expected auto, or a comma list of host=<auto|shm> and "
+                    "TETHER_PATHS='%s': bad token '%s' (expected auto, or a comma list of host=<auto|shm|ucx> and "
                     "device=<auto|p2p|staged>)",
                     spec.c_str(), tok.c_str());
       }
@@ -365,8 +366,15 @@ Status choosePath(const Topology& topo, int me, int pe, SegKind kind, const Path
   }
   if (!topo.sameHost(me, pe)) {
     // Overrides apply to same-host peers only.
-    *out = {PathKind::None, strprintf("PE %d runs on another host (%s) and no network transport (UCX proxy) is built yet",
-                                      pe, b.host.c_str())};
+    if (isHostMemory(kind))
+      *out = {PathKind::Net, strprintf("PE %d runs on another host (%s): network", pe, b.host.c_str())};
+    else
+      *out = {PathKind::None, strprintf("PE %d runs on another host (%s): DEVICE segments across hosts need a "
+                                        "CUDA-aware network transport (not supported yet)", pe, b.host.c_str())};
+    return Status::ok();
+  }
+  if (isHostMemory(kind) && ov.host == "ucx") {
+    *out = {PathKind::Net, "same host, forced onto the network path by TETHER_PATHS host=ucx"};
     return Status::ok();
   }
   if (isHostMemory(kind)) {

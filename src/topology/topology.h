@@ -58,7 +58,7 @@ struct Topology {
   static Status parse(const std::string& text, Topology* out);
 };
 
-enum class PathKind { Self, Shm, P2p, Staged, Proxy, None };
+enum class PathKind { Self, Shm, P2p, Staged, Proxy, None, Net };
 const char* pathKindName(PathKind k);
 
 // Segment kind served by a path. Host and Device are the two heaps (the C API's tether_seg_kind_t without DEFAULT);
@@ -75,15 +75,17 @@ struct PathChoice {
 };
 
 // Overrides from TETHER_PATHS: "auto" or a comma list of kind=path, e.g. "device=staged", "host=shm" (a bare "shm",
-// the older spelling, means host=shm). They apply to same-host peers only.
+// the older spelling, means host=shm), "host=ucx" (HOST/STATIC segments of same-host PEs over the network path, how
+// the UCX provider is tested on one host). They apply to same-host peers only.
 struct PathOverrides {
   std::string host = "auto";
   std::string device = "auto";
   static Status parse(const std::string& spec, PathOverrides* out);  // names the bad token on error
 };
 
-// Pure path choice. Rules: same PE -> Self. Other host -> None (no network transport yet; the reason says so).
-// HOST segments on the same host -> Shm. DEVICE segments on the same host: both GPUs present and p2pAccess -> P2p
+// Pure path choice. Rules: same PE -> Self. Other host: HOST/STATIC segments -> Net (the network path: the UCX
+// provider serves it), DEVICE segments -> None (they need a CUDA-aware network transport; the reason says so).
+// HOST segments on the same host -> Shm (Net with TETHER_PATHS host=ucx). DEVICE segments on the same host: both GPUs present and p2pAccess -> P2p
 // (reason names the link, e.g. "NVLink x18", and native atomics yes/no); no peer access -> Staged (through host
 // memory). A PE without a GPU has no DEVICE segment -> None for DEVICE. An override that is impossible (p2p
 // without peer access) fails with TETHER_ERR_INVALID_ARG naming it.

@@ -13,6 +13,9 @@ Status PathTable::setUp(const Topology& topo, int me, const PathOverrides& ov, P
   registry_ = std::move(registry);
   const int n = topo.size();
   paths_.assign(static_cast<size_t>(n), PeerPath{});
+  for (size_t i = 0; i < registry_.size(); ++i)
+    TETHER_TRY(registry_.at(i).start(topo, me, ov, boot).withContext(
+        strprintf("tether_init: %s provider", registry_.at(i).name())));
   for (int pe = 0; pe < n; ++pe) {
     for (SegKind kind : {SegKind::Host, SegKind::Device}) {
       const SegmentMap& seg = segs[static_cast<int>(kind)];
@@ -28,7 +31,8 @@ Status PathTable::setUp(const Topology& topo, int me, const PathOverrides& ov, P
       p.reason = r.reason;
       p.ops = c.ops;
       p.ctx = c.ctx;
-      p.base = seg.peerBase(pe);
+      // Only a path that maps the peer's memory has a base here (a network peer's localIndex names another PE).
+      p.base = (c.ops->caps & kCapLoadStore) ? seg.peerBase(pe) : nullptr;
       p.provider = &prov;
       addInUse(p);
       TETHER_LOG_INFO(LogSys::Transport, "path to the %s segment of PE %d: %s via %s (%s)", segKindName(kind), pe,

@@ -8,12 +8,16 @@ Status ProviderRegistry::choose(const Topology& topo, int me, int peer, SegKind 
   if (providers_.empty())
     TETHER_FAIL(TETHER_ERR_INTERNAL, "no usable path from PE %d to the %s segment of PE %d: no transport providers",
                 me, segKindName(kind), peer);
-  ProbeResult first;
-  bool found = false;
+  ProbeResult first, serving;
+  bool found = false, served = false;
   for (size_t i = 0; i < providers_.size(); ++i) {
     ProbeResult r;
     TETHER_TRY(providers_[i]->probe(topo, me, peer, kind, ov, &r));
     if (i == 0) first = r;
+    if (!served && !r.available && r.serves) {
+      served = true;
+      serving = r;
+    }
     if (r.available && (!found || r.cost < result->cost)) {
       found = true;
       *chosen = i;
@@ -21,9 +25,8 @@ Status ProviderRegistry::choose(const Topology& topo, int me, int peer, SegKind 
     }
   }
   if (!found)
-    TETHER_FAIL(TETHER_ERR_UNREACHABLE, "no usable path from PE %d to the %s segment of PE %d: %s%s", me,
-                segKindName(kind), peer, first.reason.c_str(),
-                first.path == PathKind::Proxy ? " (the proxy path is not implemented yet)" : "");
+    TETHER_FAIL(TETHER_ERR_UNREACHABLE, "no usable path from PE %d to the %s segment of PE %d: %s", me,
+                segKindName(kind), peer, (served ? serving : first).reason.c_str());
   return Status::ok();
 }
 

@@ -14,6 +14,9 @@
 //    (empty for providers that map memory: shm, p2p, staged). Called at start-up and after a segment grows.
 //  - progress() moves the provider's outstanding work on; every bounded host wait and the proxy loop call it, from
 //    any thread. No-op for the local providers.
+//  - start() runs once, collectively, before any probe or connect: a provider that exchanges something at start-up
+//    (ucx: its worker addresses) does it here. Every PE's registry must then hold that provider (the ucx provider is
+//    in every World's registry); the local providers do nothing.
 #pragma once
 
 #include <memory>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "bootstrap/bootstrap.h"
 #include "topology/topology.h"
 #include "transport/transport.h"
 
@@ -33,6 +37,9 @@ struct ProbeResult {
   int cost = 0;                     // lower wins among the available providers
   PathKind path = PathKind::None;   // the path kind the log names ("self", "shm", "p2p", "staged")
   std::string reason;               // why this path (available) or why not
+  // Not available, but this provider serves the path kind the pair needs (the network path without a usable UCX):
+  // its reason explains the failure better than the first provider's.
+  bool serves = false;
 };
 
 // What connect() fills for one (peer, kind): the ops table, its context and the peer's segment as mapped here.
@@ -56,6 +63,10 @@ class Provider {
     return Status::ok();
   }
   virtual void progress() {}
+  virtual Status start(const Topology& topo, int me, const PathOverrides& ov, Bootstrap& boot) {
+    (void)topo, (void)me, (void)ov, (void)boot;
+    return Status::ok();
+  }
 };
 
 // An ordered list of providers (the World builds one at init; no global registry). Order breaks cost ties.
@@ -67,7 +78,8 @@ class ProviderRegistry {
 
   // Pure choice over the registry: the cheapest available provider for (me -> peer, kind) (ties: registry order).
   // When none is available fails with TETHER_ERR_UNREACHABLE ("tether_init: no usable path from PE .. to the ..
-  // segment of PE ..: <reason>", the first provider's reason); a probe's own error is returned as it is.
+  // segment of PE ..: <reason>", the reason of the first provider that serves the path (ProbeResult::serves), else
+  // the first provider's); a probe's own error is returned as it is.
   // *chosen: index of the provider; *result: its probe.
   Status choose(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov, size_t* chosen,
                 ProbeResult* result) const;
@@ -81,7 +93,17 @@ std::unique_ptr<Provider> makeShmProvider();
 std::unique_ptr<Provider> makeP2pProvider(GpuContext* gpu);
 std::unique_ptr<Provider> makeStagedProvider(GpuContext* gpu);
 
-// The registry a World uses: p2p and staged when this PE has a GPU context, then shm.
+// The registry of the local providers: p2p and staged when this PE has a GPU context, then shm.
 ProviderRegistry makeLocalRegistry(GpuContext* gpu);
+
+// The network provider (folder ucx/): HOST and STATIC segments of PEs on other hosts (or of same-host PEs with
+// TETHER_PATHS host=ucx) over UCX. Built without UCX (CMake TETHER_UCX=OFF or no libucx), its probe reports the
+// network path unavailable, naming what is missing.
+struct UcxOptions {
+  double timeoutSeconds = 300;  // TETHER_TIMEOUT: bound on every wait for a UCX request
+  int progressUs = 0;           // TETHER_UCX_PROGRESS_US: progress thread period (0: no thread)
+  GpuContext* gpu = nullptr;    // to refuse GPU buffers (this UCX is not CUDA-aware)
+};
+std::unique_ptr<Provider> makeUcxProvider(const UcxOptions& opts);
 
 }  // namespace tether

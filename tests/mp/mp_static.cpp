@@ -30,7 +30,7 @@ int main() {
   MP_CHECK(g_initialised[0] == 11 && g_initialised[2] == 33 && g_initialised[3] == 1000 + me);
   MP_CHECK(tether_segment_kind(w, &g_zero[5]) == TETHER_SEG_HOST);
   MP_CHECK(tether_ptr(w, &g_zero[0], me) != nullptr);
-  MP_CHECK(tether_ptr(w, &g_zero[0], right) != nullptr);
+  MP_CHECK((tether_ptr(w, &g_zero[0], right) != nullptr) == mp::mapped(right));  // NULL over the network
 
   // A second range, or a bad one, is refused on every PE with a clear message.
   MP_EXPECT_STATUS(tether_register_static(w, g_page, sizeof g_page), TETHER_ERR_INVALID_ARG);
@@ -48,8 +48,12 @@ int main() {
 
   // Direct stores through tether_ptr.
   auto* peer = static_cast<int64_t*>(tether_ptr(w, &g_initialised[10], right));
-  MP_CHECK(peer != nullptr);
-  *peer = 5000 + me;
+  MP_CHECK((peer != nullptr) == mp::mapped(right));
+  const int64_t mark = 5000 + me;
+  if (peer)
+    *peer = mark;
+  else
+    MP_OK(tether_put(w, &g_initialised[10], &mark, sizeof mark, right));
   MP_OK(tether_barrier_all(w));
   MP_CHECK(g_initialised[10] == 5000 + left);
 

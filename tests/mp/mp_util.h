@@ -55,6 +55,13 @@ inline void* hostZeroed(tether_t w, size_t n) {
   return p;
 }
 
+// Whether PE pe's HOST/STATIC memory is mapped here (tether_ptr non-NULL): always, except over the network path
+// (TETHER_PATHS host=ucx, how the UCX provider runs on one host: only this PE's own memory is mapped).
+inline bool mapped(int pe) {
+  const char* paths = std::getenv("TETHER_PATHS");
+  return pe == tether_my_pe(world()) || !paths || !std::strstr(paths, "host=ucx");
+}
+
 }  // namespace mp
 
 #define MP_CHECK(cond)                                             \

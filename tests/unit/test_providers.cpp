@@ -180,7 +180,7 @@ TEST(ProviderRegistry, LocalRegistryMatchesTheOldSwitch) {
               EXPECT_EQ(s.message(), want.message());
               continue;
             }
-            if (c.kind == PathKind::None) {
+            if (c.kind == PathKind::None || c.kind == PathKind::Net) {  // the network path: no local provider
               EXPECT_EQ(s.code(), TETHER_ERR_UNREACHABLE);
               EXPECT_EQ(s.message(), strprintf("no usable path from PE %d to the %s segment of PE %d: %s", me,
                                                segKindName(k), pe, c.reason.c_str()));
@@ -195,6 +195,51 @@ TEST(ProviderRegistry, LocalRegistryMatchesTheOldSwitch) {
     }
   }
   EXPECT_GE(checked, 7 * 4 * 2 * 2 * 2);  // files x overrides x (me, pe) pairs of 2 PEs x kinds
+}
+
+// The World's registry: the local providers, then ucx. Same-host pairs keep their local provider unless
+// TETHER_PATHS host=ucx; PEs on another host get ucx for HOST/STATIC segments (a UCX build) or fail naming the
+// missing UCX (a build without it); a remote DEVICE segment gets ucx's failing path or the same error.
+TEST(ProviderRegistry, NetworkPathGoesToUcx) {
+  auto withUcx = [](bool gpu) {
+    ProviderRegistry r = localRegistry(gpu);
+    r.add(makeUcxProvider(UcxOptions{}));
+    return r;
+  };
+  const Topology split = load("two_hosts.topo");
+  const Topology nv = load("h200x2_nv18.topo");
+  for (bool gpu : {false, true}) {
+    SCOPED_TRACE(gpu ? "gpu" : "no gpu");
+    ProviderRegistry r = withUcx(gpu);
+    Status s;
+    ProbeResult p;
+    const std::string name = chosenName(r, split, 0, 1, SegKind::Host, overrides("auto"), &s, &p);
+    if (s.isOk()) {  // built with UCX
+      EXPECT_EQ(name, "ucx");
+      EXPECT_EQ(p.path, PathKind::Net);
+      EXPECT_NE(p.reason.find("another host"), std::string::npos) << p.reason;
+      EXPECT_EQ(chosenName(r, split, 0, 1, SegKind::Static, overrides("auto")), "ucx");
+      EXPECT_EQ(chosenName(r, split, 1, 0, SegKind::Device, overrides("auto"), &s, &p), "ucx");
+      EXPECT_NE(p.reason.find("CUDA-aware"), std::string::npos) << p.reason;
+      EXPECT_NE(p.reason.find("TETHER_ERR_UNSUPPORTED"), std::string::npos) << p.reason;
+      EXPECT_EQ(chosenName(r, nv, 0, 1, SegKind::Host, overrides("host=ucx"), &s, &p), "ucx");
+      EXPECT_NE(p.reason.find("TETHER_PATHS host=ucx"), std::string::npos) << p.reason;
+    } else {
+      EXPECT_EQ(s.code(), TETHER_ERR_UNREACHABLE);
+      EXPECT_NE(s.message().find("another host"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find("tether was built without UCX (install libucx-dev and rebuild)"),
+                std::string::npos) << s.message();
+    }
+  }
+  // Local pairs are untouched by ucx: self, shm/p2p, and DEVICE segments even with host=ucx.
+  ProviderRegistry g = withUcx(true);
+  EXPECT_EQ(chosenName(g, nv, 0, 0, SegKind::Host, overrides("host=ucx")), "p2p");
+  EXPECT_EQ(chosenName(g, nv, 0, 1, SegKind::Host, overrides("auto")), "p2p");
+  EXPECT_EQ(chosenName(g, nv, 0, 1, SegKind::Device, overrides("host=ucx")), "p2p");
+  const Topology mixed = load("mixed_gpu_nogpu.topo");  // PE 1 has no GPU
+  ProviderRegistry c = withUcx(false);
+  EXPECT_EQ(chosenName(c, mixed, 1, 1, SegKind::Host, overrides("host=ucx")), "shm");
+  EXPECT_EQ(chosenName(c, mixed, 1, 0, SegKind::Host, overrides("auto")), "shm");
 }
 
 // ---- the path table over several PEs (threads, TCP bootstrap on loopback) ------------------------------------------

@@ -217,6 +217,8 @@ TEST(PathOverrides, ParseGood) {
       {" device = p2p , host=auto ", "auto", "p2p"},
       {"shm", "shm", "auto"},  // the older spelling
       {"device=p2p,device=auto", "auto", "auto"},
+      {"host=ucx", "ucx", "auto"},
+      {"device=staged,host=ucx", "ucx", "staged"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec);
@@ -282,8 +284,9 @@ TEST(ChoosePath, RecordedTopologies) {
        {"same host, no peer access between GPUs 0000:18:00.0 -> 0000:af:00.0: staging through host memory"}},
       {"no_peer_access.topo", 1, 0, SegKind::Device, PathKind::Staged, {"no peer access", "staging"}},
       // two hosts
-      {"two_hosts.topo", 0, 1, SegKind::Host, PathKind::None, {"another host", "node-b/", "no network transport"}},
-      {"two_hosts.topo", 1, 0, SegKind::Device, PathKind::None, {"another host", "node-a/"}},
+      {"two_hosts.topo", 0, 1, SegKind::Host, PathKind::Net, {"another host", "node-b/", "network"}},
+      {"two_hosts.topo", 1, 0, SegKind::Device, PathKind::None,
+       {"another host", "node-a/", "DEVICE segments across hosts need a CUDA-aware network transport"}},
       {"two_hosts.topo", 1, 1, SegKind::Device, PathKind::Self, {"same PE"}},
       // two PEs on one GPU
       {"shared_gpu.topo", 0, 1, SegKind::Host, PathKind::Shm, {"same host"}},
@@ -349,7 +352,19 @@ TEST(ChoosePath, Overrides) {
   ASSERT_TRUE(choosePath(th, 0, 1, SegKind::Device, ov("device=p2p,host=shm"), &c).isOk());
   EXPECT_EQ(c.kind, PathKind::None);
   ASSERT_TRUE(choosePath(th, 0, 1, SegKind::Host, ov("host=shm"), &c).isOk());
-  EXPECT_EQ(c.kind, PathKind::None);
+  EXPECT_EQ(c.kind, PathKind::Net);
+
+  // host=ucx puts HOST segments of same-host PEs on the network path (how the UCX provider is tested on one host);
+  // never self, never DEVICE segments.
+  ASSERT_TRUE(choosePath(nv, 0, 1, SegKind::Host, ov("host=ucx"), &c).isOk());
+  EXPECT_EQ(c.kind, PathKind::Net);
+  EXPECT_TRUE(contains(c.reason, "forced onto the network path by TETHER_PATHS host=ucx")) << c.reason;
+  ASSERT_TRUE(choosePath(nv, 0, 1, SegKind::Static, ov("host=ucx"), &c).isOk());
+  EXPECT_EQ(c.kind, PathKind::Net);
+  ASSERT_TRUE(choosePath(nv, 1, 1, SegKind::Host, ov("host=ucx"), &c).isOk());
+  EXPECT_EQ(c.kind, PathKind::Self);
+  ASSERT_TRUE(choosePath(nv, 0, 1, SegKind::Device, ov("host=ucx"), &c).isOk());
+  EXPECT_EQ(c.kind, PathKind::P2p);
   Topology mx = load("mixed_gpu_nogpu.topo");
   ASSERT_TRUE(choosePath(mx, 0, 1, SegKind::Device, ov("device=p2p"), &c).isOk());
   EXPECT_EQ(c.kind, PathKind::None);

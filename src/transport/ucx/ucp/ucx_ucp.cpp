@@ -1,0 +1,485 @@
+// The ucx provider over UCX's UCP API: HOST and STATIC segments of PEs on other hosts (or of same-host PEs with
+// TETHER_PATHS host=ucx).
+//
+// One ucp_context and one ucp_worker per World (UCS_THREAD_MODE_MULTI: user threads, the device-API proxy thread and
+// the optional progress thread all call it). start() exchanges the worker addresses with one allgather (O(n) data);
+// an endpoint to a PE is created on its first operation (no n^2 connections at start-up). This PE's committed
+// HOST/STATIC ranges are ucp_mem_map'ped; the key blob peers get is [KeyHeader: remote base, bytes, serial][packed
+// rkey], re-made on growth (segmentsGrew); a peer's rkey is unpacked once per serial and cached per (PE, kind).
+//
+// Completion (transport.h's contract): blocking put = ucp_put_nbx + ucp_ep_flush_nbx (remote completion); get and
+// every AMO wait for their request (AMOs always carry a reply buffer, so even SET/ADD return remotely done); _nbi
+// forms release their request and complete at quiet (ucp_worker_flush_nbx). signal = ucp_worker_fence, then an
+// atomic SWAP (SET) or ADD on the word, waited for. fence = ucp_worker_fence.
+// Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
+// connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "gpu/gpu.h"
+#include "transport/ucx/ucx.h"
+
+namespace tether {
+namespace {
+
+struct KeyHeader {
+  uint64_t base;    // the owner's segment base address
+  uint64_t bytes;   // registered bytes from base
+  uint64_t serial;  // registration number (changes at every re-registration)
+};
+
+struct Peer {
+  std::mutex mu;                 // ep creation and the rkey cache
+  ucp_ep_h ep = nullptr;
+  std::atomic<int> failed{0};    // the ucs_status_t the endpoint's error callback reported (0: none)
+  uint64_t serial[kSegKinds] = {};
+  ucp_rkey_h rkey[kSegKinds] = {};
+};
+
+// What one operation addresses.
+struct Target {
+  ucp_ep_h ep;
+  uint64_t addr;
+  ucp_rkey_h rkey;
+};
+
+void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<Peer*>(arg)->failed.store(static_cast<int>(status));
+}
+
+bool peerGone(ucs_status_t s) {
+  return s == UCS_ERR_CONNECTION_RESET || s == UCS_ERR_ENDPOINT_TIMEOUT || s == UCS_ERR_UNREACHABLE ||
+         s == UCS_ERR_REJECTED || s == UCS_ERR_IO_ERROR || s == UCS_ERR_CANCELED || s == UCS_ERR_NOT_CONNECTED;
+}
+
+class UcxProvider final : public Provider {
+ public:
+  explicit UcxProvider(const UcxOptions& o) : opts_(o) {}
+  ~UcxProvider() override;
+  const char* name() const override { return "ucx"; }
+  Status probe(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov,
+               ProbeResult* out) const override {
+    return ucxProbe(topo, me, peer, kind, ov, unusable_, out);
+  }
+  Status start(const Topology& topo, int me, const PathOverrides& ov, Bootstrap& boot) override;
+  Status connect(const Topology& topo, int me, int peer, SegKind kind, Connection* out) override;
+  Status registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) override;
+  void progress() override {
+    if (worker_) ucp_worker_progress(worker_);
+  }
+
+  Status put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi);
+  Status get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi);
+  Status amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched);
+  Status signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
+  Status quiet();
+  Status fence();
+
+ private:
+  Status makeWorker(int npes);
+  Status target(int pe, const RemoteAddr& a, size_t n, const char* what, Target* t);
+  Status hostBuffer(const void* buf, const char* what, int pe) const;
+  Status wait(ucs_status_ptr_t r, int pe, const char* what);
+  Status detach(ucs_status_ptr_t r, int pe, const char* what);
+  Status failure(int pe, ucs_status_t s, const char* what) const;
+  std::string failedPeers() const;
+
+  UcxOptions opts_;
+  std::string unusable_;  // why UCX cannot be used on this PE (start-up failed), or empty
+  int me_ = -1;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_address_t* myAddress_ = nullptr;
+  size_t myAddressLen_ = 0;
+  std::vector<uint64_t> addressLens_;  // per PE (0: that PE has no worker)
+  std::vector<char> addresses_;        // addressStride_ bytes per PE
+  size_t addressStride_ = 0;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::mutex regMu_;
+  std::vector<ucp_mem_h> memhs_;       // every registration, unmapped at the end (peers may hold older keys)
+  std::vector<ucp_rkey_h> retired_;    // replaced rkeys, destroyed at the end
+  uint64_t serial_ = 0;
+  struct Registration {
+    const void* base = nullptr;
+    uint64_t bytes = 0;
+    std::vector<char> key;
+  };
+  Registration registered_[kSegKinds];  // the latest registration per kind
+  std::atomic<bool> stop_{false};
+  std::thread progressThread_;
+};
+
+UcxProvider& ucx(void* ctx) { return *static_cast<UcxProvider*>(ctx); }
+
+Status ucxPut(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
+  return ucx(ctx).put(pe, dst, src, n, nbi);
+}
+Status ucxGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
+  return ucx(ctx).get(pe, dst, src, n, nbi);
+}
+Status ucxAmo(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
+  return ucx(ctx).amo(pe, dst, a, fetched);
+}
+Status ucxSignal(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
+  return ucx(ctx).signal(pe, sig, value, op);
+}
+Status ucxQuiet(void* ctx) { return ucx(ctx).quiet(); }
+Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
+
+const TransportOps kUcxOps = {
+    "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
+};
+
+// A PE's DEVICE segment on another host: this UCX moves host memory only.
+Status remoteDevice(int pe) {
+  TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
+              "the DEVICE segment of PE %d is on another host: DEVICE segments across hosts need a CUDA-aware UCX, "
+              "not supported yet (use a HOST segment for data other hosts reach)", pe);
+}
+Status devPut(void*, int pe, const RemoteAddr&, const void*, size_t, bool) { return remoteDevice(pe); }
+Status devGet(void*, int pe, void*, const RemoteAddr&, size_t, bool) { return remoteDevice(pe); }
+Status devAmo(void*, int pe, const RemoteAddr&, const AmoArgs&, uint64_t*) { return remoteDevice(pe); }
+Status devSignal(void*, int pe, const RemoteAddr&, uint64_t, tether_signal_op_t) { return remoteDevice(pe); }
+Status devNothing(void*) { return Status::ok(); }
+
+const TransportOps kUcxDeviceOps = {
+    "ucx", kCapDeviceSegment, devPut, devGet, devAmo, devSignal, devNothing, devNothing,
+};
+
+// ---- start-up and teardown --------------------------------------------------------------------------------------
+
+Status UcxProvider::makeWorker(int npes) {
+  ucp_config_t* config = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_config_read: %s", ucs_status_string(s));
+  ucp_params_t p{};
+  p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+  p.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+  p.estimated_num_eps = static_cast<size_t>(npes);
+  s = ucp_init(&p, config, &context_);
+  ucp_config_release(config);
+  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_init: %s", ucs_status_string(s));
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_MULTI;
+  s = ucp_worker_create(context_, &wp, &worker_);
+  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_worker_create: %s", ucs_status_string(s));
+  ucp_worker_attr_t wa{};
+  wa.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+  s = ucp_worker_query(worker_, &wa);
+  if (s != UCS_OK || wa.thread_mode != UCS_THREAD_MODE_MULTI)
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "this UCX gives no thread-safe worker (UCS_THREAD_MODE_MULTI): rebuild UCX "
+                "with --enable-mt");
+  s = ucp_worker_get_address(worker_, &myAddress_, &myAddressLen_);
+  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_worker_get_address: %s", ucs_status_string(s));
+  return Status::ok();
+}
+
+Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov, Bootstrap& boot) {
+  me_ = me;
+  if (!ucxJobUsesNetwork(topo, ov)) return Status::ok();  // the same answer on every PE: no exchange at all
+  const int n = topo.size();
+  Status made = makeWorker(n);
+  if (!made.isOk()) {
+    unusable_ = "UCX failed to start on PE " + std::to_string(me) + ": " + made.message();
+    TETHER_LOG_WARN(LogSys::Transport, "%s", unusable_.c_str());
+  }
+  // One allgather of address lengths, one of the addresses padded to the longest (a PE without a worker sends 0).
+  const uint64_t mine = made.isOk() ? myAddressLen_ : 0;
+  addressLens_.assign(static_cast<size_t>(n), 0);
+  TETHER_TRY(boot.allgather(&mine, addressLens_.data(), sizeof mine).withContext("UCX worker addresses"));
+  addressStride_ = *std::max_element(addressLens_.begin(), addressLens_.end());
+  if (addressStride_ == 0) return Status::ok();
+  std::vector<char> padded(addressStride_, 0);
+  if (mine) std::memcpy(padded.data(), myAddress_, mine);
+  addresses_.assign(addressStride_ * static_cast<size_t>(n), 0);
+  TETHER_TRY(boot.allgather(padded.data(), addresses_.data(), addressStride_).withContext("UCX worker addresses"));
+  if (!worker_) return Status::ok();
+  peers_.resize(static_cast<size_t>(n));
+  for (auto& p : peers_) p.reset(new Peer);
+  TETHER_LOG_INFO(LogSys::Transport, "ucx: worker up (%zu-byte address); endpoints are made on first use",
+                  myAddressLen_);
+  if (opts_.progressUs > 0) {
+    progressThread_ = std::thread([this] {
+      const auto period = std::chrono::microseconds(opts_.progressUs);
+      while (!stop_.load(std::memory_order_relaxed)) {
+        while (ucp_worker_progress(worker_) != 0) {
+        }
+        std::this_thread::sleep_for(period);
+      }
+    });
+  }
+  return Status::ok();
+}
+
+Status UcxProvider::connect(const Topology&, int me, int peer, SegKind kind, Connection* out) {
+  if (!worker_) TETHER_FAIL(TETHER_ERR_UNREACHABLE, "ucx: PE %d has no UCX worker (%s)", me, unusable_.c_str());
+  if (addressLens_[static_cast<size_t>(peer)] == 0)
+    TETHER_FAIL(TETHER_ERR_UNREACHABLE, "ucx: PE %d has no UCX worker (UCX failed to start there: its log says why)",
+                peer);
+  *out = Connection{kind == SegKind::Device ? &kUcxDeviceOps : &kUcxOps, this};
+  return Status::ok();
+}
+
+Status UcxProvider::registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) {
+  key->clear();
+  if (!worker_ || kind == SegKind::Device || bytes == 0) return Status::ok();
+  std::lock_guard<std::mutex> lock(regMu_);
+  Registration& last = registered_[static_cast<int>(kind)];
+  if (last.base == base && last.bytes == bytes) {  // a commit that did not change the range: same key
+    *key = last.key;
+    return Status::ok();
+  }
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  mp.address = const_cast<void*>(base);
+  mp.length = bytes;
+  ucp_mem_h memh = nullptr;
+  ucs_status_t s = ucp_mem_map(context_, &mp, &memh);
+  if (s != UCS_OK)
+    TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_mem_map of %p + %llu bytes: %s", base, static_cast<unsigned long long>(bytes),
+                ucs_status_string(s));
+  memhs_.push_back(memh);
+  void* packed = nullptr;
+  size_t packedLen = 0;
+  s = ucp_rkey_pack(context_, memh, &packed, &packedLen);
+  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_rkey_pack: %s", ucs_status_string(s));
+  const KeyHeader h{reinterpret_cast<uint64_t>(base), bytes, ++serial_};
+  key->resize(sizeof h + packedLen);
+  std::memcpy(key->data(), &h, sizeof h);
+  std::memcpy(key->data() + sizeof h, packed, packedLen);
+  ucp_rkey_buffer_release(packed);
+  last = Registration{base, bytes, *key};
+  TETHER_LOG_DEBUG(LogSys::Transport, "ucx: %s segment %p + %llu bytes registered (key %zu bytes, serial %llu)",
+                   segKindName(kind), base, static_cast<unsigned long long>(bytes), key->size(),
+                   static_cast<unsigned long long>(h.serial));
+  return Status::ok();
+}
+
+UcxProvider::~UcxProvider() {
+  stop_.store(true);
+  if (progressThread_.joinable()) progressThread_.join();
+  for (auto& p : peers_) {
+    for (ucp_rkey_h r : p->rkey)
+      if (r) ucp_rkey_destroy(r);
+  }
+  for (ucp_rkey_h r : retired_) ucp_rkey_destroy(r);
+  // Endpoints are closed by force: finalize's closing barrier has completed every operation between the PEs.
+  ucp_request_param_t cp{};
+  cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  cp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  for (auto& p : peers_) {
+    if (!p->ep) continue;
+    ucs_status_ptr_t r = ucp_ep_close_nbx(p->ep, &cp);
+    if (UCS_PTR_IS_PTR(r)) {
+      Deadline d(std::min(opts_.timeoutSeconds, 5.0));
+      while (ucp_request_check_status(r) == UCS_INPROGRESS && !d.expired()) ucp_worker_progress(worker_);
+      ucp_request_free(r);
+    }
+  }
+  for (ucp_mem_h m : memhs_) ucp_mem_unmap(context_, m);
+  if (myAddress_) ucp_worker_release_address(worker_, myAddress_);
+  if (worker_) ucp_worker_destroy(worker_);
+  if (context_) ucp_cleanup(context_);
+}
+
+// ---- operations ---------------------------------------------------------------------------------------------------
+
+Status UcxProvider::failure(int pe, ucs_status_t s, const char* what) const {
+  if (pe >= 0 && (peerGone(s) || peers_[static_cast<size_t>(pe)]->failed.load()))
+    TETHER_FAIL(TETHER_ERR_PEER_LOST, "ucx %s with PE %d failed: %s (PE %d exited or its connection broke)", what, pe,
+                ucs_status_string(s), pe);
+  if (pe < 0 && peerGone(s)) {
+    const std::string gone = failedPeers();
+    TETHER_FAIL(TETHER_ERR_PEER_LOST, "ucx %s failed: %s (%s)", what, ucs_status_string(s),
+                gone.empty() ? "a PE exited or its connection broke" : gone.c_str());
+  }
+  if (pe < 0) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucx %s failed: %s", what, ucs_status_string(s));
+  TETHER_FAIL(TETHER_ERR_SYSTEM, "ucx %s with PE %d failed: %s", what, pe, ucs_status_string(s));
+}
+
+std::string UcxProvider::failedPeers() const {
+  std::string out;
+  for (size_t pe = 0; pe < peers_.size(); ++pe) {
+    const int f = peers_[pe]->failed.load();
+    if (!f) continue;
+    out += (out.empty() ? "lost: PE " : ", PE ") + std::to_string(pe) + " (" +
+           ucs_status_string(static_cast<ucs_status_t>(f)) + ")";
+  }
+  return out;
+}
+
+Status UcxProvider::wait(ucs_status_ptr_t r, int pe, const char* what) {
+  if (r == nullptr) return Status::ok();
+  if (UCS_PTR_IS_ERR(r)) return failure(pe, UCS_PTR_STATUS(r), what);
+  SpinWait spin(opts_.timeoutSeconds);
+  ucs_status_t s;
+  while ((s = ucp_request_check_status(r)) == UCS_INPROGRESS) {
+    if (ucp_worker_progress(worker_) != 0) continue;
+    if (!spin.next()) {
+      ucp_request_cancel(worker_, r);
+      ucp_request_free(r);
+      const std::string gone = failedPeers();
+      if (pe >= 0)
+        TETHER_FAIL(TETHER_ERR_TIMEOUT, "ucx %s with PE %d: no completion after %.1f s (TETHER_TIMEOUT); is PE %d "
+                    "alive and calling tether (or is TETHER_UCX_PROGRESS_US 0 while it computes)?%s%s",
+                    what, pe, opts_.timeoutSeconds, pe, gone.empty() ? "" : " ", gone.c_str());
+      TETHER_FAIL(TETHER_ERR_TIMEOUT, "ucx %s: no completion after %.1f s (TETHER_TIMEOUT)%s%s", what,
+                  opts_.timeoutSeconds, gone.empty() ? "" : "; ", gone.c_str());
+    }
+  }
+  ucp_request_free(r);
+  if (s != UCS_OK) return failure(pe, s, what);
+  return Status::ok();
+}
+
+Status UcxProvider::detach(ucs_status_ptr_t r, int pe, const char* what) {
+  if (UCS_PTR_IS_ERR(r)) return failure(pe, UCS_PTR_STATUS(r), what);
+  if (r) ucp_request_free(r);  // released when done; completion (and any error) shows at quiet
+  return Status::ok();
+}
+
+Status UcxProvider::hostBuffer(const void* buf, const char* what, int pe) const {
+  if (opts_.gpu && opts_.gpu->isDeviceMemory(buf))
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "ucx %s with PE %d: the local buffer %p is GPU memory; this network path "
+                "moves host memory only (a CUDA-aware UCX is not supported yet)", what, pe, buf);
+  return Status::ok();
+}
+
+Status UcxProvider::target(int pe, const RemoteAddr& a, size_t n, const char* what, Target* t) {
+  if (!a.key || a.key->size < sizeof(KeyHeader))
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx %s with PE %d: no UCX key for its %s segment (not registered)", what, pe,
+                segKindName(a.kind));
+  KeyHeader h;
+  std::memcpy(&h, a.key->data, sizeof h);
+  if (a.offset > h.bytes || n > h.bytes - a.offset)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx %s with PE %d: offset 0x%llx + %zu bytes outside its registered %s segment "
+                "(%llu bytes)", what, pe, static_cast<unsigned long long>(a.offset), n, segKindName(a.kind),
+                static_cast<unsigned long long>(h.bytes));
+  Peer& p = *peers_[static_cast<size_t>(pe)];
+  const int k = static_cast<int>(a.kind);
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (const int f = p.failed.load()) return failure(pe, static_cast<ucs_status_t>(f), what);
+  if (!p.ep) {
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(addresses_.data() + static_cast<size_t>(pe) * addressStride_);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = onEndpointError;
+    ep.err_handler.arg = &p;
+    ucs_status_t s = ucp_ep_create(worker_, &ep, &p.ep);
+    if (s != UCS_OK) {
+      p.ep = nullptr;
+      return failure(pe, s, "endpoint creation");
+    }
+    TETHER_LOG_DEBUG(LogSys::Transport, "ucx: endpoint to PE %d made on first use", pe);
+  }
+  if (p.serial[k] != h.serial || !p.rkey[k]) {
+    if (p.rkey[k]) retired_.push_back(p.rkey[k]);  // an nbi operation may still use it
+    p.rkey[k] = nullptr;
+    ucs_status_t s = ucp_ep_rkey_unpack(p.ep, a.key->data + sizeof h, &p.rkey[k]);
+    if (s != UCS_OK) return failure(pe, s, "remote key unpack");
+    p.serial[k] = h.serial;
+  }
+  *t = Target{p.ep, h.base + a.offset, p.rkey[k]};
+  return Status::ok();
+}
+
+Status UcxProvider::put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
+  TETHER_TRY(hostBuffer(src, "put", pe));
+  Target t;
+  TETHER_TRY(target(pe, dst, n, "put", &t));
+  ucp_request_param_t prm{};
+  ucs_status_ptr_t r = ucp_put_nbx(t.ep, src, n, t.addr, t.rkey, &prm);
+  if (nbi) return detach(r, pe, "put_nbi");
+  TETHER_TRY(wait(r, pe, "put"));
+  return wait(ucp_ep_flush_nbx(t.ep, &prm), pe, "put (remote completion)");
+}
+
+Status UcxProvider::get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
+  TETHER_TRY(hostBuffer(dst, "get", pe));
+  Target t;
+  TETHER_TRY(target(pe, src, n, "get", &t));
+  ucp_request_param_t prm{};
+  ucs_status_ptr_t r = ucp_get_nbx(t.ep, dst, n, t.addr, t.rkey, &prm);
+  return nbi ? detach(r, pe, "get_nbi") : wait(r, pe, "get");
+}
+
+Status UcxProvider::amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
+  ucp_atomic_op_t op = UCP_ATOMIC_OP_ADD;
+  uint64_t operand = a.value, reply = 0;
+  switch (a.op) {
+    case TETHER_AMO_FETCH: operand = 0; break;  // fetch = add 0
+    case TETHER_AMO_SET:
+    case TETHER_AMO_SWAP: op = UCP_ATOMIC_OP_SWAP; break;
+    case TETHER_AMO_COMPARE_SWAP:  // UCP: compare with `buffer`, write the reply buffer's value, reply = old
+      op = UCP_ATOMIC_OP_CSWAP;
+      operand = a.cond;
+      reply = a.value;
+      break;
+    case TETHER_AMO_INC:
+    case TETHER_AMO_FETCH_INC: operand = 1; break;
+    case TETHER_AMO_ADD:
+    case TETHER_AMO_FETCH_ADD: break;
+    case TETHER_AMO_AND:
+    case TETHER_AMO_FETCH_AND: op = UCP_ATOMIC_OP_AND; break;
+    case TETHER_AMO_OR:
+    case TETHER_AMO_FETCH_OR: op = UCP_ATOMIC_OP_OR; break;
+    case TETHER_AMO_XOR:
+    case TETHER_AMO_FETCH_XOR: op = UCP_ATOMIC_OP_XOR; break;
+    case TETHER_AMO_COUNT:
+    case TETHER_AMO_MAX_ENUM_:
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "ucx atomic with PE %d: unknown operation %d", pe, static_cast<int>(a.op));
+  }
+  if (a.width != 4 && a.width != 8)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "ucx atomic with PE %d: %u-byte words (4 or 8)", pe, a.width);
+  Target t;
+  TETHER_TRY(target(pe, dst, a.width, "atomic", &t));
+  // Operands in the word's width (little-endian: the low bytes of the 64-bit values).
+  uint32_t operand32 = static_cast<uint32_t>(operand), reply32 = static_cast<uint32_t>(reply);
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+  prm.datatype = ucp_dt_make_contig(a.width);
+  prm.reply_buffer = a.width == 4 ? static_cast<void*>(&reply32) : static_cast<void*>(&reply);
+  const void* buf = a.width == 4 ? static_cast<const void*>(&operand32) : static_cast<const void*>(&operand);
+  TETHER_TRY(wait(ucp_atomic_op_nbx(t.ep, op, buf, 1, t.addr, t.rkey, &prm), pe, "atomic"));
+  if (fetched) *fetched = a.width == 4 ? reply32 : reply;
+  return Status::ok();
+}
+
+Status UcxProvider::signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
+  TETHER_TRY(fence());  // earlier puts (nbi included) to this PE land before the signal word changes
+  const AmoArgs a{op == TETHER_SIGNAL_SET ? TETHER_AMO_SET : TETHER_AMO_ADD, 8, value, 0};
+  return amo(pe, sig, a, nullptr).withContext("signal");
+}
+
+Status UcxProvider::quiet() {
+  if (!worker_) return Status::ok();
+  ucp_request_param_t prm{};
+  return wait(ucp_worker_flush_nbx(worker_, &prm), -1, "quiet (worker flush)");
+}
+
+Status UcxProvider::fence() {
+  if (!worker_) return Status::ok();
+  ucs_status_t s = ucp_worker_fence(worker_);
+  if (s != UCS_OK) return failure(-1, s, "fence");
+  return Status::ok();
+}
+
+}  // namespace
+
+std::unique_ptr<Provider> makeUcxProvider(const UcxOptions& opts) {
+  return std::unique_ptr<Provider>(new UcxProvider(opts));
+}
+
+}  // namespace tether

@@ -1,0 +1,43 @@
+#!/bin/sh
+# ucx_peer_lost.sh TETHERRUN PROGRAM N: runs PROGRAM (mp_peer_lost) as a job of N PEs started by separate tetherruns
+# (ranks 0, 1, and 2..N-1) so that when PE 1 dies nothing but tether stops the others. Passes when PE 0 fails with
+# a message naming PE 1, some PE of ranks 2..N-1 with one naming a lost PE, all within TETHER_TIMEOUT + 15 s.
+set -u
+run=$1 prog=$2 n=$3
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/secret"
+port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000 ))
+start=$(date +%s)
+"$run" -n "$n" --ranks 0 --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" > "$dir/r0.out" 2>&1 &
+p0=$!
+"$run" -n "$n" --ranks 1 --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" > "$dir/r1.out" 2>&1 &
+p1=$!
+if [ "$n" -gt 2 ]; then
+  "$run" -n "$n" --ranks "2-$((n - 1))" --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" \
+    > "$dir/r2.out" 2>&1 &
+  p2=$!
+fi
+wait "$p1"
+fail=0
+wait "$p0" || true
+[ "$n" -gt 2 ] && { wait "$p2" || true; }
+elapsed=$(( $(date +%s) - start ))
+cat "$dir"/r*.out
+# PE 0 puts to PE 1: it must name PE 1. The group 2..N-1 must fail too (naming PE 1, or PE 0 once PE 0 has
+# left after its own failure; its tetherrun then stops the rest of that group).
+if ! grep -q "PE 0: failed: .*PE 1" "$dir/r0.out"; then
+  echo "ucx_peer_lost: PE 0 did not fail with a message naming PE 1"
+  fail=1
+fi
+if [ "$n" -gt 2 ] && ! grep -Eq "PE [0-9]+: failed: .*PE [01]" "$dir/r2.out"; then
+  echo "ucx_peer_lost: no PE of ranks 2-$((n - 1)) failed with a message naming PE 0 or 1"
+  fail=1
+fi
+limit=$(( ${TETHER_TIMEOUT%.*} + 15 ))
+if [ "$elapsed" -gt "$limit" ]; then
+  echo "ucx_peer_lost: took $elapsed s (limit $limit s)"
+  fail=1
+fi
+[ "$fail" -eq 0 ] && echo "ucx_peer_lost: the survivors failed cleanly in $elapsed s"
+exit $fail
