@@ -820,11 +820,14 @@ Status TcpBootstrap::join() {
                 "bootstrap: rank %d connected to rank 0 at %s but was not accepted within %.3g s (rank 0 accepts "
                 "once all %d ranks have connected)",
                 rank_, addr_.c_str(), timeout_, size_);
+  // Rank 0 stops listening once all ranks are in: a connection still in its backlog is closed unanswered. Seen when
+  // a rank is started twice (overlapping tetherrun --ranks on two hosts) and the job completed without this one.
   if (io.kind == Io::Closed)
     TETHER_FAIL(TETHER_ERR_BOOTSTRAP,
-                "bootstrap: rank 0 at %s closed the connection during rank %d's handshake (not a tether rendezvous, "
-                "or a different protocol)",
-                addr_.c_str(), rank_);
+                "bootstrap: rank 0 at %s closed the connection during rank %d's handshake: either all %d ranks had "
+                "already joined (rank %d started twice? check that the hosts' rank ranges do not overlap) or it is "
+                "not a tether rendezvous",
+                addr_.c_str(), rank_, size_, rank_);
   if (io.kind == Io::Error) return errnoStatus("bootstrap: handshake with rank 0 at " + addr_, io.err);
   Header r = decodeHeader(rb);
   if (r.magic == kMagic && r.op == kAccept && r.aux == size_) {

@@ -1,5 +1,7 @@
 // tetherrun: starts N PEs of one program on this host, gives them a rendezvous socket and a random job secret,
-// forwards signals and output, and ends the job when one PE fails (DESIGN §4, Bootstrap).
+// forwards signals and output, and ends the job when one PE fails (DESIGN §4, Bootstrap). A job over several hosts
+// is one tetherrun per host, each starting its range of ranks (--ranks) with the same --rendezvous address and job
+// secret; the one holding rank 0 listens on that address and hands the socket to PE 0.
 //
 // Structure: parse the command line, prepare every PE's environment, fork/exec the PEs (each in its own process
 // group, with PR_SET_PDEATHSIG so none outlives tetherrun), then run one poll() loop over a self-pipe (fed by the
@@ -7,6 +9,7 @@
 // global: signal handlers cannot reach anything else.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -44,6 +48,7 @@ using tether::Status;
 constexpr int kMaxPes = 1024;
 constexpr int kExitUsage = 2;
 constexpr int kExitTimeout = 124;
+constexpr size_t kMaxSecretBytes = 1024;   // what the bootstrap accepts (src/bootstrap/launcher_env.cpp)
 constexpr size_t kChunk = 64 * 1024;       // one read from a PE's pipe
 constexpr size_t kMaxPartial = 64 * 1024;  // a line longer than this is forwarded in pieces
 
@@ -61,11 +66,22 @@ constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 const char kHelp[] =
     "Usage: tetherrun -n N [options] [--] [NAME=VALUE...] program [args...]\n"
+    "       tetherrun -n N --ranks FIRST-LAST --rendezvous HOST:PORT --secret-file F [options] program [args...]\n"
     "\n"
-    "Starts N processing elements (PEs) of `program` on this host and waits for them.\n"
+    "Starts N processing elements (PEs) of `program` on this host and waits for them. With --ranks it starts only\n"
+    "ranks FIRST..LAST of a job of N PEs: run one tetherrun per host, each with its own range, the same -n, the same\n"
+    "--rendezvous and the same secret (see \"Several hosts\" below).\n"
     "\n"
     "Options:\n"
-    "  -n, --np N            number of PEs, 1..1024 (required)\n"
+    "  -n, --np N            number of PEs of the whole job, 1..1024 (required)\n"
+    "  --ranks FIRST-LAST    start ranks FIRST..LAST only (FIRST alone: one rank); 0 <= FIRST <= LAST < N;\n"
+    "                        default 0-(N-1). Needs --rendezvous unless it covers the whole job\n"
+    "  --rendezvous HOST:PORT  the address of rank 0's host and a port (1-65535), the same on every host; the\n"
+    "                        tetherrun that starts rank 0 listens on it (on every interface unless HOST is a\n"
+    "                        loopback address) and gives the socket to PE 0. Default: 127.0.0.1 and a free port\n"
+    "  --secret-file F       the job secret: the first line of F (at most 1024 bytes), the same file content on every\n"
+    "                        host. Without it, a job with --rendezvous takes TETHER_JOB_SECRET from the environment\n"
+    "                        (or -x); without --rendezvous tetherrun makes a random one\n"
     "  --tag-output          prefix every line a PE writes to stdout/stderr with \"[rank] \"\n"
     "  --output-dir DIR      write PE r's stdout to DIR/pe<r>.out and stderr to DIR/pe<r>.err (DIR is created;\n"
     "                        with --tag-output the lines in the files are prefixed too)\n"
@@ -76,10 +92,11 @@ const char kHelp[] =
     "  -h, --help            show this help\n"
     "  --version             show the version\n"
     "\n"
-    "Each PE gets TETHER_RANK, TETHER_SIZE, TETHER_LOCAL_RANK, TETHER_LOCAL_SIZE (all PEs are local),\n"
-    "TETHER_BOOTSTRAP_ADDR=127.0.0.1:<port>, TETHER_JOB_SECRET (64 random hex digits, the same for the whole job) and\n"
-    "TETHER_LAUNCHER=tetherrun and TETHER_CONTROL_FD (the write end of a pipe back to tetherrun); PE 0 also inherits\n"
-    "the listening rendezvous socket as TETHER_BOOTSTRAP_FD.\n"
+    "Each PE gets TETHER_RANK, TETHER_SIZE, TETHER_LOCAL_RANK, TETHER_LOCAL_SIZE (rank - FIRST and the number of\n"
+    "ranks started here), TETHER_BOOTSTRAP_ADDR (127.0.0.1:<port>, or the --rendezvous address), TETHER_JOB_SECRET\n"
+    "(64 random hex digits, or the given secret; the same for the whole job), TETHER_LAUNCHER=tetherrun and\n"
+    "TETHER_CONTROL_FD (the write end of a pipe back to tetherrun); PE 0 also inherits the listening rendezvous\n"
+    "socket as TETHER_BOOTSTRAP_FD.\n"
     "PE 0 inherits stdin unless it is a terminal; the other PEs read /dev/null.\n"
     "\n"
     "SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to every PE (and its process group). When a PE exits with a\n"
@@ -87,6 +104,14 @@ const char kHelp[] =
     "still running TETHER_KILL_GRACE seconds later (default 3); the same grace applies after a forwarded signal.\n"
     "A PE that writes \"global_exit <pe> <status>\" to TETHER_CONTROL_FD (shmem_global_exit does) ends the job the\n"
     "same way, and tetherrun then exits with <status>, 0 included.\n"
+    "\n"
+    "Several hosts: e.g. 8 PEs on hosts a and b (a holds rank 0), the same secret file on both:\n"
+    "  a$ tetherrun -n 8 --ranks 0-3 --rendezvous a:29500 --secret-file ~/.tether-secret ./prog\n"
+    "  b$ tetherrun -n 8 --ranks 4-7 --rendezvous a:29500 --secret-file ~/.tether-secret ./prog\n"
+    "Start them within TETHER_TIMEOUT of each other (default 300 s). Rank 0 names the ranks that never connected;\n"
+    "a rank started twice (overlapping ranges) is refused by rank 0 and fails. Each tetherrun sees only its own\n"
+    "PEs: a PE lost on another host ends the others with the runtime's error (peer lost, timeout) within\n"
+    "TETHER_TIMEOUT. Under srun or mpirun, do not use tetherrun: export TETHER_BOOTSTRAP_ADDR and TETHER_JOB_SECRET.\n"
     "\n"
     "Exit status: 0 when every PE exits 0; the status of a PE's global_exit when it came first; else the first\n"
     "failing PE's status (128+N for a PE killed by signal N); 128+N when tetherrun was stopped by signal N; 124 on\n"
@@ -96,6 +121,10 @@ const char kHelp[] =
 
 struct Options {
   int np = 0;
+  int first = 0, last = -1;      // ranks started here (--ranks); last -1: np - 1
+  bool haveRanks = false;
+  std::string rendezvous;        // --rendezvous HOST:PORT; empty: 127.0.0.1 and a free port
+  std::string secretFile;        // --secret-file
   bool tagOutput = false;
   std::string outputDir;
   std::vector<std::string> env;  // NAME=VALUE, in command-line order
@@ -109,6 +138,35 @@ bool isAssignment(const std::string& s) {
   if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   for (size_t i = 1; i < eq; ++i)
     if (!(std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) return false;
+  return true;
+}
+
+// "A-B" or "A" (decimal, A <= B, both >= 0).
+bool parseRange(const std::string& s, int* first, int* last) {
+  size_t dash = s.find('-');
+  int64_t a = 0, b = 0;
+  std::string sa = s.substr(0, dash), sb = dash == std::string::npos ? sa : s.substr(dash + 1);
+  for (const std::string* part : {&sa, &sb})
+    if (part->empty() || part->find_first_not_of("0123456789") != std::string::npos) return false;
+  if (!tether::parseInt(sa, &a) || !tether::parseInt(sb, &b) || a > b || b >= kMaxPes) return false;
+  *first = static_cast<int>(a);
+  *last = static_cast<int>(b);
+  return true;
+}
+
+// "host:port" or "[v6]:port" (the bootstrap's form, src/bootstrap/launcher_env.cpp); false on a bad form or port.
+bool splitHostPort(const std::string& addr, std::string* host, int* port) {
+  size_t colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) return false;
+  std::string h = addr.substr(0, colon), p = addr.substr(colon + 1);
+  if (h.front() == '[') {
+    if (h.size() < 3 || h.back() != ']') return false;
+    h = h.substr(1, h.size() - 2);
+  }
+  int64_t v = 0;
+  if (p.find_first_not_of("0123456789") != std::string::npos || !tether::parseInt(p, &v) || v > 65535) return false;
+  *host = h;
+  *port = static_cast<int>(v);
   return true;
 }
 
@@ -162,6 +220,18 @@ Options parseArgs(int argc, char** argv) {
         usageError("-n/--np needs a number of PEs in 1..1024, got '%s'", v);
       o.np = static_cast<int>(n);
       haveNp = true;
+    } else if (value(a, nullptr, "--ranks", &v)) {
+      if (!parseRange(v, &o.first, &o.last)) usageError("--ranks expects FIRST-LAST or FIRST (ranks), got '%s'", v);
+      o.haveRanks = true;
+    } else if (value(a, nullptr, "--rendezvous", &v)) {
+      std::string host;
+      int port = 0;
+      if (!splitHostPort(v, &host, &port) || port == 0)
+        usageError("--rendezvous expects HOST:PORT with a port in 1-65535, got '%s'", v);
+      o.rendezvous = v;
+    } else if (value(a, nullptr, "--secret-file", &v)) {
+      if (v.empty()) usageError("--secret-file needs a file name%s", "");
+      o.secretFile = v;
     } else if (value(a, nullptr, "--output-dir", &v)) {
       if (v.empty()) usageError("--output-dir needs a directory%s", "");
       o.outputDir = v;
@@ -177,6 +247,16 @@ Options parseArgs(int argc, char** argv) {
   }
   for (; i < argc && isAssignment(argv[i]); ++i) o.env.push_back(argv[i]);
   if (!haveNp) usageError("the number of PEs is required (-n N)%s", "");
+  if (!o.haveRanks) o.last = o.np - 1;
+  if (o.last >= o.np)
+    usageError("--ranks %s is outside the job: ranks are 0..N-1 (-n)",
+               std::to_string(o.first) + "-" + std::to_string(o.last) + " of N=" + std::to_string(o.np));
+  if ((o.first > 0 || o.last < o.np - 1) && o.rendezvous.empty())
+    usageError("--ranks %s starts only part of the job: the other ranks need the same address, give --rendezvous "
+               "HOST:PORT (rank 0's host, the same on every host)",
+               std::to_string(o.first) + "-" + std::to_string(o.last));
+  if (!o.secretFile.empty() && o.rendezvous.empty())
+    usageError("--secret-file%s is for a job over several hosts; it needs --rendezvous HOST:PORT", "");
   if (i >= argc) usageError("no program given%s", "");
   for (; i < argc; ++i) o.argv.push_back(argv[i]);
   return o;
@@ -343,12 +423,15 @@ int exitCodeOf(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 12
 
 class Launcher {
  public:
-  Launcher(Options o, double grace) : opt_(std::move(o)), grace_(grace), pes_(static_cast<size_t>(opt_.np)) {}
+  Launcher(Options o, double grace)
+      : opt_(std::move(o)), grace_(grace), pes_(static_cast<size_t>(opt_.last - opt_.first + 1)) {}
   int run();
 
  private:
   void setUpSignals();
   void openListener();
+  void openRendezvousListener();
+  std::string chooseSecret(const std::vector<std::string>& baseEnv) const;
   void spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std::string& secret);
   void signalRunning(int sig);
   void startStopping();
@@ -371,6 +454,7 @@ class Launcher {
   int controlRead_ = -1, controlWrite_ = -1;  // the PEs' TETHER_CONTROL_FD pipe (write end inherited by every PE)
   std::string controlPartial_;                // bytes after the last newline read from it
   int port_ = 0;
+  std::string addr_;  // TETHER_BOOTSTRAP_ADDR of every PE
   sigset_t oldMask_;
   rlimit oldNoFile_{};  // restored in the PEs (tetherrun raises its own limit for 2 pipes per PE)
   int exitCode_ = -1;          // -1: nothing failed yet
@@ -393,7 +477,14 @@ void Launcher::setUpSignals() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
+// Without --rendezvous: a free port on 127.0.0.1 (the job stays on this host); with it: the given address, opened
+// here only when this tetherrun starts rank 0 (the others connect to it).
 void Launcher::openListener() {
+  if (!opt_.rendezvous.empty()) {
+    addr_ = opt_.rendezvous;
+    if (opt_.first == 0) openRendezvousListener();
+    return;
+  }
   listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listenFd_ < 0) die("socket", errno);
   sockaddr_in sa{};
@@ -405,6 +496,84 @@ void Launcher::openListener() {
   socklen_t len = sizeof sa;
   if (::getsockname(listenFd_, reinterpret_cast<sockaddr*>(&sa), &len) != 0) die("getsockname", errno);
   port_ = ntohs(sa.sin_port);
+  addr_ = "127.0.0.1:" + std::to_string(port_);
+}
+
+// The rule of the bootstrap's own listener (tcp_bootstrap.cpp): a loopback address keeps the job on this host,
+// any other listens on every interface on that port (the name may resolve to another interface's address).
+void Launcher::openRendezvousListener() {
+  std::string host;
+  int port = 0;
+  (void)splitHostPort(opt_.rendezvous, &host, &port);  // checked when parsed
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || !res) {
+    std::fprintf(stderr, "tetherrun: cannot resolve the --rendezvous host '%s' to an IPv4 address: %s\n", host.c_str(),
+                 rc != 0 ? ::gai_strerror(rc) : "no result");
+    std::exit(1);
+  }
+  sockaddr_in sa{};
+  std::memcpy(&sa, res->ai_addr, sizeof sa);
+  ::freeaddrinfo(res);
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127) sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listenFd_ < 0) die("socket", errno);
+  int one = 1;
+  (void)::setsockopt(listenFd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(listenFd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(listenFd_, SOMAXCONN) != 0) {
+    int err = errno;
+    std::fprintf(stderr, "tetherrun: rank 0 cannot listen on %s (--rendezvous, port %d on %s): %s%s\n",
+                 opt_.rendezvous.c_str(), port, sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "every interface" : host.c_str(),
+                 std::strerror(err), err == EADDRINUSE ? "; choose another port, the same on every host" : "");
+    std::exit(1);
+  }
+  port_ = port;
+}
+
+// The first line of a --secret-file, without trailing white space.
+Status readSecretFile(const std::string& path, std::string* out) {
+  std::ifstream f(path);
+  if (!f) return tether::errnoStatus("--secret-file " + path, errno ? errno : ENOENT);
+  std::string line;
+  std::getline(f, line);
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  if (line.empty())
+    return Status(TETHER_ERR_INVALID_ARG, "--secret-file " + path + ": the first line is empty (expected the secret)");
+  if (line.size() > kMaxSecretBytes)
+    return Status(TETHER_ERR_INVALID_ARG, tether::strprintf("--secret-file %s: the secret is %zu bytes; at most %zu",
+                                                            path.c_str(), line.size(), kMaxSecretBytes));
+  *out = line;
+  return Status::ok();
+}
+
+// A job on this host alone gets a fresh random secret; a job over several hosts needs the same one everywhere:
+// --secret-file, else TETHER_JOB_SECRET from the environment (or -x). Exits with a usage error when there is none.
+std::string Launcher::chooseSecret(const std::vector<std::string>& baseEnv) const {
+  if (opt_.rendezvous.empty()) return randomSecret();
+  std::string secret;
+  if (!opt_.secretFile.empty()) {
+    Status s = readSecretFile(opt_.secretFile, &secret);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "tetherrun: %s\n", s.message().c_str());
+      std::exit(kExitUsage);
+    }
+    return secret;
+  }
+  const std::string prefix = "TETHER_JOB_SECRET=";
+  for (const auto& e : baseEnv)
+    if (e.compare(0, prefix.size(), prefix) == 0) secret = e.substr(prefix.size());
+  if (secret.empty() || secret.size() > kMaxSecretBytes) {
+    std::fprintf(stderr,
+                 "tetherrun: --rendezvous %s: every host must present the same job secret; give --secret-file F (the "
+                 "same content on every host) or export TETHER_JOB_SECRET (1..%zu bytes)%s\n",
+                 opt_.rendezvous.c_str(), kMaxSecretBytes, secret.empty() ? "" : "; it is too long");
+    std::exit(kExitUsage);
+  }
+  return secret;
 }
 
 void Launcher::spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std::string& secret) {
@@ -413,12 +582,12 @@ void Launcher::spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std:
   const int r = pe.rank;
   setEnv(&env, "TETHER_RANK=" + std::to_string(r));
   setEnv(&env, "TETHER_SIZE=" + std::to_string(opt_.np));
-  setEnv(&env, "TETHER_LOCAL_RANK=" + std::to_string(r));
-  setEnv(&env, "TETHER_LOCAL_SIZE=" + std::to_string(opt_.np));
-  setEnv(&env, "TETHER_BOOTSTRAP_ADDR=127.0.0.1:" + std::to_string(port_));
+  setEnv(&env, "TETHER_LOCAL_RANK=" + std::to_string(r - opt_.first));
+  setEnv(&env, "TETHER_LOCAL_SIZE=" + std::to_string(pes_.size()));
+  setEnv(&env, "TETHER_BOOTSTRAP_ADDR=" + addr_);
   setEnv(&env, "TETHER_JOB_SECRET=" + secret);
   setEnv(&env, "TETHER_LAUNCHER=tetherrun");
-  if (r == 0) setEnv(&env, "TETHER_BOOTSTRAP_FD=" + std::to_string(listenFd_));
+  if (r == 0 && listenFd_ >= 0) setEnv(&env, "TETHER_BOOTSTRAP_FD=" + std::to_string(listenFd_));
   setEnv(&env, "TETHER_CONTROL_FD=" + std::to_string(controlWrite_));
   std::vector<char*> envp, argv;
   for (auto& e : env) envp.push_back(&e[0]);
@@ -485,7 +654,7 @@ void Launcher::spawn(Pe& pe, const std::vector<std::string>& baseEnv, const std:
     redirect(childIn, 0);
     redirect(childOut, 1);
     redirect(childErr, 2);
-    if (r == 0) ::fcntl(listenFd_, F_SETFD, 0);
+    if (r == 0 && listenFd_ >= 0) ::fcntl(listenFd_, F_SETFD, 0);
     ::fcntl(controlWrite_, F_SETFD, 0);
     ::execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
@@ -624,6 +793,12 @@ int Launcher::run() {
     raised.rlim_cur = raised.rlim_max;
     (void)::setrlimit(RLIMIT_NOFILE, &raised);
   }
+  // The position variables of an enclosing job are replaced in spawn(); its inherited fd must not leak to PEs 1..N-1.
+  std::vector<std::string> baseEnv;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "TETHER_BOOTSTRAP_FD=", 20) != 0) baseEnv.push_back(*e);
+  for (const auto& a : opt_.env) setEnv(&baseEnv, a);
+  const std::string secret = chooseSecret(baseEnv);
   setUpSignals();
   openListener();
   int control[2];
@@ -631,24 +806,17 @@ int Launcher::run() {
   controlRead_ = control[0];
   controlWrite_ = control[1];
   ::fcntl(controlRead_, F_SETFL, ::fcntl(controlRead_, F_GETFL) | O_NONBLOCK);
-  const std::string secret = randomSecret();
-
-  // The position variables of an enclosing job are replaced in spawn(); its inherited fd must not leak to PEs 1..N-1.
-  std::vector<std::string> baseEnv;
-  for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "TETHER_BOOTSTRAP_FD=", 20) != 0) baseEnv.push_back(*e);
-  for (const auto& a : opt_.env) setEnv(&baseEnv, a);
 
   sigset_t block;
   sigemptyset(&block);
   for (int sig : kForwarded) sigaddset(&block, sig);
   sigaddset(&block, SIGCHLD);
   ::sigprocmask(SIG_BLOCK, &block, &oldMask_);
-  for (int r = 0; r < opt_.np && exitCode_ < 0; ++r) {
-    pes_[static_cast<size_t>(r)].rank = r;
-    spawn(pes_[static_cast<size_t>(r)], baseEnv, secret);
+  for (size_t i = 0; i < pes_.size() && exitCode_ < 0; ++i) {
+    pes_[i].rank = opt_.first + static_cast<int>(i);
+    spawn(pes_[i], baseEnv, secret);
   }
-  ::close(listenFd_);  // PE 0 has it; once PE 0 is gone, connecting fails at once
+  if (listenFd_ >= 0) ::close(listenFd_);  // PE 0 has it; once PE 0 is gone, connecting fails at once
   ::close(controlWrite_);  // the PEs hold it
   if (exitCode_ >= 0) startStopping();  // exec failed: stop the PEs already started
   ::sigprocmask(SIG_SETMASK, &oldMask_, nullptr);
