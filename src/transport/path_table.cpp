@@ -31,8 +31,10 @@ Status PathTable::setUp(const Topology& topo, int me, const PathOverrides& ov, P
       p.reason = r.reason;
       p.ops = c.ops;
       p.ctx = c.ctx;
-      // Only a path that maps the peer's memory has a base here (a network peer's localIndex names another PE).
-      p.base = (c.ops->caps & kCapLoadStore) ? seg.peerBase(pe) : nullptr;
+      // Every same-host path has the peer's segment mapped here (staged too: mapped for the owner's GPU, whose copy
+      // engine the staged ops drive, though not load/store reachable: tether_ptr checks kCapLoadStore itself). Only
+      // the network path has no base (a network peer's localIndex names another host's PE).
+      p.base = r.path == PathKind::Net ? nullptr : seg.peerBase(pe);
       p.provider = &prov;
       addInUse(p);
       TETHER_LOG_INFO(LogSys::Transport, "path to the %s segment of PE %d: %s via %s (%s)", segKindName(kind), pe,

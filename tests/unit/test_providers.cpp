@@ -402,3 +402,45 @@ TEST(PathTable, LocalProvidersExchangeEmptyKeys) {
   });
   EXPECT_EQ(errors, "");
 }
+
+// A same-host path whose ops are not load/store (staged: the peer's DEVICE segment is mapped here for the owner's GPU,
+// whose copy engine the ops drive) keeps the peer's base; only the network path has none. (Until this test, the table
+// set the base only for load/store ops: every staged put got a null address, gpu_rma_staged failed on 4xH100.)
+class KindProvider final : public Provider {
+ public:
+  KindProvider(PathKind kind, const TransportOps* ops) : kind_(kind), ops_(ops) {}
+  const char* name() const override { return ops_->name; }
+  Status probe(const Topology&, int, int, SegKind, const PathOverrides&, ProbeResult* out) const override {
+    *out = ProbeResult{true, 1, kind_, "test"};
+    return Status::ok();
+  }
+  Status connect(const Topology&, int, int, SegKind, Connection* out) override {
+    *out = Connection{ops_, nullptr};
+    return Status::ok();
+  }
+
+ private:
+  PathKind kind_;
+  const TransportOps* ops_;
+};
+
+TEST(PathTable, MappedPathsKeepTheirBaseWithoutLoadStore) {
+  for (PathKind kind : {PathKind::Staged, PathKind::Net}) {
+    const std::string errors = runPes(2, [kind](int r, CountingBootstrap& boot) -> std::string {
+      const Topology t = oneHost(2);
+      std::vector<char> host(4096);
+      SegmentMap segs[kSegKinds];
+      segs[0] = {true, host.data(), 4096, [&](int) { return host.data(); }};
+      ProviderRegistry reg;
+      reg.add(std::unique_ptr<Provider>(new KindProvider(kind, &stagedTransportOps())));
+      PathTable table;
+      Status s = table.setUp(t, r, PathOverrides{}, std::move(reg), segs, boot);
+      if (!s.isOk()) return "setUp: " + s.message();
+      const SegPath& p = table.path(1 - r, SegKind::Host);
+      if (kind == PathKind::Staged && p.base != host.data()) return "staged path lost its base";
+      if (kind == PathKind::Net && p.base) return "network path has a base";
+      return "";
+    });
+    EXPECT_EQ(errors, "") << pathKindName(kind);
+  }
+}
