@@ -90,6 +90,10 @@ inline void cpuRelax() {
 }
 
 // Usage: SpinWait w(timeoutSeconds); while (!cond()) { if (!w.next()) return timeoutError(...); }
+// Backoff: cpu pause for 256 calls, then sched_yield up to 4096, then 20 us sleeps. A waiter that serves peers while
+// it waits (network progress) calls `busy()` when that did work, which drops it back to spinning: a peer still
+// talking to it is answered within a spin, not a sleep (timer slack makes a 20 us sleep ~70 us). The deadline is
+// checked every 64 calls whatever the backoff, so busy() never makes a wait unbounded.
 // A wait that lasts: `if (w.noteDue()) log(what is waited for, w.elapsedSeconds(), w.secondsLeft())` in the loop
 // says so every TETHER_WAIT_REPORT seconds (the interval is read once the waiter has started sleeping).
 class SpinWait {
@@ -98,16 +102,17 @@ class SpinWait {
   // Backs off once; returns false when the deadline has passed.
   bool next() {
     ++iter_;
-    if (iter_ < 256) {
-      cpuRelax();
-      return true;
-    }
+    ++backoff_;
     if ((iter_ & 63) == 0) {
       const uint64_t now = nowNs();
       if (deadline_.expiredAt(now)) return false;
       if (iter_ >= 4096) checkNote(now);
     }
-    if (iter_ < 4096) {
+    if (backoff_ < 256) {
+      cpuRelax();
+      return true;
+    }
+    if (backoff_ < 4096) {
       sched_yield();
     } else {
       timespec ts{0, 20000};  // 20 us: an oversubscribed waiter must give its core away
@@ -121,6 +126,10 @@ class SpinWait {
     noteDue_ = false;
     return due;
   }
+  // The wait did useful work (progressed a transport): back to spinning. The deadline is unaffected.
+  void busy() { backoff_ = 0; }
+  // True once next() has backed off to sleeping (for tests).
+  bool sleeping() const { return backoff_ >= 4096; }
   double elapsedSeconds() const { return deadline_.elapsedSeconds(); }
   double secondsLeft() const { return deadline_.secondsLeft(); }
 
@@ -137,7 +146,8 @@ class SpinWait {
     }
   }
   Deadline deadline_;
-  uint64_t iter_ = 0;
+  uint64_t iter_ = 0;     // calls to next(): deadline and note cadence
+  uint64_t backoff_ = 0;  // calls since the start or the last busy(): the backoff stage
   uint64_t nextNote_ = 0;  // 0: interval not read yet
   uint64_t noteNs_ = 0;
   bool noteDue_ = false;

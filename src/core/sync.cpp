@@ -128,7 +128,7 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
       if (mode == WaitMode::Some) *count = found;
       return Status::ok();
     }
-    paths_.progress();
+    if (paths_.progress()) spin.busy();  // serving a peer: stay hot (see SpinWait)
     if (!spin.next()) break;
     if (spin.noteDue())
       TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for ivars[%zu] at %p %s %s (%s); %.0f s so far, %.0f s "
@@ -196,7 +196,7 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
     uint64_t* mine = &ctl->barrier[round].value;
     SpinWait spin(timeout_);
     while (__atomic_load_n(mine, __ATOMIC_ACQUIRE) < epoch) {
-      paths_.progress();
+      if (paths_.progress()) spin.busy();
       if (!spin.next())
         TETHER_FAIL(TETHER_ERR_TIMEOUT,
                     "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d in barrier #%llu, round %d, waiting for PE "

@@ -73,9 +73,12 @@ class PathTable {
 
   Status quiet() const;
   Status fence() const;
-  // Lets every provider in use move its work on; cheap (one virtual call per provider in use; no-ops today).
-  void progress() const {
-    for (Provider* p : active_) p->progress();
+  // Lets every provider in use move its work on; cheap (one virtual call per provider in use; no-ops for the local
+  // ones). True when some provider did work.
+  bool progress() const {
+    bool did = false;
+    for (Provider* p : active_) did |= p->progress();
+    return did;
   }
 
  private:

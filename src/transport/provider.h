@@ -62,7 +62,8 @@ class Provider {
     key->clear();
     return Status::ok();
   }
-  virtual void progress() {}
+  // Returns true when it did some work (a caller that waits then stays hot: SpinWait::busy).
+  virtual bool progress() { return false; }
   virtual Status start(const Topology& topo, int me, const PathOverrides& ov, Bootstrap& boot) {
     (void)topo, (void)me, (void)ov, (void)boot;
     return Status::ok();

@@ -110,3 +110,27 @@ TEST(Clock, DeadlineRanges) {
   EXPECT_FALSE(Deadline(1e300).expired());
   EXPECT_GT(Deadline(1e12).msLeft(), 1000000);
 }
+
+// A waiter that serves peers (network progress) calls busy() whenever progress did work: that returns it from the
+// sleeping stage to spinning, so a peer still talking to it is answered within a spin. busy() must never make the wait
+// unbounded: a waiter that is busy on every call still times out at its deadline.
+TEST(Clock, SpinWaitBusyReturnsToSpinningAndKeepsTheDeadline) {
+  SpinWait w(60);
+  for (int i = 0; i < 5000 && !w.sleeping(); ++i) ASSERT_TRUE(w.next());
+  EXPECT_TRUE(w.sleeping());
+  w.busy();
+  EXPECT_FALSE(w.sleeping());
+  ASSERT_TRUE(w.next());
+  EXPECT_FALSE(w.sleeping());
+
+  SpinWait always(0.05);
+  const uint64_t start = nowNs();
+  uint64_t calls = 0;
+  while (calls < 1000000000ull) {
+    always.busy();
+    ++calls;
+    if (!always.next()) break;
+  }
+  EXPECT_LT(calls, 1000000000ull) << "busy() on every call kept the wait from ever seeing its deadline";
+  EXPECT_LT(static_cast<double>(nowNs() - start) / 1e9, 5.0);
+}

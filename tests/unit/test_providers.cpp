@@ -65,7 +65,10 @@ class FakeProvider final : public Provider {
     key->assign(k.begin(), k.end());
     return Status::ok();
   }
-  void progress() override { progressed.fetch_add(1); }
+  bool progress() override {
+    progressed.fetch_add(1);
+    return false;
+  }
   std::atomic<int> progressed{0};
 
  private:

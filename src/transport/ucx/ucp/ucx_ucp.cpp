@@ -73,9 +73,7 @@ class UcxProvider final : public Provider {
   Status start(const Topology& topo, int me, const PathOverrides& ov, Bootstrap& boot) override;
   Status connect(const Topology& topo, int me, int peer, SegKind kind, Connection* out) override;
   Status registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) override;
-  void progress() override {
-    if (worker_) ucp_worker_progress(worker_);
-  }
+  bool progress() override { return worker_ && ucp_worker_progress(worker_) != 0; }
 
   Status put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi);
   Status get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi);
