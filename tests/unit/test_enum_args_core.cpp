@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "core/stream_ops.h"
+#include "cpu_stream_world.h"
 #include "tether/tether.h"
 
 extern "C" {
@@ -46,32 +47,12 @@ const char* const kWaitForms[] = {
     "tether_wait_until_any_vector", "tether_wait_until_some_vector", "tether_test_all_vector",
     "tether_test_any_vector",    "tether_test_some_vector"};
 
-class EnumArgsCore : public ::testing::Test {
+class EnumArgsCore : public CpuStreamWorld<4> {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_EQ(tether_init(&w_), TETHER_SUCCESS) << tether_last_error();
-    std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60);
-    so_ = ops.get();
-    ASSERT_TRUE(tether::useStreamOpsForTesting(w_, std::move(ops)).isOk());
-    ASSERT_TRUE(so_->createStream(&stream_).isOk());
-    void* p = nullptr;
-    ASSERT_EQ(tether_calloc(w_, 4, sizeof(uint64_t), &p), TETHER_SUCCESS) << tether_last_error();
-    words_ = static_cast<uint64_t*>(p);
-  }
-  static void TearDownTestSuite() {
-    if (so_ && stream_) {
-      EXPECT_TRUE(so_->destroyStream(stream_).isOk());
-    }
-    if (words_) {
-      EXPECT_EQ(tether_free(w_, words_), TETHER_SUCCESS);
-    }
-    EXPECT_EQ(tether_finalize(w_), TETHER_SUCCESS);
-  }
   void SetUp() override {
     ASSERT_NE(words_, nullptr);
     for (int i = 0; i < 4; ++i) words_[i] = 0;
   }
-  void sync() { ASSERT_TRUE(so_->synchronize(stream_).isOk()); }
 
   // status is INVALID_ARG with the message "<call>: <param> <v> is not a <enumName>".
   static void expectBad(tether_status_t status, const std::string& call, const char* param, int v,
@@ -82,15 +63,7 @@ class EnumArgsCore : public ::testing::Test {
         << "want '" << want << "' in '" << tether_last_error() << "'";
   }
 
-  static tether_t w_;
-  static tether::StreamOps* so_;
-  static void* stream_;
-  static uint64_t* words_;  // [0] ivar / signal word, [1] put target
 };
-tether_t EnumArgsCore::w_ = nullptr;
-tether::StreamOps* EnumArgsCore::so_ = nullptr;
-void* EnumArgsCore::stream_ = nullptr;
-uint64_t* EnumArgsCore::words_ = nullptr;
 
 TEST_F(EnumArgsCore, StatusStringAndDtypeSize) {
   for (int v : badValues(TETHER_ERR_INTERNAL + 1)) EXPECT_STREQ(enum_status_string(v), "TETHER_ERR_(unknown)") << v;

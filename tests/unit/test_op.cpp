@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/stream_ops.h"
+#include "cpu_stream_world.h"
 #include "tether/tether.h"
 
 namespace {
@@ -20,29 +21,8 @@ struct Outcome {
   std::string message;
 };
 
-class OneValidator : public ::testing::Test {
+class OneValidator : public CpuStreamWorld<8> {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_EQ(tether_init(&w_), TETHER_SUCCESS) << tether_last_error();
-    std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60);
-    so_ = ops.get();
-    ASSERT_TRUE(tether::useStreamOpsForTesting(w_, std::move(ops)).isOk());
-    ASSERT_TRUE(so_->createStream(&stream_).isOk());
-    void* p = nullptr;
-    ASSERT_EQ(tether_calloc(w_, 8, sizeof(uint64_t), &p), TETHER_SUCCESS) << tether_last_error();
-    words_ = static_cast<uint64_t*>(p);
-  }
-  static void TearDownTestSuite() {
-    if (so_ && stream_) {
-      EXPECT_TRUE(so_->destroyStream(stream_).isOk());
-    }
-    if (words_) {
-      EXPECT_EQ(tether_free(w_, words_), TETHER_SUCCESS);
-    }
-    EXPECT_EQ(tether_finalize(w_), TETHER_SUCCESS);
-  }
-  void sync() { ASSERT_TRUE(so_->synchronize(stream_).isOk()); }
-
   static Outcome run(const char* call, tether_status_t s) { return Outcome{s, call, tether_last_error()}; }
 
   // Every outcome fails with the first one's status, its message names its call and, after the name, reads the same.
@@ -83,15 +63,7 @@ class OneValidator : public ::testing::Test {
     return d;
   }
 
-  static tether_t w_;
-  static tether::StreamOps* so_;
-  static void* stream_;
-  static uint64_t* words_;
 };
-tether_t OneValidator::w_ = nullptr;
-tether::StreamOps* OneValidator::so_ = nullptr;
-void* OneValidator::stream_ = nullptr;
-uint64_t* OneValidator::words_ = nullptr;
 
 TEST_F(OneValidator, PutGetSameChecksEverywhere) {
   char local[16] = {};
