@@ -23,7 +23,7 @@ for line in open(os.path.join(raw, "perftest")):
     perf[(tr, test, int(size))] = {"lat_us": float(f[1]), "bw_MBps": float(f[5])}
 
 tether = {}  # (tr, op, size) -> row
-for tr in ("tcp", "shm"):
+for tr in ("tcp", "shm", "netns"):
     p = os.path.join(raw, f"tether_{tr}.jsonl")
     if not os.path.exists(p):
         continue
@@ -39,45 +39,62 @@ try:
     ucx_ver = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True).stdout.strip().splitlines()[0]
 except Exception:
     ucx_ver = "unknown"
-rows, lines = [], []
-lines.append(f"# tether over UCX vs ucx_perftest, side by side in one run ({date})")
-lines.append(f"# machine: {platform.node()} ({os.cpu_count()} CPUs), {ucx_ver}; load average at the end: "
-             f"{' '.join(open('/proc/loadavg').read().split()[:3])}")
-lines.append(f"# command: {cmdline}")
-lines.append("# tcp: both over UCX_TLS=tcp,self UCX_NET_DEVICES=lo (tether: TETHER_PATHS=host=ucx).")
-lines.append("# shm: ucx_perftest over UCX_TLS=sm,self vs tether's own shm path (no UCX: memcpy into the mapped peer).")
-lines.append("# put lat: tether put = blocking put that returns remotely complete (put + flush: one round trip), so")
-lines.append("#   its ucx_perftest column is 2 x ucp_put_lat (a ping-pong that reports round trip / 2), one-way beside it.")
-lines.append("# get lat: ucx_perftest's blocking ucp_get over tcp takes ~1.1 ms in UCX 1.13 (with -O 16: ~2.5 us per get),")
-lines.append("#   so its tcp get-latency ratio says nothing about tether; see bench/ucx/README.md.")
-lines.append("# ratio: tether / ucx_perftest (latency: lower is better; bandwidth: higher is better)")
-for tr in ("tcp", "shm"):
-    for title, op, test, kind in pairs:
-        lines.append("")
-        lines.append(f"## {tr}: {title}: tether {op} vs ucx_perftest {test}")
-        extra = kind == "lat" and op == "put"
-        lines.append(f"{'size':>10} {'ucx_perftest':>14} {'tether':>12} {'ratio':>8}" +
-                     (f" {'(ucp_put_lat one-way)':>22}" if extra else ""))
-        for s in sizes:
-            p, t = perf.get((tr, test, s)), tether.get((tr, op, s))
-            if kind == "lat":
-                pv = p["lat_us"] * (2 if extra else 1) if p else None
-                tv = t["lat_us_median"] if t else None
-            else:
-                pv = p["bw_MBps"] * 1.048576e6 / 1e9 if p else None  # perftest MB/s are MiB/s
-                tv = t["bw_GBps"] if t else None
-            ratio = tv / pv if pv and tv else None
-            fmt = (lambda v: f"{v:.3f}" if v is not None else "n/a")
-            lines.append(f"{s:>10} {fmt(pv):>14} {fmt(tv):>12} {fmt(ratio):>8}" +
-                         (f" {fmt(p['lat_us'] if p else None):>22}" if extra else ""))
-            rows.append({"record": "row", "transport": tr, "metric": title, "tether_op": op,
-                         "perftest_test": test + (" x2 (round trip)" if extra else ""),
-                         "bytes": s, "ucx_perftest": pv, "tether": tv, "ratio": ratio, "date": date})
-lines.append("")
-lines.append("# commands run (in order):")
-lines += ["#   " + c.rstrip() for c in open(os.path.join(raw, "commands"))]
-open(os.path.join(out, "ucx_compare.txt"), "w").write("\n".join(lines) + "\n")
-with open(os.path.join(out, "ucx_compare.jsonl"), "w") as f:
-    f.write(json.dumps({"record": "run", "date": date, "command": cmdline, "ucx": ucx_ver}) + "\n")
-    for r in rows:
-        f.write(json.dumps(r) + "\n")
+NOTES = {
+    "tcp": "# tcp: both over UCX_TLS=tcp,self UCX_NET_DEVICES=lo (tether: TETHER_PATHS=host=ucx).",
+    "shm": "# shm: ucx_perftest over UCX_TLS=sm,self vs tether's own shm path (no UCX: memcpy into the mapped peer).",
+    "netns": "# netns: the two hosts of scripts/netns-hosts (network namespaces joined by a veth pair, 10.77.0.1/.2):\n"
+             "#   ucx_perftest server in host 0, client in host 1; tether 1 PE per host (one tetherrun each with\n"
+             "#   --ranks/--rendezvous/--secret-file); both over UCX_TLS=tcp,self UCX_NET_DEVICES=tnet0 (the veth).",
+}
+
+
+def write(name, transports):
+    rows, lines = [], []
+    notes = [NOTES[t] for t in transports]
+    lines.append(f"# tether over UCX vs ucx_perftest, side by side in one run ({date})")
+    lines.append(f"# machine: {platform.node()} ({os.cpu_count()} CPUs), {ucx_ver}; load average at the end: "
+                 f"{' '.join(open('/proc/loadavg').read().split()[:3])}")
+    lines.append(f"# command: {cmdline}")
+    lines += notes
+    lines.append("# put lat: tether put = blocking put that returns remotely complete (put + flush: one round trip), so")
+    lines.append("#   its ucx_perftest column is 2 x ucp_put_lat (a ping-pong that reports round trip / 2), one-way beside it.")
+    lines.append("# get lat: ucx_perftest's blocking ucp_get over tcp takes ~1.1 ms in UCX 1.13 (with -O 16: ~2.5 us per get),")
+    lines.append("#   so its tcp get-latency ratio says nothing about tether; see bench/ucx/README.md.")
+    lines.append("# ratio: tether / ucx_perftest (latency: lower is better; bandwidth: higher is better)")
+    for tr in transports:
+        for title, op, test, kind in pairs:
+            lines.append("")
+            lines.append(f"## {tr}: {title}: tether {op} vs ucx_perftest {test}")
+            extra = kind == "lat" and op == "put"
+            lines.append(f"{'size':>10} {'ucx_perftest':>14} {'tether':>12} {'ratio':>8}" +
+                         (f" {'(ucp_put_lat one-way)':>22}" if extra else ""))
+            for s in sizes:
+                p, t = perf.get((tr, test, s)), tether.get((tr, op, s))
+                if kind == "lat":
+                    pv = p["lat_us"] * (2 if extra else 1) if p else None
+                    tv = t["lat_us_median"] if t else None
+                else:
+                    pv = p["bw_MBps"] * 1.048576e6 / 1e9 if p else None  # perftest MB/s are MiB/s
+                    tv = t["bw_GBps"] if t else None
+                ratio = tv / pv if pv and tv else None
+                fmt = (lambda v: f"{v:.3f}" if v is not None else "n/a")
+                lines.append(f"{s:>10} {fmt(pv):>14} {fmt(tv):>12} {fmt(ratio):>8}" +
+                             (f" {fmt(p['lat_us'] if p else None):>22}" if extra else ""))
+                rows.append({"record": "row", "transport": tr, "metric": title, "tether_op": op,
+                             "perftest_test": test + (" x2 (round trip)" if extra else ""),
+                             "bytes": s, "ucx_perftest": pv, "tether": tv, "ratio": ratio, "date": date})
+    lines.append("")
+    lines.append("# commands run (in order):")
+    lines += ["#   " + c.rstrip() for c in open(os.path.join(raw, "commands"))]
+    open(os.path.join(out, name + ".txt"), "w").write("\n".join(lines) + "\n")
+    with open(os.path.join(out, name + ".jsonl"), "w") as f:
+        f.write(json.dumps({"record": "run", "date": date, "command": cmdline, "ucx": ucx_ver}) + "\n")
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+present = {k[0] for k in perf} | {k[0] for k in tether}
+if present & {"tcp", "shm"}:
+    write("ucx_compare", [t for t in ("tcp", "shm") if t in present])
+if "netns" in present:
+    write("ucx_compare_netns", ["netns"])
