@@ -181,13 +181,13 @@ Status Proxy::target(const char* what, int pe, unsigned kind, uint64_t offset, u
   if (gpu_ && p.ctx == world_.gpu()) {
     *ctx = gpu_.get();
   } else if (gpu_ && p.ops == &stagedTransportOps()) {
-    const int dev = static_cast<StagedCtx*>(p.ctx)->device;
+    const int dev = static_cast<StagedGpu*>(p.ctx)->device();
     std::lock_guard<std::mutex> lock(mu_);
-    StagedCtx* found = nullptr;
+    StagedGpu* found = nullptr;
     for (auto& s : staged_)
-      if (s->device == dev) found = s.get();
+      if (s->device() == dev) found = s.get();
     if (!found) {
-      staged_.emplace_back(new StagedCtx{gpu_.get(), dev});
+      staged_.emplace_back(new StagedGpu(gpu_.get(), dev));
       found = staged_.back().get();
     }
     *ctx = found;

@@ -36,6 +36,7 @@
 #include "base/status.h"
 #include "gpu/gpu.h"
 #include "tether/tether.h"
+#include "transport/staged/staged.h"
 #include "transport/transport.h"
 
 namespace tether {
@@ -99,7 +100,7 @@ class Proxy {
   World& world_;
   uint64_t slots_ = 0;
   std::unique_ptr<GpuContext> gpu_;  // sibling of the World's context (non-blocking streams), when there is a GPU
-  std::vector<std::unique_ptr<StagedCtx>> staged_;  // staged-path contexts over gpu_, by target GPU
+  std::vector<std::unique_ptr<StagedGpu>> staged_;  // staged paths over gpu_, by target GPU
   std::mutex mu_;                    // rings_ creation, windows
   std::unique_ptr<Ring> rings_[2];   // [0] CPU, [1] GPU
   std::atomic<int> nRings_{0};       // rings published to the thread (index order of creation in order_)

@@ -8,7 +8,7 @@
 //    complete at quiet(). Large copies may be split across streams.
 //  - atomic()/signal() on GPU-addressable memory run in a kernel on this PE's GPU with system-scope atomics, so they
 //    are atomic with respect to GPU atomics from any GPU on the same word (and to each other). signal() is ordered
-//    after every copy issued before it (it synchronises the pool first). Their kernels are loaded when the context
+//    after every copy issued before it (it synchronises the context's streams first, quiet()). Their kernels are loaded when the context
 //    is created, so a first atomic()/signal() never waits for a kernel already running in the same CUDA context (lazy
 //    loading may synchronise the context; the device API's proxy serves kernels that spin until it is done).
 //  - Thread safety: all methods may be called from several threads; each makes this PE's device current first.
@@ -53,6 +53,24 @@ class DeviceHeap {
   virtual Status grow(uint64_t newBytes, Bootstrap& bootstrap) = 0;
 };
 
+// A stream of one GPU of this process (this PE's, or another GPU of the host that the staged path drives from here),
+// made by GpuContext::createStream and owned by that context (valid until it is destroyed). Each method makes the
+// stream's GPU current and this PE's GPU current again before it returns. Thread safety: all methods may be called
+// from several threads; atomic()/signal() are serialised per stream.
+class GpuStream {
+ public:
+  virtual ~GpuStream() = default;
+  virtual int device() const = 0;
+  // Enqueues a copy of n bytes between memories this stream's GPU can address (its own memory, memory mapped for
+  // it, registered or pinned host memory) or pageable host memory. Complete after sync() or the context's quiet().
+  virtual Status copyAsync(void* dst, const void* src, size_t n) = 0;
+  virtual Status sync() = 0;  // waits for everything enqueued on this stream
+  // A one-thread system-scope atomic / signal kernel on this stream's GPU, waited for (the same kernels as
+  // GpuContext::atomic/signal). signal() does NOT wait for earlier copies: the caller orders it (quiet first).
+  virtual Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) = 0;
+  virtual Status signal(void* target, uint64_t value, tether_signal_op_t op) = 0;
+};
+
 class GpuContext {
  public:
   // *out stays null (and the reason is logged at info) when this build or machine has no usable GPU, or when
@@ -72,18 +90,22 @@ class GpuContext {
   virtual bool isDeviceMemory(const void* p) = 0;  // any GPU's memory (user buffers are classified with it)
 
   virtual Status copy(void* dst, const void* src, size_t n, bool nbi) = 0;
+  // Waits for every copy enqueued on this context's streams: the pool (copy) and every stream createStream made.
   virtual Status quiet() = 0;
   virtual Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) = 0;
   virtual Status signal(void* target, uint64_t value, tether_signal_op_t op) = 0;
 
-  // Staged path (a peer GPU this GPU cannot address): the same operations executed by GPU `dev` of this process
-  // (the peer's GPU, on a stream of this context's own). copyVia: one side is memory `dev` can address (its DEVICE
-  // segment as mapped here), the other any memory; a buffer on this PE's GPU goes through pinned host staging.
-  // Completed by quiet() like every other copy.
+  // Primitives for a caller that picks the GPU itself (the staged provider, transport/staged/):
+  //  - deviceByBusId: the ordinal in this process of the GPU with that PCI bus id;
+  //  - deviceOf: the GPU whose memory p is (device or managed memory), or -1 (host memory, unknown pointers);
+  //  - createStream: a new stream on GPU `dev` of this process (blocking like the pool, non-blocking in a sibling),
+  //    with the atomic/signal kernels loaded in dev's context; owned by this context, which quiet() covers;
+  //  - allocPinned: portable pinned host memory (staging a copy between two GPUs that cannot address each other's
+  //    memory: one copy engine writes it, the other reads it); freed with the context.
   virtual Status deviceByBusId(const std::string& busId, int* dev) = 0;
-  virtual Status copyVia(int dev, void* dst, const void* src, size_t n, bool nbi) = 0;
-  virtual Status atomicVia(int dev, void* target, const AmoArgs& a, uint64_t* fetched) = 0;
-  virtual Status signalVia(int dev, void* target, uint64_t value, tether_signal_op_t op) = 0;
+  virtual int deviceOf(const void* p) = 0;
+  virtual Status createStream(int dev, GpuStream** out) = 0;
+  virtual Status allocPinned(size_t n, void** out) = 0;
   virtual Status memset(void* dst, int value, size_t n) = 0;  // blocking
   // Plain GPU memory of this PE's GPU for internal tables (the device handle's peer table); freed with the context.
   virtual Status allocDevice(size_t n, void** out) = 0;

@@ -72,11 +72,8 @@ const TransportOps& p2pTransportOps();
 
 // The staged path: DEVICE segments of a same-host PE whose GPU this PE's GPU cannot address (no peer access). The
 // target GPU's own copy engine and kernels are driven from this process (its segment is mapped here with access for
-// that GPU); a buffer on this PE's GPU hops through pinned host memory. ctx = StagedCtx*.
-struct StagedCtx {
-  GpuContext* gpu;
-  int device;  // the target PE's GPU, as an ordinal of this process
-};
+// that GPU); a buffer on this PE's GPU hops through pinned host memory. ctx = StagedGpu* (transport/staged/staged.h,
+// which holds the policy).
 const TransportOps& stagedTransportOps();
 
 }  // namespace tether

@@ -272,15 +272,78 @@ class IpcDeviceHeap : public DeviceHeap {
   std::vector<char*> bases_;
 };
 
+// ---- a stream of any GPU of this process (GpuContext::createStream) ---------------------------------------------
+class CudaGpuStream : public GpuStream {
+ public:
+  CudaGpuStream(int dev, int home) : dev_(dev), home_(home) {}
+  ~CudaGpuStream() override {
+    cudaSetDevice(dev_);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (result_) cudaFreeHost(result_);
+    cudaSetDevice(home_);
+  }
+
+  Status init(unsigned flags) {
+    DeviceRestore restore{home_};
+    CUDA_TRY(cudaSetDevice(dev_));
+    CUDA_TRY(cudaStreamCreateWithFlags(&stream_, flags));
+    const cudaError_t le = gpukernels::preload();  // in dev's context too (kernels.h, preload)
+    if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels on the staged GPU", le);
+    CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&result_), 64, cudaHostAllocMapped | cudaHostAllocPortable));
+    return Status::ok();
+  }
+
+  int device() const override { return dev_; }
+  bool pending() const { return pending_.load(); }
+
+  Status copyAsync(void* dst, const void* src, size_t n) override {
+    DeviceRestore restore{home_};
+    CUDA_TRY(cudaSetDevice(dev_));
+    CUDA_TRY(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream_));
+    pending_ = true;
+    return Status::ok();
+  }
+
+  Status sync() override {
+    DeviceRestore restore{home_};
+    CUDA_TRY(cudaSetDevice(dev_));
+    pending_ = false;
+    CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::ok();
+  }
+
+  Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) override {
+    std::lock_guard<std::mutex> lock(kernelMu_);
+    DeviceRestore restore{home_};
+    CUDA_TRY(cudaSetDevice(dev_));
+    CUDA_TRY(gpukernels::launchAmo(stream_, target, a, result_));
+    CUDA_TRY(cudaStreamSynchronize(stream_));
+    if (fetched) *fetched = __atomic_load_n(result_, __ATOMIC_ACQUIRE);
+    return Status::ok();
+  }
+
+  Status signal(void* target, uint64_t value, tether_signal_op_t op) override {
+    std::lock_guard<std::mutex> lock(kernelMu_);
+    DeviceRestore restore{home_};
+    CUDA_TRY(cudaSetDevice(dev_));
+    CUDA_TRY(gpukernels::launchSignal(stream_, static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
+    CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::ok();
+  }
+
+ private:
+  int dev_, home_;
+  cudaStream_t stream_ = nullptr;
+  uint64_t* result_ = nullptr;  // host-mapped word the AMO kernel writes the old value to
+  std::atomic<bool> pending_{false};
+  std::mutex kernelMu_;
+};
+
 // ---- the context -----------------------------------------------------------------------------------------------
 class CudaGpuContext : public GpuContext {
  public:
   ~CudaGpuContext() override {
-    for (auto& v : vias_) {
-      cudaSetDevice(v->dev);
-      cudaStreamDestroy(v->stream);
-      if (v->staging) cudaFreeHost(v->staging);
-    }
+    made_.clear();  // each stream destroys itself and makes device_ current again
     cudaSetDevice(device_);
     for (auto s : streams_) cudaStreamDestroy(s);
     for (void* p : registered_) cudaHostUnregister(p);
@@ -386,9 +449,9 @@ class CudaGpuContext : public GpuContext {
     CUDA_TRY(cudaSetDevice(device_));
     for (size_t i = 0; i < streams_.size(); ++i)
       if (pending_[i].exchange(false)) CUDA_TRY(cudaStreamSynchronize(streams_[i]));
-    std::lock_guard<std::mutex> lock(viaMu_);
-    for (auto& v : vias_)
-      if (v->pending.exchange(false)) CUDA_TRY(cudaStreamSynchronize(v->stream));
+    std::lock_guard<std::mutex> lock(madeMu_);
+    for (auto& m : made_)
+      if (m->pending()) TETHER_TRY(m->sync());
     return Status::ok();
   }
 
@@ -415,70 +478,36 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
-  Status copyVia(int dev, void* dst, const void* src, size_t n, bool nbi) override {
-    if (dev == device_) return copy(dst, src, n, nbi);
-    Via* v = nullptr;
-    TETHER_TRY(via(dev, &v));
-    const bool dstMine = onMyGpu(dst), srcMine = onMyGpu(src);
-    if (!dstMine && !srcMine) {
-      DeviceRestore restore{device_};
-      CUDA_TRY(cudaSetDevice(dev));
-      CUDA_TRY(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, v->stream));
-      v->pending = true;
-      if (nbi) return Status::ok();
-      CUDA_TRY(cudaStreamSynchronize(v->stream));
-      v->pending = false;
-      return Status::ok();
+  int deviceOf(const void* p) override {
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
     }
-    // A buffer on this PE's GPU and the peer's DEVICE segment: neither GPU reaches both, so hop through pinned host
-    // memory, chunk by chunk (this GPU's copy engine on one side, the peer GPU's on the other). Always completes.
-    std::lock_guard<std::mutex> lock(v->mu);
-    DeviceRestore restore{device_};
-    for (size_t off = 0; off < n; off += kStageBytes) {
-      const size_t len = std::min(kStageBytes, n - off);
-      char* d = static_cast<char*>(dst) + off;
-      const char* s2 = static_cast<const char*>(src) + off;
-      cudaStream_t first = srcMine ? streams_[0] : v->stream, second = srcMine ? v->stream : streams_[0];
-      CUDA_TRY(cudaSetDevice(srcMine ? device_ : dev));
-      CUDA_TRY(cudaMemcpyAsync(v->staging, s2, len, cudaMemcpyDefault, first));
-      CUDA_TRY(cudaStreamSynchronize(first));
-      CUDA_TRY(cudaSetDevice(srcMine ? dev : device_));
-      CUDA_TRY(cudaMemcpyAsync(d, v->staging, len, cudaMemcpyDefault, second));
-      CUDA_TRY(cudaStreamSynchronize(second));
-    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+  }
+
+  Status createStream(int dev, GpuStream** out) override {
+    std::unique_ptr<CudaGpuStream> m(new CudaGpuStream(dev, device_));
+    TETHER_TRY(m->init(streamFlags_));
+    std::lock_guard<std::mutex> lock(madeMu_);
+    *out = m.get();
+    made_.push_back(std::move(m));
     return Status::ok();
   }
 
-  Status atomicVia(int dev, void* target, const AmoArgs& a, uint64_t* fetched) override {
-    if (dev == device_) return atomic(target, a, fetched);
-    Via* v = nullptr;
-    TETHER_TRY(via(dev, &v));
-    std::lock_guard<std::mutex> lock(kernelMu_);
-    DeviceRestore restore{device_};
-    CUDA_TRY(cudaSetDevice(dev));
-    CUDA_TRY(gpukernels::launchAmo(v->stream, target, a, result_));
-    CUDA_TRY(cudaStreamSynchronize(v->stream));
-    if (fetched) *fetched = __atomic_load_n(result_, __ATOMIC_ACQUIRE);
-    return Status::ok();
-  }
-
-  Status signalVia(int dev, void* target, uint64_t value, tether_signal_op_t op) override {
-    if (dev == device_) return signal(target, value, op);
-    Via* v = nullptr;
-    TETHER_TRY(via(dev, &v));
-    TETHER_TRY(quiet());
-    std::lock_guard<std::mutex> lock(kernelMu_);
-    DeviceRestore restore{device_};
-    CUDA_TRY(cudaSetDevice(dev));
-    CUDA_TRY(gpukernels::launchSignal(v->stream, static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
-    CUDA_TRY(cudaStreamSynchronize(v->stream));
+  Status allocPinned(size_t n, void** out) override {
+    CUDA_TRY(cudaSetDevice(device_));
+    CUDA_TRY(cudaHostAlloc(out, n, cudaHostAllocPortable));
+    std::lock_guard<std::mutex> lock(madeMu_);
+    hostAllocs_.push_back(*out);
     return Status::ok();
   }
 
   Status allocDevice(size_t n, void** out) override {
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaMalloc(out, n));
-    std::lock_guard<std::mutex> lock(viaMu_);
+    std::lock_guard<std::mutex> lock(madeMu_);
     allocs_.push_back(*out);
     return Status::ok();
   }
@@ -487,7 +516,7 @@ class CudaGpuContext : public GpuContext {
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaHostAlloc(host, n, cudaHostAllocMapped | cudaHostAllocPortable));
     {
-      std::lock_guard<std::mutex> lock(viaMu_);
+      std::lock_guard<std::mutex> lock(madeMu_);
       hostAllocs_.push_back(*host);
     }
     std::memset(*host, 0, n);
@@ -537,51 +566,14 @@ class CudaGpuContext : public GpuContext {
   }
 
  private:
-  // Another GPU of this host used for the staged path: its stream (in this process) and a pinned staging buffer.
-  struct Via {
-    int dev = -1;
-    cudaStream_t stream = nullptr;
-    char* staging = nullptr;
-    std::atomic<bool> pending{false};
-    std::mutex mu;
-  };
-  static constexpr size_t kStageBytes = 8u << 20;
-
-  bool onMyGpu(const void* p) {
-    cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) && a.device == device_;
-  }
-
-  Status via(int dev, Via** out) {
-    std::lock_guard<std::mutex> lock(viaMu_);
-    for (auto& v : vias_)
-      if (v->dev == dev) return *out = v.get(), Status::ok();
-    std::unique_ptr<Via> v(new Via());
-    v->dev = dev;
-    DeviceRestore restore{device_};
-    CUDA_TRY(cudaSetDevice(dev));
-    CUDA_TRY(cudaStreamCreateWithFlags(&v->stream, streamFlags_));
-    const cudaError_t le = gpukernels::preload();  // in dev's context too (kernels.h, preload)
-    if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels on the staged GPU", le);
-    CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&v->staging), kStageBytes, cudaHostAllocPortable));
-    TETHER_LOG_INFO(LogSys::Transport, "staged path: using GPU %d's copy engine from this process", dev);
-    *out = v.get();
-    vias_.push_back(std::move(v));
-    return Status::ok();
-  }
-
-  std::mutex viaMu_;
-  std::vector<std::unique_ptr<Via>> vias_;
+  std::mutex madeMu_;                                // made_, allocs_, hostAllocs_
+  std::vector<std::unique_ptr<CudaGpuStream>> made_;  // createStream, destroyed first
   int device_ = -1;
   std::string busId_;
   std::vector<cudaStream_t> streams_;
   std::vector<void*> registered_;
   std::vector<void*> allocs_;  // allocDevice, freed in the destructor
-  std::vector<void*> hostAllocs_;  // allocHostMapped, freed in the destructor
+  std::vector<void*> hostAllocs_;  // allocHostMapped and allocPinned, freed in the destructor
   unsigned streamFlags_ = cudaStreamDefault;  // cudaStreamNonBlocking in a sibling context
   std::unique_ptr<std::atomic<bool>[]> pending_;
   std::atomic<size_t> next_{0};
