@@ -30,9 +30,11 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-#define TETHER_VERSION_MAJOR 0
-#define TETHER_VERSION_MINOR 1
-#define TETHER_VERSION_PATCH 0
+/* ---------------------------------------------------------------------------------------------------------------- */
+/* Version and build                                                                                                */
+
+/* TETHER_VERSION_MAJOR/MINOR/PATCH/STRING/NUMBER of these headers: generated from CMake's project(VERSION). */
+#include "tether/version.h"
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Status                                                                                                           */
@@ -59,6 +61,26 @@ typedef enum tether_status {
 const char* tether_status_string(tether_status_t status);
 /* Message of the last failed call on this thread ("" if none). Valid until the next failing call on this thread. */
 const char* tether_last_error(void);
+
+/* Version of the library actually loaded (the sonames carry its MAJOR: libtether.so.MAJOR). Stores MAJOR, MINOR and
+ * PATCH into the pointers that are not NULL and returns "MAJOR.MINOR.PATCH" (static storage). Never fails; callable
+ * before tether_init. A program compiled against these headers and run against the same library sees the
+ * TETHER_VERSION_* macros' values. */
+const char* tether_version(int* major, int* minor, int* patch);
+
+/* What this build of the library has, and what this process sees of the machine (tether-info prints it). */
+typedef struct tether_build_info_s {
+  int version_major, version_minor, version_patch; /* as tether_version() */
+  int cuda;             /* 1: CUDA parts compiled in (GPU memory, stream and device APIs), 0: host-only build */
+  int ucx;              /* 1: the UCX network provider compiled in */
+  int sanitizers;       /* 1: built with AddressSanitizer + UndefinedBehaviorSanitizer */
+  char ucx_version[32]; /* version of the UCX library loaded at run time ("1.13.1"); "" when ucx is 0 */
+  int gpus_visible;     /* CUDA devices this process can see (0 in host-only builds, without a GPU or a driver) */
+} tether_build_info_t;
+
+/* Fills *info. Callable before tether_init; never touches a GPU beyond counting devices (no context is made).
+ * TETHER_ERR_INVALID_ARG when info is NULL. */
+tether_status_t tether_get_build_info(tether_build_info_t* info);
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Instance                                                                                                         */

@@ -10,6 +10,7 @@
 #include "base/enum_arg.h"
 #include "base/log.h"
 #include "core/dtype.h"
+#include "core/info/build_info.h"
 #include "core/stream.h"
 #include "core/world.h"
 #include "heap/program_data.h"
@@ -208,6 +209,19 @@ const char* tether_status_string(tether_status_t status) {
     case TETHER_ERR_INTERNAL: return "TETHER_ERR_INTERNAL";
   }
   return "TETHER_ERR_(unknown)";
+}
+
+const char* tether_version(int* major, int* minor, int* patch) {
+  if (major) *major = TETHER_VERSION_MAJOR;
+  if (minor) *minor = TETHER_VERSION_MINOR;
+  if (patch) *patch = TETHER_VERSION_PATCH;
+  return TETHER_VERSION_STRING;
+}
+
+tether_status_t tether_get_build_info(tether_build_info_t* info) {
+  if (!info) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_get_build_info: info is NULL"));
+  tether::buildInfo(info);
+  return TETHER_SUCCESS;
 }
 
 const char* tether_last_error(void) { return tlsLastError.c_str(); }
