@@ -19,6 +19,7 @@
 //    in every World's registry); the local providers do nothing.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,12 +99,32 @@ std::unique_ptr<Provider> makeStagedProvider(GpuContext* gpu);
 ProviderRegistry makeLocalRegistry(GpuContext* gpu);
 
 // The network provider (folder ucx/): HOST and STATIC segments of PEs on other hosts (or of same-host PEs with
-// TETHER_PATHS host=ucx) over UCX. Built without UCX (CMake TETHER_UCX=OFF or no libucx), its probe reports the
-// network path unavailable, naming what is missing.
+// TETHER_PATHS host=ucx) over UCX, and DEVICE segments of PEs on other hosts where both PEs' UCX moves CUDA memory.
+// Built without UCX (CMake TETHER_UCX=OFF or no libucx), its probe reports the network path unavailable, naming what
+// is missing.
+//
+// An atomic or signal that a peer asks this PE, the owner of the word, to apply to its own segment (owner-executed
+// atomics: DEVICE words always, HOST/STATIC words with TETHER_UCX_AMO=owner). signal: a signal update (value, sigOp)
+// instead of the AMO `amo`. The World applies it through its own local path (CPU atomics on HOST words, system-scope
+// GPU atomics on DEVICE words), so it is atomic against this PE's kernels and same-host peers; *fetched gets the old
+// value of fetching AMOs. Called from whichever thread progresses the UCX worker (a wait, the proxy, the progress
+// thread); it must not wait on another PE.
+struct OwnerOp {
+  SegKind kind = SegKind::Host;
+  uint64_t offset = 0;
+  bool signal = false;
+  AmoArgs amo{TETHER_AMO_FETCH, 8, 0, 0};
+  uint64_t value = 0;
+  tether_signal_op_t sigOp = TETHER_SIGNAL_SET;
+};
+using OwnerOpFn = std::function<Status(const OwnerOp& op, uint64_t* fetched)>;
+
 struct UcxOptions {
   double timeoutSeconds = 300;  // TETHER_TIMEOUT: bound on every wait for a UCX request
   int progressUs = 0;           // TETHER_UCX_PROGRESS_US: progress thread period (0: no thread)
-  GpuContext* gpu = nullptr;    // to refuse GPU buffers (this UCX is not CUDA-aware)
+  GpuContext* gpu = nullptr;    // this PE's GPU context (GPU buffers and DEVICE segments need a CUDA-aware UCX)
+  bool ownerAmo = false;        // TETHER_UCX_AMO=owner: HOST/STATIC words' atomics and signals executed by the owner
+  OwnerOpFn applyOwnerOp;       // the owner's side of owner-executed atomics and signals (unset: refused)
 };
 std::unique_ptr<Provider> makeUcxProvider(const UcxOptions& opts);
 

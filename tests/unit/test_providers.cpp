@@ -18,6 +18,7 @@
 #include "bootstrap/bootstrap.h"
 #include "transport/path_table.h"
 #include "transport/provider.h"
+#include "transport/ucx/ucx.h"
 
 using namespace tether;
 
@@ -202,7 +203,8 @@ TEST(ProviderRegistry, LocalRegistryMatchesTheOldSwitch) {
 
 // The World's registry: the local providers, then ucx. Same-host pairs keep their local provider unless
 // TETHER_PATHS host=ucx; PEs on another host get ucx for HOST/STATIC segments (a UCX build) or fail naming the
-// missing UCX (a build without it); a remote DEVICE segment gets ucx's failing path or the same error.
+// missing UCX (a build without it); a remote DEVICE segment needs UCX with CUDA memory support on both PEs, which a
+// provider that has not run start() (no CUDA record) never has: UNREACHABLE naming the fix.
 TEST(ProviderRegistry, NetworkPathGoesToUcx) {
   auto withUcx = [](bool gpu) {
     ProviderRegistry r = localRegistry(gpu);
@@ -222,9 +224,10 @@ TEST(ProviderRegistry, NetworkPathGoesToUcx) {
       EXPECT_EQ(p.path, PathKind::Net);
       EXPECT_NE(p.reason.find("another host"), std::string::npos) << p.reason;
       EXPECT_EQ(chosenName(r, split, 0, 1, SegKind::Static, overrides("auto")), "ucx");
-      EXPECT_EQ(chosenName(r, split, 1, 0, SegKind::Device, overrides("auto"), &s, &p), "ucx");
-      EXPECT_NE(p.reason.find("CUDA-aware"), std::string::npos) << p.reason;
-      EXPECT_NE(p.reason.find("TETHER_ERR_UNSUPPORTED"), std::string::npos) << p.reason;
+      chosenName(r, split, 1, 0, SegKind::Device, overrides("auto"), &s, &p);
+      EXPECT_EQ(s.code(), TETHER_ERR_UNREACHABLE) << s.message();
+      EXPECT_NE(s.message().find("on PE 1 this UCX has no CUDA memory support: build tether against a CUDA-aware "
+                                 "UCX, e.g. the libucx-cu13 wheel"), std::string::npos) << s.message();
       EXPECT_EQ(chosenName(r, nv, 0, 1, SegKind::Host, overrides("host=ucx"), &s, &p), "ucx");
       EXPECT_NE(p.reason.find("TETHER_PATHS host=ucx"), std::string::npos) << p.reason;
     } else {
@@ -243,6 +246,44 @@ TEST(ProviderRegistry, NetworkPathGoesToUcx) {
   ProviderRegistry c = withUcx(false);
   EXPECT_EQ(chosenName(c, mixed, 1, 1, SegKind::Host, overrides("host=ucx")), "shm");
   EXPECT_EQ(chosenName(c, mixed, 1, 0, SegKind::Host, overrides("auto")), "shm");
+}
+
+// The ucx probe for a DEVICE segment on another host, over the CUDA record start() exchanges (cudaPes): served only
+// when both PEs' UCX moves CUDA memory; otherwise unavailable, serving the path (its reason is the error), naming
+// the PE that lacks it and the fix. Both PEs of the pair get the same verdict.
+TEST(UcxProbe, DeviceAcrossHostsNeedsCudaOnBothPes) {
+  const Topology split = load("two_hosts.topo");
+  const std::string fix = "this UCX has no CUDA memory support: build tether against a CUDA-aware UCX, e.g. the "
+                          "libucx-cu13 wheel";
+  const std::vector<std::vector<uint8_t>> records = {{}, {0, 0}, {1, 0}, {0, 1}, {1, 1}};
+  for (const std::vector<uint8_t>& cuda : records) {
+    for (int me : {0, 1}) {
+      SCOPED_TRACE(testing::Message() << "cuda record size " << cuda.size() << ", me " << me);
+      auto has = [&](int pe) { return static_cast<size_t>(pe) < cuda.size() && cuda[static_cast<size_t>(pe)]; };
+      const int lacking = !has(me) ? me : !has(1 - me) ? 1 - me : -1;  // the PE the reason names (-1: served)
+      ProbeResult p;
+      ASSERT_TRUE(ucxProbe(split, me, 1 - me, SegKind::Device, overrides("auto"), "", cuda, &p).isOk());
+      EXPECT_EQ(p.available, lacking < 0);
+      EXPECT_EQ(p.path, PathKind::Net);
+      if (lacking < 0) {
+        EXPECT_NE(p.reason.find("another host"), std::string::npos) << p.reason;
+        EXPECT_NE(p.reason.find("CUDA memory"), std::string::npos) << p.reason;
+      } else {
+        EXPECT_TRUE(p.serves);
+        EXPECT_NE(p.reason.find(strprintf("on PE %d %s", lacking, fix.c_str())), std::string::npos) << p.reason;
+      }
+      // HOST segments do not depend on it.
+      ASSERT_TRUE(ucxProbe(split, me, 1 - me, SegKind::Host, overrides("auto"), "", cuda, &p).isOk());
+      EXPECT_TRUE(p.available);
+    }
+  }
+  // A peer without a GPU has no DEVICE segment to serve.
+  Topology noGpu = split;
+  noGpu.pes[1].gpu.present = false;
+  ProbeResult p;
+  ASSERT_TRUE(ucxProbe(noGpu, 0, 1, SegKind::Device, overrides("auto"), "", {1, 1}, &p).isOk());
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.reason.find("PE 1 has no GPU"), std::string::npos) << p.reason;
 }
 
 // ---- the path table over several PEs (threads, TCP bootstrap on loopback) ------------------------------------------

@@ -10,7 +10,8 @@ class UcxUnbuilt final : public Provider {
   const char* name() const override { return "ucx"; }
   Status probe(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov,
                ProbeResult* out) const override {
-    return ucxProbe(topo, me, peer, kind, ov, "tether was built without UCX (install libucx-dev and rebuild)", out);
+    return ucxProbe(topo, me, peer, kind, ov, "tether was built without UCX (install libucx-dev and rebuild)", {},
+                    out);
   }
   Status connect(const Topology&, int me, int peer, SegKind kind, Connection*) override {
     TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx provider: connect(%d -> %d, %s) in a build without UCX", me, peer,

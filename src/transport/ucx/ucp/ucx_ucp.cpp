@@ -1,16 +1,27 @@
 // The ucx provider over UCX's UCP API: HOST and STATIC segments of PEs on other hosts (or of same-host PEs with
-// TETHER_PATHS host=ucx).
+// TETHER_PATHS host=ucx), and DEVICE segments of PEs on other hosts when both PEs' UCX moves CUDA memory.
 //
 // One ucp_context and one ucp_worker per World (UCS_THREAD_MODE_MULTI: user threads, the device-API proxy thread and
 // the optional progress thread all call it). start() exchanges the worker addresses with one allgather (O(n) data);
 // an endpoint to a PE is created on its first operation (no n^2 connections at start-up). This PE's committed
 // HOST/STATIC ranges are ucp_mem_map'ped; the key blob peers get is [KeyHeader: remote base, bytes, serial][packed
 // rkey], re-made on growth (segmentsGrew); a peer's rkey is unpacked once per serial and cached per (PE, kind).
+// CUDA memory: start() asks UCX for its memory types (ucp_context_query); with UCS_MEMORY_TYPE_CUDA and a GPU context
+// the DEVICE segment is registered too (memory type CUDA) and GPU buffers are legal sources/destinations. Whether each
+// PE can is exchanged with the worker addresses, so the probe (pure, over that record) gives both PEs of a pair the
+// same answer: a remote DEVICE segment is served only when both can.
 //
 // Completion (transport.h's contract): blocking put = ucp_put_nbx + ucp_ep_flush_nbx (remote completion); get and
 // every AMO wait for their request (AMOs always carry a reply buffer, so even SET/ADD return remotely done); _nbi
 // forms release their request and complete at quiet (ucp_worker_flush_nbx). signal = ucp_worker_fence, then an
 // atomic SWAP (SET) or ADD on the word, waited for. fence = ucp_worker_fence.
+// Owner-executed atomics and signals (DEVICE words always: UCX's AMOs on CUDA memory are not atomic against GPU
+// atomics; HOST/STATIC words with TETHER_UCX_AMO=owner): an active message [OwnerRequest] sent with
+// UCP_AM_SEND_FLAG_REPLY; the owner's handler applies it through UcxOptions::applyOwnerOp (its own local path) and
+// answers [OwnerReply] on the reply endpoint without waiting (the reply is released by its send callback); the
+// initiator progresses until the reply with its token arrives (bounded by TETHER_TIMEOUT; a lost endpoint ends it
+// with TETHER_ERR_PEER_LOST). An owner-executed signal first flushes the endpoint (remote completion of every earlier
+// put to that PE), so the data is in place before the owner updates the signal word.
 // Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
 // connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
 #include <ucp/api/ucp.h>
@@ -21,6 +32,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -30,6 +42,39 @@
 
 namespace tether {
 namespace {
+
+// Active-message ids of this provider's worker.
+constexpr unsigned kAmOwnerRequest = 1;
+constexpr unsigned kAmOwnerReply = 2;
+
+// An owner-executed atomic or signal (the AM's data; no AM header).
+struct OwnerRequest {
+  uint64_t token;     // the initiator's, echoed in the reply
+  uint64_t offset;
+  uint64_t value;     // AMO operand or signal value
+  uint64_t cond;      // COMPARE_SWAP's comparand
+  int32_t from;       // the initiator's PE (for messages)
+  uint32_t kind;      // SegKind
+  uint32_t signal;    // 1: signal (op = tether_signal_op_t), 0: AMO (op = tether_amo_t)
+  uint32_t op;
+  uint32_t width;     // AMO word width (4 or 8)
+  uint32_t pad;
+};
+
+struct OwnerReply {
+  uint64_t token;
+  uint64_t fetched;
+  int32_t status;     // tether_status_t of the owner's local operation
+  char message[236];  // its message when it failed
+};
+
+// One owner-executed operation waiting for its reply (registered under UcxProvider::pendingMu_).
+struct Pending {
+  std::atomic<bool> done{false};
+  uint64_t fetched = 0;
+  int32_t status = 0;
+  std::string message;
+};
 
 struct KeyHeader {
   uint64_t base;    // the owner's segment base address
@@ -68,7 +113,7 @@ class UcxProvider final : public Provider {
   const char* name() const override { return "ucx"; }
   Status probe(const Topology& topo, int me, int peer, SegKind kind, const PathOverrides& ov,
                ProbeResult* out) const override {
-    return ucxProbe(topo, me, peer, kind, ov, unusable_, out);
+    return ucxProbe(topo, me, peer, kind, ov, unusable_, cudaPes_, out);
   }
   Status start(const Topology& topo, int me, const PathOverrides& ov, Bootstrap& boot) override;
   Status connect(const Topology& topo, int me, int peer, SegKind kind, Connection* out) override;
@@ -84,6 +129,7 @@ class UcxProvider final : public Provider {
 
  private:
   Status makeWorker(int npes);
+  Status setAmHandlers();
   void progressLoop();
   // ucp_worker_progress from a tether call (a wait, the proxy): counted, so the progress thread stays out of the way
   // of a PE that is progressing the worker itself.
@@ -92,7 +138,15 @@ class UcxProvider final : public Provider {
     return ucp_worker_progress(worker_);
   }
   Status target(int pe, const RemoteAddr& a, size_t n, const char* what, Target* t);
-  Status hostBuffer(const void* buf, const char* what, int pe) const;
+  Status localBuffer(const void* buf, const char* what, int pe, ucp_request_param_t* prm) const;
+  // Owner execution: sends `op` to PE pe (the owner of the word at `at`) and waits for its reply.
+  Status ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched, const char* what);
+  bool ownerExecuted(SegKind kind) const { return kind == SegKind::Device || opts_.ownerAmo; }
+  static ucs_status_t onOwnerRequest(void* arg, const void* header, size_t headerLen, void* data, size_t len,
+                                     const ucp_am_recv_param_t* param);
+  static ucs_status_t onOwnerReply(void* arg, const void* header, size_t headerLen, void* data, size_t len,
+                                   const ucp_am_recv_param_t* param);
+  void serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp);
   Status wait(ucs_status_ptr_t r, int pe, const char* what);
   Status detach(ucs_status_ptr_t r, int pe, const char* what);
   Status failure(int pe, ucs_status_t s, const char* what) const;
@@ -100,6 +154,8 @@ class UcxProvider final : public Provider {
 
   UcxOptions opts_;
   std::string unusable_;  // why UCX cannot be used on this PE (start-up failed), or empty
+  bool cuda_ = false;     // this PE's UCX moves CUDA memory and it has a GPU context
+  std::vector<uint8_t> cudaPes_;  // cuda_ of every PE (start-up exchange; empty before)
   int me_ = -1;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
@@ -119,6 +175,10 @@ class UcxProvider final : public Provider {
     std::vector<char> key;
   };
   Registration registered_[kSegKinds];  // the latest registration per kind
+  std::mutex pendingMu_;
+  std::unordered_map<uint64_t, Pending*> pending_;  // owner-executed operations waiting for a reply, by token
+  std::atomic<uint64_t> nextToken_{1};
+  std::atomic<uint64_t> ownerServed_{0};  // owner-executed operations applied here for peers (logged at the end)
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> userProgress_{0};  // userProgress() calls so far
   std::thread progressThread_;
@@ -145,20 +205,9 @@ const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
 };
 
-// A PE's DEVICE segment on another host: this UCX moves host memory only.
-Status remoteDevice(int pe) {
-  TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
-              "the DEVICE segment of PE %d is on another host: DEVICE segments across hosts need a CUDA-aware UCX, "
-              "not supported yet (use a HOST segment for data other hosts reach)", pe);
-}
-Status devPut(void*, int pe, const RemoteAddr&, const void*, size_t, bool) { return remoteDevice(pe); }
-Status devGet(void*, int pe, void*, const RemoteAddr&, size_t, bool) { return remoteDevice(pe); }
-Status devAmo(void*, int pe, const RemoteAddr&, const AmoArgs&, uint64_t*) { return remoteDevice(pe); }
-Status devSignal(void*, int pe, const RemoteAddr&, uint64_t, tether_signal_op_t) { return remoteDevice(pe); }
-Status devNothing(void*) { return Status::ok(); }
-
+// DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
 const TransportOps kUcxDeviceOps = {
-    "ucx", kCapDeviceSegment, devPut, devGet, devAmo, devSignal, devNothing, devNothing,
+    "ucx", kCapDeviceSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
 };
 
 // ---- start-up and teardown --------------------------------------------------------------------------------------
@@ -169,11 +218,19 @@ Status UcxProvider::makeWorker(int npes) {
   if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_config_read: %s", ucs_status_string(s));
   ucp_params_t p{};
   p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-  p.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+  p.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
   p.estimated_num_eps = static_cast<size_t>(npes);
   s = ucp_init(&p, config, &context_);
   ucp_config_release(config);
   if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_init: %s", ucs_status_string(s));
+  ucp_context_attr_t ca{};
+  ca.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  s = ucp_context_query(context_, &ca);
+  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_context_query: %s", ucs_status_string(s));
+  const bool cudaMemory = (ca.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  cuda_ = cudaMemory && opts_.gpu;
+  TETHER_LOG_INFO(LogSys::Transport, "ucx: CUDA memory %s", cuda_ ? "supported (GPU buffers and DEVICE segments)"
+                  : cudaMemory ? "supported by UCX, but this PE has no GPU context" : "not supported by this UCX");
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_MULTI;
@@ -185,8 +242,22 @@ Status UcxProvider::makeWorker(int npes) {
   if (s != UCS_OK || wa.thread_mode != UCS_THREAD_MODE_MULTI)
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "this UCX gives no thread-safe worker (UCS_THREAD_MODE_MULTI): rebuild UCX "
                 "with --enable-mt");
+  TETHER_TRY(setAmHandlers());
   s = ucp_worker_get_address(worker_, &myAddress_, &myAddressLen_);
   if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_worker_get_address: %s", ucs_status_string(s));
+  return Status::ok();
+}
+
+Status UcxProvider::setAmHandlers() {
+  for (unsigned id : {kAmOwnerRequest, kAmOwnerReply}) {
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = id;
+    hp.cb = id == kAmOwnerRequest ? onOwnerRequest : onOwnerReply;
+    hp.arg = this;
+    ucs_status_t s = ucp_worker_set_am_recv_handler(worker_, &hp);
+    if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_worker_set_am_recv_handler: %s", ucs_status_string(s));
+  }
   return Status::ok();
 }
 
@@ -199,14 +270,26 @@ Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov,
     unusable_ = "UCX failed to start on PE " + std::to_string(me) + ": " + made.message();
     TETHER_LOG_WARN(LogSys::Transport, "%s", unusable_.c_str());
   }
-  // One allgather of address lengths, one of the addresses padded to the longest (a PE without a worker sends 0).
-  const uint64_t mine = made.isOk() ? myAddressLen_ : 0;
+  // One allgather of (address length, CUDA memory) records, one of the addresses padded to the longest (a PE without
+  // a worker sends length 0).
+  struct Record {
+    uint64_t addressLen;
+    uint64_t cuda;
+  };
+  if (!made.isOk()) cuda_ = false;
+  const Record mine{made.isOk() ? myAddressLen_ : 0, cuda_ ? 1u : 0u};
+  std::vector<Record> all(static_cast<size_t>(n));
+  TETHER_TRY(boot.allgather(&mine, all.data(), sizeof mine).withContext("UCX worker addresses"));
   addressLens_.assign(static_cast<size_t>(n), 0);
-  TETHER_TRY(boot.allgather(&mine, addressLens_.data(), sizeof mine).withContext("UCX worker addresses"));
+  cudaPes_.assign(static_cast<size_t>(n), 0);
+  for (size_t pe = 0; pe < all.size(); ++pe) {
+    addressLens_[pe] = all[pe].addressLen;
+    cudaPes_[pe] = all[pe].cuda != 0;
+  }
   addressStride_ = *std::max_element(addressLens_.begin(), addressLens_.end());
   if (addressStride_ == 0) return Status::ok();
   std::vector<char> padded(addressStride_, 0);
-  if (mine) std::memcpy(padded.data(), myAddress_, mine);
+  if (mine.addressLen) std::memcpy(padded.data(), myAddress_, mine.addressLen);
   addresses_.assign(addressStride_ * static_cast<size_t>(n), 0);
   TETHER_TRY(boot.allgather(padded.data(), addresses_.data(), addressStride_).withContext("UCX worker addresses"));
   if (!worker_) return Status::ok();
@@ -248,7 +331,7 @@ Status UcxProvider::connect(const Topology&, int me, int peer, SegKind kind, Con
 
 Status UcxProvider::registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) {
   key->clear();
-  if (!worker_ || kind == SegKind::Device || bytes == 0) return Status::ok();
+  if (!worker_ || (kind == SegKind::Device && !cuda_) || bytes == 0) return Status::ok();
   std::lock_guard<std::mutex> lock(regMu_);
   Registration& last = registered_[static_cast<int>(kind)];
   if (last.base == base && last.bytes == bytes) {  // a commit that did not change the range: same key
@@ -259,11 +342,15 @@ Status UcxProvider::registerSegment(SegKind kind, const void* base, uint64_t byt
   mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
   mp.address = const_cast<void*>(base);
   mp.length = bytes;
+  if (kind == SegKind::Device) {  // GPU memory: tell UCX rather than have it detect the type
+    mp.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
   ucp_mem_h memh = nullptr;
   ucs_status_t s = ucp_mem_map(context_, &mp, &memh);
   if (s != UCS_OK)
-    TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_mem_map of %p + %llu bytes: %s", base, static_cast<unsigned long long>(bytes),
-                ucs_status_string(s));
+    TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_mem_map of the %s segment %p + %llu bytes: %s", segKindName(kind), base,
+                static_cast<unsigned long long>(bytes), ucs_status_string(s));
   memhs_.push_back(memh);
   void* packed = nullptr;
   size_t packedLen = 0;
@@ -284,6 +371,10 @@ Status UcxProvider::registerSegment(SegKind kind, const void* base, uint64_t byt
 UcxProvider::~UcxProvider() {
   stop_.store(true);
   if (progressThread_.joinable()) progressThread_.join();
+  if (worker_)
+    TETHER_LOG_INFO(LogSys::Transport, "ucx: owner-executed operations: served %llu for peers, sent %llu",
+                    static_cast<unsigned long long>(ownerServed_.load()),
+                    static_cast<unsigned long long>(nextToken_.load() - 1));
   for (auto& p : peers_) {
     for (ucp_rkey_h r : p->rkey)
       if (r) ucp_rkey_destroy(r);
@@ -364,10 +455,15 @@ Status UcxProvider::detach(ucs_status_ptr_t r, int pe, const char* what) {
   return Status::ok();
 }
 
-Status UcxProvider::hostBuffer(const void* buf, const char* what, int pe) const {
-  if (opts_.gpu && opts_.gpu->isDeviceMemory(buf))
-    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "ucx %s with PE %d: the local buffer %p is GPU memory; this network path "
-                "moves host memory only (a CUDA-aware UCX is not supported yet)", what, pe, buf);
+// A local source/destination: host memory always; GPU memory only with a CUDA-aware UCX (then *prm names the memory
+// type, sparing UCX its detection).
+Status UcxProvider::localBuffer(const void* buf, const char* what, int pe, ucp_request_param_t* prm) const {
+  if (!opts_.gpu || !opts_.gpu->isDeviceMemory(buf)) return Status::ok();
+  if (!cuda_)
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "ucx %s with PE %d: the local buffer %p is GPU memory and %s (or use a host "
+                "buffer)", what, pe, buf, kUcxNoCudaFix);
+  prm->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  prm->memory_type = UCS_MEMORY_TYPE_CUDA;
   return Status::ok();
 }
 
@@ -412,21 +508,22 @@ Status UcxProvider::target(int pe, const RemoteAddr& a, size_t n, const char* wh
 }
 
 Status UcxProvider::put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
-  TETHER_TRY(hostBuffer(src, "put", pe));
+  ucp_request_param_t prm{};
+  TETHER_TRY(localBuffer(src, "put", pe, &prm));
   Target t;
   TETHER_TRY(target(pe, dst, n, "put", &t));
-  ucp_request_param_t prm{};
   ucs_status_ptr_t r = ucp_put_nbx(t.ep, src, n, t.addr, t.rkey, &prm);
   if (nbi) return detach(r, pe, "put_nbi");
   TETHER_TRY(wait(r, pe, "put"));
-  return wait(ucp_ep_flush_nbx(t.ep, &prm), pe, "put (remote completion)");
+  ucp_request_param_t flush{};
+  return wait(ucp_ep_flush_nbx(t.ep, &flush), pe, "put (remote completion)");
 }
 
 Status UcxProvider::get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
-  TETHER_TRY(hostBuffer(dst, "get", pe));
+  ucp_request_param_t prm{};
+  TETHER_TRY(localBuffer(dst, "get", pe, &prm));
   Target t;
   TETHER_TRY(target(pe, src, n, "get", &t));
-  ucp_request_param_t prm{};
   ucs_status_ptr_t r = ucp_get_nbx(t.ep, dst, n, t.addr, t.rkey, &prm);
   return nbi ? detach(r, pe, "get_nbi") : wait(r, pe, "get");
 }
@@ -459,6 +556,13 @@ Status UcxProvider::amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_
   }
   if (a.width != 4 && a.width != 8)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "ucx atomic with PE %d: %u-byte words (4 or 8)", pe, a.width);
+  if (ownerExecuted(dst.kind)) {
+    OwnerOp o;
+    o.kind = dst.kind;
+    o.offset = dst.offset;
+    o.amo = a;
+    return ownerExecute(pe, dst, o, fetched, "atomic");
+  }
   Target t;
   TETHER_TRY(target(pe, dst, a.width, "atomic", &t));
   // Operands in the word's width (little-endian: the low bytes of the 64-bit values).
@@ -474,9 +578,157 @@ Status UcxProvider::amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_
 }
 
 Status UcxProvider::signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
+  if (ownerExecuted(sig.kind)) {
+    OwnerOp o;
+    o.kind = sig.kind;
+    o.offset = sig.offset;
+    o.signal = true;
+    o.value = value;
+    o.sigOp = op;
+    return ownerExecute(pe, sig, o, nullptr, "signal");
+  }
   TETHER_TRY(fence());  // earlier puts (nbi included) to this PE land before the signal word changes
   const AmoArgs a{op == TETHER_SIGNAL_SET ? TETHER_AMO_SET : TETHER_AMO_ADD, 8, value, 0};
   return amo(pe, sig, a, nullptr).withContext("signal");
+}
+
+// ---- owner-executed atomics and signals ----------------------------------------------------------------------------
+
+Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched,
+                                 const char* what) {
+  const unsigned width = op.signal ? 8u : op.amo.width;
+  Target t;  // the endpoint (and the bounds check against the owner's registered range)
+  TETHER_TRY(target(pe, at, width, what, &t));
+  if (op.signal) {  // remote completion of every earlier put to this PE: the data is there before the signal
+    ucp_request_param_t flush{};
+    TETHER_TRY(wait(ucp_ep_flush_nbx(t.ep, &flush), pe, "signal (completing earlier puts)"));
+  }
+  OwnerRequest rq{};
+  rq.token = nextToken_.fetch_add(1, std::memory_order_relaxed);
+  rq.offset = op.offset;
+  rq.from = me_;
+  rq.kind = static_cast<uint32_t>(op.kind);
+  rq.signal = op.signal ? 1u : 0u;
+  rq.op = op.signal ? static_cast<uint32_t>(op.sigOp) : static_cast<uint32_t>(op.amo.op);
+  rq.width = width;
+  rq.value = op.signal ? op.value : op.amo.value;
+  rq.cond = op.amo.cond;
+  Pending p;
+  {
+    std::lock_guard<std::mutex> lock(pendingMu_);
+    pending_[rq.token] = &p;
+  }
+  auto unregister = [&] {
+    std::lock_guard<std::mutex> lock(pendingMu_);
+    pending_.erase(rq.token);
+  };
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  prm.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+  Status sent = wait(ucp_am_send_nbx(t.ep, kAmOwnerRequest, nullptr, 0, &rq, sizeof rq, &prm), pe, what);
+  if (!sent.isOk()) {
+    unregister();
+    return sent;
+  }
+  SpinWait spin(opts_.timeoutSeconds);
+  Peer& peer = *peers_[static_cast<size_t>(pe)];
+  while (!p.done.load(std::memory_order_acquire)) {
+    if (userProgress() != 0) continue;
+    if (const int f = peer.failed.load()) {
+      unregister();
+      return failure(pe, static_cast<ucs_status_t>(f), what);
+    }
+    if (!spin.next()) {
+      unregister();
+      TETHER_FAIL(TETHER_ERR_TIMEOUT, "ucx %s with PE %d (executed by its owner): no reply after %.1f s "
+                  "(TETHER_TIMEOUT); is PE %d alive and calling tether (or is TETHER_UCX_PROGRESS_US 0 while it "
+                  "computes)?", what, pe, opts_.timeoutSeconds, pe);
+    }
+  }
+  unregister();
+  if (p.status != TETHER_SUCCESS)
+    TETHER_FAIL(static_cast<tether_status_t>(p.status), "ucx %s executed by PE %d (its %s word at offset 0x%llx) "
+                "failed there: %s", what, pe, segKindName(op.kind), static_cast<unsigned long long>(op.offset),
+                p.message.c_str());
+  if (fetched) *fetched = p.fetched;
+  return Status::ok();
+}
+
+// Runs in whichever thread progresses the worker. Applies the request through the World's local path and answers
+// without waiting: the reply lives on the heap until its send completes.
+ucs_status_t UcxProvider::onOwnerRequest(void* arg, const void*, size_t, void* data, size_t len,
+                                         const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxProvider*>(arg);
+  if (len != sizeof(OwnerRequest) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+      !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+    TETHER_LOG_ERROR(LogSys::Transport, "ucx: malformed owner-executed request (%zu bytes, attributes 0x%llx) "
+                     "dropped; its sender times out", len, static_cast<unsigned long long>(param->recv_attr));
+    return UCS_OK;
+  }
+  OwnerRequest rq;
+  std::memcpy(&rq, data, sizeof rq);
+  self->serveOwnerRequest(rq, param->reply_ep);
+  return UCS_OK;
+}
+
+void UcxProvider::serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp) {
+  auto* reply = new OwnerReply{};
+  reply->token = rq.token;
+  Status s;
+  if (rq.kind >= static_cast<uint32_t>(kSegKinds)) {
+    s = Status(TETHER_ERR_INTERNAL, strprintf("unknown segment kind %u", rq.kind));
+  } else if (!opts_.applyOwnerOp) {
+    s = Status(TETHER_ERR_INTERNAL, "this PE applies no owner-executed operations (no World callback)");
+  } else {
+    OwnerOp o;
+    o.kind = static_cast<SegKind>(rq.kind);
+    o.offset = rq.offset;
+    o.signal = rq.signal != 0;
+    o.amo = AmoArgs{static_cast<tether_amo_t>(rq.op), rq.width, rq.value, rq.cond};
+    o.value = rq.value;
+    o.sigOp = static_cast<tether_signal_op_t>(rq.op);
+    s = opts_.applyOwnerOp(o, &reply->fetched);
+    ownerServed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  reply->status = static_cast<int32_t>(s.code());
+  if (!s.isOk()) {
+    std::snprintf(reply->message, sizeof reply->message, "%s", s.message().c_str());
+    TETHER_LOG_WARN(LogSys::Transport, "ucx: owner-executed operation from PE %d failed here: %s", rq.from,
+                    s.message().c_str());
+  }
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.flags = UCP_AM_SEND_FLAG_EAGER;
+  prm.cb.send = [](void* request, ucs_status_t, void* user) {
+    delete static_cast<OwnerReply*>(user);
+    ucp_request_free(request);
+  };
+  prm.user_data = reply;
+  ucs_status_ptr_t r = ucp_am_send_nbx(replyEp, kAmOwnerReply, nullptr, 0, reply, sizeof *reply, &prm);
+  if (UCS_PTR_IS_ERR(r))
+    TETHER_LOG_WARN(LogSys::Transport, "ucx: reply to PE %d's owner-executed operation not sent: %s (it fails there)",
+                    rq.from, ucs_status_string(UCS_PTR_STATUS(r)));
+  if (!UCS_PTR_IS_PTR(r)) delete reply;  // done (or failed) at once: the callback is not called
+}
+
+ucs_status_t UcxProvider::onOwnerReply(void* arg, const void*, size_t, void* data, size_t len,
+                                       const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxProvider*>(arg);
+  if (len != sizeof(OwnerReply) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    TETHER_LOG_ERROR(LogSys::Transport, "ucx: malformed owner-executed reply (%zu bytes) dropped", len);
+    return UCS_OK;
+  }
+  OwnerReply rp;
+  std::memcpy(&rp, data, sizeof rp);
+  std::lock_guard<std::mutex> lock(self->pendingMu_);
+  auto it = self->pending_.find(rp.token);
+  if (it == self->pending_.end()) return UCS_OK;  // its initiator gave up (timeout, lost peer)
+  Pending& p = *it->second;
+  p.fetched = rp.fetched;
+  p.status = rp.status;
+  if (rp.status != TETHER_SUCCESS) p.message.assign(rp.message, strnlen(rp.message, sizeof rp.message));
+  p.done.store(true, std::memory_order_release);
+  return UCS_OK;
 }
 
 Status UcxProvider::quiet() {
