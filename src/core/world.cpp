@@ -167,6 +167,24 @@ Status World::setUpPaths() {
   ucx.timeoutSeconds = timeout_;
   ucx.progressUs = static_cast<int>(config_.integer("TETHER_UCX_PROGRESS_US"));
   ucx.gpu = gpu_.get();
+  const std::string amo = config_.str("TETHER_UCX_AMO");
+  if (amo != "native" && amo != "owner")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_UCX_AMO=%s: expected native or owner", amo.c_str());
+  ucx.ownerAmo = amo == "owner";
+  // A peer's atomic or signal on a word of this PE, applied through this PE's own (self) path: CPU atomics on HOST
+  // and STATIC words, system-scope GPU atomics on DEVICE words.
+  ucx.applyOwnerOp = [this](const OwnerOp& o, uint64_t* fetched) -> Status {
+    const uint64_t width = o.signal ? sizeof(uint64_t) : o.amo.width;
+    const SegPath& self = path(job_.rank, o.kind);
+    const uint64_t bytes = heap_.segmentBytes(o.kind);
+    if (!self.ops || width == 0 || o.offset % width != 0 || o.offset > bytes || width > bytes - o.offset)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "a %llu-byte word at offset 0x%llx is not inside this PE's %s segment "
+                  "(%llu bytes)", static_cast<unsigned long long>(width), static_cast<unsigned long long>(o.offset),
+                  segKindName(o.kind), static_cast<unsigned long long>(bytes));
+    const RemoteAddr at = remote(job_.rank, SymRef{o.kind, o.offset});
+    if (o.signal) return self.ops->signal(self.ctx, job_.rank, at, o.value, o.sigOp);
+    return self.ops->amo(self.ctx, job_.rank, at, o.amo, fetched);
+  };
   registry.add(makeUcxProvider(ucx));
   return paths_.setUp(topo_, job_.rank, ov, std::move(registry), segs, *bootstrap_);
 }

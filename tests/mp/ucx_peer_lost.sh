@@ -1,21 +1,22 @@
 #!/bin/sh
-# ucx_peer_lost.sh TETHERRUN PROGRAM N: runs PROGRAM (mp_peer_lost) as a job of N PEs started by separate tetherruns
+# ucx_peer_lost.sh TETHERRUN PROGRAM N [ARGS...]: runs PROGRAM ARGS (mp_peer_lost, or mp_ucx_owner lost) as a job of N PEs started by separate tetherruns
 # (ranks 0, 1, and 2..N-1) so that when PE 1 dies nothing but tether stops the others. Passes when PE 0 fails with
 # a message naming PE 1 (or its barrier's timeout, see below), some PE of ranks 2..N-1 with one naming a lost PE, all
 # within TETHER_TIMEOUT + 15 s.
 set -u
 run=$1 prog=$2 n=$3
+shift 3
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/secret"
 port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000 ))
 start=$(date +%s)
-"$run" -n "$n" --ranks 0 --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" > "$dir/r0.out" 2>&1 &
+"$run" -n "$n" --ranks 0 --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" "$@" > "$dir/r0.out" 2>&1 &
 p0=$!
-"$run" -n "$n" --ranks 1 --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" > "$dir/r1.out" 2>&1 &
+"$run" -n "$n" --ranks 1 --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" "$@" > "$dir/r1.out" 2>&1 &
 p1=$!
 if [ "$n" -gt 2 ]; then
-  "$run" -n "$n" --ranks "2-$((n - 1))" --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" \
+  "$run" -n "$n" --ranks "2-$((n - 1))" --rendezvous "127.0.0.1:$port" --secret-file "$dir/secret" "$prog" "$@" \
     > "$dir/r2.out" 2>&1 &
   p2=$!
 fi

@@ -288,6 +288,16 @@ TEST(Init, BadConfigIsNamed) {
   a.config = cfg2;
   EXPECT_EQ(tether_init_attr(&a, &w), TETHER_ERR_INVALID_ARG);
   EXPECT_NE(std::string(tether_last_error()).find("TETHER_NO_SUCH"), std::string::npos);
+  const char* const cfg3[] = {"TETHER_UCX_AMO=sometimes", "TETHER_GPU=none", nullptr};  // native or owner
+  a.config = cfg3;
+  EXPECT_EQ(tether_init_attr(&a, &w), TETHER_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tether_last_error()).find("TETHER_UCX_AMO=sometimes: expected native or owner"),
+            std::string::npos) << tether_last_error();
+  const char* const cfg4[] = {"TETHER_UCX_AMO=owner", "TETHER_GPU=none", "TETHER_HEAP_SIZE=1M", nullptr};
+  a.config = cfg4;
+  ASSERT_EQ(tether_init_attr(&a, &w), TETHER_SUCCESS) << tether_last_error();
+  EXPECT_EQ(tether_finalize(w), TETHER_SUCCESS);
+  w = nullptr;
   a.config = nullptr;
   a.rank = 3;
   EXPECT_EQ(tether_init_attr(&a, &w), TETHER_ERR_INVALID_ARG);

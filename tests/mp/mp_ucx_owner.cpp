@@ -1,0 +1,172 @@
+// Owner-executed atomics and signals over the UCX provider (TETHER_UCX_AMO=owner: the owning PE applies every atomic
+// and signal on its HOST words through its own CPU atomics, answering an active message). ucx_owner.sh runs it and
+// also checks, from the provider's closing log line, that the owners really served them.
+//   (no argument): contended atomics from every PE on one word of PE 0 (exact final count, fetch_inc values a
+//   permutation), one word per PE hit by all (64- and 32-bit, fetch_add/cswap/swap/and/or/xor), and signal ordering
+//   (data put before a signal is visible once the signal is seen, for SET and ADD, put_signal and signal_op).
+//   "lost": PE 1 SIGKILLs itself while the others run fetch_adds on its words; every other PE must fail with
+//   TETHER_ERR_PEER_LOST naming PE 1 (ucx_peer_lost.sh checks the message and the time, TETHER_TIMEOUT + 15 s).
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "mp_util.h"
+
+namespace {
+
+constexpr int kRounds = 200;
+
+void contended(tether_t w, int me, int n) {
+  auto* words = static_cast<uint64_t*>(mp::hostZeroed(w, 64 * sizeof(uint64_t)));
+  auto* w32 = static_cast<uint32_t*>(mp::hostZeroed(w, 64 * sizeof(uint32_t)));
+  auto* seen = static_cast<uint64_t*>(mp::hostZeroed(w, static_cast<size_t>(kRounds) * 8 * sizeof(uint64_t)));
+  MP_OK(tether_barrier_all(w));
+  // Every PE increments PE 0's word 0 kRounds times; the fetched values are recorded on PE 0 (as a count per value).
+  for (int i = 0; i < kRounds; ++i) {
+    uint64_t old = ~0ull;
+    MP_OK(tether_uint64_atomic_fetch_inc(w, &words[0], 0, &old));
+    MP_CHECK(old < static_cast<uint64_t>(kRounds) * static_cast<uint64_t>(n));
+    MP_OK(tether_uint64_atomic_add(w, &seen[old], 1, 0));
+    // Every PE's word 1 gets 3 from everyone; word 2 (32-bit) gets -1 + 2.
+    const int pe = (me + i) % n;
+    MP_OK(tether_uint64_atomic_fetch_add(w, &words[1], 3, pe, &old));
+    MP_OK(tether_uint32_atomic_add(w, &w32[2], 0xffffffffu, pe));
+    MP_OK(tether_uint32_atomic_add(w, &w32[2], 2, pe));
+  }
+  MP_OK(tether_barrier_all(w));
+  if (me == 0) {
+    MP_CHECK(words[0] == static_cast<uint64_t>(kRounds) * static_cast<uint64_t>(n));
+    for (int v = 0; v < kRounds * n; ++v) MP_CHECK(seen[v] == 1);  // each value fetched exactly once
+  }
+  // Word 1 of each PE: sum over PEs of the rounds that hit it.
+  MP_CHECK(words[1] == 3ull * kRounds);
+  MP_CHECK(w32[2] == static_cast<uint32_t>(kRounds));
+  MP_OK(tether_barrier_all(w));
+  // Compare-and-swap race: each PE tries to claim PE 0's word 3 from 0; exactly one wins, the rest fetch its id.
+  uint64_t prev = 0;
+  MP_OK(tether_uint64_atomic_compare_swap(w, &words[3], 0, static_cast<uint64_t>(me) + 1, 0, &prev));
+  MP_OK(tether_uint64_atomic_add(w, &words[4], prev == 0 ? 1 : 0, 0));
+  MP_OK(tether_barrier_all(w));
+  uint64_t winner = 0, winners = 0;
+  MP_OK(tether_uint64_atomic_fetch(w, &words[3], 0, &winner));
+  MP_OK(tether_uint64_atomic_fetch(w, &words[4], 0, &winners));
+  MP_CHECK(winners == 1 && winner >= 1 && winner <= static_cast<uint64_t>(n));
+  // Bitwise on the next PE's word 5: each PE sets its own bit with or, flips bit 40 + me twice with xor, then and
+  // keeps everything (fetched values checked for the bits this PE owns).
+  const int next = (me + 1) % n;
+  const uint64_t bit = 1ull << me;
+  MP_OK(tether_uint64_atomic_fetch_or(w, &words[5], bit, next, &prev));
+  MP_CHECK((prev & bit) == 0);
+  MP_OK(tether_uint64_atomic_xor(w, &words[5], 1ull << (40 + me), next));
+  MP_OK(tether_uint64_atomic_fetch_xor(w, &words[5], 1ull << (40 + me), next, &prev));
+  MP_CHECK((prev & (1ull << (40 + me))) != 0 && (prev & bit) != 0);
+  MP_OK(tether_uint64_atomic_fetch_and(w, &words[5], ~0ull, next, &prev));
+  MP_CHECK((prev & bit) != 0);
+  uint64_t swapped = 0;
+  MP_OK(tether_uint64_atomic_swap(w, &words[6], 0xabcd0000ull + static_cast<uint64_t>(me), next, &swapped));
+  MP_OK(tether_barrier_all(w));
+  const int prevPe = (me + n - 1) % n;
+  MP_CHECK(words[5] == 1ull << prevPe);
+  MP_CHECK(words[6] == 0xabcd0000ull + static_cast<uint64_t>(prevPe));
+  MP_OK(tether_barrier_all(w));
+}
+
+uint64_t pattern(int pe, int round, size_t i) {
+  return (static_cast<uint64_t>(pe) << 48) ^ (static_cast<uint64_t>(round) << 24) ^ i;
+}
+
+// Each PE sends rounds of data + signal to the next PE and checks what the previous PE sent: the data must be in
+// place once the signal is seen. Round r: put_signal SET (r % 3 == 0), put_nbi then signal_op SET (1), put, an
+// empty put_signal ADD on a round counter, then signal_op SET (2). The receiver acks each round so the sender never
+// overwrites unread data.
+void signalOrdering(tether_t w, int me, int n) {
+  constexpr size_t kWords = 131072;  // 1 MiB: the data takes a while over TCP, the signal does not
+  constexpr int kSignalRounds = 30;
+  auto* data = static_cast<uint64_t*>(mp::hostZeroed(w, kWords * sizeof(uint64_t)));
+  auto* sig = static_cast<uint64_t*>(mp::hostZeroed(w, 8 * sizeof(uint64_t)));
+  std::vector<uint64_t> buf(kWords);
+  const int next = (me + 1) % n, prevPe = (me + n - 1) % n;
+  MP_OK(tether_barrier_all(w));
+  for (int r = 1; r <= kSignalRounds; ++r) {
+    for (size_t i = 0; i < kWords; ++i) buf[i] = pattern(me, r, i);
+    const size_t bytes = kWords * sizeof(uint64_t);
+    switch (r % 3) {
+      case 0:
+        MP_OK(tether_put_signal(w, data, buf.data(), bytes, &sig[0], static_cast<uint64_t>(r), TETHER_SIGNAL_SET,
+                                next));
+        break;
+      case 1:
+        MP_OK(tether_put_nbi(w, data, buf.data(), bytes, next));
+        MP_OK(tether_signal_op(w, &sig[0], static_cast<uint64_t>(r), TETHER_SIGNAL_SET, next));
+        break;
+      default:  // the counter sig[2] counts rounds; sig[0] is set from it
+        MP_OK(tether_put(w, data, buf.data(), bytes, next));
+        MP_OK(tether_put_signal(w, data, buf.data(), 0, &sig[2], 1, TETHER_SIGNAL_ADD, next));
+        MP_OK(tether_signal_op(w, &sig[0], static_cast<uint64_t>(r), TETHER_SIGNAL_SET, next));
+        break;
+    }
+    uint64_t got = 0;
+    MP_OK(tether_signal_wait_until(w, &sig[0], TETHER_CMP_GE, static_cast<uint64_t>(r), &got));
+    MP_CHECK(got == static_cast<uint64_t>(r));
+    for (size_t i = 0; i < kWords; ++i)
+      if (data[i] != pattern(prevPe, r, i)) {
+        std::fprintf(stderr, "PE %d round %d: word %zu is 0x%llx, expected 0x%llx (signal seen before the data)\n",
+                     me, r, i, static_cast<unsigned long long>(data[i]),
+                     static_cast<unsigned long long>(pattern(prevPe, r, i)));
+        MP_CHECK(false);
+      }
+    MP_OK(tether_signal_op(w, &sig[1], 1, TETHER_SIGNAL_ADD, prevPe));  // ack: the sender may overwrite
+    MP_OK(tether_signal_wait_until(w, &sig[1], TETHER_CMP_GE, static_cast<uint64_t>(r), nullptr));
+  }
+  uint64_t counted = 0;
+  MP_OK(tether_signal_fetch(w, &sig[2], &counted));
+  MP_CHECK(counted == static_cast<uint64_t>(kSignalRounds / 3));
+  MP_OK(tether_barrier_all(w));
+}
+
+// PE 1 dies while the others hammer its word with fetch_adds (it serves them from its progress thread, then
+// SIGKILLs itself once it has served 50 per peer): each survivor must fail with TETHER_ERR_PEER_LOST.
+int peerLost(tether_t w, int me, int n) {
+  auto* word = static_cast<uint64_t*>(mp::hostZeroed(w, 64));
+  MP_OK(tether_barrier_all(w));
+  if (me == 1) {
+    for (;;) {
+      uint64_t v = 0;
+      MP_OK(tether_uint64_atomic_fetch(w, word, 1, &v));
+      if (v >= 50ull * static_cast<uint64_t>(n - 1)) raise(SIGKILL);
+    }
+  }
+  for (int i = 0; i < 1000000; ++i) {
+    uint64_t old = 0;
+    const tether_status_t s = tether_uint64_atomic_fetch_add(w, word, 1, 1, &old);
+    if (s == TETHER_ERR_PEER_LOST) {
+      std::printf("PE %d: failed: %s\n", me, tether_last_error());
+      return 2;
+    }
+    if (s != TETHER_SUCCESS) {
+      std::printf("PE %d: wrong status %s (expected TETHER_ERR_PEER_LOST): %s\n", me, tether_status_string(s),
+                  tether_last_error());
+      return 3;
+    }
+  }
+  std::printf("PE %d: no failure seen\n", me);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mp::init();
+  tether_t w = mp::world();
+  const int me = tether_my_pe(w), n = tether_n_pes(w);
+  if (argc > 1 && std::strcmp(argv[1], "lost") == 0) return peerLost(w, me, n);
+  contended(w, me, n);
+  signalOrdering(w, me, n);
+  if (me == 0) std::printf("mp_ucx_owner: %d PEs ok\n", n);
+  return mp::finish();
+}
+
