@@ -7,7 +7,8 @@
 #   --expect REGEX     the combined output must match REGEX (repeatable; lines carry "[tether-a] [rank] " prefixes)
 #   --absent H         host H (0 or 1) starts no PE: a bootstrap peer that never arrives
 #   --overlap          host 1 also starts the last rank of host 0 (a second tetherrun, before its own range)
-#   --link-down SEC    host 1 sets its veth link down SEC seconds after its PEs started
+#   --link-down SEC    host 1 sets its veth link down SEC seconds after its PEs started (with `ip`, or with
+#                      scripts/netns_pyroute2.py where netns-hosts made the hosts with pyroute2: NETNS_TOOL)
 # Ranks 0..npes/2-1 run on host 0 (tether-a, which holds rank 0 and listens), the rest on host 1 (tether-b).
 # UCX_NET_DEVICES defaults to the veth (NETNS_DEV). Exit 77 (skip) when netns-hosts cannot make the hosts.
 # Internal: netns-hosts runs this script again on each host as `netns_job.sh --host <secret-file> ...`.
@@ -43,7 +44,11 @@ if [ "${1:-}" = "--host" ]; then
     job=$!
     sleep "$link_down"
     echo "netns_job: setting $NETNS_DEV down on $(hostname)"
-    ip link set dev "$NETNS_DEV" down
+    if [ "${NETNS_TOOL:-ip}" = pyroute2 ]; then  # no `ip` on this machine (netns-hosts made the hosts with pyroute2)
+      python3 "$here/../../scripts/netns_pyroute2.py" linkdown "$NETNS_DEV"
+    else
+      ip link set dev "$NETNS_DEV" down
+    fi
     wait "$job"
     exit $?
   fi
