@@ -9,12 +9,34 @@
 #   --overlap          host 1 also starts the last rank of host 0 (a second tetherrun, before its own range)
 #   --link-down SEC    host 1 sets its veth link down SEC seconds after its PEs started (with `ip`, or with
 #                      scripts/netns_pyroute2.py where netns-hosts made the hosts with pyroute2: NETNS_TOOL)
+#   --split-gpus       each host gets its own GPUs (CUDA_VISIBLE_DEVICES): host 0 the first half of the GPUs
+#                      (of CUDA_VISIBLE_DEVICES when set, else of `nvidia-smi -L`), host 1 the second half; with
+#                      fewer than 2 GPUs both hosts keep what they see (said in the output)
 # Ranks 0..npes/2-1 run on host 0 (tether-a, which holds rank 0 and listens), the rest on host 1 (tether-b).
 # UCX_NET_DEVICES defaults to the veth (NETNS_DEV). Exit 77 (skip) when netns-hosts cannot make the hosts.
 # Internal: netns-hosts runs this script again on each host as `netns_job.sh --host <secret-file> ...`.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 readonly port=29500  # each network namespace has its own ports: no clash with other jobs
+
+split_gpus() {  # host index: export this host's half of the GPUs as CUDA_VISIBLE_DEVICES
+  local gpus=() n g first last
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    IFS=, read -r -a gpus <<<"$CUDA_VISIBLE_DEVICES"
+  else
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    for ((g = 0; g < n; ++g)); do gpus+=("$g"); done
+  fi
+  n=${#gpus[@]}
+  if [ "$n" -lt 2 ]; then
+    echo "netns_job: $n GPU(s) visible: not split, both hosts see ${CUDA_VISIBLE_DEVICES:-all}"
+    return
+  fi
+  if [ "$1" = 0 ]; then first=0 last=$((n / 2 - 1)); else first=$((n / 2)) last=$((n - 1)); fi
+  CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${gpus[*]:first:last-first+1}")
+  export CUDA_VISIBLE_DEVICES
+  echo "netns_job: $(hostname) uses GPU(s) $CUDA_VISIBLE_DEVICES of ${gpus[*]}"
+}
 
 if [ "${1:-}" = "--host" ]; then
   secret=$2 absent=$3 overlap=$4 link_down=$5 tr=$6 npes=$7
@@ -23,6 +45,7 @@ if [ "${1:-}" = "--host" ]; then
   if [ "$i" = "$absent" ]; then echo "netns_job: host $i starts no PE (--absent)"; exit 0; fi
   if [ "$i" = 0 ]; then first=0 last=$((half - 1)); else first=$half last=$((npes - 1)); fi
   export UCX_NET_DEVICES=${UCX_NET_DEVICES:-$NETNS_DEV}
+  [ "${NETNS_JOB_SPLIT_GPUS:-0}" = 1 ] && split_gpus "$i"
   run_range() { "$tr" -n "$npes" --ranks "$1" --rendezvous "$NETNS_ADDR_0:$port" --secret-file "$secret" --tag-output "${@:2}"; }
   if [ "$i" = 1 ] && [ "$overlap" = 1 ]; then
     # A second copy of rank half-1 in its own tetherrun at once, the real range 1 s later: both copies of that rank
@@ -64,6 +87,7 @@ while [ $# -gt 0 ]; do
     --absent) absent=$2; shift 2 ;;
     --overlap) overlap=1; shift ;;
     --link-down) link_down=$2; shift 2 ;;
+    --split-gpus) export NETNS_JOB_SPLIT_GPUS=1; shift ;;
     *) break ;;
   esac
 done
@@ -77,6 +101,10 @@ od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$tmp/secret"
 echo >>"$tmp/secret"
 chmod 600 "$tmp/secret"
 
+if [ "${NETNS_JOB_SPLIT_GPUS:-0}" = 1 ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "netns_job: SKIP: a GPU job (--split-gpus) but no GPU is visible (nvidia-smi -L)"
+  exit 77
+fi
 limit=${expect_fail:-240}
 start=$(date +%s)
 "$hosts" --timeout "$limit" -- "$here/netns_job.sh" --host "$tmp/secret" "$absent" "$overlap" "$link_down" "$tr" \
