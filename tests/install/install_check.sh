@@ -3,7 +3,8 @@
 #   layout  headers, libraries + soname links, tetherrun/oshrun/oshcc/oshc++/tether-info, CMake package, pkg-config
 #           files, docs; installed executables carry RPATH $ORIGIN/../<libdir> and no build-tree path
 #   (a)     a separate CMake project, find_package(tether CONFIG): put/get at 2 PEs under the installed tetherrun,
-#           and an OpenSHMEM hello through tether::shmem under the installed oshrun
+#           the device API's header through tether::device (plain C++, CPU handle) at 2 PEs, and an OpenSHMEM hello
+#           through tether::shmem under the installed oshrun
 #   (b)     the same C program built with `pkg-config --cflags --libs tether`, run at 2 PEs
 #   (c)     an OpenSHMEM hello compiled by the installed oshcc, run by the installed oshrun at 2 PEs (+ --showme forms)
 #   moved   the prefix copied elsewhere and the original removed: (c) again, tether-info and pkg-config from there
@@ -82,12 +83,15 @@ fi
 step "(a) find_package(tether CONFIG) consumer"
 cbuild=$work/consumer-cmake
 if run a-configure cmake -S "$here/consumer_cmake" -B "$cbuild" -G "$gen" -DCMAKE_C_COMPILER="$cc" \
-     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$lib_san" -DCMAKE_EXE_LINKER_FLAGS="$lib_san" &&
+     -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$lib_san" \
+     -DCMAKE_CXX_FLAGS="$lib_san" -DCMAKE_EXE_LINKER_FLAGS="$lib_san" &&
    run a-build cmake --build "$cbuild"; then
   grep -q "tether $version from $prefix/$libdir/cmake/tether" "$work/a-configure.log" ||
     fail "(a) the consumer did not find tether $version in $prefix"
   run a-run "$prefix/bin/tetherrun" -n 2 "$cbuild/consumer" && grep -q "consumer ok: 2 PEs" "$work/a-run.log" ||
     fail "(a) consumer at 2 PEs"
+  run a-device "$prefix/bin/tetherrun" -n 2 "$cbuild/device_consumer" && grep -q "device ok: 2 PEs" "$work/a-device.log" ||
+    fail "(a) tether::device (CPU handle) at 2 PEs"
   run a-shmem "$prefix/bin/oshrun" -n 2 "$cbuild/shmem_hello" && grep -q "shmem hello ok: 2 PEs" "$work/a-shmem.log" ||
     fail "(a) tether::shmem hello at 2 PEs"
 else
@@ -168,6 +172,8 @@ else
 fi
 
 echo
+echo "programs' own reports:"
+grep -h " ok: " "$work"/*.log | sort | uniq -c
 if [ $fails -eq 0 ]; then echo "install_check: all passed"; exit 0; fi
 echo "install_check: $fails check(s) failed"
 exit 1
