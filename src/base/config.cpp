@@ -79,10 +79,11 @@ const std::vector<ConfigVar>& configVars() {
        "while it computes without calling tether (over TCP they land only when the target's worker progresses); "
        "0 = no thread (waits, barriers and the proxy still progress). Only in jobs that use the network path",
        0, 1000000},
-      {"TETHER_UCX_AMO", ConfigType::String, "native",
-       "UCX provider: who executes atomics and signals on HOST/STATIC words of network peers: native (UCX's own "
-       "atomics) or owner (an active message the owning PE applies with its local atomics; DEVICE words always go "
-       "this way)"},
+      {"TETHER_UCX_AMO", ConfigType::String, "owner",
+       "UCX provider: who executes atomics and signals on HOST/STATIC words of network peers: owner (an active "
+       "message the owning PE applies with its local atomics, so they are atomic against same-host PEs' CPU atomics; "
+       "DEVICE words always go this way) or native (UCX's own atomics: only when every atomic on a word arrives "
+       "through UCX; UCX 1.22 over TCP with peer error handling has none)"},
       {"TETHER_PROXY_SLOTS", ConfigType::Int, "1024",
        "Descriptors in each device-API proxy ring (a power of two, 2..1048576); a producer waits while the ring is "
        "full", 2, 1048576},

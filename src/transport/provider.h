@@ -123,7 +123,7 @@ struct UcxOptions {
   double timeoutSeconds = 300;  // TETHER_TIMEOUT: bound on every wait for a UCX request
   int progressUs = 0;           // TETHER_UCX_PROGRESS_US: progress thread period (0: no thread)
   GpuContext* gpu = nullptr;    // this PE's GPU context (GPU buffers and DEVICE segments need a CUDA-aware UCX)
-  bool ownerAmo = false;        // TETHER_UCX_AMO=owner: HOST/STATIC words' atomics and signals executed by the owner
+  bool ownerAmo = true;         // TETHER_UCX_AMO=owner (default): HOST/STATIC words' atomics and signals executed by the owner
   OwnerOpFn applyOwnerOp;       // the owner's side of owner-executed atomics and signals (unset: refused)
 };
 std::unique_ptr<Provider> makeUcxProvider(const UcxOptions& opts);

@@ -16,7 +16,7 @@
 // forms release their request and complete at quiet (ucp_worker_flush_nbx). signal = ucp_worker_fence, then an
 // atomic SWAP (SET) or ADD on the word, waited for. fence = ucp_worker_fence.
 // Owner-executed atomics and signals (DEVICE words always: UCX's AMOs on CUDA memory are not atomic against GPU
-// atomics; HOST/STATIC words with TETHER_UCX_AMO=owner): an active message [OwnerRequest] sent with
+// atomics; HOST/STATIC words unless TETHER_UCX_AMO=native): an active message [OwnerRequest] sent with
 // UCP_AM_SEND_FLAG_REPLY; the owner's handler applies it through UcxOptions::applyOwnerOp (its own local path) and
 // answers [OwnerReply] on the reply endpoint without waiting (the reply is released by its send callback); the
 // initiator progresses until the reply with its token arrives (bounded by TETHER_TIMEOUT; a lost endpoint ends it
