@@ -167,36 +167,85 @@ namespace {
 unsigned field(uint32_t op, int shift, uint32_t mask) { return (op >> shift) & mask; }
 }  // namespace
 
-ProxyTarget decodeProxyDesc(const tether_proxy_desc_t& d) {
-  ProxyTarget t;
-  t.op = field(d.op, 0, 0xff);
+void decodeProxyDesc(const tether_proxy_desc_t& d, uint64_t* result, ProxyOp* out) {
+  ProxyOp& t = *out;
+  Op& o = t.op;
+  o = Op();
+  t.code = field(d.op, 0, 0xff);
   t.segKind = field(d.op, 8, 0xf);
   t.sigKind = field(d.op, 12, 0xf);
-  t.sigOp = field(d.op, 16, 1) ? TETHER_SIGNAL_ADD : TETHER_SIGNAL_SET;
+  o.sigOp = field(d.op, 16, 1) ? TETHER_SIGNAL_ADD : TETHER_SIGNAL_SET;
   t.amoCode = field(d.op, 20, 0xff);
-  if (t.amoCode < TETHER_AMO_COUNT) t.amo = static_cast<tether_amo_t>(t.amoCode);
+  if (t.amoCode < TETHER_AMO_COUNT) o.amo = static_cast<tether_amo_t>(t.amoCode);
   t.fetch = (d.op & TETHER_PROXY_FETCH) != 0;
-  t.pe = d.pe;
+  o.pe = d.pe;
+  o.nbytes = d.size;
+  o.value = d.value;
   t.offset = d.offset;
-  t.size = d.size;
-  t.local = d.local;
-  t.value = d.value;
-  t.aux = d.aux;
-  const bool word = t.op == TETHER_PROXY_OP_AMO || t.op == TETHER_PROXY_OP_SIGNAL;
-  t.n = word ? (t.op == TETHER_PROXY_OP_SIGNAL ? 8 : d.size) : d.size;
-  return t;
+  t.sigOffset = 0;
+  void* local = reinterpret_cast<void*>(static_cast<uintptr_t>(d.local));
+  switch (t.code) {
+    case TETHER_PROXY_OP_PUT: o.kind = Op::Put; o.src = local; break;
+    case TETHER_PROXY_OP_PUT_INLINE: o.kind = Op::P; break;
+    case TETHER_PROXY_OP_GET: o.kind = Op::Get; o.dest = local; break;
+    case TETHER_PROXY_OP_GET_INLINE: o.kind = Op::Get; o.dest = result; break;
+    case TETHER_PROXY_OP_AMO:
+      o.kind = Op::Amo;
+      o.cond = d.aux;
+      if (t.fetch) o.fetched = result;
+      break;
+    case TETHER_PROXY_OP_SIGNAL: o.kind = Op::Signal; break;
+    case TETHER_PROXY_OP_PUT_SIGNAL: o.kind = Op::PutSignal; o.src = local; t.sigOffset = d.aux; break;
+    default: o.kind = Op::Quiet; break;  // unknown: checkProxyDesc names it
+  }
+  t.n = t.code == TETHER_PROXY_OP_SIGNAL ? 8 : d.size;
 }
 
-Status checkProxyDesc(const char* what, const ProxyTarget& t) {
-  const bool inlineOp = t.op == TETHER_PROXY_OP_PUT_INLINE || t.op == TETHER_PROXY_OP_GET_INLINE;
-  if (inlineOp && t.size > sizeof t.value)
+Status checkProxyDesc(const char* what, const ProxyOp& t) {
+  const bool inlineOp = t.code == TETHER_PROXY_OP_PUT_INLINE || t.code == TETHER_PROXY_OP_GET_INLINE;
+  if (inlineOp && t.op.nbytes > sizeof t.op.value)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: inline operation of %llu bytes (at most 8)", what,
-                static_cast<unsigned long long>(t.size));
-  const bool word = t.op == TETHER_PROXY_OP_AMO || t.op == TETHER_PROXY_OP_SIGNAL;
+                static_cast<unsigned long long>(t.op.nbytes));
+  const bool word = t.code == TETHER_PROXY_OP_AMO || t.code == TETHER_PROXY_OP_SIGNAL;
   if (word && ((t.n != 4 && t.n != 8) || t.offset % t.n))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %llu-byte word at offset 0x%llx (4- or 8-byte aligned words only)",
                 what, static_cast<unsigned long long>(t.n), static_cast<unsigned long long>(t.offset));
   return Status::ok();
+}
+
+Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bool nbi, uint64_t* old,
+             PathCtx* paths) {
+  const int pe = op.pe;
+  switch (op.kind) {
+    case Op::Put:
+    case Op::Get:
+    case Op::P: {
+      if (op.nbytes == 0 && op.kind != Op::P) return Status::ok();
+      const SegPath& p = w.path(pe, target.kind);
+      void* ctx = paths ? paths->ctx(p) : p.ctx;
+      if (op.kind == Op::Get) return p.ops->get(ctx, pe, op.dest, w.remote(pe, target), op.nbytes, nbi);
+      return p.ops->put(ctx, pe, w.remote(pe, target), op.kind == Op::P ? &op.value : op.src, op.nbytes, nbi);
+    }
+    case Op::Amo: {
+      const SegPath& p = w.path(pe, target.kind);
+      const AmoArgs a{op.amo, static_cast<unsigned>(op.nbytes), op.value, op.cond};
+      return p.ops->amo(paths ? paths->ctx(p) : p.ctx, pe, w.remote(pe, target), a, old);
+    }
+    case Op::Signal:
+    case Op::PutSignal: {
+      const SegPath& sp = w.path(pe, sig.kind);
+      void* sctx = paths ? paths->ctx(sp) : sp.ctx;
+      if (op.kind == Op::PutSignal && op.nbytes) {
+        const SegPath& p = w.path(pe, target.kind);
+        void* ctx = paths ? paths->ctx(p) : p.ctx;
+        TETHER_TRY(p.ops->put(ctx, pe, w.remote(pe, target), op.src, op.nbytes, nbi));
+        if (ctx != sctx) TETHER_TRY(p.ops->quiet(ctx));
+      }
+      return sp.ops->signal(sctx, pe, w.remote(pe, sig), op.value, op.sigOp);
+    }
+    default: break;
+  }
+  TETHER_FAIL(TETHER_ERR_INTERNAL, "runOp: operation kind %d is not a transport operation", static_cast<int>(op.kind));
 }
 
 }  // namespace tether

@@ -6,8 +6,10 @@
 //  - the *_on_stream calls build an Op directly (core/api.cpp), host RMA calls build one to check it (core/rma.cpp);
 //  - Op -> tether_proxy_desc_t (the device ABI, 64-byte ring slot): the device API of include/tether/device.cuh
 //    writes it (GPU kernels and the host-compiled API); the stream runs an Op there through runProxyCall;
-//  - tether_proxy_desc_t -> ProxyTarget: decodeProxyDesc (core/op.cpp), the proxy thread's one decoder
-//    (core/proxy.cpp), followed by checkProxyDesc.
+//  - tether_proxy_desc_t -> Op (ProxyOp: the Op plus the ring's segment/offset addressing): decodeProxyDesc
+//    (core/op.cpp), the proxy thread's one decoder (core/proxy.cpp), followed by checkProxyDesc.
+// Execution (each in one place): runOp issues a checked operation through the target's paths, for host calls and
+// the proxy alike.
 // Op is trivially copyable and holds no C++-only types: the stream's proxy kernel takes it by value.
 #pragma once
 
@@ -22,6 +24,7 @@ namespace tether {
 
 class World;
 struct SymRef;
+struct SegPath;
 
 struct Op {
   enum Kind : uint32_t { Put, Get, P, PutSignal, Signal, Wait, Quiet, Barrier, Amo } kind = Quiet;
@@ -65,27 +68,48 @@ Status checkOp(const World& w, const char* call, const Op& op, SymRef* target, S
 // any int may come from C). The only conversion of tether_op_desc_t.
 Status opFromDesc(const char* call, size_t i, const tether_op_desc_t& d, Op* out);
 
-// A ring descriptor (tether_proxy_desc_t, written by include/tether/device.cuh) decoded: the only reader of its
-// op word's fields on the host.
-struct ProxyTarget {
-  unsigned op = 0;        // TETHER_PROXY_OP_*
-  unsigned segKind = 0;   // target segment kind
+// A ring descriptor (tether_proxy_desc_t, written by include/tether/device.cuh) decoded into the operation record
+// (decodeProxyDesc, the only reader of its op word's fields on the host), plus what Op has no field for: the ring
+// addresses the target by (segment kind, offset), not by this PE's address, and names the ring's own op code.
+//   PUT -> Put (src: the local buffer, in the ring's address space), PUT_INLINE -> P (value, nbytes = size),
+//   GET -> Get (dest: the local buffer), GET_INLINE -> Get (dest: result), AMO -> Amo (nbytes = size, value, cond =
+//   aux, fetched = result when TETHER_PROXY_FETCH), SIGNAL -> Signal (value, sigOp), PUT_SIGNAL -> PutSignal.
+struct ProxyOp {
+  Op op;
+  unsigned code = 0;      // TETHER_PROXY_OP_* as written (unknown codes fail in checkProxyDesc)
+  unsigned segKind = 0;   // target segment kind as written (checked against the World by the proxy)
   unsigned sigKind = 0;   // PUT_SIGNAL: segment kind of the signal word
-  tether_amo_t amo = TETHER_AMO_ADD;
   unsigned amoCode = 0;   // the AMO field as written (checked against TETHER_AMO_COUNT)
-  tether_signal_op_t sigOp = TETHER_SIGNAL_SET;
   bool fetch = false;     // TETHER_PROXY_FETCH: the producer waits for result
-  int pe = 0;
   uint64_t offset = 0;    // target offset in its segment
-  uint64_t n = 0;         // bytes the target range covers (words: 4/8; signals: 8)
-  uint64_t size = 0;      // the descriptor's size field
-  uint64_t local = 0;     // local buffer address (the ring's address space)
-  uint64_t value = 0, aux = 0;
+  uint64_t sigOffset = 0; // PUT_SIGNAL: the signal word's offset (the descriptor's aux)
+  uint64_t n = 0;         // bytes the target range covers (AMO: its width; SIGNAL: 8)
 };
-ProxyTarget decodeProxyDesc(const tether_proxy_desc_t& d);
-// Checks a decoded descriptor's fields that need no World (inline size, word width and alignment, AMO code, NULL
-// local buffer, signal alignment); `what` names the caller in errors. The (PE, segment, offset) ranges are checked
-// against the World by Proxy::target (core/proxy.cpp).
-Status checkProxyDesc(const char* what, const ProxyTarget& t);
+// result: where GET_INLINE lands and a fetching AMO's old value goes (the proxy's per-descriptor word).
+void decodeProxyDesc(const tether_proxy_desc_t& d, uint64_t* result, ProxyOp* out);
+// Checks a decoded descriptor's fields that need no World (op code, inline size, word width and alignment, AMO code,
+// NULL local buffer, signal alignment); `what` names the caller in errors. The (PE, segment, offset) ranges are
+// checked against the World by Proxy::target (core/proxy.cpp).
+Status checkProxyDesc(const char* what, const ProxyOp& t);
+
+// Stands in another transport context for a path's own (the device API's proxy runs GPU work on its sibling
+// GPU context, core/proxy.h).
+class PathCtx {
+ public:
+  virtual void* ctx(const SegPath& path) = 0;
+
+ protected:
+  ~PathCtx() = default;
+};
+
+// The one execution of a checked Put/Get/P/PutSignal/Signal/Amo through the target PE's paths, behind host RMA
+// (core/rma.cpp, after checkOp) and the device API's proxy (core/proxy.cpp, after its descriptor checks).
+// target/sig: the symmetric words (checkOp's *target / *sig, or the descriptor's segment and offset). Put/Get/
+// PutSignal of 0 bytes move nothing. P puts op.value's first nbytes. Amo: AmoArgs{amo, nbytes, value, cond}; *old
+// gets the old value as the transport returns it (op.fetched is the caller's business). PutSignal: the data, then,
+// when the signal word's path has another transport context, a quiet of the data's context (a transport orders a
+// signal only after its own puts), then the signal. paths: null = each path's own context.
+Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bool nbi, uint64_t* old,
+             PathCtx* paths = nullptr);
 
 }  // namespace tether

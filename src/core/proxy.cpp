@@ -1,5 +1,6 @@
 // Proxy: rings and the proxy thread of the device API (contracts in core/proxy.h, slot protocol in tether.h). Ring
-// descriptors are decoded by decodeProxyDesc and checked by checkProxyDesc (core/op.h) before they are executed.
+// descriptors are decoded into the operation record by decodeProxyDesc, checked by checkProxyDesc and the World-side
+// (PE, segment, offset) checks here, then run by runOp, the host calls' execution (core/op.h).
 #include "core/proxy.h"
 
 #include <chrono>
@@ -138,7 +139,8 @@ bool Proxy::serve(Ring& r) {
   tether_proxy_desc_t d;
   std::memcpy(&d, slot, sizeof d);  // the producer does not touch the slot until we hand it back
   uint64_t result = 0;
-  const ProxyTarget pt = decodeProxyDesc(d);
+  ProxyOp pt;
+  decodeProxyDesc(d, &result, &pt);
   Status s = execute(r, pt, &result);
   if (!s.isOk()) {
     TETHER_LOG_ERROR(LogSys::Core, "device API proxy, %s ring, ticket %llu (op word 0x%x, PE %d, offset 0x%llx, %llu "
@@ -161,8 +163,7 @@ bool Proxy::serve(Ring& r) {
   return true;
 }
 
-Status Proxy::target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, RemoteAddr* ra,
-                     const SegPath** path, void** ctx) {
+Status Proxy::target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, SymRef* ref) {
   TETHER_TRY(world_.checkPe(what, pe));
   if (kind >= static_cast<unsigned>(kSegKinds))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown segment kind %u", what, kind);
@@ -172,27 +173,23 @@ Status Proxy::target(const char* what, int pe, unsigned kind, uint64_t offset, u
     TETHER_FAIL(TETHER_ERR_NOT_SYMMETRIC, "%s: offset 0x%llx + %llu bytes lies outside the %s segment (%llu bytes)",
                 what, static_cast<unsigned long long>(offset), static_cast<unsigned long long>(n), segKindName(k),
                 static_cast<unsigned long long>(bytes));
-  const SegPath& p = world_.path(pe, k);
-  if (!p.ops) TETHER_FAIL(TETHER_ERR_UNREACHABLE, "%s: no host path to the %s segment of PE %d", what, segKindName(k), pe);
-  *ra = world_.remote(pe, SymRef{k, offset});
-  *path = &p;
-  // The World's GPU context (blocking streams) is swapped for the sibling; so is the GPU behind a staged path.
-  *ctx = p.ctx;
-  if (gpu_ && p.ctx == world_.gpu()) {
-    *ctx = gpu_.get();
-  } else if (gpu_ && p.ops == &stagedTransportOps()) {
-    const int dev = static_cast<StagedGpu*>(p.ctx)->device();
-    std::lock_guard<std::mutex> lock(mu_);
-    StagedGpu* found = nullptr;
-    for (auto& s : staged_)
-      if (s->device() == dev) found = s.get();
-    if (!found) {
-      staged_.emplace_back(new StagedGpu(gpu_.get(), dev));
-      found = staged_.back().get();
-    }
-    *ctx = found;
-  }
+  if (!world_.path(pe, k).ops)
+    TETHER_FAIL(TETHER_ERR_UNREACHABLE, "%s: no host path to the %s segment of PE %d", what, segKindName(k), pe);
+  *ref = SymRef{k, offset};
   return Status::ok();
+}
+
+void* Proxy::ctx(const SegPath& p) {
+  // The World's GPU context (blocking streams) is swapped for the sibling; so is the GPU behind a staged path.
+  if (!gpu_) return p.ctx;
+  if (p.ctx == world_.gpu()) return gpu_.get();
+  if (p.ops != &stagedTransportOps()) return p.ctx;
+  const int dev = static_cast<StagedGpu*>(p.ctx)->device();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& s : staged_)
+    if (s->device() == dev) return s.get();
+  staged_.emplace_back(new StagedGpu(gpu_.get(), dev));
+  return staged_.back().get();
 }
 
 const void* Proxy::localAddr(Ring& r, uint64_t addr) {
@@ -203,48 +200,36 @@ const void* Proxy::localAddr(Ring& r, uint64_t addr) {
   return reinterpret_cast<const void*>(addr);
 }
 
-Status Proxy::execute(Ring& r, const ProxyTarget& d, uint64_t* result) {
+Status Proxy::execute(Ring& r, ProxyOp& d, uint64_t* result) {
   const char* what = "device API proxy";
-  RemoteAddr ra{};
-  const SegPath* p = nullptr;
-  void* ctx = nullptr;
+  Op& op = d.op;
+  SymRef ref{SegKind::Host, 0}, sigRef{SegKind::Host, 0};
   TETHER_TRY(checkProxyDesc(what, d));
-  TETHER_TRY(target(what, d.pe, d.segKind, d.offset, d.n, &ra, &p, &ctx));
-  const unsigned op = d.op;
-  const bool needLocal = op == TETHER_PROXY_OP_PUT || op == TETHER_PROXY_OP_GET || op == TETHER_PROXY_OP_PUT_SIGNAL;
-  if (needLocal && d.size && !d.local) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: local buffer is NULL", what);
-  switch (op) {
-    case TETHER_PROXY_OP_PUT:
-      return d.size ? p->ops->put(ctx, d.pe, ra, localAddr(r, d.local), d.size, false) : Status::ok();
-    case TETHER_PROXY_OP_PUT_INLINE:
-      return p->ops->put(ctx, d.pe, ra, &d.value, d.size, false);
-    case TETHER_PROXY_OP_GET:
-      return d.size ? p->ops->get(ctx, d.pe, const_cast<void*>(localAddr(r, d.local)), ra, d.size, false)
-                    : Status::ok();
-    case TETHER_PROXY_OP_GET_INLINE:
-      return p->ops->get(ctx, d.pe, result, ra, d.size, false);
-    case TETHER_PROXY_OP_AMO: {
-      if (d.amoCode >= TETHER_AMO_COUNT) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown AMO %u", what, d.amoCode);
-      const AmoArgs a{d.amo, static_cast<unsigned>(d.n), d.value, d.aux};
-      return p->ops->amo(ctx, d.pe, ra, a, result);
-    }
-    case TETHER_PROXY_OP_SIGNAL:
-    case TETHER_PROXY_OP_PUT_SIGNAL: {
-      if (op == TETHER_PROXY_OP_SIGNAL) return p->ops->signal(ctx, d.pe, ra, d.value, d.sigOp);
-      if (d.size) TETHER_TRY(p->ops->put(ctx, d.pe, ra, localAddr(r, d.local), d.size, false));
-      if (d.aux % 8) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: signal word at offset 0x%llx is not 8-byte aligned",
-                                 what, static_cast<unsigned long long>(d.aux));
-      RemoteAddr sa{};
-      const SegPath* sp = nullptr;
-      void* sctx = nullptr;
-      TETHER_TRY(target(what, d.pe, d.sigKind, d.aux, 8, &sa, &sp, &sctx));
-      // Put before signal: the put above completed (blocking), and a transport's signal follows its own puts.
-      if (sctx != ctx) TETHER_TRY(p->ops->quiet(ctx));
-      return sp->ops->signal(sctx, d.pe, sa, d.value, d.sigOp);
-    }
-    default:
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation %u", what, op);
+  TETHER_TRY(target(what, op.pe, d.segKind, d.offset, d.n, &ref));
+  const unsigned code = d.code;
+  if (code < TETHER_PROXY_OP_PUT || code > TETHER_PROXY_OP_PUT_SIGNAL)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation %u", what, code);
+  // The local buffer, in the ring's address space, as this thread addresses it.
+  const bool needLocal = code == TETHER_PROXY_OP_PUT || code == TETHER_PROXY_OP_GET || code == TETHER_PROXY_OP_PUT_SIGNAL;
+  if (needLocal && op.nbytes) {
+    const void* local = code == TETHER_PROXY_OP_GET ? op.dest : op.src;
+    if (!local) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: local buffer is NULL", what);
+    const void* cpu = localAddr(r, reinterpret_cast<uint64_t>(local));
+    if (code == TETHER_PROXY_OP_GET)
+      op.dest = const_cast<void*>(cpu);
+    else
+      op.src = cpu;
   }
+  if (code == TETHER_PROXY_OP_AMO && d.amoCode >= TETHER_AMO_COUNT)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown AMO %u", what, d.amoCode);
+  if (code == TETHER_PROXY_OP_SIGNAL) sigRef = ref;
+  if (code == TETHER_PROXY_OP_PUT_SIGNAL) {
+    if (d.sigOffset % 8) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: signal word at offset 0x%llx is not 8-byte aligned",
+                                     what, static_cast<unsigned long long>(d.sigOffset));
+    TETHER_TRY(target(what, op.pe, d.sigKind, d.sigOffset, 8, &sigRef));
+  }
+  // Every descriptor runs blocking (complete before the next ticket), through the host calls' execution.
+  return runOp(world_, op, ref, sigRef, false, result, this);
 }
 
 }  // namespace tether

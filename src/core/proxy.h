@@ -7,18 +7,18 @@
 // respect to other agents in general; only this GPU's threads take tickets). Layout and slot protocol: tether.h.
 //
 // Thread. One proxy thread, started with the first ring, polls every ring's next slot in ticket order and executes
-// each descriptor to completion with the World's host path to that (PE, segment) -- the same transports and address
-// translation as tether_put/get/atomic/signal_op -- before the next one, so descriptors complete in ticket order; then
-// it frees the slot (or, for fetching ones, publishes the result) and advances `done` (release, after a full fence).
-// GPU work is issued on a sibling GpuContext whose streams do not wait for the legacy default stream (a kernel
-// that waits for the proxy is still running there). Idle policy: spin ~2000 polls, then yield ~2000 times, then sleep
-// 50 us between polls: a ring that was idle for a while answers with up to ~50 us extra latency, and 8 PEs on 2 cores
-// still progress.
+// each descriptor to completion with the World's host path to that (PE, segment) -- decoded into an Op and run by
+// runOp (core/op.h), the execution behind tether_put/get/atomic/signal_op -- before the next one, so descriptors
+// complete in ticket order; then it frees the slot (or, for fetching ones, publishes the result) and advances `done`
+// (release, after a full fence). GPU work is issued on a sibling GpuContext whose streams do not wait for the legacy
+// default stream (a kernel that waits for the proxy is still running there). Idle policy: spin ~2000 polls, then
+// yield ~2000 times, then sleep 50 us between polls: a ring that was idle for a while answers with up to ~50 us
+// extra latency, and 8 PEs on 2 cores still progress.
 //
-// Failures: a descriptor that cannot be executed (bad PE or op, range outside the segment, transport error) is
-// logged once with its reason, recorded in state->error (first one) and completed anyway, so the producer fails
-// cleanly instead of hanging. stop() (finalize, destructor) executes what is already posted, then joins the thread;
-// it must run before the heaps are unmapped.
+// Failures: a descriptor that cannot be executed (bad PE or op, range outside the segment, transport error; every
+// check runs before the descriptor touches memory) is logged once with its reason, recorded in state->error (first
+// one) and completed anyway, so the producer fails cleanly instead of hanging. stop() (finalize, destructor) executes
+// what is already posted, then joins the thread; it must run before the heaps are unmapped.
 // Limits: atomics/signals on DEVICE words run a one-thread kernel, so they need one free block slot on the GPU while
 // the served kernel runs, and that kernel must already be loaded in the context (the GpuContext loads it when it is
 // created: under CUDA's lazy loading a first launch from this thread could wait for the served kernel itself); a
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/op.h"
 #include "gpu/gpu.h"
 #include "tether/tether.h"
 #include "transport/staged/staged.h"
@@ -43,7 +44,8 @@ namespace tether {
 
 class World;
 struct SegPath;
-struct ProxyTarget;
+struct SymRef;
+struct ProxyOp;
 
 // What a handle needs from a ring, in the handle's address space.
 struct ProxyRingView {
@@ -59,7 +61,7 @@ struct ProxyWindow {
   uint64_t handleAddr = 0, cpuAddr = 0, bytes = 0;
 };
 
-class Proxy {
+class Proxy final : private PathCtx {
  public:
   // slots: TETHER_PROXY_SLOTS (checked here). world must outlive the Proxy.
   static Status create(World& world, int64_t slots, std::unique_ptr<Proxy>* out);
@@ -92,9 +94,10 @@ class Proxy {
   explicit Proxy(World& world) : world_(world) {}
   void run();
   bool serve(Ring& r);                  // executes the next descriptor if posted; true if it did
-  Status execute(Ring& r, const ProxyTarget& d, uint64_t* result);  // d: decodeProxyDesc (core/op.h)
-  Status target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, RemoteAddr* ra,
-                const SegPath** path, void** ctx);
+  Status execute(Ring& r, ProxyOp& d, uint64_t* result);  // d: decodeProxyDesc (core/op.h)
+  // The (PE, segment kind, offset, n bytes) a descriptor names, checked against the World (and a path exists).
+  Status target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, SymRef* ref);
+  void* ctx(const SegPath& p) override;  // PathCtx: the sibling context for the World's GPU work
   const void* localAddr(Ring& r, uint64_t addr);
 
   World& world_;

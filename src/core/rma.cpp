@@ -1,5 +1,5 @@
-// Host-initiated RMA, atomics and signals: argument checks (checkOp, core/op.h), address translation, then the
-// target's transport.
+// Host-initiated RMA, atomics and signals: argument checks (checkOp, core/op.h), then runOp (core/op.h: address
+// translation and the target's transport, the same execution as the device API's proxy).
 #include <cstring>
 
 #include "base/log.h"
@@ -25,18 +25,16 @@ Op rmaOp(Op::Kind kind, void* dest, const void* src, size_t n, int pe) {
 
 Status World::put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi) {
   SymRef ref;
-  TETHER_TRY(checkOp(*this, call, rmaOp(Op::Put, dest, src, n, pe), &ref));
-  if (n == 0) return Status::ok();
-  const SegPath& p = path(pe, ref.kind);
-  return p.ops->put(p.ctx, pe, remote(pe, ref), src, n, nbi);
+  const Op op = rmaOp(Op::Put, dest, src, n, pe);
+  TETHER_TRY(checkOp(*this, call, op, &ref));
+  return runOp(*this, op, ref, ref, nbi, nullptr);
 }
 
 Status World::get(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi) {
   SymRef ref;
-  TETHER_TRY(checkOp(*this, call, rmaOp(Op::Get, dest, src, n, pe), &ref));
-  if (n == 0) return Status::ok();
-  const SegPath& p = path(pe, ref.kind);
-  return p.ops->get(p.ctx, pe, dest, remote(pe, ref), n, nbi);
+  const Op op = rmaOp(Op::Get, dest, src, n, pe);
+  TETHER_TRY(checkOp(*this, call, op, &ref));
+  return runOp(*this, op, ref, ref, nbi, nullptr);
 }
 
 namespace {
@@ -69,12 +67,10 @@ Status World::atomic(tether_amo_t op, tether_dtype_t type, void* dest, const voi
   o.fetched = fetched;
   SymRef ref;
   TETHER_TRY(checkOp(*this, call, o, &ref));
-  AmoArgs a{op, static_cast<unsigned>(d.size), 0, 0};
-  if (value) std::memcpy(&a.value, value, d.size);
-  if (cond) std::memcpy(&a.cond, cond, d.size);
+  if (value) std::memcpy(&o.value, value, d.size);
+  if (cond) std::memcpy(&o.cond, cond, d.size);
   uint64_t old = 0;
-  const SegPath& p = path(pe, ref.kind);
-  TETHER_TRY(p.ops->amo(p.ctx, pe, remote(pe, ref), a, &old));
+  TETHER_TRY(runOp(*this, o, ref, ref, false, &old));
   if (fetched && amoFetches(op)) std::memcpy(fetched, &old, d.size);
   return Status::ok();
 }
@@ -84,10 +80,10 @@ Status World::signalOp(uint64_t* sig, uint64_t value, tether_signal_op_t op, int
   Op o = rmaOp(Op::Signal, nullptr, nullptr, 0, pe);
   o.sig = sig;
   o.sigOp = op;
+  o.value = value;
   SymRef ref;
   TETHER_TRY(checkOp(*this, call, o, nullptr, &ref));
-  const SegPath& p = path(pe, ref.kind);
-  return p.ops->signal(p.ctx, pe, remote(pe, ref), value, op);
+  return runOp(*this, o, ref, ref, false, nullptr);
 }
 
 Status World::putSignal(const char* call, void* dest, const void* src, size_t n, uint64_t* sig, uint64_t value,
@@ -95,14 +91,10 @@ Status World::putSignal(const char* call, void* dest, const void* src, size_t n,
   Op o = rmaOp(Op::PutSignal, dest, src, n, pe);
   o.sig = sig;
   o.sigOp = op;
-  SymRef ref, sigRef;
+  o.value = value;
+  SymRef ref{SegKind::Host, 0}, sigRef;
   TETHER_TRY(checkOp(*this, call, o, &ref, &sigRef));
-  if (n) {
-    const SegPath& p = path(pe, ref.kind);
-    TETHER_TRY(p.ops->put(p.ctx, pe, remote(pe, ref), src, n, nbi));
-  }
-  const SegPath& p = path(pe, sigRef.kind);
-  return p.ops->signal(p.ctx, pe, remote(pe, sigRef), value, op);
+  return runOp(*this, o, ref, sigRef, nbi, nullptr);
 }
 
 Status World::quiet() {
