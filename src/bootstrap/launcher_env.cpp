@@ -55,28 +55,37 @@ Status readForeign(const EnvLookup& env, const LauncherVars& v, JobInfo* job) {
   return Status::ok();
 }
 
-// "N" or "N(xM)" (Slurm's homogeneous tasks-per-node forms) -> N; anything else -> false.
-bool slurmUniformTasksPerNode(const char* value, int* out) {
-  if (!value) return false;
-  std::string s = value;
-  size_t paren = s.find('(');
-  if (paren != std::string::npos) {
-    if (s.back() != ')' || s.find(',') != std::string::npos) return false;
-    s = s.substr(0, paren);
-  } else if (s.find(',') != std::string::npos) {
-    return false;
-  }
-  return parseIntStrict(s, out) && *out > 0;
-}
-
 Status readSlurm(const EnvLookup& env, JobInfo* job) {
   // Inside an srun step SLURM_STEP_NUM_TASKS is the step's size; SLURM_NTASKS may be the whole allocation's.
   const char* sizeVar = env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
   TETHER_TRY(readForeign(env, {"slurm", "SLURM_PROCID", sizeVar, "SLURM_LOCALID", nullptr}, job));
-  int perNode = -1;
-  if (slurmUniformTasksPerNode(env("SLURM_NTASKS_PER_NODE"), &perNode) ||
-      slurmUniformTasksPerNode(env("SLURM_STEP_TASKS_PER_NODE"), &perNode))
-    job->localSize = perNode;
+  // The local PE count: this node's entry of the step's (else the job's) tasks-per-node list, indexed by
+  // SLURM_NODEID (the node's index in the step); without a node index only a uniform list tells it. Then the
+  // --ntasks-per-node request. A malformed value leaves the count unknown (World counts PEs per host instead).
+  int node = -1;
+  if (const char* n = env("SLURM_NODEID")) {
+    if (!parseIntStrict(n, &node) || node < 0) {
+      TETHER_LOG_WARN(LogSys::Bootstrap, "launcher environment (slurm): SLURM_NODEID='%s' is not a node index; "
+                      "ignored", n);
+      node = -1;
+    }
+  }
+  for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"}) {
+    const char* v = env(name);
+    if (!v) continue;
+    int tasks = -1;  // --ntasks-per-node is one count for every node
+    switch (slurmTasksOnNode(v, std::string(name) == "SLURM_NTASKS_PER_NODE" ? -1 : node, &tasks)) {
+      case SlurmTasks::Found:
+        job->localSize = tasks;
+        return Status::ok();
+      case SlurmTasks::Malformed:
+        TETHER_LOG_WARN(LogSys::Bootstrap, "launcher environment (slurm): %s='%s' is not Slurm's tasks-per-node "
+                        "form (N, N(xM), comma-separated); ignored", name, v);
+        break;
+      case SlurmTasks::NotThisNode:
+        break;
+    }
+  }
   return Status::ok();
 }
 
@@ -96,7 +105,7 @@ Origin originOf(const std::string& launcher, const EnvLookup& env) {
   if (launcher == "hydra") return {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
   if (launcher == "slurm")
     return {"SLURM_PROCID", env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS", "SLURM_LOCALID",
-            "SLURM_NTASKS_PER_NODE"};
+            "this node's tasks (SLURM_STEP_TASKS_PER_NODE, SLURM_TASKS_PER_NODE or SLURM_NTASKS_PER_NODE)"};
   if (launcher == "torchrun") return {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
   return {};
 }
@@ -140,7 +149,54 @@ std::string derivedSecret(const JobInfo& job, const EnvLookup& env) {
   return strprintf("derived-%016" PRIx64 "%016" PRIx64, fnv1a(id), fnv1a(id + "#"));
 }
 
+// Reads "N(xM)" or "N" at *p (advancing it): count N, repeats M (1 without the suffix).
+bool slurmTerm(const char** p, int64_t* count, int64_t* repeats) {
+  auto number = [p](int64_t* out) {
+    const char* s = *p;
+    int64_t v = 0;
+    while (**p >= '0' && **p <= '9') {
+      v = v * 10 + (**p - '0');
+      if (v > INT_MAX) return false;
+      ++*p;
+    }
+    *out = v;
+    return *p != s;
+  };
+  if (!number(count) || *count < 1) return false;
+  *repeats = 1;
+  if (**p != '(') return true;
+  ++*p;
+  if (**p != 'x') return false;
+  ++*p;
+  if (!number(repeats) || *repeats < 1 || **p != ')') return false;
+  ++*p;
+  return true;
+}
+
 }  // namespace
+
+SlurmTasks slurmTasksOnNode(const char* value, int node, int* tasks) {
+  if (!value || !*value) return SlurmTasks::Malformed;
+  const char* p = value;
+  int64_t first = -1, index = 0;
+  bool uniform = true;
+  int found = -1;
+  while (true) {
+    int64_t count = 0, repeats = 0;
+    if (!slurmTerm(&p, &count, &repeats)) return SlurmTasks::Malformed;
+    if (first < 0) first = count;
+    uniform = uniform && count == first;
+    if (node >= 0 && found < 0 && node >= index && node < index + repeats) found = static_cast<int>(count);
+    index += repeats;
+    if (*p == '\0') break;
+    if (*p != ',') return SlurmTasks::Malformed;
+    ++p;
+  }
+  if (node < 0 && uniform) found = static_cast<int>(first);
+  if (found < 0) return SlurmTasks::NotThisNode;
+  *tasks = found;
+  return SlurmTasks::Found;
+}
 
 bool splitHostPort(const std::string& addr, std::string* host, int* port) {
   size_t colon = addr.rfind(':');

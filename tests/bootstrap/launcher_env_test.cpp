@@ -200,13 +200,69 @@ TEST(DetectJob, Slurm) {
   f.erase("SLURM_NTASKS_PER_NODE");
   f["SLURM_STEP_TASKS_PER_NODE"] = "2(x4)";
   EXPECT_EQ(detect(f, t).job.localSize, 2);
-  f["SLURM_STEP_TASKS_PER_NODE"] = "3,2(x2)";  // uneven: unknown
+  f["SLURM_STEP_TASKS_PER_NODE"] = "3,2(x2)";  // uneven, no node index: unknown
   EXPECT_EQ(detect(f, t).job.localSize, -1);
+  f["SLURM_NODEID"] = "0";  // uneven, node known: this node's entry
+  EXPECT_EQ(detect(f, t).job.localSize, 3);
+  f["SLURM_NODEID"] = "2";
+  EXPECT_EQ(detect(f, t).job.localSize, 2);
+  // The step's layout wins over the allocation's and over the --ntasks-per-node request.
+  f["SLURM_TASKS_PER_NODE"] = "4(x2)";
+  f["SLURM_NTASKS_PER_NODE"] = "4";
+  EXPECT_EQ(detect(f, t).job.localSize, 2);
+  f.erase("SLURM_STEP_TASKS_PER_NODE");
+  f["SLURM_NODEID"] = "1";
+  EXPECT_EQ(detect(f, t).job.localSize, 4) << "SLURM_TASKS_PER_NODE when the step's list is absent";
+  f["SLURM_TASKS_PER_NODE"] = "4(x2";  // malformed: warned and skipped, the request is used
+  EXPECT_EQ(detect(f, t).job.localSize, 4);
+  f["SLURM_NTASKS_PER_NODE"] = "1";  // fewer tasks than this PE's local id 1: a clear error naming the count
+  expectError(detect(f, t), {"SLURM_LOCALID=1", "SLURM_NTASKS_PER_NODE"});
+  f.erase("SLURM_TASKS_PER_NODE");
+  f.erase("SLURM_NTASKS_PER_NODE");
+  f.erase("SLURM_NODEID");
   // The step's size wins over the allocation's.
   f["SLURM_STEP_NUM_TASKS"] = "6";
   EXPECT_EQ(detect(f, t).job.size, 6);
   f["SLURM_PROCID"] = "6";
   expectError(detect(f, t), {"SLURM_PROCID=6", "SLURM_STEP_NUM_TASKS=6"});
+}
+
+TEST(SlurmTasksPerNode, Forms) {
+  struct Case {
+    const char* value;
+    int node;
+    SlurmTasks want;
+    int tasks;
+  };
+  const Case cases[] = {
+      {"4", -1, SlurmTasks::Found, 4},          {"4", 0, SlurmTasks::Found, 4},
+      {"4", 1, SlurmTasks::NotThisNode, 0},      {"2(x3)", -1, SlurmTasks::Found, 2},
+      {"2(x3)", 2, SlurmTasks::Found, 2},        {"2(x3)", 3, SlurmTasks::NotThisNode, 0},
+      {"2(x3),1", -1, SlurmTasks::NotThisNode, 0}, {"2(x3),1", 0, SlurmTasks::Found, 2},
+      {"2(x3),1", 2, SlurmTasks::Found, 2},      {"2(x3),1", 3, SlurmTasks::Found, 1},
+      {"2(x3),1", 4, SlurmTasks::NotThisNode, 0}, {"1,3(x2),2", 1, SlurmTasks::Found, 3},
+      {"1,3(x2),2", 2, SlurmTasks::Found, 3},    {"1,3(x2),2", 3, SlurmTasks::Found, 2},
+      {"2(x2),2", -1, SlurmTasks::Found, 2},     {"8(x100000)", 99999, SlurmTasks::Found, 8},
+      {"8(x2147483647)", 2147483646, SlurmTasks::Found, 8},
+      {"", -1, SlurmTasks::Malformed, 0},        {"0", -1, SlurmTasks::Malformed, 0},
+      {"2(x0)", 0, SlurmTasks::Malformed, 0},    {"2(3)", 0, SlurmTasks::Malformed, 0},
+      {"2x3", 0, SlurmTasks::Malformed, 0},      {"2(x3", 0, SlurmTasks::Malformed, 0},
+      {"2(x3)1", 0, SlurmTasks::Malformed, 0},   {"2,", 0, SlurmTasks::Malformed, 0},
+      {",2", 0, SlurmTasks::Malformed, 0},       {"2, 3", 0, SlurmTasks::Malformed, 0},
+      {"-2", -1, SlurmTasks::Malformed, 0},      {"abc", -1, SlurmTasks::Malformed, 0},
+      {"2(x3),1x", 0, SlurmTasks::Malformed, 0}, {"99999999999", -1, SlurmTasks::Malformed, 0},
+      {"2(x99999999999)", 0, SlurmTasks::Malformed, 0},
+  };
+  for (const Case& c : cases) {
+    int tasks = -7;
+    EXPECT_EQ(slurmTasksOnNode(c.value, c.node, &tasks), c.want) << "'" << c.value << "' node " << c.node;
+    EXPECT_EQ(tasks, c.want == SlurmTasks::Found ? c.tasks : -7) << "'" << c.value << "' node " << c.node;
+  }
+  int tasks = -7;
+  EXPECT_EQ(slurmTasksOnNode(nullptr, 0, &tasks), SlurmTasks::Malformed);
+  // A malformed tail leaves *tasks alone even when an earlier term matched the node.
+  EXPECT_EQ(slurmTasksOnNode("2(x3),bad", 0, &tasks), SlurmTasks::Malformed);
+  EXPECT_EQ(tasks, -7);
 }
 
 TEST(DetectJob, Torchrun) {
