@@ -1,0 +1,657 @@
+// tether._tether: the nanobind extension behind the `tether` Python package (python/tether/__init__.py).
+//
+// Thin by design: the C API (include/tether/*.h) does the checking and reports through tether_last_error(); this file
+// turns a failed status into a Python `tether.Error(status, message)`, keeps the life of symmetric allocations honest,
+// and moves the per-call work of put/get (pointer, dtype, shape, strides) into C++ so that a small put costs little
+// more than the C call. Everything user-facing (module functions, SymmetricArray, slicing, stream objects) is in
+// python/tether/*.py.
+//
+// Life cycle (docs/python.md "Freeing"):
+//  - World owns a tether_t through a shared WorldState; every Allocation and exported view keeps the state alive, so a
+//    call after finalize() is a Python error, not a use of a dead handle.
+//  - Allocation is one symmetric allocation. free() is collective (tether_free) and is refused while views exported
+//    through DLPack/buffer protocol are alive (they would dangle). An Allocation dropped without free() is not freed
+//    (a free is collective; a garbage collector runs at different times on different PEs): it is counted and released
+//    by finalize(), which frees the whole heap.
+//  - finalize() is refused while exported views are alive, for the same reason.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <tether/datatype.h>
+#include <tether/tether.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace {
+
+// ---- errors -------------------------------------------------------------------------------------------------------
+
+// A failed call: raised in Python as tether.Error(status, message) (the class is handed over by set_error_type).
+struct Failure {
+  int status;
+  std::string message;
+};
+
+nb::object& errorType() {  // the Python class tether.Error; set once at import
+  static nb::object type;
+  return type;
+}
+
+[[noreturn]] void fail(int status, std::string message) { throw Failure{status, std::move(message)}; }
+
+// Raises for a failed C call with tether_last_error()'s text (or the datatype layer's, for tether_type_* calls).
+void check(tether_status_t st) {
+  if (st != TETHER_SUCCESS) fail(st, tether_last_error());
+}
+void checkType(tether_status_t st) {
+  if (st != TETHER_SUCCESS) fail(st, tether_type_last_error());
+}
+
+// ---- world and allocations ----------------------------------------------------------------------------------------
+
+struct WorldState {
+  tether_t w = nullptr;
+  int my_pe = -1, n_pes = 0;
+  long exports = 0;     // views exported (DLPack, buffer protocol) still alive, over every allocation
+  long abandoned = 0;   // allocations dropped without free(); released by finalize
+  tether_t live() const {
+    if (!w) fail(TETHER_ERR_INVALID_ARG, "tether is not initialised (tether.init() first) or already finalized");
+    return w;
+  }
+};
+using StatePtr = std::shared_ptr<WorldState>;
+
+struct Allocation {
+  StatePtr state;
+  char* base = nullptr;
+  size_t nbytes = 0;
+  int kind = TETHER_SEG_HOST;  // TETHER_SEG_HOST or TETHER_SEG_DEVICE
+  bool owned = true;           // false: wraps memory that someone else allocated (never freed here)
+  bool freed = false;
+  long exports = 0;     // live views exported through DLPack/buffer protocol (and interfaced array objects)
+  long interfaced = 0;  // of which: array objects that handed the address out through the array interfaces
+  ~Allocation() {
+    if (owned && !freed && state->w) ++state->abandoned;
+  }
+  char* data() const {
+    state->live();
+    if (freed) fail(TETHER_ERR_INVALID_ARG, "symmetric array used after free()");
+    return base;
+  }
+  void free() {
+    tether_t w = state->live();
+    if (!owned) fail(TETHER_ERR_INVALID_ARG, "free(): this array wraps an allocation it does not own");
+    if (freed) fail(TETHER_ERR_INVALID_ARG, "free(): already freed");
+    if (interfaced > 0)
+      fail(TETHER_ERR_INVALID_ARG, "free(): the address of this allocation was handed out through "
+                                   "__array_interface__/__cuda_array_interface__ (numpy.asarray, cupy.asarray) by " +
+                                       std::to_string(interfaced) + " array object(s) still alive; such views "
+                                       "cannot be tracked, so free() is refused while those objects live (views by "
+                                       "numpy/torch/cupy.from_dlpack are tracked and allow it once deleted)");
+    if (exports > 0)
+      fail(TETHER_ERR_INVALID_ARG, "free(): " + std::to_string(exports) +
+                                       " view(s) of this array exported through DLPack/buffer protocol are still "
+                                       "alive (numpy/torch/cupy arrays); delete them before the collective free");
+    check(tether_free(w, base));
+    freed = true;
+  }
+};
+using AllocPtr = std::shared_ptr<Allocation>;
+
+struct World {
+  StatePtr state = std::make_shared<WorldState>();
+
+  explicit World(const std::vector<std::string>& config) {
+    std::vector<const char*> cfg;
+    for (const std::string& c : config) cfg.push_back(c.c_str());
+    cfg.push_back(nullptr);
+    tether_init_attr_t attr;
+    tether_init_attr_default(&attr);
+    if (!config.empty()) attr.config = cfg.data();
+    tether_t w = nullptr;
+    check(tether_init_attr(&attr, &w));
+    state->w = w;
+    state->my_pe = tether_my_pe(w);
+    state->n_pes = tether_n_pes(w);
+  }
+  void finalize() {
+    tether_t w = state->live();
+    if (state->exports > 0)
+      fail(TETHER_ERR_INVALID_ARG, "finalize(): " + std::to_string(state->exports) +
+                                       " view(s) of symmetric arrays exported through DLPack/buffer protocol are "
+                                       "still alive; delete them first (finalize releases the symmetric heap)");
+    state->w = nullptr;  // dead for every later call, also when the collective finalize fails
+    check(tether_finalize(w));
+  }
+  AllocPtr alloc(size_t nbytes, int kind, size_t alignment, bool zero) {
+    tether_t w = state->live();
+    if (kind != TETHER_SEG_HOST && kind != TETHER_SEG_DEVICE) fail(TETHER_ERR_INVALID_ARG, "alloc: bad segment kind");
+    void* p = nullptr;
+    check(tether_malloc_kind(w, static_cast<tether_seg_kind_t>(kind), alignment, nbytes, &p));
+    auto a = std::make_shared<Allocation>();
+    a->state = state;
+    a->base = static_cast<char*>(p);
+    a->nbytes = nbytes;
+    a->kind = kind;
+    if (zero && nbytes > 0) {
+      if (kind == TETHER_SEG_HOST) {
+        std::memset(p, 0, nbytes);
+      } else {  // GPU memory: a put from a zeroed host buffer to this PE (copy engine; any build that made it)
+        std::vector<char> zeros(nbytes, 0);
+        check(tether_put(w, p, zeros.data(), nbytes, state->my_pe));
+      }
+      check(tether_barrier_all(w));  // nobody writes into a peer's copy before that peer zeroed it
+    }
+    return a;
+  }
+  // Wraps [addr, addr + nbytes) of an existing symmetric allocation (not freed by us). Both ends must be symmetric.
+  AllocPtr wrap(uintptr_t addr, size_t nbytes) {
+    tether_t w = state->live();
+    const char* p = reinterpret_cast<const char*>(addr);
+    tether_seg_kind_t k = tether_segment_kind(w, p);
+    if (k == TETHER_SEG_DEFAULT || (nbytes > 0 && tether_segment_kind(w, p + nbytes - 1) != k))
+      fail(TETHER_ERR_NOT_SYMMETRIC, "from_address: [" + std::to_string(addr) + ", +" + std::to_string(nbytes) +
+                                         ") is not inside one symmetric segment of PE " +
+                                         std::to_string(state->my_pe));
+    auto a = std::make_shared<Allocation>();
+    a->state = state;
+    a->base = const_cast<char*>(p);
+    a->nbytes = nbytes;
+    a->kind = k;
+    a->owned = false;
+    return a;
+  }
+};
+
+// ---- arrays -------------------------------------------------------------------------------------------------------
+
+// A typed, strided view of (part of) an Allocation. SymmetricArray (Python) derives from it and adds slicing etc.
+struct ArrayBase {
+  AllocPtr alloc;
+  size_t offset = 0;            // bytes from alloc->base to element [0, ..., 0]
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides; // bytes
+  nb::dlpack::dtype dtype{};
+  size_t itemsize = 0;
+  // Set once __array_interface__/__cuda_array_interface__ handed the address out: the consumer keeps this object, not
+  // an owner capsule, so the object itself counts as one exported view until it dies.
+  bool interfaced = false;
+
+  ArrayBase() = default;
+  ArrayBase(const ArrayBase&) = delete;
+  ArrayBase& operator=(const ArrayBase&) = delete;
+  ~ArrayBase() {
+    if (interfaced) {
+      --alloc->interfaced;
+      --alloc->exports;
+      --alloc->state->exports;
+    }
+  }
+  void markInterfaced() {
+    data();
+    if (interfaced) return;
+    interfaced = true;
+    ++alloc->interfaced;
+    ++alloc->exports;
+    ++alloc->state->exports;
+  }
+
+  char* data() const { return alloc->data() + offset; }
+  size_t count() const {
+    size_t n = 1;
+    for (int64_t s : shape) n *= static_cast<size_t>(s);
+    return n;
+  }
+  bool contiguous() const {
+    int64_t expect = static_cast<int64_t>(itemsize);
+    for (size_t i = shape.size(); i-- > 0;) {
+      if (shape[i] != 1 && strides[i] != expect) return false;
+      expect *= shape[i];
+    }
+    return true;
+  }
+};
+
+void initArray(ArrayBase& a, AllocPtr alloc, size_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides,
+               uint8_t code, uint8_t bits) {
+  if (shape.size() != strides.size()) fail(TETHER_ERR_INVALID_ARG, "shape and strides differ in length");
+  if (bits == 0 || bits % 8) fail(TETHER_ERR_INVALID_ARG, "dtype of " + std::to_string(bits) + " bits");
+  // Every byte the view can reach must lie inside the allocation (a view is never a way out of it).
+  int64_t lo = 0, hi = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) fail(TETHER_ERR_INVALID_ARG, "negative dimension");
+    if (shape[i] == 0) { lo = hi = 0; break; }
+    int64_t span = (shape[i] - 1) * strides[i];
+    (span < 0 ? lo : hi) += span;
+  }
+  int64_t first = static_cast<int64_t>(offset) + lo, last = static_cast<int64_t>(offset) + hi + bits / 8;
+  if (first < 0 || last > static_cast<int64_t>(alloc->nbytes))
+    fail(TETHER_ERR_INVALID_ARG, "view reaches bytes [" + std::to_string(first) + ", " + std::to_string(last) +
+                                     ") outside its allocation of " + std::to_string(alloc->nbytes) + " bytes");
+  a.alloc = std::move(alloc);
+  a.offset = offset;
+  a.shape = std::move(shape);
+  a.strides = std::move(strides);
+  a.dtype = nb::dlpack::dtype{code, bits, 1};
+  a.itemsize = bits / 8;
+}
+
+// Exports a view (DLPack / buffer protocol through nanobind's nb_ndarray). The owner capsule keeps the allocation and
+// counts the view as alive until the consumer (numpy, torch, cupy) drops it.
+nb::ndarray<nb::array_api> exportView(const ArrayBase& a) {
+  char* p = a.data();
+  auto* keep = new AllocPtr(a.alloc);
+  ++a.alloc->exports;
+  ++a.alloc->state->exports;
+  nb::capsule owner(keep, [](void* k) noexcept {
+    auto* ap = static_cast<AllocPtr*>(k);
+    --(*ap)->exports;
+    --(*ap)->state->exports;
+    delete ap;
+  });
+  std::vector<size_t> shape(a.shape.begin(), a.shape.end());
+  std::vector<int64_t> strides;  // nanobind counts strides in elements
+  for (int64_t s : a.strides) strides.push_back(s / static_cast<int64_t>(a.itemsize));
+  int dev = a.alloc->kind == TETHER_SEG_DEVICE ? nb::device::cuda::value : nb::device::cpu::value;
+  int dev_id = 0;  // one GPU per PE: the PE's GPU is its current device (set by the user, CUDA_VISIBLE_DEVICES)
+  return nb::ndarray<nb::array_api>(p, shape.size(), shape.data(), owner, strides.data(), a.dtype, dev, dev_id);
+}
+
+// ---- layouts for put/get ----------------------------------------------------------------------------------------
+
+// One side of a transfer: base pointer, element size, shape and byte strides.
+struct Side {
+  char* ptr;
+  size_t itemsize;
+  std::vector<int64_t> shape, strides;
+  bool contiguous() const {
+    int64_t expect = static_cast<int64_t>(itemsize);
+    for (size_t i = shape.size(); i-- > 0;) {
+      if (shape[i] != 1 && strides[i] != expect) return false;
+      expect *= shape[i];
+    }
+    return true;
+  }
+};
+
+Side sideOf(const ArrayBase& a) { return Side{a.data(), a.itemsize, a.shape, a.strides}; }
+
+template <class... Args>
+Side sideOf(const nb::ndarray<Args...>& a) {
+  Side s{static_cast<char*>(const_cast<void*>(a.data())), a.itemsize(), {}, {}};
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    s.shape.push_back(static_cast<int64_t>(a.shape(i)));
+    s.strides.push_back(a.stride(i) * static_cast<int64_t>(a.itemsize()));
+  }
+  return s;
+}
+
+size_t elems(const Side& s) {
+  size_t n = 1;
+  for (int64_t d : s.shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+// A committed tether datatype describing one instance of a side's layout (C order of its elements), freed on scope
+// exit. Dimensions of extent 1 are dropped and adjacent dimensions that are contiguous with each other are merged.
+class Layout {
+ public:
+  explicit Layout(const Side& s) {
+    std::vector<std::pair<int64_t, int64_t>> dims;  // (count, byte stride), outermost first, merged
+    for (size_t i = 0; i < s.shape.size(); ++i) {
+      if (s.shape[i] == 1) continue;
+      if (!dims.empty() && dims.back().second == s.shape[i] * s.strides[i]) {
+        dims.back() = {dims.back().first * s.shape[i], s.strides[i]};
+      } else {
+        dims.push_back({s.shape[i], s.strides[i]});
+      }
+    }
+    tether_type_t byte;
+    checkType(tether_type_basic(TETHER_BASIC_BYTE, &byte));
+    checkType(tether_type_contiguous(static_cast<int64_t>(s.itemsize), byte, &type_));
+    tether_type_free(&byte);
+    for (size_t i = dims.size(); i-- > 0;) {
+      if (i + 1 == dims.size() && dims[i].second == static_cast<int64_t>(s.itemsize)) {  // contiguous innermost run
+        replace([&](tether_type_t t, tether_type_t* n) { return tether_type_contiguous(dims[i].first, t, n); });
+      } else {
+        replace([&](tether_type_t t, tether_type_t* n) {
+          return tether_type_hvector(dims[i].first, 1, dims[i].second, t, n);
+        });
+      }
+    }
+    checkType(tether_type_commit(type_));
+  }
+  ~Layout() { tether_type_free(&type_); }
+  Layout(const Layout&) = delete;
+  Layout& operator=(const Layout&) = delete;
+  tether_type_t get() const { return type_; }
+
+ private:
+  template <class F>
+  void replace(F make) {
+    tether_type_t next = nullptr;
+    tether_status_t st = make(type_, &next);
+    tether_type_free(&type_);
+    checkType(st);
+    type_ = next;
+  }
+  tether_type_t type_ = nullptr;
+};
+
+// Same dtype size and element count on both sides (the C order of elements maps one to the other).
+void matchSides(const char* call, const Side& sym, const Side& local, const nb::dlpack::dtype& sym_dt,
+                const nb::dlpack::dtype& local_dt) {
+  if (sym_dt != local_dt)
+    fail(TETHER_ERR_INVALID_ARG, std::string(call) + ": dtype differs (symmetric array: code " +
+                                     std::to_string(sym_dt.code) + "/" + std::to_string(sym_dt.bits) +
+                                     " bits, local buffer: code " + std::to_string(local_dt.code) + "/" +
+                                     std::to_string(local_dt.bits) + " bits)");
+  if (elems(sym) != elems(local))
+    fail(TETHER_ERR_INVALID_ARG, std::string(call) + ": " + std::to_string(elems(local)) + " elements in the local "
+                                     "buffer, " + std::to_string(elems(sym)) + " in the symmetric array");
+}
+
+enum class Dir { Put, Get };
+
+// put: local -> sym on pe; get: sym on pe -> local. Contiguous pairs take tether_put/get(_nbi), others one typed call.
+void transfer(tether_t w, Dir dir, const Side& sym, const Side& local, int pe, bool nbi, uintptr_t stream,
+              bool on_stream) {
+  size_t n = elems(sym);
+  if (n == 0) return;
+  size_t nbytes = n * sym.itemsize;
+  void* stream_ptr = reinterpret_cast<void*>(stream);
+  if (sym.contiguous() && local.contiguous()) {
+    if (dir == Dir::Put) {
+      if (on_stream) check(tether_putmem_on_stream(w, sym.ptr, local.ptr, nbytes, pe, stream_ptr));
+      else check((nbi ? tether_put_nbi : tether_put)(w, sym.ptr, local.ptr, nbytes, pe));
+    } else {
+      if (on_stream) check(tether_getmem_on_stream(w, local.ptr, sym.ptr, nbytes, pe, stream_ptr));
+      else check((nbi ? tether_get_nbi : tether_get)(w, local.ptr, sym.ptr, nbytes, pe));
+    }
+    return;
+  }
+  Layout st(sym), lt(local);
+  if (dir == Dir::Put) {
+    if (on_stream) check(tether_put_typed_on_stream(w, sym.ptr, st.get(), 1, local.ptr, lt.get(), 1, pe, stream_ptr));
+    else check((nbi ? tether_put_typed_nbi : tether_put_typed)(w, sym.ptr, st.get(), 1, local.ptr, lt.get(), 1, pe));
+  } else {
+    if (on_stream) check(tether_get_typed_on_stream(w, local.ptr, lt.get(), 1, sym.ptr, st.get(), 1, pe, stream_ptr));
+    else check((nbi ? tether_get_typed_nbi : tether_get_typed)(w, local.ptr, lt.get(), 1, sym.ptr, st.get(), 1, pe));
+  }
+}
+
+// ---- scalars: atomics, waits, signals ---------------------------------------------------------------------------
+
+// The tether_dtype_t of an array's element type (atomics and waits).
+tether_dtype_t dtypeOf(const nb::dlpack::dtype& d) {
+  using C = nb::dlpack::dtype_code;
+  if (d.code == static_cast<uint8_t>(C::Int)) {
+    if (d.bits == 16) return TETHER_SHORT;
+    if (d.bits == 32) return TETHER_INT32;
+    if (d.bits == 64) return TETHER_INT64;
+  } else if (d.code == static_cast<uint8_t>(C::UInt)) {
+    if (d.bits == 16) return TETHER_USHORT;
+    if (d.bits == 32) return TETHER_UINT32;
+    if (d.bits == 64) return TETHER_UINT64;
+  } else if (d.code == static_cast<uint8_t>(C::Float)) {
+    if (d.bits == 32) return TETHER_FLOAT;
+    if (d.bits == 64) return TETHER_DOUBLE;
+  }
+  fail(TETHER_ERR_INVALID_ARG, "dtype code " + std::to_string(d.code) + "/" + std::to_string(d.bits) +
+                                   " bits has no atomic or wait form (int16/32/64, uint16/32/64, float32/64)");
+}
+
+// A scalar of the element type, from a Python int or float (range-checked by the cast).
+struct Scalar {
+  alignas(8) unsigned char bytes[8] = {};
+};
+
+Scalar toScalar(tether_dtype_t t, nb::handle v) {
+  Scalar s;
+  auto put = [&](auto x) { std::memcpy(s.bytes, &x, sizeof x); };
+  switch (t) {
+    case TETHER_SHORT: put(nb::cast<int16_t>(v)); break;
+    case TETHER_USHORT: put(nb::cast<uint16_t>(v)); break;
+    case TETHER_INT32: put(nb::cast<int32_t>(v)); break;
+    case TETHER_UINT32: put(nb::cast<uint32_t>(v)); break;
+    case TETHER_INT64: put(nb::cast<int64_t>(v)); break;
+    case TETHER_UINT64: put(nb::cast<uint64_t>(v)); break;
+    case TETHER_FLOAT: put(nb::cast<float>(v)); break;
+    default: put(nb::cast<double>(v)); break;
+  }
+  return s;
+}
+
+nb::object fromScalar(tether_dtype_t t, const Scalar& s) {
+  auto get = [&](auto x) { std::memcpy(&x, s.bytes, sizeof x); return nb::cast(x); };
+  switch (t) {
+    case TETHER_SHORT: return get(int16_t{});
+    case TETHER_USHORT: return get(uint16_t{});
+    case TETHER_INT32: return get(int32_t{});
+    case TETHER_UINT32: return get(uint32_t{});
+    case TETHER_INT64: return get(int64_t{});
+    case TETHER_UINT64: return get(uint64_t{});
+    case TETHER_FLOAT: return get(float{});
+    default: return get(double{});
+  }
+}
+
+// The one element an atomic, wait or signal works on: a 0-d array or an array of exactly one element.
+char* scalarPtr(const char* call, const ArrayBase& a) {
+  if (a.count() != 1)
+    fail(TETHER_ERR_INVALID_ARG, std::string(call) + ": needs one element (index the array: a[i]), got " +
+                                     std::to_string(a.count()));
+  return a.data();
+}
+
+nb::object atomic(const ArrayBase& a, int op, nb::handle value, nb::handle cond, int pe) {
+  tether_t w = a.alloc->state->live();
+  tether_dtype_t t = dtypeOf(a.dtype);
+  char* p = scalarPtr("atomic", a);
+  Scalar v = value.is_none() ? Scalar{} : toScalar(t, value);
+  Scalar c = cond.is_none() ? Scalar{} : toScalar(t, cond);
+  Scalar old;
+  check(tether_atomic(w, static_cast<tether_amo_t>(op), t, p, v.bytes, c.bytes, old.bytes, pe));
+  return fromScalar(t, old);
+}
+
+bool waitOrTest(const ArrayBase& a, int cmp, nb::handle value, bool wait) {
+  tether_t w = a.alloc->state->live();
+  tether_dtype_t t = dtypeOf(a.dtype);
+  char* p = scalarPtr(wait ? "wait_until" : "test", a);
+  Scalar v = toScalar(t, value);
+  if (wait) {
+    check(tether_wait_until(w, p, t, static_cast<tether_cmp_t>(cmp), v.bytes));
+    return true;
+  }
+  int r = 0;
+  check(tether_test(w, p, t, static_cast<tether_cmp_t>(cmp), v.bytes, &r));
+  return r != 0;
+}
+
+uint64_t* signalWord(const char* call, const ArrayBase& s) {
+  if (s.dtype != nb::dtype<uint64_t>())
+    fail(TETHER_ERR_INVALID_ARG, std::string(call) + ": a signal word is a uint64 element of a symmetric array");
+  return reinterpret_cast<uint64_t*>(scalarPtr(call, s));
+}
+
+}  // namespace
+
+NB_MODULE(_tether, m) {
+  m.doc() = "tether's C API for the tether package (use `import tether`)";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Failure& f) {
+      nb::object type = errorType();
+      if (!type.is_valid()) type = nb::borrow(PyExc_RuntimeError);
+      nb::object args = nb::make_tuple(f.status, f.message);
+      PyErr_SetObject(type.ptr(), args.ptr());
+    }
+  });
+  m.def("_set_error_type", [](nb::object t) { errorType() = std::move(t); });
+
+  m.def("version", []() {
+    int ma = 0, mi = 0, pa = 0;
+    tether_version(&ma, &mi, &pa);
+    return std::make_tuple(ma, mi, pa);
+  }, "(major, minor, patch) of the libtether actually loaded");
+  m.def("build_info", []() {
+    tether_build_info_t b;
+    check(tether_get_build_info(&b));
+    nb::dict d;
+    d["cuda"] = b.cuda != 0;
+    d["ucx"] = b.ucx != 0;
+    d["sanitizers"] = b.sanitizers != 0;
+    d["ucx_version"] = std::string(b.ucx_version);
+    d["gpus_visible"] = b.gpus_visible;
+    return d;
+  });
+  m.def("status_string", [](int s) { return std::string(tether_status_string(static_cast<tether_status_t>(s))); });
+
+  nb::class_<Allocation>(m, "Allocation")
+      .def("free", &Allocation::free)
+      .def_prop_ro("address", [](const Allocation& a) { return reinterpret_cast<uintptr_t>(a.base); })
+      .def_prop_ro("nbytes", [](const Allocation& a) { return a.nbytes; })
+      .def_prop_ro("kind", [](const Allocation& a) { return a.kind; })
+      .def_prop_ro("owned", [](const Allocation& a) { return a.owned; })
+      .def_prop_ro("freed", [](const Allocation& a) { return a.freed; })
+      .def_prop_ro("exports", [](const Allocation& a) { return a.exports; });
+
+  nb::class_<World>(m, "World")
+      .def(nb::init<const std::vector<std::string>&>(), nb::arg("config") = std::vector<std::string>{})
+      .def("finalize", &World::finalize)
+      .def_prop_ro("alive", [](const World& w) { return w.state->w != nullptr; })
+      .def_prop_ro("my_pe", [](const World& w) { w.state->live(); return w.state->my_pe; })
+      .def_prop_ro("n_pes", [](const World& w) { w.state->live(); return w.state->n_pes; })
+      .def_prop_ro("local_pe", [](const World& w) { return tether_local_pe(w.state->live()); })
+      .def_prop_ro("local_size", [](const World& w) { return tether_local_size(w.state->live()); })
+      .def_prop_ro("exports", [](const World& w) { return w.state->exports; })
+      .def_prop_ro("abandoned", [](const World& w) { return w.state->abandoned; })
+      .def("barrier", [](const World& w) { check(tether_barrier_all(w.state->live())); })
+      .def("sync", [](const World& w) { check(tether_sync_all(w.state->live())); })
+      .def("quiet", [](const World& w) { check(tether_quiet(w.state->live())); })
+      .def("fence", [](const World& w) { check(tether_fence(w.state->live())); })
+      .def("quiet_on_stream", [](const World& w, uintptr_t s) {
+        check(tether_quiet_on_stream(w.state->live(), reinterpret_cast<void*>(s)));
+      })
+      .def("barrier_on_stream", [](const World& w, uintptr_t s) {
+        check(tether_barrier_all_on_stream(w.state->live(), reinterpret_cast<void*>(s)));
+      })
+      .def("alloc", &World::alloc, nb::arg("nbytes"), nb::arg("kind"), nb::arg("alignment") = 0,
+           nb::arg("zero") = false)
+      .def("wrap", &World::wrap)
+      .def("segment_kind", [](const World& w, uintptr_t a) {
+        return static_cast<int>(tether_segment_kind(w.state->live(), reinterpret_cast<const void*>(a)));
+      })
+      .def("ptr", [](const World& w, uintptr_t a, int pe) {
+        return reinterpret_cast<uintptr_t>(tether_ptr(w.state->live(), reinterpret_cast<const void*>(a), pe));
+      });
+
+  nb::class_<ArrayBase>(m, "ArrayBase")
+      .def(nb::init<>())
+      .def("_init", &initArray)
+      .def_prop_ro("allocation", [](const ArrayBase& a) { return a.alloc; })
+      .def_prop_ro("_offset", [](const ArrayBase& a) { return a.offset; })
+      .def_prop_ro("shape", [](const ArrayBase& a) {
+        nb::list l;
+        for (int64_t s : a.shape) l.append(s);
+        return nb::tuple(l);
+      })
+      .def_prop_ro("_strides", [](const ArrayBase& a) { return a.strides; })
+      .def_prop_ro("_dtype", [](const ArrayBase& a) { return std::make_tuple(a.dtype.code, a.dtype.bits); })
+      .def_prop_ro("itemsize", [](const ArrayBase& a) { return a.itemsize; })
+      .def_prop_ro("address", [](const ArrayBase& a) { return reinterpret_cast<uintptr_t>(a.data()); })
+      .def_prop_ro("is_contiguous", &ArrayBase::contiguous)
+      .def("_export", &exportView)
+      .def("_mark_interfaced", &ArrayBase::markInterfaced);
+
+  // put/get: the symmetric side is a tether array (fast path) or any array naming symmetric memory (e.g. a
+  // numpy/torch view of one: checked by tether); the local side anything with DLPack or the buffer protocol.
+  auto put = [](const ArrayBase& dest, nb::ndarray<nb::ro> src, int pe, bool nbi, uintptr_t stream, bool on_stream) {
+    tether_t w = dest.alloc->state->live();
+    Side d = sideOf(dest), s = sideOf(src);
+    matchSides("put", d, s, dest.dtype, src.dtype());
+    transfer(w, Dir::Put, d, s, pe, nbi, stream, on_stream);
+  };
+  auto get = [](nb::ndarray<> dest, const ArrayBase& src, int pe, bool nbi, uintptr_t stream, bool on_stream) {
+    tether_t w = src.alloc->state->live();
+    Side d = sideOf(dest), s = sideOf(src);
+    matchSides("get", s, d, src.dtype, dest.dtype());
+    transfer(w, Dir::Get, s, d, pe, nbi, stream, on_stream);
+  };
+  m.def("put", put, nb::arg("dest"), nb::arg("src"), nb::arg("pe"), nb::arg("nbi") = false, nb::arg("stream") = 0,
+        nb::arg("on_stream") = false);
+  m.def("get", get, nb::arg("dest"), nb::arg("src"), nb::arg("pe"), nb::arg("nbi") = false, nb::arg("stream") = 0,
+        nb::arg("on_stream") = false);
+  // Raw forms with a symmetric side given as an array-like (any producer): tether checks that it is symmetric.
+  m.def("put_any", [](const World& w, nb::ndarray<> dest, nb::ndarray<nb::ro> src, int pe, bool nbi) {
+    Side d = sideOf(dest), s = sideOf(src);
+    matchSides("put", d, s, dest.dtype(), src.dtype());
+    transfer(w.state->live(), Dir::Put, d, s, pe, nbi, 0, false);
+  });
+  m.def("get_any", [](const World& w, nb::ndarray<> dest, nb::ndarray<nb::ro> src, int pe, bool nbi) {
+    Side d = sideOf(dest), s = sideOf(src);
+    matchSides("get", s, d, src.dtype(), dest.dtype());
+    transfer(w.state->live(), Dir::Get, s, d, pe, nbi, 0, false);
+  });
+  // Raw byte put/get by address (the cheapest call; the benchmark's lower bound).
+  m.def("putmem", [](const World& w, uintptr_t dest, uintptr_t src, size_t n, int pe) {
+    check(tether_put(w.state->live(), reinterpret_cast<void*>(dest), reinterpret_cast<const void*>(src), n, pe));
+  });
+  m.def("getmem", [](const World& w, uintptr_t dest, uintptr_t src, size_t n, int pe) {
+    check(tether_get(w.state->live(), reinterpret_cast<void*>(dest), reinterpret_cast<const void*>(src), n, pe));
+  });
+
+  m.def("atomic", &atomic, nb::arg("dest"), nb::arg("op"), nb::arg("value").none(), nb::arg("cond").none(),
+        nb::arg("pe"));
+  m.def("wait_until", [](const ArrayBase& a, int cmp, nb::handle v) { waitOrTest(a, cmp, v, true); });
+  m.def("test", [](const ArrayBase& a, int cmp, nb::handle v) { return waitOrTest(a, cmp, v, false); });
+
+  m.def("signal_op", [](const ArrayBase& sig, uint64_t value, int op, int pe, uintptr_t stream, bool on_stream) {
+    tether_t w = sig.alloc->state->live();
+    uint64_t* p = signalWord("signal_op", sig);
+    auto o = static_cast<tether_signal_op_t>(op);
+    if (on_stream) check(tether_signal_op_on_stream(w, p, value, o, pe, reinterpret_cast<void*>(stream)));
+    else check(tether_signal_op(w, p, value, o, pe));
+  });
+  m.def("signal_fetch", [](const ArrayBase& sig) {
+    uint64_t v = 0;
+    check(tether_signal_fetch(sig.alloc->state->live(), signalWord("signal_fetch", sig), &v));
+    return v;
+  });
+  m.def("signal_wait_until", [](const ArrayBase& sig, int cmp, uint64_t value, uintptr_t stream, bool on_stream) {
+    tether_t w = sig.alloc->state->live();
+    uint64_t* p = signalWord("signal_wait_until", sig);
+    auto c = static_cast<tether_cmp_t>(cmp);
+    uint64_t seen = 0;
+    if (on_stream) check(tether_signal_wait_until_on_stream(w, p, c, value, reinterpret_cast<void*>(stream)));
+    else check(tether_signal_wait_until(w, p, c, value, &seen));
+    return seen;
+  });
+  m.def("put_signal", [](const ArrayBase& dest, nb::ndarray<nb::ro> src, const ArrayBase& sig, uint64_t value,
+                         int op, int pe, bool nbi, uintptr_t stream, bool on_stream) {
+    tether_t w = dest.alloc->state->live();
+    Side d = sideOf(dest), s = sideOf(src);
+    matchSides("put_signal", d, s, dest.dtype, src.dtype());
+    if (!d.contiguous() || !s.contiguous())
+      fail(TETHER_ERR_INVALID_ARG, "put_signal: both sides must be contiguous (use put + signal_op for strided data)");
+    uint64_t* p = signalWord("put_signal", sig);
+    auto o = static_cast<tether_signal_op_t>(op);
+    size_t n = elems(d) * d.itemsize;
+    if (on_stream)
+      check(tether_putmem_signal_on_stream(w, d.ptr, s.ptr, n, p, value, o, pe, reinterpret_cast<void*>(stream)));
+    else check((nbi ? tether_put_signal_nbi : tether_put_signal)(w, d.ptr, s.ptr, n, p, value, o, pe));
+  });
+}
