@@ -17,6 +17,13 @@
 #   REF_OSHCC=/usr/bin/oshcc  REF_OSHRUN=/usr/bin/oshrun   the reference's wrapper and launcher
 #   REF_RUN_ARGS="--mca osc ^rdma --bind-to none"          reference launcher options (why: README.md)
 #   RUN_TIMEOUT=600    seconds per run before it is killed
+#   TRANSPORT=shm      shm: each on its default one-host path (ours: the shm transport; the reference: UCX's sm),
+#                      results in shmem_compare.*;
+#                      ucx: both over the SAME UCX transport, UCX_TLS=tcp,self UCX_NET_DEVICES=lo (ours forced onto
+#                      its UCX provider with TETHER_PATHS=host=ucx; the reference with --mca spml ucx and the UCX_*
+#                      variables exported to its PEs), results in shmem_compare_ucx[_<n>pe].* (issue #19)
+#   NPES=2             PEs per run (osh_bench measures PE 0 -> PE 1; more PEs join the barriers); results of
+#                      NPES != 2 get the suffix _<n>pe
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,8 +38,15 @@ ref_oshcc=${REF_OSHCC:-/usr/bin/oshcc}
 ref_oshrun=${REF_OSHRUN:-/usr/bin/oshrun}
 ref_run_args=${REF_RUN_ARGS:---mca osc ^rdma --bind-to none}
 run_timeout=${RUN_TIMEOUT:-600}
+transport=${TRANSPORT:-shm}
+npes=${NPES:-2}
+case $transport in shm|ucx) ;; *) echo "compare.sh: TRANSPORT must be shm or ucx, got '$transport'" >&2; exit 2 ;; esac
+case $npes in ''|*[!0-9]*|0|1) echo "compare.sh: NPES must be a number >= 2, got '$npes'" >&2; exit 2 ;; esac
+result=shmem_compare
+[[ $transport == ucx ]] && result+=_ucx
+(( npes != 2 )) && result+=_${npes}pe
 read -r -a bench_args <<<"${BENCH_ARGS:-}"
-cmdline="bench/shmem/compare.sh $*"
+cmdline="TRANSPORT=$transport NPES=$npes bench/shmem/compare.sh $*"
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
 
@@ -66,17 +80,27 @@ cflags=(-O2 -std=c11)
 
 ref_root=()
 [[ $(id -u) -eq 0 ]] && ref_root=(--allow-run-as-root)
-npes=2
 # Oversubscription makes Open MPI yield while it polls (slower): only ask for it when there are fewer cores than PEs.
 (( $(nproc) < npes )) && ref_root+=(--oversubscribe)
 read -r -a ref_extra <<<"$ref_run_args"
-run_tether=("$our_oshrun" -n "$npes" "$bin/osh_bench_tether" --impl tether)
-run_oshmem=("$ref_oshrun" "${ref_root[@]}" -np "$npes" "${ref_extra[@]}" "$bin/osh_bench_oshmem" --impl oshmem)
+our_env=() ref_env=() transport_note="each on its own default one-host path (ours: shm transport; reference: UCX)"
+if [[ $transport == ucx ]]; then
+  ucx_vars=(UCX_TLS=tcp,self UCX_NET_DEVICES=lo)
+  our_env=(env TETHER_PATHS=host=ucx TETHER_GPU=none "${ucx_vars[@]}")
+  ref_env=(env "${ucx_vars[@]}")
+  # its MPI side (barriers) on UCX too; pml ucx refuses tcp unless told to take any transport and device
+  ref_extra+=(--mca spml ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS -x UCX_NET_DEVICES)
+  transport_note="both over UCX with ${ucx_vars[*]} (ours: TETHER_PATHS=host=ucx; reference: --mca spml ucx --mca pml ucx, pml_ucx_tls/devices any)"
+fi
+run_tether=("${our_env[@]}" "$our_oshrun" -n "$npes" "$bin/osh_bench_tether" --impl tether)
+run_oshmem=("${ref_env[@]}" "$ref_oshrun" "${ref_root[@]}" -np "$npes" "${ref_extra[@]}" "$bin/osh_bench_oshmem"
+            --impl oshmem)
 
 # ---- versions -----------------------------------------------------------------------------------------------------
 git_desc=$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')
 git_branch=$(git -C "$root" rev-parse --abbrev-ref HEAD 2>/dev/null || echo '?')
 our_ver="tether $git_desc (branch $git_branch), preset $preset"
+[[ -n ${BUILD_DIR:-} ]] && our_ver="tether $git_desc (branch $git_branch), build $BUILD_DIR"
 ompi_ver=$(ompi_info --version 2>/dev/null | head -1 || true)
 ucx_ver=$(ucx_info -v 2>/dev/null | sed -n 's/^# *Library version[^0-9]*\([0-9.]*\).*/\1/p' | head -1 || true)
 [[ -n $ucx_ver ]] || ucx_ver=$(dpkg-query -W -f '${Version}' libucx0 2>/dev/null || echo '?')
@@ -129,6 +153,7 @@ mkdir -p "$outdir"
 export WORK=$work REPS=$reps OUTDIR=$outdir MACHINE=$machine CMDLINE=$cmdline HOSTNAME_=$(hostname) CPU=$cpu \
   NPROC=$(nproc) OUR_VER=$our_ver OMPI_VER=$ompi_ver UCX_VER=$ucx_ver CC_VER=$cc_ver LOAD_NOTE=$load_note \
   LOAD_AFTER=$load_after LOADS="${loads[*]}" RUN_TETHER="${run_tether[*]}" RUN_OSHMEM="${run_oshmem[*]}" \
-  BENCH_ARGS_=${bench_args[*]:-} CFLAGS_="${cflags[*]}" OUR_OSHCC=$our_oshcc REF_OSHCC_=$ref_oshcc
+  BENCH_ARGS_=${bench_args[*]:-} CFLAGS_="${cflags[*]}" OUR_OSHCC=$our_oshcc REF_OSHCC_=$ref_oshcc \
+  RESULT=$result TRANSPORT_NOTE=$transport_note NPES=$npes
 python3 "$here/compare_report.py"
-echo "compare.sh: wrote $outdir/shmem_compare.txt and .jsonl" >&2
+echo "compare.sh: wrote $outdir/$result.txt and .jsonl" >&2

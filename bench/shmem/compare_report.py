@@ -69,13 +69,15 @@ for key in order:
                      factor=gain if gain >= 1 else 1 / gain))
 
 date = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-txt = os.path.join(outdir, "shmem_compare.txt")
+result = env.get("RESULT", "shmem_compare")
+txt = os.path.join(outdir, result + ".txt")
 with open(txt, "w") as t:
     p = lambda s="": print(s, file=t)
     p("# shmem_compare: tether OpenSHMEM (ours) vs Open MPI oshmem (reference), same source bench/shmem/osh_bench.c")
     p(f"# machine: {env['MACHINE']} (hostname {env['HOSTNAME_']}, {env['CPU']}, {env['NPROC']} online CPUs)")
     p(f"# date: {date}")
     p(f"# command: {env['CMDLINE']}")
+    p(f"# transport: {env.get('TRANSPORT_NOTE', '?')}; {env.get('NPES', '2')} PEs")
     p(f"# ours: {env['OUR_VER']}; compiled by {env['OUR_OSHCC']} {env['CFLAGS_']} ({env['CC_VER']})")
     p(f"#   run: {env['RUN_TETHER']} --json FILE {env['BENCH_ARGS_']}".rstrip())
     p(f"# reference: {env['OMPI_VER'] or 'Open MPI ?'} oshmem (spml ucx), UCX {env['UCX_VER']}; compiled by "
@@ -116,12 +118,12 @@ with open(txt, "w") as t:
     p(f"# summary: {len(rows)} rows: ours better in {counts['better']}, same in {counts['same']}, "
       f"worse in {counts['worse']}")
 
-with open(os.path.join(outdir, "shmem_compare.jsonl"), "w") as j:
+with open(os.path.join(outdir, result + ".jsonl"), "w") as j:
     for r in rows:
         rec = dict(machine=env["MACHINE"], date=date, ours="tether", reference="oshmem")
         rec.update(r)
         j.write(json.dumps(rec) + "\n")
-with open(os.path.join(outdir, "shmem_compare.runs.jsonl"), "w") as j:
+with open(os.path.join(outdir, result + ".runs.jsonl"), "w") as j:
     # First line: where, when and how these runs were made; then every run's raw rows.
     j.write(json.dumps(dict(record="run", machine=env["MACHINE"], date=date, command=env["CMDLINE"],
                             ours=env["RUN_TETHER"], reference=env["RUN_OSHMEM"])) + "\n")
