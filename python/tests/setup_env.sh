@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Makes the environment of the Python tests (ctest fixture python_env, tests/python/CMakeLists.txt):
+#   setup_env.sh VENV SOURCE_DIR WHEEL_BUILD_DIR CUDA(ON|OFF)
+# 1. VENV: a virtual environment (python3 -m venv; Debian: python3-venv) with numpy, pytest and the build backend
+#    (scikit-build-core, nanobind). Wheels in SOURCE_DIR/.whl are preferred (--find-links; a machine without network
+#    needs them there; torch/cupy wheels there are installed too, for the GPU tests).
+# 2. `pip install SOURCE_DIR` into it: the package as a user gets it (libtether, tetherrun and the extension built by
+#    scikit-build-core), incrementally in WHEEL_BUILD_DIR, CUDA parts only when CUDA=ON.
+# Exit 0 when the package imports; non-zero with the reason otherwise.
+set -euo pipefail
+venv=$1 src=$2 wheel_build=$3 cuda=${4:-OFF}
+py=${PYTHON:-python3}
+command -v "$py" >/dev/null || { echo "setup_env: $py not found (Debian: apt-get install python3 python3-venv)" >&2; exit 1; }
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv" || { echo "setup_env: '$py -m venv' failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+links=()
+if [ -d "$src/.whl" ]; then links=(--find-links "$src/.whl"); fi
+need=()
+for mod_pkg in numpy:numpy pytest:pytest scikit_build_core:scikit-build-core nanobind:nanobind; do
+  "$venv/bin/python" -c "import ${mod_pkg%%:*}" 2>/dev/null || need+=("${mod_pkg##*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup_env: pip install ${need[*]}"
+  "${pip[@]}" install "${links[@]}" "${need[@]}"
+fi
+# Optional GPU test dependencies: only from local wheels (never downloaded here: they are large).
+if [ -d "$src/.whl" ]; then
+  for w in "$src"/.whl/torch-*.whl "$src"/.whl/cupy*.whl; do
+    [ -f "$w" ] && "${pip[@]}" install --no-deps "${links[@]}" "$w" || true
+  done
+fi
+echo "setup_env: pip install $src (build dir $wheel_build, CUDA $cuda)"
+"${pip[@]}" install --no-build-isolation --no-deps "$src" -C build-dir="$wheel_build" \
+  -C cmake.define.TETHER_CUDA="$cuda" -C cmake.define.TETHER_WERROR=ON
+cd /
+"$venv/bin/python" -c "import tether; print('setup_env: tether', tether.__version__, tether.build_info())"
