@@ -118,40 +118,71 @@ void Proxy::run() {
     bool any = false;
     const int n = nRings_.load(std::memory_order_acquire);
     for (int i = 0; i < n; ++i) any = serve(*order_[i]) || any;
-    world_.paths().progress();  // the providers behind the paths the descriptors use
     if (any) {
+      world_.paths().progress();  // the providers behind the paths the descriptors use (nbi writes in flight)
       idle = 0;
       continue;
     }
-    if (stopping) return;  // everything posted before stop() was executed
+    if (stopping) return;  // everything posted before stop() was executed (and completed: serve closes batches)
     if (++idle < kSpinPolls) continue;
-    if (idle < kYieldPolls)
+    if (idle < kYieldPolls) {
       std::this_thread::yield();
-    else
+    } else {
+      // Idle: progress once per sleep (a PE whose threads are outside tether still serves its peers), not on every
+      // poll, where it would contend with the PE's own thread for the worker lock.
+      world_.paths().progress();
       std::this_thread::sleep_for(kIdleSleep);
+    }
   }
+}
+
+void Proxy::fail(Ring& r, uint64_t ticket, const Status& s, const char* what) {
+  TETHER_LOG_ERROR(LogSys::Core, "device API proxy, %s ring, %s: %s", r.gpu ? "GPU" : "CPU", what,
+                   s.message().c_str());
+  uint64_t none = 0;
+  __atomic_compare_exchange_n(&r.state->error, &none, ticket + 1, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+void Proxy::closeBatch(Ring& r) {
+  Batch& b = r.batch;
+  if (!b.writes) return;
+  b.writes = 0;
+  Status s = b.ops->quiet(b.ctx);
+  if (!s.isOk())
+    fail(r, b.first, s, strprintf("completing the nbi writes from ticket %llu on", static_cast<unsigned long long>(
+                                  b.first)).c_str());
+}
+
+void Proxy::complete(Ring& r) {
+  closeBatch(r);
+  // The writes' effects (memcpy'd bytes included, which may be weakly ordered stores) before done.
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  r.published = r.next;
+  __atomic_store_n(&r.state->done, r.next, __ATOMIC_RELEASE);
 }
 
 bool Proxy::serve(Ring& r) {
   const uint64_t t = r.next;
   tether_proxy_desc_t* slot = &r.slots[t & (slots_ - 1)];
-  if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != (t << 2 | kPosted)) return false;
+  if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != (t << 2 | kPosted)) {
+    if (r.published == t) return false;
+    complete(r);  // nothing further posted: complete the open batch and publish it
+    return true;
+  }
   tether_proxy_desc_t d;
   std::memcpy(&d, slot, sizeof d);  // the producer does not touch the slot until we hand it back
   uint64_t result = 0;
   ProxyOp pt;
   decodeProxyDesc(d, &result, &pt);
-  Status s = execute(r, pt, &result);
-  if (!s.isOk()) {
-    TETHER_LOG_ERROR(LogSys::Core, "device API proxy, %s ring, ticket %llu (op word 0x%x, PE %d, offset 0x%llx, %llu "
-                     "bytes): %s", r.gpu ? "GPU" : "CPU", static_cast<unsigned long long>(t), d.op, d.pe,
-                     static_cast<unsigned long long>(d.offset), static_cast<unsigned long long>(d.size),
-                     s.message().c_str());
-    uint64_t none = 0;
-    __atomic_compare_exchange_n(&r.state->error, &none, t + 1, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-  }
-  // Completion: the effects (memcpy'd bytes included, which may be weakly ordered stores) before the slot and done.
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  Status s = execute(r, t, pt, &result);
+  if (!s.isOk())
+    fail(r, t, s, strprintf("ticket %llu (op word 0x%x, PE %d, offset 0x%llx, %llu bytes)",
+                            static_cast<unsigned long long>(t), d.op, d.pe, static_cast<unsigned long long>(d.offset),
+                            static_cast<unsigned long long>(d.size)).c_str());
+  // Hand the slot back: the effects of a blocking descriptor (memcpy'd bytes included) before the slot (an nbi
+  // write's effects are ordered before done by complete()).
+  const bool nbiWrite = s.isOk() && (pt.code == TETHER_PROXY_OP_PUT || pt.code == TETHER_PROXY_OP_PUT_INLINE);
+  if (!nbiWrite) __atomic_thread_fence(__ATOMIC_SEQ_CST);
   if (pt.fetch) {
     __atomic_store_n(&slot->result, result, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->seq, t << 2 | kDone, __ATOMIC_RELEASE);  // the producer reads result and frees the slot
@@ -159,7 +190,12 @@ bool Proxy::serve(Ring& r) {
     __atomic_store_n(&slot->seq, (t + slots_) << 2 | kFree, __ATOMIC_RELEASE);
   }
   r.next = t + 1;
-  __atomic_store_n(&r.state->done, t + 1, __ATOMIC_RELEASE);
+  if (!r.batch.writes) {  // no nbi write open: every ticket <= t is complete
+    r.published = r.next;
+    __atomic_store_n(&r.state->done, r.next, __ATOMIC_RELEASE);
+  } else if (r.batch.writes >= kBatch) {
+    complete(r);
+  }
   return true;
 }
 
@@ -200,7 +236,7 @@ const void* Proxy::localAddr(Ring& r, uint64_t addr) {
   return reinterpret_cast<const void*>(addr);
 }
 
-Status Proxy::execute(Ring& r, ProxyOp& d, uint64_t* result) {
+Status Proxy::execute(Ring& r, uint64_t t, ProxyOp& d, uint64_t* result) {
   const char* what = "device API proxy";
   Op& op = d.op;
   SymRef ref{SegKind::Host, 0}, sigRef{SegKind::Host, 0};
@@ -228,7 +264,42 @@ Status Proxy::execute(Ring& r, ProxyOp& d, uint64_t* result) {
                                      what, static_cast<unsigned long long>(d.sigOffset));
     TETHER_TRY(target(what, op.pe, d.sigKind, d.sigOffset, 8, &sigRef));
   }
-  // Every descriptor runs blocking (complete before the next ticket), through the host calls' execution.
+  return issue(r, t, d, ref, sigRef, result);
+}
+
+Status Proxy::issue(Ring& r, uint64_t t, ProxyOp& d, const SymRef& ref, const SymRef& sigRef, uint64_t* result) {
+  Op& op = d.op;
+  Batch& b = r.batch;
+  const SegPath& p = world_.path(op.pe, ref.kind);
+  void* const pctx = ctx(p);
+  const bool sameCtx = b.writes && b.ops == p.ops && b.ctx == pctx;
+  if (d.code == TETHER_PROXY_OP_PUT || d.code == TETHER_PROXY_OP_PUT_INLINE) {
+    if (b.writes && !sameCtx) closeBatch(r);  // another context: the batch lands first
+    if (b.writes && (b.pe == op.pe || b.pe == kManyPes)) TETHER_TRY(p.ops->fence(pctx));  // per-target order
+    if (d.code == TETHER_PROXY_OP_PUT_INLINE) {  // the transport may read the bytes after the nbi put returns
+      b.inlineBytes[b.writes] = op.value;
+      op.kind = Op::Put;
+      op.src = &b.inlineBytes[b.writes];
+    }
+    if (!b.writes) {
+      b.ops = p.ops;
+      b.ctx = pctx;
+      b.pe = op.pe;
+      b.first = t;
+    } else if (b.pe != op.pe) {
+      b.pe = kManyPes;
+    }
+    ++b.writes;
+    return runOp(world_, op, ref, sigRef, true, result, this);
+  }
+  // A signal ordered by the transport after the batch's writes (same context, the only PE written to); anything else
+  // waits for the batch to complete.
+  bool ordered = false;
+  if ((d.code == TETHER_PROXY_OP_SIGNAL || d.code == TETHER_PROXY_OP_PUT_SIGNAL) && sameCtx && b.pe == op.pe) {
+    const SegPath& sp = world_.path(op.pe, sigRef.kind);
+    ordered = sp.ops == b.ops && ctx(sp) == b.ctx;
+  }
+  if (!ordered) closeBatch(r);
   return runOp(world_, op, ref, sigRef, false, result, this);
 }
 

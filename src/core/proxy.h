@@ -7,17 +7,33 @@
 // respect to other agents in general; only this GPU's threads take tickets). Layout and slot protocol: tether.h.
 //
 // Thread. One proxy thread, started with the first ring, polls every ring's next slot in ticket order and executes
-// each descriptor to completion with the World's host path to that (PE, segment) -- decoded into an Op and run by
-// runOp (core/op.h), the execution behind tether_put/get/atomic/signal_op -- before the next one, so descriptors
-// complete in ticket order; then it frees the slot (or, for fetching ones, publishes the result) and advances `done`
-// (release, after a full fence). GPU work is issued on a sibling GpuContext whose streams do not wait for the legacy
-// default stream (a kernel that waits for the proxy is still running there). Idle policy: spin ~2000 polls, then
-// yield ~2000 times, then sleep 50 us between polls: a ring that was idle for a while answers with up to ~50 us
-// extra latency, and 8 PEs on 2 cores still progress.
+// each descriptor with the World's host path to that (PE, segment) -- decoded into an Op and run by runOp (core/op.h),
+// the execution behind tether_put/get/atomic/signal_op. Writes without a result (PUT, PUT_INLINE) are issued nbi and
+// completed in batches; everything else runs blocking (complete on return), as before. The rules keep the ring's
+// promises (tether.h, include/tether/device.cuh): descriptors take effect in ticket order, and `done` = t + 1 means
+// every ticket <= t is complete at its target:
+//  - a batch is a run of nbi writes on ONE transport context (ops, ctx); an nbi write on another context first
+//    completes the batch (ops->quiet), and one to a PE the batch already wrote to is preceded by ops->fence (the
+//    transport's per-target ordering, which the ring promised by executing one descriptor at a time);
+//  - any other descriptor first completes the batch, except a SIGNAL / PUT_SIGNAL whose data and signal words take
+//    the batch's context and whose PE is the only one the batch wrote to (the transport orders a signal after its
+//    earlier puts to that PE: transport.h);
+//  - done and the slots: a slot is handed back (freed, or its result published) as soon as its descriptor was issued
+//    -- a PUT_INLINE's value is first copied into the ring's batch storage, which lives until the quiet, since the
+//    transport may read it after its nbi put returned; a PUT's source is the producer's (a blocking put waits for
+//    done, an nbi one keeps it unchanged until quiet). done advances only over completed tickets: at once after a
+//    blocking descriptor when no batch is open, else when the batch is completed -- when the ring has no further
+//    posted slot, before a descriptor that needs it (above), or after kBatch (64) nbi writes.
+// GPU work is issued on a sibling GpuContext whose streams do not wait for the legacy default stream (a kernel that
+// waits for the proxy is still running there). Idle policy: spin ~2000 polls, then yield ~2000 times, then sleep
+// 50 us between polls: a ring that was idle for a while answers with up to ~50 us extra latency, and 8 PEs on 2 cores
+// still progress. The providers (UCX's worker) are progressed while descriptors are served and once per idle sleep,
+// not on every idle poll: an idle proxy does not fight the PE's own thread (a barrier, a wait) for the worker lock.
 //
 // Failures: a descriptor that cannot be executed (bad PE or op, range outside the segment, transport error; every
 // check runs before the descriptor touches memory) is logged once with its reason, recorded in state->error (first
-// one) and completed anyway, so the producer fails cleanly instead of hanging. stop() (finalize, destructor) executes
+// one) and completed anyway, so the producer fails cleanly instead of hanging. A batch whose quiet fails records its
+// first ticket (the log names the batch's ticket range). stop() (finalize, destructor) executes
 // what is already posted, then joins the thread; it must run before the heaps are unmapped.
 // Limits: atomics/signals on DEVICE words run a one-thread kernel, so they need one free block slot on the GPU while
 // the served kernel runs, and that kernel must already be loaded in the context (the GpuContext loads it when it is
@@ -80,11 +96,24 @@ class Proxy final : private PathCtx {
   Status stop();
 
  private:
+  static constexpr uint32_t kBatch = 64;
+  static constexpr int kManyPes = -2;  // nbi writes issued before the batch is completed and done published
+  // The open batch of a ring: nbi writes since done was last published (proxy thread only).
+  struct Batch {
+    const TransportOps* ops = nullptr;  // the one transport context the batch's writes use
+    void* ctx = nullptr;
+    int pe = -1;                        // the PE they all wrote to, or kManyPes
+    uint64_t first = 0;                 // ticket of the first write
+    uint32_t writes = 0;                // nbi writes issued (0: no batch)
+    uint64_t inlineBytes[kBatch] = {};  // PUT_INLINE values, alive until the quiet
+  };
   struct Ring {
     tether_proxy_desc_t* slots = nullptr;  // CPU address
     tether_proxy_state_t* state = nullptr;
     ProxyRingView view;                    // handle's address space
     uint64_t next = 0;                     // next ticket to execute (proxy thread only)
+    uint64_t published = 0;                // done as last published (proxy thread only)
+    Batch batch;                           // proxy thread only
     bool gpu = false;
     std::vector<ProxyWindow> windows;      // guarded by mu_
     std::vector<tether_proxy_desc_t> hostSlots;  // CPU ring: slots, state and ticket in plain host memory
@@ -94,7 +123,15 @@ class Proxy final : private PathCtx {
   explicit Proxy(World& world) : world_(world) {}
   void run();
   bool serve(Ring& r);                  // executes the next descriptor if posted; true if it did
-  Status execute(Ring& r, ProxyOp& d, uint64_t* result);  // d: decodeProxyDesc (core/op.h)
+  Status execute(Ring& r, uint64_t t, ProxyOp& d, uint64_t* result);  // d: decodeProxyDesc (core/op.h)
+  // Issues a checked descriptor: PUT / PUT_INLINE into the ring's batch (nbi), anything else blocking, after
+  // completing the batch where the ordering rules above need it.
+  Status issue(Ring& r, uint64_t t, ProxyOp& d, const SymRef& ref, const SymRef& sigRef, uint64_t* result);
+  // Completes the ring's open batch (closeBatch), then publishes done = r.next.
+  void complete(Ring& r);
+  // ops->quiet of the open batch, which is then closed; a failure is recorded against its first ticket (fail).
+  void closeBatch(Ring& r);
+  void fail(Ring& r, uint64_t ticket, const Status& s, const char* what);
   // The (PE, segment kind, offset, n bytes) a descriptor names, checked against the World (and a path exists).
   Status target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, SymRef* ref);
   void* ctx(const SegPath& p) override;  // PathCtx: the sibling context for the World's GPU work
