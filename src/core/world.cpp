@@ -58,6 +58,7 @@ World::~World() {
   // unregisters them), but DEVICE mappings must go before the context.
   streams_.close();
   proxy_.reset();
+  ownerGpu_.reset();
   heap_.closeDevice();
 }
 
@@ -182,11 +183,30 @@ Status World::setUpPaths() {
                   "(%llu bytes)", static_cast<unsigned long long>(width), static_cast<unsigned long long>(o.offset),
                   segKindName(o.kind), static_cast<unsigned long long>(bytes));
     const RemoteAddr at = remote(job_.rank, SymRef{o.kind, o.offset});
-    if (o.signal) return self.ops->signal(self.ctx, job_.rank, at, o.value, o.sigOp);
-    return self.ops->amo(self.ctx, job_.rank, at, o.amo, fetched);
+    // GPU work for a peer runs on the owner-op sibling context (non-blocking streams): on the World's own context
+    // (blocking streams) it would queue behind a kernel of this PE on the legacy default stream -- the very kernel
+    // that may be spinning on this word (a device-side wait, a device barrier) -- and both would wait forever.
+    void* ctx = self.ctx;
+    if (gpu_ && self.ctx == gpu_.get()) TETHER_TRY(ownerGpu(&ctx));
+    if (o.signal) return self.ops->signal(ctx, job_.rank, at, o.value, o.sigOp);
+    return self.ops->amo(ctx, job_.rank, at, o.amo, fetched);
   };
   registry.add(makeUcxProvider(ucx));
-  return paths_.setUp(topo_, job_.rank, ov, std::move(registry), segs, *bootstrap_);
+  TETHER_TRY(paths_.setUp(topo_, job_.rank, ov, std::move(registry), segs, *bootstrap_));
+  // Peers' GPU-word operations may arrive while this PE's first kernel already runs: make their context now (a
+  // context made later, inside the message handler, would load its kernels while that kernel runs).
+  if (gpu_ && device && paths_.hasRemoteKeys()) {
+    void* unused = nullptr;
+    TETHER_TRY(ownerGpu(&unused).withContext("tether_init"));
+  }
+  return Status::ok();
+}
+
+Status World::ownerGpu(void** ctx) {
+  std::lock_guard<std::mutex> lock(ownerGpuMu_);
+  if (!ownerGpu_) TETHER_TRY(gpu_->createSibling(&ownerGpu_).withContext("owner-executed operations"));
+  *ctx = ownerGpu_.get();
+  return Status::ok();
 }
 
 Status World::discoverHosts() {
@@ -261,6 +281,10 @@ Status World::finalize() {
     liveProxy_.store(nullptr);
     TETHER_WARN_ON_FAIL(proxy_->stop());
     proxy_.reset();
+  }
+  {
+    std::lock_guard<std::mutex> lock(ownerGpuMu_);
+    ownerGpu_.reset();
   }
   heap_.closeDevice();
   gpu_.reset();

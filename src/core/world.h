@@ -158,6 +158,7 @@ class World {
   // (heap_.commit, then the exchange.)
   Status commitAndSync(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes);
   Status barrierRounds(const char* call, bool quietFirst);  // barrier() without the collective-state rules
+  Status ownerGpu(void** ctx);  // *ctx: ownerGpu_, made on first use
   Status badPe(const char* call, int pe) const;
 
   Config config_;
@@ -168,6 +169,10 @@ class World {
   int localPe_ = 0, localSize_ = 1;
   SymmetricHeap heap_;  // before gpu_: the GPU context goes first (~World and finalize close the DEVICE heap before it)
   std::unique_ptr<GpuContext> gpu_;
+  // Sibling of gpu_ (non-blocking streams) for peers' owner-executed atomics and signals on this PE's DEVICE words
+  // (transport/ucx): made at init in jobs with network peers, released before the DEVICE heap like the proxy's.
+  std::mutex ownerGpuMu_;
+  std::unique_ptr<GpuContext> ownerGpu_;
   PathTable paths_;  // one PeerPath per PE, the providers (and staged contexts) behind them
   DeviceHandleCache handles_;  // device-handle peer tables (core/device_handle_cache.h)
   std::mutex proxyMu_;         // creation of proxy_ and the rings of device handles
