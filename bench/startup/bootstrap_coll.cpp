@@ -3,7 +3,8 @@
 // way tether_init does (detectJob + createTcpBootstrap: the star around rank 0) and times:
 //   rendezvous   createTcpBootstrap, from main() (max over PEs: the last PE's arrival included)
 //   barrier      one bootstrap barrier (median of --iters)
-//   allgather B  one allgather of B bytes per PE (B = 8, 128 ~ a UCX worker address + header, 1024), median
+//   allgather B  one allgather of B bytes per PE, median; B = 8 (lengths), 128 (~ a UCX worker address), 2048 (the
+//                fixed topology record tether_init allgathers, World::discoverTopology)
 // Times are PE 0's (every collective ends on all PEs within one reply of rank 0). Links tether_static (internal API).
 // Usage: tether_bench_bootstrap [--iters N (default 50)] [--json FILE]
 #include <algorithm>
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
     check(b->barrier(), "barrier");
     bar.push_back(since(t));
   }
-  const size_t sizes[] = {8, 128, 1024};
+  const size_t sizes[] = {8, 128, 2048};
   double ag[3];
   for (int k = 0; k < 3; ++k) {
     std::vector<char> in(sizes[k], static_cast<char>(b->rank())), out(sizes[k] * static_cast<size_t>(n));
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   if (b->rank() == 0) {
     std::printf("# tether_bench_bootstrap: %d PEs, %d iterations, median us (PE 0)\n", n, iters);
     std::printf("rendezvous (max over PEs, from main) %10.1f us\nbarrier %10.1f us\nallgather 8 B %10.1f us\n"
-                "allgather 128 B %10.1f us\nallgather 1024 B %10.1f us\n", rendezvousMax, median(bar), ag[0], ag[1],
+                "allgather 128 B %10.1f us\nallgather 2048 B %10.1f us\n", rendezvousMax, median(bar), ag[0], ag[1],
                 ag[2]);
     if (json) {
       FILE* f = std::fopen(json, "a");
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       std::fprintf(f, "{\"record\":\"bootstrap\",\"npes\":%d,\"iters\":%d,\"rendezvous_us_max\":%.1f,"
-                   "\"barrier_us\":%.1f,\"allgather_8_us\":%.1f,\"allgather_128_us\":%.1f,\"allgather_1024_us\":%.1f}\n",
+                   "\"barrier_us\":%.1f,\"allgather_8_us\":%.1f,\"allgather_128_us\":%.1f,\"allgather_2048_us\":%.1f}\n",
                    n, iters, rendezvousMax, median(bar), ag[0], ag[1], ag[2]);
       std::fclose(f);
     }

@@ -8,7 +8,7 @@
 #
 #   bench/startup/netns_startup.sh [--log] [--reps R] NPES [build-dir]     (needs root, ip, unshare)
 #
-# --log: TETHER_LOG=debug on every PE, each output line stamped (seconds since that host's launch) as it reaches
+# --log: TETHER_LOG=$LOG_SPEC (default info) on every PE, each output line stamped (seconds since that host's launch) as it reaches
 #        tetherrun: the phases of tether_init (bootstrap rendezvous, host discovery, heap, UCX worker and address
 #        exchange, paths) can be read off; logging itself slows the job down, so time it without --log.
 # Prints each run's table; with --reps > 1 also the median and the range of "launch->init done max".
@@ -26,7 +26,7 @@ if [[ ${1:-} == --host ]]; then  # internal: inside one netns host
   cmd=("$build/tools/tetherrun/tetherrun" -n "$npes" --ranks "$range" --rendezvous "$NETNS_ADDR_0:29500"
        --secret-file "$secret" "$build/bench/startup/tether_bench_startup" "${args[@]}")
   if [[ $log == 1 ]]; then
-    export TETHER_LOG=debug BENCH_LAUNCH_NS=$(date +%s%N)
+    export TETHER_LOG=${LOG_SPEC:-info} BENCH_LAUNCH_NS=$(date +%s%N)
     "${cmd[@]}" 2>&1 | python3 -u -c '
 import os, sys, time
 t0 = int(os.environ["BENCH_LAUNCH_NS"]) / 1e9
