@@ -128,7 +128,9 @@ Status SymmetricHeap::registerHostViews(uint64_t committed) {
 }
 
 char* SymmetricHeap::hostGpuAlias(int pe, SymRef ref) const {
-  if (!gpu_) return nullptr;
+  // Only same-host PEs' segments are mapped (and registered) here: a network peer's localIndex numbers the PEs of
+  // ITS host, so it would name a same-host PE's view (this PE's own, for the first PE of the other host).
+  if (!gpu_ || !topo_->sameHost(pe, rank_)) return nullptr;
   const int j = topo_->pes[static_cast<size_t>(pe)].localIndex;
   if (ref.kind == SegKind::Static)
     return static_ && ref.offset < staticBytes_ ? static_->base(j) + ref.offset + staticAlias_[static_cast<size_t>(j)]

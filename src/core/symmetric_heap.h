@@ -115,7 +115,8 @@ class SymmetricHeap {
   }
   bool hostAliased(int j) const { return registered_ && static_cast<size_t>(j) < hostAlias_.size(); }
   bool staticAliased(int j) const { return static_ && static_cast<size_t>(j) < staticAlias_.size(); }
-  // GPU-usable address of byte ref.offset of PE pe's HOST or STATIC segment, or nullptr (no GPU, or not registered).
+  // GPU-usable address of byte ref.offset of PE pe's HOST or STATIC segment, or nullptr (no GPU, PE on another host,
+  // or not registered).
   char* hostGpuAlias(int pe, SymRef ref) const;
   // Reads n bytes of this PE's own symmetric memory (a DEVICE segment goes through the GPU).
   Status readLocal(SymRef ref, void* out, size_t n) const;
