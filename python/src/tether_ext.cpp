@@ -24,6 +24,7 @@
 #include <tether/datatype.h>
 #include <tether/tether.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -296,6 +297,84 @@ Side sideOf(const nb::ndarray<Args...>& a) {
   return s;
 }
 
+// The local side of a put/get: through the buffer protocol when the object has it (numpy, bytes, memoryview,
+// array.array: much cheaper than a DLPack import, which matters for small puts), else through nanobind's ndarray
+// caster (DLPack: torch, cupy, GPU memory). Holds the buffer until the transfer is done.
+class Local {
+ public:
+  Local(nb::handle obj, bool writable) {
+    if (PyObject_CheckBuffer(obj.ptr()) &&
+        PyObject_GetBuffer(obj.ptr(), &view_, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) == 0) {
+      held_ = true;
+      if (formatDtype(view_.format, static_cast<size_t>(view_.itemsize), &dtype_)) {
+        side_ = Side{static_cast<char*>(view_.buf), static_cast<size_t>(view_.itemsize), {}, {}};
+        for (int i = 0; i < view_.ndim; ++i) {
+          side_.shape.push_back(view_.shape[i]);
+          side_.strides.push_back(view_.strides[i]);
+        }
+        return;
+      }
+      release();  // a format we do not map (big-endian, structs): let DLPack decide
+    }
+    PyErr_Clear();
+    if (writable) {
+      nb::ndarray<> a;
+      if (!nb::try_cast(nb::borrow(obj), a))
+        fail(TETHER_ERR_INVALID_ARG, "local buffer of type " + std::string(nb::type_name(obj.type()).c_str()) +
+                                         " is not a writable array (DLPack or buffer protocol)");
+      side_ = sideOf(a);
+      dtype_ = a.dtype();
+      dl_ = nb::ndarray<nb::ro>(a);
+    } else {
+      nb::ndarray<nb::ro> a;
+      if (!nb::try_cast(nb::borrow(obj), a))
+        fail(TETHER_ERR_INVALID_ARG, "local buffer of type " + std::string(nb::type_name(obj.type()).c_str()) +
+                                         " is not an array (DLPack or buffer protocol)");
+      side_ = sideOf(a);
+      dtype_ = a.dtype();
+      dl_ = a;
+    }
+  }
+  ~Local() { release(); }
+  Local(const Local&) = delete;
+  Local& operator=(const Local&) = delete;
+  const Side& side() const { return side_; }
+  const nb::dlpack::dtype& dtype() const { return dtype_; }
+
+ private:
+  void release() {
+    if (held_) PyBuffer_Release(&view_);
+    held_ = false;
+  }
+  // struct-module format of one element ("<d", "q", "Zf", ...) -> DLPack dtype; false for what has none.
+  static bool formatDtype(const char* f, size_t itemsize, nb::dlpack::dtype* out) {
+    using C = nb::dlpack::dtype_code;
+    if (!f) f = "B";
+    if (*f == '<' || *f == '@' || *f == '=') ++f;
+    C code;
+    if (f[0] == 'Z' && (f[1] == 'f' || f[1] == 'd') && f[2] == 0) {
+      code = C::Complex;
+    } else if (f[0] != 0 && f[1] == 0 && std::strchr("bhilqn", f[0])) {
+      code = C::Int;
+    } else if (f[0] != 0 && f[1] == 0 && std::strchr("BHILQN", f[0])) {
+      code = C::UInt;
+    } else if (f[0] != 0 && f[1] == 0 && std::strchr("efd", f[0])) {
+      code = C::Float;
+    } else if (f[0] == '?' && f[1] == 0) {
+      code = C::Bool;
+    } else {
+      return false;
+    }
+    *out = nb::dlpack::dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(itemsize * 8), 1};
+    return true;
+  }
+  Py_buffer view_{};
+  bool held_ = false;
+  Side side_{};
+  nb::dlpack::dtype dtype_{};
+  nb::ndarray<nb::ro> dl_;  // keeps a DLPack import alive
+};
+
 size_t elems(const Side& s) {
   size_t n = 1;
   for (int64_t d : s.shape) n *= static_cast<size_t>(d);
@@ -471,7 +550,12 @@ bool waitOrTest(const ArrayBase& a, int cmp, nb::handle value, bool wait) {
   char* p = scalarPtr(wait ? "wait_until" : "test", a);
   Scalar v = toScalar(t, value);
   if (wait) {
-    check(tether_wait_until(w, p, t, static_cast<tether_cmp_t>(cmp), v.bytes));
+    tether_status_t st;
+    {
+      nb::gil_scoped_release unlocked;  // other Python threads run while this one waits
+      st = tether_wait_until(w, p, t, static_cast<tether_cmp_t>(cmp), v.bytes);
+    }
+    check(st);
     return true;
   }
   int r = 0;
@@ -562,6 +646,10 @@ NB_MODULE(_tether, m) {
   nb::class_<ArrayBase>(m, "ArrayBase")
       .def(nb::init<>())
       .def("_init", &initArray)
+      .def("_init_view", [](ArrayBase& a, const ArrayBase& of, size_t offset, std::vector<int64_t> shape,
+                            std::vector<int64_t> strides) {  // same allocation and dtype as `of`
+        initArray(a, of.alloc, offset, std::move(shape), std::move(strides), of.dtype.code, of.dtype.bits);
+      })
       .def_prop_ro("allocation", [](const ArrayBase& a) { return a.alloc; })
       .def_prop_ro("_offset", [](const ArrayBase& a) { return a.offset; })
       .def_prop_ro("shape", [](const ArrayBase& a) {
@@ -579,17 +667,19 @@ NB_MODULE(_tether, m) {
 
   // put/get: the symmetric side is a tether array (fast path) or any array naming symmetric memory (e.g. a
   // numpy/torch view of one: checked by tether); the local side anything with DLPack or the buffer protocol.
-  auto put = [](const ArrayBase& dest, nb::ndarray<nb::ro> src, int pe, bool nbi, uintptr_t stream, bool on_stream) {
+  auto put = [](const ArrayBase& dest, nb::handle src, int pe, bool nbi, uintptr_t stream, bool on_stream) {
     tether_t w = dest.alloc->state->live();
-    Side d = sideOf(dest), s = sideOf(src);
-    matchSides("put", d, s, dest.dtype, src.dtype());
-    transfer(w, Dir::Put, d, s, pe, nbi, stream, on_stream);
+    Local l(src, false);
+    Side d = sideOf(dest);
+    matchSides("put", d, l.side(), dest.dtype, l.dtype());
+    transfer(w, Dir::Put, d, l.side(), pe, nbi, stream, on_stream);
   };
-  auto get = [](nb::ndarray<> dest, const ArrayBase& src, int pe, bool nbi, uintptr_t stream, bool on_stream) {
+  auto get = [](nb::handle dest, const ArrayBase& src, int pe, bool nbi, uintptr_t stream, bool on_stream) {
     tether_t w = src.alloc->state->live();
-    Side d = sideOf(dest), s = sideOf(src);
-    matchSides("get", s, d, src.dtype, dest.dtype());
-    transfer(w, Dir::Get, s, d, pe, nbi, stream, on_stream);
+    Local l(dest, true);
+    Side s = sideOf(src);
+    matchSides("get", s, l.side(), src.dtype, l.dtype());
+    transfer(w, Dir::Get, s, l.side(), pe, nbi, stream, on_stream);
   };
   m.def("put", put, nb::arg("dest"), nb::arg("src"), nb::arg("pe"), nb::arg("nbi") = false, nb::arg("stream") = 0,
         nb::arg("on_stream") = false);
@@ -612,6 +702,16 @@ NB_MODULE(_tether, m) {
   });
   m.def("getmem", [](const World& w, uintptr_t dest, uintptr_t src, size_t n, int pe) {
     check(tether_get(w.state->live(), reinterpret_cast<void*>(dest), reinterpret_cast<const void*>(src), n, pe));
+  });
+
+  // For the overhead benchmark (python/benchmarks/put_overhead.py): `iters` blocking puts of nbytes from src to dest
+  // on pe in a C loop; returns the seconds they took (the C call's cost, measured in the same process and buffers).
+  m.def("_bench_put_loop", [](const World& w, uintptr_t dest, uintptr_t src, size_t nbytes, int pe, long iters) {
+    tether_t t = w.state->live();
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < iters; ++i)
+      check(tether_put(t, reinterpret_cast<void*>(dest), reinterpret_cast<const void*>(src), nbytes, pe));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   });
 
   m.def("atomic", &atomic, nb::arg("dest"), nb::arg("op"), nb::arg("value").none(), nb::arg("cond").none(),
@@ -637,14 +737,23 @@ NB_MODULE(_tether, m) {
     auto c = static_cast<tether_cmp_t>(cmp);
     uint64_t seen = 0;
     if (on_stream) check(tether_signal_wait_until_on_stream(w, p, c, value, reinterpret_cast<void*>(stream)));
-    else check(tether_signal_wait_until(w, p, c, value, &seen));
+    else {
+      tether_status_t st;
+      {
+        nb::gil_scoped_release unlocked;
+        st = tether_signal_wait_until(w, p, c, value, &seen);
+      }
+      check(st);
+    }
     return seen;
   });
-  m.def("put_signal", [](const ArrayBase& dest, nb::ndarray<nb::ro> src, const ArrayBase& sig, uint64_t value,
+  m.def("put_signal", [](const ArrayBase& dest, nb::handle src, const ArrayBase& sig, uint64_t value,
                          int op, int pe, bool nbi, uintptr_t stream, bool on_stream) {
     tether_t w = dest.alloc->state->live();
-    Side d = sideOf(dest), s = sideOf(src);
-    matchSides("put_signal", d, s, dest.dtype, src.dtype());
+    Local l(src, false);
+    Side d = sideOf(dest);
+    const Side& s = l.side();
+    matchSides("put_signal", d, s, dest.dtype, l.dtype());
     if (!d.contiguous() || !s.contiguous())
       fail(TETHER_ERR_INVALID_ARG, "put_signal: both sides must be contiguous (use put + signal_op for strided data)");
     uint64_t* p = signalWord("put_signal", sig);

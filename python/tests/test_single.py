@@ -180,8 +180,10 @@ def test_bad_input():
         tether.fetch_add(a[0, 0:2], 1, 0)
     ro = np.zeros(8)
     ro.flags.writeable = False
-    with pytest.raises(TypeError):
+    with pytest.raises(tether.Error, match="not a writable array"):
         tether.get(ro, a[0], 0)  # a read-only destination is not accepted
+    with pytest.raises(tether.Error, match="not an array"):
+        tether.put(a[0], object(), 0)
     a.free()
 
 

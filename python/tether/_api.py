@@ -178,15 +178,23 @@ def _stream_handle(stream):
                              "torch.cuda.Stream or cupy.cuda.Stream)" % (stream,))
 
 
+_CONVERT = (list, tuple, int, float, complex, bool)
+_CONVERT_TYPES = frozenset(_CONVERT)
+_fast_put, _fast_get = _tether.put, _tether.get
+
+
 def _local(src, like):
-    """src as something nanobind reads as an array (DLPack or buffer protocol); lists and scalars through numpy."""
-    if hasattr(src, "__dlpack__") or isinstance(src, (bytes, bytearray, memoryview)):
+    """Lists, tuples and scalars as a numpy array of the symmetric side's dtype; anything else as it is (the
+    extension reads it through the buffer protocol or DLPack, and says so when it can do neither)."""
+    if not isinstance(src, _CONVERT):
         return src
     try:
         import numpy
+        return numpy.ascontiguousarray(src, dtype=like.dtype)
     except ImportError:
-        raise Error(INVALID_ARG, "local buffer %r speaks neither DLPack nor the buffer protocol" % (type(src),))
-    return numpy.ascontiguousarray(src, dtype=like.dtype)
+        raise Error(INVALID_ARG, "a %s as local buffer needs numpy; pass an array" % type(src).__name__)
+    except (TypeError, ValueError) as e:
+        raise Error(INVALID_ARG, "local buffer %r is not an array of %s: %s" % (src, like.typestr, e))
 
 
 def _symmetric(a, call):
@@ -201,16 +209,32 @@ def _symmetric(a, call):
 def put(dest, src, pe, stream=None):
     """dest (a SymmetricArray or view, e.g. a[:, 3]) on PE pe <- src (local: numpy/torch/cupy/buffer). Same dtype
     and element count; strided sides travel as one typed put. Complete on return; with stream=, enqueued on it."""
-    _symmetric(dest, "put")
+    if stream is None and type(src) not in _CONVERT_TYPES:  # the fast path: one call into the extension
+        try:
+            return _fast_put(dest, src, pe)
+        except TypeError:
+            _symmetric(dest, "put")  # names the problem when dest is no SymmetricArray
+            raise
+    if not isinstance(dest, SymmetricArray):
+        _symmetric(dest, "put")
+    if isinstance(src, _CONVERT):
+        src = _local(src, dest)
     if stream is None:
-        _tether.put(dest, _local(src, dest), pe)
+        _tether.put(dest, src, pe)
     else:
-        _tether.put(dest, _local(src, dest), pe, False, _stream_handle(stream), True)
+        _tether.put(dest, src, pe, False, _stream_handle(stream), True)
 
 
 def get(dest, src, pe, stream=None):
     """dest (local, writable) <- src (a SymmetricArray or view) on PE pe."""
-    _symmetric(src, "get")
+    if stream is None:
+        try:
+            return _fast_get(dest, src, pe)
+        except TypeError:
+            _symmetric(src, "get")
+            raise
+    if not isinstance(src, SymmetricArray):
+        _symmetric(src, "get")
     if stream is None:
         _tether.get(dest, src, pe)
     else:

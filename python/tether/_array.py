@@ -13,13 +13,22 @@ _NAMES = {
     "complex128": "<c16", "float": "<f8", "int": "<i8", "double": "<f8", "half": "<f2",
 }
 _SEG_HOST, _SEG_DEVICE = 1, 2
+_TYPESTRS = {}  # dtype -> typestr, for the dtypes seen (views and new arrays are made often)
 
 
 def typestr(dtype):
     """numpy-style type string ('<f8') of a dtype given as a name ('float64'), a numpy dtype or type, or a torch
     dtype."""
+    try:
+        return _TYPESTRS[dtype]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        pass
     ts = _typestr(dtype)
     if len(ts) >= 3 and ts[0] in "<|" and ts[1] in _KIND_TO_CODE and ts[2:].isdigit() and int(ts[2:]) in (1, 2, 4, 8, 16):
+        try:
+            _TYPESTRS[dtype] = ts
+        except TypeError:
+            pass
         return ts
     raise Error(INVALID_ARG, "unknown dtype %r (use a name such as 'float64', a numpy or a torch dtype)" % (dtype,))
 
@@ -62,6 +71,14 @@ class SymmetricArray(_tether.ArrayBase):
         code, bits = _code_bits(ts)
         self._init(allocation, offset, [int(s) for s in shape], [int(s) for s in strides], code, bits)
         self._typestr = ts
+
+    def _view(self, offset, shape, strides):
+        """A view of the same allocation and dtype (checked by _init to stay inside the allocation)."""
+        v = SymmetricArray.__new__(SymmetricArray)
+        _tether.ArrayBase.__init__(v)
+        v._init_view(self, offset, shape, strides)
+        v._typestr = self._typestr
+        return v
 
     # ---- description ---------------------------------------------------------------------------------------------
     @property
@@ -136,7 +153,7 @@ class SymmetricArray(_tether.ArrayBase):
                 if i < -n or i >= n:
                     raise IndexError("index %d is out of bounds for an axis of size %d" % (i, n))
                 offset += (i % n) * st
-        return SymmetricArray(self.allocation, offset, shape, strides, self._typestr)
+        return self._view(offset, shape, strides)
 
     def reshape(self, *shape):
         """A view with another shape (contiguous arrays only)."""
