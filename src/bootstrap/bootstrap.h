@@ -25,7 +25,8 @@ struct JobInfo {
   std::string bootstrapAddr;   // "host:port" served by rank 0 (empty for a 1-PE job)
   std::string secret;          // shared job secret; connections without it are refused
   int listenFd = -1;           // rank 0 only: inherited listening socket (tetherrun), else -1
-  std::string launcher;        // "explicit", "tetherrun", "openmpi", "hydra", "slurm", "torchrun", "none"
+  bool listenFdInherited = false;  // listenFd is the process's (TETHER_BOOTSTRAP_FD): hand the bootstrap a duplicate
+  std::string launcher;        // "explicit", "tetherrun", "openmpi", "hydra", "slurm", "torchrun", "pmix", "none"
 };
 
 // Detects the launcher and fills *out. Order: TETHER_RANK/TETHER_SIZE (tetherrun or set by hand), Open MPI
@@ -35,6 +36,11 @@ struct JobInfo {
 // torchrun's MASTER_ADDR:MASTER_PORT). A multi-PE job without an address fails with TETHER_ERR_BOOTSTRAP naming
 // the variables to set.
 Status detectJob(const Config& config, JobInfo* out);
+
+// What tether_init uses: under a PMIx launcher (PMIX_RANK/PMIX_NAMESPACE set) in a PMIx build, when neither
+// TETHER_RANK/TETHER_SIZE nor TETHER_BOOTSTRAP_ADDR are set and the caller was given no address
+// (addressGiven false), pmixJob (pmix/pmix.h: no address needs picking); otherwise detectJob.
+Status launcherJob(const Config& config, double timeoutSeconds, bool addressGiven, JobInfo* out);
 
 class Bootstrap {
  public:

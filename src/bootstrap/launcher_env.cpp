@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "bootstrap/launcher_env.h"
+#include "bootstrap/pmix/pmix.h"
 
 namespace tether {
 namespace {
@@ -265,15 +266,21 @@ Status detectJobWith(const Config& config, const EnvLookup& env, JobInfo* out) {
                   job.size, job.rank);
     TETHER_FAIL(TETHER_ERR_BOOTSTRAP,
                 "job of %d PEs (launcher %s, rank %d) has no rendezvous address: set TETHER_BOOTSTRAP_ADDR=host:port "
-                "(host of rank 0, a free port, the same on every rank)",
-                job.size, job.launcher.c_str(), job.rank);
+                "(host of rank 0, a free port, the same on every rank)%s",
+                job.size, job.launcher.c_str(), job.rank,
+                !pmixEnvironment(env) ? ""
+                : pmixBuilt() ? "; or leave it unset: tether_init then asks this launcher's PMIx server"
+                              : "; this launcher offers PMIx, which needs no address, but this tether was built "
+                                "without it: install libpmix-dev (Debian/Ubuntu) and rebuild with -DTETHER_PMIX=ON");
   }
   if (config.isSet("TETHER_BOOTSTRAP_FD")) {
     int fd = -1;
     TETHER_TRY(intVar("TETHER_BOOTSTRAP_FD", config.str("TETHER_BOOTSTRAP_FD"), &fd));
     if (fd < 0) TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "TETHER_BOOTSTRAP_FD=%d is not a file descriptor", fd);
-    if (job.rank == 0)
+    if (job.rank == 0) {
       job.listenFd = fd;
+      job.listenFdInherited = true;
+    }
     else
       TETHER_LOG_DEBUG(LogSys::Bootstrap, "ignoring TETHER_BOOTSTRAP_FD=%d on rank %d (only rank 0 serves)", fd,
                        job.rank);
@@ -312,6 +319,15 @@ Status detectJobWith(const Config& config, const EnvLookup& env, JobInfo* out) {
 
 Status detectJob(const Config& config, JobInfo* out) {
   return detectJobWith(config, [](const char* name) -> const char* { return std::getenv(name); }, out);
+}
+
+Status launcherJob(const Config& config, double timeoutSeconds, bool addressGiven, JobInfo* out) {
+  const bool tetherSet = config.isSet("TETHER_RANK") || config.isSet("TETHER_SIZE") ||
+                         (config.isSet("TETHER_BOOTSTRAP_ADDR") && !config.str("TETHER_BOOTSTRAP_ADDR").empty());
+  if (!tetherSet && !addressGiven && pmixBuilt() &&
+      pmixEnvironment([](const char* name) -> const char* { return std::getenv(name); }))
+    return pmixJob(config, timeoutSeconds, out);
+  return detectJob(config, out);
 }
 
 }  // namespace tether

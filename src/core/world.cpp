@@ -95,7 +95,8 @@ Status World::init(const tether_init_attr_t& attr) {
     job_.bootstrapAddr = config_.str("TETHER_BOOTSTRAP_ADDR");
     job_.secret = config_.str("TETHER_JOB_SECRET");
   } else {
-    TETHER_TRY(detectJob(config_, &job_).withContext("tether_init"));
+    TETHER_TRY(launcherJob(config_, timeout_, attr.bootstrap_addr || attr.bootstrap_listen_fd >= 0, &job_)
+                   .withContext("tether_init"));
   }
   if (attr.bootstrap_addr) job_.bootstrapAddr = attr.bootstrap_addr;
   if (attr.job_secret) job_.secret = attr.job_secret;
@@ -104,7 +105,7 @@ Status World::init(const tether_init_attr_t& attr) {
   if (job_.size == 1) {
     bootstrap_ = createSelfBootstrap();
   } else {
-    if (attr.bootstrap_listen_fd < 0 && job_.listenFd >= 0)  // from the launcher (an attribute's fd is given away)
+    if (attr.bootstrap_listen_fd < 0 && job_.listenFdInherited)  // tetherrun's (an attribute's fd is given away)
       TETHER_TRY(shareInheritedListener(&job_.listenFd).withContext("tether_init"));
     TETHER_TRY(createTcpBootstrap(job_, timeout_, &bootstrap_).withContext("tether_init"));
   }
