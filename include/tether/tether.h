@@ -104,6 +104,16 @@ void tether_init_attr_default(tether_init_attr_t* attr);
 /* Collective over all PEs of the job. A program started without any launcher is a job of 1 PE. */
 tether_status_t tether_init(tether_t* world);
 tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world);
+/* Collective over every rank of an MPI communicator, which becomes the job (PE = rank in it). mpi_comm points at the
+ * caller's MPI_Comm (e.g. &MPI_COMM_WORLD; mpi4py: MPI._addressof(comm)). MPI must be initialised (MPI_Init) and
+ * stay so until tether_init_mpi returns on every rank; tether does not link MPI: it finds the library the process
+ * has loaded at call time (Open MPI, or MPICH's ABI: MPICH, Intel MPI, MVAPICH, Cray MPICH; anything else is
+ * TETHER_ERR_UNSUPPORTED). Only rank 0's rendezvous address and a random job secret cross MPI (one MPI_Ibcast,
+ * bounded by TETHER_TIMEOUT: TETHER_ERR_TIMEOUT when a rank does not call); no bootstrap address or port is picked
+ * by hand, and later tether calls do not use MPI. attr may be NULL; its rank, size, bootstrap_addr and
+ * bootstrap_listen_fd must be unset (TETHER_ERR_INVALID_ARG), its config list applies. A communicator the MPI
+ * library rejects is handled by MPI's error handler (by default it aborts the job). */
+tether_status_t tether_init_mpi(const void* mpi_comm, const tether_init_attr_t* attr, tether_t* world);
 /* Collective: completes outstanding operations, synchronises, releases the heap. world may be NULL (no-op). After it,
  * the handle is dead: every call on it (a second tether_finalize too) fails with TETHER_ERR_INVALID_ARG, as on a
  * handle that was never initialised. */

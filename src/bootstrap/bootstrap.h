@@ -26,7 +26,8 @@ struct JobInfo {
   std::string secret;          // shared job secret; connections without it are refused
   int listenFd = -1;           // rank 0 only: inherited listening socket (tetherrun), else -1
   bool listenFdInherited = false;  // listenFd is the process's (TETHER_BOOTSTRAP_FD): hand the bootstrap a duplicate
-  std::string launcher;        // "explicit", "tetherrun", "openmpi", "hydra", "slurm", "torchrun", "pmix", "none"
+  std::string launcher;        // "explicit", "tetherrun", "openmpi", "hydra", "slurm", "torchrun", "pmix", "mpi",
+                               // "none"
 };
 
 // Detects the launcher and fills *out. Order: TETHER_RANK/TETHER_SIZE (tetherrun or set by hand), Open MPI
@@ -41,6 +42,15 @@ Status detectJob(const Config& config, JobInfo* out);
 // TETHER_RANK/TETHER_SIZE nor TETHER_BOOTSTRAP_ADDR are set and the caller was given no address
 // (addressGiven false), pmixJob (pmix/pmix.h: no address needs picking); otherwise detectJob.
 Status launcherJob(const Config& config, double timeoutSeconds, bool addressGiven, JobInfo* out);
+
+// tether_init_mpi: rank and size from an MPI communicator (`comm` points at the caller's MPI_Comm), rank 0's
+// rendezvous offer (offer.h) broadcast over it. libmpi is not linked: its symbols are looked up in the process
+// (dlsym, then dlopen RTLD_NOLOAD of libmpi.so.40 / libmpich.so.12 / libmpi.so.12), so MPI must be loaded and
+// initialised by the caller. Supported ABIs: Open MPI (pointer handles) and MPICH's (int handles: MPICH, Intel MPI,
+// MVAPICH, Cray MPICH); anything else fails naming the library. The broadcast is MPI_Ibcast polled with MPI_Test,
+// bounded by timeoutSeconds (a rank that never calls leaves the request pending in MPI; tether fails, not hangs).
+// job->launcher is "mpi"; the local rank/size are left to host discovery.
+Status mpiJob(const Config& config, const void* comm, double timeoutSeconds, JobInfo* out);
 
 class Bootstrap {
  public:

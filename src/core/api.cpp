@@ -242,7 +242,10 @@ tether_status_t tether_init(tether_t* world) {
   return tether_init_attr(&attr, world);
 }
 
-tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world) {
+namespace {
+
+// tether_init_attr and tether_init_mpi (mpiComm non-null).
+tether_status_t initWorld(const tether_init_attr_t* attr, tether_t* world, const void* mpiComm) {
   if (!world) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_init: world is NULL"));
   *world = nullptr;
   tether_init_attr_t a;
@@ -255,7 +258,7 @@ tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world
                                                    "tether supports; finalize one first", LiveWorlds::kSlots)));
   try {
     std::unique_ptr<World> impl;
-    tether_status_t s = report(World::create(a, &impl));
+    tether_status_t s = report(World::create(a, &impl, mpiComm));
     if (s != TETHER_SUCCESS) {
       liveWorlds().unreserve(slot);
       return s;
@@ -266,6 +269,18 @@ tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world
     liveWorlds().unreserve(slot);
     return report(tether::Status(TETHER_ERR_NO_MEMORY, "tether_init: out of host memory"));
   }
+}
+
+}  // namespace
+
+tether_status_t tether_init_attr(const tether_init_attr_t* attr, tether_t* world) {
+  return initWorld(attr, world, nullptr);
+}
+
+tether_status_t tether_init_mpi(const void* mpi_comm, const tether_init_attr_t* attr, tether_t* world) {
+  if (!mpi_comm)
+    return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_init_mpi: mpi_comm is NULL (pass &comm)"));
+  return initWorld(attr, world, mpi_comm);
 }
 
 // A second finalize of the same handle fails like any other use of a finalized handle.

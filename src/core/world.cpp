@@ -44,9 +44,9 @@ struct CollectiveRecord {
 
 }  // namespace
 
-Status World::create(const tether_init_attr_t& attr, std::unique_ptr<World>* out) {
+Status World::create(const tether_init_attr_t& attr, std::unique_ptr<World>* out, const void* mpiComm) {
   std::unique_ptr<World> w(new World());
-  TETHER_TRY(w->init(attr));
+  TETHER_TRY(w->init(attr, mpiComm));
   *out = std::move(w);
   return Status::ok();
 }
@@ -62,7 +62,7 @@ World::~World() {
   heap_.closeDevice();
 }
 
-Status World::init(const tether_init_attr_t& attr) {
+Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   config_ = Config::fromEnvironment();
   if (attr.config) {
     for (const char* const* kv = attr.config; *kv; ++kv) {
@@ -86,7 +86,12 @@ Status World::init(const tether_init_attr_t& attr) {
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_DEFAULT_SEGMENT=%s: expected auto, host or device",
                 defaultSegment.c_str());
 
-  if (attr.rank >= 0 && attr.size > 0) {
+  if (mpiComm) {
+    if (attr.rank >= 0 || attr.size > 0 || attr.bootstrap_addr || attr.bootstrap_listen_fd >= 0)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init_mpi: the communicator gives rank, size and rendezvous; leave "
+                  "the attribute's rank, size, bootstrap_addr and bootstrap_listen_fd unset");
+    TETHER_TRY(mpiJob(config_, mpiComm, timeout_, &job_));
+  } else if (attr.rank >= 0 && attr.size > 0) {
     if (attr.rank >= attr.size)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: rank %d outside [0, %d)", attr.rank, attr.size);
     job_.rank = attr.rank;

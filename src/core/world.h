@@ -45,7 +45,8 @@ namespace tether {
 
 class World {
  public:
-  static Status create(const tether_init_attr_t& attr, std::unique_ptr<World>* out);
+  // mpiComm: null, or tether_init_mpi's MPI communicator (the job comes from it, bootstrap.h mpiJob).
+  static Status create(const tether_init_attr_t& attr, std::unique_ptr<World>* out, const void* mpiComm = nullptr);
   ~World();
   Status finalize();
 
@@ -145,7 +146,7 @@ class World {
 
  private:
   World() = default;
-  Status init(const tether_init_attr_t& attr);
+  Status init(const tether_init_attr_t& attr, const void* mpiComm);
   Status discoverHosts();
   Status discoverTopology();
   Status setUpPaths();  // the path table over this World's heaps (transport/path_table.h)

@@ -1,7 +1,7 @@
 // The rendezvous offer (offer.h) that PMIx and tether_init_mpi carry, with the carrier faked in-process: encoding,
 // rank 0's listener and secret reaching a real TCP bootstrap of 3 ranks (threads), failures that must not leak the
 // socket or leave ranks waiting, TETHER_BOOTSTRAP_ADDR/TETHER_JOB_SECRET taking precedence, and the launch errors a
-// user sees (PMIx environment without an address).
+// user sees (PMIx environment without an address, tether_init_mpi in a process without MPI).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -161,6 +161,17 @@ TEST(LaunchErrors, PmixEnvironmentWithoutAddress) {
   }, &job);
   ASSERT_FALSE(s.isOk());
   EXPECT_EQ(s.message().find("PMIx"), std::string::npos) << s.message();
+}
+
+TEST(LaunchErrors, MpiNotLoaded) {
+  int comm = 0x44000000;
+  JobInfo job;
+  Status s = mpiJob(Config(), &comm, 1.0, &job);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), TETHER_ERR_UNSUPPORTED);
+  EXPECT_NE(s.message().find("MPI_Init"), std::string::npos) << s.message();
+  s = mpiJob(Config(), nullptr, 1.0, &job);
+  EXPECT_EQ(s.code(), TETHER_ERR_INVALID_ARG) << s.message();
 }
 
 }  // namespace
