@@ -301,10 +301,21 @@ std::string rankList(const std::vector<int>& ranks) {
   return s;
 }
 
+// The rendezvous timeout's advice. Under PMIx and tether_init_mpi the address and secret came from rank 0 itself
+// (offer.h), so the usual suspects are a rank that never called init and a host name the others cannot reach.
+std::string missingRankHint(const std::string& launcher) {
+  if (launcher == "pmix" || launcher == "mpi")
+    return strprintf("check that every rank called %s and that rank 0's address (from %s) is reachable from their "
+                     "hosts", launcher == "mpi" ? "tether_init_mpi" : "tether_init",
+                     launcher == "mpi" ? "MPI" : "PMIx");
+  return "check that every rank was started with the same TETHER_BOOTSTRAP_ADDR and TETHER_JOB_SECRET";
+}
+
 class TcpBootstrap final : public Bootstrap {
  public:
   TcpBootstrap(const JobInfo& job, double timeout)
-      : rank_(job.rank), size_(job.size), timeout_(timeout), addr_(job.bootstrapAddr), secret_(job.secret) {}
+      : rank_(job.rank), size_(job.size), timeout_(timeout), addr_(job.bootstrapAddr), secret_(job.secret),
+        missingHint_(missingRankHint(job.launcher)) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -353,6 +364,7 @@ class TcpBootstrap final : public Bootstrap {
   const double timeout_;
   const std::string addr_;
   const std::string secret_;
+  const std::string missingHint_;  // what to check when ranks never connect (depends on where the address came from)
   uint32_t seq_ = 0;
   Status broken_;
   std::vector<UniqueFd> peers_;         // rank 0: connection to rank r at index r (index 0 unused)
@@ -528,10 +540,9 @@ Status TcpBootstrap::rendezvous(int listenFd) {
         if (!peers_[static_cast<size_t>(r)]) missing.push_back(r);
       return fail(Status(TETHER_ERR_TIMEOUT,
                          strprintf("bootstrap rendezvous on %s timed out after %.3g s: rank(s) %s never connected "
-                                   "(%d of %d ranks present); check that every rank was started with the same "
-                                   "TETHER_BOOTSTRAP_ADDR and TETHER_JOB_SECRET",
+                                   "(%d of %d ranks present); %s",
                                    addr_.c_str(), timeout_, rankList(missing).c_str(), size_ - int(missing.size()),
-                                   size_)));
+                                   size_, missingHint_.c_str())));
     }
     if (note.due()) {
       std::vector<int> missing;

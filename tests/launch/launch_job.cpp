@@ -115,6 +115,9 @@ void absentRank(int absent) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(s != TETHER_SUCCESS && w == nullptr, "rank %d: init without rank %d returned %d", me, absent, s);
   CHECK(took < 3 * timeout + 5, "rank %d: the failure took %.1f s with TETHER_TIMEOUT=%g", me, took, timeout);
+  // The address came from rank 0 over PMIx/MPI: the advice must not send the user to TETHER_BOOTSTRAP_ADDR.
+  CHECK(!std::strstr(tether_last_error(), "TETHER_BOOTSTRAP_ADDR"), "rank %d: misleading advice: %s", me,
+        tether_last_error());
   std::fprintf(stderr, "rank %d failed as expected after %.1f s: %s\n", me, took, tether_last_error());
   if (failures == 0) std::printf("launch_job ok %d absent\n", me);
 }
