@@ -304,18 +304,23 @@ Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov,
 // The progress thread serves a PE that computes outside tether (over TCP a remote put lands only when the target's
 // worker progresses): every TETHER_UCX_PROGRESS_US it empties the worker, unless a tether call progressed the worker
 // since the last period (the PE is inside tether and progresses it itself; a second thread on the worker lock then
-// only competes with it: on 2 cores it cost 8 B puts ~50 % and 1 MiB put_nbi ~1/3 of their bandwidth).
+// only competes with it: on 2 cores it cost 8 B puts ~50 % and 1 MiB put_nbi ~1/3 of their bandwidth). The drain
+// itself stops as soon as a tether call progresses (re-checked after every ucp_worker_progress) and after
+// kDrainCalls calls: under steady traffic it would otherwise keep the worker lock for as long as events arrive,
+// while the PE's own calls (and the device-API proxy) spin on that lock.
 void UcxProvider::progressLoop() {
+  constexpr int kDrainCalls = 64;
   const auto period = std::chrono::microseconds(opts_.progressUs);
   uint64_t seen = userProgress_.load(std::memory_order_relaxed);
   while (!stop_.load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(period);
-    const uint64_t now = userProgress_.load(std::memory_order_relaxed);
-    if (now != seen) {
-      seen = now;
-      continue;
-    }
-    while (ucp_worker_progress(worker_) != 0) {
+    for (int i = 0; i < kDrainCalls; ++i) {
+      const uint64_t now = userProgress_.load(std::memory_order_relaxed);
+      if (now != seen) {
+        seen = now;
+        break;
+      }
+      if (ucp_worker_progress(worker_) == 0) break;
     }
   }
 }
