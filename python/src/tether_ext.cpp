@@ -24,6 +24,8 @@
 #include <tether/datatype.h>
 #include <tether/tether.h>
 
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -77,6 +79,7 @@ struct Allocation {
   char* base = nullptr;
   size_t nbytes = 0;
   int kind = TETHER_SEG_HOST;  // TETHER_SEG_HOST or TETHER_SEG_DEVICE
+  int device = 0;              // CUDA ordinal of a DEVICE allocation (the DLPack device id)
   bool owned = true;           // false: wraps memory that someone else allocated (never freed here)
   bool freed = false;
   long exports = 0;     // live views exported through DLPack/buffer protocol (and interfaced array objects)
@@ -108,6 +111,20 @@ struct Allocation {
   }
 };
 using AllocPtr = std::shared_ptr<Allocation>;
+
+// The CUDA device ordinal of GPU memory at p, asked of the driver (cuPointerGetAttribute, DEVICE_ORDINAL; found
+// through dlopen: the extension links no CUDA), or `fallback` where there is no driver or it does not know p.
+int deviceOrdinal(const void* p, int fallback) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return fallback;
+  using GetAttr = int (*)(void* data, int attribute, unsigned long long ptr);
+  auto get = reinterpret_cast<GetAttr>(dlsym(lib, "cuPointerGetAttribute"));
+  constexpr int kDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+  int ordinal = -1;
+  bool ok = get && get(&ordinal, kDeviceOrdinal, reinterpret_cast<uintptr_t>(p)) == 0 && ordinal >= 0;
+  dlclose(lib);
+  return ok ? ordinal : fallback;
+}
 
 struct World {
   StatePtr state = std::make_shared<WorldState>();
@@ -144,6 +161,7 @@ struct World {
     a->base = static_cast<char*>(p);
     a->nbytes = nbytes;
     a->kind = kind;
+    if (kind == TETHER_SEG_DEVICE) a->device = deviceOrdinal(p, defaultDevice());
     if (zero && nbytes > 0) {
       if (kind == TETHER_SEG_HOST) {
         std::memset(p, 0, nbytes);
@@ -154,6 +172,12 @@ struct World {
       check(tether_barrier_all(w));  // nobody writes into a peer's copy before that peer zeroed it
     }
     return a;
+  }
+  // tether's default GPU for this PE (TETHER_GPU=auto): node-local PE modulo the visible GPUs.
+  int defaultDevice() const {
+    tether_build_info_t b;
+    if (tether_get_build_info(&b) != TETHER_SUCCESS || b.gpus_visible <= 0) return 0;
+    return tether_local_pe(state->w) % b.gpus_visible;
   }
   // Wraps [addr, addr + nbytes) of an existing symmetric allocation (not freed by us). Both ends must be symmetric.
   AllocPtr wrap(uintptr_t addr, size_t nbytes) {
@@ -169,6 +193,7 @@ struct World {
     a->base = const_cast<char*>(p);
     a->nbytes = nbytes;
     a->kind = k;
+    if (k == TETHER_SEG_DEVICE) a->device = deviceOrdinal(p, defaultDevice());
     a->owned = false;
     return a;
   }
@@ -264,7 +289,7 @@ nb::ndarray<nb::array_api> exportView(const ArrayBase& a) {
   std::vector<int64_t> strides;  // nanobind counts strides in elements
   for (int64_t s : a.strides) strides.push_back(s / static_cast<int64_t>(a.itemsize));
   int dev = a.alloc->kind == TETHER_SEG_DEVICE ? nb::device::cuda::value : nb::device::cpu::value;
-  int dev_id = 0;  // one GPU per PE: the PE's GPU is its current device (set by the user, CUDA_VISIBLE_DEVICES)
+  int dev_id = a.alloc->kind == TETHER_SEG_DEVICE ? a.alloc->device : 0;
   return nb::ndarray<nb::array_api>(p, shape.size(), shape.data(), owner, strides.data(), a.dtype, dev, dev_id);
 }
 
@@ -609,6 +634,7 @@ NB_MODULE(_tether, m) {
       .def_prop_ro("address", [](const Allocation& a) { return reinterpret_cast<uintptr_t>(a.base); })
       .def_prop_ro("nbytes", [](const Allocation& a) { return a.nbytes; })
       .def_prop_ro("kind", [](const Allocation& a) { return a.kind; })
+      .def_prop_ro("device", [](const Allocation& a) { return a.device; })
       .def_prop_ro("owned", [](const Allocation& a) { return a.owned; })
       .def_prop_ro("freed", [](const Allocation& a) { return a.freed; })
       .def_prop_ro("exports", [](const Allocation& a) { return a.exports; });

@@ -61,6 +61,7 @@ def test_torch_ring_put_get():
     a = tether.zeros((4, 8), "float32", device="cuda")
     t = torch.from_dlpack(a)
     assert t.is_cuda and t.data_ptr() == a.address and float(t.abs().sum()) == 0.0
+    assert t.device.index == torch.cuda.current_device() == a.allocation.device  # DLPack names the PE's GPU
     src = torch.full((4,), float(me + 1), device="cuda")
     torch.cuda.synchronize()
     tether.put(a[:, 3], src, (me + 1) % n)  # strided column of GPU memory from a GPU tensor

@@ -179,7 +179,7 @@ class SymmetricArray(_tether.ArrayBase):
         return self._export().__dlpack__(**{k: v for k, v in kwargs.items() if v is not None and k != "stream"})
 
     def __dlpack_device__(self):
-        return (2, 0) if self.device == "cuda" else (1, 0)  # kDLCUDA / kDLCPU
+        return (2, self.allocation.device) if self.device == "cuda" else (1, 0)  # kDLCUDA / kDLCPU
 
     def _interface(self):
         self._mark_interfaced()  # the consumer keeps this object: it counts as a live view from now on
