@@ -44,8 +44,10 @@
 //
 // Proxy path. A (PE, segment) that the handle cannot reach by loads/stores (peers[pe].base[k] == 0; every PE but this
 // one under TETHER_FORCE_PROXY=1) is served through the handle's descriptor ring by the World's proxy thread, which
-// executes each descriptor with the host path (tether_put/get/atomic/signal_op's transports) one at a time, in ticket
-// order (slot protocol: tether.h; host side: src/core/proxy.h). ptr() is null for such a PE. Per function:
+// executes each descriptor with the host path (tether_put/get/atomic/signal_op's transports) in ticket order: runs of
+// puts on one transport context are issued non-blocking, fenced per target and completed before the ticket counter
+// `done` moves past them; every other descriptor runs blocking after the run before it completed (slot protocol:
+// tether.h; host side: src/core/proxy.h). ptr() is null for such a PE. Per function:
 //  - putmem/getmem (+typed, _nbi), putmem_signal/put_signal (+_nbi): every thread of the group fences (fence.sc.sys),
 //    the group synchronises, the leader posts ONE descriptor for the whole range with a release store of its seq, so
 //    the group's stores to the source are visible to the proxy's copy. Blocking forms return when the proxy has
@@ -59,7 +61,8 @@
 //    complete at quiet. The proxy's AMO is atomic with respect to the World's other AMOs on that word (DEVICE words:
 //    system-scope GPU atomics; HOST words: CPU atomics).
 //  - quiet: the leader waits until every ticket taken so far on this GPU (CPU handle: this process) is complete.
-//    fence: ring descriptors are executed in ticket order one at a time, so ring operations are already ordered; only
+//    fence: ring descriptors take effect in ticket order per target (fenced runs, see above), so ring operations are
+//    already ordered; only
 //    a handle with TETHER_DEVICE_PROXY_MIXED (a PE with both kinds of segments) makes fence wait for the ring.
 //    barrier_all = quiet + sync_all when the handle has a ring.
 //  - Waits are bounded by TETHER_TIMEOUT: a full ring (flow control), a descriptor never completed, or a descriptor
