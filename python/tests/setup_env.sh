@@ -2,8 +2,9 @@
 # Makes the environment of the Python tests (ctest fixture python_env, tests/python/CMakeLists.txt):
 #   setup_env.sh VENV SOURCE_DIR WHEEL_BUILD_DIR CUDA(ON|OFF)
 # 1. VENV: a virtual environment (python3 -m venv; Debian: python3-venv) with numpy, pytest and the build backend
-#    (scikit-build-core, nanobind). Wheels in SOURCE_DIR/.whl are preferred (--find-links; a machine without network
-#    needs them there; torch/cupy wheels there are installed too, for the GPU tests).
+#    (scikit-build-core, nanobind): from SOURCE_DIR/.whl alone when it holds them all (a machine without network),
+#    else from pip's index. torch/cupy wheels in .whl are installed too (with their dependencies from .whl), for the
+#    GPU tests.
 # 2. `pip install SOURCE_DIR` into it: the package as a user gets it (libtether, tetherrun and the extension built by
 #    scikit-build-core), incrementally in WHEEL_BUILD_DIR, CUDA parts only when CUDA=ON.
 # Exit 0 when the package imports; non-zero with the reason otherwise.
@@ -15,20 +16,26 @@ if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv "$venv" || { echo "setup_env: '$py -m venv' failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
 fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
-links=()
-if [ -d "$src/.whl" ]; then links=(--find-links "$src/.whl"); fi
+whl="$src/.whl"
+install() {  # packages...: from .whl/ alone when it has them (machines without network), else from the index
+  if [ -d "$whl" ] && "${pip[@]}" install --no-index --find-links "$whl" "$@" 2>/dev/null; then return 0; fi
+  "${pip[@]}" install "$@"
+}
 need=()
 for mod_pkg in numpy:numpy pytest:pytest scikit_build_core:scikit-build-core nanobind:nanobind; do
   "$venv/bin/python" -c "import ${mod_pkg%%:*}" 2>/dev/null || need+=("${mod_pkg##*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup_env: pip install ${need[*]}"
-  "${pip[@]}" install "${links[@]}" "${need[@]}"
+  install "${need[@]}"
 fi
-# Optional GPU test dependencies: only from local wheels (never downloaded here: they are large).
-if [ -d "$src/.whl" ]; then
-  for w in "$src"/.whl/torch-*.whl "$src"/.whl/cupy*.whl; do
-    [ -f "$w" ] && "${pip[@]}" install --no-deps "${links[@]}" "$w" || true
+# Optional GPU test dependencies: only from local wheels (never downloaded here: they are large), with their
+# dependencies from .whl/ too (torch's nvidia-* wheels).
+if [ -d "$whl" ]; then
+  for w in "$whl"/torch-*.whl "$whl"/cupy*.whl; do
+    [ -f "$w" ] || continue
+    "${pip[@]}" install --no-index --find-links "$whl" "$w" \
+      || echo "setup_env: WARNING: could not install $w (its dependencies missing from .whl/?): its GPU tests skip"
   done
 fi
 echo "setup_env: pip install $src (build dir $wheel_build, CUDA $cuda)"
