@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Makes the environment of the Python tests (ctest fixture python_env, tests/python/CMakeLists.txt):
 #   setup_env.sh VENV SOURCE_DIR WHEEL_BUILD_DIR CUDA(ON|OFF)
-# 1. VENV: a virtual environment (python3 -m venv; Debian: python3-venv) with numpy, pytest and the build backend
-#    (scikit-build-core, nanobind): from SOURCE_DIR/.whl alone when it holds them all (a machine without network),
-#    else from pip's index. torch/cupy wheels in .whl are installed too (with their dependencies from .whl), for the
+# 1. VENV: a virtual environment (python3 -m venv --system-site-packages; Debian: python3-venv) with numpy, pytest
+#    and the build backend (scikit-build-core, nanobind), each taken from the machine's Python when it has it, else
+#    from SOURCE_DIR/.whl alone when that holds it with its dependencies (machines without network), else from pip's
+#    index. torch/cupy wheels in .whl are installed too (with their dependencies from .whl), for the
 #    GPU tests.
 # 2. `pip install SOURCE_DIR` into it: the package as a user gets it (libtether, tetherrun and the extension built by
 #    scikit-build-core), incrementally in WHEEL_BUILD_DIR, CUDA parts only when CUDA=ON.
@@ -13,7 +14,10 @@ venv=$1 src=$2 wheel_build=$3 cuda=${4:-OFF}
 py=${PYTHON:-python3}
 command -v "$py" >/dev/null || { echo "setup_env: $py not found (Debian: apt-get install python3 python3-venv)" >&2; exit 1; }
 if [ ! -x "$venv/bin/python" ]; then
-  "$py" -m venv "$venv" || { echo "setup_env: '$py -m venv' failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
+  # --system-site-packages: torch/CuPy installed on the machine (GPU machines) are usable by the GPU tests; what the
+  # tests need beyond them is installed into the venv
+  "$py" -m venv --system-site-packages "$venv" \
+    || { echo "setup_env: '$py -m venv' failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
 fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 whl="$src/.whl"
@@ -25,10 +29,10 @@ need=()
 for mod_pkg in numpy:numpy pytest:pytest scikit_build_core:scikit-build-core nanobind:nanobind; do
   "$venv/bin/python" -c "import ${mod_pkg%%:*}" 2>/dev/null || need+=("${mod_pkg##*:}")
 done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "setup_env: pip install ${need[*]}"
-  install "${need[@]}"
-fi
+for p in "${need[@]}"; do
+  echo "setup_env: pip install $p"
+  install "$p"
+done
 # Optional GPU test dependencies: only from local wheels (never downloaded here: they are large), with their
 # dependencies from .whl/ too (torch's nvidia-* wheels).
 if [ -d "$whl" ]; then
