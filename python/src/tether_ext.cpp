@@ -272,6 +272,59 @@ void initArray(ArrayBase& a, AllocPtr alloc, size_t offset, std::vector<int64_t>
   a.itemsize = bits / 8;
 }
 
+// Basic indexing (integers, slices, one Ellipsis) of `a`: makes `v` the view it names. IndexError for integers out
+// of range and for too many indices, TypeError for other index kinds.
+void indexInto(ArrayBase& v, const ArrayBase& a, nb::handle key) {
+  nb::tuple k = PyTuple_Check(key.ptr()) ? nb::borrow<nb::tuple>(key) : nb::make_tuple(key);
+  size_t nk = k.size(), ell = nk;
+  for (size_t i = 0; i < nk; ++i) {
+    if (k[i].is(nb::ellipsis())) {
+      if (ell != nk) throw nb::index_error("an index can only have a single ellipsis");
+      ell = i;
+    }
+  }
+  size_t given = nk - (ell != nk ? 1 : 0), ndim = a.shape.size();
+  if (given > ndim)
+    throw nb::index_error(("too many indices: " + std::to_string(given) + " for a " + std::to_string(ndim) +
+                           "-d array").c_str());
+  int64_t offset = static_cast<int64_t>(a.offset);
+  std::vector<int64_t> shape, strides;
+  size_t dim = 0;
+  auto keep = [&](size_t count) {  // dimensions taken whole
+    for (size_t j = 0; j < count; ++j, ++dim) {
+      shape.push_back(a.shape[dim]);
+      strides.push_back(a.strides[dim]);
+    }
+  };
+  for (size_t i = 0; i < nk; ++i, ++dim) {
+    PyObject* o = k[i].ptr();
+    if (i == ell) {
+      keep(ndim - given);
+      --dim;
+      continue;
+    }
+    int64_t n = a.shape[dim], st = a.strides[dim];
+    if (PySlice_Check(o)) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(o, &start, &stop, &step) < 0) throw nb::python_error();
+      Py_ssize_t count = PySlice_AdjustIndices(static_cast<Py_ssize_t>(n), &start, &stop, step);
+      if (count > 0) offset += start * st;
+      shape.push_back(count);
+      strides.push_back(st * step);
+    } else {
+      Py_ssize_t i64 = PyNumber_AsSsize_t(o, PyExc_IndexError);
+      if (i64 == -1 && PyErr_Occurred()) throw nb::python_error();
+      if (i64 < -n || i64 >= n)
+        throw nb::index_error(("index " + std::to_string(i64) + " is out of bounds for an axis of size " +
+                               std::to_string(n)).c_str());
+      offset += (i64 < 0 ? i64 + n : i64) * st;
+    }
+  }
+  keep(ndim - dim);
+  initArray(v, a.alloc, static_cast<size_t>(offset), std::move(shape), std::move(strides), a.dtype.code,
+            a.dtype.bits);
+}
+
 // Exports a view (DLPack / buffer protocol through nanobind's nb_ndarray). The owner capsule keeps the allocation and
 // counts the view as alive until the consumer (numpy, torch, cupy) drops it.
 nb::ndarray<nb::array_api> exportView(const ArrayBase& a) {
@@ -672,6 +725,7 @@ NB_MODULE(_tether, m) {
   nb::class_<ArrayBase>(m, "ArrayBase")
       .def(nb::init<>())
       .def("_init", &initArray)
+      .def("_init_index", [](ArrayBase& v, const ArrayBase& of, nb::handle key) { indexInto(v, of, key); })
       .def("_init_view", [](ArrayBase& a, const ArrayBase& of, size_t offset, std::vector<int64_t> shape,
                             std::vector<int64_t> strides) {  // same allocation and dtype as `of`
         initArray(a, of.alloc, offset, std::move(shape), std::move(strides), of.dtype.code, of.dtype.bits);

@@ -140,6 +140,28 @@ def test_put_get_strided_matches_numpy():
     a.free()
 
 
+def test_indexing_matches_numpy():
+    a = tether.zeros((3, 4, 5), "int32")
+    v = a.numpy()
+    keys = [1, -1, (0, 2), (slice(None), 3), (Ellipsis, 2), (1, Ellipsis), (1, Ellipsis, 4), (Ellipsis,),
+            (slice(None, None, -1), slice(1, 4, 2)), (slice(5, 9),), (slice(2, 0, -1), -4, slice(None, None, 3)),
+            (Ellipsis, slice(0, 0)), (2, 3, 4), (-3, -4, -5), ()]
+    for key in keys:
+        got, ref = a[key], v[key]
+        if not isinstance(ref, np.ndarray):  # an element: numpy gives a scalar, tether a 0-d view
+            ref = v[key + (Ellipsis,)] if isinstance(key, tuple) else v[key, ...]
+        assert got.shape == ref.shape and got.strides == ref.strides, key
+        if got.size:
+            assert got.address == ref.ctypes.data, key
+    for bad in [3, -4, (0, 4), (0, 0, 5), (0, 0, 0, 0), (Ellipsis, Ellipsis)]:
+        with pytest.raises(IndexError):
+            a[bad]
+    with pytest.raises(TypeError):
+        a[1.5]
+    del v, ref  # numpy views of a (ref too): free() would be refused while they live
+    a.free()
+
+
 def test_column_put_is_one_typed_put():
     a = tether.zeros((4, 8), "float32")
     tether.put(a[:, 3], np.arange(4, dtype="float32"), 0)

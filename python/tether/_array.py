@@ -1,5 +1,4 @@
 """SymmetricArray: a typed, strided view of a symmetric allocation that speaks DLPack and the array interfaces."""
-import operator
 
 from . import _tether
 from ._errors import Error, INVALID_ARG
@@ -128,32 +127,13 @@ class SymmetricArray(_tether.ArrayBase):
 
     # ---- views ---------------------------------------------------------------------------------------------------
     def __getitem__(self, key):
-        """Basic indexing (integers, slices with steps, ...): a view of the same allocation. Out-of-range integers
-        raise IndexError."""
-        if not isinstance(key, tuple):
-            key = (key,)
-        if key.count(Ellipsis) > 1:
-            raise IndexError("an index can only have a single ellipsis")
-        if Ellipsis in key:
-            i = key.index(Ellipsis)
-            key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
-        if len(key) > self.ndim:
-            raise IndexError("too many indices: %d for a %d-d array" % (len(key), self.ndim))
-        key = key + (slice(None),) * (self.ndim - len(key))
-        offset, shape, strides = self._offset, [], []
-        for k, n, st in zip(key, self.shape, self._strides):
-            if isinstance(k, slice):
-                start, stop, step = k.indices(n)
-                count = len(range(start, stop, step))
-                offset += start * st if count else 0
-                shape.append(count)
-                strides.append(st * step)
-            else:
-                i = operator.index(k)
-                if i < -n or i >= n:
-                    raise IndexError("index %d is out of bounds for an axis of size %d" % (i, n))
-                offset += (i % n) * st
-        return self._view(offset, shape, strides)
+        """Basic indexing (integers, slices with steps, one ...): a view of the same allocation. Out-of-range
+        integers and too many indices raise IndexError."""
+        v = SymmetricArray.__new__(SymmetricArray)
+        _tether.ArrayBase.__init__(v)
+        v._init_index(self, key)  # the index arithmetic, in the extension
+        v._typestr = self._typestr
+        return v
 
     def reshape(self, *shape):
         """A view with another shape (contiguous arrays only)."""
