@@ -304,8 +304,8 @@ void errors() {
   // The route query: the transfer's checks and route, nothing moved. HOST segments of same-host PEs with host local
   // buffers: the CPU route, or staged when forced; "none" for 0 bytes.
   const char* env = std::getenv("TETHER_DT_RMA");
-  // A PE reached over the network (not mapped here): staged (packed here, one transport put/get).
-  const std::string want = (env && std::string(env) == "staged") || !mp::mapped(right) ? "staged" : "direct (CPU)";
+  // A PE reached over the network (not mapped here, in a mixed job too): staged (packed here, one transport put/get).
+  const std::string want = (env && std::string(env) == "staged") || !mp::mapped(sym, right) ? "staged" : "direct (CPU)";
   const char* r = nullptr;
   MP_OK(tether_barrier_all(w));  // the earlier puts into sym have landed
   std::fill(sym, sym + 64, 0x5A);

@@ -20,6 +20,7 @@ int main() {
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w);
   const int right = (me + 1) % n, left = (me - 1 + n) % n;
+  const std::vector<bool> sameHost = mp::sameHost(w);
   g_initialised[3] = 1000 + me;  // written before registration: kept
 
   // Not symmetric yet.
@@ -30,7 +31,8 @@ int main() {
   MP_CHECK(g_initialised[0] == 11 && g_initialised[2] == 33 && g_initialised[3] == 1000 + me);
   MP_CHECK(tether_segment_kind(w, &g_zero[5]) == TETHER_SEG_HOST);
   MP_CHECK(tether_ptr(w, &g_zero[0], me) != nullptr);
-  MP_CHECK((tether_ptr(w, &g_zero[0], right) != nullptr) == mp::mapped(right));  // NULL over the network
+  // NULL to a PE reached over the network.
+  MP_CHECK((tether_ptr(w, &g_zero[0], right) != nullptr) == mp::expectMapped(sameHost, right));
 
   // A second range, or a bad one, is refused on every PE with a clear message.
   MP_EXPECT_STATUS(tether_register_static(w, g_page, sizeof g_page), TETHER_ERR_INVALID_ARG);
@@ -48,7 +50,7 @@ int main() {
 
   // Direct stores through tether_ptr.
   auto* peer = static_cast<int64_t*>(tether_ptr(w, &g_initialised[10], right));
-  MP_CHECK((peer != nullptr) == mp::mapped(right));
+  MP_CHECK((peer != nullptr) == mp::expectMapped(sameHost, right));
   const int64_t mark = 5000 + me;
   if (peer)
     *peer = mark;

@@ -2,9 +2,13 @@
 // tether_last_error(), then exits 1 so tetherrun stops the job and ctest sees the failure.
 #pragma once
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "tether/tether.h"
 
@@ -55,11 +59,41 @@ inline void* hostZeroed(tether_t w, size_t n) {
   return p;
 }
 
-// Whether PE pe's HOST/STATIC memory is mapped here (tether_ptr non-NULL): always, except over the network path
-// (TETHER_PATHS host=ucx, how the UCX provider runs on one host: only this PE's own memory is mapped).
-inline bool mapped(int pe) {
+// Whether PE pe's copy of the symmetric HOST/STATIC object sym is load/store-mapped here, as the library says
+// (tether_ptr non-NULL). For a test that must know which route the library takes (direct or over the network), in
+// any job: one host, every peer over the network (TETHER_PATHS host=ucx), or mixed (shm to the PEs of this host, UCX
+// to the others). A check OF tether_ptr needs an expectation of its own: expectMapped.
+inline bool mapped(const void* sym, int pe) { return tether_ptr(world(), sym, pe) != nullptr; }
+
+// Which PEs share this PE's host, by host name (collective: every PE calls it, once per job is enough). The library
+// tells hosts apart by host name + boot id; the hosts a test job runs on (one machine, or the network namespaces of
+// scripts/netns-hosts, each with its own UTS name) differ in name. Exits on failure.
+inline std::vector<bool> sameHost(tether_t w) {
+  constexpr size_t kName = 256;
+  const int n = tether_n_pes(w);
+  void* p = nullptr;
+  if (tether_calloc(w, 1, kName, &p) != TETHER_SUCCESS) fail(__FILE__, __LINE__, "sameHost: tether_calloc", nullptr);
+  auto* mine = static_cast<char*>(p);
+  if (gethostname(mine, kName - 1) != 0) fail(__FILE__, __LINE__, "sameHost: gethostname", std::strerror(errno));
+  if (tether_barrier_all(w) != TETHER_SUCCESS) fail(__FILE__, __LINE__, "sameHost: barrier", nullptr);
+  std::vector<bool> same(static_cast<size_t>(n));
+  char theirs[kName] = {};
+  for (int pe = 0; pe < n; ++pe) {
+    if (tether_get(w, theirs, mine, kName, pe) != TETHER_SUCCESS) fail(__FILE__, __LINE__, "sameHost: get", nullptr);
+    same[static_cast<size_t>(pe)] = std::strncmp(theirs, mine, kName) == 0;
+  }
+  if (tether_barrier_all(w) != TETHER_SUCCESS || tether_free(w, mine) != TETHER_SUCCESS)
+    fail(__FILE__, __LINE__, "sameHost: barrier/free", nullptr);
+  return same;
+}
+
+// Whether PE pe's HOST/STATIC memory should be mapped here (what tether_ptr must say), given sameHost's answer:
+// this PE's own, and a same-host PE's unless TETHER_PATHS host=ucx sends same-host peers over the network too (how
+// the UCX provider runs on one host). A PE on another host is reached over the network: never mapped.
+inline bool expectMapped(const std::vector<bool>& sameHostPes, int pe) {
+  if (pe == tether_my_pe(world())) return true;
   const char* paths = std::getenv("TETHER_PATHS");
-  return pe == tether_my_pe(world()) || !paths || !std::strstr(paths, "host=ucx");
+  return sameHostPes.at(static_cast<size_t>(pe)) && !(paths && std::strstr(paths, "host=ucx"));
 }
 
 }  // namespace mp
