@@ -15,13 +15,19 @@
 // every AMO wait for their request (AMOs always carry a reply buffer, so even SET/ADD return remotely done); _nbi
 // forms release their request and complete at quiet (ucp_worker_flush_nbx). signal = ucp_worker_fence, then an
 // atomic SWAP (SET) or ADD on the word, waited for. fence = ucp_worker_fence.
+// quiet flushes the worker only when an nbi put or get was issued since the last completed flush (flush_, a
+// FlushTracker: each such operation is numbered once posted, a flush covers the numbers taken before it began), so a
+// quiet with nothing issued (the barrier's, back to back) costs no round trip. A quiet in another thread that races
+// an nbi operation may flush it or not; one ordered after it (the caller's own, or synchronised) always does.
 // Owner-executed atomics and signals (DEVICE words always: UCX's AMOs on CUDA memory are not atomic against GPU
 // atomics; HOST/STATIC words unless TETHER_UCX_AMO=native): an active message [OwnerRequest] sent with
 // UCP_AM_SEND_FLAG_REPLY; the owner's handler applies it through UcxOptions::applyOwnerOp (its own local path) and
 // answers [OwnerReply] on the reply endpoint without waiting (the reply is released by its send callback); the
 // initiator progresses until the reply with its token arrives (bounded by TETHER_TIMEOUT; a lost endpoint ends it
 // with TETHER_ERR_PEER_LOST). An owner-executed signal first flushes the endpoint (remote completion of every earlier
-// put to that PE), so the data is in place before the owner updates the signal word.
+// put to that PE: UCX does not order an active message after RMA), so the data is in place before the owner updates
+// the signal word; only when an nbi put to that PE was issued since the last flush covering it
+// (FlushTracker::peerFlushNeeded; blocking puts are complete already), so a barrier round costs one round trip.
 // Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
 // connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
 #include <ucp/api/ucp.h>
@@ -38,6 +44,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "gpu/gpu.h"
+#include "transport/ucx/flush_tracker.h"
 #include "transport/ucx/ucx.h"
 
 namespace tether {
@@ -178,6 +185,7 @@ class UcxProvider final : public Provider {
   std::mutex pendingMu_;
   std::unordered_map<uint64_t, Pending*> pending_;  // owner-executed operations waiting for a reply, by token
   std::atomic<uint64_t> nextToken_{1};
+  FlushTracker flush_;  // what quiet and a signal's endpoint flush must still complete
   std::atomic<uint64_t> ownerServed_{0};  // owner-executed operations applied here for peers (logged at the end)
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> userProgress_{0};  // userProgress() calls so far
@@ -294,6 +302,7 @@ Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov,
   TETHER_TRY(boot.allgather(padded.data(), addresses_.data(), addressStride_).withContext("UCX worker addresses"));
   if (!worker_) return Status::ok();
   peers_.resize(static_cast<size_t>(n));
+  flush_.reset(static_cast<size_t>(n));
   for (auto& p : peers_) p.reset(new Peer);
   TETHER_LOG_INFO(LogSys::Transport, "ucx: worker up (%zu-byte address); endpoints are made on first use",
                   myAddressLen_);
@@ -518,7 +527,10 @@ Status UcxProvider::put(int pe, const RemoteAddr& dst, const void* src, size_t n
   Target t;
   TETHER_TRY(target(pe, dst, n, "put", &t));
   ucs_status_ptr_t r = ucp_put_nbx(t.ep, src, n, t.addr, t.rkey, &prm);
-  if (nbi) return detach(r, pe, "put_nbi");
+  if (nbi) {
+    flush_.issued(pe);
+    return detach(r, pe, "put_nbi");
+  }
   TETHER_TRY(wait(r, pe, "put"));
   ucp_request_param_t flush{};
   return wait(ucp_ep_flush_nbx(t.ep, &flush), pe, "put (remote completion)");
@@ -530,7 +542,9 @@ Status UcxProvider::get(int pe, void* dst, const RemoteAddr& src, size_t n, bool
   Target t;
   TETHER_TRY(target(pe, src, n, "get", &t));
   ucs_status_ptr_t r = ucp_get_nbx(t.ep, dst, n, t.addr, t.rkey, &prm);
-  return nbi ? detach(r, pe, "get_nbi") : wait(r, pe, "get");
+  if (!nbi) return wait(r, pe, "get");
+  flush_.issued(-1);
+  return detach(r, pe, "get_nbi");
 }
 
 Status UcxProvider::amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
@@ -604,9 +618,11 @@ Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op
   const unsigned width = op.signal ? 8u : op.amo.width;
   Target t;  // the endpoint (and the bounds check against the owner's registered range)
   TETHER_TRY(target(pe, at, width, what, &t));
-  if (op.signal) {  // remote completion of every earlier put to this PE: the data is there before the signal
+  if (op.signal && flush_.peerFlushNeeded(pe)) {  // remote completion of the earlier nbi puts to this PE
+    const uint64_t mark = flush_.mark();
     ucp_request_param_t flush{};
     TETHER_TRY(wait(ucp_ep_flush_nbx(t.ep, &flush), pe, "signal (completing earlier puts)"));
+    flush_.peerFlushed(pe, mark);
   }
   OwnerRequest rq{};
   rq.token = nextToken_.fetch_add(1, std::memory_order_relaxed);
@@ -738,8 +754,12 @@ ucs_status_t UcxProvider::onOwnerReply(void* arg, const void*, size_t, void* dat
 
 Status UcxProvider::quiet() {
   if (!worker_) return Status::ok();
+  const uint64_t mark = flush_.mark();  // operations posted before the flush begins
+  if (!flush_.workerFlushNeeded(mark)) return Status::ok();
   ucp_request_param_t prm{};
-  return wait(ucp_worker_flush_nbx(worker_, &prm), -1, "quiet (worker flush)");
+  TETHER_TRY(wait(ucp_worker_flush_nbx(worker_, &prm), -1, "quiet (worker flush)"));
+  flush_.workerFlushed(mark);
+  return Status::ok();
 }
 
 Status UcxProvider::fence() {
