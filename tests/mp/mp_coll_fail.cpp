@@ -1,6 +1,6 @@
 // A collective that fails part-way loses collective state on every PE, and every PE then reports the same failure
 // (issue 24 §3). PE 0 calls tether_free (a collective exchange) while the other PEs sit in tether_barrier_all: each
-// side times out (TETHER_TIMEOUT=2 in the ctest entry). Then, on every PE: a later barrier and a later allocation fail
+// side times out (TETHER_TIMEOUT=5 in the ctest entry). Then, on every PE: a later barrier and a later allocation fail
 // at once with the first error's code and "collective state lost"; one-sided calls still work; tether_finalize
 // returns the same code with "collective state lost" at once, and releases everything (no hang, no leak).
 // Before, PE 0's later barrier paired with the others' failed one and succeeded, and finalize succeeded on one PE
