@@ -202,6 +202,16 @@ struct World {
 // ---- arrays -------------------------------------------------------------------------------------------------------
 
 // A typed, strided view of (part of) an Allocation. SymmetricArray (Python) derives from it and adds slicing etc.
+// C order without gaps: every dimension of extent > 1 has the byte stride of the dimensions inside it.
+bool isContiguous(size_t itemsize, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+  int64_t expect = static_cast<int64_t>(itemsize);
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expect) return false;
+    expect *= shape[i];
+  }
+  return true;
+}
+
 struct ArrayBase {
   AllocPtr alloc;
   size_t offset = 0;            // bytes from alloc->base to element [0, ..., 0]
@@ -238,14 +248,7 @@ struct ArrayBase {
     for (int64_t s : shape) n *= static_cast<size_t>(s);
     return n;
   }
-  bool contiguous() const {
-    int64_t expect = static_cast<int64_t>(itemsize);
-    for (size_t i = shape.size(); i-- > 0;) {
-      if (shape[i] != 1 && strides[i] != expect) return false;
-      expect *= shape[i];
-    }
-    return true;
-  }
+  bool contiguous() const { return isContiguous(itemsize, shape, strides); }
 };
 
 void initArray(ArrayBase& a, AllocPtr alloc, size_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides,
@@ -353,14 +356,7 @@ struct Side {
   char* ptr;
   size_t itemsize;
   std::vector<int64_t> shape, strides;
-  bool contiguous() const {
-    int64_t expect = static_cast<int64_t>(itemsize);
-    for (size_t i = shape.size(); i-- > 0;) {
-      if (shape[i] != 1 && strides[i] != expect) return false;
-      expect *= shape[i];
-    }
-    return true;
-  }
+  bool contiguous() const { return isContiguous(itemsize, shape, strides); }
 };
 
 Side sideOf(const ArrayBase& a) { return Side{a.data(), a.itemsize, a.shape, a.strides}; }
