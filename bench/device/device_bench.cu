@@ -410,14 +410,17 @@ int main(int argc, char** argv) {
   TK(tether_device_handle(c.w, &k.h));
   for (int j = 0; j < tether_bench::patternFanout(pattern, c.npes); ++j) {
     const int target = tether_bench::patternTarget(pattern, c.me, j, c.npes);
-    if (!tether_ptr(c.w, c.buf, target)) {
-      std::fprintf(stderr, "PE %d: no p2p path to PE %d's GPU: nothing to measure (proxy path not implemented yet)\n",
-                   c.me, target);
+    if (tether_ptr(c.w, c.buf, target)) continue;
+    // A peer on another host: its rows go through the proxy ring (device.cuh), tens of us per operation.
+    if (pat || !c.opts.latencyOnly) {
+      std::fprintf(stderr, "PE %d: PE %d's GPU is reached through the proxy ring (another host): run the pair pattern "
+                   "with --latency [--iters N] (latency rows at 8 B)\n", c.me, target);
       return 2;
     }
+    c.path = "proxy";
   }
-  char detail[64];
-  std::snprintf(detail, sizeof detail, "handle flags 0x%x", k.h.flags);
+  char detail[96];
+  std::snprintf(detail, sizeof detail, "handle flags 0x%x, path %s", k.h.flags, c.path);
   if (pat) {
     PatternRun run{c, k, pattern};
     run.all = all;

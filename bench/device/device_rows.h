@@ -71,6 +71,10 @@ struct Options {
   size_t maxSize = size_t{1} << 30;
   std::string jsonPath;
   bool quick = false;
+  // --latency: the latency rows at 8 B only (p_pingpong, atomic rows, put_signal_pingpong, put_quiet_latency), no
+  // bandwidth rows: for a peer on another host, reached through the proxy ring (tens of us per operation).
+  bool latencyOnly = false;
+  int iters = 0;  // --iters N: ping-pong round trips per row (0: 20000, 200 with --quick); other rows scale from it
 };
 
 // false: exit with *rc (usage printed).
@@ -80,8 +84,11 @@ bool parseArgs(int argc, char** argv, Options* o, int* rc) {
     if (a == "--max-size" && i + 1 < argc) o->maxSize = std::strtoull(argv[++i], nullptr, 10) << 20;  // MiB
     else if (a == "--json" && i + 1 < argc) o->jsonPath = argv[++i];
     else if (a == "--quick") o->quick = true;
+    else if (a == "--latency") o->latencyOnly = true;
+    else if (a == "--iters" && i + 1 < argc && std::atoi(argv[i + 1]) >= 20) o->iters = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: tetherrun -n 2 %s [--max-size MiB] [--json FILE] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: tetherrun -n 2 %s [--max-size MiB] [--json FILE] [--quick] [--latency] "
+                   "[--iters N (>= 20)]\n", argv[0]);
       *rc = a == "--help" ? 0 : 2;
       return false;
     }
@@ -99,6 +106,7 @@ struct Ctx {
   const char* pattern = nullptr;
   const char* impl = "";     // "tether" | "nvshmem": JSON "impl"
   const char* segment = "";  // JSON "segment": where buf and words live
+  const char* path = "p2p";  // JSON "path": how PE 0 reaches PE 1 ("p2p", or "proxy" for a peer on another host)
   Options opts;
   char* buf = nullptr;         // symmetric, GPU memory, opts.maxSize: the remote side of every RMA row
   uint64_t* words = nullptr;   // symmetric, GPU memory, 4096 B: flags, counter, signal
@@ -233,8 +241,8 @@ void report(Ctx& c, Kernels& k, const char* row, RowScope s, size_t bytes, int b
   if (c.json)
     std::fprintf(c.json,
                  "{\"bench\":\"device\",\"impl\":\"%s\",\"row\":\"%s\",\"scope\":\"%s\",\"bytes\":%zu,\"blocks\":%d,"
-                 "\"us\":%.4f,\"gbps\":%.3f,\"iters\":%ld,\"segment\":\"%s\",\"path\":\"p2p\"%s%s%s%s}\n",
-                 c.impl, row, scope, bytes, blocks, us, gbps, iters, c.segment, fields.c_str(),
+                 "\"us\":%.4f,\"gbps\":%.3f,\"iters\":%ld,\"segment\":\"%s\",\"path\":\"%s\"%s%s%s%s}\n",
+                 c.impl, row, scope, bytes, blocks, us, gbps, iters, c.segment, c.path, fields.c_str(),
                  note.empty() ? "" : ",\"note\":\"", note.c_str(), note.empty() ? "" : "\"");
 }
 
@@ -276,7 +284,8 @@ int run(Ctx& c, Kernels& k, int argc, char** argv, const char* program, const st
   fill(c.local, maxSize);
   if (!c.opts.jsonPath.empty() && c.me == 0) c.json = std::fopen(c.opts.jsonPath.c_str(), "w");
   auto resetWords = [&]() { CK(cudaMemset(c.words, 0, 4096)); CK(cudaDeviceSynchronize()); };
-  const int pp = c.opts.quick ? 200 : 20000;
+  const int pp = c.opts.iters ? c.opts.iters : (c.opts.quick ? 200 : 20000);
+  const bool lat = c.opts.latencyOnly;
   if (c.me == 0) {
     int d;
     cudaDeviceProp prop;
@@ -327,7 +336,7 @@ int run(Ctx& c, Kernels& k, int argc, char** argv, const char* program, const st
   {
     for (RowScope s : {RowScope::Thread, RowScope::Warp, RowScope::Block})
       for (size_t nb : latSizes) {
-        if (nb > maxSize || (s == RowScope::Thread && nb > (64 << 10))) continue;
+        if (nb > maxSize || (s == RowScope::Thread && nb > (64 << 10)) || (lat && nb > 8)) continue;
         const int it = nb >= (256 << 10) ? pp / 20 : (nb >= (8 << 10) ? pp / 4 : pp);
         const double t = both(c, [&] { k.putSignalPingPong(s, c.buf, c.local, nb, c.words + 192, it); },
                               [&] { clear(c.buf, nb); resetWords(); });
@@ -341,7 +350,7 @@ int run(Ctx& c, Kernels& k, int argc, char** argv, const char* program, const st
   {
     for (RowScope s : {RowScope::Thread, RowScope::Warp, RowScope::Block}) {
       for (size_t nb : latSizes) {
-        if (nb > maxSize || (s == RowScope::Thread && nb > (64 << 10))) continue;
+        if (nb > maxSize || (s == RowScope::Thread && nb > (64 << 10)) || (lat && nb > 8)) continue;
         const int it = nb >= (256 << 10) ? pp / 20 : pp / 2;
         double t = 0;
         if (c.me == 1) clear(c.buf, nb);
@@ -357,7 +366,7 @@ int run(Ctx& c, Kernels& k, int argc, char** argv, const char* program, const st
     }
   }
   // bandwidth: put uni, get uni, put bidir; sizes 8 B .. max; blocks by size, and a block sweep at the largest size
-  {
+  if (!lat) {
     const char* names[3] = {"put_bw", "get_bw", "put_bw_bidir"};
     auto bw = [&](size_t nb, int blocks, int mode /*0 put, 1 get, 2 bidir*/) -> double {
       const int reps = nb <= (1 << 20) ? 20 : 1;

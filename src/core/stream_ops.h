@@ -5,7 +5,8 @@
 // Implementations, chosen by factory (never by #ifdef in the core):
 //  - createGpuStreamOps (core/stream/cuda/stream_ops_cuda.cpp): copies are cudaMemcpyAsync on the stream; writes and
 //    waits are stream memory operations (cuStreamBatchMemOp: WRITE_VALUE_64/32, WAIT_VALUE_64 with GEQ/EQ/AND/NOR, and
-//    a system-scope MEM_OP_BARRIER before release writes), several per call; ADD signals, AMOs, narrow stores, the
+//    a system-scope MEM_OP_BARRIER before release writes), several per call (waits as kernels in jobs with peers on
+//    other hosts: GpuStreamOpsOptions::kernelWaits); ADD signals, AMOs, narrow stores, the
 //    comparisons memops lack and proxy calls are one-thread kernels on the stream. Addresses are GPU addresses (HOST
 //    segments through their registered aliases). The host-only build's version (core/stream/none) reports no GPU.
 //  - createCpuStreamOps (core/stream/stream_ops_cpu.cpp): a CPU emulation for tests without a GPU. Each emulated stream
@@ -102,8 +103,18 @@ class StreamOps {
   virtual Status synchronize(void* stream) = 0;
 };
 
+// Options of the CUDA stream-op layer.
+struct GpuStreamOpsOptions {
+  // Waits run as one-thread kernels polling the word instead of memop waits. Needed where the word (or data a wait
+  // orders) can be released by GPU work of this same process on another stream: peers on other hosts reach this PE's
+  // GPU memory through this PE itself (owner-executed signals and atomics as kernels on a sibling stream, UCX's
+  // cuda_copy of arriving data). Seen on 4xH100 (CUDA 13, 2026-11-26, gpu_netns_stream_4pe): while a memop wait of
+  // this process was pending, its kernels and copies on other streams did not run, and the job hung; with kernel
+  // waits it passed (a polling kernel holds no hardware queue).
+  bool kernelWaits = false;
+};
 // CUDA stream-op layer on this PE's GPU (gpu/cuda); the host-only build's version reports TETHER_ERR_UNSUPPORTED.
-Status createGpuStreamOps(GpuContext& gpu, std::unique_ptr<StreamOps>* out);
+Status createGpuStreamOps(GpuContext& gpu, const GpuStreamOpsOptions& opts, std::unique_ptr<StreamOps>* out);
 // CPU emulation (see above); waits are bounded by timeoutSeconds (<= 0: unbounded).
 // hostAtomics: what hostAtomics() reports (false: tests of the proxy route taken without host-native atomics).
 std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds, bool hostAtomics = true);

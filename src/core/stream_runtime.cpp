@@ -10,7 +10,7 @@ Status StreamRuntime::ops(StreamOps** out) {
     if (!gpu_)
       TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "stream operations need a GPU on PE %d (host-only build, no visible GPU, "
                   "or TETHER_GPU=none)", myPe_);
-    TETHER_TRY(createGpuStreamOps(*gpu_, &ops_));
+    TETHER_TRY(createGpuStreamOps(*gpu_, gpuOpts_, &ops_));
     TETHER_LOG_INFO(LogSys::Core, "stream operations: %s", ops_->name());
   }
   *out = ops_.get();

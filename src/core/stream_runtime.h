@@ -28,6 +28,12 @@ class StreamRuntime {
     gpu_ = gpu;
     myPe_ = myPe;
   }
+  // Options of the CUDA layer made on first use (the World sets kernelWaits once its paths are known, before any
+  // stream operation).
+  void setGpuOptions(const GpuStreamOpsOptions& opts) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gpuOpts_ = opts;
+  }
   // *out: the stream-op layer, made on first use; TETHER_ERR_UNSUPPORTED when there is no GPU and none installed.
   Status ops(StreamOps** out);
   // Installs a stream-op layer (owned here; tests: the CPU emulation on a GPU-less PE).
@@ -42,6 +48,7 @@ class StreamRuntime {
   int myPe_ = 0;
   std::mutex mu_;  // creation of ops_
   std::unique_ptr<StreamOps> ops_;
+  GpuStreamOpsOptions gpuOpts_;
   std::atomic<uint64_t> barrierEpoch_{0};
 };
 

@@ -205,6 +205,11 @@ Status World::setUpPaths() {
     void* unused = nullptr;
     TETHER_TRY(ownerGpu(&unused).withContext("tether_init"));
   }
+  // With peers on other hosts, GPU work of this process (those owner-executed operations, UCX's copies of arriving
+  // data) releases stream waits: waits as kernels, which never hold it back (core/stream_ops.h, GpuStreamOpsOptions).
+  GpuStreamOpsOptions so;
+  so.kernelWaits = paths_.hasRemoteKeys();
+  streams_.setGpuOptions(so);
   return Status::ok();
 }
 

@@ -58,7 +58,7 @@ struct HostFn {
 
 class CudaStreamOps : public StreamOps {
  public:
-  explicit CudaStreamOps(GpuContext& gpu) : gpu_(gpu) {}
+  CudaStreamOps(GpuContext& gpu, const GpuStreamOpsOptions& opts) : gpu_(gpu), opts_(opts) {}
   ~CudaStreamOps() override {
     cudaSetDevice(gpu_.device());
     for (cudaStream_t s : streams_) cudaStreamDestroy(s);
@@ -97,7 +97,10 @@ class CudaStreamOps : public StreamOps {
     return Status::ok();
   }
 
-  const char* name() const override { return memOpsOk_ ? "cuda (stream memops)" : "cuda (kernels only)"; }
+  const char* name() const override {
+    if (!memOpsOk_) return "cuda (kernels only)";
+    return opts_.kernelWaits ? "cuda (stream memops; waits as kernels: peers on other hosts)" : "cuda (stream memops)";
+  }
   bool gpuAddresses() const override { return true; }
   bool hostAtomics() const override { return hostAtomics_; }
 
@@ -123,7 +126,8 @@ class CudaStreamOps : public StreamOps {
       const StreamMemOp& o = ops[i];
       if (o.kind != StreamMemOp::Barrier && !o.addr)
         TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream memop %zu: null address", i);
-      if (!memOpsOk_ || (o.kind == StreamMemOp::Wait && o.cond == StreamCond::Nor && !norOk_)) {
+      if (!memOpsOk_ ||
+          (o.kind == StreamMemOp::Wait && (opts_.kernelWaits || (o.cond == StreamCond::Nor && !norOk_)))) {
         TETHER_TRY(flush());
         TETHER_TRY(kernelMemOp(stream, o));
         continue;
@@ -281,6 +285,7 @@ class CudaStreamOps : public StreamOps {
   }
 
   GpuContext& gpu_;
+  const GpuStreamOpsOptions opts_;
   decltype(&cuStreamBatchMemOp) batch_ = nullptr;
   bool memOpsOk_ = false, norOk_ = false, hostAtomics_ = false;
   std::mutex mu_;
@@ -290,8 +295,8 @@ class CudaStreamOps : public StreamOps {
 
 }  // namespace
 
-Status createGpuStreamOps(GpuContext& gpu, std::unique_ptr<StreamOps>* out) {
-  std::unique_ptr<CudaStreamOps> ops(new CudaStreamOps(gpu));
+Status createGpuStreamOps(GpuContext& gpu, const GpuStreamOpsOptions& opts, std::unique_ptr<StreamOps>* out) {
+  std::unique_ptr<CudaStreamOps> ops(new CudaStreamOps(gpu, opts));
   TETHER_TRY(ops->init());
   *out = std::move(ops);
   return Status::ok();

@@ -3,7 +3,7 @@
 
 namespace tether {
 
-Status createGpuStreamOps(GpuContext&, std::unique_ptr<StreamOps>* out) {
+Status createGpuStreamOps(GpuContext&, const GpuStreamOpsOptions&, std::unique_ptr<StreamOps>* out) {
   out->reset();
   TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "stream operations: this is a host-only build (configure with CUDA)");
 }
