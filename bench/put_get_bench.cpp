@@ -146,7 +146,8 @@ struct Bench {
   size_t slotBytes = 0;         // all-pairs: a target buffer holds one slot of --max-size per source PE (else 0)
   int64_t round = 0;            // validation round (same on every PE)
   uint64_t seq = 0;             // ping-pong sequence number (same on PE 0 and PE 1)
-  std::string path;             // path PE 0 -> PE 1 for HOST targets (inferred)
+  std::string path;             // path PE 0 -> PE 1 for HOST targets: shm (mapped) or unmapped (staged, or the network)
+  std::string pathD = "p2p";    // ... for DEVICE targets: p2p (mapped) or unmapped
   int gpu = -1;                 // this PE's GPU (local_mem's current device), -1 when none
 };
 
@@ -167,7 +168,7 @@ struct Bench {
   std::exit(1);
 }
 
-std::string pathFor(const Bench& b, Mem target) { return target == Mem::D ? "p2p" : b.path; }
+std::string pathFor(const Bench& b, Mem target) { return target == Mem::D ? b.pathD : b.path; }
 
 Region localRegion(const Bench& b, Mem m) { return m == Mem::H ? b.locH : b.locD; }
 Region targetRegion(const Bench& b, Mem m) { return m == Mem::H ? b.tgtH : b.tgtD; }
@@ -1089,8 +1090,10 @@ int main(int argc, char** argv) {
       if (!b.staging) failLocal(b, "allocating the host staging buffer (--max-size bytes)", error);
     }
   }
-  // Path guess for HOST targets: shm when PE 1's segment is directly mapped; DEVICE targets are labelled p2p.
-  b.path = tether_ptr(b.w, sync, 1) != nullptr ? "shm" : "proxy";
+  // Path labels from tether_ptr: shm (HOST) / p2p (DEVICE) when PE 1's segment is directly mapped, else "unmapped"
+  // (the staged path on one host, UCX to another host: TETHER_LOG=info names the provider).
+  b.path = tether_ptr(b.w, sync, 1) != nullptr ? "shm" : "unmapped";
+  if (tgtD) b.pathD = tether_ptr(b.w, b.tgtD.addr, 1) != nullptr ? "p2p" : "unmapped";
   barrier(b);  // every PE's buffers and words are in place before anyone writes to them
 
   tether_bench::RunInfo info = tether_bench::collectRunInfo("put_get", opts, b.npes);
@@ -1117,9 +1120,9 @@ int main(int argc, char** argv) {
   if (b.gpu >= 0)
     notes += "PE 0's GPU: " + std::to_string(b.gpu) + " (" + tether_bench::localGpuName(b.gpu) +
              "), node-local PE modulo visible GPUs as tether chooses (or TETHER_GPU)\n";
-  notes += "path " + b.path + " for HOST targets (PE 1's segment is " +
-           (b.path == "shm" ? "directly mapped: tether_ptr != NULL" : "not directly addressable") +
-           "), p2p for DEVICE targets (inferred); data validated once per row and size after the timed batches";
+  notes += "path " + b.path + " for HOST targets" + (tgtD ? ", " + b.pathD + " for DEVICE targets" : "") +
+           " (shm/p2p: PE 1's segment is mapped, tether_ptr != NULL; unmapped: the staged path or UCX to another "
+           "host); data validated once per row and size after the timed batches";
   rep.printHeader(notes);
 
   bool atomicD = false;
