@@ -110,6 +110,8 @@ Status checkOp(const World& w, const char* call, const Op& op, SymRef* target, S
     case Op::Amo: return checkAmo(w, call, op, target);
     case Op::Quiet:
     case Op::Barrier: return Status::ok();
+    case Op::PutRuns:
+    case Op::GetRuns: break;  // internal stream proxy calls, not user operations
   }
   TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation kind %d", call, static_cast<int>(op.kind));
 }

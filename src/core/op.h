@@ -27,7 +27,9 @@ struct SymRef;
 struct SegPath;
 
 struct Op {
-  enum Kind : uint32_t { Put, Get, P, PutSignal, Signal, Wait, Quiet, Barrier, Amo } kind = Quiet;
+  // PutRuns/GetRuns: stream proxy calls only (core/rma_typed.cpp, a staged typed transfer on a stream): nbytes runs
+  // of the table `runs`, each as an nbi put (get), then one quiet; never a user operation (checkOp refuses them).
+  enum Kind : uint32_t { Put, Get, P, PutSignal, Signal, Wait, Quiet, Barrier, Amo, PutRuns, GetRuns } kind = Quiet;
   int32_t pe = 0;
   void* dest = nullptr;         // Put/PutSignal/P/Amo: symmetric target; Get: local buffer
   const void* src = nullptr;    // Put/PutSignal: local buffer; Get: symmetric source
@@ -39,6 +41,10 @@ struct Op {
   tether_cmp_t cmp = TETHER_CMP_EQ;
   tether_amo_t amo = TETHER_AMO_ADD;
   void* fetched = nullptr;      // Amo: old value (GPU or pinned memory for the stream), or null
+  // PutRuns/GetRuns: nbytes pairs {displacement, bytes}: run i moves `bytes` between the stage (src of a put, dest of
+  // a get; runs packed back to back from it) and the symmetric dest (put) / src (get) + displacement. Readable where
+  // the call runs (GPU memory for a GPU stream) until it has run.
+  const int64_t* runs = nullptr;
   uint32_t flags = 0;           // TETHER_OP_PATCH_* (prepared sets)
   bool isSigned = false;        // Wait: compare as int64
   bool spinWait = false;        // Wait: a one-thread kernel polls the word, with no time limit, instead of a stream

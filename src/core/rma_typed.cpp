@@ -24,14 +24,17 @@
 // Ordering against this PE's earlier nbi operations to overlapping bytes is not defined (as for put_nbi + put).
 // Stream forms (OnStream): checks and route at the call, the transfer in stream order: CpuDirect as a stream host
 // call (StreamOps::hostCall) holding shared references to both canonical forms; GpuDirect with a GPU local buffer as
-// engine launches on the stream (typed-to-typed through stream-ordered scratch memory); other routes are refused.
-// The GPU route passes gpu_rma_typed on an H200 (2 PEs on one GPU, 2026-11-23); its stream forms have not run yet.
+// engine launches on the stream (typed-to-typed through stream-ordered scratch memory); Staged (a PE on another host,
+// a same-host pair without a mapping, TETHER_DT_RMA=staged) as stagedOnStream below: the local side packed into (or
+// unpacked from) a stage in stream order, and one stream proxy call (core/stream_ops.h) moving every memory run of the
+// remote side as nbi transfers, at most kMaxStreamRuns runs. A host local buffer on a GPU stream is refused (GpuDirect and Staged).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +51,9 @@ namespace tether {
 namespace {
 
 constexpr int64_t kHostFragment = int64_t{1} << 20;  // host staging per fragment (typed-to-typed, Staged route)
+// A stream-ordered staged transfer carries a table of the remote side's memory runs (16 bytes each) to its proxy call:
+// more runs than this are refused (the blocking form walks any number).
+constexpr int64_t kMaxStreamRuns = int64_t{1} << 20;
 constexpr int64_t kGpuFragment = int64_t{8} << 20;   // the World's GPU staging buffer
 
 // Address arithmetic on integers: displacements may point before a buffer's origin (negative lb), as in MPI.
@@ -153,6 +159,86 @@ Status typedOnGpuStream(int dev, const Mem& from, const Mem& to, int64_t n, void
   }
   Status fr = dt::gpuScratchFree(dev, stream, scratch);
   return st.isOk() ? fr : st;
+}
+
+// Staged in stream order: the local side <-> a stage of n bytes (on a GPU stream, whose local buffer is GPU memory:
+// stream-ordered GPU scratch and engine launches; on the CPU emulation: host memory, packed and unpacked by stream
+// host calls that hold the stage and the canonical form), and one stream proxy call (PutRuns / GetRuns, core/op.h)
+// moving every memory run of the remote side between the stage and the peer as nbi transfers with one quiet. Proxy
+// calls complete before the next stream operation starts (core/stream_ops.h), so the stage and the run table are
+// released after it: GPU scratch freed in stream order; host memory held by the last host call.
+Status stagedOnStream(World& w, StreamOps& so, const char* call, bool isPut, int pe, const Side& localSide,
+                      char* localBase, const Side& remoteSide, void* remoteAddr, int64_t n, void* stream) {
+  auto table = std::make_shared<std::vector<int64_t>>();  // {displacement from remoteAddr, bytes} per run
+  TETHER_TRY(dt::hostWalk(*remoteSide.c, 0, n, [&](int64_t disp, int64_t bytes) -> Status {
+    if (static_cast<int64_t>(table->size() / 2) >= kMaxStreamRuns)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the %s side has more than %" PRId64 " memory runs: too many for a "
+                  "stream-ordered staged transfer to PE %d (its run table); use the blocking form or a type with "
+                  "fewer, longer blocks", call, remoteSide.name, kMaxStreamRuns, pe);
+    table->push_back(disp);
+    table->push_back(bytes);
+    return Status::ok();
+  }));
+  tether_device_handle_t h{};
+  TETHER_TRY(w.deviceHandle(so.gpuAddresses(), &h, true).withContext(call));
+  const bool gpu = so.gpuAddresses();  // the caller refuses a host local buffer on a GPU stream
+  const int dev = gpu ? w.gpu()->device() : -1;
+  const size_t tableBytes = table->size() * sizeof(int64_t);
+  std::shared_ptr<std::vector<char>> hostStage;
+  char* stage = nullptr;
+  const int64_t* runs = table->data();
+  if (gpu) {
+    // One scratch block: the stage, then the table (8-byte aligned), copied in from pageable memory (which the copy
+    // stages at the call, so `table` may go when this returns).
+    const int64_t tableAt = (n + 7) / 8 * 8;
+    void* p = nullptr;
+    TETHER_TRY(dt::gpuScratchAlloc(dev, stream, tableAt + static_cast<int64_t>(tableBytes), &p));
+    stage = static_cast<char*>(p);
+    runs = reinterpret_cast<const int64_t*>(stage + tableAt);
+    Status cp = so.copy(stream, const_cast<int64_t*>(runs), table->data(), tableBytes);
+    if (!cp.isOk()) {
+      TETHER_WARN_ON_FAIL(dt::gpuScratchFree(dev, stream, p));
+      return cp;
+    }
+  } else {
+    hostStage = std::make_shared<std::vector<char>>(static_cast<size_t>(n));
+    stage = hostStage->data();
+  }
+  const Mem local{&localSide, localBase};
+  auto hostSide = [&](bool unpack) {  // pack (put) or unpack (get) on the host, in stream order
+    return so.hostCall(stream, [unpack, n, hostStage, c = localSide.handle->canonical, base = localBase] {
+      if (unpack)
+        dt::hostUnpack(*c, hostStage->data(), 0, n, base);
+      else
+        dt::hostPack(*c, base, 0, n, hostStage->data());
+    });
+  };
+  Status st = Status::ok();
+  if (isPut) st = gpu ? engine(dev, false, local, 0, n, stage, stream) : hostSide(false);
+  if (st.isOk()) {
+    Op c;
+    c.kind = isPut ? Op::PutRuns : Op::GetRuns;
+    c.pe = pe;
+    c.nbytes = table->size() / 2;
+    c.runs = runs;
+    if (isPut) {
+      c.dest = remoteAddr;
+      c.src = stage;
+    } else {
+      c.dest = stage;
+      c.src = remoteAddr;
+    }
+    st = so.proxy(stream, h, c);
+  }
+  if (st.isOk() && !isPut) st = gpu ? engine(dev, true, local, 0, n, stage, stream) : hostSide(true);
+  if (gpu) {
+    const Status fr = dt::gpuScratchFree(dev, stream, stage);
+    return st.isOk() ? fr : st;
+  }
+  // The host stage and table live as long as the host calls holding them: one last call keeps them until the proxy
+  // call (after the pack's host call has run and released its copy) is done.
+  const Status kept = so.hostCall(stream, [hostStage, table] {});
+  return st.isOk() ? kept : st;
 }
 
 }  // namespace
@@ -358,6 +444,10 @@ Status TypedRma::transfer(const char* call, bool isPut, void* dest, tether_type_
       const Mem rem{&remoteSide, remoteBase};
       return typedOnGpuStream(dev, isPut ? local : rem, isPut ? rem : local, n, stream);
     }
+    // (A GPU stream's proxy calls may reach a mapped peer by loads and stores in the kernel: their stage must be GPU
+    // memory, so a host local buffer is refused there.)
+    if (route == Route::Staged && (localOnGpu || !so->gpuAddresses()))
+      return stagedOnStream(w_, *so, call, isPut, pe, localSide, local.base, remoteSide, remoteAddr, n, stream);
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
                 "%s: no stream-ordered route to PE %d (%s route; a stream runs GPU kernels on GPU-addressable memory "
                 "with a local buffer in GPU memory, or the host reference on host-mapped memory with a host local "

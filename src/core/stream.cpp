@@ -328,6 +328,8 @@ class StreamPlanner {
       }
       case Op::Barrier: return compileBarrier(op.quietFirst);
       case Op::Amo: return compileAmo(op);
+      case Op::PutRuns:
+      case Op::GetRuns: break;  // internal proxy calls (core/rma_typed.cpp), never compiled from user operations
     }
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown operation kind %d", call_, static_cast<int>(op.kind));
   }

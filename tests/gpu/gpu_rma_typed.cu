@@ -102,18 +102,12 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
 
 // The stream forms with a GPU local buffer: the local data is copied in on the same stream right before the put (no
 // synchronisation between: stream order must carry it), the get's result is read after the stream synchronises.
-// A stream-ordered typed put/get exists only where this PE's GPU addresses the peer's DEVICE segment (tether_ptr):
-// to a PE on another host (gpu_netns_rma_typed) or a staged pair the library refuses it (UNSUPPORTED: the staged
-// route has no stream-ordered form, core/rma_typed.cpp), so such a PE checks that refusal instead of the data, and
-// its next PE skips the comparison of what it would have put there (every PE still takes every barrier).
+// Direct where this PE's GPU addresses the peer's DEVICE segment (tether_ptr), staged otherwise (a PE on another host
+// in gpu_netns_rma_typed, a staged pair, TETHER_DT_RMA=staged): both must deliver the data.
 void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, const std::string& what) {
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
   auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, static_cast<size_t>(remote.bytes())));
-  auto* prevReaches = static_cast<int*>(gpu_test::symAlloc(w, TETHER_SEG_HOST, sizeof(int)));
-  const int reach = tether_ptr(w, sym, next) != nullptr;
-  MP_OK(tether_put(w, prevReaches, &reach, sizeof reach, next));
-  MP_OK(tether_barrier_all(w));  // completes the put: *prevReaches = whether prev has a stream route to me
   const size_t lb = static_cast<size_t>(local.bytes()), rb = static_cast<size_t>(remote.bytes());
   unsigned char* loc = nullptr;
   CK(cudaMalloc(&loc, lb));
@@ -128,15 +122,11 @@ void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, cons
   CK(cudaMemcpyAsync(loc, mine.data(), lb, cudaMemcpyHostToDevice, st));
   const tether_status_t put = tether_put_typed_on_stream(w, sym + remote.origin(), remote.type, remote.count,
                                                          loc + local.origin(), local.type, local.count, next, st);
-  if (reach)
-    MP_OK(put);
-  else
-    MP_CHECK(put == TETHER_ERR_UNSUPPORTED);
+  MP_OK(put);
   CK(cudaStreamSynchronize(st));
   MP_OK(tether_barrier_all(w));
   CK(cudaMemcpy(got.data(), sym, rb, cudaMemcpyDeviceToHost));
-  if (*prevReaches)
-    typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, prev), remote, ("put " + tag).c_str());
+  typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, prev), remote, ("put " + tag).c_str());
   MP_OK(tether_barrier_all(w));
 
   fill(sym, data(remote.bytes(), seed + 1, me));
@@ -144,20 +134,15 @@ void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, cons
   MP_OK(tether_barrier_all(w));
   const tether_status_t get = tether_get_typed_on_stream(w, loc + local.origin(), local.type, local.count,
                                                          sym + remote.origin(), remote.type, remote.count, next, st);
-  if (reach)
-    MP_OK(get);
-  else
-    MP_CHECK(get == TETHER_ERR_UNSUPPORTED);
+  MP_OK(get);
   std::vector<unsigned char> back(lb);
   CK(cudaMemcpyAsync(back.data(), loc, lb, cudaMemcpyDeviceToHost, st));
   CK(cudaStreamSynchronize(st));
-  if (reach)
-    typed_test::compareAnyEntry(back.data(), remote, data(remote.bytes(), seed + 1, next), local,
+  typed_test::compareAnyEntry(back.data(), remote, data(remote.bytes(), seed + 1, next), local,
                                 ("get " + tag).c_str());
   MP_OK(tether_barrier_all(w));
   CK(cudaStreamDestroy(st));
   CK(cudaFree(loc));
-  MP_OK(tether_free(w, prevReaches));
   MP_OK(tether_free(w, sym));
 }
 
@@ -190,23 +175,21 @@ int main() {
     exchange(B, C, g, seed + 2, "vector(300/333) <- bytes");               // one unpack launch into the peer
     exchange(C, A, g, seed + 3, "bytes <- vector(1000/1700)");             // one pack launch into the peer
   }
-  const char* route = std::getenv("TETHER_DT_RMA");
-  if (route && std::string(route) == "staged") {
-    // The staging route has no stream-ordered form: the stream calls must refuse it, not run it out of order.
-    unsigned char* loc = nullptr;
-    CK(cudaMalloc(&loc, static_cast<size_t>(B.bytes())));
+  // The stream forms on every route: direct (GPU) where this GPU maps the peer's DEVICE segment, else (a PE on
+  // another host, a pair without a mapping, TETHER_DT_RMA=staged) staged: a pack or unpack on the stream and one proxy
+  // call per run of the remote side (5400, 18000 and 1 runs here).
+  exchangeOnStream(A, B, seed + 4, "vector(1000/1700) <- vector(300/333)");  // scratch memory on the stream
+  exchangeOnStream(B, C, seed + 5, "vector(300/333) <- bytes");
+  exchangeOnStream(C, A, seed + 6, "bytes <- vector(1000/1700)");
+  {
+    // A host local buffer on a GPU stream has no stream-ordered route: refused, not run out of order.
+    std::vector<unsigned char> host(static_cast<size_t>(B.bytes()));
     auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, static_cast<size_t>(A.bytes())));
-    MP_CHECK(tether_put_typed_on_stream(w, sym + A.origin(), A.type, A.count, loc + B.origin(), B.type, B.count,
-                                        (tether_my_pe(w) + 1) % tether_n_pes(w), nullptr) == TETHER_ERR_UNSUPPORTED);
-    MP_CHECK(tether_get_typed_on_stream(w, loc + B.origin(), B.type, B.count, sym + A.origin(), A.type, A.count,
-                                        (tether_my_pe(w) + 1) % tether_n_pes(w), nullptr) == TETHER_ERR_UNSUPPORTED);
+    MP_CHECK(tether_put_typed_on_stream(w, sym + A.origin(), A.type, A.count, host.data() + B.origin(), B.type,
+                                        B.count, (tether_my_pe(w) + 1) % tether_n_pes(w), nullptr) ==
+             TETHER_ERR_UNSUPPORTED);
     MP_OK(tether_barrier_all(w));
     MP_OK(tether_free(w, sym));
-    CK(cudaFree(loc));
-  } else {
-    exchangeOnStream(A, B, seed + 4, "vector(1000/1700) <- vector(300/333)");  // scratch memory on the stream
-    exchangeOnStream(B, C, seed + 5, "vector(300/333) <- bytes");
-    exchangeOnStream(C, A, seed + 6, "bytes <- vector(1000/1700)");
   }
   int done = 0;
   for (int it = 0; it < trees; ++it) {

@@ -45,13 +45,43 @@ tether_type_t dupCommitted(tether_type_t t) {
   return d;
 }
 
+// A stream-ordered staged transfer (TETHER_DT_RMA=staged, or a PE this PE does not map: another host) carries a table
+// of the remote side's memory runs, at most this many (core/rma_typed.cpp kMaxStreamRuns, datatype.h); more are
+// refused with TETHER_ERR_UNSUPPORTED.
+constexpr int64_t kStreamRunCap = int64_t{1} << 20;
+long refusedOnStream = 0;  // transfers this PE saw refused for the cap (printed at the end)
+
+// The memory runs of a side: maximal ranges of consecutive bytes in pack order (as the library merges them).
+int64_t runsOf(const Side& s) {
+  const std::vector<int64_t> at = typed_test::placement(s);
+  int64_t runs = at.empty() ? 0 : 1;
+  for (size_t i = 1; i < at.size(); ++i) runs += at[i] != at[i - 1] + 1;
+  return runs;
+}
+
+// Whether the stream form of a transfer with PE pe whose remote side is `remote` is refused for the run cap.
+bool overRunCap(const void* sym, int pe, const Side& remote) {
+  if (!stream) return false;
+  const char* env = std::getenv("TETHER_DT_RMA");
+  const bool staged = (env && std::string(env) == "staged") || !mp::mapped(sym, pe);
+  return staged && runsOf(remote) > kStreamRunCap;
+}
+
 // The stream form of put (isPut) or get with handles of its own, freed as soon as the call returns (the stream must
-// not need them), then the stream synchronised.
+// not need them), then the stream synchronised. refused: the call must fail with UNSUPPORTED (the run cap).
 void onStream(bool isPut, void* dest, tether_type_t dt, int64_t dc, const void* src, tether_type_t st, int64_t sc,
-              int pe) {
+              int pe, bool refused) {
   tether_t w = mp::world();
   tether_type_t d = dupCommitted(dt), s = dupCommitted(st);
-  MP_OK((isPut ? tether_put_typed_on_stream : tether_get_typed_on_stream)(w, dest, d, dc, src, s, sc, pe, stream));
+  const tether_status_t rc =
+      (isPut ? tether_put_typed_on_stream : tether_get_typed_on_stream)(w, dest, d, dc, src, s, sc, pe, stream);
+  if (refused) {
+    MP_EXPECT_STATUS(rc, TETHER_ERR_UNSUPPORTED);
+    MP_MSG_HAS("memory runs");
+    ++refusedOnStream;
+  } else {
+    MP_OK(rc);
+  }
   tether_type_free(&d);
   tether_type_free(&s);
   const tether::Status done = streamOps->synchronize(stream);
@@ -83,15 +113,19 @@ void exchange(const Side& remote, const Side& local, uint64_t seed, bool nbi, co
   loc = data(local.bytes(), seed, me);
   MP_OK(tether_barrier_all(w));
   auto put = nbi ? tether_put_typed_nbi : tether_put_typed;
+  // On a stream, a transfer over the run cap is refused: to the right (this PE's put) and from the left (what lands
+  // here; same-host mapping is symmetric, so the left PE decides as overRunCap(sym, left) does here).
+  const bool putRefused = overRunCap(sym, right, remote), leftRefused = overRunCap(sym, left, remote);
   if (stream)
     onStream(true, sym + remote.origin(), remote.type, remote.count, loc.data() + local.origin(), local.type,
-             local.count, right);
+             local.count, right, putRefused);
   else
     MP_OK(put(w, sym + remote.origin(), remote.type, remote.count, loc.data() + local.origin(), local.type,
               local.count, right));
   if (nbi) MP_OK(tether_quiet(w));
   MP_OK(tether_barrier_all(w));
-  check(sym, expected(local, data(local.bytes(), seed, left), remote), nbi ? "put_nbi" : "put", seed, text);
+  if (!leftRefused)
+    check(sym, expected(local, data(local.bytes(), seed, left), remote), nbi ? "put_nbi" : "put", seed, text);
   MP_OK(tether_barrier_all(w));
 
   // get: right neighbour's symmetric data -> my local buffer.
@@ -102,13 +136,14 @@ void exchange(const Side& remote, const Side& local, uint64_t seed, bool nbi, co
   auto get = nbi ? tether_get_typed_nbi : tether_get_typed;
   if (stream)
     onStream(false, loc.data() + local.origin(), local.type, local.count, sym + remote.origin(), remote.type,
-             remote.count, right);
+             remote.count, right, putRefused);
   else
     MP_OK(get(w, loc.data() + local.origin(), local.type, local.count, sym + remote.origin(), remote.type,
               remote.count, right));
   if (nbi) MP_OK(tether_quiet(w));
-  check(loc.data(), expected(remote, data(remote.bytes(), seed + 1, right), local), nbi ? "get_nbi" : "get", seed,
-        text);
+  if (!putRefused)
+    check(loc.data(), expected(remote, data(remote.bytes(), seed + 1, right), local), nbi ? "get_nbi" : "get", seed,
+          text);
   MP_OK(tether_free(w, sym));  // collective: ends with a barrier
 }
 
@@ -355,5 +390,8 @@ int main() {
   errors();
   randomPairs(seed, trees);
   multiFragment(seed);
+  if (stream)
+    std::printf("PE %d: %ld stream transfers refused for more than %" PRId64 " memory runs (staged route)\n", me,
+                refusedOnStream, kStreamRunCap);
   return mp::finish();
 }

@@ -88,6 +88,21 @@ TETHER_HD void runProxyCall(const tether_device_handle_t& h, const Op& c) {
       else
         proxyAmoTyped<uint64_t>(h, c);
       break;
+    case Op::PutRuns:
+    case Op::GetRuns: {  // every run nbi (the proxy batches them), one quiet below
+      int64_t pos = 0;
+      for (uint64_t i = 0; i < c.nbytes; ++i) {
+        const int64_t disp = c.runs[2 * i], bytes = c.runs[2 * i + 1];
+        if (c.kind == Op::PutRuns)
+          dv::putmem_nbi(h, static_cast<char*>(c.dest) + disp, static_cast<const char*>(c.src) + pos,
+                         static_cast<size_t>(bytes), c.pe);
+        else
+          dv::getmem_nbi(h, static_cast<char*>(c.dest) + pos, static_cast<const char*>(c.src) + disp,
+                         static_cast<size_t>(bytes), c.pe);
+        pos += bytes;
+      }
+      break;
+    }
     default: break;  // not proxy calls (core/stream.cpp never sends them)
   }
   dv::quiet(h);
