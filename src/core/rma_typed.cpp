@@ -166,9 +166,12 @@ Status typedOnGpuStream(int dev, const Mem& from, const Mem& to, int64_t n, void
 // host calls that hold the stage and the canonical form), and one stream proxy call (PutRuns / GetRuns, core/op.h)
 // moving every memory run of the remote side between the stage and the peer as nbi transfers with one quiet. Proxy
 // calls complete before the next stream operation starts (core/stream_ops.h), so the stage and the run table are
-// released after it: GPU scratch freed in stream order; host memory held by the last host call.
+// released after it: on a GPU, the table's scratch freed in stream order (the caller releases the stage); host memory
+// held by the last host call.
+// gpuStage: n bytes of GPU memory for a GPU stream (the caller's StreamStage), unused on the CPU emulation.
 Status stagedOnStream(World& w, StreamOps& so, const char* call, bool isPut, int pe, const Side& localSide,
-                      char* localBase, const Side& remoteSide, void* remoteAddr, int64_t n, void* stream) {
+                      char* localBase, const Side& remoteSide, void* remoteAddr, int64_t n, void* gpuStage,
+                      void* stream) {
   auto table = std::make_shared<std::vector<int64_t>>();  // {displacement from remoteAddr, bytes} per run
   TETHER_TRY(dt::hostWalk(*remoteSide.c, 0, n, [&](int64_t disp, int64_t bytes) -> Status {
     if (static_cast<int64_t>(table->size() / 2) >= kMaxStreamRuns)
@@ -187,17 +190,15 @@ Status stagedOnStream(World& w, StreamOps& so, const char* call, bool isPut, int
   std::shared_ptr<std::vector<char>> hostStage;
   char* stage = nullptr;
   const int64_t* runs = table->data();
+  void* scratch = nullptr;  // GPU: the run table, stream-ordered (only the proxy-call kernel reads it)
   if (gpu) {
-    // One scratch block: the stage, then the table (8-byte aligned), copied in from pageable memory (which the copy
-    // stages at the call, so `table` may go when this returns).
-    const int64_t tableAt = (n + 7) / 8 * 8;
-    void* p = nullptr;
-    TETHER_TRY(dt::gpuScratchAlloc(dev, stream, tableAt + static_cast<int64_t>(tableBytes), &p));
-    stage = static_cast<char*>(p);
-    runs = reinterpret_cast<const int64_t*>(stage + tableAt);
-    Status cp = so.copy(stream, const_cast<int64_t*>(runs), table->data(), tableBytes);
+    stage = static_cast<char*>(gpuStage);
+    // Copied in from pageable memory, which the copy stages at the call: `table` may go when this returns.
+    TETHER_TRY(dt::gpuScratchAlloc(dev, stream, static_cast<int64_t>(tableBytes), &scratch));
+    runs = static_cast<const int64_t*>(scratch);
+    Status cp = so.copy(stream, scratch, table->data(), tableBytes);
     if (!cp.isOk()) {
-      TETHER_WARN_ON_FAIL(dt::gpuScratchFree(dev, stream, p));
+      TETHER_WARN_ON_FAIL(dt::gpuScratchFree(dev, stream, scratch));
       return cp;
     }
   } else {
@@ -232,7 +233,7 @@ Status stagedOnStream(World& w, StreamOps& so, const char* call, bool isPut, int
   }
   if (st.isOk() && !isPut) st = gpu ? engine(dev, true, local, 0, n, stage, stream) : hostSide(true);
   if (gpu) {
-    const Status fr = dt::gpuScratchFree(dev, stream, stage);
+    const Status fr = dt::gpuScratchFree(dev, stream, scratch);
     return st.isOk() ? fr : st;
   }
   // The host stage and table live as long as the host calls holding them: one last call keeps them until the proxy
@@ -242,6 +243,24 @@ Status stagedOnStream(World& w, StreamOps& so, const char* call, bool isPut, int
 }
 
 }  // namespace
+
+Status TypedRma::acquireStreamStage(size_t bytes, StreamStage** out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& s : streamStages_) {
+    bool idle = false;
+    if (s->bytes >= bytes && s->busy.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
+      *out = s.get();
+      return Status::ok();
+    }
+  }
+  std::unique_ptr<StreamStage> s(new StreamStage());
+  s->bytes = std::max<size_t>(bytes, size_t{1} << 20);
+  TETHER_TRY(w_.gpu()->allocDevice(s->bytes, &s->p).withContext("a GPU stage for a stream-ordered staged transfer"));
+  s->busy.store(true);
+  *out = s.get();
+  streamStages_.push_back(std::move(s));
+  return Status::ok();
+}
 
 // Link terms for PE pe (see world.h), measured with reads only, into the GPU staging buffer: the probe is the up to
 // 8 MiB of the peer's segment that end where the call's remote span ends (symmetric bytes of the target, mapped here
@@ -446,8 +465,16 @@ Status TypedRma::transfer(const char* call, bool isPut, void* dest, tether_type_
     }
     // (A GPU stream's proxy calls may reach a mapped peer by loads and stores in the kernel: their stage must be GPU
     // memory, so a host local buffer is refused there.)
-    if (route == Route::Staged && (localOnGpu || !so->gpuAddresses()))
-      return stagedOnStream(w_, *so, call, isPut, pe, localSide, local.base, remoteSide, remoteAddr, n, stream);
+    if (route == Route::Staged && (localOnGpu || !so->gpuAddresses())) {
+      StreamStage* stage = nullptr;
+      if (so->gpuAddresses()) TETHER_TRY(acquireStreamStage(static_cast<size_t>(n), &stage).withContext(call));
+      Status st = stagedOnStream(w_, *so, call, isPut, pe, localSide, local.base, remoteSide, remoteAddr, n,
+                                 stage ? stage->p : nullptr, stream);
+      // Free again once the stream is past the transfer. (If enqueueing failed part-way, the stage stays busy: the
+      // stream may still run what was enqueued.)
+      if (stage && st.isOk()) st = so->hostCall(stream, [stage] { stage->busy.store(false, std::memory_order_release); });
+      return st;
+    }
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
                 "%s: no stream-ordered route to PE %d (%s route; a stream runs GPU kernels on GPU-addressable memory "
                 "with a local buffer in GPU memory, or the host reference on host-mapped memory with a host local "
