@@ -184,9 +184,11 @@ tether_status_t tether_get_typed_nbi(tether_t world, void* dest, tether_type_t d
  * of the peer's memory (typed-to-typed through stream-ordered scratch memory); or host-mapped remote bytes (HOST or
  * STATIC segments on this host) with a local buffer in host memory: the host reference in a stream host call
  * (cudaLaunchHostFunc), which holds the stream while it runs; or, where neither maps the remote bytes (a PE on
- * another host, a same-host pair without a mapping, TETHER_DT_RMA=staged), staged with a local buffer in GPU memory:
+ * another host (CPU-emulated streams only so far), a same-host pair without a mapping, TETHER_DT_RMA=staged), staged
+ * with a local buffer in GPU memory:
  * the engine packs into (unpacks from) stream-ordered scratch memory and one proxy call moves every memory run of
- * the remote side (at most 1048576 runs: more fail with TETHER_ERR_UNSUPPORTED). A local buffer
+ * the remote side (at most 1048576 runs: more fail with TETHER_ERR_UNSUPPORTED). A GPU stream to a PE on another
+ * host fails with TETHER_ERR_UNSUPPORTED for now (a hang seen in testing, docs/datatype.md). A local buffer
  * outside GPU memory with remote bytes that only the GPU or the proxy reaches fails with TETHER_ERR_UNSUPPORTED: use
  * the blocking form after synchronising the stream. Graph capture is not tested yet (the first GPU use of a type may
  * calibrate the cost model, which allocates: do it outside a capture). */
