@@ -186,6 +186,11 @@ size_t tether_dtype_size(tether_dtype_t type); /* 0 for an invalid type */
 tether_status_t tether_put(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
 tether_status_t tether_get(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
 tether_status_t tether_put_nbi(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
+/* Local completion (OpenSHMEM's and NVSHMEM's blocking put): returns once src may be reused; the data is delivered by
+ * the next tether_quiet or barrier, before a later signal or put_signal to that PE lands, and ordered before later
+ * puts to that PE by tether_fence. Over the network (UCX) this skips the round trip that tether_put waits for; on
+ * other paths it is tether_put. */
+tether_status_t tether_put_local(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
 tether_status_t tether_get_nbi(tether_t world, void* dest, const void* src, size_t nbytes, int pe);
 /* Element-count forms: fail with TETHER_ERR_OVERFLOW when nelems * elem_size overflows. */
 tether_status_t tether_put_elems(tether_t world, void* dest, const void* src, size_t nelems, size_t elem_size, int pe);

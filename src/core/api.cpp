@@ -386,6 +386,9 @@ tether_status_t tether_get(tether_t w, void* d, const void* s, size_t n, int pe)
 tether_status_t tether_put_nbi(tether_t w, void* d, const void* s, size_t n, int pe) {
   return guarded(w, "tether_put_nbi", [&](World& x) { return x.put("tether_put_nbi", d, s, n, pe, true); });
 }
+tether_status_t tether_put_local(tether_t w, void* d, const void* s, size_t n, int pe) {
+  return guarded(w, "tether_put_local", [&](World& x) { return x.put("tether_put_local", d, s, n, pe, false, true); });
+}
 tether_status_t tether_get_nbi(tether_t w, void* d, const void* s, size_t n, int pe) {
   return guarded(w, "tether_get_nbi", [&](World& x) { return x.get("tether_get_nbi", d, s, n, pe, true); });
 }

@@ -226,6 +226,8 @@ Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bo
       const SegPath& p = w.path(pe, target.kind);
       void* ctx = paths ? paths->ctx(p) : p.ctx;
       if (op.kind == Op::Get) return p.ops->get(ctx, pe, op.dest, w.remote(pe, target), op.nbytes, nbi);
+      if (op.kind == Op::Put && op.localCompletion && !nbi && p.ops->putLocal)
+        return p.ops->putLocal(ctx, pe, w.remote(pe, target), op.src, op.nbytes);
       return p.ops->put(ctx, pe, w.remote(pe, target), op.kind == Op::P ? &op.value : op.src, op.nbytes, nbi);
     }
     case Op::Amo: {

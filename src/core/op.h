@@ -54,6 +54,9 @@ struct Op {
   // Stream proxy calls: Amo, Signal, PutSignal's signal go through the ring even where the PE is load/store
   // reachable (a host-memory RMW on a GPU without host-native atomics: the proxy's host path uses CPU atomics).
   bool viaRing = false;
+  // Put (host calls): return at local completion, src reusable (tether_put_local; transports without putLocal
+  // complete it remotely).
+  bool localCompletion = false;
 };
 
 static_assert(std::is_trivially_copyable<Op>::value, "Op is a CUDA kernel parameter (core/stream/cuda)");

@@ -23,9 +23,10 @@ Op rmaOp(Op::Kind kind, void* dest, const void* src, size_t n, int pe) {
 
 }  // namespace
 
-Status World::put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi) {
+Status World::put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi, bool local) {
   SymRef ref;
-  const Op op = rmaOp(Op::Put, dest, src, n, pe);
+  Op op = rmaOp(Op::Put, dest, src, n, pe);
+  op.localCompletion = local;
   TETHER_TRY(checkOp(*this, call, op, &ref));
   return runOp(*this, op, ref, ref, nbi, nullptr);
 }

@@ -95,7 +95,8 @@ class World {
   }
 
   // ---- RMA, AMO, signals -- core/rma.cpp
-  Status put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi);
+  // local: tether_put_local (Op::localCompletion).
+  Status put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi, bool local = false);
   Status get(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi);
   Status atomic(tether_amo_t op, tether_dtype_t type, void* dest, const void* value, const void* cond, void* fetched,
                 int pe);

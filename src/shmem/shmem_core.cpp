@@ -69,10 +69,11 @@ void initOnce(const char* call) {
 size_t bytesOf(size_t nelems, size_t elem_size, const char* call) { return shmemMulChecked(nelems, elem_size, call); }
 
 // RMA: one implementation per operation, shared by the routine and its context form (SHMEM_DEFINE_CTX_PAIR_). `pe` is
-// numbered in the context's team; `call` names the routine in error messages.
+// numbered in the context's team; `call` names the routine in error messages. Puts (and p, iput) return at local
+// completion, as OpenSHMEM specifies (tether_put_local): delivery at the next quiet, fence-ordered, barrier.
 void put(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
   const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
-  shmemCheck(tether_put_elems(t.world, dest, src, nelems, es, t.pe), call);
+  shmemCheck(tether_put_local(t.world, dest, src, bytesOf(nelems, es, call), t.pe), call);
 }
 void get(shmem_ctx_t ctx, void* dest, const void* src, size_t nelems, size_t es, int pe, const char* call) {
   const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
@@ -104,7 +105,7 @@ void strided(bool isPut, shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t
              size_t es, int pe, const char* call) {
   const ShmemTarget t = shmemCtxTarget(ctx, pe, call);
   if (dst == 1 && sst == 1)
-    return shmemCheck(isPut ? tether_put_elems(t.world, dest, src, nelems, es, t.pe)
+    return shmemCheck(isPut ? tether_put_local(t.world, dest, src, bytesOf(nelems, es, call), t.pe)
                             : tether_get_elems(t.world, dest, src, nelems, es, t.pe),
                       call);
   char* d = static_cast<char*>(dest);
@@ -113,7 +114,7 @@ void strided(bool isPut, shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t
     const ptrdiff_t ii = static_cast<ptrdiff_t>(i);
     char* de = d + ii * dst * static_cast<ptrdiff_t>(es);
     const char* se = s + ii * sst * static_cast<ptrdiff_t>(es);
-    shmemCheck(isPut ? tether_put(t.world, de, se, es, t.pe) : tether_get(t.world, de, se, es, t.pe), call);
+    shmemCheck(isPut ? tether_put_local(t.world, de, se, es, t.pe) : tether_get(t.world, de, se, es, t.pe), call);
   }
 }
 void iput(shmem_ctx_t ctx, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t es,

@@ -57,6 +57,9 @@ struct TransportOps {
   Status (*signal)(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
   Status (*quiet)(void* ctx);
   Status (*fence)(void* ctx);
+  // Optional (nullptr: put, remote completion): a put that returns once src is reusable; quiet (and a later signal
+  // to pe) completes it remotely, fence orders it (tether_put_local).
+  Status (*putLocal)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
 };
 
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.

@@ -92,6 +92,35 @@ int main() {
     MP_OK(tether_sync_all(w));
   }
 
+  // put_local (local completion): src reusable on return (overwritten at once here), delivered by the barrier; before
+  // a put_signal's signal; ordered by fence before a flag put.
+  for (size_t sz = 1; sz <= maxBytes; sz *= 8) {
+    for (size_t i = 0; i < sz; ++i) local[i] = static_cast<unsigned char>(pattern(me, i) ^ (sz + 1));
+    MP_OK(tether_put_local(w, inbox, local.data(), sz, next));
+    std::fill(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(sz), 0xEE);  // the put must not see this
+    MP_OK(tether_barrier_all(w));
+    for (size_t i = 0; i < sz; ++i) MP_CHECK(inbox[i] == static_cast<unsigned char>(pattern(prev, i) ^ (sz + 1)));
+    MP_OK(tether_barrier_all(w));
+  }
+  for (uint64_t round = 201; round <= 300; ++round) {
+    const size_t sz = 1 + (round * 613) % 65536;
+    for (size_t i = 0; i < sz; ++i) local[i] = static_cast<unsigned char>(round + i + me);
+    MP_OK(tether_put_local(w, inbox, local.data(), sz, next));
+    MP_OK(tether_put_signal(w, inbox + sz, local.data(), 0, &sigs[me], round, TETHER_SIGNAL_SET, next));
+    MP_OK(tether_signal_wait_until(w, &sigs[prev], TETHER_CMP_EQ, round, nullptr));
+    for (size_t i = 0; i < sz; ++i) MP_CHECK(inbox[i] == static_cast<unsigned char>(round + i + prev));
+    MP_OK(tether_sync_all(w));
+  }
+  for (int64_t round = 101; round <= 200; ++round) {
+    const int64_t v = round * 3;
+    MP_OK(tether_put_local(w, &fl[0], &v, sizeof v, next));
+    MP_OK(tether_fence(w));
+    MP_OK(tether_int64_p(w, &fl[1], round, next));
+    MP_OK(tether_int64_wait_until(w, &fl[1], TETHER_CMP_EQ, round));
+    MP_CHECK(fl[0] == round * 3);
+    MP_OK(tether_sync_all(w));
+  }
+
   MP_OK(tether_barrier_all(w));
   if (me == 0) std::printf("mp_rma: %d PEs OK\n", n);
   return mp::finish();

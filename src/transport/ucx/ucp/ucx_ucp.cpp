@@ -127,7 +127,9 @@ class UcxProvider final : public Provider {
   Status registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) override;
   bool progress() override { return worker_ && userProgress() != 0; }
 
-  Status put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi);
+  // nbi: returns at once (quiet completes it); local: returns at local completion (src reusable; quiet, or a later
+  // signal to pe, completes it remotely); neither: remotely complete on return.
+  Status put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi, bool local = false);
   Status get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi);
   Status amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched);
   Status signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
@@ -197,6 +199,9 @@ UcxProvider& ucx(void* ctx) { return *static_cast<UcxProvider*>(ctx); }
 Status ucxPut(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
   return ucx(ctx).put(pe, dst, src, n, nbi);
 }
+Status ucxPutLocal(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n) {
+  return ucx(ctx).put(pe, dst, src, n, false, true);
+}
 Status ucxGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
   return ucx(ctx).get(pe, dst, src, n, nbi);
 }
@@ -210,12 +215,12 @@ Status ucxQuiet(void* ctx) { return ucx(ctx).quiet(); }
 Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 
 const TransportOps kUcxOps = {
-    "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
+    "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
 const TransportOps kUcxDeviceOps = {
-    "ucx", kCapDeviceSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
+    "ucx", kCapDeviceSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
 };
 
 // ---- start-up and teardown --------------------------------------------------------------------------------------
@@ -521,17 +526,16 @@ Status UcxProvider::target(int pe, const RemoteAddr& a, size_t n, const char* wh
   return Status::ok();
 }
 
-Status UcxProvider::put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
+Status UcxProvider::put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi, bool local) {
   ucp_request_param_t prm{};
   TETHER_TRY(localBuffer(src, "put", pe, &prm));
   Target t;
   TETHER_TRY(target(pe, dst, n, "put", &t));
   ucs_status_ptr_t r = ucp_put_nbx(t.ep, src, n, t.addr, t.rkey, &prm);
-  if (nbi) {
-    flush_.issued(pe);
-    return detach(r, pe, "put_nbi");
-  }
+  if (nbi || local) flush_.issued(pe);  // quiet, and the next signal to pe, must flush it
+  if (nbi) return detach(r, pe, "put_nbi");
   TETHER_TRY(wait(r, pe, "put"));
+  if (local) return Status::ok();  // the request's completion: src reusable (the remote side at the next flush)
   ucp_request_param_t flush{};
   return wait(ucp_ep_flush_nbx(t.ep, &flush), pe, "put (remote completion)");
 }
