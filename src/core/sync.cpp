@@ -192,7 +192,9 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
     const int to = (me + dist) % n, from = (me - dist + n) % n;
     const uint64_t slotOff = offsetof(ControlBlock, barrier) + static_cast<uint64_t>(round) * sizeof(ControlBlock::Slot);
     const SegPath& p = path(to, SegKind::Host);
-    TETHER_TRY(p.ops->signal(p.ctx, to, remote(to, SymRef{SegKind::Host, slotOff}), 1, TETHER_SIGNAL_ADD));
+    // Posted where the transport can (UCX: no reply to wait for): `to` waits for it; quietFirst was done above.
+    TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(
+        p.ctx, to, remote(to, SymRef{SegKind::Host, slotOff}), 1, TETHER_SIGNAL_ADD));
     uint64_t* mine = &ctl->barrier[round].value;
     SpinWait spin(timeout_);
     while (__atomic_load_n(mine, __ATOMIC_ACQUIRE) < epoch) {

@@ -60,6 +60,9 @@ struct TransportOps {
   // Optional (nullptr: put, remote completion): a put that returns once src is reusable; quiet (and a later signal
   // to pe) completes it remotely, fence orders it (tether_put_local).
   Status (*putLocal)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
+  // Optional (nullptr: signal): a signal whose application the caller does not wait for, with no completion of
+  // earlier operations first: the barrier's, whose target waits for it (after the barrier's own quiet).
+  Status (*signalPost)(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
 };
 
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.

@@ -56,7 +56,7 @@ constexpr unsigned kAmOwnerReply = 2;
 
 // An owner-executed atomic or signal (the AM's data; no AM header).
 struct OwnerRequest {
-  uint64_t token;     // the initiator's, echoed in the reply
+  uint64_t token;     // the initiator's, echoed in the reply; 0: no reply (a posted signal)
   uint64_t offset;
   uint64_t value;     // AMO operand or signal value
   uint64_t cond;      // COMPARE_SWAP's comparand
@@ -133,6 +133,9 @@ class UcxProvider final : public Provider {
   Status get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi);
   Status amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched);
   Status signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
+  // A signal the caller does not wait for (TransportOps::signalPost): owner-executed words get a request without a
+  // reply (token 0); native words take signal().
+  Status signalPost(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
   Status quiet();
   Status fence();
 
@@ -208,6 +211,9 @@ Status ucxGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, boo
 Status ucxAmo(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
   return ucx(ctx).amo(pe, dst, a, fetched);
 }
+Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
+  return ucx(ctx).signalPost(pe, sig, value, op);
+}
 Status ucxSignal(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signal(pe, sig, value, op);
 }
@@ -216,11 +222,13 @@ Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 
 const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
+    ucxSignalPost,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
 const TransportOps kUcxDeviceOps = {
     "ucx", kCapDeviceSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
+    ucxSignalPost,
 };
 
 // ---- start-up and teardown --------------------------------------------------------------------------------------
@@ -617,6 +625,36 @@ Status UcxProvider::signal(int pe, const RemoteAddr& sig, uint64_t value, tether
 
 // ---- owner-executed atomics and signals ----------------------------------------------------------------------------
 
+Status UcxProvider::signalPost(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
+  if (!ownerExecuted(sig.kind)) return signal(pe, sig, value, op);
+  Target t;
+  TETHER_TRY(target(pe, sig, 8, "signal", &t));
+  auto* rq = new OwnerRequest{};  // lives until the send completes (the callback, or at once)
+  rq->token = 0;
+  rq->offset = sig.offset;
+  rq->from = me_;
+  rq->kind = static_cast<uint32_t>(sig.kind);
+  rq->signal = 1;
+  rq->op = static_cast<uint32_t>(op);
+  rq->width = 8;
+  rq->value = value;
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.flags = UCP_AM_SEND_FLAG_EAGER;
+  prm.cb.send = [](void* request, ucs_status_t, void* user) {
+    delete static_cast<OwnerRequest*>(user);
+    ucp_request_free(request);
+  };
+  prm.user_data = rq;
+  ucs_status_ptr_t r = ucp_am_send_nbx(t.ep, kAmOwnerRequest, nullptr, 0, rq, sizeof *rq, &prm);
+  if (UCS_PTR_IS_ERR(r)) {
+    delete rq;
+    return failure(pe, UCS_PTR_STATUS(r), "signal");
+  }
+  if (!UCS_PTR_IS_PTR(r)) delete rq;  // done at once: the callback is not called
+  return Status::ok();
+}
+
 Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched,
                                  const char* what) {
   const unsigned width = op.signal ? 8u : op.amo.width;
@@ -684,15 +722,15 @@ Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op
 ucs_status_t UcxProvider::onOwnerRequest(void* arg, const void*, size_t, void* data, size_t len,
                                          const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxProvider*>(arg);
+  OwnerRequest rq{};
+  if (len == sizeof(OwnerRequest)) std::memcpy(&rq, data, sizeof rq);
   if (len != sizeof(OwnerRequest) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
-      !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+      (rq.token != 0 && !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))) {
     TETHER_LOG_ERROR(LogSys::Transport, "ucx: malformed owner-executed request (%zu bytes, attributes 0x%llx) "
                      "dropped; its sender times out", len, static_cast<unsigned long long>(param->recv_attr));
     return UCS_OK;
   }
-  OwnerRequest rq;
-  std::memcpy(&rq, data, sizeof rq);
-  self->serveOwnerRequest(rq, param->reply_ep);
+  self->serveOwnerRequest(rq, rq.token ? param->reply_ep : nullptr);
   return UCS_OK;
 }
 
@@ -714,6 +752,13 @@ void UcxProvider::serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp) {
     o.sigOp = static_cast<tether_signal_op_t>(rq.op);
     s = opts_.applyOwnerOp(o, &reply->fetched);
     ownerServed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!replyEp) {  // a posted signal: nobody waits for an answer
+    if (!s.isOk())
+      TETHER_LOG_ERROR(LogSys::Transport, "ucx: a signal posted by PE %d failed here: %s", rq.from,
+                       s.message().c_str());
+    delete reply;
+    return;
   }
   reply->status = static_cast<int32_t>(s.code());
   if (!s.isOk()) {
