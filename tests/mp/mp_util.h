@@ -72,8 +72,11 @@ inline std::vector<bool> sameHost(tether_t w) {
   constexpr size_t kName = 256;
   const int n = tether_n_pes(w);
   void* p = nullptr;
-  if (tether_calloc(w, 1, kName, &p) != TETHER_SUCCESS) fail(__FILE__, __LINE__, "sameHost: tether_calloc", nullptr);
+  // HOST: gethostname writes it with the CPU (tether_calloc gives GPU memory when every PE has a GPU).
+  if (tether_malloc_kind(w, TETHER_SEG_HOST, 0, kName, &p) != TETHER_SUCCESS)
+    fail(__FILE__, __LINE__, "sameHost: tether_malloc_kind", nullptr);
   auto* mine = static_cast<char*>(p);
+  std::memset(mine, 0, kName);
   if (gethostname(mine, kName - 1) != 0) fail(__FILE__, __LINE__, "sameHost: gethostname", std::strerror(errno));
   if (tether_barrier_all(w) != TETHER_SUCCESS) fail(__FILE__, __LINE__, "sameHost: barrier", nullptr);
   std::vector<bool> same(static_cast<size_t>(n));
