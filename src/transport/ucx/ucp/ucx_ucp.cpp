@@ -36,6 +36,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -74,6 +75,49 @@ struct OwnerReply {
   int32_t status;     // tether_status_t of the owner's local operation
   char message[236];  // its message when it failed
 };
+
+// The owner-executed form of a signal on word sig.
+OwnerOp signalOp(const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
+  OwnerOp o;
+  o.kind = sig.kind;
+  o.offset = sig.offset;
+  o.signal = true;
+  o.value = value;
+  o.sigOp = op;
+  return o;
+}
+
+// The request for an owner-executed operation; token 0: no reply wanted (a posted signal).
+OwnerRequest ownerRequest(const OwnerOp& op, uint64_t token, int from) {
+  OwnerRequest rq{};
+  rq.token = token;
+  rq.offset = op.offset;
+  rq.from = from;
+  rq.kind = static_cast<uint32_t>(op.kind);
+  rq.signal = op.signal ? 1u : 0u;
+  rq.op = op.signal ? static_cast<uint32_t>(op.sigOp) : static_cast<uint32_t>(op.amo.op);
+  rq.width = op.signal ? 8u : op.amo.width;
+  rq.value = op.signal ? op.value : op.amo.value;
+  rq.cond = op.amo.cond;
+  return rq;
+}
+
+// Sends msg as an eager active message that nobody waits for: the message stays on the heap until UCX is done with
+// it (the send callback, or at once). Returns UCX's error when the send failed at once.
+template <typename Msg>
+ucs_status_t sendOwned(ucp_ep_h ep, unsigned id, std::unique_ptr<Msg> msg) {
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.flags = UCP_AM_SEND_FLAG_EAGER;
+  prm.cb.send = [](void* request, ucs_status_t, void* user) {
+    delete static_cast<Msg*>(user);
+    ucp_request_free(request);
+  };
+  prm.user_data = msg.get();
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, nullptr, 0, msg.get(), sizeof(Msg), &prm);
+  if (UCS_PTR_IS_PTR(r)) msg.release();  // the callback frees it
+  return UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r) : UCS_OK;
+}
 
 // One owner-executed operation waiting for its reply (registered under UcxProvider::pendingMu_).
 struct Pending {
@@ -609,15 +653,7 @@ Status UcxProvider::amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_
 }
 
 Status UcxProvider::signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
-  if (ownerExecuted(sig.kind)) {
-    OwnerOp o;
-    o.kind = sig.kind;
-    o.offset = sig.offset;
-    o.signal = true;
-    o.value = value;
-    o.sigOp = op;
-    return ownerExecute(pe, sig, o, nullptr, "signal");
-  }
+  if (ownerExecuted(sig.kind)) return ownerExecute(pe, sig, signalOp(sig, value, op), nullptr, "signal");
   TETHER_TRY(fence());  // earlier puts (nbi included) to this PE land before the signal word changes
   const AmoArgs a{op == TETHER_SIGNAL_SET ? TETHER_AMO_SET : TETHER_AMO_ADD, 8, value, 0};
   return amo(pe, sig, a, nullptr).withContext("signal");
@@ -629,30 +665,9 @@ Status UcxProvider::signalPost(int pe, const RemoteAddr& sig, uint64_t value, te
   if (!ownerExecuted(sig.kind)) return signal(pe, sig, value, op);
   Target t;
   TETHER_TRY(target(pe, sig, 8, "signal", &t));
-  auto* rq = new OwnerRequest{};  // lives until the send completes (the callback, or at once)
-  rq->token = 0;
-  rq->offset = sig.offset;
-  rq->from = me_;
-  rq->kind = static_cast<uint32_t>(sig.kind);
-  rq->signal = 1;
-  rq->op = static_cast<uint32_t>(op);
-  rq->width = 8;
-  rq->value = value;
-  ucp_request_param_t prm{};
-  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  prm.flags = UCP_AM_SEND_FLAG_EAGER;
-  prm.cb.send = [](void* request, ucs_status_t, void* user) {
-    delete static_cast<OwnerRequest*>(user);
-    ucp_request_free(request);
-  };
-  prm.user_data = rq;
-  ucs_status_ptr_t r = ucp_am_send_nbx(t.ep, kAmOwnerRequest, nullptr, 0, rq, sizeof *rq, &prm);
-  if (UCS_PTR_IS_ERR(r)) {
-    delete rq;
-    return failure(pe, UCS_PTR_STATUS(r), "signal");
-  }
-  if (!UCS_PTR_IS_PTR(r)) delete rq;  // done at once: the callback is not called
-  return Status::ok();
+  const ucs_status_t sent = sendOwned(t.ep, kAmOwnerRequest,
+                                     std::make_unique<OwnerRequest>(ownerRequest(signalOp(sig, value, op), 0, me_)));
+  return sent == UCS_OK ? Status::ok() : failure(pe, sent, "signal");
 }
 
 Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched,
@@ -666,16 +681,7 @@ Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op
     TETHER_TRY(wait(ucp_ep_flush_nbx(t.ep, &flush), pe, "signal (completing earlier puts)"));
     flush_.peerFlushed(pe, mark);
   }
-  OwnerRequest rq{};
-  rq.token = nextToken_.fetch_add(1, std::memory_order_relaxed);
-  rq.offset = op.offset;
-  rq.from = me_;
-  rq.kind = static_cast<uint32_t>(op.kind);
-  rq.signal = op.signal ? 1u : 0u;
-  rq.op = op.signal ? static_cast<uint32_t>(op.sigOp) : static_cast<uint32_t>(op.amo.op);
-  rq.width = width;
-  rq.value = op.signal ? op.value : op.amo.value;
-  rq.cond = op.amo.cond;
+  const OwnerRequest rq = ownerRequest(op, nextToken_.fetch_add(1, std::memory_order_relaxed), me_);
   Pending p;
   {
     std::lock_guard<std::mutex> lock(pendingMu_);
@@ -735,7 +741,7 @@ ucs_status_t UcxProvider::onOwnerRequest(void* arg, const void*, size_t, void* d
 }
 
 void UcxProvider::serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp) {
-  auto* reply = new OwnerReply{};
+  auto reply = std::make_unique<OwnerReply>();
   reply->token = rq.token;
   Status s;
   if (rq.kind >= static_cast<uint32_t>(kSegKinds)) {
@@ -757,7 +763,6 @@ void UcxProvider::serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp) {
     if (!s.isOk())
       TETHER_LOG_ERROR(LogSys::Transport, "ucx: a signal posted by PE %d failed here: %s", rq.from,
                        s.message().c_str());
-    delete reply;
     return;
   }
   reply->status = static_cast<int32_t>(s.code());
@@ -766,19 +771,10 @@ void UcxProvider::serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp) {
     TETHER_LOG_WARN(LogSys::Transport, "ucx: owner-executed operation from PE %d failed here: %s", rq.from,
                     s.message().c_str());
   }
-  ucp_request_param_t prm{};
-  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  prm.flags = UCP_AM_SEND_FLAG_EAGER;
-  prm.cb.send = [](void* request, ucs_status_t, void* user) {
-    delete static_cast<OwnerReply*>(user);
-    ucp_request_free(request);
-  };
-  prm.user_data = reply;
-  ucs_status_ptr_t r = ucp_am_send_nbx(replyEp, kAmOwnerReply, nullptr, 0, reply, sizeof *reply, &prm);
-  if (UCS_PTR_IS_ERR(r))
+  const ucs_status_t sent = sendOwned(replyEp, kAmOwnerReply, std::move(reply));
+  if (sent != UCS_OK)
     TETHER_LOG_WARN(LogSys::Transport, "ucx: reply to PE %d's owner-executed operation not sent: %s (it fails there)",
-                    rq.from, ucs_status_string(UCS_PTR_STATUS(r)));
-  if (!UCS_PTR_IS_PTR(r)) delete reply;  // done (or failed) at once: the callback is not called
+                    rq.from, ucs_status_string(sent));
 }
 
 ucs_status_t UcxProvider::onOwnerReply(void* arg, const void*, size_t, void* data, size_t len,
