@@ -465,13 +465,6 @@ Status TypedRma::transfer(const char* call, bool isPut, void* dest, tether_type_
     }
     // (A GPU stream's proxy calls may reach a mapped peer by loads and stores in the kernel: their stage must be GPU
     // memory, so a host local buffer is refused there.)
-    // Not yet on a GPU stream to a PE on another host (a path with a remote key): gpu_netns_rma_typed_2pe hung there
-    // (2xH100, 2026-11-26: both PEs' proxies getting 1000-byte runs of GPU memory from each other over UCX tcp +
-    // cuda_copy made no progress for 60 s; the 4-PE job, without mutual gets across the hosts, passed).
-    if (route == Route::Staged && so->gpuAddresses() && p.key)
-      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: a stream-ordered typed transfer on a GPU stream to PE %d on another "
-                  "host is not supported yet (it hung in testing): synchronise the stream and use the blocking form",
-                  call, pe);
     if (route == Route::Staged && (localOnGpu || !so->gpuAddresses())) {
       StreamStage* stage = nullptr;
       if (so->gpuAddresses()) TETHER_TRY(acquireStreamStage(static_cast<size_t>(n), &stage).withContext(call));

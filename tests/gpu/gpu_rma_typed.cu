@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -103,15 +104,14 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
 // The stream forms with a GPU local buffer: the local data is copied in on the same stream right before the put (no
 // synchronisation between: stream order must carry it), the get's result is read after the stream synchronises.
 // Direct where this PE's GPU addresses the peer's DEVICE segment (tether_ptr), staged otherwise (a staged pair,
-// TETHER_DT_RMA=staged): both must deliver the data. To a PE on another host (gpu_netns_rma_typed) a GPU stream's
-// typed transfer is refused for now (UNSUPPORTED, core/rma_typed.cpp): that PE checks the refusal instead, and its
-// next PE skips the comparison of what it would have put there (every PE still takes every barrier).
+// TETHER_DT_RMA=staged, or a PE on another host in gpu_netns_rma_typed): both must deliver the data. The host side of
+// the copies is pinned: a copy from or to pageable memory blocks this thread inside CUDA until the stream reaches it,
+// and behind an operation to a PE on another host (UCX over TCP reads and writes GPU memory with CUDA copies in the
+// proxy) that stalled both proxies (2xH100, 2026-11-26; README "Several hosts").
 void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, const std::string& what) {
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
   auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, static_cast<size_t>(remote.bytes())));
-  static const std::vector<bool> same = mp::sameHost(w);  // collective: every PE's first call
-  const bool refusedTo = !same[static_cast<size_t>(next)], refusedFrom = !same[static_cast<size_t>(prev)];
   const size_t lb = static_cast<size_t>(local.bytes()), rb = static_cast<size_t>(remote.bytes());
   unsigned char* loc = nullptr;
   CK(cudaMalloc(&loc, lb));
@@ -120,40 +120,31 @@ void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, cons
   std::vector<unsigned char> got(rb);
   const std::string tag = what + " [on stream]";
 
+  unsigned char* pin = nullptr;  // pinned host side of the stream's copies (see above)
+  CK(cudaMallocHost(&pin, lb));
   fill(sym, poison(remote.bytes()));
   const std::vector<unsigned char> mine = data(local.bytes(), seed, me);
+  std::memcpy(pin, mine.data(), lb);
   MP_OK(tether_barrier_all(w));
-  CK(cudaMemcpyAsync(loc, mine.data(), lb, cudaMemcpyHostToDevice, st));
-  const tether_status_t put = tether_put_typed_on_stream(w, sym + remote.origin(), remote.type, remote.count,
-                                                         loc + local.origin(), local.type, local.count, next, st);
-  if (refusedTo) {
-    MP_CHECK(put == TETHER_ERR_UNSUPPORTED);
-    MP_MSG_HAS("another host");
-  } else {
-    MP_OK(put);
-  }
+  CK(cudaMemcpyAsync(loc, pin, lb, cudaMemcpyHostToDevice, st));
+  MP_OK(tether_put_typed_on_stream(w, sym + remote.origin(), remote.type, remote.count, loc + local.origin(),
+                                   local.type, local.count, next, st));
   CK(cudaStreamSynchronize(st));
   MP_OK(tether_barrier_all(w));
   CK(cudaMemcpy(got.data(), sym, rb, cudaMemcpyDeviceToHost));
-  if (!refusedFrom)
-    typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, prev), remote, ("put " + tag).c_str());
+  typed_test::compareAnyEntry(got.data(), local, data(local.bytes(), seed, prev), remote, ("put " + tag).c_str());
   MP_OK(tether_barrier_all(w));
 
   fill(sym, data(remote.bytes(), seed + 1, me));
   CK(cudaMemcpy(loc, poison(local.bytes()).data(), lb, cudaMemcpyHostToDevice));
   MP_OK(tether_barrier_all(w));
-  const tether_status_t get = tether_get_typed_on_stream(w, loc + local.origin(), local.type, local.count,
-                                                         sym + remote.origin(), remote.type, remote.count, next, st);
-  if (refusedTo)
-    MP_CHECK(get == TETHER_ERR_UNSUPPORTED);
-  else
-    MP_OK(get);
-  std::vector<unsigned char> back(lb);
-  CK(cudaMemcpyAsync(back.data(), loc, lb, cudaMemcpyDeviceToHost, st));
+  MP_OK(tether_get_typed_on_stream(w, loc + local.origin(), local.type, local.count, sym + remote.origin(),
+                                   remote.type, remote.count, next, st));
+  CK(cudaMemcpyAsync(pin, loc, lb, cudaMemcpyDeviceToHost, st));
   CK(cudaStreamSynchronize(st));
-  if (!refusedTo)
-    typed_test::compareAnyEntry(back.data(), remote, data(remote.bytes(), seed + 1, next), local,
-                                ("get " + tag).c_str());
+  const std::vector<unsigned char> back(pin, pin + lb);
+  typed_test::compareAnyEntry(back.data(), remote, data(remote.bytes(), seed + 1, next), local, ("get " + tag).c_str());
+  CK(cudaFreeHost(pin));
   MP_OK(tether_barrier_all(w));
   CK(cudaStreamDestroy(st));
   CK(cudaFree(loc));
