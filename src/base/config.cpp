@@ -79,6 +79,10 @@ const std::vector<ConfigVar>& configVars() {
        "while it computes without calling tether (over TCP they land only when the target's worker progresses); "
        "0 = no thread (waits, barriers and the proxy still progress). Only in jobs that use the network path",
        0, 1000000},
+      {"TETHER_UCX_WAKEUP", ConfigType::Bool, "1",
+       "UCX provider: idle threads that progress the worker (the progress thread, the idle device-API proxy) wait on "
+       "its event file descriptor (UCP_FEATURE_WAKEUP), so traffic to a PE that computes outside tether is served "
+       "when it arrives instead of at the next period; 0 = poll every period"},
       {"TETHER_UCX_AMO", ConfigType::String, "owner",
        "UCX provider: who executes atomics and signals on HOST/STATIC words of network peers: owner (an active "
        "message the owning PE applies with its local atomics, so they are atomic against same-host PEs' CPU atomics; "

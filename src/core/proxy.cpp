@@ -128,10 +128,11 @@ void Proxy::run() {
     if (idle < kYieldPolls) {
       std::this_thread::yield();
     } else {
-      // Idle: progress once per sleep (a PE whose threads are outside tether still serves its peers), not on every
-      // poll, where it would contend with the PE's own thread for the worker lock.
+      // Idle: progress once per pause (a PE whose threads are outside tether still serves its peers), not on every
+      // poll, where it would contend with the PE's own thread for the worker lock. The pause ends early when the
+      // network provider has events (TETHER_UCX_WAKEUP): a peer's request is served when it arrives.
       world_.paths().progress();
-      std::this_thread::sleep_for(kIdleSleep);
+      world_.paths().idleWait(kIdleSleep);  // wakes early when a network provider has events
     }
   }
 }

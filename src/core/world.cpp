@@ -173,6 +173,7 @@ Status World::setUpPaths() {
   UcxOptions ucx;  // the network provider (PEs on other hosts; TETHER_PATHS host=ucx)
   ucx.timeoutSeconds = timeout_;
   ucx.progressUs = static_cast<int>(config_.integer("TETHER_UCX_PROGRESS_US"));
+  ucx.wakeup = config_.flag("TETHER_UCX_WAKEUP");
   ucx.gpu = gpu_.get();
   const std::string amo = config_.str("TETHER_UCX_AMO");
   if (amo != "native" && amo != "owner")

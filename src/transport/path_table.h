@@ -9,8 +9,10 @@
 // keys and must not race with operations on the segment that grew (heap growth is a collective call).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -79,6 +81,13 @@ class PathTable {
     bool did = false;
     for (Provider* p : active_) did |= p->progress();
     return did;
+  }
+  // An idle progressing thread's pause (Provider::idleWait): waits on the first provider in use that can wait for
+  // events, else sleeps maxWait. Providers without events (shm, p2p, staged) need no progress from idle threads.
+  void idleWait(std::chrono::microseconds maxWait) const {
+    for (Provider* p : active_)
+      if (p->idleWait(maxWait)) return;
+    std::this_thread::sleep_for(maxWait);
   }
 
  private:

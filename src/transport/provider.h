@@ -19,6 +19,7 @@
 //    in every World's registry); the local providers do nothing.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,6 +66,14 @@ class Provider {
   }
   // Returns true when it did some work (a caller that waits then stays hot: SpinWait::busy).
   virtual bool progress() { return false; }
+  // For an idle thread that progresses this provider (the UCX progress thread, the idle device-API proxy): blocks
+  // until the provider has something to progress or `maxWait` passes, and returns true; false, at once, when it
+  // cannot wait for events (the caller sleeps its period instead). A true return says nothing about which it was:
+  // progress next either way.
+  virtual bool idleWait(std::chrono::microseconds maxWait) {
+    (void)maxWait;
+    return false;
+  }
   virtual Status start(const Topology& topo, int me, const PathOverrides& ov, Bootstrap& boot) {
     (void)topo, (void)me, (void)ov, (void)boot;
     return Status::ok();
@@ -122,6 +131,7 @@ using OwnerOpFn = std::function<Status(const OwnerOp& op, uint64_t* fetched)>;
 struct UcxOptions {
   double timeoutSeconds = 300;  // TETHER_TIMEOUT: bound on every wait for a UCX request
   int progressUs = 0;           // TETHER_UCX_PROGRESS_US: progress thread period (0: no thread)
+  bool wakeup = true;           // TETHER_UCX_WAKEUP: idle threads wait on the worker's event fd (UCP_FEATURE_WAKEUP)
   GpuContext* gpu = nullptr;    // this PE's GPU context (GPU buffers and DEVICE segments need a CUDA-aware UCX)
   bool ownerAmo = true;         // TETHER_UCX_AMO=owner (default): HOST/STATIC words' atomics and signals executed by the owner
   OwnerOpFn applyOwnerOp;       // the owner's side of owner-executed atomics and signals (unset: refused)

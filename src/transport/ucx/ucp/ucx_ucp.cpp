@@ -30,6 +30,7 @@
 // (FlushTracker::peerFlushNeeded; blocking puts are complete already), so a barrier round costs one round trip.
 // Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
 // connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
+#include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
@@ -170,6 +171,8 @@ class UcxProvider final : public Provider {
   Status connect(const Topology& topo, int me, int peer, SegKind kind, Connection* out) override;
   Status registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) override;
   bool progress() override { return worker_ && userProgress() != 0; }
+  // Arms the worker and polls its event fd (TETHER_UCX_WAKEUP); false without one.
+  bool idleWait(std::chrono::microseconds maxWait) override;
 
   // nbi: returns at once (quiet completes it); local: returns at local completion (src reusable; quiet, or a later
   // signal to pe, completes it remotely); neither: remotely complete on return.
@@ -239,6 +242,7 @@ class UcxProvider final : public Provider {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> userProgress_{0};  // userProgress() calls so far
   std::thread progressThread_;
+  int efd_ = -1;  // the worker's event fd (UCP_FEATURE_WAKEUP), -1: none (idle threads poll every period)
 };
 
 UcxProvider& ucx(void* ctx) { return *static_cast<UcxProvider*>(ctx); }
@@ -284,6 +288,7 @@ Status UcxProvider::makeWorker(int npes) {
   ucp_params_t p{};
   p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
   p.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
+  if (opts_.wakeup) p.features |= UCP_FEATURE_WAKEUP;
   p.estimated_num_eps = static_cast<size_t>(npes);
   s = ucp_init(&p, config, &context_);
   ucp_config_release(config);
@@ -308,6 +313,14 @@ Status UcxProvider::makeWorker(int npes) {
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "this UCX gives no thread-safe worker (UCS_THREAD_MODE_MULTI): rebuild UCX "
                 "with --enable-mt");
   TETHER_TRY(setAmHandlers());
+  if (opts_.wakeup) {
+    s = ucp_worker_get_efd(worker_, &efd_);
+    if (s != UCS_OK) {
+      efd_ = -1;
+      TETHER_LOG_WARN(LogSys::Transport, "ucx: no worker event fd (%s): idle threads poll every period instead",
+                      ucs_status_string(s));
+    }
+  }
   s = ucp_worker_get_address(worker_, &myAddress_, &myAddressLen_);
   if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_worker_get_address: %s", ucs_status_string(s));
   return Status::ok();
@@ -368,27 +381,45 @@ Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov,
 }
 
 // The progress thread serves a PE that computes outside tether (over TCP a remote put lands only when the target's
-// worker progresses): every TETHER_UCX_PROGRESS_US it empties the worker, unless a tether call progressed the worker
-// since the last period (the PE is inside tether and progresses it itself; a second thread on the worker lock then
-// only competes with it: on 2 cores it cost 8 B puts ~50 % and 1 MiB put_nbi ~1/3 of their bandwidth). The drain
-// itself stops as soon as a tether call progresses (re-checked after every ucp_worker_progress) and after
+// worker progresses): it waits for the worker's events (TETHER_UCX_WAKEUP, the default; else it sleeps
+// TETHER_UCX_PROGRESS_US) and empties the worker, unless a tether call progressed the worker in the last period:
+// then the PE is inside tether and progresses it itself, a second thread on the worker lock only competes with it
+// (on 2 cores it cost 8 B puts ~50 % and 1 MiB put_nbi ~1/3 of their bandwidth), and the thread sleeps the period.
+// The drain itself stops as soon as a tether call progresses (re-checked after every ucp_worker_progress) and after
 // kDrainCalls calls: under steady traffic it would otherwise keep the worker lock for as long as events arrive,
 // while the PE's own calls (and the device-API proxy) spin on that lock.
 void UcxProvider::progressLoop() {
   constexpr int kDrainCalls = 64;
   const auto period = std::chrono::microseconds(opts_.progressUs);
   uint64_t seen = userProgress_.load(std::memory_order_relaxed);
+  bool userActive = false;
   while (!stop_.load(std::memory_order_relaxed)) {
-    std::this_thread::sleep_for(period);
-    for (int i = 0; i < kDrainCalls; ++i) {
-      const uint64_t now = userProgress_.load(std::memory_order_relaxed);
-      if (now != seen) {
-        seen = now;
-        break;
-      }
+    // While the PE progresses the worker itself, sleep the period; otherwise wait for events (or the period).
+    if (userActive || !idleWait(period)) std::this_thread::sleep_for(period);
+    uint64_t now = userProgress_.load(std::memory_order_relaxed);
+    userActive = now != seen;
+    seen = now;
+    for (int i = 0; !userActive && i < kDrainCalls; ++i) {
       if (ucp_worker_progress(worker_) == 0) break;
+      now = userProgress_.load(std::memory_order_relaxed);
+      userActive = now != seen;
+      seen = now;
     }
   }
+}
+
+// ucp_worker_arm reports BUSY while events wait to be progressed (the caller progresses at once); otherwise the fd
+// becomes readable on the next event. The wait is bounded by maxWait (ppoll: microsecond resolution).
+bool UcxProvider::idleWait(std::chrono::microseconds maxWait) {
+  if (!worker_ || efd_ < 0) return false;
+  const ucs_status_t s = ucp_worker_arm(worker_);
+  if (s == UCS_ERR_BUSY) return true;
+  if (s != UCS_OK) return false;
+  pollfd pfd{efd_, POLLIN, 0};
+  const long long us = maxWait.count();
+  const timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
+  (void)ppoll(&pfd, 1, &ts, nullptr);  // EINTR or a timeout: the caller progresses anyway
+  return true;
 }
 
 Status UcxProvider::connect(const Topology&, int me, int peer, SegKind kind, Connection* out) {
