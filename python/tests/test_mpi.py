@@ -71,6 +71,17 @@ def test_bad_arguments(comm):
             tether.init(**kwargs)
         assert e.value.status == 1 and match in e.value.message, (kwargs, e.value)
         assert not tether.is_initialized()
+    # an intercommunicator between the even and the odd ranks
+    rank = comm.Get_rank()
+    half = comm.Split(rank % 2, rank)
+    inter = half.Create_intercomm(0, comm, 1 - rank % 2, 23)
+    try:
+        with pytest.raises(tether.Error) as e:
+            tether.init(comm=inter)
+        assert e.value.status == 1 and "not an intracommunicator (Intercomm)" in e.value.message, e.value
+    finally:
+        inter.Free()
+        half.Free()
     comm.Barrier()
 
 
