@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mpi_pytest.sh PYTHON MPIRUN N TESTFILE (ctest python_mpi_<n>pe, label python): tether.init(comm=...) tests
+# mpi_pytest.sh PYTHON MPIRUN|none N TESTFILE (ctest python_mpi_<n>pe, label python): tether.init(comm=...) tests
 # (python/tests/test_mpi.py) at N ranks under Open MPI's mpirun, with the venv's mpi4py, and no tether launcher
 # variable set. Exit 77 (ctest: skipped) with the reason when Open MPI's mpirun or the venv's mpi4py is missing
 # (python/tests/setup_env.sh installs mpi4py when mpicc.openmpi is there; .ci/run installs openmpi-bin and
@@ -7,7 +7,7 @@
 # tether_init_mpi's rendezvous ("rendezvous over MPI" in tether's log).
 set -u
 py=$1 mpirun=$2 n=$3 file=$4
-if [ -z "$mpirun" ] || [ ! -x "$mpirun" ]; then
+if [ "$mpirun" = none ] || [ ! -x "$mpirun" ]; then
   echo "mpi_pytest.sh: SKIP: Open MPI's mpirun (mpirun.openmpi) not found: apt-get install openmpi-bin libopenmpi-dev"
   exit 77
 fi
