@@ -32,7 +32,12 @@ def job():
     tag = hashlib.sha256(launched["TETHER_JOB_SECRET"].encode()).hexdigest()[:16]
     root = os.path.join(tempfile.gettempdir(), "tether-store-test-" + tag)
     yield rank, size, root, launched
-    if rank == 0:  # every rank is done with the files: the last test ended with a collective finalize
+    # rank 0 removes the files once every rank says it is done with them (tests read stores after finalize)
+    done = FileStore(os.path.join(root, "done"))
+    done.set("rank%d" % rank, b"1")
+    if rank == 0:
+        for r in range(size):
+            done.get("rank%d" % r)
         shutil.rmtree(root, ignore_errors=True)
     os.environ.update(launched)
 
