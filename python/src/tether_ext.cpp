@@ -129,15 +129,31 @@ int deviceOrdinal(const void* p, int fallback) {
 struct World {
   StatePtr state = std::make_shared<WorldState>();
 
-  explicit World(const std::vector<std::string>& config) {
+  // The forms of tether.init() (python/tether/_api.py): from the environment (all defaults); from an MPI
+  // communicator (mpi_comm: the address of its MPI_Comm handle, mpi4py's MPI._addressof(comm); tether_init_mpi); or
+  // from an explicit position and rendezvous (rank, size, "host:port", secret and, on rank 0, a listening socket that
+  // tether takes over and closes: the torch.distributed store path). The GIL is released during the collective call:
+  // a store served by a Python thread of this process keeps working while rank 0 waits for the others.
+  World(const std::vector<std::string>& config, int rank, int size, const std::string& bootstrap_addr,
+        const std::string& job_secret, int listen_fd, uintptr_t mpi_comm) {
     std::vector<const char*> cfg;
     for (const std::string& c : config) cfg.push_back(c.c_str());
     cfg.push_back(nullptr);
     tether_init_attr_t attr;
     tether_init_attr_default(&attr);
     if (!config.empty()) attr.config = cfg.data();
+    attr.rank = rank;
+    attr.size = size;
+    if (!bootstrap_addr.empty()) attr.bootstrap_addr = bootstrap_addr.c_str();
+    if (!job_secret.empty()) attr.job_secret = job_secret.c_str();
+    attr.bootstrap_listen_fd = listen_fd;
     tether_t w = nullptr;
-    check(tether_init_attr(&attr, &w));
+    tether_status_t st;
+    {
+      nb::gil_scoped_release unlocked;
+      st = mpi_comm ? tether_init_mpi(reinterpret_cast<const void*>(mpi_comm), &attr, &w) : tether_init_attr(&attr, &w);
+    }
+    check(st);
     state->w = w;
     state->my_pe = tether_my_pe(w);
     state->n_pes = tether_n_pes(w);
@@ -689,7 +705,10 @@ NB_MODULE(_tether, m) {
       .def_prop_ro("exports", [](const Allocation& a) { return a.exports; });
 
   nb::class_<World>(m, "World")
-      .def(nb::init<const std::vector<std::string>&>(), nb::arg("config") = std::vector<std::string>{})
+      .def(nb::init<const std::vector<std::string>&, int, int, const std::string&, const std::string&, int, uintptr_t>(),
+           nb::arg("config") = std::vector<std::string>{}, nb::arg("rank") = -1, nb::arg("size") = -1,
+           nb::arg("bootstrap_addr") = std::string(), nb::arg("job_secret") = std::string(),
+           nb::arg("listen_fd") = -1, nb::arg("mpi_comm") = uintptr_t{0})
       .def("finalize", &World::finalize)
       .def_prop_ro("alive", [](const World& w) { return w.state->w != nullptr; })
       .def_prop_ro("my_pe", [](const World& w) { w.state->live(); return w.state->my_pe; })

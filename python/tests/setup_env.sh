@@ -5,7 +5,7 @@
 #    and the build backend (scikit-build-core, nanobind), each taken from the machine's Python when it has it, else
 #    from SOURCE_DIR/.whl alone when that holds it with its dependencies (machines without network), else from pip's
 #    index. torch/cupy wheels in .whl are installed too (with their dependencies from .whl), for the
-#    GPU tests.
+#    GPU tests. mpi4py (built with Open MPI's mpicc.openmpi when that is there) for the tether.init(comm=) tests.
 # 2. `pip install SOURCE_DIR` into it: the package as a user gets it (libtether, tetherrun and the extension built by
 #    scikit-build-core), incrementally in WHEEL_BUILD_DIR, CUDA parts only when CUDA=ON.
 # Exit 0 when the package imports; non-zero with the reason otherwise.
@@ -33,6 +33,17 @@ for p in "${need[@]}"; do
   echo "setup_env: pip install $p"
   install "$p"
 done
+# mpi4py for the tether.init(comm=...) tests (python_mpi_*), built from source against Open MPI (mpicc.openmpi of
+# libopenmpi-dev: the tests run under Open MPI's mpirun); without it those tests skip and say why.
+if ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
+  if command -v mpicc.openmpi >/dev/null 2>&1; then
+    echo "setup_env: pip install mpi4py (built with mpicc.openmpi)"
+    MPICC=mpicc.openmpi install --no-binary mpi4py mpi4py \
+      || echo "setup_env: WARNING: mpi4py did not install: the python_mpi tests skip"
+  else
+    echo "setup_env: no mpicc.openmpi (Debian: libopenmpi-dev): mpi4py not installed, the python_mpi tests skip"
+  fi
+fi
 # Optional GPU test dependencies: only from local wheels (never downloaded here: they are large), with their
 # dependencies from .whl/ too (torch's nvidia-* wheels).
 if [ -d "$whl" ]; then

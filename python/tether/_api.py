@@ -1,4 +1,9 @@
 """Module-level API on the current world (tether.init() makes it; one per process)."""
+import os as _os
+import secrets as _secrets
+import socket as _socket
+import sys as _sys
+
 from . import _tether
 from ._array import SymmetricArray, typestr, _c_strides, _SEG_HOST, _SEG_DEVICE
 from ._errors import Error, INVALID_ARG, UNSUPPORTED
@@ -29,16 +34,148 @@ class _Session:
         return False
 
 
-def init(config=None):
-    """Collective: starts tether on every PE of the job (tetherrun's environment; alone: a job of 1 PE). config: a
-    dict {"TETHER_TIMEOUT": 30, ...} or a list of "NAME=value" overriding the environment."""
+def init(config=None, *, comm=None, store=None, rank=None, size=None, prefix="tether/", host=None):
+    """Collective: starts tether on every PE of the job; returns a session (`with tether.init(): ...` finalizes).
+
+    tether.init()             the job from the environment: tetherrun, torchrun, mpirun/srun (PMIx), alone: 1 PE
+    tether.init(comm=c)       every rank of the mpi4py communicator c (PE = rank in c; tether_init_mpi): no bootstrap
+                              address or port; later calls do not use MPI
+    tether.init(store=s)      torch.distributed's rendezvous reused: s is any store with set(key, value) and
+                              get(key) -> bytes (TCPStore, FileStore, the default store of init_process_group);
+                              rank/size (default: RANK, WORLD_SIZE) give the position; rank 0 listens on a free port
+                              and publishes "host:port" and a random job secret under `prefix` (docs/python.md)
+    config: a dict {"TETHER_TIMEOUT": 30, ...} or a list of "NAME=value" overriding the environment."""
     global _current
     if _current is not None and _current.alive:
         raise Error(INVALID_ARG, "tether.init(): already initialised (finalize() first)")
     if isinstance(config, dict):
         config = ["%s=%s" % (k, v) for k, v in config.items()]
-    _current = _tether.World(list(config or []))
+    config = list(config or [])
+    if comm is not None and store is not None:
+        raise Error(INVALID_ARG, "tether.init(): give comm= (MPI) or store= (torch.distributed), not both")
+    if comm is None and store is None and (rank is not None or size is not None or host is not None):
+        raise Error(INVALID_ARG, "tether.init(): rank=, size= and host= go with store=; without it the launcher's "
+                                 "environment gives them")
+    if comm is not None:
+        if rank is not None or size is not None or host is not None:
+            raise Error(INVALID_ARG, "tether.init(comm=...): the communicator gives rank and size; leave rank=, "
+                                     "size= and host= unset")
+        _current = _tether.World(config, mpi_comm=_mpi_comm_address(comm))
+    elif store is not None:
+        _current = _init_from_store(store, rank, size, prefix, host, config)
+    else:
+        _current = _tether.World(config)
     return _Session(_current)
+
+
+def _mpi_comm_address(comm):
+    """The address of comm's MPI_Comm handle (mpi4py's MPI._addressof). mpi4py is never imported here: a caller that
+    has a communicator has imported it already."""
+    mpi = _sys.modules.get("mpi4py.MPI")
+    if mpi is None or not isinstance(comm, mpi.Comm):
+        raise Error(INVALID_ARG, "tether.init(comm=%r): not an mpi4py communicator (from mpi4py import MPI; "
+                                 "tether.init(comm=MPI.COMM_WORLD))" % (comm,))
+    if comm == mpi.COMM_NULL:
+        raise Error(INVALID_ARG, "tether.init(comm=MPI.COMM_NULL): a null communicator")
+    if not isinstance(comm, mpi.Intracomm):
+        raise Error(INVALID_ARG, "tether.init(comm=...): not an intracommunicator (%s); give an intracommunicator "
+                                 "(e.g. comm.Merge())" % type(comm).__name__)
+    if not mpi.Is_initialized() or mpi.Is_finalized():
+        raise Error(INVALID_ARG, "tether.init(comm=...): MPI is not initialised or already finalized")
+    return mpi._addressof(comm)
+
+
+# ---- init from a torch.distributed store --------------------------------------------------------------------------
+
+_store_inits = 0  # store inits made by this process: the n of the key "<prefix>bootstrap.<n>" (each init a new key)
+
+
+def _env_position(value, var, what):
+    if value is None:
+        text = _os.environ.get(var)
+        if text is None:
+            raise Error(INVALID_ARG, "tether.init(store=...): %s= not given and %s not set (torchrun sets it)"
+                                     % (what, var))
+        try:
+            value = int(text)
+        except ValueError:
+            raise Error(INVALID_ARG, "tether.init(store=...): %s=%r is not an integer" % (var, text))
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Error(INVALID_ARG, "tether.init(store=...): %s=%r is not an integer" % (what, value))
+    return value
+
+
+def _store_host():
+    """The host name other ranks use to reach rank 0: MASTER_ADDR (torchrun's rendezvous host) when set, else this
+    host's name when it resolves (the first rule of tether's own offer, src/bootstrap/offer.cpp)."""
+    addr = _os.environ.get("MASTER_ADDR")
+    if addr:
+        return addr
+    name = _socket.gethostname()
+    try:
+        _socket.getaddrinfo(name, None, _socket.AF_INET, _socket.SOCK_STREAM)
+    except OSError as e:
+        raise Error(INVALID_ARG, "tether.init(store=...): MASTER_ADDR is not set and this host's name %r does not "
+                                 "resolve (%s); pass host= (an address the other ranks reach)" % (name, e))
+    return name
+
+
+def _as_text(value, key):
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "replace")
+    if not isinstance(value, str):
+        raise Error(INVALID_ARG, "tether.init(store=...): the store's get(%r) returned %s, not bytes or str"
+                                 % (key, type(value).__name__))
+    return value
+
+
+def _init_from_store(store, rank, size, prefix, host, config):
+    """Rank 0 listens on a free port of every interface and publishes "host:port\nsecret" under
+    "<prefix>bootstrap.<n>"; the others get it (the store's get blocks under its own timeout); then every rank starts
+    with tether_init_attr(rank, size, address, secret[, rank 0's socket]). No TETHER_* bootstrap variable is read."""
+    global _store_inits
+    for method in ("set", "get"):
+        if not callable(getattr(store, method, None)):
+            raise Error(INVALID_ARG, "tether.init(store=%r): no %s() method (a torch.distributed.Store-like object "
+                                     "with set(key, value) and get(key) -> bytes)" % (store, method))
+    if not isinstance(prefix, str):
+        raise Error(INVALID_ARG, "tether.init(store=...): prefix=%r is not a str" % (prefix,))
+    rank = _env_position(rank, "RANK", "rank")
+    size = _env_position(size, "WORLD_SIZE", "size")
+    if size < 1 or not 0 <= rank < size:
+        raise Error(INVALID_ARG, "tether.init(store=...): rank %d of size %d (want 0 <= rank < size)" % (rank, size))
+    key = "%sbootstrap.%d" % (prefix, _store_inits)
+    _store_inits += 1
+    if size == 1:
+        return _tether.World(config, rank=0, size=1)
+    if rank != 0:
+        value = _as_text(store.get(key), key)
+        addr, sep, secret = value.partition("\n")
+        if not sep or not addr or not secret:
+            raise Error(INVALID_ARG, "tether.init(store=...): key %r holds %r, not rank 0's \"host:port\\nsecret\""
+                                     % (key, value[:80]))
+        return _tether.World(config, rank=rank, size=size, bootstrap_addr=addr, job_secret=secret)
+    # rank 0: a key that is already there comes from an earlier job or init with this store and prefix; the others may
+    # have read it already, so it is an error, not something to overwrite (torch's stores have check())
+    check = getattr(store, "check", None)
+    if callable(check) and check([key]):
+        raise Error(INVALID_ARG, "tether.init(store=...): the store already holds %r (left by an earlier job or init "
+                                 "with this store): the other ranks would use a stale address; use a fresh store or "
+                                 "another prefix= on every rank" % key)
+    host = host or _store_host()
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        sock.bind(("", 0))
+        sock.listen(min(size, 4096))
+        sock.setblocking(False)
+        addr, secret = "%s:%d" % (host, sock.getsockname()[1]), _secrets.token_hex(32)
+        store.set(key, ("%s\n%s" % (addr, secret)).encode())
+    except BaseException:
+        sock.close()
+        raise
+    # tether owns the socket from here: its bootstrap closes it when the rendezvous ends or fails (a tether_init_attr
+    # that fails before the bootstrap starts, e.g. on a bad config entry, leaves it open until the process exits)
+    return _tether.World(config, rank=0, size=size, bootstrap_addr=addr, job_secret=secret, listen_fd=sock.detach())
 
 
 def finalize():

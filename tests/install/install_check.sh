@@ -7,16 +7,20 @@
 #           through tether::shmem under the installed oshrun
 #   (b)     the same C program built with `pkg-config --cflags --libs tether`, run at 2 PEs
 #   (c)     an OpenSHMEM hello compiled by the installed oshcc, run by the installed oshrun at 2 PEs (+ --showme forms)
+#   (e)     with --nvcc (a CUDA build): a separate CUDA project (consumer_cuda: a .cu kernel on tether::device +
+#           tether::tether) configured and built by nvcc against the prefix; run at 2 PEs only where a GPU is visible
+#           (nvidia-smi -L), otherwise the output says it was built and not run
 #   moved   the prefix copied elsewhere and the original removed: (c) again, tether-info and pkg-config from there
 #   (d)     a project that add_subdirectory()s the source tree defines only the libraries and tetherrun as targets
 # Every command is bounded (timeout); exit 0 all passed, 1 a check failed (named), 77 a needed tool is missing.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build= src= gen=Ninja cc=cc cxx=c++ libdir=lib version= cuda=OFF ucx=OFF sanitize=0
+build= src= gen=Ninja cc=cc cxx=c++ libdir=lib version= cuda=OFF ucx=OFF sanitize=0 nvcc= cuda_archs=
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2 ;; --source) src=$2 ;; --generator) gen=$2 ;; --cc) cc=$2 ;; --cxx) cxx=$2 ;;
     --libdir) libdir=$2 ;; --version) version=$2 ;; --cuda) cuda=$2 ;; --ucx) ucx=$2 ;; --sanitize) sanitize=$2 ;;
+    --nvcc) nvcc=$2 ;; --cuda-archs) cuda_archs=$2 ;;  # archs: comma-separated (a CMake list, ';' replaced)
     *) echo "install_check: unknown argument $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -133,6 +137,28 @@ oshcc_hello() {
 }
 step "(c) oshcc / oshrun"
 oshcc_hello "$prefix" c
+
+step "(e) CUDA consumer (nvcc, tether::device)"
+if [ -z "$nvcc" ]; then
+  echo "(e) skipped: this build has no CUDA compiler (CMAKE_CUDA_COMPILER unset)"
+else
+  ebuild=$work/consumer-cuda
+  if run e-configure cmake -S "$here/consumer_cuda" -B "$ebuild" -G "$gen" -DCMAKE_CXX_COMPILER="$cxx" \
+       -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="${cuda_archs//,/;}" -DCMAKE_PREFIX_PATH="$prefix" &&
+     run e-build cmake --build "$ebuild"; then
+    grep -q "tether_cuda_consumer: tether $version from $prefix/$libdir/cmake/tether" "$work/e-configure.log" ||
+      fail "(e) the CUDA consumer did not find tether $version in $prefix"
+    echo "(e) built $ebuild/device_kernel with $nvcc ($(grep -o 'architectures .*' "$work/e-configure.log"))"
+    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+      run e-run env TETHER_GPU=auto "$prefix/bin/tetherrun" -n 2 "$ebuild/device_kernel" &&
+        grep -q "cuda device ok: 2 PEs" "$work/e-run.log" || fail "(e) CUDA consumer kernel at 2 PEs"
+    else
+      echo "(e) NOT run: no GPU visible (nvidia-smi -L); built only"
+    fi
+  else
+    fail "(e) configure/build of the CUDA consumer with nvcc"
+  fi
+fi
 
 step "moved prefix"
 moved=$work/moved/elsewhere
