@@ -291,6 +291,68 @@ tether_status_t tether_barrier_all(tether_t world);
 tether_status_t tether_sync_all(tether_t world);
 
 /* ---------------------------------------------------------------------------------------------------------------- */
+/* Teams (issue #21; docs/teams.md). A team is an ordered list of PEs of one instance; a member's index in it is its
+ * team PE number. Every instance has two predefined teams: the world team (every PE, team PE = world PE) and the
+ * shared team (the PEs whose HOST symmetric memory this PE can load and store, tether_ptr non-NULL, in world order:
+ * the tether_local_size PEs of this host with team PE = tether_local_pe, or only this PE when same-host PEs are
+ * reached through a network path, TETHER_PATHS=host=ucx). Splits make more; a handle is valid on the PEs that are
+ * members, until tether_team_destroy or tether_finalize. Handles are checked: a destroyed, finalized or garbage
+ * handle fails with TETHER_ERR_INVALID_ARG (queries return -1), never crashes.
+ * Each PE holds at most TETHER_TEAM_MAX live teams, the two predefined ones included: each live team has an index in
+ * [0, TETHER_TEAM_MAX) (tether_team_index), the same on every member and different for the teams live on any one PE
+ * (a layer above tether may index its own per-team symmetric state with it; indices of destroyed teams are reused).
+ * Collective calls on a team (split of it, sync, barrier) are called by every member in the same order, and the
+ * threads of a PE must not race them on one team. A collective on a team that fails part-way (a timeout) loses the
+ * team's collective state: later collectives on it fail at once with the first error. Waits are bounded by
+ * TETHER_TIMEOUT. */
+
+typedef struct tether_team_s* tether_team_t;
+#define TETHER_TEAM_INVALID ((tether_team_t)0)
+#define TETHER_TEAM_MAX 64
+
+/* Configuration of a new team; zero-initialise. NULL means all zero. */
+typedef struct tether_team_config_s {
+  uint32_t flags; /* no flag is defined yet: must be 0 (else the split fails on every member, TETHER_ERR_INVALID_ARG) */
+} tether_team_config_t;
+
+/* The predefined teams; TETHER_TEAM_INVALID (tether_last_error says why) when world is not a live instance. */
+tether_team_t tether_team_world(tether_t world);
+tether_team_t tether_team_shared(tether_t world);
+
+/* Collective over parent (every member calls with the same start, stride, size; a difference fails on every member
+ * with TETHER_ERR_MISMATCH naming both values). Makes the team of the parent PEs start + i*stride, i = 0..size-1
+ * (stride may be negative; 0 only for size 1; every PE inside the parent, else TETHER_ERR_INVALID_ARG on every
+ * member). *new_team = the new team on its members, TETHER_TEAM_INVALID elsewhere (and on any failure). When one of
+ * the new teams finds no index free on all of its members, no team is made: TETHER_ERR_NO_MEMORY on every member.
+ * A PE that is not a member of parent fails at once (TETHER_ERR_INVALID_ARG), without communicating. */
+tether_status_t tether_team_split_strided(tether_team_t parent, int start, int stride, int size,
+                                          const tether_team_config_t* config, tether_team_t* new_team);
+/* Collective over parent: a 2-D grid of xrange columns over the parent PEs in order (parent PE p at column p % xrange,
+ * row p / xrange; the last row may be short; xrange >= 1, larger than the parent: one row). *xaxis_team = this PE's
+ * row, *yaxis_team = its column. Agreement and failures as tether_team_split_strided (xrange is checked equal). */
+tether_status_t tether_team_split_2d(tether_team_t parent, int xrange, const tether_team_config_t* xaxis_config,
+                                     tether_team_t* xaxis_team, const tether_team_config_t* yaxis_config,
+                                     tether_team_t* yaxis_team);
+/* Local: releases this PE's handle (and its index, for later splits). Call it only once this PE is done with the team
+ * and every member has finished the collectives this PE called on it (a sync still arriving: TETHER_ERR_INVALID_ARG,
+ * the team stays live). TETHER_TEAM_INVALID: no-op; the predefined teams cannot be destroyed. */
+tether_status_t tether_team_destroy(tether_team_t team);
+
+/* Queries (local); -1 when the team is not valid here (tether_last_error says why; TETHER_TEAM_INVALID: silently). */
+int tether_team_my_pe(tether_team_t team);
+int tether_team_n_pes(tether_team_t team);
+int tether_team_index(tether_team_t team);
+/* The world PE number of team PE pe; -1 when pe is outside [0, n_pes). */
+int tether_team_world_pe(tether_team_t team, int pe);
+/* The number in dest_team of team PE src_pe of src_team; -1 when that PE is not a member of dest_team. */
+int tether_team_translate_pe(tether_team_t src_team, int src_pe, tether_team_t dest_team);
+
+/* Collective over the team. sync: stores made before it by any member (to memory and by blocking tether calls) are
+ * visible to every member after it. barrier: also completes (quiet) this PE's outstanding operations first. */
+tether_status_t tether_team_sync(tether_team_t team);
+tether_status_t tether_team_barrier(tether_team_t team);
+
+/* ---------------------------------------------------------------------------------------------------------------- */
 /* Device handle: everything the header-only device API (tether/device.cuh, namespace tether::device) needs, in one
  * trivially copyable struct that kernels take BY VALUE (no __device__ globals, no -rdc). Plain data; read it, never
  * write it. Addresses in it are in the handle's address space: GPU addresses (HOST and STATIC views through their

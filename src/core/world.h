@@ -3,15 +3,16 @@
 //
 // Owns: Config snapshot, Bootstrap, topology record, GPU context (when this PE has a GPU), the symmetric heap and
 // its allocators (core/symmetric_heap.h), the path table (one PeerPath per PE, a SegPath per segment
-// kind), the control block (internal words at the start of the HOST heap: barrier counters).
+// kind), the control block (internal words at the start of the HOST heap: barrier counters, team sync words).
 // Thread-safety: RMA, AMO, signal and wait calls may come from several threads; init, finalize and the collective
 // calls (allocation, barrier, sync) must not race with each other on one World.
 //
 // Composition root: each job lives in a room, a member wired here -- SymmetricHeap heap_ (core/symmetric_heap.h), the
 // path table, DeviceHandleCache handles_ (core/device_handle_cache.h), TypedRma typed_ (core/typed_rma.h),
-// StreamRuntime streams_ (core/stream_runtime.h) and the proxy (core/proxy.h); callers reach them through heap(),
-// typed(), streams(). World keeps the config, bootstrap, topology and GPU context, the collective protocol (record
-// exchange and lost collective state around every collective call) and the host RMA/AMO/wait/barrier calls.
+// StreamRuntime streams_ (core/stream_runtime.h), Teams teams_ (core/teams.h) and the proxy (core/proxy.h); callers
+// reach them through heap(), typed(), streams(), teams(). World keeps the config, bootstrap, topology and GPU
+// context, the collective protocol (record exchange and lost collective state around every collective call) and the
+// host RMA/AMO/wait/barrier calls.
 // Destruction order: stream runtime, proxy, DEVICE heap, GPU context, HOST/STATIC segments (~World and finalize).
 #pragma once
 
@@ -30,6 +31,7 @@
 #include "core/stream_ops.h"
 #include "core/stream_runtime.h"
 #include "core/symmetric_heap.h"
+#include "core/teams.h"
 #include "core/typed_rma.h"
 #include "heap/allocator.h"
 #include "gpu/gpu.h"
@@ -145,6 +147,9 @@ class World {
   // The stream-op layer and stream barrier epochs (core/stream_runtime.h).
   StreamRuntime& streams() { return streams_; }
 
+  // ---- teams (#21) -- core/teams.h
+  Teams& teams() { return teams_; }
+
  private:
   World() = default;
   Status init(const tether_init_attr_t& attr, const void* mpiComm);
@@ -179,6 +184,7 @@ class World {
   DeviceHandleCache handles_;  // device-handle peer tables (core/device_handle_cache.h)
   std::mutex proxyMu_;         // creation of proxy_ and the rings of device handles
   TypedRma typed_{*this};     // non-contiguous RMA (core/typed_rma.h)
+  Teams teams_{*this};        // teams and their sync words (core/teams.h)
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   // Fairness of the _any waits (core/sync.cpp anyStart): per ivars array, the index after the one last returned;
@@ -210,6 +216,7 @@ struct ControlBlock {
   Slot barrier[kMaxRounds];
   tether_device_barrier_t devBarrier;  // the device barrier's words when there is no DEVICE heap (CPU handle too)
   tether_device_barrier_t streamBarrier;  // barrier_all_on_stream's round words (#6) when they live in HOST memory
+  alignas(64) uint64_t teams[kTeamSlots][kTeamSyncWords];  // each team slot's sync words (core/teams.h)
 };
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
 // The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)

@@ -1,0 +1,129 @@
+// Teams: the team room of one World (tether_team_* in tether.h, issue #21).
+//
+// A team is an ordered list of world PEs (a member's index is its team PE number) plus one of kTeamSlots slots of
+// symmetric HOST words reserved in the control block at init (ControlBlock::teams, core/world.h: kTeamSyncWords
+// words per slot), where the team's own collectives (sync, barrier, the split agreement) synchronise. Slot 0 is the
+// world team's, slot 1 the shared team's. The slot number is the team's index (tether_team_index): the same on every
+// member, different for the live teams of any one PE, so layers above may index their own per-team symmetric state by
+// it (the OpenSHMEM layer does, for its collectives' words).
+//
+// Split: collective over the parent. Every parent member publishes one record in the parent's value words (its mask
+// of free slots, the split's integer arguments, whether its config is valid); every member then checks the
+// arguments (a difference: TETHER_ERR_MISMATCH on every member, naming both records), plans the new teams (the same
+// list on every member), and gives each new team, in plan order, the lowest slot free on all of its members. If one
+// planned team finds no common slot, no team is made and every parent member fails the same way. Destroy is local:
+// the slot goes back to this PE's free mask once this PE is done with the team; another member can reuse it with
+// this PE only through a later split, which agrees on it again.
+//
+// Sync words: dissemination rounds that consume what they receive (round r: add 1 to round word r of member
+// me + 2^r, wait for own round word r >= 1, subtract 1), so the words are zero whenever no collective of the team
+// is in progress on this PE, except for arrivals of a faster member that entered the next one (consumed by it):
+// back-to-back syncs need no epochs, and a slot can be reused after destroy without clearing.
+//
+// Who calls it: the C API (core/api.cpp) through World::teams(); teams are found by (slot, serial) there.
+// Thread-safety: queries, lookups and destroy take the room's mutex; collective calls on one team (split of it as
+// parent, sync, barrier) must not race with each other, like the World's own collectives. A team found by lookup
+// stays alive (shared_ptr) while a call uses it, even if another thread destroys it.
+// Lifetime: a member of World; setUp at init once the paths exist. Handles of a finalized World are refused by the
+// C API before they reach here.
+//
+// Later (#21): teams will carry collectives on GPU memory and be passed by value to kernels. Team is kept so that a
+// small POD view can be taken from it (member list pointer and count, my index, slot, sync word addresses), copied
+// to GPU memory once per team like the device handle's peer table; nothing here may depend on a team being a
+// host-only object beyond its std::vector of members, which such a view would mirror.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/status.h"
+#include "tether/tether.h"
+
+namespace tether {
+
+class World;
+
+constexpr int kTeamSlots = TETHER_TEAM_MAX;
+static_assert(kTeamSlots == 64, "a PE's slot usage is one 64-bit mask");
+constexpr int kWorldTeamSlot = 0;
+constexpr int kSharedTeamSlot = 1;
+constexpr size_t kTeamRoundWords = 32;  // dissemination rounds: enough for 2^32 members
+constexpr size_t kTeamValueWords = 8;   // a split record
+constexpr size_t kTeamSyncWords = kTeamRoundWords + kTeamValueWords;
+constexpr unsigned kTeamSerialBits = 27;  // serials wrap (never 0): the C API's handle holds them (core/api.cpp)
+
+struct Team {
+  std::vector<int> pes;  // world PE of each member, by team PE number
+  int me = -1;           // this PE's team PE number
+  int slot = -1;
+  uint64_t serial = 0;   // which team held the slot (stale handles are refused)
+  uint32_t flags = 0;    // tether_team_config_t::flags (none defined yet)
+  Status lost;           // a collective on the team failed part-way: later ones fail at once (under Teams' mutex)
+};
+
+// Where a handle points: a slot of this World and the serial of the team that holds it.
+struct TeamRef {
+  int slot = -1;
+  uint64_t serial = 0;
+};
+
+// One new team of a split, planned identically on every parent member.
+struct PlannedTeam {
+  std::vector<int> members;  // parent team PE numbers, in new-team order
+  int out = -1;              // which output handle of the call receives it on this PE; -1: this PE is not a member
+  int myIndex = -1;          // this PE's team PE number in it (out >= 0)
+  uint32_t flags = 0;        // config of this PE's team (out >= 0)
+};
+
+class Teams {
+ public:
+  explicit Teams(World& w) : w_(w) {}
+
+  // The world and shared teams (local: every PE computes the same lists). After the World's paths exist.
+  void setUp();
+
+  // The team behind ref, or TETHER_ERR_INVALID_ARG naming call and `what` (destroyed, never made).
+  Status find(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out) const;
+  TeamRef world() const { return refOf(kWorldTeamSlot); }
+  TeamRef shared() const { return refOf(kSharedTeamSlot); }
+
+  // Collective over parent (tether_team_split_strided / _2d; rules in tether.h). flags: the configs' flags;
+  // configOk: this PE's configs are valid (agreed: an invalid one on any member fails every member). out (xout,
+  // yout) receives this PE's new team, {-1, 0} when it is in none.
+  Status splitStrided(const char* call, TeamRef parent, int start, int stride, int size, uint32_t flags,
+                      bool configOk, TeamRef* out);
+  Status split2d(const char* call, TeamRef parent, int xrange, uint32_t xflags, uint32_t yflags, bool configOk,
+                 TeamRef* xout, TeamRef* yout);
+  Status destroy(const char* call, TeamRef ref);
+  // Collective over the team; barrier: quiet first (tether_team_barrier), else sync only (tether_team_sync).
+  Status sync(const char* call, TeamRef ref, bool quietFirst);
+
+ private:
+  // The collective part of both splits. args: the integer arguments, the same on every member (checked; argNames
+  // name them); plan(n, me, teams) plans the new teams of a parent of n members as seen by parent PE me, and returns
+  // false when args are invalid (every member computes the same). out[k]: this PE's team for output k.
+  using Plan = std::function<bool(int, int, std::vector<PlannedTeam>&)>;
+  Status split(const char* call, TeamRef parent, const long long (&args)[3], const char* const (&argNames)[3],
+               bool configOk, const Plan& plan, TeamRef* out, int nOut);
+  TeamRef refOf(int slot) const;
+  // Records that a collective on t failed part-way; returns s.
+  Status lose(Team& t, const Status& s);
+  Status lostState(const char* call, const Team& t) const;
+  Status rounds(const char* call, const Team& t, bool post);
+  // Publishes n <= kTeamValueWords words of this PE and returns every member's (out[m * n + k]); two rounds.
+  Status gather(const char* call, const Team& t, const uint64_t* mine, size_t n, uint64_t* out);
+  uint64_t takeSerial();  // under mu_
+  uint64_t* words(int slot) const;  // this PE's kTeamSyncWords words of slot
+  uint64_t wordsOffset(int slot) const;  // their offset in the HOST segment
+
+  World& w_;
+  mutable std::mutex mu_;
+  uint64_t used_ = 0;  // bit s: slot s is held by a live team of this PE
+  uint64_t nextSerial_ = 1;
+  std::shared_ptr<Team> bySlot_[kTeamSlots];
+};
+
+}  // namespace tether
