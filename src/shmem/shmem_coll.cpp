@@ -52,14 +52,6 @@ void readPublished(const CollGroup& g, size_t n, uint64_t* out, const char* call
 
 }  // namespace
 
-void collGather(const CollGroup& g, const uint64_t* mine, size_t n, uint64_t* out, const char* call) {
-  publish(g, mine, n);
-  collBarrier(g, call);
-  readPublished(g, n, out, call);
-  collBarrier(g, call);
-  unpublish(g, n);
-}
-
 namespace {
 
 // Copies `bytes` bytes at the symmetric address src of member m into the local buffer dst.

@@ -1,9 +1,10 @@
 // Internal interface between the teams (shmem_team.cpp) and the collective engine (shmem_coll.cpp); not installed.
 //
 // Every collective runs over a CollGroup: an ordered list of world PEs, this PE's index in it, and kSyncWords
-// symmetric 64-bit synchronisation words (a team's slot in the team area, or the user's pSync for the 1.4 active-set
-// forms). The words are zero whenever no collective of the group is in progress on this PE, except for barrier
-// arrivals of a faster member that already entered the next collective (they are consumed by that collective).
+// symmetric 64-bit synchronisation words (a team's words in the shmem team area, at its core team's index, or the
+// user's pSync for the 1.4 active-set forms). The words are zero whenever no collective of the group is in progress
+// on this PE, except for barrier arrivals of a faster member that already entered the next collective (they are
+// consumed by that collective).
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,7 @@
 namespace tether_shmem {
 
 constexpr size_t kRoundWords = 32;  // barrier round words: enough for 2^32 members
-constexpr size_t kValueWords = 8;   // words a member publishes for the others to read (collGather)
+constexpr size_t kValueWords = 8;   // words a member publishes for the others to read (collect's byte counts)
 constexpr size_t kSyncWords = kRoundWords + kValueWords;
 static_assert(kSyncWords <= SHMEM_SYNC_SIZE, "pSync must hold the synchronisation words");
 
@@ -31,10 +32,6 @@ struct CollGroup {
 // reset is needed and back-to-back barriers are safe. Stores made before it by any member are visible to every member
 // after it. A failing tether call (timeout, bad address) aborts naming `call`.
 void collBarrier(const CollGroup& g, const char* call);
-
-// Publishes n <= kValueWords words of this PE and returns every member's: out[m * n + k] = member m's word k.
-// Collective over g (two barriers); this PE's value words are zero again on return.
-void collGather(const CollGroup& g, const uint64_t* mine, size_t n, uint64_t* out, const char* call);
 
 // The group of a valid team this PE belongs to; false (g untouched) when team is not valid here.
 bool shmemTeamGroup(shmem_team_t team, tether_t world, CollGroup* g);

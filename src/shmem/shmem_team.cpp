@@ -1,17 +1,16 @@
-// OpenSHMEM teams: SHMEM_TEAM_WORLD / SHMEM_TEAM_SHARED, splits, destroy, configuration, queries, team_sync.
+// OpenSHMEM teams: SHMEM_TEAM_WORLD / SHMEM_TEAM_SHARED, splits, destroy, configuration, queries, team_sync -- a thin
+// layer over tether's core teams (tether_team_*, include/tether/tether.h; docs/teams.md).
 //
-// A team is the ordered list of its members' world PE numbers plus one of kSlots slots of the team area: a symmetric
-// HOST array of kSlots x kSyncWords 64-bit words reserved at shmem_init, where the team's collectives synchronise
-// (shmem_coll_impl.h). Slot 0 is SHMEM_TEAM_WORLD's, slot 1 SHMEM_TEAM_SHARED's. A split agrees on a slot for each new
-// team over the parent team: every parent member publishes its mask of free slots (and the split's arguments, checked
-// for equality); every member then computes, for each new team in a fixed order, the lowest slot free on all of its
-// members, and marks it taken on those members. Every parent member computes the same answer, and a slot is never
-// held twice by teams sharing a PE. Destroy only frees the slot locally: the slot's words are back at zero once this
-// PE has finished its own operations on the team (the collectives consume every barrier arrival they receive and
-// clear their value words), and another member can only reuse the slot with this PE in a later split.
+// A shmem team holds its core team (membership, the split agreement, the index, team_sync), its OpenSHMEM
+// configuration, and the collective engine's synchronisation words: kSyncWords of the shmem team area, a symmetric
+// HOST array of SHMEM_TEAM_MAX_TEAMS_ x kSyncWords words reserved at shmem_init, at the core team's index
+// (tether_team_index: the same on every member, different for the live teams of a PE). The member list is cached
+// (world PEs by team PE) for the engine and the contexts' PE translation. Destroy is local: the team's words are
+// back at zero once this PE has finished its own collectives on it (the engine consumes every barrier arrival it
+// receives and clears its value words); its index comes back to this PE only through a later split, which the core
+// agrees on with every member again.
 #include <shmem.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -22,10 +21,10 @@
 #include "shmem_internal.h"
 
 struct tether_shmem_team_s {
-  std::vector<int> pes;       // world PE of each member, by team PE number
+  tether_team_t core = TETHER_TEAM_INVALID;
+  std::vector<int> pes;       // world PE of each member, by team PE number (the core team's, cached)
   int myIndex = -1;           // this PE's team PE number (every team handle this PE holds contains it)
-  int slot = -1;              // index in the team area
-  uint64_t* sync = nullptr;   // the slot's kSyncWords words
+  uint64_t* sync = nullptr;   // the engine's kSyncWords words at the core team's index
   shmem_team_config_t config{};
   std::atomic<bool> live{false};  // set up and not destroyed
 };
@@ -37,9 +36,7 @@ namespace tether_shmem {
 namespace {
 
 constexpr int kSlots = SHMEM_TEAM_MAX_TEAMS_;
-static_assert(kSlots == 64, "a PE's slot usage is one 64-bit mask");
-constexpr int kWorldSlot = 0;
-constexpr int kSharedSlot = 1;
+static_assert(kSlots == TETHER_TEAM_MAX, "one engine slot per core team index");
 
 // The team state of the default instance, between shmemTeamsInit and shmemTeamsFinalize. Splits of one PE must not
 // run concurrently from several threads (they are collective, like the allocation routines); the mutex keeps the
@@ -48,26 +45,28 @@ struct Teams {
   std::mutex mutex;
   tether_t world = nullptr;
   uint64_t* area = nullptr;                  // kSlots * kSyncWords symmetric words
-  uint64_t used = 0;                         // bit s: slot s is held by a live team of this PE
   std::vector<tether_shmem_team_s*> all;     // every split team object made; deleted at finalize
   std::vector<tether_shmem_team_s*> spare;   // destroyed ones, reused by later splits
 };
 Teams g_teams;
 
-void setUp(tether_shmem_team_s* t, std::vector<int> pes, int myIndex, int slot, const shmem_team_config_t& config) {
-  t->pes = std::move(pes);
-  t->myIndex = myIndex;
-  t->slot = slot;
-  t->sync = g_teams.area + static_cast<size_t>(slot) * kSyncWords;
+void setUp(tether_shmem_team_s* t, tether_team_t core, const shmem_team_config_t& config, const char* call) {
+  const int n = tether_team_n_pes(core), index = tether_team_index(core);
+  if (n < 1 || index < 0) shmemAbort(call);
+  t->core = core;
+  t->pes.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t->pes[static_cast<size_t>(i)] = tether_team_world_pe(core, i);
+  t->myIndex = tether_team_my_pe(core);
+  t->sync = g_teams.area + static_cast<size_t>(index) * kSyncWords;
   t->config = config;
   t->live.store(true, std::memory_order_release);
 }
 
 void tearDown(tether_shmem_team_s* t) {
   t->live.store(false, std::memory_order_release);
+  t->core = TETHER_TEAM_INVALID;
   t->pes.clear();
   t->myIndex = -1;
-  t->slot = -1;
   t->sync = nullptr;
 }
 
@@ -86,77 +85,32 @@ shmem_team_config_t configOf(const shmem_team_config_t* config, long mask) {
   return c;
 }
 
-// One team a split creates: its members as parent team PE numbers in new-team order, and for the team this PE is in,
-// where its handle goes and its configuration.
-struct Planned {
-  std::vector<int> members;
-  shmem_team_t* out = nullptr;  // non-null iff this PE is a member
-  int myIndex = -1;
-  shmem_team_config_t config{};
-  int slot = -1;
-};
+// The core config of a split: the core agrees on config validity over the parent (an invalid config on any member
+// fails the split on every member), so an invalid OpenSHMEM config travels as a core config the core refuses (a
+// flag it does not define), and every parent member returns non-zero alike.
+tether_team_config_t coreConfig(bool valid) {
+  tether_team_config_t c{};
+  c.flags = valid ? 0u : 0x80000000u;
+  return c;
+}
 
-// Record each parent member publishes in a split.
-enum : size_t { kRecFree, kRecArg0, kRecArg1, kRecArg2, kRecConfigOk, kRecWords };
-static_assert(kRecWords <= kValueWords, "split record fits the value words");
+// tether_last_error() without the "tether_team_...: " prefix: shmem messages name the shmem routine.
+const char* coreMessage() {
+  const char* m = tether_last_error();
+  const char* colon = std::strstr(m, ": ");
+  return std::strncmp(m, "tether_team_", 12) == 0 && colon != nullptr ? colon + 2 : m;
+}
 
-// The collective part of both splits. args: the split's three integer arguments (checked equal on every parent
-// member: a difference ends the program naming both). plan(parentSize, teams) fills the teams to create, the same
-// list on every member, and returns false when the arguments are invalid. Creates this PE's teams; returns 0 when
-// every team this PE is a member of was created (and, for a PE in none, when every planned team was), else -1.
-template <class Plan>
-int split(shmem_team_t parent, const long long (&args)[3], bool configOk, Plan plan, const char* call) {
-  tether_t w = shmemWorld(call);
-  CollGroup g;
-  if (!shmemTeamGroup(parent, w, &g)) return -1;
-  uint64_t mine[kRecWords];
-  {
-    std::lock_guard<std::mutex> lock(g_teams.mutex);
-    mine[kRecFree] = ~g_teams.used;
-  }
-  for (size_t i = 0; i < 3; ++i) mine[kRecArg0 + i] = static_cast<uint64_t>(args[i]);
-  mine[kRecConfigOk] = configOk ? 1 : 0;
-  std::vector<uint64_t> rec(static_cast<size_t>(g.size) * kRecWords);
-  collGather(g, mine, kRecWords, rec.data(), call);
-
-  bool allConfigOk = true;
-  for (int m = 0; m < g.size; ++m) {
-    const uint64_t* r = &rec[static_cast<size_t>(m) * kRecWords];
-    if (r[kRecArg0] != mine[kRecArg0] || r[kRecArg1] != mine[kRecArg1] || r[kRecArg2] != mine[kRecArg2]) {
-      char msg[256];
-      std::snprintf(msg, sizeof msg,
-                    "the PEs of the parent team passed different arguments: team PE %d (%lld, %lld, %lld), "
-                    "team PE %d (%lld, %lld, %lld)",
-                    g.me, args[0], args[1], args[2], m, static_cast<long long>(r[kRecArg0]),
-                    static_cast<long long>(r[kRecArg1]), static_cast<long long>(r[kRecArg2]));
-      shmemAbortMsg(call, msg);
-    }
-    allConfigOk = allConfigOk && r[kRecConfigOk] != 0;
-  }
-  std::vector<Planned> teams;
-  if (!allConfigOk || !plan(g.size, teams)) return -1;
-
-  // Slots, team by team in plan order, from the members' free masks as published.
-  std::vector<uint64_t> freeMask(static_cast<size_t>(g.size));
-  for (size_t m = 0; m < freeMask.size(); ++m) freeMask[m] = rec[m * kRecWords + kRecFree];
-  bool allCreated = true, mineCreated = true;
-  for (Planned& t : teams) {
-    uint64_t common = ~uint64_t{0};
-    for (int m : t.members) common &= freeMask[static_cast<size_t>(m)];
-    if (common == 0) {
-      allCreated = false;
-      if (t.out != nullptr) mineCreated = false;
-      continue;
-    }
-    t.slot = __builtin_ctzll(common);
-    for (int m : t.members) freeMask[static_cast<size_t>(m)] &= ~(uint64_t{1} << t.slot);
-  }
-
+// After a core split: st its status, cores[k] the new core teams (INVALID where this PE is in none). Arguments that
+// differ across the parent end the program naming both; invalid arguments and exhaustion (the same on every member)
+// return -1; anything else (a timeout, a lost PE) ends the program. Otherwise each new core team gets its shmem team.
+int finishSplit(tether_status_t st, const tether_team_t* cores, shmem_team_t* const* outs,
+                const shmem_team_config_t* configs, int n, const char* call) {
+  if (st == TETHER_ERR_INVALID_ARG || st == TETHER_ERR_NO_MEMORY) return -1;
+  if (st != TETHER_SUCCESS) shmemAbortMsg(call, coreMessage());
   std::lock_guard<std::mutex> lock(g_teams.mutex);
-  for (Planned& t : teams) {
-    if (t.out == nullptr || t.slot < 0) continue;
-    std::vector<int> pes;
-    for (int m : t.members) pes.push_back(g.pes[m]);
+  for (int k = 0; k < n; ++k) {
+    if (cores[k] == TETHER_TEAM_INVALID) continue;
     tether_shmem_team_s* team = nullptr;
     if (!g_teams.spare.empty()) {
       team = g_teams.spare.back();
@@ -165,12 +119,10 @@ int split(shmem_team_t parent, const long long (&args)[3], bool configOk, Plan p
       team = new tether_shmem_team_s;
       g_teams.all.push_back(team);
     }
-    setUp(team, std::move(pes), t.myIndex, t.slot, t.config);
-    g_teams.used |= uint64_t{1} << t.slot;
-    *t.out = team;
+    setUp(team, cores[k], configs[k], call);
+    *outs[k] = team;
   }
-  const bool member = std::any_of(teams.begin(), teams.end(), [](const Planned& t) { return t.out != nullptr; });
-  return (member ? mineCreated : allCreated) ? 0 : -1;
+  return 0;
 }
 
 void requireOut(const void* out, const char* what, const char* call) {
@@ -184,40 +136,30 @@ void requireOut(const void* out, const char* what, const char* call) {
 }  // namespace
 
 void shmemTeamsInit(tether_t world) {
-  const int me = tether_my_pe(world), n = tether_n_pes(world);
   void* area = nullptr;
   const size_t bytes = kSlots * kSyncWords * sizeof(uint64_t);
   if (tether_malloc_kind(world, TETHER_SEG_HOST, 64, bytes, &area) != TETHER_SUCCESS) shmemAbort("shmem_init");
   std::memset(area, 0, bytes);
   // Nobody may signal into another PE's area before that PE has zeroed it.
   if (tether_sync_all(world) != TETHER_SUCCESS) shmemAbort("shmem_init");
-  std::vector<int> all, shared;
-  for (int pe = 0; pe < n; ++pe) all.push_back(pe);
-  // SHMEM_TEAM_SHARED: the PEs whose symmetric memory this PE can load and store (shmem_ptr non-null).
-  for (int pe = 0; pe < n; ++pe)
-    if (pe == me || tether_ptr(world, area, pe) != nullptr) shared.push_back(pe);
-  int sharedMe = 0;
-  while (shared[static_cast<size_t>(sharedMe)] != me) ++sharedMe;
-
   std::lock_guard<std::mutex> lock(g_teams.mutex);
   g_teams.world = world;
   g_teams.area = static_cast<uint64_t*>(area);
-  g_teams.used = (uint64_t{1} << kWorldSlot) | (uint64_t{1} << kSharedSlot);
-  setUp(&tether_shmem_team_world_, all, me, kWorldSlot, shmem_team_config_t{});
-  setUp(&tether_shmem_team_shared_, shared, sharedMe, kSharedSlot, shmem_team_config_t{});
+  // SHMEM_TEAM_SHARED is the core's shared team: the PEs whose symmetric memory this PE can load and store.
+  setUp(&tether_shmem_team_world_, tether_team_world(world), shmem_team_config_t{}, "shmem_init");
+  setUp(&tether_shmem_team_shared_, tether_team_shared(world), shmem_team_config_t{}, "shmem_init");
 }
 
 void shmemTeamsFinalize() {
   std::lock_guard<std::mutex> lock(g_teams.mutex);
   tearDown(&tether_shmem_team_world_);
   tearDown(&tether_shmem_team_shared_);
-  for (tether_shmem_team_s* t : g_teams.all) delete t;
+  for (tether_shmem_team_s* t : g_teams.all) delete t;  // their core teams go with the instance
   g_teams.all.clear();
   g_teams.spare.clear();
   if (g_teams.area != nullptr && tether_free(g_teams.world, g_teams.area) != TETHER_SUCCESS)
     shmemAbort("shmem_finalize");
   g_teams.area = nullptr;
-  g_teams.used = 0;
   g_teams.world = nullptr;
 }
 
@@ -244,15 +186,12 @@ using namespace tether_shmem;
 
 extern "C" {
 
-int shmem_team_my_pe(shmem_team_t team) { return shmemTeamValid(team) ? team->myIndex : -1; }
-int shmem_team_n_pes(shmem_team_t team) { return shmemTeamValid(team) ? static_cast<int>(team->pes.size()) : -1; }
+int shmem_team_my_pe(shmem_team_t team) { return shmemTeamValid(team) ? tether_team_my_pe(team->core) : -1; }
+int shmem_team_n_pes(shmem_team_t team) { return shmemTeamValid(team) ? tether_team_n_pes(team->core) : -1; }
 
 int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team) {
-  const int world = shmemTeamWorldPe(src_team, src_pe);
-  if (world < 0 || !shmemTeamValid(dest_team)) return -1;
-  for (size_t i = 0; i < dest_team->pes.size(); ++i)
-    if (dest_team->pes[i] == world) return static_cast<int>(i);
-  return -1;
+  if (!shmemTeamValid(src_team) || !shmemTeamValid(dest_team)) return -1;
+  return tether_team_translate_pe(src_team->core, src_pe, dest_team->core);
 }
 
 void* shmem_team_ptr(shmem_team_t team, const void* dest, int pe) {
@@ -272,27 +211,15 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
   const char* call = "shmem_team_split_strided";
   requireOut(new_team, "new_team", call);
   *new_team = SHMEM_TEAM_INVALID;
-  const int myParentPe = shmemTeamValid(parent_team) ? parent_team->myIndex : -1;
-  const long long args[3] = {start, stride, size};
-  auto plan = [&](int n, std::vector<Planned>& teams) {
-    // Valid triplet: size >= 1 PEs start + i*stride all inside the parent; stride 0 only for a single PE.
-    if (size < 1 || size > n || start < 0 || start >= n || (stride == 0 && size != 1)) return false;
-    const long long last = start + static_cast<long long>(stride) * (size - 1);
-    if (last < 0 || last >= n) return false;
-    Planned t;
-    for (int i = 0; i < size; ++i) {
-      const int p = start + stride * i;
-      if (p == myParentPe) {
-        t.out = new_team;
-        t.myIndex = i;
-        t.config = configOf(config, config_mask);
-      }
-      t.members.push_back(p);
-    }
-    teams.push_back(std::move(t));
-    return true;
-  };
-  return split(parent_team, args, configValid(config, config_mask), plan, call);
+  shmemWorld(call);
+  if (!shmemTeamValid(parent_team)) return -1;  // no communication: this PE is not in the parent
+  const bool ok = configValid(config, config_mask);
+  const tether_team_config_t cc = coreConfig(ok);
+  tether_team_t core = TETHER_TEAM_INVALID;
+  const tether_status_t st = tether_team_split_strided(parent_team->core, start, stride, size, &cc, &core);
+  const shmem_team_config_t sc = ok ? configOf(config, config_mask) : shmem_team_config_t{};
+  shmem_team_t* const outs[1] = {new_team};
+  return finishSplit(st, &core, outs, &sc, 1, call);
 }
 
 int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const shmem_team_config_t* xaxis_config,
@@ -303,37 +230,16 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const shmem_team_c
   requireOut(yaxis_team, "yaxis_team", call);
   *xaxis_team = SHMEM_TEAM_INVALID;
   *yaxis_team = SHMEM_TEAM_INVALID;
-  const int me = shmemTeamValid(parent_team) ? parent_team->myIndex : -1;
-  const long long args[3] = {xrange, 0, 0};
-  auto plan = [&](int n, std::vector<Planned>& teams) {
-    if (xrange < 1) return false;
-    const int xr = xrange < n ? xrange : n;  // wider than the parent: one row
-    const int yrange = (n + xr - 1) / xr;
-    // Rows (x-axis teams) first, then columns (y-axis teams); parent PE p sits at (p % xr, p / xr).
-    for (int y = 0; y < yrange; ++y) {
-      Planned t;
-      for (int p = y * xr; p < n && p < (y + 1) * xr; ++p) t.members.push_back(p);
-      if (me / xr == y) {
-        t.out = xaxis_team;
-        t.myIndex = me % xr;
-        t.config = configOf(xaxis_config, xaxis_mask);
-      }
-      teams.push_back(std::move(t));
-    }
-    for (int x = 0; x < xr; ++x) {
-      Planned t;
-      for (int p = x; p < n; p += xr) t.members.push_back(p);
-      if (me % xr == x) {
-        t.out = yaxis_team;
-        t.myIndex = me / xr;
-        t.config = configOf(yaxis_config, yaxis_mask);
-      }
-      teams.push_back(std::move(t));
-    }
-    return true;
-  };
-  const bool configOk = configValid(xaxis_config, xaxis_mask) && configValid(yaxis_config, yaxis_mask);
-  return split(parent_team, args, configOk, plan, call);
+  shmemWorld(call);
+  if (!shmemTeamValid(parent_team)) return -1;
+  const bool xok = configValid(xaxis_config, xaxis_mask), yok = configValid(yaxis_config, yaxis_mask);
+  const tether_team_config_t xc = coreConfig(xok), yc = coreConfig(yok);
+  tether_team_t cores[2] = {TETHER_TEAM_INVALID, TETHER_TEAM_INVALID};
+  const tether_status_t st = tether_team_split_2d(parent_team->core, xrange, &xc, &cores[0], &yc, &cores[1]);
+  const shmem_team_config_t sc[2] = {xok ? configOf(xaxis_config, xaxis_mask) : shmem_team_config_t{},
+                                     yok ? configOf(yaxis_config, yaxis_mask) : shmem_team_config_t{}};
+  shmem_team_t* const outs[2] = {xaxis_team, yaxis_team};
+  return finishSplit(st, cores, outs, sc, 2, call);
 }
 
 void shmem_team_destroy(shmem_team_t team) {
@@ -347,16 +253,16 @@ void shmem_team_destroy(shmem_team_t team) {
     if (__atomic_load_n(&team->sync[i], __ATOMIC_ACQUIRE) != 0)
       shmemAbortMsg(call, "a collective on the team is still in progress on another member (destroy the team only "
                           "after the collectives every member calls on it)");
-  g_teams.used &= ~(uint64_t{1} << team->slot);
+  if (tether_team_destroy(team->core) != TETHER_SUCCESS) shmemAbortMsg(call, coreMessage());
   tearDown(team);
   g_teams.spare.push_back(team);
 }
 
 int shmem_team_sync(shmem_team_t team) {
   const char* call = "shmem_team_sync";
-  CollGroup g;
-  if (!shmemTeamGroup(team, shmemWorld(call), &g)) return -1;
-  collBarrier(g, call);
+  shmemWorld(call);
+  if (!shmemTeamValid(team)) return -1;
+  if (tether_team_sync(team->core) != TETHER_SUCCESS) shmemAbortMsg(call, coreMessage());
   return 0;
 }
 
