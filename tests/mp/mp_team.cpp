@@ -5,6 +5,10 @@
 // exhaustion (TETHER_ERR_NO_MEMORY on every PE, then the indices come back), mismatched split arguments and an
 // invalid config on one PE (every PE fails alike, naming both values), invalid handles (NULL, garbage, destroyed,
 // predefined destroy, after finalize).
+// `mp_team timeout` (TETHER_TIMEOUT=3): PE 0 skips a team sync; every other PE's sync fails within the timeout naming
+// the round and the PE it waited for, and the next sync on the team fails at once ("collective state is lost"),
+// while the world goes on.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -325,15 +329,50 @@ void badHandles() {
   MP_OK(tether_barrier_all(w));
 }
 
+void timeoutMode() {
+  tether_team_t t;
+  MP_OK(tether_team_split_strided(tether_team_world(w), 0, 1, npes, nullptr, &t));
+  auto* through = static_cast<uint64_t*>(mp::hostZeroed(w, sizeof(uint64_t)));
+  MP_OK(tether_barrier_all(w));
+  if (me != 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    MP_EXPECT_STATUS(tether_team_sync(t), TETHER_ERR_TIMEOUT);
+    MP_MSG_HAS("tether_team_sync: timed out");
+    MP_MSG_HAS("waiting for world PE");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MP_CHECK(s < 30);
+    const auto t1 = std::chrono::steady_clock::now();
+    MP_EXPECT_STATUS(tether_team_barrier(t), TETHER_ERR_TIMEOUT);
+    MP_MSG_HAS("collective state is lost");
+    MP_CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() < 1.0);
+    const uint64_t one = 1;
+    MP_OK(tether_atomic(w, TETHER_AMO_ADD, TETHER_UINT64, through, &one, nullptr, nullptr, 0));
+  } else {
+    const uint64_t all = static_cast<uint64_t>(npes - 1);
+    tether_status_t st = TETHER_ERR_TIMEOUT;  // the others need one TETHER_TIMEOUT to get through, so may this wait
+    for (int i = 0; i < 5 && st == TETHER_ERR_TIMEOUT; ++i)
+      st = tether_wait_until(w, through, TETHER_UINT64, TETHER_CMP_GE, &all);
+    MP_OK(st);
+  }
+  // The world team and the instance are unaffected.
+  MP_OK(tether_team_sync(tether_team_world(w)));
+  MP_OK(tether_barrier_all(w));
+  std::printf("PE %d: team timeout OK\n", me);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   mp::init();
   w = mp::world();
   me = tether_my_pe(w);
   npes = tether_n_pes(w);
   board = static_cast<long*>(mp::hostZeroed(w, static_cast<size_t>(npes) * sizeof(long)));
   MP_OK(tether_barrier_all(w));
+  if (argc > 1 && std::strcmp(argv[1], "timeout") == 0) {
+    timeoutMode();
+    return mp::finish();
+  }
   predefined();
   strided();
   split2d();
