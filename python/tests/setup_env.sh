@@ -19,6 +19,15 @@ if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv --system-site-packages "$venv" \
     || { echo "setup_env: '$py -m venv' failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
 fi
+# A machine Python that is itself a virtual environment (the GPU machines' python3 is /opt/torch/.venv, holding numpy,
+# torch and CuPy): a venv made from it sees the base interpreter's packages, not that environment's; a .pth file
+# adds them (after the venv's own, which take precedence).
+parent_sites=$("$py" -c 'import site, sys; print("\n".join(site.getsitepackages()) if sys.prefix != sys.base_prefix else "")')
+if [ -n "$parent_sites" ]; then
+  vsite=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  printf '%s\n' "$parent_sites" >"$vsite/_tether_parent_env.pth"
+  echo "setup_env: $py is a virtual environment: its packages ($(echo $parent_sites)) are visible in $venv"
+fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 whl="$src/.whl"
 install() {  # packages...: from .whl/ alone when it has them (machines without network), else from the index
