@@ -4,7 +4,7 @@
 // turns a failed status into a Python `tether.Error(status, message)`, keeps the life of symmetric allocations honest,
 // and moves the per-call work of put/get (pointer, dtype, shape, strides) into C++ so that a small put costs little
 // more than the C call. Everything user-facing (module functions, SymmetricArray, slicing, stream objects) is in
-// python/tether/*.py.
+// python/tether/*.py, except Team, bound here as it is (tether.Team).
 //
 // Life cycle (docs/python.md "Freeing"):
 //  - World owns a tether_t through a shared WorldState; every Allocation and exported view keeps the state alive, so a
@@ -14,6 +14,9 @@
 //    (a free is collective; a garbage collector runs at different times on different PEs): it is counted and released
 //    by finalize(), which frees the whole heap.
 //  - finalize() is refused while exported views are alive, for the same reason.
+//  - Team is one team handle (tether_team_t) and keeps the state alive too; destroy() is collective (a team sync, then
+//    the local tether_team_destroy); a Team dropped without destroy() is released by finalize(). The splits, sync and
+//    barrier release the GIL while they wait on other PEs.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -112,6 +115,125 @@ struct Allocation {
 };
 using AllocPtr = std::shared_ptr<Allocation>;
 
+// Runs a C call that waits on other PEs (a collective, a wait) with the GIL released, so other Python threads of this
+// process run meanwhile (e.g. a store served by a thread), then raises when it failed.
+template <class F>
+void checkWithoutGil(F&& call) {
+  tether_status_t st;
+  {
+    nb::gil_scoped_release unlocked;
+    st = call();
+  }
+  check(st);
+}
+
+// ---- teams --------------------------------------------------------------------------------------------------------
+
+// One team handle of this PE (tether_team_t; docs/teams.md, docs/python.md "Teams"). Keeps the World state alive like
+// Allocation, so a call after finalize() is a Python error; a Team made by a split is valid on its members only (the
+// others get None). destroy() is collective here (a team sync, then the C API's local destroy): after the sync every
+// member has finished the collectives this PE called on the team, which the local destroy requires. A Team dropped
+// without destroy() is not destroyed (a garbage collector runs at different times on different PEs); finalize()
+// releases every team.
+struct Team;
+using TeamPtr = std::shared_ptr<Team>;
+
+struct Team {
+  StatePtr state;
+  tether_team_t handle = TETHER_TEAM_INVALID;
+  const char* predefined = nullptr;  // "world" or "shared" for the predefined teams (never destroyed), else nullptr
+  bool destroyed = false;
+
+  static TeamPtr make(StatePtr state, tether_team_t h, const char* predefined = nullptr) {
+    auto t = std::make_shared<Team>();
+    t->state = std::move(state);
+    t->handle = h;
+    t->predefined = predefined;
+    return t;
+  }
+  // The handle for `call`, or a raise: after finalize(), after destroy().
+  tether_team_t live(const char* call) const {
+    state->live();
+    if (destroyed) fail(TETHER_ERR_INVALID_ARG, std::string(call) + ": the team was destroyed (destroy() or the end "
+                                                                    "of its with block)");
+    return handle;
+  }
+  // A local query's answer, or a raise with tether_last_error() when it says -1 (the handle is not valid here).
+  static int answer(int v) {
+    if (v < 0) fail(TETHER_ERR_INVALID_ARG, tether_last_error());
+    return v;
+  }
+  int myPe() const { return answer(tether_team_my_pe(live("Team.my_pe"))); }
+  int nPes() const { return answer(tether_team_n_pes(live("Team.n_pes"))); }
+  int index() const { return answer(tether_team_index(live("Team.index"))); }
+  // pe checked against [0, n_pes) of this team (the C queries answer -1 without a message for a PE outside it).
+  tether_team_t withPe(const char* call, int pe) const {
+    tether_team_t h = live(call);
+    int n = answer(tether_team_n_pes(h));
+    if (pe < 0 || pe >= n)
+      fail(TETHER_ERR_INVALID_PE, std::string(call) + ": team PE " + std::to_string(pe) + " is outside the team's [0, " +
+                                      std::to_string(n) + ")");
+    return h;
+  }
+  int worldPe(int pe) const { return answer(tether_team_world_pe(withPe("Team.world_pe", pe), pe)); }
+  // The number in `other` of this team's PE pe; None when that PE is not a member of `other`.
+  nb::object translatePe(int pe, const Team& other) const {
+    tether_team_t h = withPe("Team.translate_pe", pe), o = other.live("Team.translate_pe");
+    if (other.state != state)
+      fail(TETHER_ERR_INVALID_ARG, "Team.translate_pe: the two teams belong to different tether instances");
+    answer(tether_team_n_pes(o));
+    int r = tether_team_translate_pe(h, pe, o);
+    if (r < 0) return nb::none();
+    return nb::int_(r);
+  }
+  void sync() const {
+    tether_team_t h = live("Team.sync");
+    checkWithoutGil([h] { return tether_team_sync(h); });
+  }
+  void barrier() const {
+    tether_team_t h = live("Team.barrier");
+    checkWithoutGil([h] { return tether_team_barrier(h); });
+  }
+  // Collective over this team; the new team on its members, None on the others.
+  nb::object splitStrided(int start, int stride, int size) const {
+    tether_team_t h = live("Team.split_strided"), out = TETHER_TEAM_INVALID;
+    checkWithoutGil([&] { return tether_team_split_strided(h, start, stride, size, nullptr, &out); });
+    if (out == TETHER_TEAM_INVALID) return nb::none();
+    return nb::cast(make(state, out));
+  }
+  // Collective over this team: (row, column) of this PE in a grid xrange wide.
+  std::tuple<TeamPtr, TeamPtr> split2d(int xrange) const {
+    tether_team_t h = live("Team.split_2d"), x = TETHER_TEAM_INVALID, y = TETHER_TEAM_INVALID;
+    checkWithoutGil([&] { return tether_team_split_2d(h, xrange, nullptr, &x, nullptr, &y); });
+    return {make(state, x), make(state, y)};
+  }
+  void destroy() {
+    tether_team_t h = live("Team.destroy");
+    if (predefined)
+      fail(TETHER_ERR_INVALID_ARG, std::string("Team.destroy(): the ") + predefined +
+                                       " team is predefined and cannot be destroyed");
+    tether_status_t st;
+    {
+      nb::gil_scoped_release unlocked;
+      st = tether_team_sync(h);
+    }
+    std::string why = st != TETHER_SUCCESS ? tether_last_error() : "";
+    tether_status_t gone = tether_team_destroy(h);  // also after a failed sync: this PE's handle goes
+    if (gone == TETHER_SUCCESS) destroyed = true;
+    if (st != TETHER_SUCCESS)
+      fail(st, "Team.destroy(): the team sync before the destroy failed (" + why + "); the team is " +
+                   (destroyed ? "released on this PE" : "still live on this PE"));
+    check(gone);
+  }
+  std::string repr() const {
+    if (destroyed) return "<tether.Team destroyed>";
+    if (!state->w) return "<tether.Team of a finalized instance>";
+    return "<tether.Team " + std::string(predefined ? predefined : "split") + ": team PE " +
+           std::to_string(tether_team_my_pe(handle)) + " of " + std::to_string(tether_team_n_pes(handle)) +
+           ", index " + std::to_string(tether_team_index(handle)) + ">";
+  }
+};
+
 // The CUDA device ordinal of GPU memory at p, asked of the driver (cuPointerGetAttribute, DEVICE_ORDINAL; found
 // through dlopen: the extension links no CUDA), or `fallback` where there is no driver or it does not know p.
 int deviceOrdinal(const void* p, int fallback) {
@@ -148,12 +270,9 @@ struct World {
     if (!job_secret.empty()) attr.job_secret = job_secret.c_str();
     attr.bootstrap_listen_fd = listen_fd;
     tether_t w = nullptr;
-    tether_status_t st;
-    {
-      nb::gil_scoped_release unlocked;
-      st = mpi_comm ? tether_init_mpi(reinterpret_cast<const void*>(mpi_comm), &attr, &w) : tether_init_attr(&attr, &w);
-    }
-    check(st);
+    checkWithoutGil([&] {
+      return mpi_comm ? tether_init_mpi(reinterpret_cast<const void*>(mpi_comm), &attr, &w) : tether_init_attr(&attr, &w);
+    });
     state->w = w;
     state->my_pe = tether_my_pe(w);
     state->n_pes = tether_n_pes(w);
@@ -188,6 +307,12 @@ struct World {
       check(tether_barrier_all(w));  // nobody writes into a peer's copy before that peer zeroed it
     }
     return a;
+  }
+  TeamPtr team(const char* which) const {
+    tether_t w = state->live();
+    tether_team_t h = std::strcmp(which, "world") == 0 ? tether_team_world(w) : tether_team_shared(w);
+    if (h == TETHER_TEAM_INVALID) fail(TETHER_ERR_INVALID_ARG, tether_last_error());
+    return Team::make(state, h, which);
   }
   // tether's default GPU for this PE (TETHER_GPU=auto): node-local PE modulo the visible GPUs.
   int defaultDevice() const {
@@ -639,13 +764,8 @@ bool waitOrTest(const ArrayBase& a, int cmp, nb::handle value, bool wait) {
   tether_dtype_t t = dtypeOf(a.dtype);
   char* p = scalarPtr(wait ? "wait_until" : "test", a);
   Scalar v = toScalar(t, value);
-  if (wait) {
-    tether_status_t st;
-    {
-      nb::gil_scoped_release unlocked;  // other Python threads run while this one waits
-      st = tether_wait_until(w, p, t, static_cast<tether_cmp_t>(cmp), v.bytes);
-    }
-    check(st);
+  if (wait) {  // other Python threads run while this one waits
+    checkWithoutGil([&] { return tether_wait_until(w, p, t, static_cast<tether_cmp_t>(cmp), v.bytes); });
     return true;
   }
   int r = 0;
@@ -730,12 +850,37 @@ NB_MODULE(_tether, m) {
       .def("alloc", &World::alloc, nb::arg("nbytes"), nb::arg("kind"), nb::arg("alignment") = 0,
            nb::arg("zero") = false)
       .def("wrap", &World::wrap)
+      .def("team_world", [](const World& w) { return w.team("world"); })
+      .def("team_shared", [](const World& w) { return w.team("shared"); })
       .def("segment_kind", [](const World& w, uintptr_t a) {
         return static_cast<int>(tether_segment_kind(w.state->live(), reinterpret_cast<const void*>(a)));
       })
       .def("ptr", [](const World& w, uintptr_t a, int pe) {
         return reinterpret_cast<uintptr_t>(tether_ptr(w.state->live(), reinterpret_cast<const void*>(a), pe));
       });
+
+  nb::class_<Team>(m, "Team", "A team of PEs (tether.team_world(), team_shared(), Team.split_*; docs/python.md)")
+      .def("my_pe", &Team::myPe, "this PE's number in the team")
+      .def("n_pes", &Team::nPes)
+      .def("index", &Team::index, "the team's index in [0, 64), the same on every member")
+      .def("world_pe", &Team::worldPe, nb::arg("pe"), "the world PE number of team PE pe")
+      .def("translate_pe", &Team::translatePe, nb::arg("pe"), nb::arg("other_team"),
+           "the number in other_team of team PE pe; None when that PE is not a member of other_team")
+      .def("sync", &Team::sync, "collective over the team: stores made before are visible to every member after")
+      .def("barrier", &Team::barrier, "collective: completes this PE's operations (quiet), then syncs the team")
+      .def("split_strided", &Team::splitStrided, nb::arg("start"), nb::arg("stride"), nb::arg("size"),
+           "collective over this team: the team of its PEs start + i*stride, i < size; None on PEs left out")
+      .def("split_2d", &Team::split2d, nb::arg("xrange"),
+           "collective over this team: (row, column) of this PE in a grid xrange wide")
+      .def("destroy", &Team::destroy, "collective over the team (a sync, then this PE's handle is released)")
+      .def_prop_ro("destroyed", [](const Team& t) { return t.destroyed; })
+      .def_prop_ro("predefined", [](const Team& t) { return t.predefined != nullptr; })
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](Team& t, nb::args) {
+        if (!t.destroyed) t.destroy();
+        return false;
+      })
+      .def("__repr__", &Team::repr);
 
   nb::class_<ArrayBase>(m, "ArrayBase")
       .def(nb::init<>())
@@ -832,14 +977,7 @@ NB_MODULE(_tether, m) {
     auto c = static_cast<tether_cmp_t>(cmp);
     uint64_t seen = 0;
     if (on_stream) check(tether_signal_wait_until_on_stream(w, p, c, value, reinterpret_cast<void*>(stream)));
-    else {
-      tether_status_t st;
-      {
-        nb::gil_scoped_release unlocked;
-        st = tether_signal_wait_until(w, p, c, value, &seen);
-      }
-      check(st);
-    }
+    else checkWithoutGil([&] { return tether_signal_wait_until(w, p, c, value, &seen); });
     return seen;
   });
   m.def("put_signal", [](const ArrayBase& dest, nb::handle src, const ArrayBase& sig, uint64_t value,

@@ -176,3 +176,193 @@ def test_collective_mismatch_fails_on_every_pe():
         tether.zeros(8 + me, "int64")  # different sizes on different PEs
     assert e.value.status_name == "TETHER_ERR_MISMATCH"
     tether.barrier()
+
+
+# ---- teams (tether_team_*: docs/teams.md; docs/python.md "Teams") -------------------------------------------------
+
+def test_team_world_and_shared():
+    me, n = me_n()
+    w, s = tether.team_world(), tether.team_shared()
+    assert (w.my_pe(), w.n_pes(), w.index(), s.index()) == (me, n, 0, 1)
+    assert [w.world_pe(p) for p in range(n)] == list(range(n))
+    assert s.n_pes() == tether.local_size() and s.my_pe() == tether.local_pe()
+    assert w.translate_pe(me, s) == s.my_pe() and s.translate_pe(s.my_pe(), w) == me
+    for bad in (-1, n):
+        with pytest.raises(tether.Error) as e:
+            w.world_pe(bad)
+        assert e.value.status_name == "TETHER_ERR_INVALID_PE"
+    for t in (w, s):
+        with pytest.raises(tether.Error, match="predefined"):
+            t.destroy()
+    w.barrier()
+
+
+def test_team_split_even_odd_translate():
+    me, n = me_n()
+    w = tether.team_world()
+    even = w.split_strided(0, 2, (n + 1) // 2)
+    odd = w.split_strided(1, 2, n // 2)
+    mine, other = (even, odd) if me % 2 == 0 else (odd, even)
+    assert other is None and mine is not None
+    assert mine.my_pe() == me // 2 and mine.n_pes() == ((n + 1) // 2 if me % 2 == 0 else n // 2)
+    assert [mine.world_pe(p) for p in range(mine.n_pes())] == list(range(me % 2, n, 2))
+    assert mine.translate_pe(mine.my_pe(), w) == me
+    assert w.translate_pe(me, mine) == me // 2
+    assert w.translate_pe((me + 1) % n, mine) is None  # the neighbour is of the other parity (n even)
+    with pytest.raises(tether.Error) as e:
+        mine.translate_pe(mine.n_pes(), w)
+    assert e.value.status_name == "TETHER_ERR_INVALID_PE"
+    mine.sync()
+    mine.barrier()
+    mine.destroy()
+    assert mine.destroyed
+
+
+def test_team_reversed_and_nested_split():
+    me, n = me_n()
+    w = tether.team_world()
+    with w.split_strided(n - 1, -1, n) as rev:  # a negative stride inside the parent: the world reversed
+        assert rev.my_pe() == n - 1 - me and rev.world_pe(0) == n - 1
+        # nested: the first two PEs of the reversed team (world PEs n-1 and n-2)
+        top = rev.split_strided(0, 1, 2)
+        if me >= n - 2:
+            assert top is not None and top.my_pe() == n - 1 - me and top.world_pe(1) == n - 2
+            assert top.translate_pe(0, w) == n - 1 and top.translate_pe(1, rev) == 1
+            top.barrier()
+            top.destroy()
+        else:
+            assert top is None
+        rev.barrier()
+
+
+def test_team_split_2d():
+    me, n = me_n()
+    w = tether.team_world()
+    for xrange in (1, 2, 3, n + 1):
+        row, col = w.split_2d(xrange)
+        with row, col:
+            width = min(xrange, n)
+            first = me - me % xrange
+            assert row.my_pe() == me % xrange and row.n_pes() == min(width, n - first)
+            assert [row.world_pe(p) for p in range(row.n_pes())] == list(range(first, first + row.n_pes()))
+            assert col.my_pe() == me // xrange
+            assert [col.world_pe(p) for p in range(col.n_pes())] == list(range(me % xrange, n, xrange))
+            assert row.translate_pe(row.my_pe(), col) == col.my_pe()
+            row.sync()
+            col.barrier()
+        assert row.destroyed and col.destroyed
+    # a 2-D split of a split team (the column of a grid 2 wide)
+    row, col = w.split_2d(2)
+    inner_row, inner_col = col.split_2d(1)
+    assert inner_row.n_pes() == 1 and inner_col.n_pes() == col.n_pes()
+    assert inner_col.world_pe(inner_col.my_pe()) == me
+    for t in (inner_row, inner_col, row, col):
+        t.destroy()
+
+
+def test_team_barrier_then_put_to_member():
+    me, n = me_n()
+    w = tether.team_world()
+    even, odd = w.split_strided(0, 2, (n + 1) // 2), w.split_strided(1, 2, n // 2)
+    team = even if me % 2 == 0 else odd
+    a = tether.zeros(2, "int64")
+    t_me, t_n = team.my_pe(), team.n_pes()
+    tether.put_nbi(a[0:1], np.array([100 + me]), team.world_pe((t_me + 1) % t_n))  # complete at the team barrier
+    team.barrier()
+    assert a.numpy()[0] == 100 + team.world_pe((t_me - 1) % t_n)
+    team.destroy()
+    tether.barrier()  # every PE is done reading before the collective free
+    a.free()
+
+
+@pytest.mark.parametrize("call", ["barrier", "sync", "split_strided", "split_2d"])
+def test_team_waits_release_the_gil(call):
+    # PEs 1.. wait in the team call while a thread of theirs signals PE 0, which joins only once it has every signal:
+    # that only completes when the waiting call released the GIL (else PE 0 gives up after 10 s and fails).
+    import threading
+    import time
+    me, n = me_n()
+    sig = tether.zeros(1, "uint64")
+    run = {"barrier": lambda t: t.barrier(), "sync": lambda t: t.sync(),
+           "split_strided": lambda t: t.split_strided(0, 1, n).destroy(),
+           "split_2d": lambda t: [x.destroy() for x in t.split_2d(2)]}[call]
+    got = n - 1
+    with tether.team_world().split_strided(0, 1, n) as t:
+        if me == 0:
+            deadline = time.monotonic() + 10
+            while tether.signal_fetch(sig[0]) < n - 1 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            got = tether.signal_fetch(sig[0])
+            run(t)
+        else:
+            worker = threading.Thread(target=lambda: (time.sleep(0.05), tether.signal_op(sig[0], 1, 0, op="add")))
+            worker.start()
+            run(t)
+            worker.join()
+    tether.barrier()
+    sig.free()  # the collective sequence stays the same on every PE also when the check below fails
+    assert got == n - 1, "the other PEs' threads did not run while their main thread waited in %s" % call
+
+
+def test_team_destroy_and_split_again():
+    me, n = me_n()
+    w = tether.team_world()
+    indices = set()
+    for i in range(100):  # more than TETHER_TEAM_MAX (64) teams: destroy frees the index for the next split
+        size = 1 + i % n
+        t = w.split_strided(0, 1, size)
+        if me < size:
+            indices.add(t.index())
+            assert t.n_pes() == size and t.my_pe() == me
+            t.sync()
+            t.destroy()
+        else:
+            assert t is None
+    assert indices and max(indices) < 64
+    w.barrier()
+
+
+def test_team_non_member_gets_none():
+    me, n = me_n()
+    w = tether.team_world()
+    last = w.split_strided(n - 1, 1, 1)
+    assert (last is None) == (me != n - 1)
+    if last is not None:
+        assert (last.my_pe(), last.n_pes(), last.world_pe(0)) == (0, 1, n - 1)
+        assert w.translate_pe(0, last) is None
+        last.destroy()
+    w.barrier()
+
+
+@pytest.mark.parametrize("start,stride,size", [(0, -1, 2), (0, 1, 99), (1, 1, 99), (0, 0, 2), (0, 1, -1), (99, 1, 1)])
+def test_team_bad_split_fails_on_every_pe(start, stride, size):
+    w = tether.team_world()
+    with pytest.raises(tether.Error) as e:
+        w.split_strided(start, stride, size)
+    assert e.value.status_name == "TETHER_ERR_INVALID_ARG" and "split_strided" in e.value.message
+    with pytest.raises(tether.Error) as e:
+        w.split_2d(0)
+    assert e.value.status_name == "TETHER_ERR_INVALID_ARG"
+    w.barrier()  # the parent stays usable
+
+
+def test_team_mismatched_split_fails_on_every_pe():
+    me, n = me_n()
+    w = tether.team_world()
+    with pytest.raises(tether.Error) as e:
+        w.split_strided(0, 1, 1 + me % 2)  # PE 0 says size 1, PE 1 size 2
+    assert e.value.status_name == "TETHER_ERR_MISMATCH"
+    w.barrier()
+
+
+def test_team_use_after_destroy():
+    me, n = me_n()
+    w = tether.team_world()
+    t = w.split_strided(0, 1, n)
+    t.destroy()
+    for call in (t.my_pe, t.n_pes, t.index, t.sync, t.barrier, t.destroy, lambda: t.world_pe(0),
+                 lambda: t.translate_pe(0, w), lambda: w.translate_pe(0, t), lambda: t.split_strided(0, 1, 1),
+                 lambda: t.split_2d(1)):
+        with pytest.raises(tether.Error, match="destroyed"):
+            call()
+    w.barrier()

@@ -317,10 +317,33 @@ def test_torch_cpu_if_present():
     a.free()
 
 
+def test_teams_alone():
+    w, s = tether.team_world(), tether.team_shared()
+    assert isinstance(w, tether.Team) and w.predefined and s.predefined
+    assert (w.my_pe(), w.n_pes(), w.index(), s.index(), w.world_pe(0), w.translate_pe(0, s)) == (0, 1, 0, 1, 0, 0)
+    with w.split_strided(0, 1, 1) as t:
+        assert (t.my_pe(), t.n_pes(), t.world_pe(0)) == (0, 1, 0) and not t.predefined
+        t.sync()
+        t.barrier()
+    assert t.destroyed and "destroyed" in repr(t)
+    with pytest.raises(tether.Error, match="destroyed"):
+        t.n_pes()
+    with pytest.raises(tether.Error, match="predefined"):
+        s.destroy()
+    with pytest.raises(tether.Error) as e:
+        w.world_pe(1)
+    assert e.value.status_name == "TETHER_ERR_INVALID_PE"
+
+
 def test_after_finalize_is_an_error():
     # Own process state: run last (pytest keeps file order); re-initialises for the module fixture's finalize.
     a = tether.zeros(2, "int64")
+    team = tether.team_world().split_strided(0, 1, 1)
     tether.finalize()
+    with pytest.raises(tether.Error, match="finalized"):
+        team.barrier()
+    with pytest.raises(tether.Error, match="finalized"):
+        team.my_pe()
     with pytest.raises(tether.Error, match="not initialised"):
         tether.my_pe()
     with pytest.raises(tether.Error, match="finalized"):

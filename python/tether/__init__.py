@@ -1,4 +1,4 @@
-"""tether from Python: symmetric arrays, one-sided put/get, atomics, signals, barriers (docs/python.md).
+"""tether from Python: symmetric arrays, one-sided put/get, atomics, signals, barriers, teams (docs/python.md).
 
     import numpy as np, tether
     with tether.init():                       # under tetherrun (or alone: a job of 1 PE)
@@ -14,10 +14,12 @@ from ._errors import Error, status_name
 from . import _tether
 from ._array import SymmetricArray, from_address
 from ._api import (init, finalize, is_initialized, world, my_pe, n_pes, local_pe, local_size, barrier, sync, quiet,
-                   fence, empty, zeros, free, put, get, put_nbi, get_nbi, putmem, getmem, put_signal, signal_op,
+                   fence, team_world, team_shared, empty, zeros, free, put, get, put_nbi, get_nbi, putmem, getmem, put_signal, signal_op,
                    signal_fetch, signal_wait_until, wait_until, test, fetch, set, swap, compare_swap, inc, fetch_inc,
                    add, fetch_add, and_, fetch_and, or_, fetch_or, xor, fetch_xor, version, build_info,
                    SIGNAL_SET, SIGNAL_ADD, CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE)
+
+Team = _tether.Team
 
 _tether._set_error_type(Error)
 

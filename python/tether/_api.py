@@ -243,6 +243,17 @@ def fence():
     world().fence()
 
 
+def team_world():
+    """The world team (tether.Team): every PE, team PE = world PE. Predefined: destroy() refuses it."""
+    return world().team_world()
+
+
+def team_shared():
+    """The shared team (tether.Team): the PEs whose host symmetric memory this PE can load and store, in world order
+    (this host's PEs; only this PE when same-host PEs go through a network path). Predefined."""
+    return world().team_shared()
+
+
 # ---- allocation ---------------------------------------------------------------------------------------------------
 
 def _kind(device):
