@@ -94,7 +94,8 @@ typedef struct tether_init_attr_s {
   int size;                     /* -1 or 0: from environment */
   const char* bootstrap_addr;   /* "host:port" served by rank 0; NULL: from environment */
   const char* job_secret;       /* NULL: from environment */
-  int bootstrap_listen_fd;      /* rank 0 only: an already listening TCP socket to serve on; -1: bind addr itself */
+  int bootstrap_listen_fd;      /* rank 0 only: an already listening TCP socket to serve on; -1: bind addr itself.
+                                   Given away with the call: tether closes it, also when the call fails */
   const char* const* config;    /* NULL or NULL-terminated list of "TETHER_NAME=value" overriding the environment */
 } tether_init_attr_t;
 

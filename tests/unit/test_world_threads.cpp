@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <string>
 #include <thread>
@@ -73,6 +76,33 @@ void runJob(int n) {
   for (auto& t : threads) t.join();
   ::close(lfd);
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "PE " << r;
+}
+
+// The listening socket of the attribute is given away with the call: closed also when the call fails early (here a
+// bad config entry) or does not need it (a job of one PE).
+TEST(InitAttr, ListenFdClosedOnEveryPath) {
+  for (int badConfig = 0; badConfig < 2; ++badConfig) {
+    int port = 0;
+    const int lfd = listenLoopback(&port);
+    ASSERT_GE(lfd, 0);
+    const char* const bad[] = {"TETHER_NO_SUCH_VARIABLE=1", nullptr};
+    const char* const good[] = {"TETHER_HEAP_SIZE=1M", "TETHER_GPU=none", nullptr};
+    tether_init_attr_t a;
+    tether_init_attr_default(&a);
+    a.rank = 0;
+    a.size = 1;
+    a.bootstrap_listen_fd = lfd;
+    a.config = badConfig ? bad : good;
+    tether_t w = nullptr;
+    const tether_status_t st = tether_init_attr(&a, &w);
+    EXPECT_EQ(st == TETHER_SUCCESS, badConfig == 0) << tether_last_error();
+    if (st == TETHER_SUCCESS) {
+      EXPECT_EQ(tether_finalize(w), TETHER_SUCCESS);
+    }
+    errno = 0;
+    EXPECT_EQ(::fcntl(lfd, F_GETFD), -1) << "fd " << lfd << " still open (badConfig " << badConfig << ")";
+    EXPECT_EQ(errno, EBADF);
+  }
 }
 
 TEST(Threads, TwoInstancesInOneProcess) { runJob(2); }
