@@ -14,7 +14,10 @@ namespace tether {
 namespace {
 
 constexpr uint64_t kFree = 0, kPosted = 1, kDone = 2;  // low two bits of a slot's seq (tether.h)
-constexpr int kSpinPolls = 2000, kYieldPolls = 4000, kSpinProgress = 64;
+constexpr int kSpinPolls = 2000, kYieldPolls = 4000;
+// Between descriptors, the providers are progressed every kSpinProgress polls while spinning and every kYieldProgress
+// yields (a UCX progress over TCP is a system call: more often costs oversubscribed PEs the CPU they wait for).
+constexpr int kSpinProgress = 64, kYieldProgress = 16;
 constexpr auto kIdleSleep = std::chrono::microseconds(50);
 
 }  // namespace
@@ -125,23 +128,24 @@ void Proxy::run() {
     }
     if (stopping) return;  // everything posted before stop() was executed (and completed: serve closes batches)
     ++idle;
-    // Between descriptors the providers are progressed too (every kSpinProgress polls while spinning, before every
-    // yield): a peer's request to this PE (a network signal, a get) is served by this thread while the PE's own
-    // threads wait outside tether, and the UCX progress thread stays asleep while this one progresses. Without it a
+    // Between descriptors the providers are progressed too (every kSpinProgress polls while spinning, every
+    // kYieldProgress yields): a peer's request to this PE (a network signal, a get) is served by this thread while the PE's own
+    // threads wait outside tether (and the UCX progress thread stays asleep while this one progresses). Without it a
     // put_signal ping-pong over UCX took 2.4-4.3 ms one-way on 2 cores (the yields gave the core away for whole time
     // slices while the peer's signal waited).
     if (idle < kSpinPolls) {
-      if (idle % kSpinProgress == 0) world_.paths().progress();
+      if (idle % kSpinProgress == 0) world_.paths().idleProgress();
       continue;
     }
     if (idle < kYieldPolls) {
-      world_.paths().progress();
+      if (idle % kYieldProgress == 0) world_.paths().idleProgress();
       std::this_thread::yield();
     } else {
       // Idle: progress once per pause (a PE whose threads are outside tether still serves its peers), not on every
-      // poll, where it would contend with the PE's own thread for the worker lock. The pause ends early when the
-      // network provider has events (TETHER_UCX_WAKEUP): a peer's request is served when it arrives.
-      world_.paths().progress();
+      // poll. The pause ends early when the network provider has events (TETHER_UCX_WAKEUP): a peer's request is
+      // served when it arrives. idleProgress: not while the PE's own threads progress (they would contend for the
+      // worker lock).
+      world_.paths().idleProgress();
       world_.paths().idleWait(kIdleSleep);  // wakes early when a network provider has events
     }
   }

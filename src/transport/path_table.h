@@ -82,6 +82,12 @@ class PathTable {
     for (Provider* p : active_) did |= p->progress();
     return did;
   }
+  // Provider::idleProgress of every provider in use (the proxy between descriptors).
+  bool idleProgress() const {
+    bool did = false;
+    for (Provider* p : active_) did |= p->idleProgress();
+    return did;
+  }
   // An idle progressing thread's pause (Provider::idleWait): waits on the first provider in use that can wait for
   // events, else sleeps maxWait. Providers without events (shm, p2p, staged) need no progress from idle threads.
   void idleWait(std::chrono::microseconds maxWait) const {

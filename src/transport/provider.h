@@ -66,6 +66,10 @@ class Provider {
   }
   // Returns true when it did some work (a caller that waits then stays hot: SpinWait::busy).
   virtual bool progress() { return false; }
+  // Progress on behalf of a PE that may be computing outside tether (the device-API proxy between descriptors): like
+  // progress(), but a provider whose progress contends with the PE's own calls (UCX: one worker lock) skips it while
+  // the PE progresses by itself, and this call does not count as the PE's own progress.
+  virtual bool idleProgress() { return progress(); }
   // For an idle thread that progresses this provider (the UCX progress thread, the idle device-API proxy): blocks
   // until the provider has something to progress or `maxWait` passes, and returns true; false, at once, when it
   // cannot wait for events (the caller sleeps its period instead). A true return says nothing about which it was:

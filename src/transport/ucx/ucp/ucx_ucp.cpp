@@ -171,8 +171,14 @@ class UcxProvider final : public Provider {
   Status connect(const Topology& topo, int me, int peer, SegKind kind, Connection* out) override;
   Status registerSegment(SegKind kind, const void* base, uint64_t bytes, std::vector<char>* key) override;
   bool progress() override { return worker_ && userProgress() != 0; }
-  // Arms the worker and polls its event fd (TETHER_UCX_WAKEUP); false without one.
+  // Skips while the PE progresses the worker itself (a tether call since the last look); counted apart, so the
+  // progress thread knows the PE is being served.
+  bool idleProgress() override;
+  // Arms the worker and polls its event fd (TETHER_UCX_WAKEUP); false without one. While the PE progresses the worker
+  // itself it sleeps maxWait instead (arming takes the worker lock and finds events at once under traffic).
   bool idleWait(std::chrono::microseconds maxWait) override;
+  // ucp_worker_arm + ppoll of the event fd, bounded by maxWait; false without an event fd.
+  bool waitEvents(std::chrono::microseconds maxWait);
 
   // nbi: returns at once (quiet completes it); local: returns at local completion (src reusable; quiet, or a later
   // signal to pe, completes it remotely); neither: remotely complete on return.
@@ -241,6 +247,8 @@ class UcxProvider final : public Provider {
   std::atomic<uint64_t> ownerServed_{0};  // owner-executed operations applied here for peers (logged at the end)
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> userProgress_{0};  // userProgress() calls so far
+  std::atomic<uint64_t> idleProgress_{0};  // idleProgress() calls that progressed (the proxy between descriptors)
+  std::atomic<uint64_t> idleSeen_{0};      // userProgress_ at idleProgress's / idleWait's last look
   std::thread progressThread_;
   int efd_ = -1;  // the worker's event fd (UCP_FEATURE_WAKEUP), -1: none (idle threads poll every period)
 };
@@ -391,26 +399,49 @@ Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov,
 void UcxProvider::progressLoop() {
   constexpr int kDrainCalls = 64;
   const auto period = std::chrono::microseconds(opts_.progressUs);
-  uint64_t seen = userProgress_.load(std::memory_order_relaxed);
+  // Someone else progresses the worker: a tether call, or the proxy between descriptors.
+  auto others = [this] {
+    return userProgress_.load(std::memory_order_relaxed) + idleProgress_.load(std::memory_order_relaxed);
+  };
+  uint64_t seen = others();
   bool userActive = false;
   while (!stop_.load(std::memory_order_relaxed)) {
-    // While the PE progresses the worker itself, sleep the period; otherwise wait for events (or the period).
-    if (userActive || !idleWait(period)) std::this_thread::sleep_for(period);
-    uint64_t now = userProgress_.load(std::memory_order_relaxed);
+    // While the PE is served otherwise, sleep the period; if not, wait for events (or the period).
+    if (userActive || !waitEvents(period)) std::this_thread::sleep_for(period);
+    uint64_t now = others();
     userActive = now != seen;
     seen = now;
     for (int i = 0; !userActive && i < kDrainCalls; ++i) {
       if (ucp_worker_progress(worker_) == 0) break;
-      now = userProgress_.load(std::memory_order_relaxed);
+      now = others();
       userActive = now != seen;
       seen = now;
     }
   }
 }
 
+bool UcxProvider::idleProgress() {
+  if (!worker_) return false;
+  const uint64_t now = userProgress_.load(std::memory_order_relaxed);
+  if (idleSeen_.exchange(now, std::memory_order_relaxed) != now) return false;  // the PE progresses by itself
+  if (ucp_worker_progress(worker_) == 0) return false;
+  idleProgress_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool UcxProvider::idleWait(std::chrono::microseconds maxWait) {
+  if (!worker_ || efd_ < 0) return false;
+  const uint64_t now = userProgress_.load(std::memory_order_relaxed);
+  if (idleSeen_.exchange(now, std::memory_order_relaxed) != now) {  // the PE progresses by itself: no arming
+    std::this_thread::sleep_for(maxWait);
+    return true;
+  }
+  return waitEvents(maxWait);
+}
+
 // ucp_worker_arm reports BUSY while events wait to be progressed (the caller progresses at once); otherwise the fd
 // becomes readable on the next event. The wait is bounded by maxWait (ppoll: microsecond resolution).
-bool UcxProvider::idleWait(std::chrono::microseconds maxWait) {
+bool UcxProvider::waitEvents(std::chrono::microseconds maxWait) {
   if (!worker_ || efd_ < 0) return false;
   const ucs_status_t s = ucp_worker_arm(worker_);
   if (s == UCS_ERR_BUSY) return true;
