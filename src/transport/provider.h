@@ -13,7 +13,9 @@
 //  - registerSegment() gives the remote-key blob peers need to address this PE's segment through this provider
 //    (empty for providers that map memory: shm, p2p, staged). Called at start-up and after a segment grows.
 //  - progress() moves the provider's outstanding work on; every bounded host wait and the proxy loop call it, from
-//    any thread. No-op for the local providers.
+//    any thread. No-op for the local providers. idleProgress() and idleWait() are for threads that progress on behalf
+//    of a PE computing outside tether (the device-API proxy between descriptors): the first backs off while the PE
+//    progresses by itself, the second blocks until the provider has events (UCX: its worker's event fd).
 //  - start() runs once, collectively, before any probe or connect: a provider that exchanges something at start-up
 //    (ucx: its worker addresses) does it here. Every PE's registry must then hold that provider (the ucx provider is
 //    in every World's registry); the local providers do nothing.
