@@ -26,9 +26,11 @@ root=()
 timeout 240 "$mpirun" "${root[@]}" --oversubscribe --tag-output -n "$n" \
   "$py" -m pytest -q -s -p no:cacheprovider -rs "$file" >"$out" 2>&1
 rc=$?
-passed=$(grep -cE '[0-9]+ passed' "$out")
-bad=$(grep -cE '[0-9]+ (failed|skipped|errors?)' "$out")
-paths=$(grep -c 'rendezvous over MPI' "$out")
+# Counted as occurrences, not lines: mpirun may put two ranks' output on one line (CI, 2026-11-27: "1 of 2 ranks
+# passed" with both summaries on one line).
+passed=$(grep -oE '[0-9]+ passed' "$out" | wc -l)
+bad=$(grep -oE '[0-9]+ (failed|skipped|errors?)' "$out" | wc -l)
+paths=$(grep -o 'rendezvous over MPI' "$out" | wc -l)
 if [ $rc -ne 0 ] || [ "$passed" -ne "$n" ] || [ "$bad" -ne 0 ] || [ "$paths" -lt "$n" ]; then
   cat "$out"
   echo "mpi_pytest.sh: FAIL at $n ranks: exit $rc, $passed of $n ranks passed, $bad ranks failed/skipped," \
