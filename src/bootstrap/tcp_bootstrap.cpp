@@ -35,6 +35,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/unique_fd.h"
 #include "bootstrap/launcher_env.h"
 
 namespace tether {
@@ -143,33 +144,6 @@ Header decodeHeader(const uint8_t* p) {
   h.bytes = get64(p + 16);
   return h;
 }
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) reset(o.release());
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 enum class Io { Ok, Timeout, Closed, Error, Incoming };
 struct IoResult {

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/enum_arg.h"
 #include "base/log.h"
+#include "base/unique_fd.h"
 
 namespace tether {
 namespace {
@@ -65,12 +66,7 @@ World::~World() {
 Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   // tether.h: the attribute's listening socket is given away with the call. Rank 0's bootstrap takes it over; on
   // every other path (a failure before that, a 1-PE job, another rank) it is closed here.
-  struct GivenFd {
-    int fd;
-    ~GivenFd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } given{attr.bootstrap_listen_fd};
+  UniqueFd given(attr.bootstrap_listen_fd);
   config_ = Config::fromEnvironment();
   if (attr.config) {
     for (const char* const* kv = attr.config; *kv; ++kv) {
@@ -120,7 +116,7 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   } else {
     if (attr.bootstrap_listen_fd < 0 && job_.listenFdInherited)  // tetherrun's (an attribute's fd is given away)
       TETHER_TRY(shareInheritedListener(&job_.listenFd).withContext("tether_init"));
-    if (job_.rank == 0 && given.fd >= 0) given.fd = -1;  // the bootstrap's now (job_.listenFd)
+    if (job_.rank == 0) (void)given.release();  // the bootstrap's now (job_.listenFd)
     TETHER_TRY(createTcpBootstrap(job_, timeout_, &bootstrap_).withContext("tether_init"));
   }
   TETHER_LOG_INFO(LogSys::Core, "PE %d of %d (launcher %s)", job_.rank, job_.size, job_.launcher.c_str());
