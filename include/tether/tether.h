@@ -175,6 +175,9 @@ typedef enum tether_dtype {
   TETHER_INT = 0, TETHER_LONG, TETHER_LONGLONG, TETHER_UINT, TETHER_ULONG, TETHER_ULONGLONG,
   TETHER_INT32, TETHER_INT64, TETHER_UINT32, TETHER_UINT64, TETHER_SIZE, TETHER_PTRDIFF,
   TETHER_FLOAT, TETHER_DOUBLE, TETHER_SHORT, TETHER_USHORT,
+  /* Element types of the team collectives only (tether_team_allreduce & co.); atomics and waits refuse them.
+   * HALF: IEEE 754 binary16; BFLOAT16: the upper 16 bits of a binary32. */
+  TETHER_INT8, TETHER_UINT8, TETHER_HALF, TETHER_BFLOAT16,
   TETHER_DTYPE_COUNT,
   TETHER_DTYPE_MAX_ENUM_ = 0x7fffffff /* keeps any int a valid value of the type: bad values are reported, not UB */
 } tether_dtype_t;
@@ -352,6 +355,48 @@ int tether_team_translate_pe(tether_team_t src_team, int src_pe, tether_team_t d
  * visible to every member after it. barrier: also completes (quiet) this PE's outstanding operations first. */
 tether_status_t tether_team_sync(tether_team_t team);
 tether_status_t tether_team_barrier(tether_team_t team);
+
+/* Data collectives on a team (issue #21; docs/collectives.md), called by every member in the same order with the same
+ * count, type, op and root and the same symmetric dest and src (every member's copy of one symmetric object; any
+ * segment kind, HOST, DEVICE or STATIC, each aligned to the element size). Blocking: on return dest holds the result
+ * and src may be reused. Counts are elements of `type`.
+ *  broadcast:      dest[0, count) = src[0, count) of team PE root. In place: dest == src.
+ *  reduce:         dest[0, count) of team PE root = op over every member's src[0, count), combined in team order
+ *                  (the same bits on every run); other members' dest is untouched. In place: dest == src.
+ *  allreduce:      like reduce, on every member. In place: dest == src.
+ *  allgather:      dest[m*count, (m+1)*count) = src[0, count) of team PE m (dest holds n_pes*count). In place: src ==
+ *                  dest + my_pe*count on every member (then each member's block is already in place).
+ *  reduce_scatter: dest[0, count) of team PE m = op over every member's src[m*count, (m+1)*count) (src holds
+ *                  n_pes*count). In place: dest == src + my_pe*count on every member.
+ *  alltoall:       dest[m*count, (m+1)*count) = src[my_pe*count, (my_pe+1)*count) of team PE m; dest and src must
+ *                  not overlap.
+ * Reductions: SUM, PROD, MIN, MAX on every type; AND, OR, XOR on the integer types. Integer SUM/PROD wrap; HALF and
+ * BFLOAT16 combine in float and round to nearest even after each step.
+ * Agreement: a member's bad arguments (invalid type/op/root, dest or src not symmetric, misaligned, overlapping other
+ * than the in-place forms) fail the call on every member (TETHER_ERR_INVALID_ARG or the member's own code there,
+ * "team PE k passed invalid arguments" on the others); different count, type, op, root, in-place choice or objects
+ * on different members fail on every member with TETHER_ERR_MISMATCH naming both values. The team stays usable after
+ * either. A non-member holds no valid handle: its call fails at once. Waits are bounded by TETHER_TIMEOUT; a
+ * collective that fails part-way loses the team's collective state (later ones fail at once). Memory ordering: like
+ * tether_team_sync at entry (stores made before the call by any member are seen by the collective). */
+typedef enum tether_red_op {
+  TETHER_RED_SUM = 0, TETHER_RED_PROD, TETHER_RED_MIN, TETHER_RED_MAX, TETHER_RED_AND, TETHER_RED_OR, TETHER_RED_XOR,
+  TETHER_RED_COUNT,
+  TETHER_RED_MAX_ENUM_ = 0x7fffffff
+} tether_red_op_t;
+
+tether_status_t tether_team_broadcast(tether_team_t team, void* dest, const void* src, size_t count,
+                                      tether_dtype_t type, int root);
+tether_status_t tether_team_reduce(tether_team_t team, void* dest, const void* src, size_t count, tether_dtype_t type,
+                                   tether_red_op_t op, int root);
+tether_status_t tether_team_allreduce(tether_team_t team, void* dest, const void* src, size_t count,
+                                      tether_dtype_t type, tether_red_op_t op);
+tether_status_t tether_team_allgather(tether_team_t team, void* dest, const void* src, size_t count,
+                                      tether_dtype_t type);
+tether_status_t tether_team_reduce_scatter(tether_team_t team, void* dest, const void* src, size_t count,
+                                           tether_dtype_t type, tether_red_op_t op);
+tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void* src, size_t count,
+                                     tether_dtype_t type);
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Device handle: everything the header-only device API (tether/device.cuh, namespace tether::device) needs, in one

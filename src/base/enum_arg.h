@@ -61,6 +61,11 @@ struct EnumRange<tether_signal_op_t> {
   static constexpr int lo = TETHER_SIGNAL_SET, hi = TETHER_SIGNAL_ADD;
 };
 template <>
+struct EnumRange<tether_red_op_t> {
+  static constexpr const char* name = "tether_red_op_t";
+  static constexpr int lo = TETHER_RED_SUM, hi = TETHER_RED_COUNT - 1;
+};
+template <>
 struct EnumRange<tether_op_kind_t> {
   static constexpr const char* name = "tether_op_kind_t";
   static constexpr int lo = TETHER_OP_PUT, hi = TETHER_OP_SYNC_ALL;

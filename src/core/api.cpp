@@ -784,6 +784,59 @@ tether_status_t tether_team_barrier(tether_team_t team) {
                      [](World& x, TeamId id) { return x.teams().sync("tether_team_barrier", id.ref, true); });
 }
 
+}  // extern "C"
+
+namespace {
+
+// The data collectives (core/collectives.h): the enum arguments are checked here, before they are used as enums.
+tether_status_t teamColl(tether_team_t team, const char* call, tether::CollKind kind, void* dest, const void* src,
+                         size_t count, const tether_dtype_t& type, const tether_red_op_t* op, int root) {
+  // A bad enum fails on every member (agreed like any bad argument), not only here: the others would wait.
+  tether::CollArgs a;
+  a.invalid = tether::enumArg(call, "type", type);
+  if (a.invalid.isOk() && op) a.invalid = tether::enumArg(call, "op", *op);
+  if (a.invalid.isOk()) {
+    a.type = type;
+    if (op) a.op = *op;
+  }
+  a.kind = kind;
+  a.dest = dest;
+  a.src = src;
+  a.count = count;
+  a.root = root;
+  return guardedTeam(team, call, [&](World& x, TeamId id) { return x.colls().run(call, id.ref, a); });
+}
+
+}  // namespace
+
+extern "C" {
+
+tether_status_t tether_team_broadcast(tether_team_t team, void* dest, const void* src, size_t count,
+                                      tether_dtype_t type, int root) {
+  return teamColl(team, "tether_team_broadcast", tether::CollKind::Broadcast, dest, src, count, type, nullptr, root);
+}
+tether_status_t tether_team_reduce(tether_team_t team, void* dest, const void* src, size_t count, tether_dtype_t type,
+                                   tether_red_op_t op, int root) {
+  return teamColl(team, "tether_team_reduce", tether::CollKind::Reduce, dest, src, count, type, &op, root);
+}
+tether_status_t tether_team_allreduce(tether_team_t team, void* dest, const void* src, size_t count,
+                                      tether_dtype_t type, tether_red_op_t op) {
+  return teamColl(team, "tether_team_allreduce", tether::CollKind::Allreduce, dest, src, count, type, &op, 0);
+}
+tether_status_t tether_team_allgather(tether_team_t team, void* dest, const void* src, size_t count,
+                                      tether_dtype_t type) {
+  return teamColl(team, "tether_team_allgather", tether::CollKind::Allgather, dest, src, count, type, nullptr, 0);
+}
+tether_status_t tether_team_reduce_scatter(tether_team_t team, void* dest, const void* src, size_t count,
+                                           tether_dtype_t type, tether_red_op_t op) {
+  return teamColl(team, "tether_team_reduce_scatter", tether::CollKind::ReduceScatter, dest, src, count, type, &op,
+                  0);
+}
+tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void* src, size_t count,
+                                     tether_dtype_t type) {
+  return teamColl(team, "tether_team_alltoall", tether::CollKind::Alltoall, dest, src, count, type, nullptr, 0);
+}
+
 // ---- stream-ordered operations (#6): core/stream.cpp
 
 namespace {

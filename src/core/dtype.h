@@ -18,6 +18,7 @@ struct DtypeInfo {
   size_t size;
   DtypeClass cls;
   bool bitwise;  // AND/OR/XOR allowed
+  bool collOnly;  // an element type of the team collectives only (INT8, UINT8, HALF, BFLOAT16): not atomics, waits
 };
 
 inline const DtypeInfo& dtypeInfo(tether_dtype_t t) {
@@ -38,6 +39,10 @@ inline const DtypeInfo& dtypeInfo(tether_dtype_t t) {
       {"double", sizeof(double), DtypeClass::Float, false},
       {"short", sizeof(short), DtypeClass::Signed, false},
       {"ushort", sizeof(unsigned short), DtypeClass::Unsigned, false},
+      {"int8", 1, DtypeClass::Signed, true, true},
+      {"uint8", 1, DtypeClass::Unsigned, true, true},
+      {"half", 2, DtypeClass::Float, false, true},
+      {"bfloat16", 2, DtypeClass::Float, false, true},
   };
   static const DtypeInfo invalid = {"invalid", 0, DtypeClass::Invalid, false};
   static_assert(sizeof(table) / sizeof(table[0]) == TETHER_DTYPE_COUNT, "dtype table out of sync");
@@ -45,7 +50,8 @@ inline const DtypeInfo& dtypeInfo(tether_dtype_t t) {
   return table[t];
 }
 
-// Calls f(T{}) with T the C++ type matching (size, class) of t. t must be valid.
+// Calls f(T{}) with T the C++ type matching (size, class) of t. t must be valid and not collOnly (the collectives
+// dispatch those themselves: core/reduce_ops.h).
 template <typename F>
 auto withDtype(tether_dtype_t t, F&& f) {
   const DtypeInfo& d = dtypeInfo(t);

@@ -56,7 +56,7 @@ Status World::atomic(tether_amo_t op, tether_dtype_t type, void* dest, const voi
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): unknown type %d", call, amoName(op), static_cast<int>(type));
   const bool extended = op == TETHER_AMO_FETCH || op == TETHER_AMO_SET || op == TETHER_AMO_SWAP;
   const bool bitwise = op >= TETHER_AMO_AND;
-  if (d.size == 2 || (d.cls == DtypeClass::Float && !extended) || (bitwise && !d.bitwise))
+  if (d.size <= 2 || d.collOnly || (d.cls == DtypeClass::Float && !extended) || (bitwise && !d.bitwise))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s(%s): type %s is not allowed for this operation", call, amoName(op),
                 d.name);
   if (amoNeedsValue(op) && !value)

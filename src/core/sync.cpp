@@ -70,6 +70,8 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
                          size_t* indices, size_t* count) {
   const DtypeInfo& d = dtypeInfo(type);
   if (d.cls == DtypeClass::Invalid) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown type %d", call, type);
+  if (d.collOnly)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: type %s is an element type of the team collectives only", call, d.name);
   if (static_cast<unsigned>(cmp) > TETHER_CMP_LE)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown comparison %d", call, static_cast<int>(cmp));
   if (!values) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: value is NULL", call);

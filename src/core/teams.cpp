@@ -1,6 +1,8 @@
 // Teams (core/teams.h): the world and shared teams, splits, destroy, sync and barrier.
 #include "core/teams.h"
 
+#include "core/collectives.h"
+
 #include <atomic>
 #include <cstring>
 
@@ -58,6 +60,11 @@ Status Teams::find(const char* call, const char* what, TeamRef ref, std::shared_
   }
   TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s is not a live team of PE %d (destroyed, or not a handle a team call "
               "returned)", call, what, w_.myPe());
+}
+
+Status Teams::acquire(const char* call, TeamRef ref, std::shared_ptr<Team>* out) const {
+  TETHER_TRY(find(call, "team", ref, out));
+  return lostState(call, **out);
 }
 
 uint64_t Teams::wordsOffset(int slot) const {
@@ -301,8 +308,12 @@ Status Teams::destroy(const char* call, TeamRef ref) {
   std::shared_ptr<Team> t;
   TETHER_TRY(find(call, "team", ref, &t));
   const uint64_t* mine = words(t->slot);
-  for (size_t i = 0; i < kTeamSyncWords; ++i)
-    if (__atomic_load_n(&mine[i], __ATOMIC_ACQUIRE) != 0)
+  const uint64_t* coll = reinterpret_cast<const uint64_t*>(w_.heap().host()->myBase() +
+                                                           Collectives::wordsOffset(t->slot));
+  bool busy = false;
+  for (size_t i = 0; i < kTeamSyncWords; ++i) busy |= __atomic_load_n(&mine[i], __ATOMIC_ACQUIRE) != 0;
+  for (size_t i = 0; i < kCollWords; ++i) busy |= __atomic_load_n(&coll[i], __ATOMIC_ACQUIRE) != 0;
+  if (busy)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: a sync of the team (index %d) is still in progress on another member "
                   "(destroy a team only after the collectives every member calls on it); the team stays live", call,
                   t->slot);

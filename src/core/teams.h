@@ -62,6 +62,7 @@ struct Team {
   uint64_t serial = 0;   // which team held the slot (stale handles are refused)
   uint32_t flags = 0;    // tether_team_config_t::flags (none defined yet)
   Status lost;           // a collective on the team failed part-way: later ones fail at once (under Teams' mutex)
+  uint64_t collSeq = 0;  // barriers the data collectives ran on it (core/collectives.h: their word set)
 };
 
 // Where a handle points: a slot of this World and the serial of the team that holds it.
@@ -87,6 +88,10 @@ class Teams {
 
   // The team behind ref, or TETHER_ERR_INVALID_ARG naming call and `what` (destroyed, never made).
   Status find(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out) const;
+  // find, then refuse a team (or World) whose collective state is lost: the start of a collective call on it.
+  Status acquire(const char* call, TeamRef ref, std::shared_ptr<Team>* out) const;
+  // Records that a collective on t failed part-way (s not ok): later collectives on t fail at once. Returns s.
+  Status lose(Team& t, const Status& s);
   TeamRef world() const { return refOf(kWorldTeamSlot); }
   TeamRef shared() const { return refOf(kSharedTeamSlot); }
 
@@ -109,8 +114,6 @@ class Teams {
   Status split(const char* call, TeamRef parent, const long long (&args)[3], const char* const (&argNames)[3],
                bool configOk, const Plan& plan, TeamRef* out, int nOut);
   TeamRef refOf(int slot) const;
-  // Records that a collective on t failed part-way; returns s.
-  Status lose(Team& t, const Status& s);
   Status lostState(const char* call, const Team& t) const;
   Status rounds(const char* call, const Team& t, bool post);
   // Publishes n <= kTeamValueWords words of this PE and returns every member's (out[m * n + k]); two rounds.

@@ -9,8 +9,9 @@
 //
 // Composition root: each job lives in a room, a member wired here -- SymmetricHeap heap_ (core/symmetric_heap.h), the
 // path table, DeviceHandleCache handles_ (core/device_handle_cache.h), TypedRma typed_ (core/typed_rma.h),
-// StreamRuntime streams_ (core/stream_runtime.h), Teams teams_ (core/teams.h) and the proxy (core/proxy.h); callers
-// reach them through heap(), typed(), streams(), teams(). World keeps the config, bootstrap, topology and GPU
+// StreamRuntime streams_ (core/stream_runtime.h), Teams teams_ (core/teams.h), Collectives colls_
+// (core/collectives.h) and the proxy (core/proxy.h); callers reach them through heap(), typed(), streams(), teams(),
+// colls(). World keeps the config, bootstrap, topology and GPU
 // context, the collective protocol (record exchange and lost collective state around every collective call) and the
 // host RMA/AMO/wait/barrier calls.
 // Destruction order: stream runtime, proxy, DEVICE heap, GPU context, HOST/STATIC segments (~World and finalize).
@@ -26,6 +27,7 @@
 #include "base/config.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "core/collectives.h"
 #include "core/device_handle_cache.h"
 #include "core/proxy.h"
 #include "core/stream_ops.h"
@@ -147,8 +149,9 @@ class World {
   // The stream-op layer and stream barrier epochs (core/stream_runtime.h).
   StreamRuntime& streams() { return streams_; }
 
-  // ---- teams (#21) -- core/teams.h
+  // ---- teams (#21) -- core/teams.h, core/collectives.h
   Teams& teams() { return teams_; }
+  Collectives& colls() { return colls_; }
 
  private:
   World() = default;
@@ -185,6 +188,7 @@ class World {
   std::mutex proxyMu_;         // creation of proxy_ and the rings of device handles
   TypedRma typed_{*this};     // non-contiguous RMA (core/typed_rma.h)
   Teams teams_{*this};        // teams and their sync words (core/teams.h)
+  Collectives colls_{*this};  // the team data collectives (core/collectives.h)
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   // Fairness of the _any waits (core/sync.cpp anyStart): per ivars array, the index after the one last returned;
@@ -217,6 +221,7 @@ struct ControlBlock {
   tether_device_barrier_t devBarrier;  // the device barrier's words when there is no DEVICE heap (CPU handle too)
   tether_device_barrier_t streamBarrier;  // barrier_all_on_stream's round words (#6) when they live in HOST memory
   alignas(64) uint64_t teams[kTeamSlots][kTeamSyncWords];  // each team slot's sync words (core/teams.h)
+  alignas(64) uint64_t coll[kTeamSlots][kCollWords];       // each team slot's data-collective words (core/collectives.h)
 };
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
 // The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)

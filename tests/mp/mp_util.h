@@ -111,6 +111,25 @@ inline bool expectMapped(const std::vector<bool>& sameHostPes, int pe) {
     tether_status_t mp_s_ = (call);                                                                   \
     if (mp_s_ != (code)) ::mp::fail(__FILE__, __LINE__, #call, tether_status_string(mp_s_));          \
   } while (0)
+namespace mp {
+
+// A PE that skipped a collective waits here for the others to get through their timeout: each of them calls
+// passedTimeout(counter, pe) when done, and the skipping PE (pe) waits for all `others` of them. counter: a symmetric
+// zeroed uint64_t. Waits up to 5 TETHER_TIMEOUTs (the others need one).
+inline void passedTimeout(uint64_t* counter, int pe) {
+  const uint64_t one = 1;
+  MP_OK(tether_atomic(world(), TETHER_AMO_ADD, TETHER_UINT64, counter, &one, nullptr, nullptr, pe));
+}
+inline void awaitTimeouts(uint64_t* counter, int others) {
+  const uint64_t n = static_cast<uint64_t>(others);
+  tether_status_t st = TETHER_ERR_TIMEOUT;
+  for (int i = 0; i < 5 && st == TETHER_ERR_TIMEOUT; ++i)
+    st = tether_wait_until(world(), counter, TETHER_UINT64, TETHER_CMP_GE, &n);
+  MP_OK(st);
+}
+
+}  // namespace mp
+
 #define MP_MSG_HAS(needle)                                                                            \
   do {                                                                                                \
     if (!std::strstr(tether_last_error(), (needle))) ::mp::fail(__FILE__, __LINE__, "message lacks", needle); \

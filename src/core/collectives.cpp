@@ -1,0 +1,350 @@
+// Team data collectives, host engine (core/collectives.h has the protocol).
+#include "core/collectives.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "core/dtype.h"
+#include "core/reduce_ops.h"
+#include "core/world.h"
+
+namespace tether {
+
+namespace {
+
+constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much per round of reads
+constexpr size_t kTwoShotBytes = 64 * 1024;   // from this size on (3+ members): reduce-scatter + allgather
+// Tags of the barriers after the agreement: any value works (all members send the same); distinct ones make a
+// protocol slip show as a flagged barrier instead of a silent pairing.
+constexpr uint64_t kTagMiddle = 0x2c011ec7;
+constexpr uint64_t kTagClose = 0x3c011ec7;
+constexpr uint64_t kTagExplain = 0x4c011ec7;
+constexpr uint64_t kTagMask = (uint64_t{1} << 62) - 1;
+
+const char* kindName(CollKind k) {
+  static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+  return names[static_cast<int>(k)];
+}
+bool isReduction(CollKind k) {
+  return k == CollKind::Reduce || k == CollKind::Allreduce || k == CollKind::ReduceScatter;
+}
+bool hasRoot(CollKind k) { return k == CollKind::Broadcast || k == CollKind::Reduce; }
+
+const char* at(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
+char* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
+
+}  // namespace
+
+// The checked arguments of one call on this PE.
+struct Collectives::Plan {
+  CollArgs a;
+  size_t n = 0, me = 0, es = 0;
+  size_t block = 0;                 // count * es
+  size_t destBytes = 0, srcBytes = 0;
+  bool inPlace = false;
+  SymRef dref{SegKind::Host, 0}, sref{SegKind::Host, 0};
+  Status local;                     // this PE's argument error (ok when valid)
+};
+
+// What the members agree on (and, when they do not, what they publish to say why).
+struct Collectives::Record {
+  enum : size_t { kHead, kCount, kRoot, kDest, kSrc, kWords };
+  uint64_t w[kWords] = {};
+  bool valid() const { return (w[kHead] >> 25) & 1; }
+  uint64_t hash() const {  // FNV-1a over the words, 62 bits
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t v : w)
+      for (int b = 0; b < 8; ++b) h = (h ^ ((v >> (8 * b)) & 0xff)) * 1099511628211ull;
+    return h & kTagMask;
+  }
+};
+static_assert(Collectives::Record::kWords <= kCollValueWords, "a record fits the value words");
+
+uint64_t Collectives::wordsOffset(int slot) {
+  return offsetof(ControlBlock, coll) + static_cast<uint64_t>(slot) * kCollWords * sizeof(uint64_t);
+}
+
+uint64_t* Collectives::words(int slot) const {
+  return reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + wordsOffset(slot));
+}
+
+// ---- local checks ------------------------------------------------------------------------------------------------
+
+Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Plan* p) const {
+  p->a = a;
+  p->n = t.pes.size();
+  p->me = static_cast<size_t>(t.me);
+  TETHER_TRY(a.invalid);
+  const DtypeInfo& d = dtypeInfo(a.type);
+  if (d.cls == DtypeClass::Invalid) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown type %d", call, a.type);
+  p->es = d.size;
+  if (isReduction(a.kind) && !redOpAllowed(a.type, a.op))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: op %s is not defined for type %s (bitwise ops take integer types)",
+                call, redOpName(a.op), d.name);
+  if (hasRoot(a.kind) && (a.root < 0 || static_cast<size_t>(a.root) >= p->n))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: root %d is outside the team's %zu PEs", call, a.root, p->n);
+  size_t total = 0;
+  if (__builtin_mul_overflow(a.count, p->es, &p->block) || __builtin_mul_overflow(p->block, p->n, &total))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: count %zu of %zu-byte elements for %zu PEs overflows", call, a.count,
+                p->es, p->n);
+  switch (a.kind) {
+    case CollKind::Allgather: p->destBytes = total, p->srcBytes = p->block; break;
+    case CollKind::ReduceScatter: p->destBytes = p->block, p->srcBytes = total; break;
+    case CollKind::Alltoall: p->destBytes = p->srcBytes = total; break;
+    default: p->destBytes = p->srcBytes = p->block; break;
+  }
+  if (p->block == 0) return Status::ok();  // nothing moves: no object is needed
+  const uintptr_t dest = reinterpret_cast<uintptr_t>(a.dest), src = reinterpret_cast<uintptr_t>(a.src);
+  switch (a.kind) {
+    case CollKind::Allgather: p->inPlace = src == dest + p->me * p->block; break;
+    case CollKind::ReduceScatter: p->inPlace = dest == src + p->me * p->block; break;
+    case CollKind::Alltoall: p->inPlace = false; break;
+    default: p->inPlace = dest == src; break;
+  }
+  TETHER_TRY(w_.checkSymmetric(call, "dest", a.dest, p->destBytes, &p->dref));
+  TETHER_TRY(w_.checkSymmetric(call, "src", a.src, p->srcBytes, &p->sref));
+  if (dest % p->es || src % p->es)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p and src %p must be aligned to the %zu-byte elements of %s", call,
+                a.dest, a.src, p->es, d.name);
+  if (!p->inPlace && dest < src + p->srcBytes && src < dest + p->destBytes)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest [%p, +%zu) and src [%p, +%zu) overlap, and not in the in-place "
+                "form of %s (see tether.h)", call, a.dest, p->destBytes, a.src, p->srcBytes, kindName(a.kind));
+  return Status::ok();
+}
+
+// ---- barriers ----------------------------------------------------------------------------------------------------
+
+Status Collectives::rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged) {
+  *flagged = raise;
+  if (t.pes.size() == 1) return Status::ok();
+  // A barrier that fails part-way leaves the members out of step: the team's collective state is lost.
+  return w_.teams().lose(t, roundsOnce(call, t, tag, raise, flagged));
+}
+
+Status Collectives::roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged) {
+  const size_t n = t.pes.size(), me = static_cast<size_t>(t.me);
+  const size_t set = (t.collSeq++ & 1) * kCollRounds;
+  uint64_t* mine = words(t.slot) + set;
+  bool flag = raise;
+  tag &= kTagMask;
+  for (size_t r = 0, d = 1; d < n; ++r, d <<= 1) {
+    const int to = t.pes[(me + d) % n], from = t.pes[(me + n - d) % n];
+    const SegPath& p = w_.path(to, SegKind::Host);
+    const RemoteAddr word = w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + (set + r) * sizeof(uint64_t)});
+    const uint64_t value = tag << 2 | uint64_t{flag} << 1 | 1;
+    TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, to, word, value, TETHER_SIGNAL_SET)
+                   .withContext(call));
+    uint64_t* own = mine + r;
+    SpinWait spin(w_.timeout());
+    uint64_t got;
+    while ((got = __atomic_load_n(own, __ATOMIC_ACQUIRE)) == 0) {
+      if (w_.paths().progress()) spin.busy();
+      if (!spin.next())
+        TETHER_FAIL(TETHER_ERR_TIMEOUT,
+                    "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round "
+                    "%zu, waiting for world PE %d; did PE %d exit or skip the call?", call, w_.timeout(), w_.myPe(),
+                    t.me, n, t.slot, r, from, from);
+      if (spin.noteDue())
+        TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d (team index %d, round %zu); %.0f s so far, "
+                        "%.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, r, spin.elapsedSeconds(),
+                        spin.secondsLeft());
+    }
+    __atomic_store_n(own, 0, __ATOMIC_RELAXED);  // consumed; the same set is next used two barriers on
+    if ((got >> 2) != tag || (got & 2)) flag = true;
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  *flagged = flag;
+  return Status::ok();
+}
+
+Status Collectives::explain(const char* call, Team& t, const Record& mine, const Status& localError) {
+  const size_t n = t.pes.size();
+  uint64_t* values = words(t.slot) + 2 * kCollRounds;
+  std::memcpy(values, mine.w, sizeof mine.w);
+  bool flagged = false;
+  TETHER_TRY(rounds(call, t, kTagExplain, false, &flagged));
+  std::vector<Record> all(n);
+  for (size_t m = 0; m < n; ++m) {
+    const int pe = t.pes[m];
+    const SegPath& p = w_.path(pe, SegKind::Host);
+    const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, wordsOffset(t.slot) + 2 * kCollRounds * 8});
+    TETHER_TRY(w_.teams().lose(t, p.ops->get(p.ctx, pe, all[m].w, from, sizeof all[m].w, false).withContext(call)));
+  }
+  TETHER_TRY(rounds(call, t, kTagExplain, false, &flagged));  // nobody reads this PE's record any more
+  std::memset(values, 0, sizeof mine.w);
+
+  if (!localError.isOk()) return localError;
+  for (size_t m = 0; m < n; ++m)
+    if (!all[m].valid())
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
+                  "which); no member ran the collective", call, m, t.pes[m]);
+  static const char* const fields[] = {"collective, type, op or in-place form", "count", "root", "dest", "src"};
+  for (size_t m = 0; m < n; ++m)
+    for (size_t f = 0; f < Record::kWords; ++f)
+      if (all[m].w[f] != mine.w[f]) {
+        auto show = [&](const Record& r) {
+          const uint64_t v = r.w[f];
+          if (f == Record::kHead) {
+            const auto type = static_cast<tether_dtype_t>((v >> 8) & 0xff);
+            return strprintf("%s of %s%s%s%s", kindName(static_cast<CollKind>(v & 0xff)), dtypeInfo(type).name,
+                             isReduction(static_cast<CollKind>(v & 0xff)) ? " op " : "",
+                             isReduction(static_cast<CollKind>(v & 0xff))
+                                 ? redOpName(static_cast<tether_red_op_t>((v >> 16) & 0xff)) : "",
+                             ((v >> 24) & 1) ? ", in place" : "");
+          }
+          if (f == Record::kDest || f == Record::kSrc)
+            return strprintf("an object at offset %llu of the %s segment", static_cast<unsigned long long>(v >> 2),
+                             segKindName(static_cast<SegKind>(v & 3)));
+          return strprintf("%llu", static_cast<unsigned long long>(v));
+        };
+        TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the members passed different arguments: team PE %d (world PE %d) passed "
+                    "%s %s, team PE %zu (world PE %d) passed %s %s", call, t.me, w_.myPe(), fields[f],
+                    show(mine).c_str(), m, t.pes[m], fields[f], show(all[m]).c_str());
+      }
+  TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: the agreement barrier was flagged but every member's record is the same",
+              call);
+}
+
+// ---- data --------------------------------------------------------------------------------------------------------
+
+Status Collectives::copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe) {
+  return bytes == 0 ? Status::ok() : w_.get(call, dst, sym, bytes, pe, false);
+}
+
+Status Collectives::writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice) {
+  if (bytes == 0) return Status::ok();
+  if (dstDevice) return w_.put(call, dst, src, bytes, w_.myPe(), false);
+  std::memcpy(dst, src, bytes);
+  return Status::ok();
+}
+
+// out[0, len) (elements) = op over the members' src[srcElem, srcElem + len), in team order, chunk by chunk. out is
+// CPU memory, or (outDevice) this PE's DEVICE copy of a symmetric object.
+Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
+                                bool outDevice) {
+  const size_t es = p.es, chunk = std::max<size_t>(1, kChunkBytes / es);
+  const bool srcHost = isHostMemory(p.sref.kind);
+  std::vector<char> acc(std::min(chunk, len) * es), in(acc.size());
+  for (size_t off = 0; off < len; off += chunk) {
+    const size_t c = std::min(chunk, len - off), bytes = c * es;
+    const void* sym = at(p.a.src, (srcElem + off) * es);
+    for (size_t k = 0; k < p.n; ++k) {
+      const int pe = t.pes[k];
+      const void* direct = srcHost ? w_.ptr(sym, pe) : nullptr;  // load/store-mapped HOST memory: read in place
+      char* dst = k == 0 ? acc.data() : in.data();
+      if (!direct) TETHER_TRY(copyFrom(call, dst, sym, bytes, pe));
+      const void* elems = direct ? direct : dst;
+      if (k == 0) {
+        if (direct) std::memcpy(acc.data(), direct, bytes);
+      } else {
+        reduceInto(p.a.type, p.a.op, acc.data(), elems, c);
+      }
+    }
+    TETHER_TRY(writeLocal(call, out + off * es, acc.data(), bytes, outDevice));
+  }
+  return Status::ok();
+}
+
+Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
+  const size_t n = p.n, me = p.me, B = p.block;
+  const bool destDevice = p.dref.kind == SegKind::Device;
+  char* dest = static_cast<char*>(p.a.dest);
+  const int myPe = w_.myPe();
+  Status err;
+  bool flagged = false;
+  // Members in the order this PE visits them: starting after itself, so that not everyone reads member 0 first.
+  auto visit = [&](auto&& f) {
+    for (size_t k = 1; k <= n && err.isOk(); ++k) err = f((me + k) % n);
+  };
+  std::vector<char> temp;  // in-place one-shot allreduce: the result waits here until nobody reads src any more
+  switch (p.a.kind) {
+    case CollKind::Broadcast:
+      if (me != static_cast<size_t>(p.a.root)) err = copyFrom(call, dest, p.a.src, B, t.pes[p.a.root]);
+      else if (!p.inPlace) err = copyFrom(call, dest, p.a.src, B, myPe);
+      break;
+    case CollKind::Allgather:
+      visit([&](size_t k) {
+        if (k == me && p.inPlace) return Status::ok();
+        return copyFrom(call, at(dest, k * B), p.inPlace ? at(dest, k * B) : p.a.src, B, t.pes[k]);
+      });
+      break;
+    case CollKind::Alltoall:
+      visit([&](size_t k) { return copyFrom(call, at(dest, k * B), at(p.a.src, me * B), B, t.pes[k]); });
+      break;
+    case CollKind::Reduce:
+      if (me == static_cast<size_t>(p.a.root)) err = reduceSlice(call, t, p, 0, p.a.count, dest, destDevice);
+      break;
+    case CollKind::ReduceScatter:
+      err = reduceSlice(call, t, p, me * p.a.count, p.a.count, dest, destDevice);
+      break;
+    case CollKind::Allreduce:
+      if (n < 3 || B < kTwoShotBytes) {
+        if (p.inPlace) temp.resize(B);
+        err = reduceSlice(call, t, p, 0, p.a.count, p.inPlace ? temp.data() : dest, p.inPlace ? false : destDevice);
+      } else {
+        // Two-shot: member k owns slice k = [lo(k), lo(k + 1)) elements.
+        const size_t q = p.a.count / n, r = p.a.count % n;
+        auto lo = [&](size_t k) { return k * q + std::min(k, r); };
+        err = reduceSlice(call, t, p, lo(me), lo(me + 1) - lo(me), at(dest, lo(me) * p.es), destDevice);
+        TETHER_TRY(rounds(call, t, kTagMiddle, !err.isOk(), &flagged));
+        if (err.isOk() && flagged) break;
+        visit([&](size_t k) {
+          if (k == me) return Status::ok();
+          return copyFrom(call, at(dest, lo(k) * p.es), at(dest, lo(k) * p.es), (lo(k + 1) - lo(k)) * p.es, t.pes[k]);
+        });
+      }
+      break;
+    default:
+      break;
+  }
+  TETHER_TRY(rounds(call, t, kTagClose, !err.isOk() || flagged, &flagged));
+  if (!err.isOk()) return err;
+  if (flagged)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: another member of the team failed while moving data (its own error says "
+                "why); dest is undefined on this PE", call);
+  if (!temp.empty()) TETHER_TRY(writeLocal(call, dest, temp.data(), B, destDevice));
+  return Status::ok();
+}
+
+// ---- entry -------------------------------------------------------------------------------------------------------
+
+Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
+  std::shared_ptr<Team> team;
+  TETHER_TRY(w_.teams().acquire(call, ref, &team));
+  Team& t = *team;
+  Plan p;
+  p.local = check(call, t, a, &p);
+  Record mine;
+  if (p.local.isOk()) {
+    const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
+                          (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
+                          uint64_t{p.inPlace} << 24 | uint64_t{1} << 25;
+    mine.w[Record::kHead] = head;
+    mine.w[Record::kCount] = a.count;
+    mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;
+    if (p.block != 0) {
+      // In-place allgather and reduce_scatter: the side that differs per member by design is left out.
+      const bool destVaries = p.inPlace && a.kind == CollKind::ReduceScatter;
+      const bool srcVaries = p.inPlace && a.kind == CollKind::Allgather;
+      if (!destVaries) mine.w[Record::kDest] = p.dref.offset << 2 | static_cast<uint64_t>(p.dref.kind);
+      if (!srcVaries) mine.w[Record::kSrc] = p.sref.offset << 2 | static_cast<uint64_t>(p.sref.kind);
+    }
+  }
+  if (t.pes.size() == 1 && !p.local.isOk()) return p.local;
+  bool flagged = false;
+  TETHER_TRY(rounds(call, t, mine.hash(), !p.local.isOk(), &flagged));
+  if (flagged) return explain(call, t, mine, p.local);
+  TETHER_LOG_DEBUG(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: %s", call, t.slot, p.n, a.count,
+                   dtypeInfo(a.type).name,
+                   a.kind == CollKind::Allreduce && p.n >= 3 && p.block >= kTwoShotBytes
+                       ? "two-shot (reduce-scatter + allgather), CPU combine"
+                       : isReduction(a.kind) ? "one-shot, CPU combine" : "pull copies");
+  return dataPhase(call, t, p);
+}
+
+}  // namespace tether

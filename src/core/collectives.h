@@ -1,0 +1,100 @@
+// Collectives: the team data collectives of one World (tether_team_broadcast/reduce/allreduce/allgather/
+// reduce_scatter/alltoall in tether.h, issue #21; docs/collectives.md).
+//
+// What it owns: the host engine behind those calls (blocking, called by every member), and the per-team words it
+// synchronises on: kCollWords symmetric HOST words per team slot in the control block (ControlBlock::coll,
+// core/world.h), zero whenever no collective of the slot's team is in progress on this PE.
+//
+// Protocol of one call:
+//  1. Local checks (types, op, root, symmetric ranges, alignment, overlaps); a failure does not return at once:
+//     the PE takes part in step 2 marked invalid, so every member fails alike.
+//  2. Agreement: a dissemination barrier whose messages carry a 62-bit hash of this PE's record (collective, type,
+//     op, count, root, in place, and where dest and src lie in the symmetric heap) and a flag. In round r a member
+//     SETs round word r of member me + 2^r to (hash << 2 | flag << 1 | 1), waits for its own word, zeroes it, and
+//     raises its flag when the hash it got differs from its own or the word's flag is up. Every member hears from
+//     every other through a chain of increasing rounds, and a chain joining two different records has a hop that
+//     sees the difference, whose flag then travels on along the chain; so after the last round every member's flag
+//     is up exactly when some records differ or some member is invalid (up to hash collisions, 2^-62). Barrier k of
+//     a team uses the word set k % 2: a member can be at most one barrier ahead of another, so the two sets never
+//     mix, and a word is consumed before the same set is used again.
+//  3. Flag up: every member publishes its full record in its value words, syncs, reads every member's, syncs, and
+//     fails with the same code (TETHER_ERR_MISMATCH naming both values, or the invalid member's). The team stays
+//     usable (every member agreed). Flag down: the data phase, then a closing barrier (its flag carries a data-phase
+//     failure of any member to all of them; state stays intact). The barriers also order memory: a member's sources
+//     are ready before anyone reads them and stay unread after the closing barrier.
+//  4. Data phase (pull: each member writes only its own dest): broadcast, allgather and alltoall copy with World::get
+//     from the members' copies; reductions combine members' elements in team order (core/reduce_ops.h) on the CPU,
+//     reading load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) through
+//     World::get into a chunk buffer. Reductions of at least kTwoShotBytes on 3 or more members are two-shot:
+//     member k combines slice k (reduce-scatter), a barrier, every member pulls the other slices (allgather).
+//     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
+//     next step of #21 (docs/collectives.md says what exists).
+//
+// Who calls it: the C API (core/api.cpp) through World::colls(). Thread-safety: collective calls on one team must
+// not race (teams' rule); different teams may run on different threads. Lifetime: a member of World; uses Teams.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "base/status.h"
+#include "core/teams.h"
+#include "tether/tether.h"
+
+namespace tether {
+
+class World;
+struct SymRef;
+
+constexpr size_t kCollRounds = 24;  // rounds per barrier: teams of up to 2^24 members
+constexpr size_t kCollValueWords = 8;
+constexpr size_t kCollWords = 2 * kCollRounds + kCollValueWords;  // two word sets (barrier parity), then the record
+
+enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Count };
+
+struct CollArgs {
+  CollKind kind = CollKind::Broadcast;
+  void* dest = nullptr;
+  const void* src = nullptr;
+  size_t count = 0;                    // elements (per member block for allgather, reduce_scatter, alltoall)
+  tether_dtype_t type = TETHER_UINT8;  // an enumerator (the C API checks before it stores it)
+  tether_red_op_t op = TETHER_RED_SUM; // reductions only; an enumerator
+  int root = 0;                        // broadcast, reduce
+  Status invalid;  // an argument error the caller found (a bad enum: type and op then hold safe values); agreed on
+};
+
+class Collectives {
+ public:
+  explicit Collectives(World& w) : w_(w) {}
+
+  // Collective over the team (every member, same order): runs a (rules above and in tether.h).
+  Status run(const char* call, TeamRef team, const CollArgs& a);
+
+  // Offset of slot's kCollWords words in the HOST segment (Teams::destroy checks they are idle).
+  static uint64_t wordsOffset(int slot);
+
+ private:
+  struct Plan;  // one call's checked arguments (collectives.cpp)
+ public:
+  struct Record;  // what members agree on (public for a static_assert in collectives.cpp)
+
+ private:
+  Status check(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
+  // One barrier over t carrying tag; *flagged: some member raised its flag (or sent a different tag).
+  // A failure (timeout, transport) loses the team's collective state.
+  Status rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
+  Status roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
+  // The slow path of a disagreement: every member's record, and the error every member returns.
+  Status explain(const char* call, Team& t, const Record& mine, const Status& localError);
+  Status dataPhase(const char* call, Team& t, const Plan& p);
+  Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
+                     bool outDevice);
+  Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);
+  Status writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice);
+  uint64_t* words(int slot) const;
+
+  World& w_;
+};
+
+}  // namespace tether

@@ -1,0 +1,453 @@
+// Team data collectives of the core C API (tether_team_broadcast/reduce/allreduce/allgather/reduce_scatter/alltoall,
+// issue #21) on HOST memory at 2/3/4/8 PEs (ucx_mp_coll_team: every peer over UCX, so the engine reads through the
+// transport instead of loads): every operation x element type x allowed op x team shape (world, even PEs, the world
+// reversed, the rows of a 2-wide grid) x in place or not, counts from 0 to two-shot sizes, against a straightforward
+// reference each PE computes from the inputs every member generates from the seed (MP_SEED, printed).
+// Then the agreement: different count/type/root/objects on one member -> TETHER_ERR_MISMATCH on every member naming
+// both; one member's invalid root, non-symmetric dest, bad enum -> its own error there, TETHER_ERR_INVALID_ARG on the
+// others; overlapping alltoall buffers and xor on floats everywhere; a non-member's handle; the team stays usable.
+// `mp_coll_team timeout` (TETHER_TIMEOUT=3): PE 0 skips an allreduce on the world team: the others time out, the next
+// collective on that team fails at once (state lost) while a split team still works.
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "mp_util.h"
+
+namespace {
+
+tether_t w;
+int me, npes;
+uint64_t seed;
+long checks = 0;
+
+// ---- element types: the test's own encodings (exact for the small integers the float inputs are) --------------
+
+struct TypeInfo {
+  tether_dtype_t t;
+  const char* name;
+  size_t size;
+  enum Cls { S, U, F } cls;
+};
+const TypeInfo kTypes[] = {
+    {TETHER_INT, "int", sizeof(int), TypeInfo::S},        {TETHER_LONG, "long", sizeof(long), TypeInfo::S},
+    {TETHER_LONGLONG, "longlong", 8, TypeInfo::S},       {TETHER_UINT, "uint", 4, TypeInfo::U},
+    {TETHER_ULONG, "ulong", sizeof(long), TypeInfo::U},  {TETHER_ULONGLONG, "ulonglong", 8, TypeInfo::U},
+    {TETHER_INT32, "int32", 4, TypeInfo::S},             {TETHER_INT64, "int64", 8, TypeInfo::S},
+    {TETHER_UINT32, "uint32", 4, TypeInfo::U},           {TETHER_UINT64, "uint64", 8, TypeInfo::U},
+    {TETHER_SIZE, "size", sizeof(size_t), TypeInfo::U},  {TETHER_PTRDIFF, "ptrdiff", 8, TypeInfo::S},
+    {TETHER_FLOAT, "float", 4, TypeInfo::F},             {TETHER_DOUBLE, "double", 8, TypeInfo::F},
+    {TETHER_SHORT, "short", 2, TypeInfo::S},             {TETHER_USHORT, "ushort", 2, TypeInfo::U},
+    {TETHER_INT8, "int8", 1, TypeInfo::S},               {TETHER_UINT8, "uint8", 1, TypeInfo::U},
+    {TETHER_HALF, "half", 2, TypeInfo::F},               {TETHER_BFLOAT16, "bfloat16", 2, TypeInfo::F},
+};
+
+// Float inputs are integers in [-2, 2]: every sum and product of <= 8 of them is exact in every float type.
+uint64_t encodeFloat(tether_dtype_t t, double v) {
+  const float f = static_cast<float>(v);
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if (t == TETHER_DOUBLE) {
+    uint64_t d;
+    std::memcpy(&d, &v, 8);
+    return d;
+  }
+  if (t == TETHER_FLOAT) return b;
+  if (t == TETHER_BFLOAT16) return b >> 16;  // exact: the values have few mantissa bits
+  // half: sign, exponent rebiased 127 -> 15, 10 mantissa bits (exact for these values); zero stays zero
+  const uint32_t sign = (b >> 16) & 0x8000u;
+  if ((b & 0x7fffffffu) == 0) return sign;
+  return sign | ((((b >> 23) & 0xffu) - 112) << 10) | ((b >> 13) & 0x3ffu);
+}
+double decodeFloat(tether_dtype_t t, uint64_t bits) {
+  if (t == TETHER_DOUBLE) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+  }
+  uint32_t b = static_cast<uint32_t>(bits);
+  if (t == TETHER_BFLOAT16) b <<= 16;
+  if (t == TETHER_HALF) {
+    const uint32_t sign = (b & 0x8000u) << 16, e = (b >> 10) & 0x1fu, m = b & 0x3ffu;
+    if (e == 0 && m == 0) b = sign;
+    else if (e == 0 || e == 31) return NAN;  // never produced by these inputs
+    else b = sign | ((e + 112) << 23) | (m << 13);
+  }
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Element i of team PE m's input for test case c: integers any bits, floats an integer in [-2, 2].
+uint64_t input(const TypeInfo& ti, uint64_t c, int m, size_t i) {
+  const uint64_t r = mix(seed ^ mix(c * 1000003u + static_cast<uint64_t>(m)) ^ (i * 0x632be59bd9b4e019ull));
+  if (ti.cls == TypeInfo::F) return encodeFloat(ti.t, static_cast<double>(static_cast<int>(r % 5) - 2));
+  return ti.size == 8 ? r : r & ((uint64_t{1} << (8 * ti.size)) - 1);
+}
+
+void store(void* p, size_t i, size_t size, uint64_t v) { std::memcpy(static_cast<char*>(p) + i * size, &v, size); }
+uint64_t load(const void* p, size_t i, size_t size) {
+  uint64_t v = 0;
+  std::memcpy(&v, static_cast<const char*>(p) + i * size, size);
+  return v;
+}
+
+// a op b on the element bits of type ti (integers: wrap-around in the type's width, signed compare for S).
+uint64_t combine(const TypeInfo& ti, tether_red_op_t op, uint64_t a, uint64_t b) {
+  if (ti.cls == TypeInfo::F) {
+    const double x = decodeFloat(ti.t, a), y = decodeFloat(ti.t, b);
+    double r = 0;
+    switch (op) {
+      case TETHER_RED_SUM: r = x + y; break;
+      case TETHER_RED_PROD: r = x * y; break;
+      case TETHER_RED_MIN: r = y < x ? y : x; break;
+      default: r = y > x ? y : x; break;
+    }
+    return encodeFloat(ti.t, r);
+  }
+  const unsigned bits = static_cast<unsigned>(8 * ti.size);
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  auto sx = [&](uint64_t v) {  // sign-extended value for comparisons
+    if (ti.cls == TypeInfo::U || bits == 64) return static_cast<int64_t>(v);
+    return static_cast<int64_t>(v << (64 - bits)) >> (64 - bits);
+  };
+  const bool lessBA = ti.cls == TypeInfo::U ? b < a : sx(b) < sx(a);
+  const bool lessAB = ti.cls == TypeInfo::U ? a < b : sx(a) < sx(b);
+  switch (op) {
+    case TETHER_RED_SUM: return (a + b) & mask;
+    case TETHER_RED_PROD: return (a * b) & mask;
+    case TETHER_RED_MIN: return lessBA ? b : a;
+    case TETHER_RED_MAX: return lessAB ? b : a;
+    case TETHER_RED_AND: return a & b;
+    case TETHER_RED_OR: return a | b;
+    default: return a ^ b;
+  }
+}
+
+bool sameValue(const TypeInfo& ti, uint64_t a, uint64_t b) {
+  return ti.cls == TypeInfo::F ? decodeFloat(ti.t, a) == decodeFloat(ti.t, b) : a == b;
+}
+
+struct Fail {
+  const char* what;
+  const TypeInfo* ti;
+  uint64_t c;
+  size_t count;
+  bool inPlace;
+};
+[[noreturn]] void mismatch(const Fail& f, size_t i, uint64_t got, uint64_t want) {
+  char msg[300];
+  std::snprintf(msg, sizeof msg, "%s type %s case %" PRIu64 " count %zu%s: element %zu is 0x%" PRIx64
+                ", expected 0x%" PRIx64 " (MP_SEED=%" PRIu64 ")", f.what, f.ti->name, f.c, f.count,
+                f.inPlace ? " in place" : "", i, got, want, seed);
+  mp::fail(__FILE__, __LINE__, "result", msg);
+}
+
+// ---- the operations against the reference ----------------------------------------------------------------------
+
+// Symmetric HOST scratch: two buffers of kMaxBytes each (src and dest; in-place forms use one).
+constexpr size_t kMaxBytes = 8 * 50000;
+char* bufA;
+char* bufB;
+uint64_t caseNo = 0;  // the same sequence on every PE: every member generates the same inputs
+
+void allreduceCase(tether_team_t team, const TypeInfo& ti, tether_red_op_t op, size_t count, bool inPlace) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  char* src = bufA;
+  char* dest = inPlace ? bufA : bufB;
+  for (size_t i = 0; i < count; ++i) store(src, i, ti.size, input(ti, c, my, i));
+  MP_OK(tether_team_allreduce(team, dest, src, count, ti.t, op));
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t want = input(ti, c, 0, i);
+    for (int m = 1; m < n; ++m) want = combine(ti, op, want, input(ti, c, m, i));
+    const uint64_t got = load(dest, i, ti.size);
+    if (!sameValue(ti, got, want)) mismatch({"allreduce", &ti, c, count, inPlace}, i, got, want);
+  }
+  ++checks;
+}
+
+void reduceCase(tether_team_t team, const TypeInfo& ti, tether_red_op_t op, size_t count, bool inPlace, int root) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  char* src = bufA;
+  char* dest = inPlace ? bufA : bufB;
+  for (size_t i = 0; i < count; ++i) store(src, i, ti.size, input(ti, c, my, i));
+  const uint64_t fill = 0x5a5a5a5a5a5a5a5aull >> (64 - 8 * ti.size);  // what a non-root's dest keeps
+  if (!inPlace) std::memset(dest, 0x5a, count * ti.size);
+  MP_OK(tether_team_reduce(team, dest, src, count, ti.t, op, root));
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t want = input(ti, c, 0, i);
+    for (int m = 1; m < n; ++m) want = combine(ti, op, want, input(ti, c, m, i));
+    const uint64_t got = load(dest, i, ti.size);
+    if (my != root) {  // untouched: the bits stay
+      want = inPlace ? input(ti, c, my, i) : fill;
+      if (got != want) mismatch({"reduce (non-root)", &ti, c, count, inPlace}, i, got, want);
+    } else if (!sameValue(ti, got, want)) {
+      mismatch({"reduce", &ti, c, count, inPlace}, i, got, want);
+    }
+  }
+  ++checks;
+}
+
+void reduceScatterCase(tether_team_t team, const TypeInfo& ti, tether_red_op_t op, size_t count, bool inPlace) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  const size_t total = count * static_cast<size_t>(n);
+  char* src = bufA;
+  char* dest = inPlace ? bufA + static_cast<size_t>(my) * count * ti.size : bufB;
+  for (size_t i = 0; i < total; ++i) store(src, i, ti.size, input(ti, c, my, i));
+  MP_OK(tether_team_reduce_scatter(team, dest, src, count, ti.t, op));
+  for (size_t i = 0; i < count; ++i) {
+    const size_t e = static_cast<size_t>(my) * count + i;
+    uint64_t want = input(ti, c, 0, e);
+    for (int m = 1; m < n; ++m) want = combine(ti, op, want, input(ti, c, m, e));
+    const uint64_t got = load(dest, i, ti.size);
+    if (!sameValue(ti, got, want)) mismatch({"reduce_scatter", &ti, c, count, inPlace}, i, got, want);
+  }
+  ++checks;
+}
+
+void broadcastCase(tether_team_t team, const TypeInfo& ti, size_t count, bool inPlace, int root) {
+  const uint64_t c = ++caseNo;
+  const int my = tether_team_my_pe(team);
+  char* src = bufA;
+  char* dest = inPlace ? bufA : bufB;
+  for (size_t i = 0; i < count; ++i) store(src, i, ti.size, input(ti, c, my, i));
+  MP_OK(tether_team_broadcast(team, dest, src, count, ti.t, root));
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t want = input(ti, c, root, i), got = load(dest, i, ti.size);
+    if (got != want) mismatch({"broadcast", &ti, c, count, inPlace}, i, got, want);
+  }
+  ++checks;
+}
+
+void allgatherCase(tether_team_t team, const TypeInfo& ti, size_t count, bool inPlace) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  char* dest = bufB;
+  char* src = inPlace ? bufB + static_cast<size_t>(my) * count * ti.size : bufA;
+  for (size_t i = 0; i < count; ++i) store(src, i, ti.size, input(ti, c, my, i));
+  MP_OK(tether_team_allgather(team, dest, src, count, ti.t));
+  for (int m = 0; m < n; ++m)
+    for (size_t i = 0; i < count; ++i) {
+      const uint64_t want = input(ti, c, m, i), got = load(dest, static_cast<size_t>(m) * count + i, ti.size);
+      if (got != want) mismatch({"allgather", &ti, c, count, inPlace}, static_cast<size_t>(m) * count + i, got, want);
+    }
+  ++checks;
+}
+
+void alltoallCase(tether_team_t team, const TypeInfo& ti, size_t count) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  for (size_t i = 0; i < count * static_cast<size_t>(n); ++i) store(bufA, i, ti.size, input(ti, c, my, i));
+  MP_OK(tether_team_alltoall(team, bufB, bufA, count, ti.t));
+  for (int m = 0; m < n; ++m)
+    for (size_t i = 0; i < count; ++i) {
+      // block m of dest = block my of member m's src
+      const uint64_t want = input(ti, c, m, static_cast<size_t>(my) * count + i);
+      const uint64_t got = load(bufB, static_cast<size_t>(m) * count + i, ti.size);
+      if (got != want) mismatch({"alltoall", &ti, c, count, false}, static_cast<size_t>(m) * count + i, got, want);
+    }
+  ++checks;
+}
+
+bool allowed(const TypeInfo& ti, tether_red_op_t op) { return op < TETHER_RED_AND || ti.cls != TypeInfo::F; }
+
+// Every operation on one team (collective over its members).
+void runAll(tether_team_t team, const char* label) {
+  const int n = tether_team_n_pes(team);
+  const long before = checks;
+  caseNo = 0;  // members of different teams ran different numbers of cases before
+  // Reductions: every type x allowed op, small counts, in place and not.
+  for (const TypeInfo& ti : kTypes)
+    for (int op = 0; op < TETHER_RED_COUNT; ++op) {
+      const auto o = static_cast<tether_red_op_t>(op);
+      if (!allowed(ti, o)) continue;
+      for (size_t count : {size_t{1}, size_t{7}, size_t{300}})
+        for (bool inPlace : {false, true}) allreduceCase(team, ti, o, count, inPlace);
+      reduceCase(team, ti, o, 33, op % 2 == 0, (op * 5) % n);
+      reduceScatterCase(team, ti, o, 5, op % 2 == 1);
+    }
+  // Two-shot sizes (>= 64 KiB) and chunking (> 64 KiB per member read), a few types.
+  const size_t big = kMaxBytes / 8 / static_cast<size_t>(n);  // fits n * big 8-byte elements
+  for (tether_dtype_t t : {TETHER_INT64, TETHER_DOUBLE, TETHER_HALF, TETHER_UINT8})
+    for (const TypeInfo& ti : kTypes)
+      if (ti.t == t)
+        for (bool inPlace : {false, true}) {
+          const tether_red_op_t op = ti.cls == TypeInfo::F ? TETHER_RED_SUM : TETHER_RED_XOR;
+          allreduceCase(team, ti, op, kMaxBytes / ti.size, inPlace);
+          reduceScatterCase(team, ti, op, big, inPlace);
+          reduceCase(team, ti, TETHER_RED_MAX, kMaxBytes / ti.size, inPlace, n - 1);
+        }
+  // Data movers: element sizes 1, 2, 4, 8; counts 0 to large; every root.
+  for (tether_dtype_t t : {TETHER_UINT8, TETHER_SHORT, TETHER_FLOAT, TETHER_UINT64})
+    for (const TypeInfo& ti : kTypes)
+      if (ti.t == t)
+        for (size_t count : {size_t{0}, size_t{1}, size_t{13}, big}) {
+          for (int root = 0; root < n; ++root) broadcastCase(team, ti, count, root % 2 == 1, root);
+          for (bool inPlace : {false, true}) allgatherCase(team, ti, count, inPlace);
+          alltoallCase(team, ti, count);
+        }
+  if (me == 0 || tether_team_my_pe(team) == 0)
+    std::printf("PE %d: %s (%d PEs): %ld collectives checked\n", me, label, n, checks - before);
+}
+
+// ---- agreement ---------------------------------------------------------------------------------------------------
+
+#define EXPECT_ON_ALL(call, code_here, code_others, first_pe)                                                 \
+  do {                                                                                                         \
+    const tether_status_t st_ = (call);                                                                        \
+    const tether_status_t want_ = (me == (first_pe)) ? (code_here) : (code_others);                           \
+    if (st_ != want_) {                                                                                        \
+      char m_[200];                                                                                            \
+      std::snprintf(m_, sizeof m_, "got %s, expected %s", tether_status_string(st_), tether_status_string(want_)); \
+      mp::fail(__FILE__, __LINE__, #call, m_);                                                                 \
+    }                                                                                                          \
+  } while (0)
+
+void agreement() {
+  tether_team_t world = tether_team_world(w);
+  long* a = reinterpret_cast<long*>(bufA);
+  long* b = reinterpret_cast<long*>(bufB);
+  const int last = npes - 1;
+  // Different counts: MISMATCH on every member, the message names the field and both values.
+  EXPECT_ON_ALL(tether_team_allreduce(world, b, a, me == last ? 9 : 8, TETHER_LONG, TETHER_RED_SUM),
+                TETHER_ERR_MISMATCH, TETHER_ERR_MISMATCH, -1);
+  MP_MSG_HAS("count");
+  // Different type, root, op.
+  EXPECT_ON_ALL(tether_team_broadcast(world, b, a, 4, me == 0 ? TETHER_INT32 : TETHER_UINT32, 0),
+                TETHER_ERR_MISMATCH, TETHER_ERR_MISMATCH, -1);
+  EXPECT_ON_ALL(tether_team_broadcast(world, b, a, 4, TETHER_INT32, me == last ? 0 : last), TETHER_ERR_MISMATCH,
+                TETHER_ERR_MISMATCH, -1);
+  MP_MSG_HAS("root");
+  EXPECT_ON_ALL(tether_team_reduce_scatter(world, b, a, 2, TETHER_INT32, me == 0 ? TETHER_RED_MAX : TETHER_RED_MIN),
+                TETHER_ERR_MISMATCH, TETHER_ERR_MISMATCH, -1);
+  // Different objects (dest at another offset on one member).
+  EXPECT_ON_ALL(tether_team_allgather(world, me == last ? b + 1 : b, a, 1, TETHER_LONG), TETHER_ERR_MISMATCH,
+                TETHER_ERR_MISMATCH, -1);
+  MP_MSG_HAS("dest");
+  // In place on one member only.
+  EXPECT_ON_ALL(tether_team_allreduce(world, me == 0 ? a : b, a, 3, TETHER_LONG, TETHER_RED_SUM),
+                TETHER_ERR_MISMATCH, TETHER_ERR_MISMATCH, -1);
+  // One member's invalid root: INVALID_ARG there (naming root), on the others naming that member.
+  EXPECT_ON_ALL(tether_team_broadcast(world, b, a, 4, TETHER_LONG, me == last ? npes : 0), TETHER_ERR_INVALID_ARG,
+                TETHER_ERR_INVALID_ARG, last);
+  if (me == last) MP_MSG_HAS("root");
+  else MP_MSG_HAS("passed invalid arguments");
+  // One member's dest not symmetric (a stack buffer).
+  long local[4];
+  EXPECT_ON_ALL(tether_team_allreduce(world, me == 0 ? local : b, a, 4, TETHER_LONG, TETHER_RED_SUM),
+                TETHER_ERR_NOT_SYMMETRIC, TETHER_ERR_INVALID_ARG, 0);
+  // One member's bad enum value (a C caller can pass any int).
+  int badType = 999;
+  tether_dtype_t bt;
+  std::memcpy(&bt, &badType, sizeof bt);
+  EXPECT_ON_ALL(tether_team_allgather(world, b, a, 1, me == last ? bt : TETHER_LONG), TETHER_ERR_INVALID_ARG,
+                TETHER_ERR_INVALID_ARG, last);
+  // Everywhere: xor on floats, overlapping alltoall, misaligned objects.
+  MP_EXPECT_STATUS(tether_team_allreduce(world, b, a, 4, TETHER_FLOAT, TETHER_RED_XOR), TETHER_ERR_INVALID_ARG);
+  MP_MSG_HAS("xor");
+  MP_EXPECT_STATUS(tether_team_alltoall(world, a, a, 1, TETHER_LONG), TETHER_ERR_INVALID_ARG);
+  MP_MSG_HAS("overlap");
+  MP_EXPECT_STATUS(tether_team_allreduce(world, bufB + 1, bufA + 1, 2, TETHER_INT32, TETHER_RED_SUM),
+                   TETHER_ERR_INVALID_ARG);
+  MP_MSG_HAS("aligned");
+  MP_EXPECT_STATUS(tether_team_allreduce(world, b, a, SIZE_MAX / 2, TETHER_LONG, TETHER_RED_SUM), TETHER_ERR_OVERFLOW);
+  // Handles: invalid, and a team this PE is not in (a non-member holds TETHER_TEAM_INVALID).
+  MP_EXPECT_STATUS(tether_team_allreduce(TETHER_TEAM_INVALID, b, a, 1, TETHER_LONG, TETHER_RED_SUM),
+                   TETHER_ERR_INVALID_ARG);
+  tether_team_t first = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 1, 1, nullptr, &first));
+  if (me != 0) MP_EXPECT_STATUS(tether_team_broadcast(first, b, a, 1, TETHER_LONG, 0), TETHER_ERR_INVALID_ARG);
+  else MP_OK(tether_team_broadcast(first, b, a, 1, TETHER_LONG, 0));
+  MP_OK(tether_team_destroy(first));
+  // The team is still usable after all of that.
+  caseNo = 1u << 20;
+  allreduceCase(world, kTypes[1], TETHER_RED_SUM, 5, false);
+  std::printf("PE %d: agreement OK\n", me);
+}
+
+void timeoutMode() {
+  tether_team_t world = tether_team_world(w), all = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 1, npes, nullptr, &all));
+  auto* through = static_cast<uint64_t*>(mp::hostZeroed(w, sizeof(uint64_t)));
+  MP_OK(tether_barrier_all(w));
+  long* a = reinterpret_cast<long*>(bufA);
+  if (me != 0) {  // PE 0 skips an allreduce on `all`
+    const auto t0 = std::chrono::steady_clock::now();
+    MP_EXPECT_STATUS(tether_team_allreduce(all, a, a, 1, TETHER_LONG, TETHER_RED_SUM), TETHER_ERR_TIMEOUT);
+    MP_CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 30);
+    MP_MSG_HAS("round");
+    const auto t1 = std::chrono::steady_clock::now();
+    MP_EXPECT_STATUS(tether_team_broadcast(all, a, a, 1, TETHER_LONG, 0), TETHER_ERR_TIMEOUT);
+    MP_MSG_HAS("collective state is lost");
+    MP_CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() < 1.0);
+    mp::passedTimeout(through, 0);
+  } else {
+    mp::awaitTimeouts(through, npes - 1);
+  }
+  // The world team and the instance are unaffected.
+  MP_OK(tether_barrier_all(w));
+  caseNo = 1u << 21;
+  allreduceCase(world, kTypes[1], TETHER_RED_SUM, 3, false);
+  std::printf("PE %d: collective timeout OK\n", me);
+}
+
+// MP_SEED, or PE 0's clock; every PE takes PE 0's (read with a get after a barrier) and PE 0 prints it.
+void agreeSeed() {
+  const char* s = std::getenv("MP_SEED");
+  seed = s ? std::strtoull(s, nullptr, 10) : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  uint64_t* seedWord = static_cast<uint64_t*>(mp::hostZeroed(w, sizeof(uint64_t)));
+  if (me == 0) *seedWord = seed;
+  MP_OK(tether_barrier_all(w));
+  if (me != 0) MP_OK(tether_get(w, &seed, seedWord, sizeof seed, 0));
+  if (me == 0) std::printf("mp_coll_team: MP_SEED=%" PRIu64 "\n", seed);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mp::init();
+  w = mp::world();
+  std::tie(me, npes) = std::make_pair(tether_my_pe(w), tether_n_pes(w));
+  agreeSeed();
+  bufA = static_cast<char*>(mp::hostZeroed(w, kMaxBytes));
+  bufB = static_cast<char*>(mp::hostZeroed(w, kMaxBytes));
+  MP_OK(tether_barrier_all(w));
+  if (argc > 1 && std::strcmp(argv[1], "timeout") == 0) {
+    timeoutMode();
+    return mp::finish();
+  }
+  tether_team_t world = tether_team_world(w);
+  runAll(world, "world");
+  tether_team_t even = TETHER_TEAM_INVALID, reversed = TETHER_TEAM_INVALID, row = TETHER_TEAM_INVALID,
+                col = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 2, (npes + 1) / 2, nullptr, &even));
+  MP_OK(tether_team_split_strided(world, npes - 1, -1, npes, nullptr, &reversed));
+  MP_OK(tether_team_split_2d(world, 2, nullptr, &row, nullptr, &col));
+  if (even) runAll(even, "even PEs");
+  runAll(reversed, "reversed world");
+  runAll(row, "grid row");
+  MP_OK(tether_barrier_all(w));
+  agreement();
+  for (tether_team_t t : {even, reversed, row, col}) MP_OK(tether_team_destroy(t));
+  MP_OK(tether_barrier_all(w));
+  if (me == 0) std::printf("mp_coll_team: OK (MP_SEED=%" PRIu64 ")\n", seed);
+  return mp::finish();
+}
