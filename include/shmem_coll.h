@@ -32,6 +32,8 @@
  * a message naming the routine. shmem_broadcast32/64 leave dest on the root unchanged (1.4). shmem_barrier completes
  * the caller's outstanding puts first (shmem_quiet); shmem_sync does not.
  *
+ * Team broadcast/fcollect/alltoall and the reductions of every type but long double and complex run on tether's core
+ * team collectives (tether_team_*), so their objects may be in any memory kind, GPU memory included.
  * Cost (every member is reached directly: one host): a collective is two barriers of the team with, between them,
  * one tether_get per member that this PE pulls its data from (it never writes another PE's memory). Reductions of
  * at least 64 KiB over 3 or more members are a reduce-scatter and an allgather (three barriers, each member moves

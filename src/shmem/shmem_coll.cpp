@@ -308,19 +308,69 @@ size_t nreduceOf(int nreduce, const char* call) {
   return static_cast<size_t>(nreduce);
 }
 
-// Team forms shared by the typed and the mem routines (es = element size).
+// Team forms shared by the typed and the mem routines (es = element size). broadcast, fcollect, alltoall and the
+// reductions on the types the core has run on the core team collectives (tether_team_*: any memory kind, GPU
+// included; arguments agreed across members); collect, alltoalls and the long double / complex reductions on this
+// engine (HOST memory).
+tether_team_t coreTeam(shmem_team_t team, const char* call) {
+  shmemWorld(call);
+  return shmemTeamValid(team) ? shmemCoreTeam(team) : TETHER_TEAM_INVALID;
+}
+// The data movers pass bytes as TETHER_UINT8 elements (shmemMulChecked aborts naming call on overflow).
 int teamBroadcast(shmem_team_t team, void* dest, const void* src, size_t nelems, size_t es, int root,
-                        const char* call) {
-  return onTeam(team, call, [&](const CollGroup& g) { broadcast(g, dest, src, nelems, es, root, true, call); });
+                  const char* call) {
+  tether_team_t t = coreTeam(team, call);
+  if (!t) return -1;
+  shmemCheck(tether_team_broadcast(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8, root), call);
+  return 0;
 }
 int teamCollect(shmem_team_t team, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
   return onTeam(team, call, [&](const CollGroup& g) { collect(g, dest, src, nelems, es, call); });
 }
 int teamFcollect(shmem_team_t team, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
-  return onTeam(team, call, [&](const CollGroup& g) { fcollect(g, dest, src, nelems, es, call); });
+  tether_team_t t = coreTeam(team, call);
+  if (!t) return -1;
+  shmemCheck(tether_team_allgather(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
+  return 0;
 }
 int teamAlltoall(shmem_team_t team, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
-  return onTeam(team, call, [&](const CollGroup& g) { alltoall(g, dest, src, nelems, es, call); });
+  tether_team_t t = coreTeam(team, call);
+  if (!t) return -1;
+  shmemCheck(tether_team_alltoall(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
+  return 0;
+}
+
+// The core element type of T, or TETHER_DTYPE_COUNT when the core has none (long double, complex).
+template <class T>
+constexpr tether_dtype_t coreDtype() {
+  if constexpr (std::is_same_v<T, float>) return TETHER_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return TETHER_DOUBLE;
+  else if constexpr (!std::is_integral_v<T>) return TETHER_DTYPE_COUNT;
+  else if constexpr (sizeof(T) == 1) return std::is_signed_v<T> ? TETHER_INT8 : TETHER_UINT8;
+  else if constexpr (sizeof(T) == 2) return std::is_signed_v<T> ? TETHER_SHORT : TETHER_USHORT;
+  else if constexpr (sizeof(T) == 4) return std::is_signed_v<T> ? TETHER_INT32 : TETHER_UINT32;
+  else return std::is_signed_v<T> ? TETHER_INT64 : TETHER_UINT64;
+}
+template <class Op> constexpr tether_red_op_t coreOp();
+template <> constexpr tether_red_op_t coreOp<OpSum>() { return TETHER_RED_SUM; }
+template <> constexpr tether_red_op_t coreOp<OpProd>() { return TETHER_RED_PROD; }
+template <> constexpr tether_red_op_t coreOp<OpMin>() { return TETHER_RED_MIN; }
+template <> constexpr tether_red_op_t coreOp<OpMax>() { return TETHER_RED_MAX; }
+template <> constexpr tether_red_op_t coreOp<OpAnd>() { return TETHER_RED_AND; }
+template <> constexpr tether_red_op_t coreOp<OpOr>() { return TETHER_RED_OR; }
+template <> constexpr tether_red_op_t coreOp<OpXor>() { return TETHER_RED_XOR; }
+
+template <class T, class Op>
+int teamReduce(shmem_team_t team, T* dest, const T* src, size_t nreduce, const char* call) {
+  if constexpr (coreDtype<T>() != TETHER_DTYPE_COUNT) {
+    tether_team_t t = coreTeam(team, call);
+    if (!t) return -1;
+    shmemMulChecked(nreduce, sizeof(T), call);
+    shmemCheck(tether_team_allreduce(t, dest, src, nreduce, coreDtype<T>(), coreOp<Op>()), call);
+    return 0;
+  } else {
+    return onTeam(team, call, [&](const CollGroup& g) { reduce<T, Op>(g, dest, src, nreduce, call); });
+  }
 }
 int teamAlltoalls(shmem_team_t team, void* dest, const void* src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
                         size_t es, const char* call) {
@@ -376,7 +426,7 @@ int shmem_alltoallsmem(shmem_team_t team, void* dest, const void* source, ptrdif
 #define SHMEM_DEFINE_REDUCE_(NAME, T, OP, OPTYPE)                                                                  \
   int shmem_##NAME##_##OP##_reduce(shmem_team_t team, T* dest, const T* source, size_t nreduce) {                  \
     const char* call = "shmem_" #NAME "_" #OP "_reduce";                                                           \
-    return onTeam(team, call, [&](const CollGroup& g) { reduce<T, OPTYPE>(g, dest, source, nreduce, call); });      \
+    return teamReduce<T, OPTYPE>(team, dest, source, nreduce, call);                                                \
   }
 #define SHMEM_DEFINE_BITWISE_REDUCE_(NAME, T)                                                                      \
   SHMEM_DEFINE_REDUCE_(NAME, T, and, OpAnd) SHMEM_DEFINE_REDUCE_(NAME, T, or, OpOr)                                \

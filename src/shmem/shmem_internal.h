@@ -44,6 +44,8 @@ void shmemTeamsInit(tether_t world);
 void shmemTeamsFinalize();
 // True for SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED and teams this PE belongs to that are not destroyed yet.
 bool shmemTeamValid(shmem_team_t team);
+// The core team (tether_team_t) behind a valid team.
+tether_team_t shmemCoreTeam(shmem_team_t team);
 // World PE number of team-relative `pe`; -1 when the team is invalid or pe is outside [0, team size).
 int shmemTeamWorldPe(shmem_team_t team, int pe);
 

@@ -170,6 +170,8 @@ int shmemTeamWorldPe(shmem_team_t team, int pe) {
   return team->pes[static_cast<size_t>(pe)];
 }
 
+tether_team_t shmemCoreTeam(shmem_team_t team) { return team->core; }
+
 bool shmemTeamGroup(shmem_team_t team, tether_t world, CollGroup* g) {
   if (!shmemTeamValid(team)) return false;
   g->world = world;
