@@ -22,8 +22,8 @@
 #                      ucx: both over the SAME UCX transport, UCX_TLS=tcp,self UCX_NET_DEVICES=lo (ours forced onto
 #                      its UCX provider with TETHER_PATHS=host=ucx; the reference with --mca spml ucx and the UCX_*
 #                      variables exported to its PEs), results in shmem_compare_ucx[_<n>pe].* (issue #19)
-#   NPES=2             PEs per run (osh_bench measures PE 0 -> PE 1; more PEs join the barriers); results of
-#                      NPES != 2 get the suffix _<n>pe
+#   NPES=2             PEs per run (osh_bench measures PE 0 -> PE 1; more PEs join the barrier and the collective
+#                      rows); results of NPES != 2 get the suffix _<n>pe
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

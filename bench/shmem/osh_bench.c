@@ -3,14 +3,17 @@
  * implementation's own `oshcc` and the two binaries are compared row by row (bench/shmem/compare.sh).
  *
  * Method (identical for every implementation; see also bench/shmem/README.md)
- *  - 2 PEs (more PEs only join the barriers). PE 0 issues and times; PE 1 is the target, except in `pingpong` and
- *    `barrier`, where both PEs run the loop and PE 0 times it.
+ *  - 2 PEs (more PEs only join the barriers and the collectives). PE 0 issues and times; PE 1 is the target, except in
+ *    `pingpong`, where both PEs run the loop, and in `barrier` and the collective rows, where every PE runs it; PE 0
+ *    times it.
  *  - Buffers: every buffer, source and destination, is on the symmetric heap (shmem_malloc), so no implementation
  *    pays for registering private memory. Put: PE 0's `src` -> PE 1's `dst`; get: PE 1's `dst` -> PE 0's `src`.
  *  - Clock: clock_gettime(CLOCK_MONOTONIC), read once before and once after a batch. A batch is k operations back to
  *    back and gives one sample (batch time / k). k = min(--iters, --batch-bytes / size), at least 1. --warmup batches
  *    are run and discarded, then --batches timed ones; each row reports the MEDIAN sample (`value`) and the fastest
- *    (`min`). Between rows/sizes there are shmem_barrier_all calls, never inside a timed batch (except `barrier`).
+ *    (`min`). Between rows/sizes there are shmem_barrier_all calls, never inside a timed batch (except `barrier`, and
+ *    the one that closes a collective row's batch); `barrier` and the collective rows also run one untimed
+ *    shmem_barrier_all before every batch (the PEs start it together).
  *  - Latency rows complete every operation inside the operation, so one sample is the real per-operation latency:
  *      put_lat   shmem_putmem(S) + shmem_quiet                (one-sided; the quiet makes it a completed put)
  *      get_lat   shmem_getmem(S)                              (blocking by definition)
@@ -26,9 +29,31 @@
  *      put_bw    shmem_putmem_nbi(S) x W + shmem_quiet        -> GB/s (10^9 B/s) = S / per-op time
  *      msg_rate  shmem_putmem_nbi(8 B) x W + shmem_quiet      -> millions of messages per second
  *    W = min(--window, k); k is rounded down to a multiple of W.
+ *  - Collective rows: every PE calls the OpenSHMEM 1.4 active-set form over all PEs (PE_start 0, logPE_stride 0,
+ *    PE_size npes) k times back to back, then shmem_barrier_all once; PE 0 times the batch (per call: batch time / k,
+ *    us). The closing barrier is timed (amortised over k) because a call may return on one PE long before it is
+ *    complete on the others: a 1.4 broadcast root need not wait for anyone (Open MPI 4.1.4's root took 0.2 us per
+ *    8-byte call to 3 PEs), so a batch ends only when every PE has finished its k calls. S is the block of one PE,
+ *    nelems = S/8 64-bit elements; sizes --min-size .. min(--max-size, 1 MiB, 64 MiB / npes) rounded down to a
+ *    multiple of 8, and k = min(--iters / npes, --batch-bytes / (npes * S)), at least 1 (a call moves about
+ *    npes * S bytes per PE and costs more with every PE, so a batch lasts about as long at any npes):
+ *      bcast     shmem_broadcast64(dst, src, S/8, root 0)      (1.4: dst on the root is left unchanged)
+ *      reduce    shmem_long_sum_to_all(dst, src, S/8, pWrk)
+ *      fcollect  shmem_fcollect64(dst, src, S/8)               (dst: npes * S bytes)
+ *      alltoall  shmem_alltoall64(dst, src, S/8)               (src and dst: npes * S bytes)
+ *    pSync (and pWrk): OpenSHMEM 1.4 lets a pSync array be reused by a later collective only once no PE of the
+ *    active set is still in the earlier call that used it, which in general takes some synchronisation; for calls
+ *    on the same active set it names the alternative: two pSync (and pWrk) arrays used in turn. So each collective
+ *    has two symmetric pSync arrays of its SHMEM_*_SYNC_SIZE (and reduce two pWrk arrays of
+ *    max(S/16 + 1, SHMEM_REDUCE_MIN_WRKDATA_SIZE) longs), set to SHMEM_SYNC_VALUE once and followed by a barrier;
+ *    call i of a batch uses array i % 2, with no barrier between the calls (the barriers around every batch separate
+ *    the batches).
  *  - Validation (outside the timed region): the target checks every byte of the last put, PE 0 every byte of the
  *    last get; fetched AMO values are checked as they arrive and the counter's final value at the end; the
- *    ping-pong's data is checked at the end. One wrong value ends the run (exit 1) naming row, size and offset.
+ *    ping-pong's data is checked at the end; after a collective row's last batch every PE checks its dst (bcast:
+ *    every non-root holds the root's src; reduce: the sum of every PE's known src; fcollect: block j is PE j's src;
+ *    alltoall: block j is the block PE j addressed to this PE). One wrong value ends the run (exit 1) naming row,
+ *    size and offset.
  *
  * Output: a human table per row on stdout ('#' header lines), and JSON lines (to --json FILE, or stdout with
  * --json -), one object per row and size:
@@ -64,6 +89,23 @@ static char *src, *dst;   /* symmetric, max_size each */
 static long *counter;     /* symmetric: AMO target */
 static long *flag;        /* symmetric: ping-pong flag */
 static long seq;          /* ping-pong sequence, the same on both PEs */
+
+/* Collective rows (every PE). */
+enum { C_BCAST, C_REDUCE, C_FCOLLECT, C_ALLTOALL, C_COUNT };
+static const long psync_len[C_COUNT] = {SHMEM_BCAST_SYNC_SIZE, SHMEM_REDUCE_SYNC_SIZE, SHMEM_COLLECT_SYNC_SIZE,
+                                        SHMEM_ALLTOALL_SYNC_SIZE};
+static const struct {
+  const char *op, *what;
+} coll_row[C_COUNT] = {
+    {"bcast", "shmem_broadcast64(S/8) from PE 0, every PE, timed on PE 0"},
+    {"reduce", "shmem_long_sum_to_all(S/8), every PE, timed on PE 0"},
+    {"fcollect", "shmem_fcollect64(S/8 per PE), every PE, timed on PE 0"},
+    {"alltoall", "shmem_alltoall64(S/8 per PE pair), every PE, timed on PE 0"},
+};
+static size_t coll_max;             /* largest block S of the collective rows (a multiple of 8) */
+static int64_t *csrc, *cdst;        /* symmetric, npes * coll_max bytes each */
+static long *psync[C_COUNT][2];     /* symmetric, two per collective, used in turn */
+static long *pwrk[2];               /* symmetric: shmem_long_sum_to_all's pWrk, used in turn like pSync */
 
 static double now_us(void) {
   struct timespec t;
@@ -121,7 +163,8 @@ static void usage(void) {
       "  --batches N      timed batches per row (default 21); --warmup N untimed ones first (default 3)\n"
       "  --window N       non-blocking puts per shmem_quiet in put_bw / msg_rate (default 64)\n"
       "  --ops a,b        only these rows: put_lat,get_lat,put_bw,msg_rate,fadd_lat,cswap_lat,add_lat,barrier,\n"
-      "                   pingpong (default: all)\n"
+      "                   pingpong,bcast,reduce,fcollect,alltoall (default: all; the collectives use sizes up to\n"
+      "                   min(max-size, 1M) and k = min(iters / npes, batch-bytes / (npes * size)))\n"
       "  --json FILE      JSON lines to FILE ('-' = stdout, tables then go to stderr)\n"
       "  --impl NAME      label for the JSON 'impl' field (default: from shmem_info_get_name)\n"
       "  --quick          smoke settings: iters 50, batches 3, warmup 1, max-size 64K\n");
@@ -187,6 +230,13 @@ static int wanted(const char* op) {
 static long ops_for(size_t size) {
   long k = o.iters;
   if (size > 0 && (size_t)k > o.batch_bytes / size) k = (long)(o.batch_bytes / size);
+  return k < 1 ? 1 : k;
+}
+
+/* Operations per batch of a collective row at block size `size` (see the top comment). */
+static long coll_ops_for(size_t size) {
+  long k = ops_for((size_t)npes * size), cap = o.iters / npes;
+  if (k > cap) k = cap;
   return k < 1 ? 1 : k;
 }
 
@@ -394,6 +444,64 @@ static void row_pingpong(size_t size) {
   report("pingpong", size, bt.k, "us");
 }
 
+/* Collectives: every PE, active set = all PEs, call i of a batch uses pSync (and pWrk) i % 2, then one barrier.
+ * bt->kind: C_*. */
+static void batch_coll(const batch_t* bt) {
+  const size_t n = bt->size / 8;
+  for (long i = 0; i < bt->k; ++i) {
+    long* const ps = psync[bt->kind][i & 1];
+    switch (bt->kind) {
+      case C_BCAST: shmem_broadcast64(cdst, csrc, n, 0, 0, 0, npes, ps); break;
+      case C_REDUCE: shmem_long_sum_to_all((long*)cdst, (const long*)csrc, (int)n, 0, 0, npes, pwrk[i & 1], ps); break;
+      case C_FCOLLECT: shmem_fcollect64(cdst, csrc, n, 0, 0, npes, ps); break;
+      default: shmem_alltoall64(cdst, csrc, n, 0, 0, npes, ps); break;
+    }
+  }
+  shmem_barrier_all(); /* the batch is over when every PE is done (see the top comment) */
+}
+
+/* Element k of the block that PE `from` sends to PE `to` (to = 0 where the data is the same for every PE). Small
+ * enough that the sum over any realistic number of PEs does not wrap. */
+static uint64_t cword(int from, int to, size_t k) {
+  return ((uint64_t)from << 36) + ((uint64_t)to << 18) + (uint64_t)k + 1u;
+}
+
+/* Blocks of S bytes in this collective's dst (and alltoall's src). */
+static int coll_blocks(int kind) { return kind == C_FCOLLECT || kind == C_ALLTOALL ? npes : 1; }
+
+/* What element k of block j of dst must hold after the collective on this PE. */
+static uint64_t coll_expect(int kind, int j, size_t k) {
+  switch (kind) {
+    case C_BCAST: return cword(0, 0, k); /* the root's src */
+    case C_REDUCE: {
+      uint64_t sum = 0;
+      for (int p = 0; p < npes; ++p) sum += cword(p, 0, k);
+      return sum;
+    }
+    case C_FCOLLECT: return cword(j, 0, k);
+    default: return cword(j, me, k);
+  }
+}
+
+static void row_coll(int kind, size_t size) {
+  const char* const op = coll_row[kind].op;
+  const batch_t bt = {size, coll_ops_for(size), 1, kind};
+  const size_t n = size / 8;
+  const int blocks = coll_blocks(kind), src_blocks = kind == C_ALLTOALL ? npes : 1;
+  for (int j = 0; j < src_blocks; ++j)
+    for (size_t k = 0; k < n; ++k) csrc[(size_t)j * n + k] = (int64_t)cword(me, kind == C_ALLTOALL ? j : 0, k);
+  memset(cdst, 0, (size_t)blocks * n * 8);
+  shmem_barrier_all();
+  run_batches(batch_coll, &bt, 1, shmem_barrier_all);
+  shmem_barrier_all();
+  if (kind != C_BCAST || me != 0) /* 1.4: the root's dst is not written */
+    for (int j = 0; j < blocks; ++j)
+      for (size_t k = 0; k < n; ++k)
+        if ((uint64_t)cdst[(size_t)j * n + k] != coll_expect(kind, j, k))
+          fail("wrong value at offset %ld", op, size, (long)(((size_t)j * n + k) * 8));
+  report(op, size, bt.k, "us");
+}
+
 /* ---- main ------------------------------------------------------------------------------------------------------ */
 
 static void header(int argc, char** argv) {
@@ -430,8 +538,10 @@ static void header(int argc, char** argv) {
           load);
   fprintf(t, "# command:");
   for (int i = 0; i < argc; ++i) fprintf(t, " %s", argv[i]);
-  fprintf(t, "\n# sizes %zu..%zu, iters %ld, batch-bytes %zu, batches %ld (median reported), warmup %ld, window %ld\n",
-          o.min_size, o.max_size, o.iters, o.batch_bytes, o.batches, o.warmup, o.window);
+  fprintf(t,
+          "\n# sizes %zu..%zu (collectives to %zu), iters %ld, batch-bytes %zu, batches %ld (median reported), warmup "
+          "%ld, window %ld\n",
+          o.min_size, o.max_size, coll_max, o.iters, o.batch_bytes, o.batches, o.warmup, o.window);
 }
 
 int main(int argc, char** argv) {
@@ -444,6 +554,10 @@ int main(int argc, char** argv) {
     shmem_finalize();
     return 2;
   }
+  /* collective blocks: at most 1 MiB, and npes blocks in at most 64 MiB per buffer */
+  coll_max = o.max_size < (1u << 20) ? o.max_size : (1u << 20);
+  if (coll_max > (64u << 20) / (size_t)npes) coll_max = (64u << 20) / (size_t)npes;
+  coll_max &= ~(size_t)7;
   header(argc, argv);
   if (me == 0 && o.json) {
     jf = strcmp(o.json, "-") ? fopen(o.json, "w") : stdout;
@@ -456,21 +570,40 @@ int main(int argc, char** argv) {
   dst = shmem_malloc(o.max_size);
   counter = shmem_malloc(sizeof *counter);
   flag = shmem_malloc(sizeof *flag);
+  csrc = shmem_malloc((size_t)npes * coll_max);
+  cdst = shmem_malloc((size_t)npes * coll_max);
+  /* pWrk: max(nreduce / 2 + 1, SHMEM_REDUCE_MIN_WRKDATA_SIZE) longs at the largest nreduce */
+  size_t wrk_len = coll_max / 16 + 1;
+  if (wrk_len < SHMEM_REDUCE_MIN_WRKDATA_SIZE) wrk_len = SHMEM_REDUCE_MIN_WRKDATA_SIZE;
+  int sync_ok = 1;
+  for (int i = 0; i < 2; ++i) {
+    pwrk[i] = shmem_malloc(wrk_len * sizeof(long));
+    sync_ok = sync_ok && pwrk[i];
+    for (int c = 0; c < C_COUNT; ++c) {
+      psync[c][i] = shmem_malloc((size_t)psync_len[c] * sizeof(long));
+      sync_ok = sync_ok && psync[c][i];
+    }
+  }
   samples = malloc((size_t)o.batches * sizeof *samples);
-  if (!src || !dst || !counter || !flag || !samples) {
-    fprintf(stderr, "osh_bench: PE %d: allocation of 2 x %zu bytes failed (symmetric heap too small?)\n", me,
-            o.max_size);
+  if (!src || !dst || !counter || !flag || !csrc || !cdst || !sync_ok || !samples) {
+    fprintf(stderr,
+            "osh_bench: PE %d: allocation of 2 x %zu + 2 x %zu bytes failed (symmetric heap too small?)\n", me,
+            o.max_size, (size_t)npes * coll_max);
     shmem_global_exit(2);
   }
   memset(src, 0, o.max_size);
   memset(dst, 0, o.max_size);
   *counter = 0;
   *flag = 0;
-  shmem_barrier_all();
+  for (int i = 0; i < 2; ++i)
+    for (int c = 0; c < C_COUNT; ++c)
+      for (long j = 0; j < psync_len[c]; ++j) psync[c][i][j] = SHMEM_SYNC_VALUE;
+  shmem_barrier_all(); /* every pSync is SHMEM_SYNC_VALUE before any PE uses one */
 
-  /* min_size, the powers of 2 above it, then max_size */
-#define FOR_SIZES(s) \
-  for (size_t s = o.min_size; s <= o.max_size; s = (s > o.max_size / 2 && s < o.max_size) ? o.max_size : s * 2)
+  /* min_size, the powers of 2 above it, then max_size (FOR_SIZES_TO: then max) */
+#define FOR_SIZES_TO(s, max) \
+  for (size_t s = o.min_size; s <= (max); s = (s > (max) / 2 && s < (max)) ? (max) : s * 2)
+#define FOR_SIZES(s) FOR_SIZES_TO(s, o.max_size)
   if (wanted("put_lat")) {
     print_header_row("put_lat", "shmem_putmem(S) + shmem_quiet, PE 0 -> PE 1, per op", "Latency(us)");
     FOR_SIZES(s) row_put_lat(s);
@@ -508,7 +641,13 @@ int main(int argc, char** argv) {
                      "Latency(us)");
     FOR_SIZES(s) row_pingpong(s);
   }
+  for (int c = 0; c < C_COUNT; ++c)
+    if (wanted(coll_row[c].op)) {
+      print_header_row(coll_row[c].op, coll_row[c].what, "Latency(us)");
+      FOR_SIZES_TO(s, coll_max) row_coll(c, s);
+    }
 #undef FOR_SIZES
+#undef FOR_SIZES_TO
 
   shmem_barrier_all();
   if (me == 0) {
@@ -518,6 +657,12 @@ int main(int argc, char** argv) {
     fflush(NULL);
   }
   free(samples);
+  for (int i = 1; i >= 0; --i) {
+    for (int c = C_COUNT - 1; c >= 0; --c) shmem_free(psync[c][i]);
+    shmem_free(pwrk[i]);
+  }
+  shmem_free(cdst);
+  shmem_free(csrc);
   shmem_free(flag);
   shmem_free(counter);
   shmem_free(dst);
