@@ -1029,6 +1029,162 @@ TETHER_HD void barrier_all(const Handle& h) {
   sync_all<S>(h);
 }
 
+// ================================================================================================================
+// Team collectives (issue #21; docs/collectives.md). A team view (tether_team_device_view, by value) names the
+// members -- world PE start + m*stride -- and the team's sync words. Every member's group calls the same collective
+// in the same order with the same arguments: nothing is checked across members here (the host forms check). Each
+// function is collective over the scope like the RMA functions, and blocking: on return dest holds the result for the
+// whole group and src may be reused. dest and src are symmetric addresses (as tether_malloc* gave this PE); counts
+// are bytes for the data movers, elements for reductions. In-place forms as in tether.h.
+// Data movers work on every path the handle reaches (load/store or the proxy ring); reductions read members' src
+// with loads, so every member must be load/store reachable (a proxied member fails). Reductions combine in team
+// order (the same bits on every member); integer sum/prod wrap; for floats min/max keep the earlier member's value
+// when the comparison is false. Cost: a team sync before (sources ready) and after (sources free again); in-place
+// reductions also sync once per chunk of 8 elements per thread of the group, between reading and writing it, so
+// in place every member's group must have the same size (same scope and block size).
+
+using Team = tether_device_team_t;
+enum class RedOp : int { Sum = TETHER_RED_SUM, Prod = TETHER_RED_PROD, Min = TETHER_RED_MIN, Max = TETHER_RED_MAX,
+                         And = TETHER_RED_AND, Or = TETHER_RED_OR, Xor = TETHER_RED_XOR };
+
+TETHER_HD int team_my_pe(const Team& t) { return t.my_pe; }
+TETHER_HD int team_n_pes(const Team& t) { return t.n_pes; }
+TETHER_HD int team_world_pe(const Team& t, int m) { return t.start + m * t.stride; }
+
+// Dissemination barrier over the members (one group per PE), like sync_all: stores before it by any thread of the
+// group on any member are visible to every member's group after it.
+template <Scope S = Scope::Thread>
+TETHER_HD void team_sync(const Handle& h, const Team& t) {
+  detail::fenceSc();
+  detail::groupSync<S>();
+  if (detail::groupRank<S>() == 0 && t.n_pes > 1) {
+    uint64_t* mine = detail::local(h, t.sync);
+    const uint64_t epoch = mine[0] + 1;  // this PE's leader only; ordered by the group barriers
+    mine[0] = epoch;
+    for (int dist = 1, round = 1; dist < t.n_pes; dist <<= 1, ++round) {
+      const int to = team_world_pe(t, (t.my_pe + dist) % t.n_pes);
+      const detail::Target x = detail::target(h, t.sync + round, to);
+      if (x.ptr)
+        detail::storeRelease(reinterpret_cast<uint64_t*>(x.ptr), epoch);
+      else
+        detail::proxySignal(h, to, x, epoch, SignalOp::Set);
+      (void)detail::waitValue(h, t.sync + round, Cmp::GE, epoch, "device team sync");
+    }
+  }
+  detail::groupSync<S>();
+}
+
+// dest = src of team PE root, on every member (root too; dest == src: in place).
+template <Scope S = Scope::Thread>
+TETHER_HD void team_broadcast(const Handle& h, const Team& t, void* dest, const void* src, size_t nbytes, int root) {
+  team_sync<S>(h, t);
+  if (t.my_pe != root || dest != src)
+    detail::getBytes<S>(h, detail::local(h, static_cast<char*>(dest)), src, nbytes, team_world_pe(t, root), true);
+  team_sync<S>(h, t);
+}
+
+// Block m (nbytes) of dest = src of team PE m. In place: src == dest + my_pe * nbytes.
+template <Scope S = Scope::Thread>
+TETHER_HD void team_allgather(const Handle& h, const Team& t, void* dest, const void* src, size_t nbytes) {
+  char* d = detail::local(h, static_cast<char*>(dest));
+  const bool inPlace = static_cast<const char*>(src) == static_cast<char*>(dest) + t.my_pe * nbytes;
+  team_sync<S>(h, t);
+  for (int k = 1; k <= t.n_pes; ++k) {  // starting after this PE: not everyone reads member 0 first
+    const int m = (t.my_pe + k) % t.n_pes;
+    if (m == t.my_pe && inPlace) continue;
+    const void* from = inPlace ? static_cast<const void*>(static_cast<char*>(dest) + m * nbytes) : src;
+    detail::getBytes<S>(h, d + m * nbytes, from, nbytes, team_world_pe(t, m), true);
+  }
+  team_sync<S>(h, t);
+}
+
+// Block m (nbytes) of dest = block my_pe of team PE m's src. dest and src must not overlap.
+template <Scope S = Scope::Thread>
+TETHER_HD void team_alltoall(const Handle& h, const Team& t, void* dest, const void* src, size_t nbytes) {
+  char* d = detail::local(h, static_cast<char*>(dest));
+  team_sync<S>(h, t);
+  for (int k = 1; k <= t.n_pes; ++k) {
+    const int m = (t.my_pe + k) % t.n_pes;
+    detail::getBytes<S>(h, d + m * nbytes, static_cast<const char*>(src) + t.my_pe * nbytes, nbytes,
+                        team_world_pe(t, m), true);
+  }
+  team_sync<S>(h, t);
+}
+
+namespace detail {
+template <typename T>
+TETHER_HD T redApply(RedOp op, T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    using U = typename std::conditional<(sizeof(T) < sizeof(unsigned)), unsigned, typename std::make_unsigned<T>::type>::type;
+    switch (op) {
+      case RedOp::Sum: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      case RedOp::Prod: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      case RedOp::Min: return b < a ? b : a;
+      case RedOp::Max: return b > a ? b : a;
+      case RedOp::And: return static_cast<T>(a & b);
+      case RedOp::Or: return static_cast<T>(a | b);
+      default: return static_cast<T>(a ^ b);
+    }
+  } else {
+    switch (op) {
+      case RedOp::Sum: return a + b;
+      case RedOp::Prod: return a * b;
+      case RedOp::Min: return b < a ? b : a;
+      default: return b > a ? b : a;  // Max (bitwise ops take integer types)
+    }
+  }
+}
+
+// dest[i] = op over the members' src[first + i], i < count, in team order; the group splits the elements. Callers
+// synchronise the team before (sources ready) and after (sources free).
+template <Scope S, typename T>
+TETHER_HD void teamReduce(const Handle& h, const Team& t, T* dest, const T* src, size_t first, size_t count, RedOp op) {
+  static_assert(std::is_arithmetic<T>::value, "team reductions take integer and floating-point element types");
+  if (!std::is_integral<T>::value && (op == RedOp::And || op == RedOp::Or || op == RedOp::Xor))
+    fail("bitwise team reduction on a floating-point type", src, h.my_pe);
+  T* d = local(h, dest);
+  const uintptr_t db = reinterpret_cast<uintptr_t>(dest), sb = reinterpret_cast<uintptr_t>(src + first);
+  const bool overlap = db < sb + count * sizeof(T) && sb < db + count * sizeof(T);
+  constexpr int K = 8;  // elements per thread between reading and writing, in place
+  const size_t rank = static_cast<size_t>(groupRank<S>()), size = static_cast<size_t>(groupSize<S>());
+  for (size_t base = 0; base < count; base += size * K) {
+    T r[K];
+    for (int j = 0; j < K; ++j) {
+      const size_t i = base + static_cast<size_t>(j) * size + rank;
+      if (i >= count) break;
+      for (int m = 0; m < t.n_pes; ++m) {
+        const T* p = ptr(h, src + first + i, team_world_pe(t, m));
+        if (!p) fail("team reductions need every member reachable by loads (a member is proxied)", src, h.my_pe);
+        r[j] = m == 0 ? *p : redApply(op, r[j], *p);
+      }
+    }
+    if (overlap) team_sync<S>(h, t);  // every member has read this chunk before anyone overwrites it
+    for (int j = 0; j < K; ++j) {
+      const size_t i = base + static_cast<size_t>(j) * size + rank;
+      if (i >= count) break;
+      d[i] = r[j];
+    }
+  }
+}
+}  // namespace detail
+
+// dest[i] = op over every member's src[i], i < count, on every member. In place: dest == src.
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void team_allreduce(const Handle& h, const Team& t, T* dest, const T* src, size_t count, RedOp op) {
+  team_sync<S>(h, t);
+  detail::teamReduce<S>(h, t, dest, src, 0, count, op);
+  team_sync<S>(h, t);
+}
+
+// dest[i] = op over every member's src[my_pe * count + i], i < count (src holds n_pes * count elements). In place:
+// dest == src + my_pe * count.
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void team_reduce_scatter(const Handle& h, const Team& t, T* dest, const T* src, size_t count, RedOp op) {
+  team_sync<S>(h, t);
+  detail::teamReduce<S>(h, t, dest, src, static_cast<size_t>(t.my_pe) * count, count, op);
+  team_sync<S>(h, t);
+}
+
 #if defined(__CUDACC__)
 // Whole-grid barrier over all PEs: every thread of a kernel started with launch_cooperative calls it.
 __device__ __forceinline__ void sync_all_grid(const Handle& h) {

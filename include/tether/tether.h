@@ -513,6 +513,25 @@ tether_status_t tether_device_handle(tether_t world, tether_device_handle_t* han
  * are marked unreachable). Works in every build. */
 tether_status_t tether_device_handle_cpu(tether_t world, tether_device_handle_t* handle);
 
+/* Device view of a team (issue #21; docs/collectives.md): what the device API's team collectives
+ * (tether::device::team_sync, team_broadcast, team_allgather, team_alltoall, team_allreduce, team_reduce_scatter) need,
+ * passed to kernels by value. Its members must sit at a fixed world-PE stride -- the world team, every team that
+ * split_strided or split_2d makes of it (and of those), the shared team when its PEs are evenly spaced: member m is
+ * world PE start + m*stride (TETHER_ERR_UNSUPPORTED otherwise). `sync` are the team's device sync words in the
+ * handle's barrier segment (1 epoch word written by this PE, then one word per dissemination round), so a view goes
+ * with handles of that barrier segment (every GPU handle of this PE, or every CPU handle). Local; the words are reset
+ * when the team is destroyed. */
+#define TETHER_DEVICE_TEAM_ROUNDS 16 /* teams of up to 65536 members */
+typedef struct tether_device_team_s {
+  int32_t my_pe, n_pes;  /* this PE's team PE number; members */
+  int32_t start, stride; /* world PE of member m: start + m * stride */
+  int32_t index;         /* tether_team_index */
+  uint32_t seg;          /* segment of sync (TETHER_DEVICE_SEG_*): the handle's barrier_seg */
+  uint64_t* sync;        /* symmetric address: [0] epoch (this PE's own), [1 + r] round r */
+} tether_device_team_t;
+tether_status_t tether_team_device_view(tether_team_t team, const tether_device_handle_t* handle,
+                                        tether_device_team_t* view);
+
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Stream-ordered operations (issue #6; GPUDirect Async model). The CPU enqueues, the CUDA stream `stream`
  * (cudaStream_t; NULL = the legacy default stream) executes, in order with the kernels and copies on it; the call

@@ -739,8 +739,9 @@ tether_status_t tether_team_split_2d(tether_team_t parent, int xrange, const tet
 
 tether_status_t tether_team_destroy(tether_team_t team) {
   if (!team) return TETHER_SUCCESS;
-  return guardedTeam(team, "tether_team_destroy",
-                     [](World& x, TeamId id) { return x.teams().destroy("tether_team_destroy", id.ref); });
+  return guardedTeam(team, "tether_team_destroy", [](World& x, TeamId id) {
+    return x.teams().destroy("tether_team_destroy", id.ref, [&x](int slot) { return x.colls().resetDeviceWords(slot); });
+  });
 }
 
 int tether_team_my_pe(tether_team_t t) {
@@ -810,6 +811,14 @@ tether_status_t teamColl(tether_team_t team, const char* call, tether::CollKind 
 }  // namespace
 
 extern "C" {
+
+tether_status_t tether_team_device_view(tether_team_t team, const tether_device_handle_t* handle,
+                                        tether_device_team_t* view) {
+  const char* call = "tether_team_device_view";
+  if (!handle || !view)
+    return report(tether::Status(TETHER_ERR_INVALID_ARG, std::string(call) + ": handle or view is NULL"));
+  return guardedTeam(team, call, [&](World& x, TeamId id) { return x.colls().deviceView(call, id.ref, *handle, view); });
+}
 
 tether_status_t tether_team_broadcast(tether_team_t team, void* dest, const void* src, size_t count,
                                       tether_dtype_t type, int root) {

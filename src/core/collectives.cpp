@@ -73,6 +73,52 @@ uint64_t* Collectives::words(int slot) const {
   return reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + wordsOffset(slot));
 }
 
+// ---- device views -------------------------------------------------------------------------------------------------
+
+Status Collectives::deviceView(const char* call, TeamRef ref, const tether_device_handle_t& h,
+                               tether_device_team_t* out) {
+  std::shared_ptr<Team> team;
+  TETHER_TRY(w_.teams().find(call, "team", ref, &team));
+  const Team& t = *team;
+  if (h.my_pe != w_.myPe() || h.n_pes != w_.nPes())
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the handle is not one of this instance on this PE", call);
+  const int n = static_cast<int>(t.pes.size());
+  if (n > (1 << TETHER_DEVICE_TEAM_ROUNDS))
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: device team views take up to %d members; the team has %d", call,
+                1 << TETHER_DEVICE_TEAM_ROUNDS, n);
+  const int stride = n > 1 ? t.pes[1] - t.pes[0] : 1;
+  for (int m = 0; m < n; ++m)
+    if (t.pes[static_cast<size_t>(m)] != t.pes[0] + m * stride)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: device team views need members at a fixed world-PE stride; team PE %d "
+                  "is world PE %d, not %d", call, m, t.pes[static_cast<size_t>(m)], t.pes[0] + m * stride);
+  tether_device_team_t v{};
+  v.my_pe = t.me;
+  v.n_pes = n;
+  v.start = t.pes[0];
+  v.stride = stride;
+  v.index = t.slot;
+  v.seg = h.barrier_seg;
+  const uint64_t words = static_cast<uint64_t>(t.slot) * kDeviceTeamWords * sizeof(uint64_t);
+  if (h.barrier_seg == TETHER_DEVICE_SEG_DEVICE) {
+    v.sync = reinterpret_cast<uint64_t*>(w_.heap().device()->myBase() + kDeviceTeamSyncOffset + words);
+  } else if (h.barrier_seg == TETHER_DEVICE_SEG_HOST) {
+    v.sync = reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + offsetof(ControlBlock, devTeams) + words);
+  } else {
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the handle's barrier segment %u is not a tether handle's", call,
+                h.barrier_seg);
+  }
+  *out = v;
+  return Status::ok();
+}
+
+Status Collectives::resetDeviceWords(int slot) {
+  const uint64_t words = static_cast<uint64_t>(slot) * kDeviceTeamWords * sizeof(uint64_t);
+  const size_t bytes = kDeviceTeamWords * sizeof(uint64_t);
+  TETHER_TRY(w_.heap().zeroLocal(SymRef{SegKind::Host, offsetof(ControlBlock, devTeams) + words}, bytes));
+  if (w_.heap().device()) TETHER_TRY(w_.heap().zeroLocal(SymRef{SegKind::Device, kDeviceTeamSyncOffset + words}, bytes));
+  return Status::ok();
+}
+
 // ---- local checks ------------------------------------------------------------------------------------------------
 
 Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Plan* p) const {
@@ -80,6 +126,9 @@ Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Pl
   p->n = t.pes.size();
   p->me = static_cast<size_t>(t.me);
   TETHER_TRY(a.invalid);
+  if (p->n > (size_t{1} << kCollRounds))
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: team collectives take up to %zu members; the team has %zu", call,
+                size_t{1} << kCollRounds, p->n);
   const DtypeInfo& d = dtypeInfo(a.type);
   if (d.cls == DtypeClass::Invalid) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: unknown type %d", call, a.type);
   p->es = d.size;

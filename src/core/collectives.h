@@ -47,9 +47,17 @@ namespace tether {
 class World;
 struct SymRef;
 
-constexpr size_t kCollRounds = 24;  // rounds per barrier: teams of up to 2^24 members
+constexpr size_t kCollRounds = 16;  // rounds per barrier: teams of up to 2^16 members
 constexpr size_t kCollValueWords = 8;
 constexpr size_t kCollWords = 2 * kCollRounds + kCollValueWords;  // two word sets (barrier parity), then the record
+
+// The device team sync words (tether_device_team_t::sync) of each team slot: 1 epoch word + TETHER_DEVICE_TEAM_ROUNDS
+// round words, padded to whole cache lines; in the HOST control block (ControlBlock::devTeams) for CPU handles and
+// GPU handles without a DEVICE heap, else in the DEVICE control block at kDeviceTeamSyncOffset.
+constexpr size_t kDeviceTeamWords = 24;
+static_assert(1 + TETHER_DEVICE_TEAM_ROUNDS <= kDeviceTeamWords, "device team sync words");
+static_assert(TETHER_DEVICE_TEAM_ROUNDS == kCollRounds, "host and device team collectives take the same team sizes");
+constexpr uint64_t kDeviceTeamSyncOffset = 8192;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Count };
 
@@ -73,6 +81,13 @@ class Collectives {
 
   // Offset of slot's kCollWords words in the HOST segment (Teams::destroy checks they are idle).
   static uint64_t wordsOffset(int slot);
+
+  // tether_team_device_view: the team's members as (start, stride) and its device sync words in the segment of
+  // handle's barrier words.
+  Status deviceView(const char* call, TeamRef team, const tether_device_handle_t& handle, tether_device_team_t* out);
+  // Zeroes slot's device sync words on this PE (HOST and DEVICE copies): the team in it is being destroyed, and
+  // every member has finished its collectives on it (Teams::destroy's rule), so no write is still arriving.
+  Status resetDeviceWords(int slot);
 
  private:
   struct Plan;  // one call's checked arguments (collectives.cpp)

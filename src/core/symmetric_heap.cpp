@@ -227,6 +227,14 @@ Status SymmetricHeap::readLocal(SymRef ref, void* out, size_t n) const {
   return gpu_->copy(out, device_->myBase() + ref.offset, n, false);
 }
 
+Status SymmetricHeap::zeroLocal(SymRef ref, size_t n) {
+  if (isHostMemory(ref.kind)) {
+    std::memset((ref.kind == SegKind::Host ? host_->myBase() : staticLocal_) + ref.offset, 0, n);
+    return Status::ok();
+  }
+  return gpu_->memset(device_->myBase() + ref.offset, 0, n);
+}
+
 uint64_t SymmetricHeap::segmentBytes(SegKind k) const {
   switch (k) {
     case SegKind::Host: return host_ ? host_->committed() : 0;

@@ -120,6 +120,9 @@ class SymmetricHeap {
   char* hostGpuAlias(int pe, SymRef ref) const;
   // Reads n bytes of this PE's own symmetric memory (a DEVICE segment goes through the GPU).
   Status readLocal(SymRef ref, void* out, size_t n) const;
+  // Zeroes n bytes of this PE's own symmetric memory (a DEVICE segment through the GPU); [offset, +n) may lie in the
+  // control block.
+  Status zeroLocal(SymRef ref, size_t n);
   // Counts changes of the GPU views of HOST segments (re-registration after growth): prepared stream plans that
   // translated addresses under an older count are rebuilt before use.
   uint64_t viewsEpoch() const { return viewsEpoch_.load(std::memory_order_acquire); }

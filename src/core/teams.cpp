@@ -298,7 +298,7 @@ Status Teams::split2d(const char* call, TeamRef parent, int xrange, uint32_t xfl
   return Status::ok();
 }
 
-Status Teams::destroy(const char* call, TeamRef ref) {
+Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(int)>& release) {
   if (ref.slot == kWorldTeamSlot || ref.slot == kSharedTeamSlot) {
     std::shared_ptr<Team> t;
     if (find(call, "team", ref, &t).isOk())
@@ -319,6 +319,7 @@ Status Teams::destroy(const char* call, TeamRef ref) {
                   t->slot);
   std::lock_guard<std::mutex> lock(mu_);
   if (bySlot_[ref.slot] != t) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the team was destroyed meanwhile", call);
+  TETHER_TRY(release(ref.slot).withContext(call));
   bySlot_[ref.slot].reset();
   used_ &= ~(uint64_t{1} << ref.slot);
   return Status::ok();

@@ -102,7 +102,9 @@ class Teams {
                       bool configOk, TeamRef* out);
   Status split2d(const char* call, TeamRef parent, int xrange, uint32_t xflags, uint32_t yflags, bool configOk,
                  TeamRef* xout, TeamRef* yout);
-  Status destroy(const char* call, TeamRef ref);
+  // release(slot): runs once the team may go (checks passed), before the slot is freed: the rooms that keep per-slot
+  // state reset it there (the collectives' device words).
+  Status destroy(const char* call, TeamRef ref, const std::function<Status(int)>& release);
   // Collective over the team; barrier: quiet first (tether_team_barrier), else sync only (tether_team_sync).
   Status sync(const char* call, TeamRef ref, bool quietFirst);
 

@@ -222,14 +222,16 @@ struct ControlBlock {
   tether_device_barrier_t streamBarrier;  // barrier_all_on_stream's round words (#6) when they live in HOST memory
   alignas(64) uint64_t teams[kTeamSlots][kTeamSyncWords];  // each team slot's sync words (core/teams.h)
   alignas(64) uint64_t coll[kTeamSlots][kCollWords];       // each team slot's data-collective words (core/collectives.h)
+  alignas(64) uint64_t devTeams[kTeamSlots][kDeviceTeamWords];  // device team sync words (HOST copy, collectives.h)
 };
 static_assert(sizeof(ControlBlock) <= kControlBytes, "control block too large");
 // The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)
-// at its start, zeroed at start-up.
+// at its start, zeroed at start-up; the device team sync words at kDeviceTeamSyncOffset (core/collectives.h).
 // barrier_all_on_stream's round words (a tether_device_barrier_t) in the DEVICE control block, after the device barrier.
 constexpr uint64_t kDeviceStreamBarrierOffset = 4096;
 static_assert(sizeof(tether_device_barrier_t) <= kDeviceStreamBarrierOffset &&
-              kDeviceStreamBarrierOffset + sizeof(tether_device_barrier_t) <= kDeviceControlBytes,
+              kDeviceStreamBarrierOffset + sizeof(tether_device_barrier_t) <= kDeviceTeamSyncOffset &&
+              kDeviceTeamSyncOffset + kTeamSlots * kDeviceTeamWords * sizeof(uint64_t) <= kDeviceControlBytes,
               "device control block layout");
 
 }  // namespace tether

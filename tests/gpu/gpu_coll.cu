@@ -1,0 +1,200 @@
+// Team collectives on GPU memory (issue #21): the host forms (tether_team_*) on DEVICE objects, and the device forms
+// (tether::device::team_*) in kernels at block and warp scope, on the world team, the even PEs and the world reversed;
+// int64/double/uint8 reductions with their ops, in place and not; broadcast, allgather, alltoall. Results against a
+// reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
+#include <cinttypes>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "gpu_util.h"
+#include "tether/device.cuh"
+
+namespace dev = tether::device;
+using dev::RedOp;
+using dev::Scope;
+
+namespace {
+
+tether_t w;
+int me, npes;
+uint64_t seed;
+constexpr size_t kBytes = 1 << 20;
+char* dA;  // symmetric DEVICE buffers
+char* dB;
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+template <typename T>
+T input(uint64_t c, int m, size_t i) {
+  const uint64_t r = mix(seed ^ mix(c * 7919u + static_cast<uint64_t>(m)) ^ (i * 0x632be59bd9b4e019ull));
+  if (std::is_floating_point<T>::value) return static_cast<T>(static_cast<int>(r % 9) - 4);
+  T v;
+  std::memcpy(&v, &r, sizeof v);
+  return v;
+}
+template <typename T>
+T refOp(RedOp op, T a, T b) {
+  if (std::is_floating_point<T>::value) {
+    switch (op) {
+      case RedOp::Sum: return a + b;
+      case RedOp::Prod: return a * b;
+      case RedOp::Min: return b < a ? b : a;
+      default: return b > a ? b : a;
+    }
+  }
+  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
+  switch (op) {
+    case RedOp::Sum: return static_cast<T>(x + y);
+    case RedOp::Prod: return static_cast<T>(x * y);
+    case RedOp::Min: return b < a ? b : a;
+    case RedOp::Max: return b > a ? b : a;
+    case RedOp::And: return static_cast<T>(x & y);
+    case RedOp::Or: return static_cast<T>(x | y);
+    default: return static_cast<T>(x ^ y);
+  }
+}
+
+template <Scope S, typename T>
+__global__ void kAllreduce(tether_device_handle_t h, tether_device_team_t t, T* d, const T* s, size_t n, RedOp op) {
+  dev::team_allreduce<S>(h, t, d, s, n, op);
+}
+template <Scope S>
+__global__ void kMovers(tether_device_handle_t h, tether_device_team_t t, char* a, char* b, size_t bytes, int root,
+                        int which) {
+  if (which == 0) dev::team_broadcast<S>(h, t, b, a, bytes, root);
+  if (which == 1) dev::team_allgather<S>(h, t, b, a, bytes);
+  if (which == 2) dev::team_alltoall<S>(h, t, b, a, bytes);
+}
+
+uint64_t caseNo = 0;
+
+// 0: host form, 1: device form at block scope, 2: device form at warp scope.
+template <typename T>
+void allreduceCase(tether_team_t team, const tether_device_handle_t& h, const tether_device_team_t& t, RedOp op,
+                   size_t count, bool inPlace, int form) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  std::vector<T> in(count), out(count);
+  for (size_t i = 0; i < count; ++i) in[i] = input<T>(c, my, i);
+  T* src = reinterpret_cast<T*>(dA);
+  T* dst = inPlace ? src : reinterpret_cast<T*>(dB);
+  CK(cudaMemcpy(src, in.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  if (form == 0) {
+    const tether_dtype_t dt = std::is_same<T, double>::value ? TETHER_DOUBLE
+                                     : sizeof(T) == 1                ? TETHER_UINT8
+                                                                     : TETHER_INT64;
+    MP_OK(tether_team_allreduce(team, dst, src, count, dt, static_cast<tether_red_op_t>(op)));
+  } else {
+    if (form == 1) kAllreduce<Scope::Block><<<1, 256>>>(h, t, dst, src, count, op);
+    else kAllreduce<Scope::Warp><<<1, 32>>>(h, t, dst, src, count, op);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+  }
+  CK(cudaMemcpy(out.data(), dst, count * sizeof(T), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < count; ++i) {
+    T want = input<T>(c, 0, i);
+    for (int m = 1; m < n; ++m) want = refOp(op, want, input<T>(c, m, i));
+    if (std::memcmp(&out[i], &want, sizeof(T)) != 0) {
+      char msg[160];
+      std::snprintf(msg, sizeof msg, "allreduce form %d case %" PRIu64 " count %zu element %zu (MP_SEED=%" PRIu64 ")",
+                    form, c, count, i, seed);
+      mp::fail(__FILE__, __LINE__, "result", msg);
+    }
+  }
+  // The team must be done reading src before the next case overwrites it (host forms end with a barrier already).
+  MP_OK(tether_team_sync(team));
+}
+
+void moversCase(tether_team_t team, const tether_device_handle_t& h, const tether_device_team_t& t, size_t bytes,
+                int which, int form) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team), root = n - 1;
+  const size_t words = bytes / 4 * static_cast<size_t>(n);
+  std::vector<uint32_t> in(words), out(words);
+  for (size_t i = 0; i < words; ++i) in[i] = input<uint32_t>(c, my, i);
+  CK(cudaMemcpy(dA, in.data(), words * 4, cudaMemcpyHostToDevice));
+  if (form == 0) {
+    const size_t cnt = bytes / 4;
+    if (which == 0) MP_OK(tether_team_broadcast(team, dB, dA, cnt, TETHER_UINT32, root));
+    if (which == 1) MP_OK(tether_team_allgather(team, dB, dA, cnt, TETHER_UINT32));
+    if (which == 2) MP_OK(tether_team_alltoall(team, dB, dA, cnt, TETHER_UINT32));
+  } else {
+    if (form == 1) kMovers<Scope::Block><<<1, 256>>>(h, t, dA, dB, bytes, root, which);
+    else kMovers<Scope::Warp><<<1, 32>>>(h, t, dA, dB, bytes, root, which);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+  }
+  CK(cudaMemcpy(out.data(), dB, which == 0 ? bytes : bytes * static_cast<size_t>(n), cudaMemcpyDeviceToHost));
+  const size_t per = bytes / 4;
+  for (int m = 0; m < (which == 0 ? 1 : n); ++m)
+    for (size_t i = 0; i < per; ++i) {
+      uint32_t want = 0;
+      if (which == 0) want = input<uint32_t>(c, root, i);
+      if (which == 1) want = input<uint32_t>(c, m, i);
+      if (which == 2) want = input<uint32_t>(c, m, static_cast<size_t>(my) * per + i);
+      if (out[static_cast<size_t>(m) * per + i] != want) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "mover %d form %d case %" PRIu64 " block %d element %zu (MP_SEED=%" PRIu64 ")",
+                      which, form, c, m, i, seed);
+        mp::fail(__FILE__, __LINE__, "result", msg);
+      }
+    }
+  MP_OK(tether_team_sync(team));
+}
+
+void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* label) {
+  tether_device_team_t t;
+  MP_OK(tether_team_device_view(team, &h, &t));
+  caseNo = 0;
+  const int n = tether_team_n_pes(team);
+  for (int form = 0; form < 3; ++form) {
+    for (RedOp op : {RedOp::Sum, RedOp::Min, RedOp::Xor})
+      for (size_t count : {size_t{1}, size_t{1000}, size_t{60000}})
+        for (bool inPlace : {false, true}) {
+          allreduceCase<int64_t>(team, h, t, op, count, inPlace, form);
+          allreduceCase<uint8_t>(team, h, t, op, count, inPlace, form);
+        }
+    for (RedOp op : {RedOp::Sum, RedOp::Prod, RedOp::Max})
+      for (size_t count : {size_t{7}, size_t{4096}}) allreduceCase<double>(team, h, t, op, count, false, form);
+    for (int which = 0; which < 3; ++which)
+      for (size_t bytes : {size_t{4}, size_t{1024}, kBytes / 4 / static_cast<size_t>(n) / 4 * 4})
+        moversCase(team, h, t, bytes, which, form);
+  }
+  if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host and device team collectives OK\n", me, label, n);
+}
+
+}  // namespace
+
+int main() {
+  int ndev = 0;
+  if (!gpu_test::initWithGpu(&ndev)) return 77;
+  w = mp::world();
+  me = tether_my_pe(w);
+  npes = tether_n_pes(w);
+  const char* s = std::getenv("MP_SEED");
+  seed = s ? std::strtoull(s, nullptr, 10) : 1;
+  if (me == 0) std::printf("gpu_coll: MP_SEED=%" PRIu64 "\n", seed);
+  dA = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
+  dB = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
+  tether_device_handle_t h;
+  MP_OK(tether_device_handle(w, &h));
+  tether_team_t world = tether_team_world(w), even = TETHER_TEAM_INVALID, reversed = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 2, (npes + 1) / 2, nullptr, &even));
+  MP_OK(tether_team_split_strided(world, npes - 1, -1, npes, nullptr, &reversed));
+  onTeam(world, h, "world");
+  if (even) onTeam(even, h, "even PEs");
+  onTeam(reversed, h, "reversed world");
+  MP_OK(tether_barrier_all(w));
+  MP_OK(tether_team_destroy(even));
+  MP_OK(tether_team_destroy(reversed));
+  MP_OK(tether_free(w, dB));
+  MP_OK(tether_free(w, dA));
+  return mp::finish();
+}

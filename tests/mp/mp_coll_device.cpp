@@ -1,0 +1,253 @@
+// The device API's team collectives (include/tether/device.cuh: team_sync, team_broadcast, team_allgather,
+// team_alltoall, team_allreduce, team_reduce_scatter; issue #21) compiled for the host: CPU threads run the same code
+// kernels run, over HOST segments, with a CPU device handle and tether_team_device_view. Each PE runs the collectives
+// once per scope: Scope::Thread (one thread) and Scope::Block (kThreads CPU threads as one group, HostScope), on the
+// world team, the even PEs, the world reversed (stride -1) and the rows of a 2-wide grid; in place and not; element
+// types int64, int32, uint8, double with every op they take; results against a reference from the inputs every
+// member generates from the seed (MP_SEED, printed). Then slot reuse: a team destroyed after device syncs and a new
+// team in its slot (the sync words are reset at destroy, else the epochs would disagree and the sync hang).
+// Under TETHER_FORCE_PROXY=1 (every peer through the proxy ring) the data movers and sync run through the ring and
+// the reductions, which need loads, are skipped.
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "mp_util.h"
+#include "tether/device.cuh"
+
+namespace dev = tether::device;
+using dev::RedOp;
+using dev::Scope;
+
+namespace {
+
+constexpr int kThreads = 4;
+constexpr size_t kBytes = 64 * 1024;  // per buffer
+
+tether_t w;
+int me, npes;
+uint64_t seed;
+char* bufA;  // symmetric HOST buffers
+char* bufB;
+bool loads = true;  // every PE reachable by loads (not under TETHER_FORCE_PROXY)
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+template <typename T>
+T input(uint64_t c, int m, size_t i) {
+  const uint64_t r = mix(seed ^ mix(c * 7919u + static_cast<uint64_t>(m)) ^ (i * 0x632be59bd9b4e019ull));
+  if (std::is_floating_point<T>::value) return static_cast<T>(static_cast<int>(r % 9) - 4);  // exact sums/products
+  T v;
+  std::memcpy(&v, &r, sizeof v);
+  return v;
+}
+// The reference combination (written here, not the library's): integers wrap in their width, min/max as <.
+template <typename T>
+T refOp(RedOp op, T a, T b) {
+  if (std::is_floating_point<T>::value) {
+    switch (op) {
+      case RedOp::Sum: return a + b;
+      case RedOp::Prod: return a * b;
+      case RedOp::Min: return b < a ? b : a;
+      default: return b > a ? b : a;
+    }
+  }
+  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);  // sign-extended: low bits are right
+  switch (op) {
+    case RedOp::Sum: return static_cast<T>(x + y);
+    case RedOp::Prod: return static_cast<T>(x * y);
+    case RedOp::Min: return b < a ? b : a;
+    case RedOp::Max: return b > a ? b : a;
+    case RedOp::And: return static_cast<T>(x & y);
+    case RedOp::Or: return static_cast<T>(x | y);
+    default: return static_cast<T>(x ^ y);
+  }
+}
+
+[[noreturn]] void bad(const char* what, uint64_t c, size_t i, const char* scope) {
+  char msg[200];
+  std::snprintf(msg, sizeof msg, "%s case %" PRIu64 " (scope %s) element %zu wrong (MP_SEED=%" PRIu64 ")", what, c,
+                scope, i, seed);
+  mp::fail(__FILE__, __LINE__, "device team collective", msg);
+}
+
+// Runs body(rank) on `threads` CPU threads forming one Scope::Block group (threads == 1: Scope::Thread, this thread).
+template <Scope S, typename F>
+void group(F&& body) {
+  if (S == Scope::Thread) return body(0);
+  dev::HostBarrier barrier(kThreads);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < kThreads; ++r)
+    ts.emplace_back([&, r] {
+      dev::HostScope<Scope::Block> scope(r, kThreads, &barrier);
+      body(r);
+    });
+  for (auto& t : ts) t.join();
+}
+
+uint64_t caseNo = 0;
+
+template <Scope S, typename T>
+void reductions(const dev::Handle& h, const dev::Team& t, const char* sname) {
+  const int n = t.n_pes, my = t.my_pe;
+  const RedOp ops[] = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max, RedOp::And, RedOp::Or, RedOp::Xor};
+  for (RedOp op : ops) {
+    if (std::is_floating_point<T>::value && op >= RedOp::And) continue;
+    for (size_t count : {size_t{1}, size_t{37}, size_t{S == Scope::Thread ? 1000u : 300u}})
+      for (bool inPlace : {false, true}) {
+        const uint64_t c = ++caseNo;
+        T* src = reinterpret_cast<T*>(bufA);
+        T* dst = inPlace ? src : reinterpret_cast<T*>(bufB);
+        for (size_t i = 0; i < count; ++i) src[i] = input<T>(c, my, i);
+        group<S>([&](int) { dev::team_allreduce<S>(h, t, dst, src, count, op); });
+        for (size_t i = 0; i < count; ++i) {
+          T want = input<T>(c, 0, i);
+          for (int m = 1; m < n; ++m) want = refOp(op, want, input<T>(c, m, i));
+          if (std::memcmp(&dst[i], &want, sizeof(T)) != 0) bad("team_allreduce", c, i, sname);
+        }
+        // reduce_scatter: count per member, src holds n * count
+        const uint64_t c2 = ++caseNo;
+        const size_t per = count / static_cast<size_t>(n) + 1;
+        if (per * static_cast<size_t>(n) * sizeof(T) > kBytes) continue;
+        for (size_t i = 0; i < per * static_cast<size_t>(n); ++i) src[i] = input<T>(c2, my, i);
+        T* rs = inPlace ? src + static_cast<size_t>(my) * per : reinterpret_cast<T*>(bufB);
+        group<S>([&](int) { dev::team_reduce_scatter<S>(h, t, rs, src, per, op); });
+        for (size_t i = 0; i < per; ++i) {
+          const size_t e = static_cast<size_t>(my) * per + i;
+          T want = input<T>(c2, 0, e);
+          for (int m = 1; m < n; ++m) want = refOp(op, want, input<T>(c2, m, e));
+          if (std::memcmp(&rs[i], &want, sizeof(T)) != 0) bad("team_reduce_scatter", c2, i, sname);
+        }
+      }
+  }
+}
+
+template <Scope S>
+void movers(const dev::Handle& h, const dev::Team& t, const char* sname) {
+  const int n = t.n_pes, my = t.my_pe;
+  using T = uint32_t;
+  for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{2000}}) {
+    if (count * static_cast<size_t>(n) * sizeof(T) > kBytes) continue;
+    T* a = reinterpret_cast<T*>(bufA);
+    T* b = reinterpret_cast<T*>(bufB);
+    const size_t bytes = count * sizeof(T);
+    for (int root = 0; root < n; root += (n > 2 ? n - 1 : 1)) {
+      const uint64_t c = ++caseNo;
+      for (size_t i = 0; i < count; ++i) a[i] = input<T>(c, my, i);
+      const bool inPlace = root % 2 == 1;
+      T* d = inPlace ? a : b;
+      group<S>([&](int) { dev::team_broadcast<S>(h, t, d, a, bytes, root); });
+      for (size_t i = 0; i < count; ++i)
+        if (d[i] != input<T>(c, root, i)) bad("team_broadcast", c, i, sname);
+    }
+    for (bool inPlace : {false, true}) {
+      const uint64_t c = ++caseNo;
+      T* src = inPlace ? b + static_cast<size_t>(my) * count : a;
+      for (size_t i = 0; i < count; ++i) src[i] = input<T>(c, my, i);
+      group<S>([&](int) { dev::team_allgather<S>(h, t, b, src, bytes); });
+      for (int m = 0; m < n; ++m)
+        for (size_t i = 0; i < count; ++i)
+          if (b[static_cast<size_t>(m) * count + i] != input<T>(c, m, i)) bad("team_allgather", c, i, sname);
+    }
+    const uint64_t c = ++caseNo;
+    for (size_t i = 0; i < count * static_cast<size_t>(n); ++i) a[i] = input<T>(c, my, i);
+    group<S>([&](int) { dev::team_alltoall<S>(h, t, b, a, bytes); });
+    for (int m = 0; m < n; ++m)
+      for (size_t i = 0; i < count; ++i)
+        if (b[static_cast<size_t>(m) * count + i] != input<T>(c, m, static_cast<size_t>(my) * count + i))
+          bad("team_alltoall", c, i, sname);
+  }
+  // Many syncs in a row: the epochs stay in step.
+  for (int k = 0; k < 50; ++k) group<S>([&](int) { dev::team_sync<S>(h, t); });
+}
+
+template <Scope S>
+void all(const dev::Handle& h, tether_team_t team, const char* label, const char* sname) {
+  dev::Team t;
+  MP_OK(tether_team_device_view(team, &h, &t));
+  MP_CHECK(t.n_pes == tether_team_n_pes(team) && t.my_pe == tether_team_my_pe(team));
+  for (int m = 0; m < t.n_pes; ++m) MP_CHECK(dev::team_world_pe(t, m) == tether_team_world_pe(team, m));
+  caseNo = 0;  // members of different teams ran different numbers of cases before
+  movers<S>(h, t, sname);
+  if (loads) {  // every type at thread scope; the group split (block scope) on two of them
+    reductions<S, int64_t>(h, t, sname);
+    reductions<S, double>(h, t, sname);
+    if (S == Scope::Thread) {
+      reductions<S, int32_t>(h, t, sname);
+      reductions<S, uint8_t>(h, t, sname);
+    }
+  }
+  if (t.my_pe == 0) std::printf("PE %d: %s (%d PEs), scope %s: device team collectives OK\n", me, label, t.n_pes, sname);
+}
+
+template <Scope S>
+void everyTeam(const dev::Handle& h, const char* sname) {
+  tether_team_t world = tether_team_world(w), even = TETHER_TEAM_INVALID, reversed = TETHER_TEAM_INVALID,
+                row = TETHER_TEAM_INVALID, col = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 2, (npes + 1) / 2, nullptr, &even));
+  MP_OK(tether_team_split_strided(world, npes - 1, -1, npes, nullptr, &reversed));
+  MP_OK(tether_team_split_2d(world, 2, nullptr, &row, nullptr, &col));
+  all<S>(h, world, "world", sname);
+  if (even) all<S>(h, even, "even PEs", sname);
+  all<S>(h, reversed, "reversed world", sname);
+  all<S>(h, row, "grid row", sname);
+  MP_OK(tether_barrier_all(w));
+  for (tether_team_t t : {even, reversed, row, col}) MP_OK(tether_team_destroy(t));
+  MP_OK(tether_barrier_all(w));
+}
+
+// A team's slot reused by a team of other members: destroy resets the device sync words, so the epochs agree.
+void slotReuse(const dev::Handle& h) {
+  tether_team_t world = tether_team_world(w), even = TETHER_TEAM_INVALID, all = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 2, (npes + 1) / 2, nullptr, &even));
+  const int evenIndex = even ? tether_team_index(even) : -1;
+  if (even) {
+    dev::Team t;
+    MP_OK(tether_team_device_view(even, &h, &t));
+    for (int k = 0; k < 7; ++k) dev::team_sync(h, t);
+    MP_OK(tether_team_destroy(even));
+  }
+  MP_OK(tether_barrier_all(w));
+  MP_OK(tether_team_split_strided(world, 0, 1, npes, nullptr, &all));
+  if (evenIndex >= 0) MP_CHECK(tether_team_index(all) == evenIndex);  // the lowest free index: the same slot
+  dev::Team t;
+  MP_OK(tether_team_device_view(all, &h, &t));
+  for (int k = 0; k < 5; ++k) dev::team_sync(h, t);
+  MP_OK(tether_team_destroy(all));
+  MP_OK(tether_barrier_all(w));
+  if (me == 0) std::printf("PE 0: slot reuse OK\n");
+}
+
+}  // namespace
+
+int main() {
+  mp::init();
+  w = mp::world();
+  me = tether_my_pe(w);
+  npes = tether_n_pes(w);
+  const char* s = std::getenv("MP_SEED");
+  seed = s ? std::strtoull(s, nullptr, 10) : 1;
+  if (me == 0) std::printf("mp_coll_device: MP_SEED=%" PRIu64 "\n", seed);
+  bufA = static_cast<char*>(mp::hostZeroed(w, kBytes));
+  bufB = static_cast<char*>(mp::hostZeroed(w, kBytes));
+  dev::Handle h;
+  MP_OK(tether_device_handle_cpu(w, &h));
+  for (int pe = 0; pe < npes; ++pe) loads = loads && dev::ptr(h, bufA, pe) != nullptr;
+  MP_OK(tether_barrier_all(w));
+  // Bad arguments of the view.
+  dev::Team t;
+  MP_EXPECT_STATUS(tether_team_device_view(tether_team_world(w), nullptr, &t), TETHER_ERR_INVALID_ARG);
+  MP_EXPECT_STATUS(tether_team_device_view(TETHER_TEAM_INVALID, &h, &t), TETHER_ERR_INVALID_ARG);
+  everyTeam<Scope::Thread>(h, "thread");
+  everyTeam<Scope::Block>(h, "block");
+  slotReuse(h);
+  return mp::finish();
+}
