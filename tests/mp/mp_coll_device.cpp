@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mp_util.h"
+#include "coll_ref.h"
 #include "tether/device.cuh"
 
 namespace dev = tether::device;
@@ -35,41 +36,13 @@ char* bufA;  // symmetric HOST buffers
 char* bufB;
 bool loads = true;  // every PE reachable by loads (not under TETHER_FORCE_PROXY)
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 template <typename T>
 T input(uint64_t c, int m, size_t i) {
-  const uint64_t r = mix(seed ^ mix(c * 7919u + static_cast<uint64_t>(m)) ^ (i * 0x632be59bd9b4e019ull));
-  if (std::is_floating_point<T>::value) return static_cast<T>(static_cast<int>(r % 9) - 4);  // exact sums/products
-  T v;
-  std::memcpy(&v, &r, sizeof v);
-  return v;
+  return coll_ref::input<T>(seed, c, m, i);
 }
-// The reference combination (written here, not the library's): integers wrap in their width, min/max as <.
 template <typename T>
 T refOp(RedOp op, T a, T b) {
-  if (std::is_floating_point<T>::value) {
-    switch (op) {
-      case RedOp::Sum: return a + b;
-      case RedOp::Prod: return a * b;
-      case RedOp::Min: return b < a ? b : a;
-      default: return b > a ? b : a;
-    }
-  }
-  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);  // sign-extended: low bits are right
-  switch (op) {
-    case RedOp::Sum: return static_cast<T>(x + y);
-    case RedOp::Prod: return static_cast<T>(x * y);
-    case RedOp::Min: return b < a ? b : a;
-    case RedOp::Max: return b > a ? b : a;
-    case RedOp::And: return static_cast<T>(x & y);
-    case RedOp::Or: return static_cast<T>(x | y);
-    default: return static_cast<T>(x ^ y);
-  }
+  return coll_ref::combine(op, a, b);
 }
 
 [[noreturn]] void bad(const char* what, uint64_t c, size_t i, const char* scope) {
