@@ -32,6 +32,9 @@ class NullStreamOps : public tether::StreamOps {
   Status amo(void*, void*, const tether::AmoArgs&, void*) override { return Status::ok(); }
   Status waitCmp(void*, const uint64_t*, tether_cmp_t, uint64_t, bool, uint64_t) override { return Status::ok(); }
   Status proxy(void*, const tether_device_handle_t&, const tether::Op&) override { return Status::ok(); }
+  Status coll(void*, const tether_device_handle_t&, const tether_device_team_t&, const tether::StreamCollCall&) override {
+    return Status::ok();
+  }
   Status hostCall(void*, std::function<void()>) override { return Status::ok(); }
   Status createStream(void** out) override {
     *out = this;

@@ -1137,8 +1137,11 @@ TETHER_HD T redApply(RedOp op, T a, T b) {
 
 // dest[i] = op over the members' src[first + i], i < count, in team order; the group splits the elements. Callers
 // synchronise the team before (sources ready) and after (sources free).
+// chunkSync: in place, synchronise the team between reading and writing each chunk (all members call with the same
+// count and group size); false when no other member reads dest's elements (the rooted reduce).
 template <Scope S, typename T>
-TETHER_HD void teamReduce(const Handle& h, const Team& t, T* dest, const T* src, size_t first, size_t count, RedOp op) {
+TETHER_HD void teamReduce(const Handle& h, const Team& t, T* dest, const T* src, size_t first, size_t count, RedOp op,
+                          bool chunkSync = true) {
   static_assert(std::is_arithmetic<T>::value, "team reductions take integer and floating-point element types");
   if (!std::is_integral<T>::value && (op == RedOp::And || op == RedOp::Or || op == RedOp::Xor))
     fail("bitwise team reduction on a floating-point type", src, h.my_pe);
@@ -1158,7 +1161,9 @@ TETHER_HD void teamReduce(const Handle& h, const Team& t, T* dest, const T* src,
         r[j] = m == 0 ? *p : redApply(op, r[j], *p);
       }
     }
-    if (overlap) team_sync<S>(h, t);  // every member has read this chunk before anyone overwrites it
+    // Every member has read this chunk before anyone overwrites it (within the group, each thread reads and writes
+    // only its own elements).
+    if (overlap && chunkSync) team_sync<S>(h, t);
     for (int j = 0; j < K; ++j) {
       const size_t i = base + static_cast<size_t>(j) * size + rank;
       if (i >= count) break;
@@ -1173,6 +1178,15 @@ template <Scope S = Scope::Thread, typename T>
 TETHER_HD void team_allreduce(const Handle& h, const Team& t, T* dest, const T* src, size_t count, RedOp op) {
   team_sync<S>(h, t);
   detail::teamReduce<S>(h, t, dest, src, 0, count, op);
+  team_sync<S>(h, t);
+}
+
+// dest[i] of team PE root = op over every member's src[i], i < count; other members' dest untouched. In place:
+// dest == src.
+template <Scope S = Scope::Thread, typename T>
+TETHER_HD void team_reduce(const Handle& h, const Team& t, T* dest, const T* src, size_t count, RedOp op, int root) {
+  team_sync<S>(h, t);
+  if (t.my_pe == root) detail::teamReduce<S>(h, t, dest, src, 0, count, op, false);
   team_sync<S>(h, t);
 }
 

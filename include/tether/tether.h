@@ -398,6 +398,28 @@ tether_status_t tether_team_reduce_scatter(tether_team_t team, void* dest, const
 tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void* src, size_t count,
                                      tether_dtype_t type);
 
+/* Stream-ordered forms (stream: a cudaStream_t, NULL = the legacy default stream): enqueued, return at once; on the
+ * stream each runs as one kernel (the device form, tether::device::team_*, in one block) after the stream's earlier
+ * work, and is complete on every member before the stream's later work starts. Graph-capturable. Arguments are
+ * checked on this PE at the call (the same local errors as the host forms); they are NOT compared across members (the
+ * call returns before the others call), so different arguments on different members are undefined, as in NCCL.
+ * Teams: members at a fixed world-PE stride (tether_team_device_view). Types: every tether_dtype_t but HALF and
+ * BFLOAT16 (TETHER_ERR_UNSUPPORTED: use the host form); reductions need every member reachable by loads and stores
+ * (one host; TETHER_ERR_UNSUPPORTED otherwise). sync_on_stream: the team's barrier without the quiet. */
+tether_status_t tether_team_sync_on_stream(tether_team_t team, void* stream);
+tether_status_t tether_team_broadcast_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                tether_dtype_t type, int root, void* stream);
+tether_status_t tether_team_reduce_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                             tether_dtype_t type, tether_red_op_t op, int root, void* stream);
+tether_status_t tether_team_allreduce_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                tether_dtype_t type, tether_red_op_t op, void* stream);
+tether_status_t tether_team_allgather_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                tether_dtype_t type, void* stream);
+tether_status_t tether_team_reduce_scatter_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                     tether_dtype_t type, tether_red_op_t op, void* stream);
+tether_status_t tether_team_alltoall_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                               tether_dtype_t type, void* stream);
+
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Device handle: everything the header-only device API (tether/device.cuh, namespace tether::device) needs, in one
  * trivially copyable struct that kernels take BY VALUE (no __device__ globals, no -rdc). Plain data; read it, never

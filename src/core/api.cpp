@@ -790,8 +790,10 @@ tether_status_t tether_team_barrier(tether_team_t team) {
 namespace {
 
 // The data collectives (core/collectives.h): the enum arguments are checked here, before they are used as enums.
+// stream: the _on_stream forms (onStream true), which check on this PE only.
 tether_status_t teamColl(tether_team_t team, const char* call, tether::CollKind kind, void* dest, const void* src,
-                         size_t count, const tether_dtype_t& type, const tether_red_op_t* op, int root) {
+                         size_t count, const tether_dtype_t& type, const tether_red_op_t* op, int root,
+                         bool onStream = false, void* stream = nullptr) {
   // A bad enum fails on every member (agreed like any bad argument), not only here: the others would wait.
   tether::CollArgs a;
   a.invalid = tether::enumArg(call, "type", type);
@@ -805,6 +807,10 @@ tether_status_t teamColl(tether_team_t team, const char* call, tether::CollKind 
   a.src = src;
   a.count = count;
   a.root = root;
+  if (onStream) {
+    if (!a.invalid.isOk()) return report(a.invalid);
+    return guardedTeam(team, call, [&](World& x, TeamId id) { return x.colls().enqueue(call, id.ref, a, false, stream); });
+  }
   return guardedTeam(team, call, [&](World& x, TeamId id) { return x.colls().run(call, id.ref, a); });
 }
 
@@ -844,6 +850,43 @@ tether_status_t tether_team_reduce_scatter(tether_team_t team, void* dest, const
 tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void* src, size_t count,
                                      tether_dtype_t type) {
   return teamColl(team, "tether_team_alltoall", tether::CollKind::Alltoall, dest, src, count, type, nullptr, 0);
+}
+
+tether_status_t tether_team_sync_on_stream(tether_team_t team, void* stream) {
+  const char* call = "tether_team_sync_on_stream";
+  return guardedTeam(team, call, [&](World& x, TeamId id) {
+    return x.colls().enqueue(call, id.ref, tether::CollArgs(), true, stream);
+  });
+}
+tether_status_t tether_team_broadcast_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                tether_dtype_t type, int root, void* stream) {
+  return teamColl(team, "tether_team_broadcast_on_stream", tether::CollKind::Broadcast, dest, src, count, type, nullptr,
+                  root, true, stream);
+}
+tether_status_t tether_team_reduce_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                             tether_dtype_t type, tether_red_op_t op, int root, void* stream) {
+  return teamColl(team, "tether_team_reduce_on_stream", tether::CollKind::Reduce, dest, src, count, type, &op, root,
+                  true, stream);
+}
+tether_status_t tether_team_allreduce_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                tether_dtype_t type, tether_red_op_t op, void* stream) {
+  return teamColl(team, "tether_team_allreduce_on_stream", tether::CollKind::Allreduce, dest, src, count, type, &op, 0,
+                  true, stream);
+}
+tether_status_t tether_team_allgather_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                tether_dtype_t type, void* stream) {
+  return teamColl(team, "tether_team_allgather_on_stream", tether::CollKind::Allgather, dest, src, count, type, nullptr,
+                  0, true, stream);
+}
+tether_status_t tether_team_reduce_scatter_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                                     tether_dtype_t type, tether_red_op_t op, void* stream) {
+  return teamColl(team, "tether_team_reduce_scatter_on_stream", tether::CollKind::ReduceScatter, dest, src, count, type,
+                  &op, 0, true, stream);
+}
+tether_status_t tether_team_alltoall_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
+                                               tether_dtype_t type, void* stream) {
+  return teamColl(team, "tether_team_alltoall_on_stream", tether::CollKind::Alltoall, dest, src, count, type, nullptr,
+                  0, true, stream);
 }
 
 // ---- stream-ordered operations (#6): core/stream.cpp

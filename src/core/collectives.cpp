@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "core/dtype.h"
 #include "core/reduce_ops.h"
+#include "core/stream_ops.h"
 #include "core/world.h"
 
 namespace tether {
@@ -117,6 +118,77 @@ Status Collectives::resetDeviceWords(int slot) {
   TETHER_TRY(w_.heap().zeroLocal(SymRef{SegKind::Host, offsetof(ControlBlock, devTeams) + words}, bytes));
   if (w_.heap().device()) TETHER_TRY(w_.heap().zeroLocal(SymRef{SegKind::Device, kDeviceTeamSyncOffset + words}, bytes));
   return Status::ok();
+}
+
+// ---- stream forms -------------------------------------------------------------------------------------------------
+
+namespace {
+
+// The device API's C type of a tether element type; false for the 16-bit floats (no device arithmetic for them yet).
+bool streamElem(tether_dtype_t t, StreamCollCall::Elem* out) {
+  const DtypeInfo& d = dtypeInfo(t);
+  if (t == TETHER_HALF || t == TETHER_BFLOAT16) return false;
+  static const StreamCollCall::Elem sgn[] = {StreamCollCall::I8, StreamCollCall::I16, StreamCollCall::I32,
+                                             StreamCollCall::I64};
+  static const StreamCollCall::Elem uns[] = {StreamCollCall::U8, StreamCollCall::U16, StreamCollCall::U32,
+                                             StreamCollCall::U64};
+  const int k = d.size == 1 ? 0 : d.size == 2 ? 1 : d.size == 4 ? 2 : 3;
+  if (d.cls == DtypeClass::Float) *out = d.size == 4 ? StreamCollCall::F32 : StreamCollCall::F64;
+  else *out = d.cls == DtypeClass::Signed ? sgn[k] : uns[k];
+  return true;
+}
+
+StreamCollCall::Kind streamKind(CollKind k) {
+  switch (k) {
+    case CollKind::Broadcast: return StreamCollCall::Broadcast;
+    case CollKind::Reduce: return StreamCollCall::Reduce;
+    case CollKind::Allreduce: return StreamCollCall::Allreduce;
+    case CollKind::Allgather: return StreamCollCall::Allgather;
+    case CollKind::ReduceScatter: return StreamCollCall::ReduceScatter;
+    default: return StreamCollCall::Alltoall;
+  }
+}
+
+}  // namespace
+
+Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bool syncOnly, void* stream) {
+  std::shared_ptr<Team> team;
+  TETHER_TRY(w_.teams().acquire(call, ref, &team));
+  const Team& t = *team;
+  StreamCollCall c;
+  Plan p;
+  if (!syncOnly) {
+    TETHER_TRY(check(call, t, a, &p));
+    c.kind = streamKind(a.kind);
+    if (!streamElem(a.type, &c.elem))
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: type %s is not supported on a stream yet (the host form takes it)", call,
+                  dtypeInfo(a.type).name);
+    c.op = a.op;
+    c.root = a.root;
+    c.dest = a.dest;
+    c.src = a.src;
+    c.count = a.count;
+    c.elemBytes = p.es;
+  }
+  StreamOps* so = nullptr;
+  TETHER_TRY(w_.streams().ops(&so).withContext(call));
+  if (!syncOnly && p.block != 0 && !so->gpuAddresses() &&
+      (!isHostMemory(p.dref.kind) || !isHostMemory(p.sref.kind)))
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only", call);
+  // Reductions load every member's elements: each member must be load/store reachable from the stream.
+  if (!syncOnly && isReduction(a.kind) && p.block != 0)
+    for (int pe : t.pes) {
+      if (pe == w_.myPe()) continue;
+      const SegPath& sp = w_.path(pe, p.sref.kind);
+      if (w_.forceProxy() || !sp.ops || !(sp.ops->caps & kCapLoadStore) || !sp.base)
+        TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: reductions on a stream need every member reachable by loads and "
+                    "stores; world PE %d is not (the host form takes it)", call, pe);
+    }
+  tether_device_handle_t h;
+  TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));
+  tether_device_team_t v;
+  TETHER_TRY(deviceView(call, ref, h, &v));
+  return so->coll(stream, h, v, c);
 }
 
 // ---- local checks ------------------------------------------------------------------------------------------------

@@ -82,6 +82,11 @@ class Collectives {
   // Offset of slot's kCollWords words in the HOST segment (Teams::destroy checks they are idle).
   static uint64_t wordsOffset(int slot);
 
+  // tether_team_*_on_stream: checks a on this PE only (members are not compared: the call returns before the stream
+  // runs it), then enqueues it on stream as the device form (core/stream/stream_coll_call.h). syncOnly: the team sync
+  // (a is ignored).
+  Status enqueue(const char* call, TeamRef team, const CollArgs& a, bool syncOnly, void* stream);
+
   // tether_team_device_view: the team's members as (start, stride) and its device sync words in the segment of
   // handle's barrier words.
   Status deviceView(const char* call, TeamRef team, const tether_device_handle_t& handle, tether_device_team_t* out);

@@ -64,6 +64,23 @@ struct StreamMemOp {
 // and the Op by value: tickets are taken when the kernel runs, so it stays correct under graph replay and when
 // several streams post (core/stream/stream_proxy_call.h runs it).
 
+// A team collective on a stream (tether_team_*_on_stream): run by the device API's team collectives on the team's
+// device view (core/stream/stream_coll_call.h), checked by the caller (core/collectives.cpp): dest/src are symmetric
+// addresses as the program names them, addressable by this layer (CPU: HOST/STATIC), reductions only where every
+// member is load/store reachable, elem one of the C types below. Complete (every member's part of it, and visible)
+// before the stream's next operation starts: it ends with the team's device sync.
+struct StreamCollCall {
+  enum Kind : uint8_t { Sync, Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall } kind = Sync;
+  enum Elem : uint8_t { I8, I16, I32, I64, U8, U16, U32, U64, F32, F64 } elem = U8;
+  int op = TETHER_RED_SUM;  // tether_red_op_t (reductions)
+  int root = 0;             // broadcast, reduce
+  void* dest = nullptr;
+  const void* src = nullptr;
+  size_t count = 0;      // elements (per member block for allgather, reduce_scatter, alltoall)
+  size_t elemBytes = 1;  // bytes per element
+};
+constexpr int kCollBlockThreads = 512;  // GPU: the block that runs a stream collective
+
 class StreamOps {
  public:
   virtual ~StreamOps() = default;
@@ -92,6 +109,10 @@ class StreamOps {
                          uint64_t timeoutNs) = 0;
   // Runs call (a proxy call, above) through the handle's proxy ring (handle in this ops' address space).
   virtual Status proxy(void* stream, const tether_device_handle_t& handle, const Op& call) = 0;
+  // Runs a team collective (StreamCollCall above) with the handle and the team's device view (both in this ops'
+  // address space).
+  virtual Status coll(void* stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
+                      const StreamCollCall& call) = 0;
   // Runs fn on a CPU thread in stream order, its memory effects visible before the next operation starts (CUDA:
   // cudaLaunchHostFunc). fn must not call CUDA or wait on any stream; it cannot fail.
   virtual Status hostCall(void* stream, std::function<void()> fn) = 0;

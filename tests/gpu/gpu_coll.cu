@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpu_util.h"
@@ -152,9 +154,7 @@ int main() {
   w = mp::world();
   me = tether_my_pe(w);
   npes = tether_n_pes(w);
-  const char* s = std::getenv("MP_SEED");
-  seed = s ? std::strtoull(s, nullptr, 10) : 1;
-  if (me == 0) std::printf("gpu_coll: MP_SEED=%" PRIu64 "\n", seed);
+  seed = coll_ref::seedFromEnv("gpu_coll", me);
   dA = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
   dB = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
   tether_device_handle_t h;

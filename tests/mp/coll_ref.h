@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -17,6 +19,14 @@ inline uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// MP_SEED (default 1); PE 0 prints it with the program's name, so a failing run can be repeated.
+inline uint64_t seedFromEnv(const char* program, int me) {
+  const char* s = std::getenv("MP_SEED");
+  const uint64_t seed = s ? std::strtoull(s, nullptr, 10) : 1;
+  if (me == 0) std::printf("%s: MP_SEED=%llu\n", program, static_cast<unsigned long long>(seed));
+  return seed;
 }
 
 // Element i of member m's input in case c: any bits for integers; an integer in [-4, 4] for floating point, so that

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "mp_util.h"
@@ -204,11 +206,8 @@ void slotReuse(const dev::Handle& h) {
 int main() {
   mp::init();
   w = mp::world();
-  me = tether_my_pe(w);
-  npes = tether_n_pes(w);
-  const char* s = std::getenv("MP_SEED");
-  seed = s ? std::strtoull(s, nullptr, 10) : 1;
-  if (me == 0) std::printf("mp_coll_device: MP_SEED=%" PRIu64 "\n", seed);
+  std::tie(me, npes) = std::make_pair(tether_my_pe(w), tether_n_pes(w));
+  seed = coll_ref::seedFromEnv("mp_coll_device", me);
   bufA = static_cast<char*>(mp::hostZeroed(w, kBytes));
   bufB = static_cast<char*>(mp::hostZeroed(w, kBytes));
   dev::Handle h;

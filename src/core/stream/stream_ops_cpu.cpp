@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "core/stream/stream_coll_call.h"
 #include "core/stream/stream_proxy_call.h"
 #include "core/stream_ops.h"
 
@@ -208,6 +209,16 @@ class CpuStreamOps : public StreamOps {
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream proxy call (CPU emulation): needs the CPU device handle");
     return enqueue(stream, [handle, call] {
       streamdetail::runProxyCall(handle, call);  // device API failures abort, as a GPU kernel traps
+      return Status::ok();
+    });
+  }
+
+  Status coll(void* stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
+              const StreamCollCall& call) override {
+    if (handle.flags & TETHER_DEVICE_GPU)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream collective (CPU emulation): needs the CPU device handle");
+    return enqueue(stream, [handle, team, call] {
+      streamdetail::runCollCall<device::Scope::Thread>(handle, team, call);  // failures abort, as a GPU kernel traps
       return Status::ok();
     });
   }

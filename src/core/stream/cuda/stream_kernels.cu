@@ -1,5 +1,6 @@
 #include "core/stream/cuda/stream_kernels.h"
 
+#include "core/stream/stream_coll_call.h"
 #include "core/stream/stream_proxy_call.h"
 #include "gpu/cuda/amo.cuh"
 
@@ -108,8 +109,22 @@ cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& h
   return cudaGetLastError();
 }
 
+namespace {
+__global__ void __launch_bounds__(kCollBlockThreads)
+    collCallKernel(tether_device_handle_t h, tether_device_team_t t, StreamCollCall c) {
+  streamdetail::runCollCall<device::Scope::Block>(h, t, c);
+}
+}  // namespace
+
+cudaError_t launchCollCall(cudaStream_t stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
+                           const StreamCollCall& call) {
+  collCallKernel<<<1, kCollBlockThreads, 0, stream>>>(handle, team, call);
+  return cudaGetLastError();
+}
+
 cudaError_t preloadStreamKernels() {
-  const void* const kernels[] = {reinterpret_cast<const void*>(storeKernel),
+  const void* const kernels[] = {reinterpret_cast<const void*>(collCallKernel),
+                                 reinterpret_cast<const void*>(storeKernel),
                                  reinterpret_cast<const void*>(streamAmoKernel),
                                  reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(fenceKernel),
                                  reinterpret_cast<const void*>(proxyCallKernel)};

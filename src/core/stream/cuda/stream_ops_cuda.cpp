@@ -209,6 +209,15 @@ class CudaStreamOps : public StreamOps {
     return Status::ok();
   }
 
+  Status coll(void* stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
+              const StreamCollCall& call) override {
+    if (!(handle.flags & TETHER_DEVICE_GPU))
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream collective: needs the GPU device handle");
+    STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
+    STREAM_CUDA_TRY(gpukernels::launchCollCall(cuda(stream), handle, team, call));
+    return Status::ok();
+  }
+
   Status hostCall(void* stream, std::function<void()> fn) override {
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
     // Run once: the callback frees its closure. Captured into a graph (replayed any number of times): the closure
