@@ -397,6 +397,15 @@ tether_status_t tether_team_reduce_scatter(tether_team_t team, void* dest, const
                                            tether_dtype_t type, tether_red_op_t op);
 tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void* src, size_t count,
                                      tether_dtype_t type);
+/* alltoallv (host form only): this PE's block for team PE j is scounts[j] elements at src + sdispls[j]; it lands at
+ * dest + rdispls[m] of team PE j, where m is this PE's team PE number, and j must expect it: its rcounts[m] equals
+ * scounts[j] (else TETHER_ERR_MISMATCH on every member, naming both). Counts and displacements are in elements, n_pes
+ * entries each. scounts and sdispls are symmetric arrays (every member's copy of one object in the symmetric heap:
+ * the receivers read their entries); rcounts and rdispls are local. dest and src are symmetric, aligned to the
+ * element, and must not overlap. */
+tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size_t* rcounts, const size_t* rdispls,
+                                      const void* src, const size_t* scounts, const size_t* sdispls,
+                                      tether_dtype_t type);
 
 /* Stream-ordered forms (stream: a cudaStream_t, NULL = the legacy default stream): enqueued, return at once; on the
  * stream each runs as one kernel (the device form, tether::device::team_*, in one block) after the stream's earlier

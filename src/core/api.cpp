@@ -851,6 +851,22 @@ tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void*
                                      tether_dtype_t type) {
   return teamColl(team, "tether_team_alltoall", tether::CollKind::Alltoall, dest, src, count, type, nullptr, 0);
 }
+tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size_t* rcounts, const size_t* rdispls,
+                                      const void* src, const size_t* scounts, const size_t* sdispls,
+                                      tether_dtype_t type) {
+  const char* call = "tether_team_alltoallv";
+  tether::CollArgs a;
+  a.invalid = tether::enumArg(call, "type", type);
+  if (a.invalid.isOk()) a.type = type;
+  a.kind = tether::CollKind::Alltoallv;
+  a.dest = dest;
+  a.src = src;
+  a.rcounts = rcounts;
+  a.rdispls = rdispls;
+  a.scounts = scounts;
+  a.sdispls = sdispls;
+  return guardedTeam(team, call, [&](World& x, TeamId id) { return x.colls().run(call, id.ref, a); });
+}
 
 tether_status_t tether_team_sync_on_stream(tether_team_t team, void* stream) {
   const char* call = "tether_team_sync_on_stream";

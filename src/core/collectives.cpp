@@ -28,7 +28,8 @@ constexpr uint64_t kTagExplain = 0x4c011ec7;
 constexpr uint64_t kTagMask = (uint64_t{1} << 62) - 1;
 
 const char* kindName(CollKind k) {
-  static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+  static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
+                                      "alltoallv"};
   return names[static_cast<int>(k)];
 }
 bool isReduction(CollKind k) {
@@ -49,12 +50,13 @@ struct Collectives::Plan {
   size_t destBytes = 0, srcBytes = 0;
   bool inPlace = false;
   SymRef dref{SegKind::Host, 0}, sref{SegKind::Host, 0};
+  SymRef scRef{SegKind::Host, 0}, sdRef{SegKind::Host, 0};  // alltoallv: scounts, sdispls
   Status local;                     // this PE's argument error (ok when valid)
 };
 
 // What the members agree on (and, when they do not, what they publish to say why).
 struct Collectives::Record {
-  enum : size_t { kHead, kCount, kRoot, kDest, kSrc, kWords };
+  enum : size_t { kHead, kCount, kRoot, kDest, kSrc, kScounts, kSdispls, kWords };
   uint64_t w[kWords] = {};
   bool valid() const { return (w[kHead] >> 25) & 1; }
   uint64_t hash() const {  // FNV-1a over the words, 62 bits
@@ -209,6 +211,7 @@ Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Pl
                 call, redOpName(a.op), d.name);
   if (hasRoot(a.kind) && (a.root < 0 || static_cast<size_t>(a.root) >= p->n))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: root %d is outside the team's %zu PEs", call, a.root, p->n);
+  if (a.kind == CollKind::Alltoallv) return checkV(call, t, a, p);
   size_t total = 0;
   if (__builtin_mul_overflow(a.count, p->es, &p->block) || __builtin_mul_overflow(p->block, p->n, &total))
     TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: count %zu of %zu-byte elements for %zu PEs overflows", call, a.count,
@@ -235,6 +238,41 @@ Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Pl
   if (!p->inPlace && dest < src + p->srcBytes && src < dest + p->destBytes)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest [%p, +%zu) and src [%p, +%zu) overlap, and not in the in-place "
                 "form of %s (see tether.h)", call, a.dest, p->destBytes, a.src, p->srcBytes, kindName(a.kind));
+  return Status::ok();
+}
+
+// alltoallv: the four arrays (scounts and sdispls symmetric), each block inside dest/src, no overlap.
+Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, Plan* p) const {
+  (void)t;
+  const size_t n = p->n, es = p->es;
+  if (!a.rcounts || !a.rdispls || !a.scounts || !a.sdispls)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: rcounts, rdispls, scounts and sdispls must not be NULL", call);
+  TETHER_TRY(w_.checkSymmetric(call, "scounts", a.scounts, n * sizeof(size_t), &p->scRef));
+  TETHER_TRY(w_.checkSymmetric(call, "sdispls", a.sdispls, n * sizeof(size_t), &p->sdRef));
+  if (reinterpret_cast<uintptr_t>(a.scounts) % alignof(size_t) || reinterpret_cast<uintptr_t>(a.sdispls) % alignof(size_t))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: scounts and sdispls must be aligned to size_t", call);
+  size_t dEnd = 0, sEnd = 0;  // elements
+  for (size_t m = 0; m < n; ++m) {
+    size_t e = 0;
+    if (__builtin_add_overflow(a.rdispls[m], a.rcounts[m], &e))
+      TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: rdispls[%zu] + rcounts[%zu] overflows", call, m, m);
+    if (a.rcounts[m]) dEnd = std::max(dEnd, e);
+    if (__builtin_add_overflow(a.sdispls[m], a.scounts[m], &e))
+      TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: sdispls[%zu] + scounts[%zu] overflows", call, m, m);
+    if (a.scounts[m]) sEnd = std::max(sEnd, e);
+  }
+  if (__builtin_mul_overflow(dEnd, es, &p->destBytes) || __builtin_mul_overflow(sEnd, es, &p->srcBytes))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: the blocks' extent in bytes overflows", call);
+  p->block = std::max(p->destBytes, p->srcBytes);
+  if (p->destBytes) TETHER_TRY(w_.checkSymmetric(call, "dest", a.dest, p->destBytes, &p->dref));
+  if (p->srcBytes) TETHER_TRY(w_.checkSymmetric(call, "src", a.src, p->srcBytes, &p->sref));
+  const uintptr_t dest = reinterpret_cast<uintptr_t>(a.dest), src = reinterpret_cast<uintptr_t>(a.src);
+  if (dest % es || src % es)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p and src %p must be aligned to the %zu-byte elements", call, a.dest,
+                a.src, es);
+  if (p->destBytes && p->srcBytes && dest < src + p->srcBytes && src < dest + p->destBytes)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest [%p, +%zu) and src [%p, +%zu) overlap", call, a.dest, p->destBytes,
+                a.src, p->srcBytes);
   return Status::ok();
 }
 
@@ -283,28 +321,53 @@ Status Collectives::roundsOnce(const char* call, Team& t, uint64_t tag, bool rai
   return Status::ok();
 }
 
-Status Collectives::explain(const char* call, Team& t, const Record& mine, const Status& localError) {
+Status Collectives::gatherWords(const char* call, Team& t, const uint64_t* mine, size_t nw,
+                                std::vector<uint64_t>* all) {
   const size_t n = t.pes.size();
   uint64_t* values = words(t.slot) + 2 * kCollRounds;
-  std::memcpy(values, mine.w, sizeof mine.w);
+  std::memcpy(values, mine, nw * sizeof(uint64_t));
   bool flagged = false;
   TETHER_TRY(rounds(call, t, kTagExplain, false, &flagged));
-  std::vector<Record> all(n);
+  all->assign(n * nw, 0);
   for (size_t m = 0; m < n; ++m) {
     const int pe = t.pes[m];
     const SegPath& p = w_.path(pe, SegKind::Host);
     const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, wordsOffset(t.slot) + 2 * kCollRounds * 8});
-    TETHER_TRY(w_.teams().lose(t, p.ops->get(p.ctx, pe, all[m].w, from, sizeof all[m].w, false).withContext(call)));
+    TETHER_TRY(w_.teams().lose(
+        t, p.ops->get(p.ctx, pe, all->data() + m * nw, from, nw * sizeof(uint64_t), false).withContext(call)));
   }
-  TETHER_TRY(rounds(call, t, kTagExplain, false, &flagged));  // nobody reads this PE's record any more
-  std::memset(values, 0, sizeof mine.w);
+  TETHER_TRY(rounds(call, t, kTagExplain, false, &flagged));  // nobody reads this PE's words any more
+  std::memset(values, 0, nw * sizeof(uint64_t));
+  return Status::ok();
+}
+
+Status Collectives::failedTogether(const char* call, Team& t, const Status& mine) {
+  const uint64_t code = mine.isOk() ? 0 : static_cast<uint64_t>(mine.code());
+  std::vector<uint64_t> codes;
+  TETHER_TRY(gatherWords(call, t, &code, 1, &codes));
+  if (!mine.isOk()) return mine;
+  for (size_t m = 0; m < codes.size(); ++m)
+    if (codes[m] != 0)
+      return Status(static_cast<tether_status_t>(codes[m]),
+                    strprintf("%s: team PE %zu (world PE %d) failed while moving data (its own error says why); dest "
+                              "is undefined on this PE", call, m, t.pes[m]));
+  TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: the closing barrier was flagged but no member reports a failure", call);
+}
+
+Status Collectives::explain(const char* call, Team& t, const Record& mine, const Status& localError) {
+  const size_t n = t.pes.size();
+  std::vector<uint64_t> words;
+  TETHER_TRY(gatherWords(call, t, mine.w, Record::kWords, &words));
+  std::vector<Record> all(n);
+  for (size_t m = 0; m < n; ++m) std::memcpy(all[m].w, words.data() + m * Record::kWords, sizeof all[m].w);
 
   if (!localError.isOk()) return localError;
   for (size_t m = 0; m < n; ++m)
     if (!all[m].valid())
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
                   "which); no member ran the collective", call, m, t.pes[m]);
-  static const char* const fields[] = {"collective, type, op or in-place form", "count", "root", "dest", "src"};
+  static const char* const fields[] = {"collective, type, op or in-place form", "count", "root", "dest", "src",
+                                       "scounts", "sdispls"};
   for (size_t m = 0; m < n; ++m)
     for (size_t f = 0; f < Record::kWords; ++f)
       if (all[m].w[f] != mine.w[f]) {
@@ -318,7 +381,7 @@ Status Collectives::explain(const char* call, Team& t, const Record& mine, const
                                  ? redOpName(static_cast<tether_red_op_t>((v >> 16) & 0xff)) : "",
                              ((v >> 24) & 1) ? ", in place" : "");
           }
-          if (f == Record::kDest || f == Record::kSrc)
+          if (f >= Record::kDest)
             return strprintf("an object at offset %llu of the %s segment", static_cast<unsigned long long>(v >> 2),
                              segKindName(static_cast<SegKind>(v & 3)));
           return strprintf("%llu", static_cast<unsigned long long>(v));
@@ -397,6 +460,18 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
     case CollKind::Alltoall:
       visit([&](size_t k) { return copyFrom(call, at(dest, k * B), at(p.a.src, me * B), B, t.pes[k]); });
       break;
+    case CollKind::Alltoallv:
+      visit([&](size_t k) {
+        size_t sc = 0, sd = 0;  // member k's count and displacement for this PE, from its symmetric arrays
+        TETHER_TRY(copyFrom(call, &sc, p.a.scounts + me, sizeof sc, t.pes[k]));
+        TETHER_TRY(copyFrom(call, &sd, p.a.sdispls + me, sizeof sd, t.pes[k]));
+        if (sc != p.a.rcounts[k])
+          TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: team PE %zu (world PE %d) expects rcounts[%zu] = %zu elements from "
+                      "team PE %zu (world PE %d), whose scounts[%zu] is %zu", call, me, myPe, k, p.a.rcounts[k], k,
+                      t.pes[k], me, sc);
+        return copyFrom(call, at(dest, p.a.rdispls[k] * p.es), at(p.a.src, sd * p.es), sc * p.es, t.pes[k]);
+      });
+      break;
     case CollKind::Reduce:
       if (me == static_cast<size_t>(p.a.root)) err = reduceSlice(call, t, p, 0, p.a.count, dest, destDevice);
       break;
@@ -424,10 +499,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
       break;
   }
   TETHER_TRY(rounds(call, t, kTagClose, !err.isOk() || flagged, &flagged));
-  if (!err.isOk()) return err;
-  if (flagged)
-    TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: another member of the team failed while moving data (its own error says "
-                "why); dest is undefined on this PE", call);
+  if (flagged) return failedTogether(call, t, err);
   if (!temp.empty()) TETHER_TRY(writeLocal(call, dest, temp.data(), B, destDevice));
   return Status::ok();
 }
@@ -448,12 +520,16 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
     mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;
-    if (p.block != 0) {
+    if (p.block != 0 && a.kind != CollKind::Alltoallv) {  // alltoallv: extents differ by design
       // In-place allgather and reduce_scatter: the side that differs per member by design is left out.
       const bool destVaries = p.inPlace && a.kind == CollKind::ReduceScatter;
       const bool srcVaries = p.inPlace && a.kind == CollKind::Allgather;
       if (!destVaries) mine.w[Record::kDest] = p.dref.offset << 2 | static_cast<uint64_t>(p.dref.kind);
       if (!srcVaries) mine.w[Record::kSrc] = p.sref.offset << 2 | static_cast<uint64_t>(p.sref.kind);
+    }
+    if (a.kind == CollKind::Alltoallv) {  // the arrays the receivers read must be the same objects everywhere
+      mine.w[Record::kScounts] = p.scRef.offset << 2 | static_cast<uint64_t>(p.scRef.kind);
+      mine.w[Record::kSdispls] = p.sdRef.offset << 2 | static_cast<uint64_t>(p.sdRef.kind);
     }
   }
   if (t.pes.size() == 1 && !p.local.isOk()) return p.local;

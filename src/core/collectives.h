@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "base/status.h"
 #include "core/teams.h"
@@ -59,7 +60,7 @@ static_assert(1 + TETHER_DEVICE_TEAM_ROUNDS <= kDeviceTeamWords, "device team sy
 static_assert(TETHER_DEVICE_TEAM_ROUNDS == kCollRounds, "host and device team collectives take the same team sizes");
 constexpr uint64_t kDeviceTeamSyncOffset = 8192;
 
-enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Count };
+enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
 struct CollArgs {
   CollKind kind = CollKind::Broadcast;
@@ -70,6 +71,11 @@ struct CollArgs {
   tether_red_op_t op = TETHER_RED_SUM; // reductions only; an enumerator
   int root = 0;                        // broadcast, reduce
   Status invalid;  // an argument error the caller found (a bad enum: type and op then hold safe values); agreed on
+  // alltoallv: n_pes entries each, in elements; scounts and sdispls symmetric (the receivers read them).
+  const size_t* rcounts = nullptr;
+  const size_t* rdispls = nullptr;
+  const size_t* scounts = nullptr;
+  const size_t* sdispls = nullptr;
 };
 
 class Collectives {
@@ -101,12 +107,18 @@ class Collectives {
 
  private:
   Status check(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
+  Status checkV(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
   // One barrier over t carrying tag; *flagged: some member raised its flag (or sent a different tag).
   // A failure (timeout, transport) loses the team's collective state.
   Status rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
   Status roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
   // The slow path of a disagreement: every member's record, and the error every member returns.
   Status explain(const char* call, Team& t, const Record& mine, const Status& localError);
+  // Every member publishes nw <= kCollValueWords words; *all = every member's (member m at m * nw). Two barriers.
+  Status gatherWords(const char* call, Team& t, const uint64_t* mine, size_t nw, std::vector<uint64_t>* all);
+  // After a closing barrier some member flagged: every member returns an error, its own or the first failing
+  // member's code naming it.
+  Status failedTogether(const char* call, Team& t, const Status& mine);
   Status dataPhase(const char* call, Team& t, const Plan& p);
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);

@@ -267,6 +267,48 @@ void alltoallCase(tether_team_t team, const TypeInfo& ti, size_t count) {
   ++checks;
 }
 
+size_t* symCounts;  // npes entries each (symmetric HOST): alltoallv's scounts and sdispls
+size_t* symDispls;
+
+// Member m sends vcount(c, m, j) elements to member j (0 included); blocks lie with one-element gaps.
+size_t vcount(uint64_t c, int m, int j) { return static_cast<size_t>((mix(c * 31 + static_cast<uint64_t>(m * 7 + j)) % 9)); }
+
+void alltoallvCase(tether_team_t team, const TypeInfo& ti, bool wrongCount) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  std::vector<size_t> rcounts(static_cast<size_t>(n)), rdispls(static_cast<size_t>(n));
+  size_t s = 1, r = 2;
+  for (int j = 0; j < n; ++j) {
+    symCounts[j] = vcount(c, my, j);
+    symDispls[j] = s;
+    s += symCounts[j] + 1;
+    rcounts[static_cast<size_t>(j)] = vcount(c, j, my);
+    rdispls[static_cast<size_t>(j)] = r;
+    r += rcounts[static_cast<size_t>(j)] + 1;
+  }
+  for (size_t i = 0; i < s; ++i) store(bufA, i, ti.size, input(ti, c, my, i));
+  std::memset(bufB, 0, r * ti.size);
+  if (wrongCount && my == n - 1) rcounts[0] += 1;  // the last member expects one element more from member 0
+  const tether_status_t st = tether_team_alltoallv(team, bufB, rcounts.data(), rdispls.data(), bufA, symCounts,
+                                                   symDispls, ti.t);
+  if (wrongCount) {
+    if (st != TETHER_ERR_MISMATCH) mp::fail(__FILE__, __LINE__, "alltoallv wrong count", tether_status_string(st));
+    if (my == n - 1) MP_MSG_HAS("rcounts[0]");
+    return;
+  }
+  MP_OK(st);
+  for (int m = 0; m < n; ++m) {
+    // member m's displacement for me: recompute its layout
+    size_t ms = 1;
+    for (int j = 0; j < my; ++j) ms += vcount(c, m, j) + 1;
+    for (size_t i = 0; i < rcounts[static_cast<size_t>(m)]; ++i) {
+      const uint64_t want = input(ti, c, m, ms + i), got = load(bufB, rdispls[static_cast<size_t>(m)] + i, ti.size);
+      if (got != want) mismatch({"alltoallv", &ti, c, rcounts[static_cast<size_t>(m)], false}, i, got, want);
+    }
+  }
+  ++checks;
+}
+
 bool allowed(const TypeInfo& ti, tether_red_op_t op) { return op < TETHER_RED_AND || ti.cls != TypeInfo::F; }
 
 // Every operation on one team (collective over its members).
@@ -304,6 +346,11 @@ void runAll(tether_team_t team, const char* label) {
           for (bool inPlace : {false, true}) allgatherCase(team, ti, count, inPlace);
           alltoallCase(team, ti, count);
         }
+  for (const TypeInfo& ti : kTypes)
+    if (ti.t == TETHER_UINT8 || ti.t == TETHER_INT32 || ti.t == TETHER_DOUBLE)
+      for (int k = 0; k < 3; ++k) alltoallvCase(team, ti, false);
+  if (n > 1) alltoallvCase(team, kTypes[0], true);  // a receiver expecting another count: MISMATCH on every member
+  alltoallvCase(team, kTypes[0], false);            // and the team goes on
   if (me == 0 || tether_team_my_pe(team) == 0)
     std::printf("PE %d: %s (%d PEs): %ld collectives checked\n", me, label, n, checks - before);
 }
@@ -429,6 +476,8 @@ int main(int argc, char** argv) {
   agreeSeed();
   bufA = static_cast<char*>(mp::hostZeroed(w, kMaxBytes));
   bufB = static_cast<char*>(mp::hostZeroed(w, kMaxBytes));
+  symCounts = static_cast<size_t*>(mp::hostZeroed(w, static_cast<size_t>(npes) * sizeof(size_t)));
+  symDispls = static_cast<size_t*>(mp::hostZeroed(w, static_cast<size_t>(npes) * sizeof(size_t)));
   MP_OK(tether_barrier_all(w));
   if (argc > 1 && std::strcmp(argv[1], "timeout") == 0) {
     timeoutMode();
