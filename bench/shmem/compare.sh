@@ -24,6 +24,8 @@
 #                      variables exported to its PEs), results in shmem_compare_ucx[_<n>pe].* (issue #19)
 #   NPES=2             PEs per run (osh_bench measures PE 0 -> PE 1; more PEs join the barrier and the collective
 #                      rows); results of NPES != 2 get the suffix _<n>pe
+#   SUFFIX=            appended to the result name (e.g. SUFFIX=_coll with BENCH_ARGS="--ops bcast,reduce,..."), so a
+#                      run of some rows does not replace the table of all rows
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,8 +47,9 @@ case $npes in ''|*[!0-9]*|0|1) echo "compare.sh: NPES must be a number >= 2, got
 result=shmem_compare
 [[ $transport == ucx ]] && result+=_ucx
 (( npes != 2 )) && result+=_${npes}pe
+result+=${SUFFIX:-}
 read -r -a bench_args <<<"${BENCH_ARGS:-}"
-cmdline="TRANSPORT=$transport NPES=$npes bench/shmem/compare.sh $*"
+cmdline="TRANSPORT=$transport NPES=$npes${SUFFIX:+ SUFFIX=$SUFFIX} bench/shmem/compare.sh $*"
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
 

@@ -360,7 +360,8 @@ tether_status_t tether_team_barrier(tether_team_t team);
  * count, type, op and root and the same symmetric dest and src (every member's copy of one symmetric object; any
  * segment kind, HOST, DEVICE or STATIC, each aligned to the element size). Blocking: on return dest holds the result
  * and src may be reused. Counts are elements of `type`.
- *  broadcast:      dest[0, count) = src[0, count) of team PE root. In place: dest == src.
+ *  broadcast:      dest[0, count) = src[0, count) of team PE root. In place: dest == src (the root's dest is then
+ *                  left alone). Only src must be the same object everywhere; each member's dest is its own.
  *  reduce:         dest[0, count) of team PE root = op over every member's src[0, count), combined in team order
  *                  (the same bits on every run); other members' dest is untouched. In place: dest == src.
  *  allreduce:      like reduce, on every member. In place: dest == src.

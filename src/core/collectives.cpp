@@ -190,6 +190,8 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
   TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));
   tether_device_team_t v;
   TETHER_TRY(deviceView(call, ref, h, &v));
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu: one %s on the stream (the device form)", call,
+                  t.slot, t.pes.size(), c.count, so->gpuAddresses() ? "kernel of one block" : "emulated step");
   return so->coll(stream, h, v, c);
 }
 
@@ -411,25 +413,32 @@ Status Collectives::writeLocal(const char* call, void* dst, const void* src, siz
 // CPU memory, or (outDevice) this PE's DEVICE copy of a symmetric object.
 Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                                 bool outDevice) {
-  const size_t es = p.es, chunk = std::max<size_t>(1, kChunkBytes / es);
+  const size_t es = p.es, chunk = std::max<size_t>(1, kChunkBytes / es), bufBytes = std::min(chunk, len) * es;
   const bool srcHost = isHostMemory(p.sref.kind);
-  std::vector<char> acc(std::min(chunk, len) * es), in(acc.size());
+  // Accumulate straight into out, unless out is GPU memory or this PE's own elements being read (in place: each
+  // chunk is read before it is overwritten, through the accumulator).
+  const uintptr_t o = reinterpret_cast<uintptr_t>(out), r = reinterpret_cast<uintptr_t>(at(p.a.src, srcElem * es));
+  const bool viaAcc = outDevice || (o < r + len * es && r < o + len * es);
+  std::unique_ptr<char[]> acc(viaAcc ? new char[bufBytes] : nullptr), in;
   for (size_t off = 0; off < len; off += chunk) {
     const size_t c = std::min(chunk, len - off), bytes = c * es;
     const void* sym = at(p.a.src, (srcElem + off) * es);
+    char* a = viaAcc ? acc.get() : out + off * es;
     for (size_t k = 0; k < p.n; ++k) {
       const int pe = t.pes[k];
       const void* direct = srcHost ? w_.ptr(sym, pe) : nullptr;  // load/store-mapped HOST memory: read in place
-      char* dst = k == 0 ? acc.data() : in.data();
-      if (!direct) TETHER_TRY(copyFrom(call, dst, sym, bytes, pe));
-      const void* elems = direct ? direct : dst;
       if (k == 0) {
-        if (direct) std::memcpy(acc.data(), direct, bytes);
-      } else {
-        reduceInto(p.a.type, p.a.op, acc.data(), elems, c);
+        if (direct) std::memcpy(a, direct, bytes);
+        else TETHER_TRY(copyFrom(call, a, sym, bytes, pe));
+        continue;
       }
+      if (!direct) {
+        if (!in) in.reset(new char[bufBytes]);
+        TETHER_TRY(copyFrom(call, in.get(), sym, bytes, pe));
+      }
+      reduceInto(p.a.type, p.a.op, a, direct ? direct : in.get(), c);
     }
-    TETHER_TRY(writeLocal(call, out + off * es, acc.data(), bytes, outDevice));
+    if (viaAcc) TETHER_TRY(writeLocal(call, out + off * es, a, bytes, outDevice));
   }
   return Status::ok();
 }
@@ -504,6 +513,101 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
   return Status::ok();
 }
 
+// ---- one-shot ----------------------------------------------------------------------------------------------------
+
+size_t Collectives::stagedBytes(const Plan& p) const {
+  if (p.block == 0 || !isHostMemory(p.dref.kind) || !isHostMemory(p.sref.kind)) return 0;
+  size_t bytes = 0;
+  switch (p.a.kind) {
+    case CollKind::Broadcast: case CollKind::Reduce: case CollKind::Allreduce: case CollKind::Allgather:
+      bytes = p.block;
+      break;
+    case CollKind::ReduceScatter: case CollKind::Alltoall:
+      bytes = p.block * p.n;
+      break;
+    default:
+      return 0;
+  }
+  return bytes <= kCollStageBytes ? bytes : 0;
+}
+
+uint64_t Collectives::stageOffset(const Team& t) const {
+  return kCollStageOffset + (static_cast<uint64_t>(t.slot) * 2 + (t.stageSeq & 1)) * kCollStageBytes;
+}
+
+void Collectives::stage(const Team& t, const Plan& p) {
+  char* mine = w_.heap().host()->myBase() + stageOffset(t);
+  if (p.a.kind == CollKind::Broadcast && p.me != static_cast<size_t>(p.a.root)) return;  // only the root's is read
+  std::memcpy(mine, p.a.src, stagedBytes(p));
+}
+
+Status Collectives::staged(const char* call, const Team& t, size_t m, size_t off, size_t bytes, char* scratch,
+                           const char** out) {
+  const int pe = t.pes[m];
+  if (pe == w_.myPe()) {
+    *out = w_.heap().host()->myBase() + stageOffset(t) + off;
+    return Status::ok();
+  }
+  const SegPath& sp = w_.path(pe, SegKind::Host);
+  const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, stageOffset(t) + off});
+  if ((sp.ops->caps & kCapLoadStore) && from.ptr) {
+    *out = from.ptr;
+    return Status::ok();
+  }
+  TETHER_TRY(sp.ops->get(sp.ctx, pe, scratch, from, bytes, false).withContext(call));
+  *out = scratch;
+  return Status::ok();
+}
+
+Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
+  const size_t n = p.n, me = p.me, B = p.block, es = p.es;
+  char* dest = static_cast<char*>(p.a.dest);
+  alignas(16) char scratch[kCollStageBytes];
+  const char* from = nullptr;
+  Status err;
+  switch (p.a.kind) {
+    case CollKind::Broadcast:
+      if (me != static_cast<size_t>(p.a.root)) {
+        err = staged(call, t, static_cast<size_t>(p.a.root), 0, B, scratch, &from);
+        if (err.isOk()) std::memcpy(dest, from, B);
+      } else if (!p.inPlace) {
+        std::memmove(dest, p.a.src, B);
+      }
+      break;
+    case CollKind::Allgather:
+      for (size_t k = 1; k <= n && err.isOk(); ++k) {
+        const size_t m = (me + k) % n;
+        if (m == me && p.inPlace) continue;
+        err = staged(call, t, m, 0, B, scratch, &from);
+        if (err.isOk()) std::memcpy(dest + m * B, from, B);
+      }
+      break;
+    case CollKind::Alltoall:
+      for (size_t k = 1; k <= n && err.isOk(); ++k) {
+        const size_t m = (me + k) % n;
+        err = staged(call, t, m, me * B, B, scratch, &from);
+        if (err.isOk()) std::memcpy(dest + m * B, from, B);
+      }
+      break;
+    default: {  // reductions: combine in team order; dest is written only here (the sources are staged copies)
+      const bool rooted = p.a.kind == CollKind::Reduce;
+      if (rooted && me != static_cast<size_t>(p.a.root)) break;
+      const size_t off = p.a.kind == CollKind::ReduceScatter ? me * B : 0;
+      alignas(16) char acc[kCollStageBytes];
+      for (size_t m = 0; m < n && err.isOk(); ++m) {
+        err = staged(call, t, m, off, B, scratch, &from);
+        if (!err.isOk()) break;
+        if (m == 0) std::memcpy(acc, from, B);
+        else reduceInto(p.a.type, p.a.op, acc, from, B / es);
+      }
+      if (err.isOk()) std::memcpy(dest, acc, B);
+      break;
+    }
+  }
+  ++t.stageSeq;  // every member flips (the agreement succeeded): the next one-shot uses the other buffer
+  return err;
+}
+
 // ---- entry -------------------------------------------------------------------------------------------------------
 
 Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
@@ -514,15 +618,19 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   p.local = check(call, t, a, &p);
   Record mine;
   if (p.local.isOk()) {
+    // Broadcast: every member pulls from the root's src, so only src must be the same object everywhere; each
+    // member's dest (and whether it is in place) is its own affair (the OpenSHMEM 1.4 root passes dest = src to keep
+    // its dest untouched).
+    const bool bcast = a.kind == CollKind::Broadcast;
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
-                          uint64_t{p.inPlace} << 24 | uint64_t{1} << 25;
+                          uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25;
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
     mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;
     if (p.block != 0 && a.kind != CollKind::Alltoallv) {  // alltoallv: extents differ by design
       // In-place allgather and reduce_scatter: the side that differs per member by design is left out.
-      const bool destVaries = p.inPlace && a.kind == CollKind::ReduceScatter;
+      const bool destVaries = (p.inPlace && a.kind == CollKind::ReduceScatter) || bcast;
       const bool srcVaries = p.inPlace && a.kind == CollKind::Allgather;
       if (!destVaries) mine.w[Record::kDest] = p.dref.offset << 2 | static_cast<uint64_t>(p.dref.kind);
       if (!srcVaries) mine.w[Record::kSrc] = p.sref.offset << 2 | static_cast<uint64_t>(p.sref.kind);
@@ -533,14 +641,22 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     }
   }
   if (t.pes.size() == 1 && !p.local.isOk()) return p.local;
+  const bool small = p.local.isOk() && stagedBytes(p) != 0;
+  if (small) stage(t, p);
   bool flagged = false;
   TETHER_TRY(rounds(call, t, mine.hash(), !p.local.isOk(), &flagged));
   if (flagged) return explain(call, t, mine, p.local);
-  TETHER_LOG_DEBUG(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: %s", call, t.slot, p.n, a.count,
-                   dtypeInfo(a.type).name,
-                   a.kind == CollKind::Allreduce && p.n >= 3 && p.block >= kTwoShotBytes
-                       ? "two-shot (reduce-scatter + allgather), CPU combine"
-                       : isReduction(a.kind) ? "one-shot, CPU combine" : "pull copies");
+  if (small) {
+    TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the staging buffers",
+                    call, t.slot, p.n, a.count, dtypeInfo(a.type).name);
+    return oneShot(call, t, p);
+  }
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s (%s -> %s): %s", call, t.slot, p.n,
+                  a.count, dtypeInfo(a.type).name, segKindName(p.sref.kind), segKindName(p.dref.kind),
+                  a.kind == CollKind::Allreduce && p.n >= 3 && p.block >= kTwoShotBytes
+                      ? "two-shot (reduce-scatter + allgather), CPU combine"
+                  : isReduction(a.kind) ? "pull, CPU combine"
+                                        : "pull copies");
   return dataPhase(call, t, p);
 }
 

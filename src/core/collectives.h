@@ -22,6 +22,13 @@
 //     usable (every member agreed). Flag down: the data phase, then a closing barrier (its flag carries a data-phase
 //     failure of any member to all of them; state stays intact). The barriers also order memory: a member's sources
 //     are ready before anyone reads them and stay unread after the closing barrier.
+//  One-shot (small, HOST memory): each member first copies what the others need (its src; for alltoall and
+//     reduce_scatter all of it) into its staging buffer of the team (kCollStageBytes, two used alternately), then
+//     the agreement barrier, then every member reads the others' staging buffers and returns: no closing barrier.
+//     Safe because a member writes the same buffer again only two one-shot collectives later, after it passed the
+//     barrier of the one in between, which no member reaches before it finished reading. The choice is a function of
+//     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
+//     agreement succeeded, so every member takes the same path and the same buffer.
 //  4. Data phase (pull: each member writes only its own dest): broadcast, allgather and alltoall copy with World::get
 //     from the members' copies; reductions combine members' elements in team order (core/reduce_ops.h) on the CPU,
 //     reading load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) through
@@ -59,6 +66,10 @@ constexpr size_t kDeviceTeamWords = 24;
 static_assert(1 + TETHER_DEVICE_TEAM_ROUNDS <= kDeviceTeamWords, "device team sync words");
 static_assert(TETHER_DEVICE_TEAM_ROUNDS == kCollRounds, "host and device team collectives take the same team sizes");
 constexpr uint64_t kDeviceTeamSyncOffset = 8192;
+// Staging buffers of the one-shot path: two (used alternately) of kCollStageBytes per team slot, in the HOST segment
+// at kCollStageOffset (after the ControlBlock, inside kControlBytes).
+constexpr uint64_t kCollStageOffset = 64 * 1024;
+constexpr size_t kCollStageBytes = 2048;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -120,6 +131,14 @@ class Collectives {
   // member's code naming it.
   Status failedTogether(const char* call, Team& t, const Status& mine);
   Status dataPhase(const char* call, Team& t, const Plan& p);
+  // One-shot path (protocol above): bytes this PE stages (0: not one-shot), staging before and reading after the
+  // agreement barrier.
+  size_t stagedBytes(const Plan& p) const;
+  void stage(const Team& t, const Plan& p);
+  Status oneShot(const char* call, Team& t, const Plan& p);
+  // Member m's staging buffer (the one in use) as readable bytes: in place when mapped, else copied into scratch.
+  Status staged(const char* call, const Team& t, size_t m, size_t off, size_t bytes, char* scratch, const char** out);
+  uint64_t stageOffset(const Team& t) const;
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
   Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);

@@ -143,18 +143,25 @@ T apply(tether_red_op_t op, T a, T b) {
 
 }  // namespace reduce_detail
 
-// acc[i] = acc[i] op in[i], i < n (element type t; redOpAllowed(t, op)). acc and in may be unaligned. The op is
-// fixed before the loop, so each (type, op) pair is one simple loop the compiler can vectorise.
+// acc[i] = acc[i] op in[i], i < n (element type t; redOpAllowed(t, op)); acc and in do not overlap (may be
+// unaligned). The op is fixed before the loop, so each (type, op) pair is one simple loop the compiler can vectorise.
 inline void reduceInto(tether_dtype_t t, tether_red_op_t op, void* acc, const void* in, size_t n) {
   auto loop = [&](auto zero, auto opc) {
     using T = decltype(zero);
+    constexpr auto kOp = static_cast<tether_red_op_t>(decltype(opc)::value);
+    if (reinterpret_cast<uintptr_t>(acc) % alignof(T) == 0 && reinterpret_cast<uintptr_t>(in) % alignof(T) == 0) {
+      T* __restrict a = static_cast<T*>(acc);  // the usual case: typed, so the loop vectorises
+      const T* __restrict b = static_cast<const T*>(in);
+      for (size_t i = 0; i < n; ++i) a[i] = reduce_detail::apply(kOp, a[i], b[i]);
+      return;
+    }
     char* a = static_cast<char*>(acc);
     const char* b = static_cast<const char*>(in);
     for (size_t i = 0; i < n; ++i) {
       T x, y;
       std::memcpy(&x, a + i * sizeof(T), sizeof(T));
       std::memcpy(&y, b + i * sizeof(T), sizeof(T));
-      x = reduce_detail::apply(static_cast<tether_red_op_t>(decltype(opc)::value), x, y);
+      x = reduce_detail::apply(kOp, x, y);
       std::memcpy(a + i * sizeof(T), &x, sizeof(T));
     }
   };

@@ -63,6 +63,7 @@ struct Team {
   uint32_t flags = 0;    // tether_team_config_t::flags (none defined yet)
   Status lost;           // a collective on the team failed part-way: later ones fail at once (under Teams' mutex)
   uint64_t collSeq = 0;  // barriers the data collectives ran on it (core/collectives.h: their word set)
+  uint64_t stageSeq = 0; // one-shot collectives completed on it (core/collectives.h: their staging buffer)
 };
 
 // Where a handle points: a slot of this World and the serial of the team that holds it.

@@ -360,6 +360,40 @@ template <> constexpr tether_red_op_t coreOp<OpAnd>() { return TETHER_RED_AND; }
 template <> constexpr tether_red_op_t coreOp<OpOr>() { return TETHER_RED_OR; }
 template <> constexpr tether_red_op_t coreOp<OpXor>() { return TETHER_RED_XOR; }
 
+// The core world team when the active set is every PE in order (start 0, stride 1, all PEs): 1.4 active-set calls
+// over the whole job then run on the core team collectives like the team forms (pSync is left alone); otherwise
+// TETHER_TEAM_INVALID and this engine serves them.
+tether_team_t wholeWorld(const CollGroup& g) {
+  const bool all = g.size == tether_n_pes(g.world) && g.pes[0] == 0 && g.pes[g.size - 1] == g.size - 1;
+  return all ? tether_team_world(g.world) : TETHER_TEAM_INVALID;
+}
+
+template <class T, class Op>
+void activeReduce(const CollGroup& g, T* dest, const T* src, size_t nreduce, const char* call) {
+  tether_team_t world = coreDtype<T>() != TETHER_DTYPE_COUNT ? wholeWorld(g) : TETHER_TEAM_INVALID;
+  if (!world) return reduce<T, Op>(g, dest, src, nreduce, call);
+  shmemMulChecked(nreduce, sizeof(T), call);
+  shmemCheck(tether_team_allreduce(world, dest, src, nreduce, coreDtype<T>(), coreOp<Op>()), call);
+}
+// 1.4 broadcast leaves the root's dest unchanged: the root passes its source as dest (in place: nothing copied).
+void activeBroadcast(const CollGroup& g, void* dest, const void* src, size_t nelems, size_t es, int root,
+                     const char* call) {
+  tether_team_t world = wholeWorld(g);
+  if (!world) return broadcast(g, dest, src, nelems, es, root, false, call);
+  void* d = g.me == root ? const_cast<void*>(src) : dest;
+  shmemCheck(tether_team_broadcast(world, d, src, shmemMulChecked(nelems, es, call), TETHER_UINT8, root), call);
+}
+void activeFcollect(const CollGroup& g, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
+  tether_team_t world = wholeWorld(g);
+  if (!world) return fcollect(g, dest, src, nelems, es, call);
+  shmemCheck(tether_team_allgather(world, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
+}
+void activeAlltoall(const CollGroup& g, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
+  tether_team_t world = wholeWorld(g);
+  if (!world) return alltoall(g, dest, src, nelems, es, call);
+  shmemCheck(tether_team_alltoall(world, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
+}
+
 template <class T, class Op>
 int teamReduce(shmem_team_t team, T* dest, const T* src, size_t nreduce, const char* call) {
   if constexpr (coreDtype<T>() != TETHER_DTYPE_COUNT) {
@@ -459,7 +493,7 @@ void shmem_sync(int PE_start, int logPE_stride, int PE_size, long* pSync) {
                              int logPE_stride, int PE_size, long* pSync) {                                         \
     const char* call = "shmem_broadcast" #BITS;                                                                    \
     onActiveSet(PE_start, logPE_stride, PE_size, pSync, call, [&](const CollGroup& g) {                            \
-      broadcast(g, dest, source, nelems, (BITS) / 8, PE_root, false, call);                                        \
+      activeBroadcast(g, dest, source, nelems, (BITS) / 8, PE_root, call);                                         \
     });                                                                                                            \
   }                                                                                                                \
   void shmem_collect##BITS(void* dest, const void* source, size_t nelems, int PE_start, int logPE_stride,           \
@@ -472,13 +506,13 @@ void shmem_sync(int PE_start, int logPE_stride, int PE_size, long* pSync) {
                             int PE_size, long* pSync) {                                                            \
     const char* call = "shmem_fcollect" #BITS;                                                                     \
     onActiveSet(PE_start, logPE_stride, PE_size, pSync, call,                                                      \
-                [&](const CollGroup& g) { fcollect(g, dest, source, nelems, (BITS) / 8, call); });                 \
+                [&](const CollGroup& g) { activeFcollect(g, dest, source, nelems, (BITS) / 8, call); });           \
   }                                                                                                                \
   void shmem_alltoall##BITS(void* dest, const void* source, size_t nelems, int PE_start, int logPE_stride,          \
                             int PE_size, long* pSync) {                                                            \
     const char* call = "shmem_alltoall" #BITS;                                                                     \
     onActiveSet(PE_start, logPE_stride, PE_size, pSync, call,                                                      \
-                [&](const CollGroup& g) { alltoall(g, dest, source, nelems, (BITS) / 8, call); });                 \
+                [&](const CollGroup& g) { activeAlltoall(g, dest, source, nelems, (BITS) / 8, call); });           \
   }                                                                                                                \
   void shmem_alltoalls##BITS(void* dest, const void* source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,          \
                              int PE_start, int logPE_stride, int PE_size, long* pSync) {                           \
@@ -496,7 +530,7 @@ SHMEM_DEFINE_ACTIVE_COLL_(64)
     const char* call = "shmem_" #NAME "_" #OP "_to_all";                                                           \
     const size_t n = nreduceOf(nreduce, call);                                                                     \
     onActiveSet(PE_start, logPE_stride, PE_size, pSync, call,                                                      \
-                [&](const CollGroup& g) { reduce<T, OPTYPE>(g, dest, source, n, call); });                         \
+                [&](const CollGroup& g) { activeReduce<T, OPTYPE>(g, dest, source, n, call); });                   \
   }
 #define SHMEM_DEFINE_BITWISE_TO_ALL_(NAME, T)                                                                      \
   SHMEM_DEFINE_TO_ALL_(NAME, T, and, OpAnd) SHMEM_DEFINE_TO_ALL_(NAME, T, or, OpOr)                                \
