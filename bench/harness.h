@@ -86,33 +86,41 @@ inline bool parsePattern(const std::string& text, Traffic* out) {
   }
   return false;
 }
-// Takes "--pattern X" / "--pattern=X" out of args (args[0] is never looked at); false with *error on a missing or
-// unknown value. *out is left alone when the option is absent.
-inline bool takePatternOption(std::vector<char*>* args, Traffic* out, std::string* error) {
+// Takes every "NAME V" / "NAME=V" out of args (args[0] is never looked at), calling take(V) for each in order; false
+// with *error when a value is missing ("NAME needs a value" + hint) or take returns false (it sets *error).
+template <typename Take>
+inline bool takeValueOption(std::vector<char*>* args, const std::string& name, const char* hint, std::string* error,
+                            const Take& take) {
   std::vector<char*> kept;
   for (size_t i = 0; i < args->size(); ++i) {
     const std::string a = (*args)[i];
-    if (i == 0 || (a != "--pattern" && a.rfind("--pattern=", 0) != 0)) {
+    if (i == 0 || (a != name && a.rfind(name + "=", 0) != 0)) {
       kept.push_back((*args)[i]);
       continue;
     }
     std::string v;
-    if (a == "--pattern") {
+    if (a == name) {
       if (i + 1 >= args->size()) {
-        *error = "--pattern needs a value: pair, ring or all-pairs";
+        *error = name + " needs a value" + hint;
         return false;
       }
       v = (*args)[++i];
     } else {
-      v = a.substr(10);  // after "--pattern="
+      v = a.substr(name.size() + 1);
     }
-    if (!parsePattern(v, out)) {
-      *error = "--pattern '" + v + "': not pair, ring or all-pairs";
-      return false;
-    }
+    if (!take(v)) return false;
   }
   *args = kept;
   return true;
+}
+// Takes "--pattern X" / "--pattern=X" out of args (args[0] is never looked at); false with *error on a missing or
+// unknown value. *out is left alone when the option is absent.
+inline bool takePatternOption(std::vector<char*>* args, Traffic* out, std::string* error) {
+  return takeValueOption(args, "--pattern", ": pair, ring or all-pairs", error, [&](const std::string& v) {
+    if (parsePattern(v, out)) return true;
+    *error = "--pattern '" + v + "': not pair, ring or all-pairs";
+    return false;
+  });
 }
 // The j-th target of PE me (j in [0, patternFanout)): pair -> 1 - me, ring -> next, all-pairs -> (me + 1 + j) % n.
 inline int patternTarget(Traffic p, int me, int j, int npes) {
