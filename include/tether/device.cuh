@@ -1043,6 +1043,60 @@ TETHER_HD void barrier_all(const Handle& h) {
 // reductions also sync once per chunk of 8 elements per thread of the group, between reading and writing it, so
 // in place every member's group must have the same size (same scope and block size).
 
+// 16-bit floating-point elements of the team reductions (TETHER_HALF, TETHER_BFLOAT16): the bits, with conversions
+// to and from float (round to nearest even, overflow to infinity, NaN stays NaN), host and device alike. Reductions
+// widen to float, combine, and narrow after every step.
+TETHER_HD float bitsToFloat(uint32_t b) {
+  float f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+TETHER_HD uint32_t floatToBits(float f) {
+  uint32_t b;
+  memcpy(&b, &f, sizeof b);
+  return b;
+}
+struct Half {
+  uint16_t bits;
+  TETHER_HD static float widen(Half h) {
+    const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+    const uint32_t e = (h.bits >> 10) & 0x1fu, m = h.bits & 0x3ffu;
+    if (e == 31) return bitsToFloat(sign | 0x7f800000u | (m << 13));  // inf, NaN (payload kept)
+    if (e != 0) return bitsToFloat(sign | ((e + 112) << 23) | (m << 13));
+    if (m == 0) return bitsToFloat(sign);
+    // subnormal: m * 2^-24, normalised into a float
+    int shift = 0;
+    uint32_t mm = m;
+    while (!(mm & 0x400u)) mm <<= 1, ++shift;
+    return bitsToFloat(sign | ((113 - shift) << 23) | ((mm & 0x3ffu) << 13));
+  }
+  TETHER_HD static Half narrow(float x) {
+    const uint32_t f = floatToBits(x);
+    const uint16_t sign = static_cast<uint16_t>((f >> 16) & 0x8000u);
+    const uint32_t a = f & 0x7fffffffu;
+    if (a > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x1ffu))};  // NaN
+    if (a >= 0x477ff000u) return Half{static_cast<uint16_t>(sign | 0x7c00u)};  // >= 65520: infinity
+    if (a < 0x38800000u) {  // below 2^-14: a subnormal half (or zero), units of 2^-24, rounded to nearest even
+      const uint32_t e = a >> 23;
+      if (e < 102) return Half{sign};  // below 2^-25: rounds to zero
+      const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126 - e;  // value * 2^24 = m >> shift
+      const uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+      return Half{static_cast<uint16_t>(sign | (q + (rem > halfway || (rem == halfway && (q & 1u)))))};
+    }
+    const uint32_t r = a - 0x38000000u;  // exponent rebiased from 127 to 15
+    return Half{static_cast<uint16_t>(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13))};
+  }
+};
+struct BFloat16 {
+  uint16_t bits;
+  TETHER_HD static float widen(BFloat16 h) { return bitsToFloat(static_cast<uint32_t>(h.bits) << 16); }
+  TETHER_HD static BFloat16 narrow(float x) {
+    const uint32_t f = floatToBits(x);
+    if ((f & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<uint16_t>((f >> 16) | 0x40u)};  // quiet NaN
+    return BFloat16{static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16)};
+  }
+};
+
 using Team = tether_device_team_t;
 enum class RedOp : int { Sum = TETHER_RED_SUM, Prod = TETHER_RED_PROD, Min = TETHER_RED_MIN, Max = TETHER_RED_MAX,
                          And = TETHER_RED_AND, Or = TETHER_RED_OR, Xor = TETHER_RED_XOR };
@@ -1113,8 +1167,19 @@ TETHER_HD void team_alltoall(const Handle& h, const Team& t, void* dest, const v
 
 namespace detail {
 template <typename T>
+constexpr bool kNarrowFloat = std::is_same<T, Half>::value || std::is_same<T, BFloat16>::value;
+
+template <typename T>
 TETHER_HD T redApply(RedOp op, T a, T b) {
-  if constexpr (std::is_integral<T>::value) {
+  if constexpr (kNarrowFloat<T>) {
+    const float x = T::widen(a), y = T::widen(b);
+    switch (op) {
+      case RedOp::Sum: return T::narrow(x + y);
+      case RedOp::Prod: return T::narrow(x * y);
+      case RedOp::Min: return y < x ? b : a;
+      default: return y > x ? b : a;  // Max (bitwise ops take integer types)
+    }
+  } else if constexpr (std::is_integral<T>::value) {
     using U = typename std::conditional<(sizeof(T) < sizeof(unsigned)), unsigned, typename std::make_unsigned<T>::type>::type;
     switch (op) {
       case RedOp::Sum: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
@@ -1142,7 +1207,8 @@ TETHER_HD T redApply(RedOp op, T a, T b) {
 template <Scope S, typename T>
 TETHER_HD void teamReduce(const Handle& h, const Team& t, T* dest, const T* src, size_t first, size_t count, RedOp op,
                           bool chunkSync = true) {
-  static_assert(std::is_arithmetic<T>::value, "team reductions take integer and floating-point element types");
+  static_assert(std::is_arithmetic<T>::value || kNarrowFloat<T>,
+                "team reductions take integer, floating-point, Half and BFloat16 element types");
   if (!std::is_integral<T>::value && (op == RedOp::And || op == RedOp::Or || op == RedOp::Xor))
     fail("bitwise team reduction on a floating-point type", src, h.my_pe);
   T* d = local(h, dest);

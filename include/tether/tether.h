@@ -413,9 +413,9 @@ tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size
  * work, and is complete on every member before the stream's later work starts. Graph-capturable. Arguments are
  * checked on this PE at the call (the same local errors as the host forms); they are NOT compared across members (the
  * call returns before the others call), so different arguments on different members are undefined, as in NCCL.
- * Teams: members at a fixed world-PE stride (tether_team_device_view). Types: every tether_dtype_t but HALF and
- * BFLOAT16 (TETHER_ERR_UNSUPPORTED: use the host form); reductions need every member reachable by loads and stores
- * (one host; TETHER_ERR_UNSUPPORTED otherwise). sync_on_stream: the team's barrier without the quiet. */
+ * Teams: members at a fixed world-PE stride (tether_team_device_view). Every tether_dtype_t; reductions need every
+ * member reachable by loads and stores (one host; TETHER_ERR_UNSUPPORTED otherwise). sync_on_stream: the team's
+ * barrier without the quiet. */
 tether_status_t tether_team_sync_on_stream(tether_team_t team, void* stream);
 tether_status_t tether_team_broadcast_on_stream(tether_team_t team, void* dest, const void* src, size_t count,
                                                 tether_dtype_t type, int root, void* stream);

@@ -126,18 +126,18 @@ Status Collectives::resetDeviceWords(int slot) {
 
 namespace {
 
-// The device API's C type of a tether element type; false for the 16-bit floats (no device arithmetic for them yet).
-bool streamElem(tether_dtype_t t, StreamCollCall::Elem* out) {
+// The device API's element type of a tether element type.
+StreamCollCall::Elem streamElem(tether_dtype_t t) {
   const DtypeInfo& d = dtypeInfo(t);
-  if (t == TETHER_HALF || t == TETHER_BFLOAT16) return false;
+  if (t == TETHER_HALF) return StreamCollCall::F16;
+  if (t == TETHER_BFLOAT16) return StreamCollCall::BF16;
   static const StreamCollCall::Elem sgn[] = {StreamCollCall::I8, StreamCollCall::I16, StreamCollCall::I32,
                                              StreamCollCall::I64};
   static const StreamCollCall::Elem uns[] = {StreamCollCall::U8, StreamCollCall::U16, StreamCollCall::U32,
                                              StreamCollCall::U64};
   const int k = d.size == 1 ? 0 : d.size == 2 ? 1 : d.size == 4 ? 2 : 3;
-  if (d.cls == DtypeClass::Float) *out = d.size == 4 ? StreamCollCall::F32 : StreamCollCall::F64;
-  else *out = d.cls == DtypeClass::Signed ? sgn[k] : uns[k];
-  return true;
+  if (d.cls == DtypeClass::Float) return d.size == 4 ? StreamCollCall::F32 : StreamCollCall::F64;
+  return d.cls == DtypeClass::Signed ? sgn[k] : uns[k];
 }
 
 StreamCollCall::Kind streamKind(CollKind k) {
@@ -162,9 +162,7 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
   if (!syncOnly) {
     TETHER_TRY(check(call, t, a, &p));
     c.kind = streamKind(a.kind);
-    if (!streamElem(a.type, &c.elem))
-      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: type %s is not supported on a stream yet (the host form takes it)", call,
-                  dtypeInfo(a.type).name);
+    c.elem = streamElem(a.type);
     c.op = a.op;
     c.root = a.root;
     c.dest = a.dest;

@@ -8,74 +8,27 @@
 // the same bits everywhere. Pure functions of their arguments; no state.
 #pragma once
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 #include "core/dtype.h"
+#include "tether/device.cuh"
 #include "tether/tether.h"
 
 namespace tether {
 
-// ---- 16-bit floating-point formats -------------------------------------------------------------------------------
+// ---- 16-bit floating-point formats: the device API's (include/tether/device.cuh), one definition for host and GPU --
 
-inline float bitsToFloat(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-inline uint32_t floatToBits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
-inline float halfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {  // zero or subnormal: m * 2^-24, exact in float
-    const float v = std::ldexp(static_cast<float>(m), -24);
-    return sign ? -v : v;
-  }
-  if (e == 31) return bitsToFloat(sign | 0x7f800000u | (m << 13));  // inf, NaN (payload kept)
-  return bitsToFloat(sign | ((e + 112) << 23) | (m << 13));
-}
-
-// Round to nearest, ties to even; overflow to infinity; NaN stays NaN (quiet).
-inline uint16_t floatToHalf(float x) {
-  const uint32_t f = floatToBits(x);
-  const uint16_t sign = static_cast<uint16_t>((f >> 16) & 0x8000u);
-  const uint32_t a = f & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x1ffu));
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: rounds to infinity
-  if (a < 0x38800000u) {  // below 2^-14: a subnormal half (or zero); units of 2^-24, scaled exactly
-    const float units = std::nearbyint(bitsToFloat(a) * 16777216.0f);  // default rounding: nearest even
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(units));  // 1024 units is the smallest normal: right
-  }
-  const uint32_t r = a - 0x38000000u;  // exponent rebiased from 127 to 15
-  return static_cast<uint16_t>(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
-}
-
-inline float bf16ToFloat(uint16_t h) { return bitsToFloat(static_cast<uint32_t>(h) << 16); }
-
-inline uint16_t floatToBf16(float x) {
-  const uint32_t f = floatToBits(x);
-  if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((f >> 16) | 0x40u);  // quiet NaN
-  return static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
-}
-
-struct Half {
-  uint16_t bits;
-  static float widen(Half h) { return halfToFloat(h.bits); }
-  static Half narrow(float f) { return Half{floatToHalf(f)}; }
-};
-struct BFloat16 {
-  uint16_t bits;
-  static float widen(BFloat16 h) { return bf16ToFloat(h.bits); }
-  static BFloat16 narrow(float f) { return BFloat16{floatToBf16(f)}; }
-};
+using Half = device::Half;
+using BFloat16 = device::BFloat16;
+using device::bitsToFloat;
+using device::floatToBits;
+inline float halfToFloat(uint16_t h) { return Half::widen(Half{h}); }
+inline uint16_t floatToHalf(float x) { return Half::narrow(x).bits; }
+inline float bf16ToFloat(uint16_t h) { return BFloat16::widen(BFloat16{h}); }
+inline uint16_t floatToBf16(float x) { return BFloat16::narrow(x).bits; }
 
 // ---- dispatch ----------------------------------------------------------------------------------------------------
 
@@ -107,38 +60,11 @@ inline const char* redOpName(tether_red_op_t op) {
 
 namespace reduce_detail {
 
-template <class T>
-constexpr bool kNarrowFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
+// One element op for host and device: the device API's (wrap-around integers, min/max keep acc unless the
+// comparison holds, 16-bit floats widened and narrowed per step).
 template <class T>
 T apply(tether_red_op_t op, T a, T b) {
-  if constexpr (kNarrowFloat<T>) {
-    const float x = T::widen(a), y = T::widen(b);
-    switch (op) {
-      case TETHER_RED_SUM: return T::narrow(x + y);
-      case TETHER_RED_PROD: return T::narrow(x * y);
-      case TETHER_RED_MIN: return y < x ? b : a;
-      default: return y > x ? b : a;  // MAX (bitwise ops are refused for floats)
-    }
-  } else if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-      case TETHER_RED_SUM: return a + b;
-      case TETHER_RED_PROD: return a * b;
-      case TETHER_RED_MIN: return b < a ? b : a;
-      default: return b > a ? b : a;
-    }
-  } else {
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-    switch (op) {
-      case TETHER_RED_SUM: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-      case TETHER_RED_PROD: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-      case TETHER_RED_MIN: return b < a ? b : a;
-      case TETHER_RED_MAX: return b > a ? b : a;
-      case TETHER_RED_AND: return static_cast<T>(a & b);
-      case TETHER_RED_OR: return static_cast<T>(a | b);
-      default: return static_cast<T>(a ^ b);
-    }
-  }
+  return device::detail::redApply(static_cast<device::RedOp>(op), a, b);
 }
 
 }  // namespace reduce_detail

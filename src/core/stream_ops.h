@@ -71,7 +71,7 @@ struct StreamMemOp {
 // before the stream's next operation starts: it ends with the team's device sync.
 struct StreamCollCall {
   enum Kind : uint8_t { Sync, Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall } kind = Sync;
-  enum Elem : uint8_t { I8, I16, I32, I64, U8, U16, U32, U64, F32, F64 } elem = U8;
+  enum Elem : uint8_t { I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, F16, BF16 } elem = U8;
   int op = TETHER_RED_SUM;  // tether_red_op_t (reductions)
   int root = 0;             // broadcast, reduce
   void* dest = nullptr;

@@ -2,7 +2,8 @@
 // emulated stream is a worker thread; the collectives run there as the device forms with the CPU handle), on HOST
 // memory at 2/3/4/8 PEs: the world team, the even PEs and the world reversed; every operation, in place and not,
 // several collectives enqueued back to back before one synchronize (stream order), interleaved with a stream put
-// that must see the reduced data; the local errors at the call (bad root, HALF on a stream, overlap, bad handle).
+// that must see the reduced data; HALF and BFLOAT16 sums and maxima (exact for the small integers used); the local
+// errors at the call (bad root, overlap, bad op, bad handle).
 // Seed: MP_SEED (default 1), printed.
 #include <cinttypes>
 #include <cstdint>
@@ -120,14 +121,35 @@ void onTeam(tether_team_t team, const char* label) {
   if (my == 0) std::printf("PE %d: %s (%d PEs): stream team collectives OK\n", me, label, n);
 }
 
+// HALF and BFLOAT16 allreduce (sum, max) on the stream: inputs are small integers, so every partial sum is exact
+// and the result must equal the float sum rounded once.
+template <typename H>
+void narrowFloats(tether_team_t team, tether_dtype_t type, const char* name) {
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  const size_t count = 333;
+  H* a = reinterpret_cast<H*>(bufA);
+  H* b = reinterpret_cast<H*>(bufB);
+  for (tether_red_op_t op : {TETHER_RED_SUM, TETHER_RED_MAX}) {
+    const uint64_t c = 100 + static_cast<uint64_t>(op);
+    for (size_t i = 0; i < count; ++i) a[i] = H::narrow(input<float>(c, my, i));
+    MP_OK(tether_team_allreduce_on_stream(team, b, a, count, type, op, stream));
+    sync();
+    for (size_t i = 0; i < count; ++i) {
+      float want = input<float>(c, 0, i);
+      for (int m = 1; m < n; ++m) {
+        const float x = input<float>(c, m, i);
+        want = op == TETHER_RED_SUM ? want + x : (x > want ? x : want);
+      }
+      if (b[i].bits != H::narrow(want).bits) bad(name, c, i);
+    }
+  }
+}
+
 void errors() {
   tether_team_t world = tether_team_world(w);
   MP_EXPECT_STATUS(tether_team_broadcast_on_stream(world, bufB, bufA, 4, TETHER_INT64, npes, stream),
                    TETHER_ERR_INVALID_ARG);
   MP_MSG_HAS("root");
-  MP_EXPECT_STATUS(tether_team_allreduce_on_stream(world, bufB, bufA, 4, TETHER_HALF, TETHER_RED_SUM, stream),
-                   TETHER_ERR_UNSUPPORTED);
-  MP_MSG_HAS("half");
   MP_EXPECT_STATUS(tether_team_alltoall_on_stream(world, bufA, bufA, 4, TETHER_INT64, stream), TETHER_ERR_INVALID_ARG);
   MP_MSG_HAS("overlap");
   MP_EXPECT_STATUS(tether_team_sync_on_stream(TETHER_TEAM_INVALID, stream), TETHER_ERR_INVALID_ARG);
@@ -163,6 +185,8 @@ int main() {
   MP_OK(tether_team_split_strided(world, 0, 2, (npes + 1) / 2, nullptr, &even));
   MP_OK(tether_team_split_strided(world, npes - 1, -1, npes, nullptr, &reversed));
   onTeam(world, "world");
+  narrowFloats<dev::Half>(world, TETHER_HALF, "half allreduce");
+  narrowFloats<dev::BFloat16>(world, TETHER_BFLOAT16, "bfloat16 allreduce");
   if (even) onTeam(even, "even PEs");
   MP_OK(tether_barrier_all(w));
   onTeam(reversed, "reversed world");

@@ -45,6 +45,8 @@ TETHER_HD void runCollCall(const tether_device_handle_t& h, const tether_device_
     case StreamCollCall::U64: return runReduction<S, uint64_t>(h, t, c);
     case StreamCollCall::F32: return runReduction<S, float>(h, t, c);
     case StreamCollCall::F64: return runReduction<S, double>(h, t, c);
+    case StreamCollCall::F16: return runReduction<S, device::Half>(h, t, c);
+    case StreamCollCall::BF16: return runReduction<S, device::BFloat16>(h, t, c);
   }
 }
 
