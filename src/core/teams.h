@@ -27,10 +27,9 @@
 // Lifetime: a member of World; setUp at init once the paths exist. Handles of a finalized World are refused by the
 // C API before they reach here.
 //
-// Later (#21): teams will carry collectives on GPU memory and be passed by value to kernels. Team is kept so that a
-// small POD view can be taken from it (member list pointer and count, my index, slot, sync word addresses), copied
-// to GPU memory once per team like the device handle's peer table; nothing here may depend on a team being a
-// host-only object beyond its std::vector of members, which such a view would mirror.
+// Kernels (#21): Collectives::deviceView takes a POD view of a team (tether_device_team_t: members as start/stride,
+// my team PE, slot, device sync words) for the device and stream collectives; the slot's device words are reset by
+// the release hook of destroy.
 #pragma once
 
 #include <cstdint>
