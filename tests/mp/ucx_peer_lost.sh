@@ -1,8 +1,8 @@
 #!/bin/sh
 # ucx_peer_lost.sh TETHERRUN PROGRAM N [ARGS...]: runs PROGRAM ARGS (mp_peer_lost, or mp_ucx_owner lost) as a job of N PEs started by separate tetherruns
 # (ranks 0, 1, and 2..N-1) so that when PE 1 dies nothing but tether stops the others. Passes when PE 0 fails with
-# a message naming PE 1 (or its barrier's timeout, see below), some PE of ranks 2..N-1 with one naming a lost PE, all
-# within TETHER_TIMEOUT + 15 s.
+# a message naming PE 1 (or its barrier's timeout, see below), some PE of ranks 2..N-1 with one naming a lost PE (or
+# its barrier's timeout), all within TETHER_TIMEOUT + 15 s.
 set -u
 run=$1 prog=$2 n=$3
 shift 3
@@ -45,8 +45,11 @@ if ! grep -Eq "PE 0: failed: (.*PE 1|.*timed out .*TETHER_TIMEOUT.*waiting for P
   echo "ucx_peer_lost: PE 0 did not fail with a message naming PE 1, or a timeout naming the PE it waited for"
   fail=1
 fi
-if [ "$n" -gt 2 ] && ! grep -Eq "PE [0-9]+: failed: .*PE [01]" "$dir/r2.out"; then
-  echo "ucx_peer_lost: no PE of ranks 2-$((n - 1)) failed with a message naming PE 0 or 1"
+# The same holds in the group 2..N-1 at 8 PEs: its first PE to fail may be one whose barrier waits for a group
+# member that itself waits for PE 1, failing at TETHER_TIMEOUT naming that member (seen once in CI, 2026-12-01); its
+# tetherrun then stops the others. Also a clear error within TETHER_TIMEOUT.
+if [ "$n" -gt 2 ] && ! grep -Eq "PE [0-9]+: failed: (.*PE [01]|.*timed out .*TETHER_TIMEOUT.*waiting for PE)" "$dir/r2.out"; then
+  echo "ucx_peer_lost: no PE of ranks 2-$((n - 1)) failed with a message naming PE 0 or 1, or a timeout naming the PE it waited for"
   fail=1
 fi
 limit=$(( ${TETHER_TIMEOUT%.*} + 15 ))
