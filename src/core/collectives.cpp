@@ -614,6 +614,11 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   Team& t = *team;
   Plan p;
   p.local = check(call, t, a, &p);
+  // Peers read this member's GPU objects once the agreement barrier passes: what the program queued on the legacy
+  // default stream (a cudaMemcpy from pageable memory returns before its DMA lands) must have landed by then.
+  if (p.local.isOk() && w_.gpu() &&
+      (p.sref.kind == SegKind::Device || p.dref.kind == SegKind::Device || p.scRef.kind == SegKind::Device ||
+       p.sdRef.kind == SegKind::Device)) p.local = w_.gpu()->settleDefaultStream().withContext(call);
   Record mine;
   if (p.local.isOk()) {
     // Broadcast: every member pulls from the root's src, so only src must be the same object everywhere; each

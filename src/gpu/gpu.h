@@ -92,6 +92,10 @@ class GpuContext {
   virtual Status copy(void* dst, const void* src, size_t n, bool nbi) = 0;
   // Waits for every copy enqueued on this context's streams: the pool (copy) and every stream createStream made.
   virtual Status quiet() = 0;
+  // Waits for the work already queued on this process's legacy default stream of device() (a cudaMemcpy from
+  // pageable memory returns before its DMA lands). The context's own streams wait for it implicitly, but a peer PE
+  // reading this PE's GPU memory does not: a collective calls this before it tells the peers its buffers are ready.
+  virtual Status settleDefaultStream() = 0;
   virtual Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) = 0;
   virtual Status signal(void* target, uint64_t value, tether_signal_op_t op) = 0;
 

@@ -54,6 +54,7 @@ class AliasGpu final : public GpuContext {
   bool isDeviceMemory(const void*) override { return false; }
   Status copy(void*, const void*, size_t, bool) override { return no(); }
   Status quiet() override { return Status::ok(); }
+  Status settleDefaultStream() override { return Status::ok(); }
   Status atomic(void*, const AmoArgs&, uint64_t*) override { return no(); }
   Status signal(void*, uint64_t, tether_signal_op_t) override { return no(); }
   Status deviceByBusId(const std::string&, int*) override { return no(); }

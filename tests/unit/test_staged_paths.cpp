@@ -97,6 +97,7 @@ class FakeGpu : public GpuContext {
       std::memcpy(dst, src, n);
     return Status::ok();
   }
+  Status settleDefaultStream() override { return Status::ok(); }
   Status quiet() override {
     log.push_back({"quiet", me_});
     for (const Copy& c : pool_) std::memcpy(c.dst, c.src, c.n);

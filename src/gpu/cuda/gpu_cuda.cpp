@@ -455,6 +455,12 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
+  Status settleDefaultStream() override {
+    CUDA_TRY(cudaSetDevice(device_));
+    CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
+    return Status::ok();
+  }
+
   Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) override {
     std::lock_guard<std::mutex> lock(kernelMu_);
     CUDA_TRY(cudaSetDevice(device_));
