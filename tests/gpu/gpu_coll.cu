@@ -1,5 +1,6 @@
 // Team collectives on GPU memory (issue #21): the host forms (tether_team_*) on DEVICE objects, and the device forms
-// (tether::device::team_*) in kernels at block and warp scope, on the world team, the even PEs and the world reversed;
+// (tether::device::team_*) in kernels at block and warp scope, and the stream forms (tether_team_*_on_stream) on a
+// blocking stream, on the world team, the even PEs and the world reversed;
 // int64/double/uint8 reductions with their ops, in place and not; broadcast, allgather, alltoall. Results against a
 // reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
 #include <cinttypes>
@@ -27,6 +28,7 @@ uint64_t seed;
 constexpr size_t kBytes = 1 << 20;
 char* dA;  // symmetric DEVICE buffers
 char* dB;
+cudaStream_t st;  // the stream forms' stream (blocking: it waits for the default stream's cudaMemcpy)
 
 template <typename T>
 T input(uint64_t c, int m, size_t i) {
@@ -51,7 +53,7 @@ __global__ void kMovers(tether_device_handle_t h, tether_device_team_t t, char* 
 
 uint64_t caseNo = 0;
 
-// 0: host form, 1: device form at block scope, 2: device form at warp scope.
+// 0: host form, 1: device form at block scope, 2: device form at warp scope, 3: stream form (on st).
 template <typename T>
 void allreduceCase(tether_team_t team, const tether_device_handle_t& h, const tether_device_team_t& t, RedOp op,
                    size_t count, bool inPlace, int form) {
@@ -62,11 +64,14 @@ void allreduceCase(tether_team_t team, const tether_device_handle_t& h, const te
   T* src = reinterpret_cast<T*>(dA);
   T* dst = inPlace ? src : reinterpret_cast<T*>(dB);
   CK(cudaMemcpy(src, in.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  const tether_dtype_t dt = std::is_same<T, double>::value ? TETHER_DOUBLE
+                                   : sizeof(T) == 1                ? TETHER_UINT8
+                                                                   : TETHER_INT64;
   if (form == 0) {
-    const tether_dtype_t dt = std::is_same<T, double>::value ? TETHER_DOUBLE
-                                     : sizeof(T) == 1                ? TETHER_UINT8
-                                                                     : TETHER_INT64;
     MP_OK(tether_team_allreduce(team, dst, src, count, dt, static_cast<tether_red_op_t>(op)));
+  } else if (form == 3) {
+    MP_OK(tether_team_allreduce_on_stream(team, dst, src, count, dt, static_cast<tether_red_op_t>(op), st));
+    CK(cudaStreamSynchronize(st));
   } else {
     if (form == 1) kAllreduce<Scope::Block><<<1, 256>>>(h, t, dst, src, count, op);
     else kAllreduce<Scope::Warp><<<1, 32>>>(h, t, dst, src, count, op);
@@ -101,6 +106,12 @@ void moversCase(tether_team_t team, const tether_device_handle_t& h, const tethe
     if (which == 0) MP_OK(tether_team_broadcast(team, dB, dA, cnt, TETHER_UINT32, root));
     if (which == 1) MP_OK(tether_team_allgather(team, dB, dA, cnt, TETHER_UINT32));
     if (which == 2) MP_OK(tether_team_alltoall(team, dB, dA, cnt, TETHER_UINT32));
+  } else if (form == 3) {
+    const size_t cnt = bytes / 4;
+    if (which == 0) MP_OK(tether_team_broadcast_on_stream(team, dB, dA, cnt, TETHER_UINT32, root, st));
+    if (which == 1) MP_OK(tether_team_allgather_on_stream(team, dB, dA, cnt, TETHER_UINT32, st));
+    if (which == 2) MP_OK(tether_team_alltoall_on_stream(team, dB, dA, cnt, TETHER_UINT32, st));
+    CK(cudaStreamSynchronize(st));
   } else {
     if (form == 1) kMovers<Scope::Block><<<1, 256>>>(h, t, dA, dB, bytes, root, which);
     else kMovers<Scope::Warp><<<1, 32>>>(h, t, dA, dB, bytes, root, which);
@@ -130,7 +141,7 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
   MP_OK(tether_team_device_view(team, &h, &t));
   caseNo = 0;
   const int n = tether_team_n_pes(team);
-  for (int form = 0; form < 3; ++form) {
+  for (int form = 0; form < 4; ++form) {
     for (RedOp op : {RedOp::Sum, RedOp::Min, RedOp::Xor})
       for (size_t count : {size_t{1}, size_t{1000}, size_t{60000}})
         for (bool inPlace : {false, true}) {
@@ -143,7 +154,7 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
       for (size_t bytes : {size_t{4}, size_t{1024}, kBytes / 4 / static_cast<size_t>(n) / 4 * 4})
         moversCase(team, h, t, bytes, which, form);
   }
-  if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host and device team collectives OK\n", me, label, n);
+  if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host, device and stream team collectives OK\n", me, label, n);
 }
 
 }  // namespace
@@ -157,6 +168,7 @@ int main() {
   seed = coll_ref::seedFromEnv("gpu_coll", me);
   dA = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
   dB = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
+  CK(cudaStreamCreate(&st));
   tether_device_handle_t h;
   MP_OK(tether_device_handle(w, &h));
   tether_team_t world = tether_team_world(w), even = TETHER_TEAM_INVALID, reversed = TETHER_TEAM_INVALID;
@@ -170,5 +182,6 @@ int main() {
   MP_OK(tether_team_destroy(reversed));
   MP_OK(tether_free(w, dB));
   MP_OK(tether_free(w, dA));
+  CK(cudaStreamDestroy(st));
   return mp::finish();
 }
