@@ -379,7 +379,9 @@ tether_status_t tether_team_barrier(tether_team_t team);
  * on different members fail on every member with TETHER_ERR_MISMATCH naming both values. The team stays usable after
  * either. A non-member holds no valid handle: its call fails at once. Waits are bounded by TETHER_TIMEOUT; a
  * collective that fails part-way loses the team's collective state (later ones fail at once). Memory ordering: like
- * tether_team_sync at entry (stores made before the call by any member are seen by the collective). */
+ * tether_team_sync at entry (stores made before the call by any member are seen by the collective). GPU objects:
+ * each member first waits for its legacy default stream (a cudaMemcpy into src from pageable memory has landed before
+ * any peer reads it); work on other streams must be synchronised by the caller. */
 typedef enum tether_red_op {
   TETHER_RED_SUM = 0, TETHER_RED_PROD, TETHER_RED_MIN, TETHER_RED_MAX, TETHER_RED_AND, TETHER_RED_OR, TETHER_RED_XOR,
   TETHER_RED_COUNT,
