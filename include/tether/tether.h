@@ -54,7 +54,8 @@ typedef enum tether_status {
   TETHER_ERR_CUDA = 11,        /* a CUDA call failed (message has the CUDA error) */
   TETHER_ERR_UNSUPPORTED = 12, /* valid request this build or path cannot serve (message says why) */
   TETHER_ERR_UNREACHABLE = 13, /* no path to the target PE (e.g. another host without a network transport) */
-  TETHER_ERR_INTERNAL = 14
+  TETHER_ERR_INTERNAL = 14,
+  TETHER_ERR_TRUNCATED = 15    /* a received message was longer than the receive buffer (tether/msg.h) */
 } tether_status_t;
 
 /* Name of a status code ("TETHER_ERR_TIMEOUT"). Never NULL. */

@@ -33,7 +33,7 @@ struct EnumRange;
 template <>
 struct EnumRange<tether_status_t> {
   static constexpr const char* name = "tether_status_t";
-  static constexpr int lo = TETHER_SUCCESS, hi = TETHER_ERR_INTERNAL;
+  static constexpr int lo = TETHER_SUCCESS, hi = TETHER_ERR_TRUNCATED;
 };
 template <>
 struct EnumRange<tether_seg_kind_t> {

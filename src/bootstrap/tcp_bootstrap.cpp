@@ -864,7 +864,7 @@ Status TcpBootstrap::readReplyHeader(uint16_t op, uint32_t seq, const Deadline& 
   IoResult io = recvAll(server_.get(), &text[0], text.size(), dl);
   if (io.kind != Io::Ok) text = "(message lost)";
   tether_status_t code = static_cast<tether_status_t>(h->code);
-  if (h->code == 0 || h->code > TETHER_ERR_INTERNAL) code = TETHER_ERR_INTERNAL;
+  if (h->code == 0 || h->code > TETHER_ERR_TRUNCATED) code = TETHER_ERR_INTERNAL;
   broken_ = Status(code, text + " (reported by rank 0)");
   TETHER_LOG_INFO(LogSys::Bootstrap, "%s", broken_.message().c_str());
   return broken_;

@@ -225,6 +225,7 @@ const char* tether_status_string(tether_status_t status) {
     case TETHER_ERR_UNSUPPORTED: return "TETHER_ERR_UNSUPPORTED";
     case TETHER_ERR_UNREACHABLE: return "TETHER_ERR_UNREACHABLE";
     case TETHER_ERR_INTERNAL: return "TETHER_ERR_INTERNAL";
+    case TETHER_ERR_TRUNCATED: return "TETHER_ERR_TRUNCATED";
   }
   return "TETHER_ERR_(unknown)";
 }

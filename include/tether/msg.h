@@ -1,0 +1,97 @@
+/* tether two-sided messaging (issue #20), the CPU-synchronous model: tagged send/receive between PEs, in the shape of
+ * MPI's point-to-point calls and libmp's mp_isend/mp_irecv/mp_wait. Docs: docs/msg.md.
+ *
+ * Contracts:
+ *  - tether_msg_init is collective (every PE of the world, once); it allocates the message rings in the symmetric
+ *    heap (HOST segment). Every other call needs it first (TETHER_ERR_INVALID_ARG otherwise). tether_msg_finalize
+ *    is collective too; tether_finalize releases the messaging state as well.
+ *  - Buffers may be anywhere: host memory (pageable or pinned, symmetric or not) or GPU memory (the same rules as the
+ *    local buffers of tether_put/get: work queued on the legacy default stream is complete before tether reads a GPU
+ *    buffer; work on your own streams must be synchronised first). A send buffer must not be changed, and a receive
+ *    buffer not read, until the request completes.
+ *  - Matching is MPI's: a receive matches the earliest arrived message whose source and tag fit (TETHER_ANY_PE,
+ *    TETHER_ANY_TAG match any); messages from one source to one destination are matched in the order they were sent,
+ *    so two messages from one PE with fitting tags never overtake each other. Tags are 0 .. TETHER_TAG_MAX.
+ *  - Protocols: a message of at most eager_bytes travels in one ring slot (one put with signal) and its send completes
+ *    at once; a longer one sends a request-to-send and moves when the receiver has matched it (rendezvous), in
+ *    fragments through the ring, straight into the posted buffer. A message that arrives before its receive is kept
+ *    (eager: its bytes in the unexpected pool; rendezvous: only its header).
+ *  - Progress happens inside tether's messaging calls (test, wait, send, recv and the posting calls): a rendezvous
+ *    send moves while either side is in such a call, as in MPI.
+ *  - A receive buffer shorter than the message: the first `bytes` bytes arrive and the receive completes with
+ *    TETHER_ERR_TRUNCATED (status.bytes = the bytes delivered); the send completes normally.
+ *  - Waits are bounded by TETHER_TIMEOUT (TETHER_ERR_TIMEOUT naming the request).
+ *  - Thread safety: calls may be made from several threads of a PE (serialised inside).
+ */
+#ifndef TETHER_MSG_H
+#define TETHER_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tether/tether.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define TETHER_ANY_PE (-1)
+#define TETHER_ANY_TAG (-1)
+#define TETHER_TAG_MAX 0x7fffffff
+
+/* A pending operation. 0 (TETHER_REQUEST_NULL) is no request: wait/test on it complete at once with an empty status;
+ * they set a completed request back to TETHER_REQUEST_NULL. */
+typedef uint64_t tether_request_t;
+#define TETHER_REQUEST_NULL ((tether_request_t)0)
+
+typedef struct tether_msg_status_s {
+  int source;            /* the sending PE (receives); the destination PE (sends) */
+  int tag;               /* the message's tag */
+  size_t bytes;          /* bytes received (receives) or sent (sends) */
+  tether_status_t error; /* TETHER_SUCCESS, or why this request failed (TETHER_ERR_TRUNCATED, ...) */
+} tether_msg_status_t;
+
+typedef struct tether_msg_attr_s {
+  size_t eager_bytes;      /* largest message sent eagerly; 0 = default 8192 (TETHER_MSG_EAGER) */
+  size_t slots;            /* ring slots from each PE to each PE; 0 = default 16 (TETHER_MSG_SLOTS), at least 2 */
+  size_t unexpected_bytes; /* pool for eager messages that arrive before their receive; 0 = default 4 MiB
+                              (TETHER_MSG_UNEXPECTED). When it is full, further messages wait in their ring. */
+} tether_msg_attr_t;
+
+/* Collective. attr may be NULL (defaults). Every PE must pass the same values (TETHER_ERR_MISMATCH otherwise). */
+tether_status_t tether_msg_init(tether_t world, const tether_msg_attr_t* attr);
+/* Collective. Requests still pending are dropped (TETHER_ERR_INVALID_ARG reports how many, after the release). */
+tether_status_t tether_msg_finalize(tether_t world);
+
+/* Blocking forms: send returns when buf may be reused; recv when buf holds the message. status may be NULL. */
+tether_status_t tether_send(tether_t world, const void* buf, size_t bytes, int pe, int tag);
+tether_status_t tether_recv(tether_t world, void* buf, size_t bytes, int pe, int tag, tether_msg_status_t* status);
+
+/* Non-blocking forms: *req names the operation until wait/test report it complete. irecv's pe and tag may be the
+ * wildcards. */
+tether_status_t tether_isend(tether_t world, const void* buf, size_t bytes, int pe, int tag, tether_request_t* req);
+tether_status_t tether_irecv(tether_t world, void* buf, size_t bytes, int pe, int tag, tether_request_t* req);
+
+/* Completion. wait: blocks until *req completes, then sets *req = TETHER_REQUEST_NULL and returns the request's own
+ * result (also in status->error). test: *done = 1 and the same when complete, else *done = 0 (and *req untouched).
+ * waitall: every request (statuses may be NULL, else n entries); returns the first failure, each entry its own.
+ * waitany: one of the non-null requests (*index; SIZE_MAX and success when all are null). */
+tether_status_t tether_wait(tether_t world, tether_request_t* req, tether_msg_status_t* status);
+tether_status_t tether_test(tether_t world, tether_request_t* req, int* done, tether_msg_status_t* status);
+tether_status_t tether_waitall(tether_t world, size_t n, tether_request_t* reqs, tether_msg_status_t* statuses);
+tether_status_t tether_waitany(tether_t world, size_t n, tether_request_t* reqs, size_t* index,
+                               tether_msg_status_t* status);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TETHER_MSG_H */
