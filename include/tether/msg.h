@@ -1,4 +1,4 @@
-/* tether two-sided messaging (issue #20), the CPU-synchronous model: tagged send/receive between PEs, in the shape of
+/* tether two-sided messaging (issue #20), the CPU-synchronous and stream models: tagged send/receive between PEs, in the shape of
  * MPI's point-to-point calls and libmp's mp_isend/mp_irecv/mp_wait. Docs: docs/msg.md.
  *
  * Contracts:
@@ -17,7 +17,8 @@
  *    fragments through the ring, straight into the posted buffer. A message that arrives before its receive is kept
  *    (eager: its bytes in the unexpected pool; rendezvous: only its header).
  *  - Progress happens inside tether's messaging calls (test, wait, send, recv and the posting calls): a rendezvous
- *    send moves while either side is in such a call, as in MPI.
+ *    send moves while either side is in such a call, as in MPI (and, while stream-ordered requests are pending, in a
+ *    progress thread: see the stream model below).
  *  - A receive buffer shorter than the message: the first `bytes` bytes arrive and the receive completes with
  *    TETHER_ERR_TRUNCATED (status.bytes = the bytes delivered); the send completes normally.
  *  - Waits are bounded by TETHER_TIMEOUT (TETHER_ERR_TIMEOUT naming the request).
@@ -85,6 +86,21 @@ tether_status_t tether_msg_test(tether_t world, tether_request_t* req, int* done
 tether_status_t tether_msg_waitall(tether_t world, size_t n, tether_request_t* reqs, tether_msg_status_t* statuses);
 tether_status_t tether_msg_waitany(tether_t world, size_t n, tether_request_t* reqs, size_t* index,
                                tether_msg_status_t* status);
+
+/* Stream model (libmp's mp_isend_on_stream / mp_wait_on_stream). stream: a cudaStream_t (NULL = the legacy default
+ * stream); without a GPU, tether's CPU stream emulation.
+ *  isend_on_stream: the send starts when the stream reaches this point (after the stream's earlier work, e.g. the
+ *    kernel that filled buf); *req names it as for tether_isend. Sends from one PE to one PE match in the order they
+ *    start. Receives are posted from the host (tether_irecv).
+ *  msg_wait_on_stream: the stream's later work waits until req (a send or a receive) completes; req stays pending on
+ *    the host, which still frees it with tether_msg_wait/test (at any time; it does not wait for the stream).
+ *  Up to 256 stream-ordered requests per PE may be pending (TETHER_ERR_NO_MEMORY beyond). While any is, a progress
+ *  thread of the PE moves messages, so the host thread may be busy elsewhere. A stream wait is not bounded by
+ *  TETHER_TIMEOUT (like tether_signal_wait_until_on_stream): a request that never completes holds the stream. */
+tether_status_t tether_isend_on_stream(tether_t world, const void* buf, size_t bytes, int pe, int tag, void* stream,
+                                       tether_request_t* req);
+tether_status_t tether_msg_wait_on_stream(tether_t world, tether_request_t req, void* stream);
+tether_status_t tether_msg_waitall_on_stream(tether_t world, size_t n, const tether_request_t* reqs, void* stream);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

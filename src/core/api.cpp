@@ -1244,6 +1244,28 @@ tether_status_t tether_msg_waitany(tether_t w, size_t n, tether_request_t* reqs,
                  [&](tether::Messaging& m) { return m.waitany("tether_msg_waitany", n, reqs, index, status); });
 }
 
+tether_status_t tether_isend_on_stream(tether_t w, const void* buf, size_t bytes, int pe, int tag, void* stream,
+                                       tether_request_t* req) {
+  return withMsg(w, "tether_isend_on_stream", [&](tether::Messaging& m) {
+    return m.isendOnStream("tether_isend_on_stream", buf, bytes, pe, tag, stream, req);
+  });
+}
+
+tether_status_t tether_msg_wait_on_stream(tether_t w, tether_request_t req, void* stream) {
+  return withMsg(w, "tether_msg_wait_on_stream",
+                 [&](tether::Messaging& m) { return m.waitOnStream("tether_msg_wait_on_stream", req, stream); });
+}
+
+tether_status_t tether_msg_waitall_on_stream(tether_t w, size_t n, const tether_request_t* reqs, void* stream) {
+  const char* call = "tether_msg_waitall_on_stream";
+  return withMsg(w, call, [&](tether::Messaging& m) -> tether::Status {
+    if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
+    for (size_t i = 0; i < n; ++i)
+      if (reqs[i]) TETHER_TRY(m.waitOnStream(call, reqs[i], stream));
+    return tether::Status::ok();
+  });
+}
+
 }  // extern "C"
 
 namespace tether {

@@ -7,6 +7,8 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "core/collectives.h"
+#include "core/op.h"
+#include "core/stream.h"
 #include "core/world.h"
 #include "gpu/gpu.h"
 
@@ -16,6 +18,8 @@ namespace {
 
 enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4 };
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
+constexpr uint32_t kStreamWords = 256;  // stream-ordered requests in flight per PE (a trigger and a done word each)
+constexpr uint32_t kNoWord = UINT32_MAX;
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -49,6 +53,11 @@ struct Messaging::Req {
   size_t msgBytes = 0;          // receive: the message's length
   size_t allowed = 0;           // rendezvous: bytes that move (min of message and buffer)
   size_t moved = 0;             // rendezvous: bytes moved so far
+  // Stream model (words in the region's stream area; kNoWord = none).
+  bool streamed = false;        // counted in streamPending_
+  bool armed = false;           // a stream send whose trigger has not been seen yet
+  uint32_t trig = kNoWord, doneWord = kNoWord;
+  uint64_t trigGen = 0, doneGen = 0;
 };
 
 struct Messaging::Unexpected {
@@ -125,8 +134,6 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
 }
 
-Messaging::~Messaging() = default;
-
 Status Messaging::create(World& w, const char* call, const tether_msg_attr_t* attr, std::unique_ptr<Messaging>* out) {
   uint64_t v[3] = {w.config().size("TETHER_MSG_EAGER"), static_cast<uint64_t>(w.config().integer("TETHER_MSG_SLOTS")),
                    w.config().size("TETHER_MSG_UNEXPECTED")};
@@ -181,13 +188,27 @@ Status Messaging::create(World& w, const char* call, const tether_msg_attr_t* at
 Status Messaging::setUp(const char* call) {
   const size_t n = static_cast<size_t>(n_);
   const size_t ackBytes = roundUp(n * sizeof(uint64_t), 64), inboxBytes = n * slots_ * slotBytes_;
+  const size_t streamBytes = 2 * kStreamWords * sizeof(uint64_t);
   void* p = nullptr;
-  TETHER_TRY(w_.allocate(call, TETHER_SEG_HOST, 64, kAgreeBytes + ackBytes + inboxBytes + poolBytes_, true, &p));
+  TETHER_TRY(w_.allocate(call, TETHER_SEG_HOST, 64, kAgreeBytes + ackBytes + streamBytes + inboxBytes + poolBytes_,
+                         true, &p));
   region_ = static_cast<char*>(p);
   acked_ = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes);
-  inbox_ = region_ + kAgreeBytes + ackBytes;
+  triggers_ = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes + ackBytes);
+  dones_ = triggers_ + kStreamWords;
+  inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
   poolBase_ = inbox_ + inboxBytes;
+  for (uint32_t i = kStreamWords; i-- > 0;) freeWords_.push_back(i);
   return Status::ok();
+}
+
+Messaging::~Messaging() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
 Status Messaging::destroy(const char* call) {
@@ -195,7 +216,10 @@ Status Messaging::destroy(const char* call) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending = reqs_.size();
+    stop_ = true;
   }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
   TETHER_TRY(w_.barrier(call, true));  // nobody writes into a region after this
   TETHER_TRY(w_.release(call, region_));
   region_ = nullptr;
@@ -236,16 +260,156 @@ Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe,
   if (tag < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative (tags are 0 .. TETHER_TAG_MAX)", call, tag);
   if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
   std::lock_guard<std::mutex> lock(mu_);
+  TETHER_TRY(threadError_);
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, req);
-  Out o{};
-  o.h.kind = bytes <= eager_ ? kEager : kRts;
-  o.h.tag = tag;
-  o.h.bytes = bytes;
-  o.h.a = r.id;
-  o.req = &r;
-  out_[static_cast<size_t>(pe)].push_back(o);
+  queueSend(r);
   bool did = false;
   return push(call, pe, &did);  // an eager send with credit completes here
+}
+
+void Messaging::queueSend(Req& r) {
+  Out o{};
+  o.h.kind = r.cap <= eager_ ? kEager : kRts;
+  o.h.tag = r.tag;
+  o.h.bytes = r.cap;
+  o.h.a = r.id;
+  o.req = &r;
+  out_[static_cast<size_t>(r.pe)].push_back(o);
+}
+
+// ---- stream model ------------------------------------------------------------------------------------------------
+
+Status Messaging::takeWord(const char* call, uint32_t* index) {
+  if (freeWords_.empty())
+    TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: %u stream-ordered requests are in flight on PE %d already (the most there "
+                "can be); free some with tether_msg_wait/test first", call, kStreamWords, me_);
+  *index = freeWords_.back();
+  freeWords_.pop_back();
+  return Status::ok();
+}
+
+void Messaging::releaseWords(Req& r) {
+  if (r.trig != kNoWord) freeWords_.push_back(r.trig);
+  if (r.doneWord != kNoWord) freeWords_.push_back(r.doneWord);
+  r.trig = r.doneWord = kNoWord;
+  if (r.armed) armed_.remove(&r);
+  if (r.streamed) --streamPending_;
+  r.streamed = r.armed = false;
+}
+
+void Messaging::fireTriggers(bool* did) {
+  for (auto it = armed_.begin(); it != armed_.end();) {
+    Req& r = **it;
+    if (__atomic_load_n(triggers_ + r.trig, __ATOMIC_ACQUIRE) < r.trigGen) {
+      ++it;
+      continue;
+    }
+    it = armed_.erase(it);
+    r.armed = false;
+    freeWords_.push_back(r.trig);  // the stream wrote it already: free for reuse
+    r.trig = kNoWord;
+    queueSend(r);
+    *did = true;
+  }
+}
+
+Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes, int pe, int tag, void* stream,
+                                uint64_t* req) {
+  if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
+  *req = 0;
+  TETHER_TRY(w_.checkPe(call, pe));
+  if (tag < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative (tags are 0 .. TETHER_TAG_MAX)", call, tag);
+  if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
+  Op op;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TETHER_TRY(threadError_);
+    uint32_t word = kNoWord;
+    TETHER_TRY(takeWord(call, &word));
+    Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, &id);
+    r.trig = word;
+    r.trigGen = ++gen_;
+    r.armed = r.streamed = true;
+    ++streamPending_;
+    armed_.push_back(&r);
+    TETHER_TRY(startThread());
+    op.kind = Op::Signal;
+    op.pe = me_;
+    op.sig = triggers_ + word;
+    op.value = r.trigGen;
+    op.sigOp = TETHER_SIGNAL_SET;
+  }
+  wake_.notify_all();
+  // Outside the lock: enqueueing may wait for the stream layer, whose work may wait for this room's progress.
+  Status s = enqueueOnStream(w_, call, &op, 1, stream);
+  if (!s.isOk()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reqs_.find(id);
+    releaseWords(*it->second);
+    reqs_.erase(it);
+    return s;
+  }
+  *req = id;
+  return Status::ok();
+}
+
+Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
+  Op op;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TETHER_TRY(threadError_);
+    auto it = reqs_.find(req);
+    if (it == reqs_.end())
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d", call,
+                  static_cast<unsigned long long>(req), me_);
+    Req& r = *it->second;
+    if (r.doneWord == kNoWord) {
+      TETHER_TRY(takeWord(call, &r.doneWord));
+      r.doneGen = ++gen_;
+      if (!r.streamed) ++streamPending_;
+      r.streamed = true;
+      if (r.done) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);
+    }
+    TETHER_TRY(startThread());
+    op.kind = Op::Wait;
+    op.pe = 0;
+    op.sig = dones_ + r.doneWord;
+    op.cmp = TETHER_CMP_GE;
+    op.value = r.doneGen;
+  }
+  wake_.notify_all();
+  return enqueueOnStream(w_, call, &op, 1, stream);
+}
+
+Status Messaging::startThread() {
+  if (thread_.joinable()) return Status::ok();
+  thread_ = std::thread([this] { threadMain(); });
+  return Status::ok();
+}
+
+// Runs progress passes while stream-ordered requests are pending (the host thread may be busy elsewhere); sleeps on
+// wake_ otherwise. Backs off like every wait (SpinWait) when a pass moves nothing.
+void Messaging::threadMain() {
+  SpinWait spin(1e12);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    if (streamPending_ == 0) {
+      wake_.wait_for(lock, std::chrono::milliseconds(100));
+      spin.busy();
+      continue;
+    }
+    bool did = false;
+    Status s = threadError_.isOk() ? progress("tether messaging progress thread", &did) : Status::ok();
+    if (!s.isOk()) {
+      threadError_ = s;
+      TETHER_LOG_WARN(LogSys::Core, "PE %d: %s", me_, s.message().c_str());
+    }
+    if (did) spin.busy();
+    lock.unlock();
+    spin.next();
+    lock.lock();
+  }
 }
 
 Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
@@ -301,12 +465,15 @@ void Messaging::complete(Req& r, Status result) {
                     strprintf("tether_recv: a message of %zu bytes from PE %d (tag %d) was truncated to the "
                               "receive buffer's %zu bytes", r.msgBytes, r.fromPe, r.fromTag, r.cap));
   r.result = result;
+  if (r.doneWord != kNoWord) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);  // the stream goes on
 }
 
 // ---- progress ----------------------------------------------------------------------------------------------------
 
 Status Messaging::progress(const char* call, bool* did) {
+  TETHER_TRY(threadError_);  // the progress thread failed (a lost peer, ...): every later call says so
   if (w_.paths().progress()) *did = true;  // network providers move what arrived
+  if (!armed_.empty()) fireTriggers(did);
   for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
   drainStart_ = (drainStart_ + 1) % n_;
   for (int d = 0; d < n_; ++d)
@@ -489,6 +656,7 @@ Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
   const Req& r = *it->second;
   fill(r, st);
   Status s = r.result;
+  releaseWords(*it->second);
   reqs_.erase(it);
   *req = 0;
   return s;

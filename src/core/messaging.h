@@ -1,4 +1,4 @@
-// Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), the CPU-synchronous model, built only on the
+// Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), CPU-synchronous and stream models, built only on the
 // World's one-sided verbs (put, put-with-signal, signal, get), so it runs on every path they run on (shm, p2p, UCX).
 //
 // Protocol. Every PE owns, in one symmetric HOST allocation (the region), an inbox ring of K slots from each PE
@@ -23,7 +23,9 @@
 //
 // Who calls it: the C API (core/api.cpp, tether_msg_* and the send/recv family) through World::messaging(); the
 // World owns it from tether_msg_init to tether_msg_finalize (or tether_finalize). Thread-safety: one mutex; waits
-// release it between progress passes.
+// release it between progress passes. Stream model: the region also holds kStreamWords trigger and done words; a
+// progress thread (started by the first stream-ordered call, stopped at destroy) runs passes while any
+// stream-ordered request is pending.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +35,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <condition_variable>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +63,13 @@ class Messaging {
   Status waitall(const char* call, size_t n, uint64_t* reqs, tether_msg_status_t* sts);
   Status waitany(const char* call, size_t n, uint64_t* reqs, size_t* index, tether_msg_status_t* st);
 
+  // Stream model. isendOnStream: the send starts when stream reaches this point (the stream sets the request's
+  // trigger word; a progress pass sees it and queues the send). waitOnStream: stream's later work waits until the
+  // request completes (a progress pass sets its done word). The host still frees the request with wait/test.
+  // While stream-ordered requests are pending, a progress thread runs the passes (the host may be elsewhere).
+  Status isendOnStream(const char* call, const void* buf, size_t bytes, int pe, int tag, void* stream, uint64_t* req);
+  Status waitOnStream(const char* call, uint64_t req, void* stream);
+
  private:
   struct SlotHead;
   struct Req;
@@ -69,6 +80,7 @@ class Messaging {
   Messaging(World& w, size_t eager, size_t slots, size_t unexpected);
   // A new pending request (send: buf is the source; receive: the destination); *id names it.
   Req& newReq(bool send, int pe, int tag, void* buf, size_t bytes, uint64_t* id);
+  void queueSend(Req& r);  // r joins its destination's queue (EAGER or RTS)
   Status setUp(const char* call);
 
   // Lock held: one pass over the inboxes and the outgoing queues; *did = something moved.
@@ -86,6 +98,12 @@ class Messaging {
   void fill(const Req& r, tether_msg_status_t* st) const;
   Status finish(uint64_t* req, tether_msg_status_t* st);  // r done: report it, forget it
   Status timeout(const char* call, uint64_t id, double waited);
+  // Stream words (the region's stream area): a free index, or TETHER_ERR_NO_MEMORY when kStreamWords are in use.
+  Status takeWord(const char* call, uint32_t* index);
+  void releaseWords(Req& r);
+  void fireTriggers(bool* did);  // armed sends whose trigger the stream has set join their queue
+  Status startThread();
+  void threadMain();
   bool isGpu(const void* p) const;
   char* slot(int src, uint64_t index) const;  // this PE's inbox slot (a symmetric address: the same on every PE)
 
@@ -108,6 +126,18 @@ class Messaging {
   std::list<Unexpected> unexpected_;
   uint64_t nextId_ = 1;
   int drainStart_ = 0;
+  // Stream model: per word index a trigger and a done word (uint64 each) in the region; generations only grow, so a
+  // word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer value).
+  uint64_t* triggers_ = nullptr;
+  uint64_t* dones_ = nullptr;
+  std::vector<uint32_t> freeWords_;
+  uint64_t gen_ = 0;
+  std::list<Req*> armed_;     // stream sends not yet triggered
+  size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
+  std::thread thread_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  Status threadError_;  // the progress thread's first failure, returned by the next call
 };
 
 }  // namespace tether

@@ -23,8 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/stream_ops.h"
-#include "mp_util.h"
+#include "mp_cpu_stream.h"
 
 namespace {
 
@@ -48,16 +47,11 @@ int main() {
   mp::init();
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
-  tether::StreamOps* so = nullptr;
   // MP_NO_HOST_ATOMICS=1 (mp_stream_rmw_proxy): the emulation reports no host-native atomics, as a GPU behind PCIe
   // without AtomicOps, so every AMO and ADD signal on these HOST words goes through the proxy (CPU atomics).
   const char* nha = std::getenv("MP_NO_HOST_ATOMICS");
   const bool noHostAtomics = nha && nha[0] == '1';
-  {
-    std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60, !noHostAtomics);
-    so = ops.get();
-    MP_CHECK(tether::useStreamOpsForTesting(w, std::move(ops)).isOk());
-  }
+  tether::StreamOps* so = mp::useCpuStreams(w, !noHostAtomics);
   void* s = nullptr;
   MP_CHECK(so->createStream(&s).isOk());
 
