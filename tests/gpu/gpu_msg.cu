@@ -1,7 +1,8 @@
 // Two-sided messaging (issue #20, tether/msg.h) with GPU buffers: every pairing of host (pageable) and GPU memory
 // (cudaMalloc, not symmetric) on the sending and receiving side, eager and rendezvous sizes, a ring exchange over all
-// PEs, then a truncated rendezvous receive into GPU memory. Contents checked byte by byte (pattern from size, source
-// and position).
+// PEs, then a truncated rendezvous receive into GPU memory, then the stream model (a kernel fills, the send starts on
+// the stream, the stream waits for the receive, a kernel checks). Contents checked byte by byte (pattern from size,
+// source and position).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -12,7 +13,19 @@
 
 namespace {
 
-unsigned char pattern(size_t size, int from, size_t i) { return static_cast<unsigned char>(i * 131 + size * 7 + from); }
+__host__ __device__ unsigned char pattern(size_t size, int from, size_t i) {
+  return static_cast<unsigned char>(i * 131 + size * 7 + from);
+}
+
+__global__ void kFill(unsigned char* p, size_t n, int from) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    p[i] = pattern(n, from, i);
+}
+
+__global__ void kCheck(const unsigned char* p, size_t n, int from, unsigned long long* bad) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    if (p[i] != pattern(n, from, i)) atomicAdd(bad, 1ull);
+}
 
 }  // namespace
 
@@ -73,9 +86,40 @@ int main() {
     CK(cudaMemcpy(check.data(), dRecv, cap, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < cap; ++i) MP_CHECK(check[i] == pattern(sz, from, i));
   }
+  // Stream model: a kernel fills the send buffer, the send starts on the stream after it; the stream waits for the
+  // host-posted receive, then a kernel checks what arrived (mismatches counted in host-mapped memory).
+  {
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    unsigned long long* bad = nullptr;
+    CK(cudaHostAlloc(reinterpret_cast<void**>(&bad), sizeof *bad, cudaHostAllocMapped));
+    for (size_t sz : {size_t{8}, size_t{8193}, size_t{1} << 20}) {
+      *bad = 0;
+      CK(cudaMemset(dRecv, 0, sz));
+      tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+      MP_OK(tether_irecv(w, dRecv, sz, from, 500, &rr));
+      kFill<<<64, 256, 0, st>>>(static_cast<unsigned char*>(dSend), sz, me);
+      CK(cudaGetLastError());
+      MP_OK(tether_isend_on_stream(w, dSend, sz, to, 500, st, &sr));
+      MP_OK(tether_msg_wait_on_stream(w, rr, st));
+      kCheck<<<64, 256, 0, st>>>(static_cast<const unsigned char*>(dRecv), sz, from, bad);
+      CK(cudaGetLastError());
+      MP_OK(tether_msg_wait_on_stream(w, sr, st));  // the next round's kFill must not overwrite a buffer in flight
+      CK(cudaStreamSynchronize(st));
+      if (*bad != 0) {
+        char msg[96];
+        std::snprintf(msg, sizeof msg, "stream model, %zu bytes: %llu bytes wrong", sz, *bad);
+        mp::fail(__FILE__, __LINE__, "contents", msg);
+      }
+      MP_OK(tether_msg_wait(w, &rr, nullptr));
+      MP_OK(tether_msg_wait(w, &sr, nullptr));
+    }
+    CK(cudaFreeHost(bad));
+    CK(cudaStreamDestroy(st));
+  }
   MP_OK(tether_msg_finalize(w));
   CK(cudaFree(dSend));
   CK(cudaFree(dRecv));
-  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation OK\n", n);
+  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model OK\n", n);
   return mp::finish();
 }
