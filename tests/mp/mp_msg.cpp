@@ -420,7 +420,7 @@ void ringExchange() {
 // ---- 3: matching order -----------------------------------------------------------------------------------------
 
 size_t orderSize(size_t i) {
-  if (i % 4 == 2) return 2 * eager + 8 * i + 3;  // rendezvous
+  if (i % 4 == 2 || i % 6 == 3) return 2 * eager + 8 * i + 3;  // rendezvous (with either tag of the second part)
   if (i % 9 == 4) return eager;                 // exactly the limit
   return (i * 37 + 1) % (eager + 1);
 }
