@@ -80,10 +80,10 @@ tether_status_t tether_irecv(tether_t world, void* buf, size_t bytes, int pe, in
  * result (also in status->error). test: *done = 1 and the same when complete, else *done = 0 (and *req untouched).
  * waitall: every request (statuses may be NULL, else n entries); returns the first failure, each entry its own.
  * waitany: one of the non-null requests (*index; SIZE_MAX and success when all are null). */
-tether_status_t tether_wait(tether_t world, tether_request_t* req, tether_msg_status_t* status);
-tether_status_t tether_test(tether_t world, tether_request_t* req, int* done, tether_msg_status_t* status);
-tether_status_t tether_waitall(tether_t world, size_t n, tether_request_t* reqs, tether_msg_status_t* statuses);
-tether_status_t tether_waitany(tether_t world, size_t n, tether_request_t* reqs, size_t* index,
+tether_status_t tether_msg_wait(tether_t world, tether_request_t* req, tether_msg_status_t* status);
+tether_status_t tether_msg_test(tether_t world, tether_request_t* req, int* done, tether_msg_status_t* status);
+tether_status_t tether_msg_waitall(tether_t world, size_t n, tether_request_t* reqs, tether_msg_status_t* statuses);
+tether_status_t tether_msg_waitany(tether_t world, size_t n, tether_request_t* reqs, size_t* index,
                                tether_msg_status_t* status);
 
 #if defined(__GNUC__)

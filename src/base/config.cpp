@@ -91,6 +91,15 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_PROXY_SLOTS", ConfigType::Int, "1024",
        "Descriptors in each device-API proxy ring (a power of two, 2..1048576); a producer waits while the ring is "
        "full", 2, 1048576},
+      {"TETHER_MSG_EAGER", ConfigType::Size, "8K",
+       "Two-sided messaging (tether/msg.h): the largest message sent eagerly, in one ring slot (longer ones use "
+       "rendezvous); also the fragment size of rendezvous data", 1, 1024.0 * 1024 * 1024},
+      {"TETHER_MSG_SLOTS", ConfigType::Int, "16",
+       "Two-sided messaging: ring slots from each PE to each PE (a sender waits while its ring to a PE is full)", 2,
+       65536},
+      {"TETHER_MSG_UNEXPECTED", ConfigType::Size, "4M",
+       "Two-sided messaging: bytes of each PE's pool for eager messages that arrive before their receive; when it is "
+       "full such messages wait in their ring slot", 0, 1024.0 * 1024 * 1024 * 1024},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
        "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",

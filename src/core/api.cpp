@@ -16,6 +16,7 @@
 #include "core/world.h"
 #include "heap/program_data.h"
 #include "tether/datatype.h"
+#include "tether/msg.h"
 
 // A tether_t is an id, not an address (struct tether_world is never defined): see LiveWorlds below.
 
@@ -200,6 +201,22 @@ using tether::enumArg;
 tether::Status waitArgs(const char* call, const tether_dtype_t& type, const tether_cmp_t& cmp) {
   TETHER_TRY(enumArg(call, "type", type));
   return enumArg(call, "cmp", cmp);
+}
+
+}  // namespace
+
+// Two-sided messaging (tether/msg.h):
+namespace {
+
+// Runs f(Messaging&) on w's messaging room (TETHER_ERR_INVALID_ARG before tether_msg_init).
+template <typename F>
+tether_status_t withMsg(tether_t w, const char* call, F&& f) {
+  return guarded(w, call, [&](World& x) -> tether::Status {
+    if (!x.messaging())
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: messaging is not initialised on PE %d (call tether_msg_init first)",
+                  call, x.myPe());
+    return f(*x.messaging());
+  });
 }
 
 }  // namespace
@@ -1155,6 +1172,76 @@ tether_status_t tether_doorbell_free(tether_doorbell_t db) {
   }
   delete db;
   return out;
+}
+
+// ---- two-sided messaging (tether/msg.h, core/messaging.h): withMsg above extern "C" ---------------------------
+
+tether_status_t tether_msg_init(tether_t w, const tether_msg_attr_t* attr) {
+  const char* call = "tether_msg_init";
+  return guarded(w, call, [&](World& x) -> tether::Status {
+    if (x.messaging())
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: messaging is initialised already on PE %d", call, x.myPe());
+    return tether::Messaging::create(x, call, attr, &x.messaging());
+  });
+}
+
+tether_status_t tether_msg_finalize(tether_t w) {
+  const char* call = "tether_msg_finalize";
+  return withMsg(w, call, [&](tether::Messaging& m) {
+    tether::Status s = m.destroy(call);
+    World* x = nullptr;
+    liveWorld(w, call, &x);
+    x->messaging().reset();
+    return s;
+  });
+}
+
+tether_status_t tether_isend(tether_t w, const void* buf, size_t bytes, int pe, int tag, tether_request_t* req) {
+  return withMsg(w, "tether_isend", [&](tether::Messaging& m) { return m.isend("tether_isend", buf, bytes, pe, tag, req); });
+}
+
+tether_status_t tether_irecv(tether_t w, void* buf, size_t bytes, int pe, int tag, tether_request_t* req) {
+  return withMsg(w, "tether_irecv", [&](tether::Messaging& m) { return m.irecv("tether_irecv", buf, bytes, pe, tag, req); });
+}
+
+tether_status_t tether_send(tether_t w, const void* buf, size_t bytes, int pe, int tag) {
+  return withMsg(w, "tether_send", [&](tether::Messaging& m) {
+    uint64_t req = 0;
+    TETHER_TRY(m.isend("tether_send", buf, bytes, pe, tag, &req));
+    return m.wait("tether_send", &req, nullptr);
+  });
+}
+
+tether_status_t tether_recv(tether_t w, void* buf, size_t bytes, int pe, int tag, tether_msg_status_t* status) {
+  return withMsg(w, "tether_recv", [&](tether::Messaging& m) {
+    uint64_t req = 0;
+    TETHER_TRY(m.irecv("tether_recv", buf, bytes, pe, tag, &req));
+    return m.wait("tether_recv", &req, status);
+  });
+}
+
+tether_status_t tether_msg_wait(tether_t w, tether_request_t* req, tether_msg_status_t* status) {
+  return withMsg(w, "tether_msg_wait", [&](tether::Messaging& m) { return m.wait("tether_msg_wait", req, status); });
+}
+
+tether_status_t tether_msg_test(tether_t w, tether_request_t* req, int* done, tether_msg_status_t* status) {
+  return withMsg(w, "tether_msg_test", [&](tether::Messaging& m) -> tether::Status {
+    if (!done) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_msg_test: done is NULL");
+    bool d = false;
+    tether::Status s = m.test("tether_msg_test", req, &d, status);
+    *done = d ? 1 : 0;
+    return s;
+  });
+}
+
+tether_status_t tether_msg_waitall(tether_t w, size_t n, tether_request_t* reqs, tether_msg_status_t* statuses) {
+  return withMsg(w, "tether_msg_waitall", [&](tether::Messaging& m) { return m.waitall("tether_msg_waitall", n, reqs, statuses); });
+}
+
+tether_status_t tether_msg_waitany(tether_t w, size_t n, tether_request_t* reqs, size_t* index,
+                               tether_msg_status_t* status) {
+  return withMsg(w, "tether_msg_waitany",
+                 [&](tether::Messaging& m) { return m.waitany("tether_msg_waitany", n, reqs, index, status); });
 }
 
 }  // extern "C"

@@ -292,6 +292,7 @@ Status World::finalize() {
   // PE's own operations are still completed, and everything below is released all the same.
   if (!lost_.isOk()) TETHER_WARN_ON_FAIL(quiet());
   Status s = barrier("tether_finalize", true);
+  msg_.reset();      // its region goes with the heap below
   streams_.close();  // its streams drain (CPU emulation) before the proxy and heaps they use go away
   // Tear down in dependency order: the device API proxy (executes what is posted, stops its thread), device
   // mappings, the GPU context (it unregisters the host views it registered), then the host heap.

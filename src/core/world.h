@@ -29,6 +29,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/collectives.h"
 #include "core/device_handle_cache.h"
+#include "core/messaging.h"
 #include "core/proxy.h"
 #include "core/stream_ops.h"
 #include "core/stream_runtime.h"
@@ -153,6 +154,10 @@ class World {
   Teams& teams() { return teams_; }
   Collectives& colls() { return colls_; }
 
+  // ---- two-sided messaging (#20) -- core/messaging.h
+  // The room from tether_msg_init to tether_msg_finalize (null outside); finalize drops it without a collective.
+  std::unique_ptr<Messaging>& messaging() { return msg_; }
+
  private:
   World() = default;
   Status init(const tether_init_attr_t& attr, const void* mpiComm);
@@ -189,6 +194,7 @@ class World {
   TypedRma typed_{*this};     // non-contiguous RMA (core/typed_rma.h)
   Teams teams_{*this};        // teams and their sync words (core/teams.h)
   Collectives colls_{*this};  // the team data collectives (core/collectives.h)
+  std::unique_ptr<Messaging> msg_;  // two-sided messaging (core/messaging.h), between tether_msg_init and _finalize
   uint64_t allocSeq_ = 0;
   uint64_t barrierEpoch_ = 0;
   // Fairness of the _any waits (core/sync.cpp anyStart): per ivars array, the index after the one last returned;

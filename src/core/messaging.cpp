@@ -1,0 +1,609 @@
+// Two-sided messaging over the one-sided verbs: protocol and contracts in core/messaging.h.
+#include "core/messaging.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "core/collectives.h"
+#include "core/world.h"
+#include "gpu/gpu.h"
+
+namespace tether {
+
+namespace {
+
+enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4 };
+constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
+
+size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+bool fits(int want, int have) { return want < 0 || want == have; }  // TETHER_ANY_PE / TETHER_ANY_TAG are -1
+
+}  // namespace
+
+// The first 64 bytes of a slot. seq is written last (the put-with-signal's signal); the rest arrives with the payload.
+struct Messaging::SlotHead {
+  uint64_t seq;
+  uint32_t kind;
+  int32_t tag;
+  uint64_t bytes;  // EAGER: payload; RTS: message; CTS: allowed; DATA: fragment
+  uint64_t a;      // RTS, CTS: the sender's request id; DATA: the receiver's request id
+  uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message
+  uint64_t pad[3];
+};
+
+struct Messaging::Req {
+  uint64_t id = 0;
+  bool send = false;
+  int pe = 0;    // send: destination; receive: wanted source (or TETHER_ANY_PE)
+  int tag = 0;   // send: tag; receive: wanted tag (or TETHER_ANY_TAG)
+  const void* src = nullptr;
+  void* dst = nullptr;
+  size_t cap = 0;  // send: message bytes; receive: buffer bytes
+  bool gpu = false;
+  bool done = false;
+  Status result;
+  int fromPe = 0, fromTag = 0;  // receive: who matched
+  size_t msgBytes = 0;          // receive: the message's length
+  size_t allowed = 0;           // rendezvous: bytes that move (min of message and buffer)
+  size_t moved = 0;             // rendezvous: bytes moved so far
+};
+
+struct Messaging::Unexpected {
+  int src;
+  int tag;
+  bool rts;
+  size_t bytes;
+  uint64_t poolOff;  // EAGER: its bytes in the pool
+  uint64_t sendId;   // RTS
+};
+
+// A slot message waiting for credit. DATA items stand for the remaining fragments of a rendezvous send.
+struct Messaging::Out {
+  SlotHead h;
+  Req* req;  // EAGER, DATA: the send (payload from its buffer); CTS: null
+};
+
+// First-fit allocator over [0, bytes) of the pool, 64-byte granules, coalescing on free.
+class Messaging::Pool {
+ public:
+  explicit Pool(size_t bytes) {
+    if (bytes) free_[0] = bytes;
+  }
+  bool alloc(size_t n, uint64_t* off) {
+    n = roundUp(std::max<size_t>(n, 1), 64);
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= n) {
+        *off = it->first;
+        const uint64_t rest = it->second - n, at = it->first + n;
+        free_.erase(it);
+        if (rest) free_[at] = rest;
+        return true;
+      }
+    return false;
+  }
+  void release(uint64_t off, size_t n) {
+    n = roundUp(std::max<size_t>(n, 1), 64);
+    auto it = free_.emplace(off, n).first;
+    auto nx = std::next(it);
+    if (nx != free_.end() && it->first + it->second == nx->first) {
+      it->second += nx->second;
+      free_.erase(nx);
+    }
+    if (it != free_.begin()) {
+      auto pv = std::prev(it);
+      if (pv->first + pv->second == it->first) {
+        pv->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> free_;
+};
+
+// ---- set-up ------------------------------------------------------------------------------------------------------
+
+Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
+    : w_(w),
+      eager_(eager),
+      slots_(slots),
+      payload_(roundUp(std::max<size_t>(eager, 64), 64)),
+      slotBytes_(sizeof(SlotHead) + payload_),
+      poolBytes_(roundUp(unexpected, 64)),
+      n_(w.nPes()),
+      me_(w.myPe()),
+      pool_(new Pool(poolBytes_)),
+      sent_(static_cast<size_t>(n_)),
+      next_(static_cast<size_t>(n_)),
+      published_(static_cast<size_t>(n_)),
+      out_(static_cast<size_t>(n_)),
+      staging_(slotBytes_) {
+  static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
+}
+
+Messaging::~Messaging() = default;
+
+Status Messaging::create(World& w, const char* call, const tether_msg_attr_t* attr, std::unique_ptr<Messaging>* out) {
+  uint64_t v[3] = {w.config().size("TETHER_MSG_EAGER"), static_cast<uint64_t>(w.config().integer("TETHER_MSG_SLOTS")),
+                   w.config().size("TETHER_MSG_UNEXPECTED")};
+  if (attr) {
+    if (attr->eager_bytes) v[0] = attr->eager_bytes;
+    if (attr->slots) v[1] = attr->slots;
+    if (attr->unexpected_bytes) v[2] = attr->unexpected_bytes;
+  }
+  Status local;
+  if (v[0] > (uint64_t{1} << 30) || v[1] < 2 || v[1] > 65536 || v[2] > (uint64_t{1} << 40))
+    local = Status(TETHER_ERR_INVALID_ARG,
+                   strprintf("%s: eager_bytes %llu (at most 1 GiB), slots %llu (2 .. 65536), unexpected_bytes %llu "
+                             "(at most 1 TiB)", call, static_cast<unsigned long long>(v[0]),
+                             static_cast<unsigned long long>(v[1]), static_cast<unsigned long long>(v[2])));
+  // Agreement: an allreduce MAX over (v, ~v) gives every PE max and min of each value; equal everywhere iff max == min.
+  void* agree = nullptr;
+  TETHER_TRY(w.allocate(call, TETHER_SEG_HOST, 64, kAgreeBytes, true, &agree));
+  auto* words = static_cast<uint64_t*>(agree);
+  for (int i = 0; i < 3; ++i) {
+    words[i] = local.isOk() ? v[i] : 0;
+    words[3 + i] = local.isOk() ? ~v[i] : 0;
+  }
+  words[6] = local.isOk() ? 0 : 1;  // some PE's values are out of range
+  CollArgs a;
+  a.kind = CollKind::Allreduce;
+  a.dest = words + 8;
+  a.src = words;
+  a.count = 7;
+  a.type = TETHER_UINT64;
+  a.op = TETHER_RED_MAX;
+  Status s = w.colls().run(call, w.teams().world(), a);
+  uint64_t r[7];
+  std::memcpy(r, words + 8, sizeof r);
+  TETHER_TRY(w.release(call, agree));
+  TETHER_TRY(s);
+  TETHER_TRY(local);
+  if (r[6]) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: another PE passed attributes out of range", call);
+  static const char* names[] = {"eager_bytes", "slots", "unexpected_bytes"};
+  for (int i = 0; i < 3; ++i)
+    if (r[i] != ~r[3 + i])
+      TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the PEs passed different %s (from %llu to %llu; this PE %llu)", call,
+                  names[i], static_cast<unsigned long long>(~r[3 + i]), static_cast<unsigned long long>(r[i]),
+                  static_cast<unsigned long long>(v[i]));
+  std::unique_ptr<Messaging> m(new Messaging(w, v[0], v[1], v[2]));
+  TETHER_TRY(m->setUp(call));
+  TETHER_LOG_INFO(LogSys::Core, "%s: eager up to %zu bytes, %zu slots per PE pair, %zu-byte unexpected pool", call,
+                  m->eager_, m->slots_, m->poolBytes_);
+  *out = std::move(m);
+  return Status::ok();
+}
+
+Status Messaging::setUp(const char* call) {
+  const size_t n = static_cast<size_t>(n_);
+  const size_t ackBytes = roundUp(n * sizeof(uint64_t), 64), inboxBytes = n * slots_ * slotBytes_;
+  void* p = nullptr;
+  TETHER_TRY(w_.allocate(call, TETHER_SEG_HOST, 64, kAgreeBytes + ackBytes + inboxBytes + poolBytes_, true, &p));
+  region_ = static_cast<char*>(p);
+  acked_ = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes);
+  inbox_ = region_ + kAgreeBytes + ackBytes;
+  poolBase_ = inbox_ + inboxBytes;
+  return Status::ok();
+}
+
+Status Messaging::destroy(const char* call) {
+  size_t pending = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending = reqs_.size();
+  }
+  TETHER_TRY(w_.barrier(call, true));  // nobody writes into a region after this
+  TETHER_TRY(w_.release(call, region_));
+  region_ = nullptr;
+  if (pending)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %zu requests were still pending on PE %d (dropped; wait for every "
+                "request before tether_msg_finalize)", call, pending, me_);
+  return Status::ok();
+}
+
+char* Messaging::slot(int src, uint64_t index) const {
+  return inbox_ + (static_cast<size_t>(src) * slots_ + index % slots_) * slotBytes_;
+}
+
+bool Messaging::isGpu(const void* p) const { return p && w_.gpu() && w_.gpu()->isDeviceMemory(p); }
+
+// ---- posting -----------------------------------------------------------------------------------------------------
+
+Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t bytes, uint64_t* id) {
+  std::unique_ptr<Req> r(new Req);
+  r->id = nextId_++;
+  r->send = send;
+  r->pe = pe;
+  r->tag = tag;
+  if (send) r->src = buf;
+  else r->dst = buf;
+  r->cap = bytes;
+  r->gpu = isGpu(buf);
+  Req& ref = *r;
+  reqs_.emplace(ref.id, std::move(r));
+  *id = ref.id;
+  return ref;
+}
+
+Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+  if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
+  *req = 0;
+  TETHER_TRY(w_.checkPe(call, pe));
+  if (tag < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative (tags are 0 .. TETHER_TAG_MAX)", call, tag);
+  if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, req);
+  Out o{};
+  o.h.kind = bytes <= eager_ ? kEager : kRts;
+  o.h.tag = tag;
+  o.h.bytes = bytes;
+  o.h.a = r.id;
+  o.req = &r;
+  out_[static_cast<size_t>(pe)].push_back(o);
+  bool did = false;
+  return push(call, pe, &did);  // an eager send with credit completes here
+}
+
+Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+  if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
+  *req = 0;
+  if (pe != TETHER_ANY_PE) TETHER_TRY(w_.checkPe(call, pe));
+  if (tag < 0 && tag != TETHER_ANY_TAG)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative and not TETHER_ANY_TAG", call, tag);
+  if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  bool did = false;
+  TETHER_TRY(progress(call, &did));  // what has arrived is matched first, in arrival order
+  Req& ref = newReq(false, pe, tag, buf, bytes, req);
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if (!fits(pe, it->src) || !fits(tag, it->tag)) continue;
+    const Unexpected u = *it;
+    unexpected_.erase(it);
+    if (u.rts) return matchRts(call, ref, u.src, u.tag, u.bytes, u.sendId);
+    ref.fromPe = u.src;
+    ref.fromTag = u.tag;
+    ref.msgBytes = u.bytes;
+    const size_t n = std::min(u.bytes, bytes);
+    Status s = deliver(call, ref, 0, poolBase_ + u.poolOff, n);
+    pool_->release(u.poolOff, u.bytes);
+    complete(ref, s);
+    return Status::ok();
+  }
+  posted_.push_back(&ref);
+  return Status::ok();
+}
+
+// A receive r matched an RTS: ask for min(message, buffer) bytes (a CTS through this PE's ring to src).
+Status Messaging::matchRts(const char* call, Req& r, int src, int tag, size_t bytes, uint64_t sendId) {
+  r.fromPe = src;
+  r.fromTag = tag;
+  r.msgBytes = bytes;
+  r.allowed = std::min(bytes, r.cap);
+  Out o{};
+  o.h.kind = kCts;
+  o.h.bytes = r.allowed;
+  o.h.a = sendId;
+  o.h.b = r.id;
+  out_[static_cast<size_t>(src)].push_back(o);
+  if (r.allowed == 0) complete(r, Status::ok());
+  bool did = false;
+  return push(call, src, &did);
+}
+
+void Messaging::complete(Req& r, Status result) {
+  r.done = true;
+  if (result.isOk() && !r.send && r.msgBytes > r.cap)
+    result = Status(TETHER_ERR_TRUNCATED,
+                    strprintf("tether_recv: a message of %zu bytes from PE %d (tag %d) was truncated to the "
+                              "receive buffer's %zu bytes", r.msgBytes, r.fromPe, r.fromTag, r.cap));
+  r.result = result;
+}
+
+// ---- progress ----------------------------------------------------------------------------------------------------
+
+Status Messaging::progress(const char* call, bool* did) {
+  if (w_.paths().progress()) *did = true;  // network providers move what arrived
+  for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
+  drainStart_ = (drainStart_ + 1) % n_;
+  for (int d = 0; d < n_; ++d)
+    if (!out_[static_cast<size_t>(d)].empty()) TETHER_TRY(push(call, d, did));
+  return Status::ok();
+}
+
+Status Messaging::drain(const char* call, int src, bool* did) {
+  uint64_t& next = next_[static_cast<size_t>(src)];
+  for (;;) {
+    const char* s = slot(src, next);
+    const uint64_t seq = __atomic_load_n(reinterpret_cast<const uint64_t*>(s), __ATOMIC_ACQUIRE);
+    if (seq != next + 1) break;
+    SlotHead h;
+    std::memcpy(&h, s, sizeof h);
+    bool consumed = false;
+    TETHER_TRY(handle(call, src, h, s + sizeof(SlotHead), &consumed));
+    if (!consumed) break;  // the pool is full: this source waits for a receive
+    ++next;
+    *did = true;
+    if (next - published_[static_cast<size_t>(src)] >= slots_ / 2) TETHER_TRY(publishAck(call, src));
+  }
+  if (next != published_[static_cast<size_t>(src)]) TETHER_TRY(publishAck(call, src));  // the ring is empty (or stalled)
+  return Status::ok();
+}
+
+Status Messaging::publishAck(const char* call, int src) {
+  const uint64_t v = next_[static_cast<size_t>(src)];
+  published_[static_cast<size_t>(src)] = v;
+  return w_.signalOp(acked_ + me_, v, TETHER_SIGNAL_SET, src).withContext(call);
+}
+
+Status Messaging::handle(const char* call, int src, const SlotHead& h, const char* payload, bool* consumed) {
+  *consumed = true;
+  switch (h.kind) {
+    case kEager:
+    case kRts: {
+      Req* r = nullptr;
+      for (auto it = posted_.begin(); it != posted_.end(); ++it)
+        if (fits((*it)->pe, src) && fits((*it)->tag, h.tag)) {
+          r = *it;
+          posted_.erase(it);
+          break;
+        }
+      if (!r) {
+        Unexpected u{src, h.tag, h.kind == kRts, static_cast<size_t>(h.bytes), 0, h.a};
+        if (!u.rts) {
+          if (!pool_->alloc(u.bytes, &u.poolOff)) {
+            *consumed = false;
+            return Status::ok();
+          }
+          std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
+        }
+        unexpected_.push_back(u);
+        return Status::ok();
+      }
+      if (h.kind == kRts) return matchRts(call, *r, src, h.tag, h.bytes, h.a);
+      r->fromPe = src;
+      r->fromTag = h.tag;
+      r->msgBytes = h.bytes;
+      complete(*r, deliver(call, *r, 0, payload, std::min<size_t>(h.bytes, r->cap)));
+      return Status::ok();
+    }
+    case kCts: {
+      auto it = reqs_.find(h.a);
+      if (it == reqs_.end() || !it->second->send)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d answered send request %llu, which PE %d does not have", call, src,
+                    static_cast<unsigned long long>(h.a), me_);
+      Req& r = *it->second;
+      r.allowed = h.bytes;
+      if (r.allowed == 0) {
+        complete(r, Status::ok());
+        return Status::ok();
+      }
+      Out o{};
+      o.h.kind = kData;
+      o.h.a = h.b;
+      o.req = &r;
+      out_[static_cast<size_t>(src)].push_back(o);
+      return Status::ok();
+    }
+    case kData: {
+      auto it = reqs_.find(h.a);
+      if (it == reqs_.end() || it->second->send)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d sent data for receive request %llu, which PE %d does not have",
+                    call, src, static_cast<unsigned long long>(h.a), me_);
+      Req& r = *it->second;
+      Status s = deliver(call, r, h.b, payload, h.bytes);
+      r.moved += h.bytes;
+      if (!s.isOk() || r.moved >= r.allowed) complete(r, s);
+      return Status::ok();
+    }
+    default:
+      TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: slot %llu from PE %d has unknown kind %u", call,
+                  static_cast<unsigned long long>(next_[static_cast<size_t>(src)]), src, h.kind);
+  }
+}
+
+Status Messaging::deliver(const char* call, Req& r, size_t off, const void* symSrc, size_t n) {
+  if (n == 0) return Status::ok();
+  char* to = static_cast<char*>(r.dst) + off;
+  if (!r.gpu) {
+    std::memcpy(to, symSrc, n);
+    return Status::ok();
+  }
+  return w_.get(call, to, symSrc, n, me_, false);  // from this PE's region into GPU memory
+}
+
+// Writes what credit allows from dst's queue.
+Status Messaging::push(const char* call, int dst, bool* did) {
+  auto& q = out_[static_cast<size_t>(dst)];
+  while (!q.empty() && sent_[static_cast<size_t>(dst)] - __atomic_load_n(acked_ + dst, __ATOMIC_ACQUIRE) < slots_) {
+    Out& o = q.front();
+    Req* r = o.req;
+    *did = true;
+    switch (o.h.kind) {
+      case kEager:
+        TETHER_TRY(writeSlot(call, dst, o.h, r->src, r->cap, r->gpu));
+        complete(*r, Status::ok());
+        q.pop_front();
+        break;
+      case kRts:
+      case kCts:
+        TETHER_TRY(writeSlot(call, dst, o.h, nullptr, 0, false));
+        q.pop_front();
+        break;
+      case kData: {
+        const size_t n = std::min(payload_, r->allowed - r->moved);
+        SlotHead h = o.h;
+        h.bytes = n;
+        h.b = r->moved;
+        TETHER_TRY(writeSlot(call, dst, h, static_cast<const char*>(r->src) + r->moved, n, r->gpu));
+        r->moved += n;
+        if (r->moved == r->allowed) {
+          complete(*r, Status::ok());
+          q.pop_front();
+        }
+        break;
+      }
+      default:
+        q.pop_front();
+    }
+  }
+  return Status::ok();
+}
+
+Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n,
+                            bool payloadGpu) {
+  uint64_t& sent = sent_[static_cast<size_t>(dst)];
+  char* remote = slot(me_, sent);  // my ring at dst: the same symmetric address on every PE
+  auto* sig = reinterpret_cast<uint64_t*>(remote);
+  const size_t body = sizeof(SlotHead) - sizeof(uint64_t);  // the head after seq
+  if (payloadGpu && n) {
+    TETHER_TRY(w_.put(call, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body,
+                      dst, false));
+    TETHER_TRY(w_.putSignal(call, remote + sizeof(SlotHead), payload, n, sig, sent + 1, TETHER_SIGNAL_SET, dst,
+                            false));
+  } else {
+    std::memcpy(staging_.data(), &h, sizeof h);
+    if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
+    TETHER_TRY(w_.putSignal(call, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, sig,
+                            sent + 1, TETHER_SIGNAL_SET, dst, false));
+  }
+  ++sent;
+  return Status::ok();
+}
+
+// ---- completion --------------------------------------------------------------------------------------------------
+
+void Messaging::fill(const Req& r, tether_msg_status_t* st) const {
+  if (!st) return;
+  st->source = r.send ? r.pe : r.fromPe;
+  st->tag = r.send ? r.tag : r.fromTag;
+  st->bytes = r.send ? r.cap : std::min(r.msgBytes, r.cap);
+  st->error = r.result.code();
+}
+
+Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
+  auto it = reqs_.find(*req);
+  const Req& r = *it->second;
+  fill(r, st);
+  Status s = r.result;
+  reqs_.erase(it);
+  *req = 0;
+  return s;
+}
+
+Status Messaging::test(const char* call, uint64_t* req, bool* done, tether_msg_status_t* st) {
+  if (!req || !done) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req or done is NULL", call);
+  *done = false;
+  if (*req == 0) {
+    *done = true;
+    if (st) *st = tether_msg_status_t{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};
+    return Status::ok();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = reqs_.find(*req);
+  if (it == reqs_.end())
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d (completed already, or not a "
+                "request of this world)", call, static_cast<unsigned long long>(*req), me_);
+  bool did = false;
+  if (!it->second->done) TETHER_TRY(progress(call, &did));
+  if (!it->second->done) return Status::ok();
+  *done = true;
+  return finish(req, st);
+}
+
+Status Messaging::timeout(const char* call, uint64_t id, double waited) {
+  auto it = reqs_.find(id);
+  const Req& r = *it->second;
+  if (r.send)
+    TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d: a send of %zu bytes to PE "
+                "%d, tag %d (%s)", call, waited, me_, r.cap, r.pe, r.tag,
+                r.cap <= eager_ ? "eager: waiting for a free slot in the destination's ring"
+                : r.allowed == 0 && r.moved == 0 ? "rendezvous: the receiver has not posted a matching receive"
+                                                 : "rendezvous: moving the data");
+  TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d: a receive of up to %zu bytes "
+              "from %s %d, tag %d: %s", call, waited, me_, r.cap, r.pe < 0 ? "any PE" : "PE", r.pe, r.tag,
+              r.msgBytes ? "the rendezvous data did not arrive" : "no matching message arrived");
+}
+
+Status Messaging::waitall(const char* call, size_t n, uint64_t* reqs, tether_msg_status_t* sts) {
+  if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
+  Status first;
+  SpinWait spin(w_.timeout());
+  std::vector<bool> left(n, true);
+  size_t remaining = n;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      bool did = false;
+      Status ps = progress(call, &did);
+      if (!ps.isOk()) return ps;
+      for (size_t i = 0; i < n; ++i) {
+        if (!left[i]) continue;
+        if (reqs[i] == 0) {
+          if (sts) sts[i] = tether_msg_status_t{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};
+          left[i] = false, --remaining;
+          continue;
+        }
+        auto it = reqs_.find(reqs[i]);
+        if (it == reqs_.end())
+          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs[%zu] = %llu is not pending on PE %d", call, i,
+                      static_cast<unsigned long long>(reqs[i]), me_);
+        if (!it->second->done) continue;
+        Status s = finish(&reqs[i], sts ? &sts[i] : nullptr);
+        if (!s.isOk() && first.isOk()) first = s;
+        left[i] = false, --remaining;
+      }
+      if (remaining == 0) return first;
+      if (did) spin.busy();
+      if (spin.secondsLeft() <= 0)
+        for (size_t i = 0; i < n; ++i)
+          if (left[i]) return timeout(call, reqs[i], spin.elapsedSeconds());
+    }
+    spin.next();  // outside the lock: other threads of this PE progress meanwhile
+  }
+}
+
+Status Messaging::wait(const char* call, uint64_t* req, tether_msg_status_t* st) {
+  if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
+  tether_msg_status_t tmp;
+  Status s = waitall(call, 1, req, &tmp);
+  if (st) *st = tmp;
+  return s;
+}
+
+Status Messaging::waitany(const char* call, size_t n, uint64_t* reqs, size_t* index, tether_msg_status_t* st) {
+  if (!index || (n && !reqs)) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs or index is NULL", call);
+  *index = SIZE_MAX;
+  SpinWait spin(w_.timeout());
+  for (;;) {
+    std::unique_lock<std::mutex> lock(mu_);
+    bool did = false, any = false;
+    TETHER_TRY(progress(call, &did));
+    for (size_t i = 0; i < n; ++i) {
+      if (reqs[i] == 0) continue;
+      any = true;
+      auto it = reqs_.find(reqs[i]);
+      if (it == reqs_.end())
+        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs[%zu] = %llu is not pending on PE %d", call, i,
+                    static_cast<unsigned long long>(reqs[i]), me_);
+      if (!it->second->done) continue;
+      *index = i;
+      return finish(&reqs[i], st);
+    }
+    if (!any) {
+      if (st) *st = tether_msg_status_t{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};
+      return Status::ok();
+    }
+    if (did) spin.busy();
+    if (spin.secondsLeft() <= 0)
+      for (size_t i = 0; i < n; ++i)
+        if (reqs[i]) return timeout(call, reqs[i], spin.elapsedSeconds());
+    lock.unlock();
+    spin.next();
+  }
+}
+
+}  // namespace tether

@@ -1,0 +1,113 @@
+// Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), the CPU-synchronous model, built only on the
+// World's one-sided verbs (put, put-with-signal, signal, get), so it runs on every path they run on (shm, p2p, UCX).
+//
+// Protocol. Every PE owns, in one symmetric HOST allocation (the region), an inbox ring of K slots from each PE
+// (itself included) and an ack word per PE:
+//   region = [agreement words | acked[n_pes] | inbox[source][K] slots | unexpected pool]
+//   slot   = 64-byte SlotHead (seq first) + payload (eager_bytes rounded up to 64).
+// The sender of its n-th slot message to PE d writes head + payload into d's inbox[me][n % K] and sets the slot's seq
+// to n + 1 with the same put-with-signal, so seq is the flag that the rest has landed. It may write slot n only while
+// n - acked[d] < K: d consumes its slots in order and publishes how many it consumed into the sender's acked[d] word
+// (a signal), when half the ring is consumed or when it finds the ring empty. Slot kinds:
+//   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes;
+//   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
+//   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes;
+//   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer.
+// Matching (MPI's): an arriving EAGER/RTS goes to the first posted receive that fits, else to the unexpected list (an
+// EAGER's bytes are copied into the pool, in this PE's region, so its slot frees at once; when the pool is full the
+// message waits in its slot and that source stalls until a receive is posted). A new receive takes the first fitting
+// unexpected message, else joins the posted list. Slots from one source are consumed in order, so messages from one
+// PE never overtake each other. Per destination, outgoing slot messages queue in order behind the credit.
+// Deadlock freedom: consuming a slot never waits for anything but the pool, and RTS/CTS/DATA never need the pool;
+// every messaging call progresses both directions (drains the inboxes, then pushes the queues).
+//
+// Who calls it: the C API (core/api.cpp, tether_msg_* and the send/recv family) through World::messaging(); the
+// World owns it from tether_msg_init to tether_msg_finalize (or tether_finalize). Thread-safety: one mutex; waits
+// release it between progress passes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "tether/msg.h"
+
+namespace tether {
+
+class World;
+
+class Messaging {
+ public:
+  // Collective over the world: agrees on the attributes (defaults from TETHER_MSG_*), allocates the region.
+  static Status create(World& w, const char* call, const tether_msg_attr_t* attr, std::unique_ptr<Messaging>* out);
+  ~Messaging();
+  // Collective: a barrier, then the region is released. Pending requests are dropped and reported.
+  Status destroy(const char* call);
+
+  Status isend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  Status irecv(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  // *done = whether *req completed; if so *req = 0, *st filled and the request's own result returned.
+  Status test(const char* call, uint64_t* req, bool* done, tether_msg_status_t* st);
+  Status wait(const char* call, uint64_t* req, tether_msg_status_t* st);
+  Status waitall(const char* call, size_t n, uint64_t* reqs, tether_msg_status_t* sts);
+  Status waitany(const char* call, size_t n, uint64_t* reqs, size_t* index, tether_msg_status_t* st);
+
+ private:
+  struct SlotHead;
+  struct Req;
+  struct Unexpected;
+  struct Out;
+  class Pool;
+
+  Messaging(World& w, size_t eager, size_t slots, size_t unexpected);
+  // A new pending request (send: buf is the source; receive: the destination); *id names it.
+  Req& newReq(bool send, int pe, int tag, void* buf, size_t bytes, uint64_t* id);
+  Status setUp(const char* call);
+
+  // Lock held: one pass over the inboxes and the outgoing queues; *did = something moved.
+  Status progress(const char* call, bool* did);
+  Status drain(const char* call, int src, bool* did);
+  // Handles the slot at src's next index; *consumed = false when it must stay (the pool is full).
+  Status handle(const char* call, int src, const SlotHead& h, const char* payload, bool* consumed);
+  Status push(const char* call, int dst, bool* did);
+  Status writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n, bool payloadGpu);
+  Status publishAck(const char* call, int src);
+  // Receives: deliver bytes into r's buffer at off (a GPU buffer through World::get from this PE's region).
+  Status deliver(const char* call, Req& r, size_t off, const void* symSrc, size_t n);
+  Status matchRts(const char* call, Req& r, int src, int tag, size_t bytes, uint64_t sendId);
+  void complete(Req& r, Status result);
+  void fill(const Req& r, tether_msg_status_t* st) const;
+  Status finish(uint64_t* req, tether_msg_status_t* st);  // r done: report it, forget it
+  Status timeout(const char* call, uint64_t id, double waited);
+  bool isGpu(const void* p) const;
+  char* slot(int src, uint64_t index) const;  // this PE's inbox slot (a symmetric address: the same on every PE)
+
+  World& w_;
+  const size_t eager_, slots_, payload_, slotBytes_, poolBytes_;
+  const int n_, me_;
+  std::mutex mu_;
+  char* region_ = nullptr;
+  uint64_t* acked_ = nullptr;  // acked_[d]: slots of my ring at d that d consumed (written by d)
+  char* inbox_ = nullptr;
+  char* poolBase_ = nullptr;
+  std::unique_ptr<Pool> pool_;
+  std::vector<uint64_t> sent_;       // per destination: slots written
+  std::vector<uint64_t> next_;       // per source: slots consumed
+  std::vector<uint64_t> published_;  // per source: the consumed count last published
+  std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
+  std::vector<char> staging_;         // head + payload of one slot (host payloads go in one put)
+  std::unordered_map<uint64_t, std::unique_ptr<Req>> reqs_;
+  std::list<Req*> posted_;
+  std::list<Unexpected> unexpected_;
+  uint64_t nextId_ = 1;
+  int drainStart_ = 0;
+};
+
+}  // namespace tether
