@@ -18,6 +18,8 @@
 //     test before a message can have arrived leaves the request alone
 //  11 several threads of a PE messaging at once
 //  12 finalize and init again (mismatched attr -> TETHER_ERR_MISMATCH), tether_finalize releases the messaging state
+// `mp_msg timeout` (2 PEs, TETHER_TIMEOUT=3): waits of every form time out with a message naming the request and
+// leave it pending (a later wait completes it); a blocking recv that timed out is no longer posted.
 // MP_MSG_SMALL=1: the messaging layer runs with eager 256 B, 4 slots and a 64 KiB unexpected pool (rendezvous,
 // ring wrap-around and flow control everywhere). MP_MSG_BIG=bytes: the largest ring-exchange size.
 #include <algorithm>
@@ -327,6 +329,9 @@ void initFinalize() {
   barrier();
   setCase("init NULL");
   OK(tether_msg_init(w, nullptr));
+  setCase("init twice");
+  EXPECT_ST(tether_msg_init(w, nullptr), TETHER_ERR_INVALID_ARG);
+  barrier();
   ping(envSize("TETHER_MSG_EAGER", 8192), 100);
   badArguments();
   barrier();
@@ -373,7 +378,10 @@ void ringExchange() {
   section = "ring exchange";
   const int next = (me + 1) % npes, prev = (me + npes - 1) % npes;
   const size_t big = envSize("MP_MSG_BIG", npes >= 8 ? (1u << 20) : (3u << 20));
-  const std::vector<size_t> sizes = {0, 1, 8, eager - 1, eager, eager + 1, 100u << 10, big};
+  // around the eager limit, around whole fragments (a rendezvous fragment is one slot's payload, the eager size
+  // rounded up to 64), then large
+  const std::vector<size_t> sizes = {0,         1,         8,          eager - 1,  eager,      eager + 1, 2 * eager - 1,
+                                     2 * eager, 2 * eager + 1, 16 * eager, 100u << 10, big};
   Buf ps = pageable(3u << 20), pr = pageable(3u << 20);
   int tag = 2000;
   const char* kindNames[] = {"pageable->pageable", "symmetric->symmetric", "pageable->symmetric",
@@ -604,6 +612,76 @@ void unexpectedMessages() {
   }
   setCase("flow control: waitall");
   OK(tether_msg_waitall(w, m, reqs.data(), nullptr));
+  barrier();
+
+  // 5c: more rendezvous messages than slots and than the pool holds eager ones, all sent before the receiver looks,
+  // received in reverse tag order (every request-to-send held).
+  const size_t mr = std::min<size_t>(unexpectedBytes / eager + 3 * slots + 5, 700);
+  const size_t rsz = eager + 1 + eager / 2;
+  std::vector<unsigned char> rbig(mr * rsz), rin(rsz + kGuardBytes);
+  std::vector<tether_request_t> rreqs(mr, TETHER_REQUEST_NULL);
+  for (size_t i = 0; i < mr; ++i) {
+    setCase("held requests-to-send: isend %zu of %zu (%zu B each)", i, mr, rsz);
+    fill(rbig.data() + i * rsz, rsz, msgKey(52, me, next, i));
+    OK(tether_isend(w, rbig.data() + i * rsz, rsz, next, 5200 + static_cast<int>(i), &rreqs[i]));
+  }
+  barrier();
+  for (size_t i = mr; i-- > 0;) {
+    setCase("held requests-to-send: recv %zu of %zu (reverse order)", i, mr);
+    tether_msg_status_t st = poisoned();
+    fillGuard(rin.data(), rin.size());
+    OK(tether_recv(w, rin.data(), rin.size(), prev, 5200 + static_cast<int>(i), &st));
+    checkStatus(st, prev, 5200 + static_cast<int>(i), rsz, TETHER_SUCCESS, "held RTS recv");
+    checkBytes(rin.data(), rsz, msgKey(52, prev, me, i), "held RTS");
+    checkGuard(rin.data() + rsz, kGuardBytes, "held RTS");
+  }
+  setCase("held requests-to-send: waitall");
+  OK(tether_msg_waitall(w, mr, rreqs.data(), nullptr));
+  barrier();
+
+  // 5d (3+ PEs): PE 1 fills PE 0's unexpected pool and its ring; PE 2's message, in another ring, still arrives
+  // (received first), then PE 1's in order.
+  if (npes >= 3) {
+    const size_t mf = std::min<size_t>(unexpectedBytes / eager + 2 * slots + 3, 1200);
+    std::vector<unsigned char> flood(me == 1 ? mf * eager : 0), one(3 * eager + 1);
+    std::vector<tether_request_t> freqs(mf, TETHER_REQUEST_NULL);
+    if (me == 1) {
+      for (size_t i = 0; i < mf; ++i) {
+        setCase("full pool: PE 1 isend %zu of %zu", i, mf);
+        fill(flood.data() + i * eager, eager, msgKey(53, 1, 0, i));
+        OK(tether_isend(w, flood.data() + i * eager, eager, 0, 5300, &freqs[i]));
+      }
+    }
+    barrier();  // PE 1's messages have had time to fill the pool while PE 0 sat in the barrier
+    if (me == 2) {
+      setCase("full pool: PE 2 sends eager + rendezvous");
+      fill(one.data(), one.size(), msgKey(54, 2, 0, 0));
+      OK(tether_send(w, one.data(), 16, 0, 5301));
+      OK(tether_send(w, one.data(), one.size(), 0, 5302));
+    }
+    if (me == 0) {
+      std::vector<unsigned char> fin(3 * eager + 1);
+      for (int t = 5301; t <= 5302; ++t) {
+        setCase("full pool: PE 0 receives PE 2's tag %d first", t);
+        tether_msg_status_t st = poisoned();
+        const size_t n = t == 5301 ? 16 : fin.size();
+        OK(tether_recv(w, fin.data(), fin.size(), TETHER_ANY_PE, t, &st));
+        checkStatus(st, 2, t, n, TETHER_SUCCESS, "past a full pool");
+        checkBytes(fin.data(), n, msgKey(54, 2, 0, 0), "past a full pool");
+      }
+      for (size_t i = 0; i < mf; ++i) {
+        setCase("full pool: PE 0 recv %zu of %zu from PE 1", i, mf);
+        tether_msg_status_t st = poisoned();
+        OK(tether_recv(w, fin.data(), eager, 1, 5300, &st));
+        checkStatus(st, 1, 5300, eager, TETHER_SUCCESS, "full pool recv");
+        checkBytes(fin.data(), eager, msgKey(53, 1, 0, i), "full pool");
+      }
+    }
+    if (me == 1) {
+      setCase("full pool: PE 1 waitall");
+      OK(tether_msg_waitall(w, mf, freqs.data(), nullptr));
+    }
+  }
   sectionDone(5);
 }
 
@@ -1212,9 +1290,140 @@ void finalizeAgain() {
   sectionDone(12);
 }
 
+// ---- `mp_msg timeout` (2 PEs, TETHER_TIMEOUT=3): bounded waits, and what a timed-out call leaves behind ---------
+
+// PE 0 times out while PE 1 waits for it (mp::awaitTimeouts: up to 5 TETHER_TIMEOUTs), one counter per phase.
+void timeoutMode() {
+  section = "timeouts";
+  MP_CHECK(npes == 2);
+  auto* counters = static_cast<uint64_t*>(mp::hostZeroed(w, 8 * sizeof(uint64_t)));
+  const size_t big = 4 * eager + 5;
+  // Buffers outlive every call (a library that kept a timed-out operation would write or read them later).
+  auto* keepA = static_cast<unsigned char*>(std::malloc(big + kGuardBytes));
+  auto* keepB = static_cast<unsigned char*>(std::malloc(big + kGuardBytes));
+  auto* keepS = static_cast<unsigned char*>(std::malloc(big));
+  MP_CHECK(keepA && keepB && keepS);
+  OK(tether_msg_init(w, nullptr));
+  barrier();
+  const int peer = 1 - me;
+  auto timed = [](const char* what, tether_status_t st, std::chrono::steady_clock::time_point t0) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECKF(st == TETHER_ERR_TIMEOUT, "%s returned %s, expected TETHER_ERR_TIMEOUT", what, tether_status_string(st));
+    CHECKF(secs >= 2.0 && secs < 30.0, "%s timed out after %.1f s (TETHER_TIMEOUT=3)", what, secs);
+    CHECKF(std::strstr(tether_last_error(), "timed out") != nullptr, "%s: message lacks 'timed out': %s", what,
+           tether_last_error());
+  };
+
+  // a. irecv + wait: TETHER_ERR_TIMEOUT naming the receive, the request still pending; the next wait gets it.
+  setCase("a: wait on an irecv nobody sends to");
+  fillGuard(keepA, big + kGuardBytes);
+  if (me == 0) {
+    tether_request_t r = TETHER_REQUEST_NULL;
+    OK(tether_irecv(w, keepA, big, 1, 1, &r));
+    const tether_request_t before = r;
+    tether_msg_status_t st = poisoned();
+    auto t0 = std::chrono::steady_clock::now();
+    timed("tether_msg_wait", tether_msg_wait(w, &r, &st), t0);
+    CHECKF(std::strstr(tether_last_error(), "tag 1") != nullptr, "the message does not name the request: %s",
+           tether_last_error());
+    CHECKF(r == before, "a timed-out wait changed the request");
+    mp::passedTimeout(&counters[0], 1);
+    st = poisoned();
+    OK(tether_msg_wait(w, &r, &st));
+    checkStatus(st, 1, 1, 100, TETHER_SUCCESS, "receive after a timed-out wait");
+    checkBytes(keepA, 100, msgKey(120, 1, 0, 1), "after a timed-out wait");
+    checkGuard(keepA + 100, big - 100, "after a timed-out wait");
+  } else {
+    mp::awaitTimeouts(&counters[0], 1);
+    fill(keepS, 100, msgKey(120, 1, 0, 1));
+    OK(tether_send(w, keepS, 100, 0, 1));
+  }
+  barrier();
+
+  // b. A blocking recv that timed out has returned: it must not stay posted (its buffer belongs to the caller again),
+  // so the next message with its tag goes to the next receive.
+  setCase("b: blocking recv that timed out, then the message comes");
+  if (me == 0) {
+    fillGuard(keepA, big + kGuardBytes);
+    fillGuard(keepB, big + kGuardBytes);
+    tether_msg_status_t st = poisoned();
+    auto t0 = std::chrono::steady_clock::now();
+    timed("tether_recv", tether_recv(w, keepA, big, 1, 2, &st), t0);
+    mp::passedTimeout(&counters[1], 1);
+    st = poisoned();
+    const tether_status_t got = tether_recv(w, keepB, big, 1, 2, &st);
+    bool landedInA = true;
+    for (size_t i = 0; i < 100 && landedInA; ++i) landedInA = keepA[i] == expectedByte(msgKey(121, 1, 0, 2), i);
+    CHECKF(!landedInA, "the message for the second tether_recv (tag 2) was written into the buffer of the first one, "
+           "which had returned TETHER_ERR_TIMEOUT: a blocking receive stays posted after it fails (second recv: %s)",
+           tether_status_string(got));
+    OK(got);
+    checkStatus(st, 1, 2, 100, TETHER_SUCCESS, "second recv");
+    checkBytes(keepB, 100, msgKey(121, 1, 0, 2), "second recv");
+    checkGuard(keepA, big + kGuardBytes, "the timed-out recv's buffer");
+  } else {
+    mp::awaitTimeouts(&counters[1], 1);
+    fill(keepS, 100, msgKey(121, 1, 0, 2));
+    OK(tether_send(w, keepS, 100, 0, 2));
+  }
+  barrier();
+
+  // c. A blocking rendezvous send nobody receives: TETHER_ERR_TIMEOUT saying so; the pair still works afterwards.
+  setCase("c: blocking rendezvous send nobody receives");
+  if (me == 0) {
+    fill(keepS, big, msgKey(122, 0, 1, 3));
+    auto t0 = std::chrono::steady_clock::now();
+    timed("tether_send", tether_send(w, keepS, big, 1, 3), t0);
+    CHECKF(std::strstr(tether_last_error(), "rendezvous") != nullptr, "message does not say why: %s",
+           tether_last_error());
+    mp::passedTimeout(&counters[2], 1);
+  } else {
+    mp::awaitTimeouts(&counters[2], 1);
+  }
+  setCase("c: the pair after the timed-out send");
+  {
+    std::vector<unsigned char> out(2 * eager + 3), in(2 * eager + 3);
+    fill(out.data(), out.size(), msgKey(123, me, peer, 4));
+    tether_request_t rr = TETHER_REQUEST_NULL;
+    tether_msg_status_t st = poisoned();
+    OK(tether_irecv(w, in.data(), in.size(), peer, 4, &rr));
+    OK(tether_send(w, out.data(), out.size(), peer, 4));
+    OK(tether_msg_wait(w, &rr, &st));
+    checkStatus(st, peer, 4, in.size(), TETHER_SUCCESS, "after the timed-out send");
+    checkBytes(in.data(), in.size(), msgKey(123, peer, me, 4), "after the timed-out send");
+  }
+  barrier();
+
+  // d. waitany and waitall time out too, leaving the requests pending; then they complete.
+  setCase("d: waitany / waitall on receives nobody sends to yet");
+  if (me == 0) {
+    tether_request_t q[2] = {TETHER_REQUEST_NULL, TETHER_REQUEST_NULL};
+    OK(tether_irecv(w, keepB, 16, 1, 5, &q[0]));
+    OK(tether_irecv(w, keepB + 16, 16, 1, 6, &q[1]));
+    size_t idx = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    timed("tether_msg_waitany", tether_msg_waitany(w, 2, q, &idx, nullptr), t0);
+    t0 = std::chrono::steady_clock::now();
+    timed("tether_msg_waitall", tether_msg_waitall(w, 2, q, nullptr), t0);
+    CHECKF(q[0] != TETHER_REQUEST_NULL && q[1] != TETHER_REQUEST_NULL, "timed-out waits changed the requests");
+    mp::passedTimeout(&counters[3], 1);
+    tether_msg_status_t sts[2] = {poisoned(), poisoned()};
+    OK(tether_msg_waitall(w, 2, q, sts));
+    checkStatus(sts[0], 1, 5, 16, TETHER_SUCCESS, "waitall after timeouts");
+    checkStatus(sts[1], 1, 6, 16, TETHER_SUCCESS, "waitall after timeouts");
+  } else {
+    mp::awaitTimeouts(&counters[3], 1);
+    unsigned char b[16] = {};
+    OK(tether_send(w, b, 16, 0, 6));
+    OK(tether_send(w, b, 16, 0, 5));
+  }
+  sectionDone(1);
+  // keepA/keepB/keepS stay allocated: c's send may still be pending inside the library.
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   mp::init();
   w = mp::world();
   me = tether_my_pe(w);
@@ -1246,6 +1455,11 @@ int main() {
   symRecv.sym = true;
   barrier();
 
+  if (argc > 1 && std::strcmp(argv[1], "timeout") == 0) {
+    timeoutMode();
+    if (me == 0) std::printf("mp_msg timeout: OK\n");
+    return mp::finish();
+  }
   initFinalize();
   ringExchange();
   matchingOrder();
