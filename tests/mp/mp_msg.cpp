@@ -20,6 +20,8 @@
 //  12 finalize and init again (mismatched attr -> TETHER_ERR_MISMATCH), tether_finalize releases the messaging state
 // `mp_msg timeout` (2 PEs, TETHER_TIMEOUT=3): waits of every form time out with a message naming the request and
 // leave it pending (a later wait completes it); a blocking recv that timed out is no longer posted.
+// `mp_msg poolfull`: a rendezvous transfer whose handshake or data travel behind eager messages that fill the
+// receiver's unexpected pool (valid under MPI's rules; see poolFullMode).
 // MP_MSG_SMALL=1: the messaging layer runs with eager 256 B, 4 slots and a 64 KiB unexpected pool (rendezvous,
 // ring wrap-around and flow control everywhere). MP_MSG_BIG=bytes: the largest ring-exchange size.
 #include <algorithm>
@@ -694,7 +696,7 @@ void truncation() {
     size_t msg, buf;
   };
   const std::vector<Case> cases = {{eager / 2 + 10, eager / 4 + 1}, {eager, 1},         {eager, 0},
-                                   {3 * eager + 100, eager + 5},   {3 * eager + 100, 10},
+                                   {3 * eager + 100, eager + 5},   {3 * eager + 100, 10}, {3 * eager + 100, 0},
                                    {100u << 10, 50u << 10}};
   std::vector<unsigned char> out((100u << 10) + 8), in((100u << 10) + kGuardBytes), after(2 * eager + 1),
       afterIn(2 * eager + 1);
@@ -1421,6 +1423,73 @@ void timeoutMode() {
   // keepA/keepB/keepS stay allocated: c's send may still be pending inside the library.
 }
 
+// ---- `mp_msg poolfull`: a rendezvous handshake behind eager messages that do not fit the unexpected pool -------
+
+// Pairs (A = even PE, B = A + 1). A sends B more eager messages than B's unexpected pool and ring hold, which B
+// receives only after a rendezvous transfer between the two has completed, for which a matching receive is posted
+// before anybody waits. Valid under MPI's rules (A's sends are nonblocking; the rendezvous message's receive is
+// posted), and msg.h promises that a rendezvous send moves while either side is in a messaging call.
+//   case 1: B sends the rendezvous message to A (A's clear-to-send travels to B behind A's eager messages)
+//   case 2: A sends the rendezvous message to B before its eager messages (its data fragments travel behind them)
+void poolFullMode() {
+  section = "rendezvous behind a full unexpected pool";
+  OK(tether_msg_init(w, smallMode ? [] { static tether_msg_attr_t a = smallAttr(); return &a; }() : nullptr));
+  const bool isA = me % 2 == 0;
+  const int peer = isA ? me + 1 : me - 1;
+  const bool active = peer < npes;
+  const size_t m = std::min<size_t>(unexpectedBytes / eager + 2 * slots + 3, 1200);
+  const size_t rz = 4 * eager + 1;
+  std::vector<unsigned char> flood(m * eager), rv(rz), in(std::max(rz, eager));
+  for (int c = 1; c <= 2; ++c) {
+    if (!active) {  // an odd PE out: only the barriers
+      barrier();
+      continue;
+    }
+    const int tagR = 13000 + 10 * c, tagE = tagR + 1;
+    if (isA) {
+      std::vector<tether_request_t> q(m + 1, TETHER_REQUEST_NULL);
+      setCase("case %d: A posts", c);
+      if (c == 1) {
+        OK(tether_irecv(w, rv.data(), rz, peer, tagR, &q[0]));
+      } else {
+        fill(rv.data(), rz, msgKey(130 + static_cast<uint64_t>(c), me, peer, 0));
+        OK(tether_isend(w, rv.data(), rz, peer, tagR, &q[0]));
+      }
+      for (size_t i = 0; i < m; ++i) {
+        fill(flood.data() + i * eager, eager, msgKey(132 + static_cast<uint64_t>(c), me, peer, i));
+        OK(tether_isend(w, flood.data() + i * eager, eager, peer, tagE, &q[i + 1]));
+      }
+      barrier();  // everything is queued before B starts
+      setCase("case %d (%s): A waits for the rendezvous message and its %zu eager messages", c,
+              c == 1 ? "B -> A rendezvous" : "A -> B rendezvous", m);
+      OK(tether_msg_waitall(w, m + 1, q.data(), nullptr));
+      if (c == 1) checkBytes(rv.data(), rz, msgKey(130 + static_cast<uint64_t>(c), peer, me, 0), "rendezvous");
+    } else {
+      barrier();
+      setCase("case %d (%s): B waits for the rendezvous transfer before receiving A's %zu eager messages", c,
+              c == 1 ? "B -> A rendezvous" : "A -> B rendezvous", m);
+      if (c == 1) {
+        fill(rv.data(), rz, msgKey(130 + static_cast<uint64_t>(c), me, peer, 0));
+        OK(tether_send(w, rv.data(), rz, peer, tagR));
+      } else {
+        tether_msg_status_t st = poisoned();
+        OK(tether_recv(w, rv.data(), rz, peer, tagR, &st));
+        checkStatus(st, peer, tagR, rz, TETHER_SUCCESS, "rendezvous");
+        checkBytes(rv.data(), rz, msgKey(130 + static_cast<uint64_t>(c), peer, me, 0), "rendezvous");
+      }
+      for (size_t i = 0; i < m; ++i) {
+        setCase("case %d: B receives eager message %zu of %zu", c, i, m);
+        tether_msg_status_t st = poisoned();
+        OK(tether_recv(w, in.data(), eager, peer, tagE, &st));
+        checkStatus(st, peer, tagE, eager, TETHER_SUCCESS, "eager after the rendezvous");
+        checkBytes(in.data(), eager, msgKey(132 + static_cast<uint64_t>(c), peer, me, i), "eager");
+      }
+    }
+  }
+  sectionDone(1);
+  OK(tether_msg_finalize(w));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1455,6 +1524,11 @@ int main(int argc, char** argv) {
   symRecv.sym = true;
   barrier();
 
+  if (argc > 1 && std::strcmp(argv[1], "poolfull") == 0) {
+    poolFullMode();
+    if (me == 0) std::printf("mp_msg poolfull: OK\n");
+    return mp::finish();
+  }
   if (argc > 1 && std::strcmp(argv[1], "timeout") == 0) {
     timeoutMode();
     if (me == 0) std::printf("mp_msg timeout: OK\n");
