@@ -52,7 +52,7 @@ step "install into $prefix"
 run install cmake --install "$build" --prefix "$prefix" || { fail "cmake --install"; exit 1; }
 
 step "layout"
-for f in include/tether/tether.h include/tether/tether_typed.h include/tether/datatype.h include/tether/version.h \
+for f in include/tether/tether.h include/tether/tether_typed.h include/tether/datatype.h include/tether/msg.h include/tether/version.h \
          include/tether/device.cuh include/shmem.h include/pshmem.h include/shmem_amo.h include/shmem_coll.h \
          include/shmem_ctx.h include/shmem_sync.h include/shmem_team.h \
          "$libdir/libtether.so" "$libdir/libtether.so.${version%%.*}" "$libdir/libtether.so.$version" \
