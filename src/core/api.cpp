@@ -1205,19 +1205,12 @@ tether_status_t tether_irecv(tether_t w, void* buf, size_t bytes, int pe, int ta
 }
 
 tether_status_t tether_send(tether_t w, const void* buf, size_t bytes, int pe, int tag) {
-  return withMsg(w, "tether_send", [&](tether::Messaging& m) {
-    uint64_t req = 0;
-    TETHER_TRY(m.isend("tether_send", buf, bytes, pe, tag, &req));
-    return m.wait("tether_send", &req, nullptr);
-  });
+  return withMsg(w, "tether_send", [&](tether::Messaging& m) { return m.sendBlocking("tether_send", buf, bytes, pe, tag); });
 }
 
 tether_status_t tether_recv(tether_t w, void* buf, size_t bytes, int pe, int tag, tether_msg_status_t* status) {
-  return withMsg(w, "tether_recv", [&](tether::Messaging& m) {
-    uint64_t req = 0;
-    TETHER_TRY(m.irecv("tether_recv", buf, bytes, pe, tag, &req));
-    return m.wait("tether_recv", &req, status);
-  });
+  return withMsg(w, "tether_recv",
+                 [&](tether::Messaging& m) { return m.recvBlocking("tether_recv", buf, bytes, pe, tag, status); });
 }
 
 tether_status_t tether_msg_wait(tether_t w, tether_request_t* req, tether_msg_status_t* status) {

@@ -16,7 +16,7 @@ namespace tether {
 
 namespace {
 
-enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4 };
+enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5 };
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 256;  // stream-ordered requests in flight per PE (a trigger and a done word each)
 constexpr uint32_t kNoWord = UINT32_MAX;
@@ -33,7 +33,7 @@ struct Messaging::SlotHead {
   uint32_t kind;
   int32_t tag;
   uint64_t bytes;  // EAGER: payload; RTS: message; CTS: allowed; DATA: fragment
-  uint64_t a;      // RTS, CTS: the sender's request id; DATA: the receiver's request id
+  uint64_t a;      // RTS, CTS: the sender's request id; DATA, CANCEL: the receiver's request id
   uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message
   uint64_t pad[3];
 };
@@ -48,6 +48,7 @@ struct Messaging::Req {
   size_t cap = 0;  // send: message bytes; receive: buffer bytes
   bool gpu = false;
   bool done = false;
+  bool abandoned = false;  // its blocking call failed and returned: its buffer is no longer touched (withdraw)
   Status result;
   int fromPe = 0, fromTag = 0;  // receive: who matched
   size_t msgBytes = 0;          // receive: the message's length
@@ -65,7 +66,8 @@ struct Messaging::Unexpected {
   int tag;
   bool rts;
   size_t bytes;
-  uint64_t poolOff;  // EAGER: its bytes in the pool
+  uint64_t poolOff;  // EAGER: its bytes in the pool, or
+  std::shared_ptr<char> heap;  // in host memory of its own when the pool is full (so the ring never stalls)
   uint64_t sendId;   // RTS
 };
 
@@ -215,7 +217,7 @@ Status Messaging::destroy(const char* call) {
   size_t pending = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pending = reqs_.size();
+    for (const auto& kv : reqs_) pending += kv.second->abandoned ? 0 : 1;
     stop_ = true;
   }
   wake_.notify_all();
@@ -432,8 +434,13 @@ Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int t
     ref.fromTag = u.tag;
     ref.msgBytes = u.bytes;
     const size_t n = std::min(u.bytes, bytes);
-    Status s = deliver(call, ref, 0, poolBase_ + u.poolOff, n);
-    pool_->release(u.poolOff, u.bytes);
+    Status s;
+    if (u.heap) {
+      s = deliverHost(call, ref, u.heap.get(), n);
+    } else {
+      s = deliver(call, ref, 0, poolBase_ + u.poolOff, n);
+      pool_->release(u.poolOff, u.bytes);
+    }
     complete(ref, s);
     return Status::ok();
   }
@@ -466,6 +473,7 @@ void Messaging::complete(Req& r, Status result) {
                               "receive buffer's %zu bytes", r.msgBytes, r.fromPe, r.fromTag, r.cap));
   r.result = result;
   if (r.doneWord != kNoWord) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);  // the stream goes on
+  if (r.abandoned) forget(r);  // nobody will wait for it (callers do not touch r after complete)
 }
 
 // ---- progress ----------------------------------------------------------------------------------------------------
@@ -519,13 +527,14 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
           break;
         }
       if (!r) {
-        Unexpected u{src, h.tag, h.kind == kRts, static_cast<size_t>(h.bytes), 0, h.a};
+        Unexpected u{src, h.tag, h.kind == kRts, static_cast<size_t>(h.bytes), 0, nullptr, h.a};
         if (!u.rts) {
-          if (!pool_->alloc(u.bytes, &u.poolOff)) {
-            *consumed = false;
-            return Status::ok();
+          if (pool_->alloc(u.bytes, &u.poolOff)) {
+            std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
+          } else {  // the pool is full: never stall the ring (control and rendezvous traffic follow in it)
+            u.heap.reset(new char[std::max<size_t>(u.bytes, 1)], std::default_delete<char[]>());
+            std::memcpy(u.heap.get(), payload, u.bytes);
           }
-          std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
         }
         unexpected_.push_back(u);
         return Status::ok();
@@ -544,6 +553,11 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
                     static_cast<unsigned long long>(h.a), me_);
       Req& r = *it->second;
       r.allowed = h.bytes;
+      if (r.abandoned) {  // the blocking send returned: tell the receiver there is nothing coming
+        if (r.allowed) queueCancel(src, h.b);
+        forget(r);
+        return Status::ok();
+      }
       if (r.allowed == 0) {
         complete(r, Status::ok());
         return Status::ok();
@@ -553,6 +567,17 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       o.h.a = h.b;
       o.req = &r;
       out_[static_cast<size_t>(src)].push_back(o);
+      return Status::ok();
+    }
+    case kCancel: {
+      auto it = reqs_.find(h.a);
+      if (it == reqs_.end() || it->second->send)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d withdrew data for receive request %llu, which PE %d does not have",
+                    call, src, static_cast<unsigned long long>(h.a), me_);
+      Req& r = *it->second;
+      complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d) "
+                                                       "after %zu bytes: its blocking send failed (timed out)", src,
+                                                       r.msgBytes, r.fromTag, r.moved)));
       return Status::ok();
     }
     case kData: {
@@ -573,13 +598,64 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
 }
 
 Status Messaging::deliver(const char* call, Req& r, size_t off, const void* symSrc, size_t n) {
-  if (n == 0) return Status::ok();
+  if (n == 0 || r.abandoned) return Status::ok();  // an abandoned receive's buffer belongs to its caller again
   char* to = static_cast<char*>(r.dst) + off;
   if (!r.gpu) {
     std::memcpy(to, symSrc, n);
     return Status::ok();
   }
   return w_.get(call, to, symSrc, n, me_, false);  // from this PE's region into GPU memory
+}
+
+// Bytes of an unexpected message kept in this process's own memory (not symmetric) into the start of r's buffer.
+Status Messaging::deliverHost(const char* call, Req& r, const void* src, size_t n) {
+  if (n == 0 || r.abandoned) return Status::ok();
+  if (!r.gpu) {
+    std::memcpy(r.dst, src, n);
+    return Status::ok();
+  }
+  return w_.gpu()->copy(r.dst, src, n, false).withContext(call);
+}
+
+void Messaging::queueCancel(int dst, uint64_t recvId) {
+  Out o{};
+  o.h.kind = kCancel;
+  o.h.a = recvId;
+  out_[static_cast<size_t>(dst)].push_back(o);
+}
+
+void Messaging::forget(Req& r) {
+  releaseWords(r);
+  posted_.remove(&r);
+  reqs_.erase(r.id);
+}
+
+// A blocking send or receive whose wait failed: the caller gets its buffer back and has no request to wait for, so the
+// request is withdrawn. Not started yet: dropped. A receive already matched to a rendezvous: its data is discarded as
+// it arrives. A send whose request-to-send went out: the receiver is told (CANCEL) instead of getting data.
+void Messaging::withdraw(uint64_t id) {
+  auto it = reqs_.find(id);
+  if (it == reqs_.end()) return;
+  Req& r = *it->second;
+  if (r.done) return forget(r);
+  auto& q = out_[static_cast<size_t>(r.pe)];
+  if (!r.send) {
+    if (std::find(posted_.begin(), posted_.end(), &r) != posted_.end()) return forget(r);
+    r.abandoned = true;
+    return;
+  }
+  for (auto o = q.begin(); o != q.end(); ++o) {
+    if (o->req != &r) continue;
+    if (o->h.kind == kEager || o->h.kind == kRts) {  // never written: nobody knows of it
+      q.erase(o);
+      return forget(r);
+    }
+    const uint64_t recvId = o->h.a;  // DATA under way: the rest is withdrawn
+    q.erase(o);
+    queueCancel(r.pe, recvId);
+    return forget(r);
+  }
+  r.abandoned = true;  // its request-to-send is out, no answer yet: the CTS handler withdraws it
 }
 
 // Writes what credit allows from dst's queue.
@@ -597,6 +673,7 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         break;
       case kRts:
       case kCts:
+      case kCancel:
         TETHER_TRY(writeSlot(call, dst, o.h, nullptr, 0, false));
         q.pop_front();
         break;
@@ -691,8 +768,10 @@ Status Messaging::timeout(const char* call, uint64_t id, double waited) {
                 r.cap <= eager_ ? "eager: waiting for a free slot in the destination's ring"
                 : r.allowed == 0 && r.moved == 0 ? "rendezvous: the receiver has not posted a matching receive"
                                                  : "rendezvous: moving the data");
+  const std::string from = r.pe < 0 ? std::string("any PE") : strprintf("PE %d", r.pe);
+  const std::string tag = r.tag < 0 ? std::string("any tag") : strprintf("tag %d", r.tag);
   TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d: a receive of up to %zu bytes "
-              "from %s %d, tag %d: %s", call, waited, me_, r.cap, r.pe < 0 ? "any PE" : "PE", r.pe, r.tag,
+              "from %s, %s: %s", call, waited, me_, r.cap, from.c_str(), tag.c_str(),
               r.msgBytes ? "the rendezvous data did not arrive" : "no matching message arrived");
 }
 
@@ -736,9 +815,32 @@ Status Messaging::waitall(const char* call, size_t n, uint64_t* reqs, tether_msg
 
 Status Messaging::wait(const char* call, uint64_t* req, tether_msg_status_t* st) {
   if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
-  tether_msg_status_t tmp;
+  tether_msg_status_t tmp{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};
   Status s = waitall(call, 1, req, &tmp);
+  if (!s.isOk() && tmp.error == TETHER_SUCCESS) tmp.error = s.code();  // not completed (a timeout): no fields to give
   if (st) *st = tmp;
+  return s;
+}
+
+Status Messaging::sendBlocking(const char* call, const void* buf, size_t bytes, int pe, int tag) {
+  uint64_t req = 0;
+  TETHER_TRY(isend(call, buf, bytes, pe, tag, &req));
+  Status s = wait(call, &req, nullptr);
+  if (!s.isOk() && req) {
+    std::lock_guard<std::mutex> lock(mu_);
+    withdraw(req);
+  }
+  return s;
+}
+
+Status Messaging::recvBlocking(const char* call, void* buf, size_t bytes, int pe, int tag, tether_msg_status_t* st) {
+  uint64_t req = 0;
+  TETHER_TRY(irecv(call, buf, bytes, pe, tag, &req));
+  Status s = wait(call, &req, st);
+  if (!s.isOk() && req) {
+    std::lock_guard<std::mutex> lock(mu_);
+    withdraw(req);
+  }
   return s;
 }
 

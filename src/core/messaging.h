@@ -13,13 +13,14 @@
 //   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
 //   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes;
 //   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer.
+//   CANCEL{recv id}                   a withdrawn rendezvous send (its blocking call failed): the receive fails.
 // Matching (MPI's): an arriving EAGER/RTS goes to the first posted receive that fits, else to the unexpected list (an
-// EAGER's bytes are copied into the pool, in this PE's region, so its slot frees at once; when the pool is full the
-// message waits in its slot and that source stalls until a receive is posted). A new receive takes the first fitting
+// EAGER's bytes are copied into the pool, in this PE's region, or into private host memory when the pool is full, so
+// its slot frees at once: a ring never stalls, since control and rendezvous traffic follow in it). A new receive takes the first fitting
 // unexpected message, else joins the posted list. Slots from one source are consumed in order, so messages from one
 // PE never overtake each other. Per destination, outgoing slot messages queue in order behind the credit.
-// Deadlock freedom: consuming a slot never waits for anything but the pool, and RTS/CTS/DATA never need the pool;
-// every messaging call progresses both directions (drains the inboxes, then pushes the queues).
+// Deadlock freedom: consuming a slot never waits for anything; every messaging call progresses both directions
+// (drains the inboxes, then pushes the queues).
 //
 // Who calls it: the C API (core/api.cpp, tether_msg_* and the send/recv family) through World::messaging(); the
 // World owns it from tether_msg_init to tether_msg_finalize (or tether_finalize). Thread-safety: one mutex; waits
@@ -56,6 +57,10 @@ class Messaging {
   Status destroy(const char* call);
 
   Status isend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  // tether_send / tether_recv: post and wait; when the wait fails the request is withdrawn (withdraw below), so the
+  // caller's buffer is never touched after the call returns.
+  Status sendBlocking(const char* call, const void* buf, size_t bytes, int pe, int tag);
+  Status recvBlocking(const char* call, void* buf, size_t bytes, int pe, int tag, tether_msg_status_t* st);
   Status irecv(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
   // *done = whether *req completed; if so *req = 0, *st filled and the request's own result returned.
   Status test(const char* call, uint64_t* req, bool* done, tether_msg_status_t* st);
@@ -93,6 +98,10 @@ class Messaging {
   Status publishAck(const char* call, int src);
   // Receives: deliver bytes into r's buffer at off (a GPU buffer through World::get from this PE's region).
   Status deliver(const char* call, Req& r, size_t off, const void* symSrc, size_t n);
+  Status deliverHost(const char* call, Req& r, const void* src, size_t n);  // from private host memory, offset 0
+  void queueCancel(int dst, uint64_t recvId);  // CANCEL: the send for dst's receive recvId was withdrawn
+  void withdraw(uint64_t id);
+  void forget(Req& r);  // drops r (and its stream words)
   Status matchRts(const char* call, Req& r, int src, int tag, size_t bytes, uint64_t sendId);
   void complete(Req& r, Status result);
   void fill(const Req& r, tether_msg_status_t* st) const;
