@@ -111,17 +111,8 @@ cc_ver=$(cc --version 2>/dev/null | head -1 || echo '?')
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
 
 # ---- wait for a quiet machine ---------------------------------------------------------------------------------------
-load1() { cut -d' ' -f1 /proc/loadavg; }
-above() { python3 -c "import sys; sys.exit(0 if float('$1') > float('$2') else 1)"; }
-waited=0
-while above "$(load1)" "$load_max" && (( waited < load_wait )); do
-  echo "compare.sh: load average $(load1) > $load_max, waiting (${waited}s of ${load_wait}s)" >&2
-  sleep 30
-  waited=$((waited + 30))
-done
-load_note="load average before measuring: $(cut -d' ' -f1-3 /proc/loadavg) (waited ${waited}s for < $load_max)"
-above "$(load1)" "$load_max" && load_note+="; STILL ABOVE $load_max after ${load_wait}s: measured anyway"
-echo "compare.sh: $load_note" >&2
+source "$here/../wait_quiet.sh"
+wait_quiet "$load_max" "$load_wait"
 
 # ---- runs ---------------------------------------------------------------------------------------------------------
 work=$(mktemp -d)

@@ -1,0 +1,320 @@
+/* msg_bench: OSU-style two-sided messaging benchmark (osu_latency, osu_bw, osu_bibw), written against the small
+ * layer of bench/msg/msg_backend.h so the SAME method runs over tether's messaging (backend_tether.c ->
+ * tether_bench_msg) and over MPI (backend_mpi.c -> tether_bench_msg_mpi); bench/msg/compare.sh puts them side by side.
+ *
+ * Method (identical for every backend)
+ *  - 2 ranks: rank 0 and rank 1 run the rows, rank 0 times them; further ranks only join the barriers.
+ *  - Buffers: host memory, one send and one receive buffer of --max-size bytes per rank (aligned_alloc to a page,
+ *    every page written before the first row), not registered or symmetric: what an application passes. Every
+ *    message of a row uses the same buffers (as the OSU benchmarks do: a window's receives share one buffer).
+ *  - Clock: clock_gettime(CLOCK_MONOTONIC), read on rank 0 once before and once after a batch. --warmup batches are
+ *    run and discarded, then --batches timed ones; a row reports the MEDIAN batch (`value`) and the best (`min`:
+ *    lowest latency, highest GB/s). A barrier comes before every row and size, never inside a batch.
+ *  - Rows (S = message size; k per batch as below):
+ *      latency  rank 0: send(S) to 1, recv(S) from 1; rank 1: recv, then send back. k round trips per batch;
+ *               reported: batch time / k / 2 = one-way latency (us). Sizes from 0.
+ *      bw       windows of W: rank 0 isend(S) x W + waitall, then recv of a 4-byte ack; rank 1 irecv(S) x W +
+ *               waitall, then send of the ack. GB/s (10^9 B/s) = k * S / batch time. Sizes from 1.
+ *      bibw     windows of W on both ranks: irecv(S) x W, isend(S) x W, one waitall of all 2W. GB/s = both
+ *               directions together = 2 * k * S / batch time. Sizes from 1.
+ *    k = min(--iters, --batch-bytes / S), at least 1; bw and bibw round it down to whole windows of W = --window
+ *    (at least one window, so at large S a batch moves W * S bytes per direction).
+ *  - Validation (outside the timed region): every sender fills its send buffer with a pattern of (row, rank, size)
+ *    and every receiver zeroes its receive buffer before a row's size; after the last batch each receiver checks
+ *    every byte of the last message. A wrong byte ends the run (exit 1) naming row, size and offset.
+ *
+ * Output: a human table per row on stdout ('#' header lines) and JSON lines (--json FILE, or stdout with --json -,
+ * the tables then go to stderr), one object per row and size:
+ *   {"impl":"tether","op":"latency","size":8,"value":0.61,"min":0.58,"unit":"us","iters":1000,"batches":21,"ranks":2}
+ * The last table line is "# msg_bench: done" (written before finalize): a driver can tell a complete run.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "msg_backend.h"
+
+enum { R_LAT, R_BW, R_BIBW, R_COUNT };
+static const struct {
+  const char *op, *unit, *what;
+  int bytes_per_unit; /* GB/s rows: payload bytes per timed unit (per message: 1 direction (bw) or 2 (bibw)) */
+} rows[R_COUNT] = {
+    {"latency", "us", "send/recv ping-pong, rank 0 <-> rank 1, one-way = round trip / 2", 0},
+    {"bw", "GB/s", "windows of isend x W + waitall, 4-byte ack back; rank 0 -> rank 1", 1},
+    {"bibw", "GB/s", "windows of irecv x W + isend x W + waitall, both ranks; both directions", 2},
+};
+enum { TAG_DATA = 1, TAG_ACK = 2 };
+
+static struct {
+  size_t min_size, max_size, batch_bytes;
+  size_t iters, batches, warmup, window;
+  const char *ops, *json;
+} o = {0, 4u << 20, 16u << 20, 1000, 21, 3, 64, NULL, NULL};
+
+static int me, nranks;
+static FILE *jf, *tf; /* JSON lines and the table (rank 0) */
+static char *sbuf, *rbuf, ack[4];
+static void* reqs;     /* 2 * window requests */
+static double* samples; /* per timed unit, us */
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- options ------------------------------------------------------------------------------------------------- */
+
+static const char usage_text[] =
+    "usage: tetherrun -n 2 tether_bench_msg [options]   |   mpirun -np 2 tether_bench_msg_mpi [options]\n"
+    "  --min-size S / --max-size S   sizes S, 2S, 4S, ... up to max (0: then 1, 2, 4 ...; size 0 is latency\n"
+    "                   only; default 0 .. 4M)\n"
+    "  --iters N        round trips (latency) or messages (bw, bibw) per batch at small sizes (default 1000)\n"
+    "  --batch-bytes S  per batch at most S bytes per direction, at least 1 op / 1 window (default 16M)\n"
+    "  --batches N      timed batches (default 21, median reported); --warmup N untimed ones first (default 3)\n"
+    "  --window N       isends/irecvs per waitall in bw and bibw (default 64)\n"
+    "  --ops a,b        only these rows of latency,bw,bibw (default: all)\n"
+    "  --json FILE      JSON lines to FILE ('-' = stdout; the tables then go to stderr)\n"
+    "  --quick          smoke settings: iters 20, batches 3, warmup 1, window 8, max-size 64K\n"
+    "  sizes take K/M suffixes (powers of 2)\n";
+
+static void bad_usage(const char* what, const char* arg) {
+  if (me == 0) fprintf(stderr, "msg_bench: %s '%s' (--help)\n", what, arg);
+  mb_barrier(); /* every rank parses the same options: no rank ends (and has the others killed) before rank 0 said it */
+  mb_abort(2);
+}
+
+static size_t parse_num(const char* s) {
+  char* end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  int shift = 0;
+  if (end != s && (*end == 'K' || *end == 'k')) shift = 10, ++end;
+  else if (end != s && (*end == 'M' || *end == 'm')) shift = 20, ++end;
+  if (errno || end == s || *end != '\0' || *s == '-') bad_usage("bad number", s);
+  return (size_t)(v << shift);
+}
+
+static void parse_args(int argc, char** argv) {
+  const struct {
+    const char* name;
+    size_t* dst;
+  } num_opts[] = {{"--min-size", &o.min_size}, {"--max-size", &o.max_size}, {"--batch-bytes", &o.batch_bytes},
+                  {"--iters", &o.iters},       {"--batches", &o.batches},   {"--warmup", &o.warmup},
+                  {"--window", &o.window}};
+  const size_t n_num = sizeof num_opts / sizeof num_opts[0];
+  int quick = 0;
+  unsigned given = 0; /* bit i: num_opts[i] was given */
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    size_t j = 0;
+    while (j < n_num && strcmp(a, num_opts[j].name)) ++j;
+    const int takes_value = j < n_num || !strcmp(a, "--ops") || !strcmp(a, "--json");
+    if (takes_value && i + 1 >= argc) bad_usage("missing value for", a);
+    if (j < n_num) *num_opts[j].dst = parse_num(argv[++i]), given |= 1u << j;
+    else if (!strcmp(a, "--ops")) o.ops = argv[++i];
+    else if (!strcmp(a, "--json")) o.json = argv[++i];
+    else if (!strcmp(a, "--quick")) quick = 1;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      if (me == 0) fputs(usage_text, stdout);
+      mb_finalize();
+      exit(0);
+    } else bad_usage("unknown option", a);
+  }
+  if (quick) { /* indices into num_opts: max-size 1, iters 3, batches 4, warmup 5, window 6 */
+    const size_t quick_val[] = {0, 64u << 10, 0, 20, 3, 1, 8};
+    for (size_t j = 1; j < n_num; ++j)
+      if (quick_val[j] && !(given & (1u << j))) *num_opts[j].dst = quick_val[j];
+  }
+  if (o.iters < 1) o.iters = 1;
+  if (o.batches < 1) o.batches = 1;
+  if (o.window < 1) o.window = 1;
+  if (o.max_size < o.min_size) o.max_size = o.min_size;
+}
+
+static int wanted(const char* op) {
+  if (!o.ops) return 1;
+  const size_t n = strlen(op);
+  for (const char* p = o.ops;; ++p) {
+    const size_t len = strcspn(p, ",");
+    if (len == n && !strncmp(p, op, n)) return 1;
+    p += len;
+    if (!*p) return 0;
+  }
+}
+
+/* ---- rows ---------------------------------------------------------------------------------------------------- */
+
+static unsigned char pat(int row, int rank, size_t size, size_t i) {
+  return (unsigned char)(i * 131u + size * 7u + (size_t)row * 29u + (size_t)rank * 53u + 1u);
+}
+
+/* Timed units per batch: round trips (latency) or messages per direction, whole windows (bw, bibw). */
+static size_t units_for(int row, size_t size) {
+  size_t k = o.iters;
+  if (size > 0 && k > o.batch_bytes / size) k = o.batch_bytes / size;
+  if (row != R_LAT) k = k < o.window ? o.window : k / o.window * o.window;
+  return k < 1 ? 1 : k;
+}
+
+/* One batch of `row` on rank 0 or 1: k units of `size` bytes. */
+static void batch(int row, size_t size, size_t k) {
+  const int peer = 1 - me;
+  const size_t w = o.window;
+  switch (row) {
+    case R_LAT:
+      for (size_t i = 0; i < k; ++i) {
+        if (me == 0) {
+          mb_send(sbuf, size, peer, TAG_DATA);
+          mb_recv(rbuf, size, peer, TAG_DATA);
+        } else {
+          mb_recv(rbuf, size, peer, TAG_DATA);
+          mb_send(sbuf, size, peer, TAG_DATA);
+        }
+      }
+      break;
+    case R_BW:
+      for (size_t i = 0; i < k; i += w) {
+        for (size_t j = 0; j < w; ++j) {
+          if (me == 0) mb_isend(sbuf, size, peer, TAG_DATA, reqs, j);
+          else mb_irecv(rbuf, size, peer, TAG_DATA, reqs, j);
+        }
+        mb_waitall(reqs, w);
+        if (me == 0) mb_recv(ack, sizeof ack, peer, TAG_ACK);
+        else mb_send(ack, sizeof ack, peer, TAG_ACK);
+      }
+      break;
+    default: /* R_BIBW */
+      for (size_t i = 0; i < k; i += w) {
+        for (size_t j = 0; j < w; ++j) mb_irecv(rbuf, size, peer, TAG_DATA, reqs, j);
+        for (size_t j = 0; j < w; ++j) mb_isend(sbuf, size, peer, TAG_DATA, reqs, w + j);
+        mb_waitall(reqs, 2 * w);
+      }
+      break;
+  }
+}
+
+static void run_row(int row, size_t size) {
+  const size_t k = units_for(row, size);
+  const int sends = me == 0 || (me == 1 && row != R_BW), receives = me == 1 || (me == 0 && row != R_BW);
+  if (me < 2) {
+    for (size_t i = 0; sends && i < size; ++i) sbuf[i] = (char)pat(row, me, size, i);
+    if (receives) memset(rbuf, 0, size);
+  }
+  mb_barrier();
+  if (me < 2)
+    for (size_t b = 0; b < o.warmup + o.batches; ++b) {
+      const double t0 = now_us();
+      batch(row, size, k);
+      const double t1 = now_us();
+      if (b >= o.warmup) samples[b - o.warmup] = (t1 - t0) / (double)k / (row == R_LAT ? 2.0 : 1.0);
+    }
+  if (me < 2 && receives)
+    for (size_t i = 0; i < size; ++i)
+      if ((unsigned char)rbuf[i] != pat(row, 1 - me, size, i)) {
+        fprintf(stderr, "msg_bench: rank %d: %s size %zu: wrong byte at offset %zu (0x%02x, expected 0x%02x)\n", me,
+                rows[row].op, size, i, (unsigned char)rbuf[i], pat(row, 1 - me, size, i));
+        mb_abort(1);
+      }
+  mb_barrier();
+  if (me != 0) return;
+  qsort(samples, o.batches, sizeof *samples, cmp_double);
+  const size_t n = o.batches;
+  double med = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]), best = samples[0];
+  if (rows[row].bytes_per_unit) { /* us per unit -> GB/s */
+    med = (double)size * rows[row].bytes_per_unit / med / 1e3;
+    best = (double)size * rows[row].bytes_per_unit / best / 1e3;
+  }
+  fprintf(tf, "  %-10zu %14.3f %14.3f %10zu\n", size, med, best, k);
+  fflush(tf);
+  if (jf) {
+    fprintf(jf,
+            "{\"impl\":\"%s\",\"op\":\"%s\",\"size\":%zu,\"value\":%.6g,\"min\":%.6g,\"unit\":\"%s\",\"stat\":"
+            "\"median\",\"iters\":%zu,\"batches\":%zu,\"ranks\":%d}\n",
+            mb_name(), rows[row].op, size, med, best, rows[row].unit, k, o.batches, nranks);
+    fflush(jf);
+  }
+}
+
+/* ---- main ---------------------------------------------------------------------------------------------------- */
+
+static void header(int argc, char** argv) {
+  char host[256] = "?", date[64] = "?", load[128] = "?";
+  gethostname(host, sizeof host - 1);
+  const time_t t = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+  FILE* lf = fopen("/proc/loadavg", "r");
+  if (lf) {
+    if (fgets(load, sizeof load, lf)) load[strcspn(load, "\n")] = '\0';
+    fclose(lf);
+  }
+  fprintf(tf, "# msg_bench: impl %s (%s), %d ranks\n", mb_name(), mb_detail(), nranks);
+  fprintf(tf, "# host %s, %ld online CPUs, date %s, load average %s\n", host, sysconf(_SC_NPROCESSORS_ONLN), date,
+          load);
+  fprintf(tf, "# command:");
+  for (int i = 0; i < argc; ++i) fprintf(tf, " %s", argv[i]);
+  fprintf(tf, "\n# sizes %zu..%zu, iters %zu, batch-bytes %zu, batches %zu (median reported), warmup %zu, window %zu\n",
+          o.min_size, o.max_size, o.iters, o.batch_bytes, o.batches, o.warmup, o.window);
+}
+
+int main(int argc, char** argv) {
+  mb_init(&argc, &argv);
+  me = mb_rank();
+  nranks = mb_size();
+  parse_args(argc, argv);
+  if (nranks < 2) {
+    if (me == 0) fprintf(stderr, "msg_bench: needs at least 2 ranks\n");
+    mb_abort(2);
+  }
+  if (me == 0) {
+    tf = o.json && !strcmp(o.json, "-") ? stderr : stdout;
+    jf = !o.json ? NULL : strcmp(o.json, "-") ? fopen(o.json, "w") : stdout;
+    if (o.json && !jf) {
+      fprintf(stderr, "msg_bench: cannot open %s: %s\n", o.json, strerror(errno));
+      mb_abort(2);
+    }
+    header(argc, argv);
+  }
+  const size_t alloc = (o.max_size + 4095) / 4096 * 4096 + 4096; /* a multiple of the page, never 0 */
+  sbuf = aligned_alloc(4096, alloc);
+  rbuf = aligned_alloc(4096, alloc);
+  reqs = mb_reqs_alloc(2 * o.window);
+  samples = malloc(o.batches * sizeof *samples);
+  if (!sbuf || !rbuf || !reqs || !samples) {
+    fprintf(stderr, "msg_bench: rank %d: allocation of 2 x %zu bytes failed\n", me, alloc);
+    mb_abort(2);
+  }
+  memset(sbuf, 0, alloc); /* touch every page */
+  memset(rbuf, 0, alloc);
+
+  for (int row = 0; row < R_COUNT; ++row) {
+    if (!wanted(rows[row].op)) continue;
+    if (me == 0)
+      fprintf(tf, "\n# %s: %s\n# %-10s %14s %14s %10s\n", rows[row].op, rows[row].what, "Size",
+              row == R_LAT ? "Latency(us)" : "GB/s", row == R_LAT ? "Min(us)" : "Best(GB/s)", "Iters");
+    for (size_t s = o.min_size; s <= o.max_size; s = s ? s * 2 : 1)
+      if (s > 0 || row == R_LAT) run_row(row, s);
+  }
+
+  mb_barrier();
+  if (me == 0) {
+    fprintf(tf, "# msg_bench: done\n");
+    if (jf && jf != stdout) fclose(jf);
+    fflush(NULL);
+  }
+  free(samples);
+  free(reqs);
+  free(rbuf);
+  free(sbuf);
+  mb_finalize();
+  return 0;
+}
