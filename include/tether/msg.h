@@ -21,7 +21,9 @@
  *    progress thread: see the stream model below).
  *  - A receive buffer shorter than the message: the first `bytes` bytes arrive and the receive completes with
  *    TETHER_ERR_TRUNCATED (status.bytes = the bytes delivered); the send completes normally.
- *  - Waits are bounded by TETHER_TIMEOUT (TETHER_ERR_TIMEOUT naming the request).
+ *  - Waits are bounded by TETHER_TIMEOUT (TETHER_ERR_TIMEOUT naming the request). A blocking send or recv that fails
+ *    withdraws its message or receive (the buffer is not touched after the call returns; the peer's matching receive
+ *    then fails with TETHER_ERR_TIMEOUT); a non-blocking request stays pending after a failed tether_msg_wait.
  *  - Thread safety: calls may be made from several threads of a PE (serialised inside).
  */
 #ifndef TETHER_MSG_H
@@ -60,7 +62,7 @@ typedef struct tether_msg_attr_s {
   size_t eager_bytes;      /* largest message sent eagerly; 0 = default 8192 (TETHER_MSG_EAGER) */
   size_t slots;            /* ring slots from each PE to each PE; 0 = default 16 (TETHER_MSG_SLOTS), at least 2 */
   size_t unexpected_bytes; /* pool for eager messages that arrive before their receive; 0 = default 4 MiB
-                              (TETHER_MSG_UNEXPECTED). When it is full, further messages wait in their ring. */
+                              (TETHER_MSG_UNEXPECTED). Beyond it they are kept in private host memory. */
 } tether_msg_attr_t;
 
 /* Collective. attr may be NULL (defaults). Every PE must pass the same values (TETHER_ERR_MISMATCH otherwise). */

@@ -98,8 +98,8 @@ const std::vector<ConfigVar>& configVars() {
        "Two-sided messaging: ring slots from each PE to each PE (a sender waits while its ring to a PE is full)", 2,
        65536},
       {"TETHER_MSG_UNEXPECTED", ConfigType::Size, "4M",
-       "Two-sided messaging: bytes of each PE's pool for eager messages that arrive before their receive; when it is "
-       "full such messages wait in their ring slot", 0, 1024.0 * 1024 * 1024 * 1024},
+       "Two-sided messaging: bytes of each PE's pool for eager messages that arrive before their receive; beyond it "
+       "they are kept in private host memory", 0, 1024.0 * 1024 * 1024 * 1024},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
        "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",

@@ -20,6 +20,7 @@ enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 256;  // stream-ordered requests in flight per PE (a trigger and a done word each)
 constexpr uint32_t kNoWord = UINT32_MAX;
+constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -504,7 +505,6 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     *did = true;
     if (next - published_[static_cast<size_t>(src)] >= slots_ / 2) TETHER_TRY(publishAck(call, src));
   }
-  if (next != published_[static_cast<size_t>(src)]) TETHER_TRY(publishAck(call, src));  // the ring is empty (or stalled)
   return Status::ok();
 }
 
@@ -708,6 +708,10 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
                       dst, false));
     TETHER_TRY(w_.putSignal(call, remote + sizeof(SlotHead), payload, n, sig, sent + 1, TETHER_SIGNAL_SET, dst,
                             false));
+  } else if (n > kStageMax) {  // a large host payload straight into the slot (no staging copy), then head + seq
+    TETHER_TRY(w_.put(call, remote + sizeof(SlotHead), payload, n, dst, false));
+    TETHER_TRY(w_.putSignal(call, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
+                            body, sig, sent + 1, TETHER_SIGNAL_SET, dst, false));
   } else {
     std::memcpy(staging_.data(), &h, sizeof h);
     if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
@@ -822,10 +826,8 @@ Status Messaging::wait(const char* call, uint64_t* req, tether_msg_status_t* st)
   return s;
 }
 
-Status Messaging::sendBlocking(const char* call, const void* buf, size_t bytes, int pe, int tag) {
-  uint64_t req = 0;
-  TETHER_TRY(isend(call, buf, bytes, pe, tag, &req));
-  Status s = wait(call, &req, nullptr);
+Status Messaging::waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st) {
+  Status s = wait(call, &req, st);
   if (!s.isOk() && req) {
     std::lock_guard<std::mutex> lock(mu_);
     withdraw(req);
@@ -833,15 +835,16 @@ Status Messaging::sendBlocking(const char* call, const void* buf, size_t bytes, 
   return s;
 }
 
+Status Messaging::sendBlocking(const char* call, const void* buf, size_t bytes, int pe, int tag) {
+  uint64_t req = 0;
+  TETHER_TRY(isend(call, buf, bytes, pe, tag, &req));
+  return waitOrWithdraw(call, req, nullptr);
+}
+
 Status Messaging::recvBlocking(const char* call, void* buf, size_t bytes, int pe, int tag, tether_msg_status_t* st) {
   uint64_t req = 0;
   TETHER_TRY(irecv(call, buf, bytes, pe, tag, &req));
-  Status s = wait(call, &req, st);
-  if (!s.isOk() && req) {
-    std::lock_guard<std::mutex> lock(mu_);
-    withdraw(req);
-  }
-  return s;
+  return waitOrWithdraw(call, req, st);
 }
 
 Status Messaging::waitany(const char* call, size_t n, uint64_t* reqs, size_t* index, tether_msg_status_t* st) {

@@ -8,7 +8,8 @@
 // The sender of its n-th slot message to PE d writes head + payload into d's inbox[me][n % K] and sets the slot's seq
 // to n + 1 with the same put-with-signal, so seq is the flag that the rest has landed. It may write slot n only while
 // n - acked[d] < K: d consumes its slots in order and publishes how many it consumed into the sender's acked[d] word
-// (a signal), when half the ring is consumed or when it finds the ring empty. Slot kinds:
+// (a signal) once half a ring is consumed since it last did (a full ring always gets there: consuming never stops).
+// Slot kinds:
 //   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes;
 //   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
 //   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes;
@@ -101,6 +102,7 @@ class Messaging {
   Status deliverHost(const char* call, Req& r, const void* src, size_t n);  // from private host memory, offset 0
   void queueCancel(int dst, uint64_t recvId);  // CANCEL: the send for dst's receive recvId was withdrawn
   void withdraw(uint64_t id);
+  Status waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st);  // lock not held
   void forget(Req& r);  // drops r (and its stream words)
   Status matchRts(const char* call, Req& r, int src, int tag, size_t bytes, uint64_t sendId);
   void complete(Req& r, Status result);
