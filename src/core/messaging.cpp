@@ -202,6 +202,9 @@ Status Messaging::setUp(const char* call) {
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
   poolBase_ = inbox_ + inboxBytes;
   for (uint32_t i = kStreamWords; i-- > 0;) freeWords_.push_back(i);
+  // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
+  direct_.resize(static_cast<size_t>(n_));
+  for (int pe = 0; pe < n_; ++pe) direct_[static_cast<size_t>(pe)] = static_cast<char*>(w_.ptr(region_, pe));
   return Status::ok();
 }
 
@@ -511,6 +514,11 @@ Status Messaging::drain(const char* call, int src, bool* did) {
 Status Messaging::publishAck(const char* call, int src) {
   const uint64_t v = next_[static_cast<size_t>(src)];
   published_[static_cast<size_t>(src)] = v;
+  if (char* d = direct_[static_cast<size_t>(src)]) {
+    __atomic_store_n(reinterpret_cast<uint64_t*>(d + (reinterpret_cast<char*>(acked_ + me_) - region_)), v,
+                     __ATOMIC_RELEASE);
+    return Status::ok();
+  }
   return w_.signalOp(acked_ + me_, v, TETHER_SIGNAL_SET, src).withContext(call);
 }
 
@@ -703,7 +711,13 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
   char* remote = slot(me_, sent);  // my ring at dst: the same symmetric address on every PE
   auto* sig = reinterpret_cast<uint64_t*>(remote);
   const size_t body = sizeof(SlotHead) - sizeof(uint64_t);  // the head after seq
-  if (payloadGpu && n) {
+  char* direct = direct_[static_cast<size_t>(dst)];
+  if (direct && !(payloadGpu && n)) {  // a mapped peer and a CPU payload: stores, then seq with release order
+    direct += remote - region_;
+    std::memcpy(direct + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body);
+    if (n) std::memcpy(direct + sizeof(SlotHead), payload, n);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(direct), sent + 1, __ATOMIC_RELEASE);
+  } else if (payloadGpu && n) {
     TETHER_TRY(w_.put(call, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body,
                       dst, false));
     TETHER_TRY(w_.putSignal(call, remote + sizeof(SlotHead), payload, n, sig, sent + 1, TETHER_SIGNAL_SET, dst,

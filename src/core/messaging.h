@@ -5,8 +5,9 @@
 // (itself included) and an ack word per PE:
 //   region = [agreement words | acked[n_pes] | inbox[source][K] slots | unexpected pool]
 //   slot   = 64-byte SlotHead (seq first) + payload (eager_bytes rounded up to 64).
-// The sender of its n-th slot message to PE d writes head + payload into d's inbox[me][n % K] and sets the slot's seq
-// to n + 1 with the same put-with-signal, so seq is the flag that the rest has landed. It may write slot n only while
+// The sender of its n-th slot message to PE d writes head + payload into d's inbox[me][n % K] and then sets the
+// slot's seq to n + 1 (stores and a release store when d's region is mapped here and the payload is CPU memory, else
+// a put-with-signal), so seq is the flag that the rest has landed. It may write slot n only while
 // n - acked[d] < K: d consumes its slots in order and publishes how many it consumed into the sender's acked[d] word
 // (a signal) once half a ring is consumed since it last did (a full ring always gets there: consuming never stops).
 // Slot kinds:
@@ -125,6 +126,7 @@ class Messaging {
   char* region_ = nullptr;
   uint64_t* acked_ = nullptr;  // acked_[d]: slots of my ring at d that d consumed (written by d)
   char* inbox_ = nullptr;
+  std::vector<char*> direct_;  // per PE: its region as this process maps it (same-host load/store path), or null
   char* poolBase_ = nullptr;
   std::unique_ptr<Pool> pool_;
   std::vector<uint64_t> sent_;       // per destination: slots written
