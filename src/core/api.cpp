@@ -1187,11 +1187,11 @@ tether_status_t tether_msg_init(tether_t w, const tether_msg_attr_t* attr) {
 
 tether_status_t tether_msg_finalize(tether_t w) {
   const char* call = "tether_msg_finalize";
-  return withMsg(w, call, [&](tether::Messaging& m) {
-    tether::Status s = m.destroy(call);
-    World* x = nullptr;
-    liveWorld(w, call, &x);
-    x->messaging().reset();
+  return guarded(w, call, [&](World& x) -> tether::Status {
+    if (!x.messaging())
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: messaging is not initialised on PE %d", call, x.myPe());
+    tether::Status s = x.messaging()->destroy(call);
+    x.messaging().reset();
     return s;
   });
 }

@@ -259,12 +259,17 @@ Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t 
   return ref;
 }
 
-Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+Status Messaging::checkSend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const {
   if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
   *req = 0;
   TETHER_TRY(w_.checkPe(call, pe));
   if (tag < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative (tags are 0 .. TETHER_TAG_MAX)", call, tag);
   if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
+  return Status::ok();
+}
+
+Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+  TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(threadError_);
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, req);
@@ -321,11 +326,7 @@ void Messaging::fireTriggers(bool* did) {
 
 Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes, int pe, int tag, void* stream,
                                 uint64_t* req) {
-  if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
-  *req = 0;
-  TETHER_TRY(w_.checkPe(call, pe));
-  if (tag < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative (tags are 0 .. TETHER_TAG_MAX)", call, tag);
-  if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
+  TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
   Op op;
   uint64_t id = 0;
   {

@@ -87,6 +87,8 @@ class Messaging {
   Messaging(World& w, size_t eager, size_t slots, size_t unexpected);
   // A new pending request (send: buf is the source; receive: the destination); *id names it.
   Req& newReq(bool send, int pe, int tag, void* buf, size_t bytes, uint64_t* id);
+  // isend's argument checks (also isendOnStream's); *req = 0 first.
+  Status checkSend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
   void queueSend(Req& r);  // r joins its destination's queue (EAGER or RTS)
   Status setUp(const char* call);
 
