@@ -104,6 +104,44 @@ tether_status_t tether_isend_on_stream(tether_t world, const void* buf, size_t b
 tether_status_t tether_msg_wait_on_stream(tether_t world, tether_request_t req, void* stream);
 tether_status_t tether_msg_waitall_on_stream(tether_t world, size_t n, const tether_request_t* reqs, void* stream);
 
+/* Prepared sends (libmp's mp_send_prepare + mp_isend_post_on_stream / mp_isend_post_all_on_stream): the host does
+ * the send's bookkeeping ahead, and the start is one cheap step -- from the host, a stream, or a kernel.
+ *  send_prepare: *req names a send that has not started; it starts exactly once, by ONE of tether_msg_post (now),
+ *    tether_msg_post_on_stream / post_all_on_stream (when the stream reaches that point) or a kernel's
+ *    tether::device::msg_send on its descriptor (tether_msg_send_desc). Sends from one PE to one PE match in the
+ *    order they START. Until then buf may still be written (by the host, a kernel, or stream work before the post).
+ *  A prepared or posted request is completed and freed as any other (tether_msg_wait/test/...); waiting on a prepared
+ *  send that nobody starts times out (TETHER_TIMEOUT). Posting a request twice, or one that is not a prepared send,
+ *  is TETHER_ERR_INVALID_ARG. Prepared and stream-ordered requests share the 256 words per PE (see above); while any
+ *  is pending, the progress thread runs. */
+tether_status_t tether_send_prepare(tether_t world, const void* buf, size_t bytes, int pe, int tag,
+                                    tether_request_t* req);
+tether_status_t tether_msg_post(tether_t world, tether_request_t req);
+tether_status_t tether_msg_post_on_stream(tether_t world, tether_request_t req, void* stream);
+tether_status_t tether_msg_post_all_on_stream(tether_t world, size_t n, const tether_request_t* reqs, void* stream);
+
+/* Kernel model (libmp's mp::device send/wait descriptors): plain structs that kernels take by value and use with
+ * tether::device::msg_send / msg_wait / msg_test (tether/msg_device.cuh), with the device handle of the same world
+ * (tether_device_handle for kernels, tether_device_handle_cpu for CPU threads). word is a symmetric address in this
+ * PE's HOST segment; the device functions translate it through the handle.
+ *  msg_send_desc: req must be a prepared send not yet started; a kernel's msg_send(desc) starts it (its group's
+ *    earlier stores to buf are visible to the send: release at system scope).
+ *  msg_wait_desc: req is any pending request of this PE (a receive, or a send); a kernel's msg_wait(desc) returns
+ *    when it is complete (acquire: a receive's bytes are visible to the group after it). The host still frees req
+ *    with tether_msg_wait/test; a descriptor must not be used after that.
+ *  Progress: the PE's progress thread moves the messages while such requests are pending; the GPU work that a
+ *  kernel waits for may run on any stream, the legacy default stream included. */
+typedef struct tether_msg_send_desc_s {
+  uint64_t* word;  /* trigger word (symmetric address, this PE's HOST segment) */
+  uint64_t value;  /* stored to start the send */
+} tether_msg_send_desc_t;
+typedef struct tether_msg_wait_desc_s {
+  const uint64_t* word; /* completion word (symmetric address, this PE's HOST segment) */
+  uint64_t value;       /* the request is complete once *word >= value */
+} tether_msg_wait_desc_t;
+tether_status_t tether_msg_send_desc(tether_t world, tether_request_t req, tether_msg_send_desc_t* desc);
+tether_status_t tether_msg_wait_desc(tether_t world, tether_request_t req, tether_msg_wait_desc_t* desc);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
