@@ -1,14 +1,16 @@
-/* tether two-sided messaging (issue #20), the CPU-synchronous and stream models: tagged send/receive between PEs, in the shape of
+/* tether two-sided messaging (issue #20), the CPU-synchronous, stream and kernel models: tagged send/receive between PEs, in the shape of
  * MPI's point-to-point calls and libmp's mp_isend/mp_irecv/mp_wait. Docs: docs/msg.md.
  *
  * Contracts:
  *  - tether_msg_init is collective (every PE of the world, once); it allocates the message rings in the symmetric
  *    heap (HOST segment). Every other call needs it first (TETHER_ERR_INVALID_ARG otherwise). tether_msg_finalize
  *    is collective too; tether_finalize releases the messaging state as well.
- *  - Buffers may be anywhere: host memory (pageable or pinned, symmetric or not) or GPU memory (the same rules as the
- *    local buffers of tether_put/get: work queued on the legacy default stream is complete before tether reads a GPU
- *    buffer; work on your own streams must be synchronised first). A send buffer must not be changed, and a receive
- *    buffer not read, until the request completes.
+ *  - Buffers may be anywhere: host memory (pageable or pinned, symmetric or not) or GPU memory. A send posted from the
+ *    host (tether_send, tether_isend, tether_msg_post) of a GPU buffer first waits for the work already queued on the
+ *    legacy default stream; work on your own streams must be synchronised first (or start the send on the stream).
+ *    A GPU receive buffer must not be in use by queued GPU work when the receive is posted. tether moves GPU bytes on
+ *    streams that do not wait for the legacy default stream, so kernels and stream waits on any stream may wait for
+ *    messages. A send buffer must not be changed, and a receive buffer not read, until the request completes.
  *  - Matching is MPI's: a receive matches the earliest arrived message whose source and tag fit (TETHER_ANY_PE,
  *    TETHER_ANY_TAG match any); messages from one source to one destination are matched in the order they were sent,
  *    so two messages from one PE with fitting tags never overtake each other. Tags are 0 .. TETHER_TAG_MAX.

@@ -1244,6 +1244,37 @@ tether_status_t tether_isend_on_stream(tether_t w, const void* buf, size_t bytes
   });
 }
 
+tether_status_t tether_send_prepare(tether_t w, const void* buf, size_t bytes, int pe, int tag, tether_request_t* req) {
+  return withMsg(w, "tether_send_prepare",
+                 [&](tether::Messaging& m) { return m.prepare("tether_send_prepare", buf, bytes, pe, tag, req); });
+}
+
+tether_status_t tether_msg_post(tether_t w, tether_request_t req) {
+  return withMsg(w, "tether_msg_post", [&](tether::Messaging& m) { return m.post("tether_msg_post", req); });
+}
+
+tether_status_t tether_msg_post_on_stream(tether_t w, tether_request_t req, void* stream) {
+  return withMsg(w, "tether_msg_post_on_stream", [&](tether::Messaging& m) {
+    return m.postOnStream("tether_msg_post_on_stream", 1, &req, stream);
+  });
+}
+
+tether_status_t tether_msg_post_all_on_stream(tether_t w, size_t n, const tether_request_t* reqs, void* stream) {
+  return withMsg(w, "tether_msg_post_all_on_stream", [&](tether::Messaging& m) {
+    return m.postOnStream("tether_msg_post_all_on_stream", n, reqs, stream);
+  });
+}
+
+tether_status_t tether_msg_send_desc(tether_t w, tether_request_t req, tether_msg_send_desc_t* desc) {
+  return withMsg(w, "tether_msg_send_desc",
+                 [&](tether::Messaging& m) { return m.sendDesc("tether_msg_send_desc", req, desc); });
+}
+
+tether_status_t tether_msg_wait_desc(tether_t w, tether_request_t req, tether_msg_wait_desc_t* desc) {
+  return withMsg(w, "tether_msg_wait_desc",
+                 [&](tether::Messaging& m) { return m.waitDesc("tether_msg_wait_desc", req, desc); });
+}
+
 tether_status_t tether_msg_wait_on_stream(tether_t w, tether_request_t req, void* stream) {
   return withMsg(w, "tether_msg_wait_on_stream",
                  [&](tether::Messaging& m) { return m.waitOnStream("tether_msg_wait_on_stream", req, stream); });

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "core/collectives.h"
 #include "core/op.h"
+#include "core/sibling_paths.h"
 #include "core/stream.h"
 #include "core/world.h"
 #include "gpu/gpu.h"
@@ -57,7 +58,8 @@ struct Messaging::Req {
   size_t moved = 0;             // rendezvous: bytes moved so far
   // Stream model (words in the region's stream area; kNoWord = none).
   bool streamed = false;        // counted in streamPending_
-  bool armed = false;           // a stream send whose trigger has not been seen yet
+  bool armed = false;           // in armed_: a send not started yet, or started behind one that is not
+  bool posted = false;          // a prepared send whose start was requested (post, stream post or descriptor)
   uint32_t trig = kNoWord, doneWord = kNoWord;
   uint64_t trigGen = 0, doneGen = 0;
 };
@@ -135,6 +137,8 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       out_(static_cast<size_t>(n_)),
       staging_(slotBytes_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
+  armedTo_.assign(static_cast<size_t>(n_), 0);
+  blocked_.assign(static_cast<size_t>(n_), 0);
 }
 
 Status Messaging::create(World& w, const char* call, const tether_msg_attr_t* attr, std::unique_ptr<Messaging>* out) {
@@ -202,6 +206,7 @@ Status Messaging::setUp(const char* call) {
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
   poolBase_ = inbox_ + inboxBytes;
   for (uint32_t i = kStreamWords; i-- > 0;) freeWords_.push_back(i);
+  TETHER_TRY(SiblingPaths::create(w_, call, &paths_));
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
   direct_.resize(static_cast<size_t>(n_));
   for (int pe = 0; pe < n_; ++pe) direct_[static_cast<size_t>(pe)] = static_cast<char*>(w_.ptr(region_, pe));
@@ -243,7 +248,7 @@ bool Messaging::isGpu(const void* p) const { return p && w_.gpu() && w_.gpu()->i
 
 // ---- posting -----------------------------------------------------------------------------------------------------
 
-Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t bytes, uint64_t* id) {
+Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t bytes, bool gpu, uint64_t* id) {
   std::unique_ptr<Req> r(new Req);
   r->id = nextId_++;
   r->send = send;
@@ -252,7 +257,7 @@ Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t 
   if (send) r->src = buf;
   else r->dst = buf;
   r->cap = bytes;
-  r->gpu = isGpu(buf);
+  r->gpu = gpu;
   Req& ref = *r;
   reqs_.emplace(ref.id, std::move(r));
   *id = ref.id;
@@ -270,12 +275,24 @@ Status Messaging::checkSend(const char* call, const void* buf, size_t bytes, int
 
 Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
+  const bool gpu = isGpu(buf);
+  if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: the legacy stream's work lands
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(threadError_);
-  Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, req);
+  Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
+  if (armedTo_[static_cast<size_t>(pe)]) {  // behind a prepared send to pe that has not started: keep the order
+    arm(r);
+    return Status::ok();
+  }
   queueSend(r);
   bool did = false;
   return push(call, pe, &did);  // an eager send with credit completes here
+}
+
+void Messaging::arm(Req& r) {
+  r.armed = true;
+  armed_.push_back(&r);
+  ++armedTo_[static_cast<size_t>(r.pe)];
 }
 
 void Messaging::queueSend(Req& r) {
@@ -303,58 +320,166 @@ void Messaging::releaseWords(Req& r) {
   if (r.trig != kNoWord) freeWords_.push_back(r.trig);
   if (r.doneWord != kNoWord) freeWords_.push_back(r.doneWord);
   r.trig = r.doneWord = kNoWord;
-  if (r.armed) armed_.remove(&r);
+  if (r.armed) {
+    armed_.remove(&r);
+    --armedTo_[static_cast<size_t>(r.pe)];
+  }
   if (r.streamed) --streamPending_;
   r.streamed = r.armed = false;
 }
 
 void Messaging::fireTriggers(bool* did) {
+  std::fill(blocked_.begin(), blocked_.end(), 0);
   for (auto it = armed_.begin(); it != armed_.end();) {
     Req& r = **it;
-    if (__atomic_load_n(triggers_ + r.trig, __ATOMIC_ACQUIRE) < r.trigGen) {
+    const size_t pe = static_cast<size_t>(r.pe);
+    if (blocked_[pe] || (r.trig != kNoWord && __atomic_load_n(triggers_ + r.trig, __ATOMIC_ACQUIRE) < r.trigGen)) {
+      blocked_[pe] = 1;  // later sends to pe wait for this one (sends to one PE go in the order they were made)
       ++it;
       continue;
     }
     it = armed_.erase(it);
     r.armed = false;
-    freeWords_.push_back(r.trig);  // the stream wrote it already: free for reuse
+    --armedTo_[pe];
+    if (r.trig != kNoWord) freeWords_.push_back(r.trig);  // the start was seen: free for reuse
     r.trig = kNoWord;
     queueSend(r);
     *did = true;
   }
 }
 
-Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes, int pe, int tag, void* stream,
-                                uint64_t* req) {
+Status Messaging::prepare(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
-  Op op;
-  uint64_t id = 0;
+  const bool gpu = isGpu(buf);
+  std::lock_guard<std::mutex> lock(mu_);
+  TETHER_TRY(threadError_);
+  uint32_t word = kNoWord;
+  TETHER_TRY(takeWord(call, &word));
+  Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
+  r.trig = word;
+  r.trigGen = ++gen_;
+  __atomic_store_n(triggers_ + word, 0, __ATOMIC_RELAXED);  // (generations only grow; this keeps the word tidy)
+  r.streamed = true;
+  ++streamPending_;
+  arm(r);
+  return startThread();
+}
+
+Status Messaging::startable(const char* call, uint64_t req, Req** out) {
+  TETHER_TRY(threadError_);
+  auto it = reqs_.find(req);
+  Req* r = it == reqs_.end() ? nullptr : it->second.get();
+  if (!r || !r->send || !r->armed || r->trig == kNoWord || r->posted)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not a prepared send that has not been started on PE %d "
+                "(from tether_send_prepare, started at most once)", call, static_cast<unsigned long long>(req), me_);
+  *out = r;
+  return Status::ok();
+}
+
+Status Messaging::post(const char* call, uint64_t req) {
+  bool gpu = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TETHER_TRY(threadError_);
-    uint32_t word = kNoWord;
-    TETHER_TRY(takeWord(call, &word));
-    Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, &id);
-    r.trig = word;
-    r.trigGen = ++gen_;
-    r.armed = r.streamed = true;
-    ++streamPending_;
-    armed_.push_back(&r);
-    TETHER_TRY(startThread());
-    op.kind = Op::Signal;
-    op.pe = me_;
-    op.sig = triggers_ + word;
-    op.value = r.trigGen;
-    op.sigOp = TETHER_SIGNAL_SET;
+    Req* r = nullptr;
+    TETHER_TRY(startable(call, req, &r));
+    r->posted = true;
+    gpu = r->gpu;
+  }
+  if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // as for tether_isend
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = reqs_.find(req);
+  if (it == reqs_.end()) return Status::ok();  // (only a concurrent finalize drops it)
+  __atomic_store_n(triggers_ + it->second->trig, it->second->trigGen, __ATOMIC_RELEASE);
+  bool did = false;
+  return progress(call, &did);
+}
+
+Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
+  if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
+  std::vector<Op> ops(n);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Req* r0 = nullptr;
+    for (size_t i = 0; i < n; ++i) TETHER_TRY(startable(call, reqs[i], &r0));
+    for (size_t i = 0; i < n; ++i) {
+      Req& r = *reqs_.find(reqs[i])->second;
+      if (r.posted)
+        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu appears twice", call,
+                    static_cast<unsigned long long>(reqs[i]));
+      r.posted = true;
+      ops[i].kind = Op::Signal;
+      ops[i].pe = me_;
+      ops[i].sig = triggers_ + r.trig;
+      ops[i].value = r.trigGen;
+      ops[i].sigOp = TETHER_SIGNAL_SET;
+    }
+  }
+  // Outside the lock: enqueueing may wait for the stream layer, whose work may wait for this room's progress.
+  Status s = n ? enqueueOnStream(w_, call, ops.data(), n, stream) : Status::ok();
+  if (!s.isOk()) {  // nothing was enqueued: the requests may be posted again
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < n; ++i) {
+      auto it = reqs_.find(reqs[i]);
+      if (it != reqs_.end()) it->second->posted = false;
+    }
+  }
+  return s;
+}
+
+Status Messaging::sendDesc(const char* call, uint64_t req, tether_msg_send_desc_t* desc) {
+  if (!desc) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: desc is NULL", call);
+  std::lock_guard<std::mutex> lock(mu_);
+  Req* r = nullptr;
+  TETHER_TRY(startable(call, req, &r));
+  r->posted = true;
+  desc->word = triggers_ + r->trig;
+  desc->value = r->trigGen;
+  return Status::ok();
+}
+
+Status Messaging::doneWord(const char* call, uint64_t req, uint64_t** word, uint64_t* value) {
+  TETHER_TRY(threadError_);
+  auto it = reqs_.find(req);
+  if (it == reqs_.end())
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d", call,
+                static_cast<unsigned long long>(req), me_);
+  Req& r = *it->second;
+  if (r.doneWord == kNoWord) {
+    TETHER_TRY(takeWord(call, &r.doneWord));
+    r.doneGen = ++gen_;
+    if (!r.streamed) ++streamPending_;
+    r.streamed = true;
+    if (r.done) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);
+  }
+  TETHER_TRY(startThread());
+  *word = dones_ + r.doneWord;
+  *value = r.doneGen;
+  return Status::ok();
+}
+
+Status Messaging::waitDesc(const char* call, uint64_t req, tether_msg_wait_desc_t* desc) {
+  if (!desc) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: desc is NULL", call);
+  uint64_t* word = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TETHER_TRY(doneWord(call, req, &word, &desc->value));
   }
   wake_.notify_all();
-  // Outside the lock: enqueueing may wait for the stream layer, whose work may wait for this room's progress.
-  Status s = enqueueOnStream(w_, call, &op, 1, stream);
+  desc->word = word;
+  return Status::ok();
+}
+
+Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes, int pe, int tag, void* stream,
+                                uint64_t* req) {
+  TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));  // (req first: prepare's is never null)
+  uint64_t id = 0;
+  TETHER_TRY(prepare(call, buf, bytes, pe, tag, &id));
+  wake_.notify_all();
+  Status s = postOnStream(call, 1, &id, stream);
   if (!s.isOk()) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = reqs_.find(id);
-    releaseWords(*it->second);
-    reqs_.erase(it);
+    if (it != reqs_.end()) forget(*it->second);
     return s;
   }
   *req = id;
@@ -365,26 +490,11 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   Op op;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TETHER_TRY(threadError_);
-    auto it = reqs_.find(req);
-    if (it == reqs_.end())
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d", call,
-                  static_cast<unsigned long long>(req), me_);
-    Req& r = *it->second;
-    if (r.doneWord == kNoWord) {
-      TETHER_TRY(takeWord(call, &r.doneWord));
-      r.doneGen = ++gen_;
-      if (!r.streamed) ++streamPending_;
-      r.streamed = true;
-      if (r.done) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);
-    }
-    TETHER_TRY(startThread());
-    op.kind = Op::Wait;
-    op.pe = 0;
-    op.sig = dones_ + r.doneWord;
-    op.cmp = TETHER_CMP_GE;
-    op.value = r.doneGen;
+    TETHER_TRY(doneWord(call, req, &op.sig, &op.value));
   }
+  op.kind = Op::Wait;
+  op.pe = 0;
+  op.cmp = TETHER_CMP_GE;
   wake_.notify_all();
   return enqueueOnStream(w_, call, &op, 1, stream);
 }
@@ -429,7 +539,7 @@ Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int t
   std::lock_guard<std::mutex> lock(mu_);
   bool did = false;
   TETHER_TRY(progress(call, &did));  // what has arrived is matched first, in arrival order
-  Req& ref = newReq(false, pe, tag, buf, bytes, req);
+  Req& ref = newReq(false, pe, tag, buf, bytes, isGpu(buf), req);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!fits(pe, it->src) || !fits(tag, it->tag)) continue;
     const Unexpected u = *it;
@@ -613,7 +723,7 @@ Status Messaging::deliver(const char* call, Req& r, size_t off, const void* symS
     std::memcpy(to, symSrc, n);
     return Status::ok();
   }
-  return w_.get(call, to, symSrc, n, me_, false);  // from this PE's region into GPU memory
+  return move(call, Op::Get, to, symSrc, n, me_, nullptr, 0);  // from this PE's region into GPU memory
 }
 
 // Bytes of an unexpected message kept in this process's own memory (not symmetric) into the start of r's buffer.
@@ -623,7 +733,7 @@ Status Messaging::deliverHost(const char* call, Req& r, const void* src, size_t 
     std::memcpy(r.dst, src, n);
     return Status::ok();
   }
-  return w_.gpu()->copy(r.dst, src, n, false).withContext(call);
+  return paths_->gpu()->copy(r.dst, src, n, false).withContext(call);
 }
 
 void Messaging::queueCancel(int dst, uint64_t recvId) {
@@ -706,6 +816,19 @@ Status Messaging::push(const char* call, int dst, bool* did) {
   return Status::ok();
 }
 
+// One blocking put, get (from this PE's own region) or put-with-signal (SET) through the World's paths, GPU work on the
+// sibling context (core/sibling_paths.h): it must move while a kernel or a stream waits for this room.
+Status Messaging::move(const char* call, Op::Kind kind, void* dest, const void* src, size_t n, int pe, uint64_t* sig,
+                       uint64_t value) {
+  Op op = rmaOp(kind, dest, src, n, pe);
+  op.sig = sig;
+  op.value = value;
+  op.sigOp = TETHER_SIGNAL_SET;
+  SymRef ref{SegKind::Host, 0}, sigRef{SegKind::Host, 0};
+  TETHER_TRY(checkOp(w_, call, op, &ref, sig ? &sigRef : nullptr));
+  return runOp(w_, op, ref, sig ? sigRef : ref, false, nullptr, paths_.get());
+}
+
 Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n,
                             bool payloadGpu) {
   uint64_t& sent = sent_[static_cast<size_t>(dst)];
@@ -719,19 +842,18 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
     if (n) std::memcpy(direct + sizeof(SlotHead), payload, n);
     __atomic_store_n(reinterpret_cast<uint64_t*>(direct), sent + 1, __ATOMIC_RELEASE);
   } else if (payloadGpu && n) {
-    TETHER_TRY(w_.put(call, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body,
-                      dst, false));
-    TETHER_TRY(w_.putSignal(call, remote + sizeof(SlotHead), payload, n, sig, sent + 1, TETHER_SIGNAL_SET, dst,
-                            false));
+    TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
+                    body, dst, nullptr, 0));
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(SlotHead), payload, n, dst, sig, sent + 1));
   } else if (n > kStageMax) {  // a large host payload straight into the slot (no staging copy), then head + seq
-    TETHER_TRY(w_.put(call, remote + sizeof(SlotHead), payload, n, dst, false));
-    TETHER_TRY(w_.putSignal(call, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
-                            body, sig, sent + 1, TETHER_SIGNAL_SET, dst, false));
+    TETHER_TRY(move(call, Op::Put, remote + sizeof(SlotHead), payload, n, dst, nullptr, 0));
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
+                    body, dst, sig, sent + 1));
   } else {
     std::memcpy(staging_.data(), &h, sizeof h);
     if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
-    TETHER_TRY(w_.putSignal(call, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, sig,
-                            sent + 1, TETHER_SIGNAL_SET, dst, false));
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, dst,
+                    sig, sent + 1));
   }
   ++sent;
   return Status::ok();

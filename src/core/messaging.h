@@ -1,4 +1,4 @@
-// Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), CPU-synchronous and stream models, built only on the
+// Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), CPU-synchronous, stream and kernel models, built only on the
 // World's one-sided verbs (put, put-with-signal, signal, get), so it runs on every path they run on (shm, p2p, UCX).
 //
 // Protocol. Every PE owns, in one symmetric HOST allocation (the region), an inbox ring of K slots from each PE
@@ -28,7 +28,9 @@
 // World owns it from tether_msg_init to tether_msg_finalize (or tether_finalize). Thread-safety: one mutex; waits
 // release it between progress passes. Stream model: the region also holds kStreamWords trigger and done words; a
 // progress thread (started by the first stream-ordered call, stopped at destroy) runs passes while any
-// stream-ordered request is pending.
+// stream-ordered request is pending. Prepared sends (started by the host, a stream or a kernel's descriptor) and
+// kernel wait descriptors use the same words. GPU bytes move on a sibling GPU context (core/sibling_paths.h), so
+// copies never wait behind a kernel or stream wait on the legacy default stream that waits for them.
 #pragma once
 
 #include <cstddef>
@@ -44,11 +46,13 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/op.h"
 #include "tether/msg.h"
 
 namespace tether {
 
 class World;
+class SiblingPaths;
 
 class Messaging {
  public:
@@ -77,6 +81,17 @@ class Messaging {
   Status isendOnStream(const char* call, const void* buf, size_t bytes, int pe, int tag, void* stream, uint64_t* req);
   Status waitOnStream(const char* call, uint64_t req, void* stream);
 
+  // Prepared sends: prepare arms a send (a trigger word, like isendOnStream) that starts when its trigger is set:
+  // by post (the host, now), postOnStream (each request's trigger set by the stream, in one enqueue) or a kernel's
+  // msg_send on sendDesc's descriptor. Each request starts once (startable). Sends to one PE are queued in the order
+  // they were made (isend, prepare): a started send waits in armed_ behind an earlier one that has not started.
+  Status prepare(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  Status post(const char* call, uint64_t req);
+  Status postOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream);
+  Status sendDesc(const char* call, uint64_t req, tether_msg_send_desc_t* desc);
+  // The request's completion word (taken on first use, as for waitOnStream) for a kernel's msg_wait.
+  Status waitDesc(const char* call, uint64_t req, tether_msg_wait_desc_t* desc);
+
  private:
   struct SlotHead;
   struct Req;
@@ -86,7 +101,14 @@ class Messaging {
 
   Messaging(World& w, size_t eager, size_t slots, size_t unexpected);
   // A new pending request (send: buf is the source; receive: the destination); *id names it.
-  Req& newReq(bool send, int pe, int tag, void* buf, size_t bytes, uint64_t* id);
+  Req& newReq(bool send, int pe, int tag, void* buf, size_t bytes, bool gpu, uint64_t* id);
+  void arm(Req& r);  // r joins armed_ (its destination's later sends queue behind it)
+  // Lock held: *out = the prepared, not yet started send req (else TETHER_ERR_INVALID_ARG; or the thread's failure).
+  Status startable(const char* call, uint64_t req, Req** out);
+  // Lock held: req's completion word and the value it reaches (taking a word on first use; starts the thread).
+  Status doneWord(const char* call, uint64_t req, uint64_t** word, uint64_t* value);
+  Status move(const char* call, Op::Kind kind, void* dest, const void* src, size_t n, int pe, uint64_t* sig,
+              uint64_t value);
   // isend's argument checks (also isendOnStream's); *req = 0 first.
   Status checkSend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
   void queueSend(Req& r);  // r joins its destination's queue (EAGER or RTS)
@@ -147,7 +169,10 @@ class Messaging {
   uint64_t* dones_ = nullptr;
   std::vector<uint32_t> freeWords_;
   uint64_t gen_ = 0;
-  std::list<Req*> armed_;     // stream sends not yet triggered
+  std::list<Req*> armed_;     // sends not started yet, and those behind one to the same PE, in the order made
+  std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
+  std::vector<char> blocked_;      // fireTriggers' scratch: per destination, an earlier send has not started
+  std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
   std::thread thread_;
   std::condition_variable wake_;

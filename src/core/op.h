@@ -72,6 +72,8 @@ const char* amoName(tether_amo_t op);
 // dest; Get: src; Wait: sig) and *sig (PutSignal/Signal) hold the symmetric words found, where not null. Put/Get of
 // 0 bytes check the PE (and PutSignal's signal) only; Quiet/Barrier have no arguments.
 Status checkOp(const World& w, const char* call, const Op& op, SymRef* target, SymRef* sig = nullptr);
+// An Op of kind Put/Get/PutSignal moving n bytes between dest and src on pe (the rest default); core/rma.cpp.
+Op rmaOp(Op::Kind kind, void* dest, const void* src, size_t n, int pe);
 
 // Prepared sets: ops[i] of tether_prepare -> Op (flags, kind and the enum fields its kind reads checked first:
 // any int may come from C). The only conversion of tether_op_desc_t.

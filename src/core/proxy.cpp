@@ -33,7 +33,8 @@ Status Proxy::create(World& world, int64_t slots, std::unique_ptr<Proxy>* out) {
   TETHER_TRY(checkSlots(slots));
   std::unique_ptr<Proxy> p(new Proxy(world));
   p->slots_ = static_cast<uint64_t>(slots);
-  if (world.gpu()) TETHER_TRY(world.gpu()->createSibling(&p->gpu_).withContext("device API proxy"));
+  TETHER_TRY(SiblingPaths::create(world, "device API proxy", &p->paths_));
+  p->gpu_ = p->paths_->gpu();
   *out = std::move(p);
   return Status::ok();
 }
@@ -229,19 +230,6 @@ Status Proxy::target(const char* what, int pe, unsigned kind, uint64_t offset, u
   return Status::ok();
 }
 
-void* Proxy::ctx(const SegPath& p) {
-  // The World's GPU context (blocking streams) is swapped for the sibling; so is the GPU behind a staged path.
-  if (!gpu_) return p.ctx;
-  if (p.ctx == world_.gpu()) return gpu_.get();
-  if (p.ops != &stagedTransportOps()) return p.ctx;
-  const int dev = static_cast<StagedGpu*>(p.ctx)->device();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& s : staged_)
-    if (s->device() == dev) return s.get();
-  staged_.emplace_back(new StagedGpu(gpu_.get(), dev));
-  return staged_.back().get();
-}
-
 const void* Proxy::localAddr(Ring& r, uint64_t addr) {
   if (!r.gpu) return reinterpret_cast<const void*>(addr);
   std::lock_guard<std::mutex> lock(mu_);
@@ -285,7 +273,7 @@ Status Proxy::issue(Ring& r, uint64_t t, ProxyOp& d, const SymRef& ref, const Sy
   Op& op = d.op;
   Batch& b = r.batch;
   const SegPath& p = world_.path(op.pe, ref.kind);
-  void* const pctx = ctx(p);
+  void* const pctx = paths_->ctx(p);
   const bool sameCtx = b.writes && b.ops == p.ops && b.ctx == pctx;
   if (d.code == TETHER_PROXY_OP_PUT || d.code == TETHER_PROXY_OP_PUT_INLINE) {
     if (b.writes && !sameCtx) closeBatch(r);  // another context: the batch lands first
@@ -304,17 +292,17 @@ Status Proxy::issue(Ring& r, uint64_t t, ProxyOp& d, const SymRef& ref, const Sy
       b.pe = kManyPes;
     }
     ++b.writes;
-    return runOp(world_, op, ref, sigRef, true, result, this);
+    return runOp(world_, op, ref, sigRef, true, result, paths_.get());
   }
   // A signal ordered by the transport after the batch's writes (same context, the only PE written to); anything else
   // waits for the batch to complete.
   bool ordered = false;
   if ((d.code == TETHER_PROXY_OP_SIGNAL || d.code == TETHER_PROXY_OP_PUT_SIGNAL) && sameCtx && b.pe == op.pe) {
     const SegPath& sp = world_.path(op.pe, sigRef.kind);
-    ordered = sp.ops == b.ops && ctx(sp) == b.ctx;
+    ordered = sp.ops == b.ops && paths_->ctx(sp) == b.ctx;
   }
   if (!ordered) closeBatch(r);
-  return runOp(world_, op, ref, sigRef, false, result, this);
+  return runOp(world_, op, ref, sigRef, false, result, paths_.get());
 }
 
 }  // namespace tether

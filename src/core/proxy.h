@@ -51,9 +51,9 @@
 
 #include "base/status.h"
 #include "core/op.h"
+#include "core/sibling_paths.h"
 #include "gpu/gpu.h"
 #include "tether/tether.h"
-#include "transport/staged/staged.h"
 #include "transport/transport.h"
 
 namespace tether {
@@ -77,7 +77,7 @@ struct ProxyWindow {
   uint64_t handleAddr = 0, cpuAddr = 0, bytes = 0;
 };
 
-class Proxy final : private PathCtx {
+class Proxy final {
  public:
   // slots: TETHER_PROXY_SLOTS (checked here). world must outlive the Proxy.
   static Status create(World& world, int64_t slots, std::unique_ptr<Proxy>* out);
@@ -134,13 +134,12 @@ class Proxy final : private PathCtx {
   void fail(Ring& r, uint64_t ticket, const Status& s, const char* what);
   // The (PE, segment kind, offset, n bytes) a descriptor names, checked against the World (and a path exists).
   Status target(const char* what, int pe, unsigned kind, uint64_t offset, uint64_t n, SymRef* ref);
-  void* ctx(const SegPath& p) override;  // PathCtx: the sibling context for the World's GPU work
   const void* localAddr(Ring& r, uint64_t addr);
 
   World& world_;
   uint64_t slots_ = 0;
-  std::unique_ptr<GpuContext> gpu_;  // sibling of the World's context (non-blocking streams), when there is a GPU
-  std::vector<std::unique_ptr<StagedGpu>> staged_;  // staged paths over gpu_, by target GPU
+  std::unique_ptr<SiblingPaths> paths_;  // the World's paths with GPU work on a sibling context (non-blocking streams)
+  GpuContext* gpu_ = nullptr;            // that sibling, when there is a GPU
   std::mutex mu_;                    // rings_ creation, windows
   std::unique_ptr<Ring> rings_[2];   // [0] CPU, [1] GPU
   std::atomic<int> nRings_{0};       // rings published to the thread (index order of creation in order_)

@@ -9,8 +9,6 @@
 
 namespace tether {
 
-namespace {
-
 Op rmaOp(Op::Kind kind, void* dest, const void* src, size_t n, int pe) {
   Op op;
   op.kind = kind;
@@ -20,8 +18,6 @@ Op rmaOp(Op::Kind kind, void* dest, const void* src, size_t n, int pe) {
   op.nbytes = n;
   return op;
 }
-
-}  // namespace
 
 Status World::put(const char* call, void* dest, const void* src, size_t n, int pe, bool nbi, bool local) {
   SymRef ref;

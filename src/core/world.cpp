@@ -56,7 +56,9 @@ World::~World() {
   // Resources are released by members' destructors (segment unmapped, sockets closed) even without finalize(), in
   // reverse declaration order -- except that the stream runtime, the proxy and the DEVICE heap go first, in that
   // order, here: the heap room is declared before the GPU context (its HOST views outlive the context, which
-  // unregisters them), but DEVICE mappings must go before the context.
+  // unregisters them), but DEVICE mappings must go before the context. Messaging (its progress thread, its sibling
+  // GPU context) goes before all of them.
+  msg_.reset();
   streams_.close();
   proxy_.reset();
   ownerGpu_.reset();

@@ -6,7 +6,10 @@
 //     gate is shut (30 ms of tether_msg_test), and completes once the sender opens it;
 //  3. a busy host: after enqueueing, the host sleeps in neither tether nor the stream; the progress thread must move
 //     a rendezvous message so that the stream's flag is set when the host looks;
-//  4. bad requests fail with TETHER_ERR_INVALID_ARG.
+//  4. bad requests fail with TETHER_ERR_INVALID_ARG;
+//  5. prepared sends (tether_send_prepare) posted with one tether_msg_post_all_on_stream behind a gate: nothing moves
+//     while the gate is shut; then both neighbours' messages arrive, in the order the sends were prepared (the post
+//     lists them in the reverse order; two receives with TETHER_ANY_TAG must see tag 10 before tag 11).
 #include <unistd.h>
 
 #include <chrono>
@@ -127,6 +130,41 @@ int main() {
   MP_CHECK(tether_isend_on_stream(w, flag, 8, n, 0, s, nullptr) == TETHER_ERR_INVALID_ARG);
   tether_request_t bad = TETHER_REQUEST_NULL;
   MP_CHECK(tether_isend_on_stream(w, nullptr, 8, next, 0, s, &bad) == TETHER_ERR_INVALID_ARG);
+
+  // 5. prepared sends, posted all at once on the stream
+  {
+    const size_t sizes[2] = {700, 70000};  // one eager, one rendezvous
+    std::vector<unsigned char> out[2], in[2];
+    tether_request_t sr[2], rr[2];
+    for (int k = 0; k < 2; ++k) {
+      fillFor(&out[k], me + 100 * k, sizes[k]);
+      in[k].assign(sizes[1], 0);
+      MP_OK(tether_irecv(w, in[k].data(), sizes[1], prev, TETHER_ANY_TAG, &rr[k]));
+    }
+    for (int k = 0; k < 2; ++k) MP_OK(tether_send_prepare(w, out[k].data(), sizes[k], next, 10 + k, &sr[k]));
+    MP_OK(tether_signal_wait_until_on_stream(w, gate, TETHER_CMP_GE, 2, s));
+    const tether_request_t reversed[2] = {sr[1], sr[0]};
+    MP_OK(tether_msg_post_all_on_stream(w, 2, reversed, s));
+    MP_CHECK(tether_msg_post_all_on_stream(w, 1, &sr[0], s) == TETHER_ERR_INVALID_ARG);  // posted already
+    MP_CHECK(tether_msg_post(w, sr[1]) == TETHER_ERR_INVALID_ARG);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+      int done = 0;
+      MP_OK(tether_msg_test(w, &rr[0], &done, nullptr));
+      MP_CHECK(done == 0);
+    }
+    MP_OK(tether_barrier_all(w));
+    MP_OK(tether_signal_op(w, gate, 2, TETHER_SIGNAL_SET, me));
+    tether_msg_status_t st[2];
+    MP_OK(tether_msg_waitall(w, 2, rr, st));
+    MP_OK(tether_msg_waitall(w, 2, sr, nullptr));
+    for (int k = 0; k < 2; ++k) {
+      MP_CHECK(st[k].tag == 10 + k && st[k].bytes == sizes[k] && st[k].source == prev);
+      in[k].resize(sizes[k]);
+      expect(in[k], prev + 100 * k, sizes[k], "post_all");
+    }
+  }
+  if (me == 0) std::printf("mp_msg_stream: prepared sends posted at once on the stream, in prepared order OK\n");
 
   MP_CHECK(so->synchronize(s).isOk());
   MP_OK(tether_barrier_all(w));
