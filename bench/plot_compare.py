@@ -302,8 +302,8 @@ def save(fig, path, dpi):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 epilog="\n".join(__doc__.splitlines()[1:]),
+    first, rest = __doc__.split("\n\n", 1)
+    ap = argparse.ArgumentParser(description=first.replace("\n", " "), epilog=rest,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("inputs", nargs="*", metavar="INPUT", help="compare JSON lines, compare table (.txt) or folder")
     ap.add_argument("--pair", nargs=2, metavar=("TETHER_JSONL", "NVSHMEM_JSONL"),
