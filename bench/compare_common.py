@@ -1,6 +1,6 @@
-"""Shared by bench/device/compare_device.py and bench/stream/compare_stream.py: reading a benchmark's --json output
-(a run record, then one record per row), the argument pair (tether's file, NVSHMEM's file), the header line naming
-each side's run, and writing the table."""
+"""Shared by bench/device/compare_device.py and bench/stream/compare_stream.py (reading also by bench/plot_compare.py):
+reading a benchmark's --json output (a run record, then one record per row), the argument pair (tether's file,
+NVSHMEM's file), the header line naming each side's run, and writing the table."""
 import argparse
 import json
 import sys

@@ -19,6 +19,16 @@ from compare_common import describe, emit, load_pair  # noqa: E402
 BW_ROWS = {"put_bw", "get_bw", "put_bw_bidir"}
 
 
+def is_row(rec):
+    return "row" in rec
+
+
+def metric(rec):
+    """(field, is_bandwidth) of a row: gbps for the bandwidth rows (BW_ROWS), else us."""
+    bw = rec["row"] in BW_ROWS
+    return ("gbps" if bw else "us"), bw
+
+
 def kind(rec):
     note = rec.get("note", "")
     if note.startswith("best of the sweep"):
@@ -37,7 +47,7 @@ def main():
     a, (trun, trows), (nrun, nrows) = load_pair(__doc__, "compare_device.py",
                                                  "device.jsonl (tether_bench_device --json)",
                                                  "nvshmem_device.jsonl (tether_bench_nvshmem_device --json)",
-                                                 lambda rec: "row" in rec)
+                                                 is_row)
     nmap = {}
     for r in nrows:
         nmap.setdefault(key(r), r)
@@ -63,9 +73,7 @@ def main():
     for k in order:
         t, n = tmap.get(k), nmap.get(k)
         any_rec = t or n
-        bw = any_rec["row"] in BW_ROWS
-        metric = "GB/s" if bw else "us"
-        field = "gbps" if bw else "us"
+        field, bw = metric(any_rec)
         tv = t[field] if t else None
         nv = n[field] if n else None
         ratio = "-"
@@ -81,7 +89,8 @@ def main():
         elif n is None:
             note = (note + "; " if note else "") + "tether only"
         fmt = lambda v: "-" if v is None else f"{v:.3f}" if not bw else f"{v:.2f}"
-        lines.append(f"{k[0]:<22} {k[1]:<6} {k[2]:>12} {blocks:>9} {metric:>6} {fmt(tv):>12} {fmt(nv):>12} "
+        unit = "GB/s" if bw else "us"
+        lines.append(f"{k[0]:<22} {k[1]:<6} {k[2]:>12} {blocks:>9} {unit:>6} {fmt(tv):>12} {fmt(nv):>12} "
                      f"{ratio:>7}  {note}".rstrip())
     emit(lines, a.out)
     return 0

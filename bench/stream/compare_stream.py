@@ -17,16 +17,33 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from compare_common import describe, emit, load_pair  # noqa: E402
 
 
+def is_row(rec):
+    return rec.get("record") == "row" and "op" in rec
+
+
+def row_key(rows):
+    """The join key of a row, (name, bytes), for these rows: an op timed in several models (the halo rows: cpu_sync,
+    stream, kernel) has the model joined to its name."""
+    models = {}
+    for r in rows:
+        models.setdefault(r["op"], set()).add(r.get("model"))
+    return lambda r: (r["op"] + ("/" + r["model"] if len(models[r["op"]]) > 1 else ""), r["bytes"])
+
+
+def metric(rec):
+    """(field, is_bandwidth) of a row: bw_GBps where it has a bandwidth; else the halo rows' whole iteration
+    (iter_us_median) or one operation (lat_us_median)."""
+    if rec.get("bw_GBps") is not None:
+        return "bw_GBps", True
+    return ("lat_us_median" if "lat_us_median" in rec else "iter_us_median"), False
+
+
 def main():
     a, (trun, trows), (nrun, nrows) = load_pair(__doc__, "compare_stream.py",
                                                  "stream.jsonl (tether_bench_stream --json)",
                                                  "nvshmem_stream.jsonl (tether_bench_nvshmem_stream --json)",
-                                                 lambda rec: rec.get("record") == "row" and "op" in rec)
-    # An op timed in several models (the halo rows: cpu_sync, stream, kernel) has the model joined to its name.
-    models = {}
-    for r in trows + nrows:
-        models.setdefault(r["op"], set()).add(r.get("model"))
-    key = lambda r: (r["op"] + ("/" + r["model"] if len(models[r["op"]]) > 1 else ""), r["bytes"])
+                                                 is_row)
+    key = row_key(trows + nrows)
     tmap, nmap, order = {}, {}, []
     for rows, m in ((trows, tmap), (nrows, nmap)):
         for r in rows:
@@ -44,9 +61,7 @@ def main():
     for k in order:
         t, n = tmap.get(k), nmap.get(k)
         r0 = t or n
-        bw = r0.get("bw_GBps") is not None
-        # the halo rows time a whole iteration (iter_us_median); the others one operation (lat_us_median)
-        field = "bw_GBps" if bw else "lat_us_median" if "lat_us_median" in r0 else "iter_us_median"
+        field, bw = metric(r0)
         tv = t.get(field) if t else None
         nv = n.get(field) if n else None
         ratio = "-"
