@@ -5,10 +5,10 @@
  *  - tether_msg_init is collective (every PE of the world, once); it allocates the message rings in the symmetric
  *    heap (HOST segment). Every other call needs it first (TETHER_ERR_INVALID_ARG otherwise). tether_msg_finalize
  *    is collective too; tether_finalize releases the messaging state as well.
- *  - Buffers may be anywhere: host memory (pageable or pinned, symmetric or not) or GPU memory. A send posted from the
- *    host (tether_send, tether_isend, tether_msg_post) of a GPU buffer first waits for the work already queued on the
- *    legacy default stream; work on your own streams must be synchronised first (or start the send on the stream).
- *    A GPU receive buffer must not be in use by queued GPU work when the receive is posted. tether moves GPU bytes on
+ *  - Buffers may be anywhere: host memory (pageable or pinned, symmetric or not) or GPU memory. A send or receive
+ *    posted from the host (tether_send/recv, tether_isend/irecv, tether_msg_post) with a GPU buffer first waits for
+ *    the work already queued on the legacy default stream (so a buffer filled or cleared there is ready); work on
+ *    your own streams must be synchronised first (or start the send on the stream). tether moves GPU bytes on
  *    streams that do not wait for the legacy default stream, so kernels and stream waits on any stream may wait for
  *    messages. A send buffer must not be changed, and a receive buffer not read, until the request completes.
  *  - Matching is MPI's: a receive matches the earliest arrived message whose source and tag fit (TETHER_ANY_PE,

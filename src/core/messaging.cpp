@@ -536,10 +536,12 @@ Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int t
   if (tag < 0 && tag != TETHER_ANY_TAG)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative and not TETHER_ANY_TAG", call, tag);
   if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
+  const bool gpu = isGpu(buf);
+  if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for a send
   std::lock_guard<std::mutex> lock(mu_);
   bool did = false;
   TETHER_TRY(progress(call, &did));  // what has arrived is matched first, in arrival order
-  Req& ref = newReq(false, pe, tag, buf, bytes, isGpu(buf), req);
+  Req& ref = newReq(false, pe, tag, buf, bytes, gpu, req);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!fits(pe, it->src) || !fits(tag, it->tag)) continue;
     const Unexpected u = *it;

@@ -1,8 +1,10 @@
 // Two-sided messaging (issue #20, tether/msg.h) with GPU buffers: every pairing of host (pageable) and GPU memory
 // (cudaMalloc, not symmetric) on the sending and receiving side, eager and rendezvous sizes, a ring exchange over all
 // PEs, then a truncated rendezvous receive into GPU memory, then the stream model (a kernel fills, the send starts on
-// the stream, the stream waits for the receive, a kernel checks). Contents checked byte by byte (pattern from size,
-// source and position).
+// the stream, the stream waits for the receive, a kernel checks) on a created stream and on the legacy default stream,
+// prepared sends posted with one post_all_on_stream, and the kernel model (one kernel fills, msg_send, msg_wait on
+// the receive, checks, msg_wait on the send; block and warp scope; on a created and on the legacy stream). Contents
+// checked byte by byte (pattern from size, source and position).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +12,7 @@
 
 #include "gpu_util.h"
 #include "tether/msg.h"
+#include "tether/msg_device.cuh"
 
 namespace {
 
@@ -25,6 +28,23 @@ __global__ void kFill(unsigned char* p, size_t n, int from) {
 __global__ void kCheck(const unsigned char* p, size_t n, int from, unsigned long long* bad) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
     if (p[i] != pattern(n, from, i)) atomicAdd(bad, 1ull);
+}
+
+// Kernel model, one block: fill, start the send, wait for the receive, check, wait for the send (buffer reusable).
+template <tether::device::Scope S>
+__global__ void kStep(tether_device_handle_t h, tether_msg_send_desc_t sd, tether_msg_wait_desc_t rd,
+                      tether_msg_wait_desc_t sw, unsigned char* out, const unsigned char* in, size_t n, int me,
+                      int from, unsigned long long* bad) {
+  namespace dev = tether::device;
+  const size_t step = S == dev::Scope::Warp ? 32 : blockDim.x;
+  const size_t t = S == dev::Scope::Warp ? threadIdx.x % 32 : threadIdx.x;
+  if (S == dev::Scope::Warp && threadIdx.x >= 32) return;  // one warp does everything
+  for (size_t i = t; i < n; i += step) out[i] = pattern(n, me, i);
+  dev::msg_send<S>(h, sd);
+  dev::msg_wait<S>(h, rd);
+  for (size_t i = t; i < n; i += step)
+    if (in[i] != pattern(n, from, i)) atomicAdd(bad, 1ull);
+  dev::msg_wait<S>(h, sw);
 }
 
 }  // namespace
@@ -87,12 +107,21 @@ int main() {
     for (size_t i = 0; i < cap; ++i) MP_CHECK(check[i] == pattern(sz, from, i));
   }
   // Stream model: a kernel fills the send buffer, the send starts on the stream after it; the stream waits for the
-  // host-posted receive, then a kernel checks what arrived (mismatches counted in host-mapped memory).
-  {
-    cudaStream_t st;
-    CK(cudaStreamCreate(&st));
-    unsigned long long* bad = nullptr;
-    CK(cudaHostAlloc(reinterpret_cast<void**>(&bad), sizeof *bad, cudaHostAllocMapped));
+  // host-posted receive, then a kernel checks what arrived (mismatches counted in host-mapped memory). On a created
+  // stream and on the legacy default stream (whose waits must not block tether's own copies).
+  unsigned long long* bad = nullptr;
+  CK(cudaHostAlloc(reinterpret_cast<void**>(&bad), sizeof *bad, cudaHostAllocMapped));
+  auto expectNone = [&](const char* what, size_t sz) {
+    if (*bad != 0) {
+      char msg[128];
+      std::snprintf(msg, sizeof msg, "%s, %zu bytes: %llu bytes wrong", what, sz, *bad);
+      mp::fail(__FILE__, __LINE__, "contents", msg);
+    }
+  };
+  cudaStream_t created;
+  CK(cudaStreamCreate(&created));
+  for (cudaStream_t st : {created, cudaStream_t{nullptr}}) {
+    const char* what = st ? "stream model (created stream)" : "stream model (legacy stream)";
     for (size_t sz : {size_t{8}, size_t{8193}, size_t{1} << 20}) {
       *bad = 0;
       CK(cudaMemset(dRecv, 0, sz));
@@ -106,20 +135,74 @@ int main() {
       CK(cudaGetLastError());
       MP_OK(tether_msg_wait_on_stream(w, sr, st));  // the next round's kFill must not overwrite a buffer in flight
       CK(cudaStreamSynchronize(st));
-      if (*bad != 0) {
-        char msg[96];
-        std::snprintf(msg, sizeof msg, "stream model, %zu bytes: %llu bytes wrong", sz, *bad);
-        mp::fail(__FILE__, __LINE__, "contents", msg);
-      }
+      expectNone(what, sz);
       MP_OK(tether_msg_wait(w, &rr, nullptr));
       MP_OK(tether_msg_wait(w, &sr, nullptr));
     }
-    CK(cudaFreeHost(bad));
-    CK(cudaStreamDestroy(st));
   }
+  // Prepared sends: two of them (eager, rendezvous) posted with one call after the fill kernel, on the legacy stream.
+  {
+    const size_t half = maxBytes / 2, sizes2[2] = {4000, 300000};
+    unsigned char* outs[2] = {static_cast<unsigned char*>(dSend), static_cast<unsigned char*>(dSend) + half};
+    unsigned char* ins[2] = {static_cast<unsigned char*>(dRecv), static_cast<unsigned char*>(dRecv) + half};
+    tether_request_t rr[2], sr[2];
+    *bad = 0;
+    CK(cudaMemset(dRecv, 0, maxBytes));
+    for (int k = 0; k < 2; ++k) {
+      MP_OK(tether_irecv(w, ins[k], sizes2[k], from, 600 + k, &rr[k]));
+      MP_OK(tether_send_prepare(w, outs[k], sizes2[k], to, 600 + k, &sr[k]));
+      kFill<<<64, 256>>>(outs[k], sizes2[k], me);
+      CK(cudaGetLastError());
+    }
+    MP_OK(tether_msg_post_all_on_stream(w, 2, sr, nullptr));
+    MP_OK(tether_msg_waitall_on_stream(w, 2, rr, nullptr));
+    for (int k = 0; k < 2; ++k) kCheck<<<64, 256>>>(ins[k], sizes2[k], from, bad);
+    CK(cudaGetLastError());
+    MP_OK(tether_msg_waitall_on_stream(w, 2, sr, nullptr));
+    CK(cudaStreamSynchronize(nullptr));
+    expectNone("prepared sends posted on the stream", sizes2[1]);
+    MP_OK(tether_msg_waitall(w, 2, rr, nullptr));
+    MP_OK(tether_msg_waitall(w, 2, sr, nullptr));
+  }
+  // Kernel model: descriptors from the host, one kernel per round starts the send and waits for the receive.
+  {
+    tether_device_handle_t h;
+    MP_OK(tether_device_handle(w, &h));
+    int round = 0;
+    for (cudaStream_t st : {created, cudaStream_t{nullptr}})
+      for (int warp = 0; warp < 2; ++warp)
+        for (size_t sz : {size_t{0}, size_t{8}, size_t{8193}, size_t{1} << 20}) {
+          ++round;
+          *bad = 0;
+          CK(cudaMemset(dRecv, 0, sz + 1));
+          tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+          tether_msg_send_desc_t sd;
+          tether_msg_wait_desc_t rd, sw;
+          MP_OK(tether_irecv(w, dRecv, sz, from, 700 + round, &rr));
+          MP_OK(tether_send_prepare(w, dSend, sz, to, 700 + round, &sr));
+          MP_OK(tether_msg_send_desc(w, sr, &sd));
+          MP_OK(tether_msg_wait_desc(w, rr, &rd));
+          MP_OK(tether_msg_wait_desc(w, sr, &sw));
+          auto* o = static_cast<unsigned char*>(dSend);
+          auto* i = static_cast<const unsigned char*>(dRecv);
+          if (warp)
+            kStep<tether::device::Scope::Warp><<<1, 64, 0, st>>>(h, sd, rd, sw, o, i, sz, me, from, bad);
+          else
+            kStep<tether::device::Scope::Block><<<1, 256, 0, st>>>(h, sd, rd, sw, o, i, sz, me, from, bad);
+          CK(cudaGetLastError());
+          CK(cudaStreamSynchronize(st));
+          expectNone(warp ? "kernel model (warp)" : "kernel model (block)", sz);
+          tether_msg_status_t stt;
+          MP_OK(tether_msg_wait(w, &rr, &stt));
+          MP_CHECK(stt.source == from && stt.bytes == sz);
+          MP_OK(tether_msg_wait(w, &sr, nullptr));
+        }
+  }
+  CK(cudaFreeHost(bad));
+  CK(cudaStreamDestroy(created));
   MP_OK(tether_msg_finalize(w));
   CK(cudaFree(dSend));
   CK(cudaFree(dRecv));
-  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model OK\n", n);
+  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model OK\n", n);
   return mp::finish();
 }
