@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "gpu_util.h"
@@ -28,6 +29,12 @@ __global__ void kFill(unsigned char* p, size_t n, int from) {
 __global__ void kCheck(const unsigned char* p, size_t n, int from, unsigned long long* bad) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
     if (p[i] != pattern(n, from, i)) atomicAdd(bad, 1ull);
+}
+
+// Progress markers on stderr (GPU_MSG_TRACE=1): where a hang happened, per PE.
+void mark(int me, const char* what, size_t sz) {
+  static const bool on = std::getenv("GPU_MSG_TRACE") != nullptr;
+  if (on) std::fprintf(stderr, "[%d] gpu_msg: %s %zu\n", me, what, sz), std::fflush(stderr);
 }
 
 // Kernel model, one block: fill, start the send, wait for the receive, check, wait for the send (buffer reusable).
@@ -67,6 +74,8 @@ int main() {
     for (int recvGpu = 0; recvGpu < 2; ++recvGpu)
       for (size_t sz : sizes) {
         ++tag;
+        mark(me, sendGpu ? (recvGpu ? "host model GPU->GPU" : "host model GPU->host")
+                         : (recvGpu ? "host model host->GPU" : "host model host->host"), sz);
         for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me, i);
         if (sendGpu) CK(cudaMemcpy(dSend, hSend.data(), sz, cudaMemcpyHostToDevice));
         CK(cudaMemset(dRecv, 0, sz + 1 <= maxBytes ? sz + 1 : sz));
@@ -93,6 +102,7 @@ int main() {
       }
   // A rendezvous message into a shorter GPU buffer: the prefix arrives, the receive reports TETHER_ERR_TRUNCATED.
   {
+    mark(me, "truncation", 0);
     const size_t sz = 1 << 20, cap = 50000;
     for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me, i);
     CK(cudaMemcpy(dSend, hSend.data(), sz, cudaMemcpyHostToDevice));
@@ -123,6 +133,7 @@ int main() {
   for (cudaStream_t st : {created, cudaStream_t{nullptr}}) {
     const char* what = st ? "stream model (created stream)" : "stream model (legacy stream)";
     for (size_t sz : {size_t{8}, size_t{8193}, size_t{1} << 20}) {
+      mark(me, what, sz);
       *bad = 0;
       CK(cudaMemset(dRecv, 0, sz));
       tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
@@ -146,6 +157,7 @@ int main() {
     unsigned char* outs[2] = {static_cast<unsigned char*>(dSend), static_cast<unsigned char*>(dSend) + half};
     unsigned char* ins[2] = {static_cast<unsigned char*>(dRecv), static_cast<unsigned char*>(dRecv) + half};
     tether_request_t rr[2], sr[2];
+    mark(me, "prepared sends", 0);
     *bad = 0;
     CK(cudaMemset(dRecv, 0, maxBytes));
     for (int k = 0; k < 2; ++k) {
@@ -173,6 +185,8 @@ int main() {
       for (int warp = 0; warp < 2; ++warp)
         for (size_t sz : {size_t{0}, size_t{8}, size_t{8193}, size_t{1} << 20}) {
           ++round;
+          mark(me, warp ? (st ? "kernel model warp, created stream" : "kernel model warp, legacy stream")
+                        : (st ? "kernel model block, created stream" : "kernel model block, legacy stream"), sz);
           *bad = 0;
           CK(cudaMemset(dRecv, 0, sz + 1));
           tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
