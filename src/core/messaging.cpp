@@ -495,6 +495,10 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   op.kind = Op::Wait;
   op.pe = 0;
   op.cmp = TETHER_CMP_GE;
+  // A polling kernel, not a memop wait: the word is released after copies this process makes on its sibling
+  // streams, and a pending memop wait can hold back this process's work on other streams (core/stream_ops.h,
+  // GpuStreamOpsOptions::kernelWaits; seen here: gpu_msg's stream model hung on one H200, 2026-12-02).
+  op.spinWait = true;
   wake_.notify_all();
   return enqueueOnStream(w_, call, &op, 1, stream);
 }
