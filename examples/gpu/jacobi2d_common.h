@@ -239,7 +239,8 @@ inline Options parseOptions(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc || (a != "--n" && a != "--iters" && a != "--warmup" && a != "--model")) {
-      std::fprintf(stderr, "usage: %s [--n N] [--iters I] [--warmup W] [--model host|stream|kernel|all]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--n N] [--iters I] [--warmup W] [--model host|stream|stream-post|kernel|all]\n",
+                   argv[0]);
       std::exit(2);
     }
     const char* v = argv[++i];
@@ -288,6 +289,16 @@ inline tether_type_t columnType(const Decomp& d) {
   return col;
 }
 
+// This PE's block of the n x n grid over every PE of w. Exits 2 when n is smaller than the process grid.
+inline Decomp decomposeWorld(tether_t w, int n) {
+  const Decomp d = decompose(n, tether_n_pes(w), tether_my_pe(w));
+  if (n < d.px || n < d.py) {
+    std::fprintf(stderr, "--n %d is smaller than the %dx%d process grid\n", n, d.px, d.py);
+    std::exit(2);
+  }
+  return d;
+}
+
 // What one PE measured for one model.
 struct Result {
   double maxErr;  // largest |result - serial reference| over its cells
@@ -313,7 +324,7 @@ inline bool report(tether_t w, const char* model, int slot, const Decomp& d, con
     all.cpuUs = std::max(all.cpuUs, r.cpuUs);
   }
   const bool pass = all.maxErr <= kTolerance;
-  std::printf("%-8s %5d %4dx%-4d %6d %12.2f %12.2f %12.3g  %s\n", model, npes, d.px, d.py, d.n, all.iterUs, all.cpuUs,
+  std::printf("%-11s %5d %4dx%-4d %6d %12.2f %12.2f %12.3g  %s\n", model, npes, d.px, d.py, d.n, all.iterUs, all.cpuUs,
               all.maxErr, pass ? "PASS" : "FAIL");
   std::printf("{\"bench\":\"jacobi2d\",\"model\":\"%s\",\"pes\":%d,\"grid\":\"%dx%d\",\"n\":%d,\"iter_us\":%.3f,"
               "\"cpu_us\":%.3f,\"max_err\":%.3g,\"pass\":%s}\n",
@@ -323,7 +334,7 @@ inline bool report(tether_t w, const char* model, int slot, const Decomp& d, con
 }
 
 inline void printHeader() {
-  std::printf("%-8s %5s %9s %6s %12s %12s %12s  %s\n", "model", "pes", "grid", "n", "iter_us", "cpu_us", "max_err",
+  std::printf("%-11s %5s %9s %6s %12s %12s %12s  %s\n", "model", "pes", "grid", "n", "iter_us", "cpu_us", "max_err",
               "check");
 }
 

@@ -93,13 +93,9 @@ int main(int argc, char** argv) {
   }
   tether_t w;
   J2D_CHECK(tether_init(&w));
-  const int me = tether_my_pe(w), npes = tether_n_pes(w);
+  const int me = tether_my_pe(w);
   HostState s;
-  s.d = j2d::decompose(o.n, npes, me);
-  if (o.n < s.d.px || o.n < s.d.py) {
-    std::fprintf(stderr, "--n %d is smaller than the %dx%d process grid\n", o.n, s.d.px, s.d.py);
-    return 2;
-  }
+  s.d = j2d::decomposeWorld(w, o.n);
   J2D_CHECK(tether_msg_init(w, nullptr));
   s.halos = j2d::haloTable(s.d);
   s.column = j2d::columnType(s.d);
