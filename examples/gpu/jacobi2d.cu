@@ -1,0 +1,450 @@
+// 2-D Jacobi on GPUs with the halo exchange over tether's two-sided messaging (issue #20; docs/msg.md
+// "Applications"), in the three execution models of tether/msg.h, each checked against a serial Jacobi of the whole
+// grid computed on the host of every PE:
+//
+//   tetherrun -n 4 ./tether_jacobi2d --n 1024 --iters 100 --warmup 10 --model all
+//   (--model host | stream | stream-post | kernel | all: every one in turn on the same problem)
+//
+// Problem, decomposition, halo table and check: jacobi2d_common.h (px x py PEs; 2 PEs split along x, so the strided
+// column halo is exchanged; 4 PEs exchange rows and columns). Each PE keeps two iterates of its block with a one-cell
+// halo in GPU memory (cudaMalloc: messaging takes any buffer, the symmetric heap is not needed). Rows travel straight
+// from and into the field; a column is packed by the datatype engine (a committed tether_type_vector of doubles,
+// tether_type_pack_async / unpack_async on the solver's stream) into a contiguous send buffer and unpacked from a
+// contiguous receive buffer -- except in the kernel model, whose one kernel packs and unpacks the columns itself.
+//
+// Iteration k reads field[k % 2] and writes field[(k + 1) % 2]. Receive buffers (column buffers and, through the field
+// parity, the halo rows) alternate with k % 2, which is what lets the stream and kernel models post the receives of
+// iteration k + 1 while the GPU may still be reading those of iteration k: a neighbour's message of iteration k + 1
+// leaves only after the neighbour has received our message of iteration k, which we send after our iteration k - 1
+// finished with the buffers of parity (k + 1) % 2. Send buffers are single: every model makes the sends of iteration
+// k complete before iteration k + 1 rewrites them (and before iteration k + 1 overwrites the rows sent from the field).
+//
+// The models, per iteration:
+//  host    irecv x4 (host) | pack (stream) | cudaStreamSynchronize | isend x4 | waitall | unpack + compute (stream).
+//  stream  irecv x4 (host) | pack, isend_on_stream x4, waitall_on_stream (sends and receives), unpack, compute (all on
+//          the stream) | the host frees iteration k - 1's requests (tether_msg_waitall, which does not wait for the
+//          stream). The host never synchronises the stream inside the loop.
+//  stream-post  the same with prepared sends: tether_send_prepare x4 on the host, ONE tether_msg_post_all_on_stream.
+//  kernel  irecv x4 + wait descriptors, send_prepare x4 + send/wait descriptors (host) | ONE cooperative kernel: pack,
+//          msg_send x4, inner cells, msg_wait on the receives and sends, unpack, edge cells | the host waits for
+//          iteration k - 1's kernel (event) and frees its requests (a descriptor must not outlive its request).
+//
+// Timing: per iteration, the interval between CUDA events recorded on the solver's stream at the iteration's start
+// (GPU timeline: it includes every host wait that delays the stream); iter_us is the median over the timed
+// iterations, cpu_us the process CPU time (every thread, tether's progress thread included) over the timed loop
+// divided by the iterations. PE 0 prints the worst value over the PEs (table + one JSON line per model).
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "jacobi2d_common.h"
+#include "tether/msg_device.cuh"
+
+#define J2D_CUDA(call)                                                                             \
+  do {                                                                                             \
+    const cudaError_t e_ = (call);                                                                 \
+    if (e_ != cudaSuccess) j2d::die(__FILE__, __LINE__, #call, "CUDA error", cudaGetErrorString(e_)); \
+  } while (0)
+
+namespace {
+
+using j2d::Buffers;
+using j2d::Decomp;
+using j2d::Halo;
+using j2d::kDirs;
+
+constexpr int kBlock = 256;  // threads per block of the kernel model's kernel
+
+// ---- kernels ------------------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void updateCell(const double* u, double* v, size_t pitch, int r, int c) {
+  const size_t i = static_cast<size_t>(r) * pitch + static_cast<size_t>(c);
+  v[i] = j2d::stencil(u[i - pitch], u[i + pitch], u[i - 1], u[i + 1]);
+}
+
+// Host and stream models: every owned cell of v from u (one thread per cell, 2-D grid).
+__global__ void computeAll(const double* u, double* v, size_t pitch, int lx, int ly) {
+  const int c = 1 + static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int r = 1 + static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (r <= ly && c <= lx) updateCell(u, v, pitch, r, c);
+}
+
+// One halo as the kernel model's kernel sees it. Strided halos have packFrom/unpackTo (the first owned / halo cell of
+// the column, cells a pitch apart) and contiguous buffers; row halos have null packFrom/unpackTo (the messages use
+// the field's rows directly).
+struct DevHalo {
+  const double* packFrom;
+  double* unpackTo;
+  double* sendBuf;
+  const double* recvBuf;
+  int count;
+  tether_msg_send_desc_t send;      // starts this halo's prepared send
+  tether_msg_wait_desc_t sent;      // that send is complete (its buffer may be rewritten)
+  tether_msg_wait_desc_t received;  // this halo's receive is complete
+};
+
+struct StepArgs {
+  const double* u;
+  double* v;
+  size_t pitch;
+  int lx, ly, nh;
+  DevHalo halo[kDirs];
+};
+
+// The kernel model: a whole iteration in one kernel, launched cooperatively (every block resident) because its
+// phases need grid-wide order: all column packs before the sends start, all receives complete before any block
+// unpacks, all unpacks before the edge cells are computed. Cross-block ordering therefore uses grid.sync(); the
+// messaging itself is done by block 0 alone (msg_send / msg_wait at block scope), so one thread polls each completion
+// word and every other block simply waits at the next grid.sync(). Stores that a send carries are made visible at
+// system scope by each storing thread (__threadfence_system) before the grid sync that precedes msg_send, whose
+// release store then starts the copy.
+__global__ void kernelModelStep(tether_device_handle_t h, StepArgs a) {
+  namespace cg = cooperative_groups;
+  using tether::device::Scope;
+  cg::grid_group grid = cg::this_grid();
+  const int tid = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int nth = static_cast<int>(gridDim.x * blockDim.x);
+  for (int i = 0; i < a.nh; ++i) {
+    const DevHalo& hl = a.halo[i];
+    if (hl.packFrom)
+      for (int j = tid; j < hl.count; j += nth) hl.sendBuf[j] = hl.packFrom[static_cast<size_t>(j) * a.pitch];
+  }
+  __threadfence_system();
+  grid.sync();
+  if (blockIdx.x == 0)
+    for (int i = 0; i < a.nh; ++i) tether::device::msg_send<Scope::Block>(h, a.halo[i].send);
+  int r = 0, c = 0;
+  for (int t = tid; t < j2d::innerCells(a.lx, a.ly); t += nth) {  // needs no halo: overlaps the messages
+    j2d::innerCell(t, a.lx, &r, &c);
+    updateCell(a.u, a.v, a.pitch, r, c);
+  }
+  if (blockIdx.x == 0)
+    for (int i = 0; i < a.nh; ++i) {
+      tether::device::msg_wait<Scope::Block>(h, a.halo[i].received);
+      tether::device::msg_wait<Scope::Block>(h, a.halo[i].sent);  // the next kernel rewrites the send buffers
+    }
+  grid.sync();
+  for (int i = 0; i < a.nh; ++i) {
+    const DevHalo& hl = a.halo[i];
+    if (hl.unpackTo)
+      for (int j = tid; j < hl.count; j += nth) hl.unpackTo[static_cast<size_t>(j) * a.pitch] = hl.recvBuf[j];
+  }
+  grid.sync();
+  for (int t = tid; t < j2d::ringCells(a.lx, a.ly); t += nth) {
+    j2d::ringCell(t, a.lx, a.ly, &r, &c);
+    updateCell(a.u, a.v, a.pitch, r, c);
+  }
+}
+
+// ---- per-PE state ---------------------------------------------------------------------------------------------
+
+struct GpuState {
+  Decomp d;
+  std::vector<Halo> halos;
+  tether_type_t column = nullptr;  // one column of the field (ly doubles a pitch apart), committed
+  cudaStream_t stream = nullptr;
+  double* field[2] = {};
+  double* sendBuf[kDirs] = {};     // strided halos only
+  double* recvBuf[2][kDirs] = {};  // strided halos only, by iteration parity
+  tether_device_handle_t dh{};     // kernel model
+  int coopBlocks = 0;              // kernel model: blocks of the cooperative launch
+  cudaEvent_t kernelDone[2] = {};  // kernel model: after iteration k's kernel, by parity
+
+  Buffers buffers(int k) const {
+    Buffers b{field[k & 1], {}, {}};
+    for (int dir = 0; dir < kDirs; ++dir) {
+      b.sendBuf[dir] = sendBuf[dir];
+      b.recvBuf[dir] = recvBuf[k & 1][dir];
+    }
+    return b;
+  }
+};
+
+// The requests of one iteration that the host has not freed yet (stream and kernel models free them one iteration
+// late).
+struct Pending {
+  tether_request_t reqs[2 * kDirs];
+  size_t n = 0;
+};
+
+void freeRequests(tether_t w, Pending* p) {
+  if (p->n) J2D_CHECK(tether_msg_waitall(w, p->n, p->reqs, nullptr));
+  p->n = 0;
+}
+
+double* gpuAlloc(size_t doubles) {
+  void* p = nullptr;
+  J2D_CUDA(cudaMalloc(&p, doubles * sizeof(double)));
+  return static_cast<double*>(p);
+}
+
+// Blocks of the kernel model's cooperative launch: at most one per SM (a cooperative grid must be resident at once,
+// and PEs may share the GPU), at most what the block's cells need, at least 1.
+int cooperativeBlocks(const Decomp& d) {
+  int dev = 0, coop = 0, sms = 0, perSm = 0;
+  J2D_CUDA(cudaGetDevice(&dev));
+  J2D_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  if (!coop) j2d::die(__FILE__, __LINE__, "cudaDevAttrCooperativeLaunch", "the kernel model needs cooperative launch",
+                      "this GPU has none");
+  J2D_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  J2D_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernelModelStep, kBlock, 0));
+  const long cells = static_cast<long>(d.lx) * d.ly;
+  long blocks = std::min<long>(sms, static_cast<long>(perSm) * sms);
+  blocks = std::min(blocks, (cells + kBlock - 1) / kBlock);
+  return static_cast<int>(std::max(1L, blocks));
+}
+
+void setup(tether_t w, GpuState* g, bool kernelModel) {
+  g->halos = j2d::haloTable(g->d);
+  g->column = j2d::columnType(g->d);
+  // Non-blocking: tether's own GPU copies (the legacy default stream included) must never queue behind this stream's
+  // kernels -- the kernel model's kernel waits inside for bytes that such copies bring.
+  J2D_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  g->field[0] = gpuAlloc(g->d.cells());
+  g->field[1] = gpuAlloc(g->d.cells());
+  for (const Halo& h : g->halos)
+    if (h.strided) {
+      g->sendBuf[h.dir] = gpuAlloc(static_cast<size_t>(h.count));
+      g->recvBuf[0][h.dir] = gpuAlloc(static_cast<size_t>(h.count));
+      g->recvBuf[1][h.dir] = gpuAlloc(static_cast<size_t>(h.count));
+    }
+  // Load every kernel now (the datatype engine's and ours): a lazy module load at a first launch inside the timed
+  // loop may synchronise the context (tether.h, tether_doorbell_create), stalling behind a stream that waits for a
+  // message.
+  J2D_CHECK_TYPE(tether_type_gpu_calibrate(0, nullptr, 0));
+  cudaFuncAttributes attr;
+  J2D_CUDA(cudaFuncGetAttributes(&attr, computeAll));
+  J2D_CUDA(cudaFuncGetAttributes(&attr, kernelModelStep));
+  if (kernelModel) {
+    J2D_CHECK(tether_device_handle(w, &g->dh));
+    g->coopBlocks = cooperativeBlocks(g->d);
+    for (cudaEvent_t& e : g->kernelDone)
+      J2D_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync));
+  }
+}
+
+void teardown(GpuState* g) {
+  for (cudaEvent_t e : g->kernelDone)
+    if (e) J2D_CUDA(cudaEventDestroy(e));
+  for (int dir = 0; dir < kDirs; ++dir)
+    for (double* p : {g->sendBuf[dir], g->recvBuf[0][dir], g->recvBuf[1][dir]})
+      if (p) J2D_CUDA(cudaFree(p));
+  J2D_CUDA(cudaFree(g->field[0]));
+  J2D_CUDA(cudaFree(g->field[1]));
+  J2D_CUDA(cudaStreamDestroy(g->stream));
+  J2D_CHECK_TYPE(tether_type_free(&g->column));
+}
+
+// Both iterates back to the initial values (boundary halo cells included). The stream is idle here.
+void resetFields(const GpuState& g) {
+  const std::vector<double> init = j2d::initialField(g.d);
+  for (double* f : g.field) J2D_CUDA(cudaMemcpy(f, init.data(), init.size() * sizeof(double), cudaMemcpyHostToDevice));
+}
+
+// ---- the exchange and compute steps shared by the host and stream models ------------------------------------------
+
+void packColumns(const GpuState& g, const Buffers& b) {
+  for (const Halo& h : g.halos)
+    if (h.strided) {
+      int64_t done = 0;
+      J2D_CHECK_TYPE(tether_type_pack_async(g.column, 1, b.field + h.sendAt, 0, static_cast<int64_t>(h.bytes()),
+                                            b.sendBuf[h.dir], &done, g.stream));
+    }
+}
+
+void unpackColumns(const GpuState& g, const Buffers& b) {
+  for (const Halo& h : g.halos)
+    if (h.strided) {
+      int64_t done = 0;
+      J2D_CHECK_TYPE(tether_type_unpack_async(g.column, 1, b.recvBuf[h.dir], 0, static_cast<int64_t>(h.bytes()),
+                                              b.field + h.recvAt, &done, g.stream));
+    }
+}
+
+void computeOnStream(const GpuState& g, int k) {
+  const dim3 block(32, 8);
+  const dim3 grid((static_cast<unsigned>(g.d.lx) + 31) / 32, (static_cast<unsigned>(g.d.ly) + 7) / 8);
+  computeAll<<<grid, block, 0, g.stream>>>(g.field[k & 1], g.field[(k + 1) & 1], g.d.pitch(), g.d.lx, g.d.ly);
+  J2D_CUDA(cudaGetLastError());
+}
+
+// ---- the three models: one iteration each --------------------------------------------------------------------------
+
+void hostStep(tether_t w, GpuState& g, int k, Pending*) {
+  const Buffers b = g.buffers(k);
+  const size_t nh = g.halos.size();
+  tether_request_t reqs[2 * kDirs];
+  j2d::postReceives(w, g.halos, b, reqs);
+  packColumns(g, b);
+  J2D_CUDA(cudaStreamSynchronize(g.stream));  // packed columns, and the rows the previous iteration computed
+  j2d::postSends(w, g.halos, b, reqs + nh);
+  J2D_CHECK(tether_msg_waitall(w, 2 * nh, reqs, nullptr));
+  unpackColumns(g, b);
+  computeOnStream(g, k);
+}
+
+// The stream model. prepared = false: each send starts on the stream with tether_isend_on_stream. prepared = true
+// (model "stream-post"): the host prepares the sends before the pack (tether_send_prepare: bookkeeping only, the
+// buffer may still be written) and ONE tether_msg_post_all_on_stream starts them after it (libmp's
+// mp_isend_post_all_on_stream).
+void streamIteration(tether_t w, GpuState& g, int k, Pending* pending, bool prepared) {
+  const Buffers b = g.buffers(k);
+  const size_t nh = g.halos.size();
+  Pending& p = pending[k & 1];
+  tether_request_t* sends = p.reqs + nh;
+  j2d::postReceives(w, g.halos, b, p.reqs);
+  for (size_t i = 0; prepared && i < nh; ++i) {
+    const Halo& h = g.halos[i];
+    J2D_CHECK(tether_send_prepare(w, j2d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &sends[i]));
+  }
+  packColumns(g, b);
+  if (prepared) J2D_CHECK(tether_msg_post_all_on_stream(w, nh, sends, g.stream));
+  for (size_t i = 0; !prepared && i < nh; ++i) {
+    const Halo& h = g.halos[i];
+    J2D_CHECK(tether_isend_on_stream(w, j2d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), g.stream, &sends[i]));
+  }
+  p.n = 2 * nh;
+  // Receives: unpack and compute need the halo. Sends: the next iteration rewrites their buffers.
+  J2D_CHECK(tether_msg_waitall_on_stream(w, p.n, p.reqs, g.stream));
+  unpackColumns(g, b);
+  computeOnStream(g, k);
+  freeRequests(w, &pending[(k + 1) & 1]);  // iteration k - 1's
+}
+void streamStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, false); }
+void streamPostStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, true); }
+
+// The kernel's view of halo i of iteration k, with the descriptors of its prepared send and its receive.
+DevHalo devHalo(tether_t w, const Buffers& b, const Halo& h, tether_request_t send,
+                tether_request_t recv) {
+  DevHalo dh{};
+  dh.count = h.count;
+  if (h.strided) {
+    dh.packFrom = b.field + h.sendAt;
+    dh.unpackTo = b.field + h.recvAt;
+    dh.sendBuf = b.sendBuf[h.dir];
+    dh.recvBuf = b.recvBuf[h.dir];
+  }
+  J2D_CHECK(tether_msg_send_desc(w, send, &dh.send));
+  J2D_CHECK(tether_msg_wait_desc(w, send, &dh.sent));
+  J2D_CHECK(tether_msg_wait_desc(w, recv, &dh.received));
+  return dh;
+}
+
+void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
+  const Buffers b = g.buffers(k);
+  const size_t nh = g.halos.size();
+  Pending& p = pending[k & 1];
+  j2d::postReceives(w, g.halos, b, p.reqs);
+  StepArgs a{};
+  a.u = g.field[k & 1];
+  a.v = g.field[(k + 1) & 1];
+  a.pitch = g.d.pitch();
+  a.lx = g.d.lx;
+  a.ly = g.d.ly;
+  a.nh = static_cast<int>(nh);
+  for (size_t i = 0; i < nh; ++i) {
+    const Halo& h = g.halos[i];
+    J2D_CHECK(tether_send_prepare(w, j2d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &p.reqs[nh + i]));
+    a.halo[i] = devHalo(w, b, h, p.reqs[nh + i], p.reqs[i]);
+  }
+  p.n = 2 * nh;
+  J2D_CUDA(tether::device::launch_cooperative(kernelModelStep, dim3(static_cast<unsigned>(g.coopBlocks)), dim3(kBlock),
+                                              0, g.stream, g.dh, a));
+  J2D_CUDA(cudaEventRecord(g.kernelDone[k & 1], g.stream));
+  // Iteration k - 1's requests: its kernel may still poll their descriptors until it ends, so wait for it first (it
+  // is one kernel behind: the GPU already has this iteration's kernel queued).
+  Pending& prev = pending[(k + 1) & 1];
+  if (prev.n) {
+    J2D_CUDA(cudaEventSynchronize(g.kernelDone[(k + 1) & 1]));
+    freeRequests(w, &prev);
+  }
+}
+
+using StepFn = void (*)(tether_t, GpuState&, int, Pending*);
+
+struct Model {
+  const char* name;
+  StepFn step;
+};
+const Model kModels[] = {
+    {"host", hostStep}, {"stream", streamStep}, {"stream-post", streamPostStep}, {"kernel", kernelStep}};
+
+// Runs warmup + iters iterations of one model from the initial values and measures the timed ones; returns this
+// PE's measurements and its error against the serial reference.
+j2d::Result runModel(tether_t w, GpuState& g, const Model& m, const j2d::Options& o,
+                     const std::vector<double>& reference) {
+  resetFields(g);
+  Pending pending[2];
+  std::vector<cudaEvent_t> marks(static_cast<size_t>(o.iters) + 1);
+  for (cudaEvent_t& e : marks) J2D_CUDA(cudaEventCreate(&e));
+  const int total = o.warmup + o.iters;
+  double cpu0 = 0;
+  for (int k = 0; k < total; ++k) {
+    if (k == o.warmup) cpu0 = j2d::cpuTimeUs();
+    if (k >= o.warmup) J2D_CUDA(cudaEventRecord(marks[static_cast<size_t>(k - o.warmup)], g.stream));
+    m.step(w, g, k, pending);
+  }
+  J2D_CUDA(cudaEventRecord(marks.back(), g.stream));
+  J2D_CUDA(cudaStreamSynchronize(g.stream));  // first: the kernel model's last kernel uses its requests' descriptors
+  freeRequests(w, &pending[0]);
+  freeRequests(w, &pending[1]);
+  const double cpuUs = (j2d::cpuTimeUs() - cpu0) / o.iters;
+  std::vector<double> us;
+  for (size_t t = 0; t + 1 < marks.size(); ++t) {
+    float ms = 0;
+    J2D_CUDA(cudaEventElapsedTime(&ms, marks[t], marks[t + 1]));
+    us.push_back(1000.0 * ms);
+  }
+  for (cudaEvent_t e : marks) J2D_CUDA(cudaEventDestroy(e));
+  std::vector<double> result(g.d.cells());
+  J2D_CUDA(cudaMemcpy(result.data(), g.field[total & 1], result.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  return j2d::Result{j2d::maxError(g.d, result.data(), reference), j2d::median(us), cpuUs};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const j2d::Options o = j2d::parseOptions(argc, argv);
+  std::vector<Model> run;
+  for (const Model& m : kModels)
+    if (o.model == "all" || o.model == m.name) run.push_back(m);
+  if (run.empty()) {
+    std::fprintf(stderr, "%s: unknown --model '%s' (host, stream, stream-post, kernel or all)\n", argv[0],
+                 o.model.c_str());
+    return 2;
+  }
+  tether_t w;
+  J2D_CHECK(tether_init(&w));
+  const int me = tether_my_pe(w);
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    if (me == 0) std::printf("SKIP: no GPU visible\n");
+    J2D_CHECK(tether_finalize(w));
+    return 77;
+  }
+  GpuState g;
+  g.d = j2d::decomposeWorld(w, o.n);
+  J2D_CHECK(tether_msg_init(w, nullptr));
+  bool kernelModel = false;
+  for (const Model& m : run) kernelModel = kernelModel || m.step == kernelStep;
+  setup(w, &g, kernelModel);
+  const std::vector<double> reference = j2d::serialJacobi(o.n, o.warmup + o.iters);
+  if (me == 0) j2d::printHeader();
+  bool pass = true;
+  for (size_t i = 0; i < run.size(); ++i) {
+    J2D_CHECK(tether_barrier_all(w));
+    const j2d::Result r = runModel(w, g, run[i], o, reference);
+    if (!(r.maxErr <= j2d::kTolerance))
+      std::fprintf(stderr, "PE %d (block %d,%d), model %s: max error %.3g against the serial Jacobi: FAIL\n", me,
+                   g.d.rx, g.d.ry, run[i].name, r.maxErr);
+    pass = j2d::report(w, run[i].name, static_cast<int>(i), g.d, r) && pass;
+  }
+  teardown(&g);
+  J2D_CHECK(tether_msg_finalize(w));
+  J2D_CHECK(tether_finalize(w));
+  if (me == 0) std::printf("jacobi2d: %s\n", pass ? "PASS" : "FAIL");
+  return pass ? 0 : 1;
+}
