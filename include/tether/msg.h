@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tether/datatype.h"
 #include "tether/tether.h"
 
 #ifdef __cplusplus
@@ -90,6 +91,22 @@ tether_status_t tether_msg_test(tether_t world, tether_request_t* req, int* done
 tether_status_t tether_msg_waitall(tether_t world, size_t n, tether_request_t* reqs, tether_msg_status_t* statuses);
 tether_status_t tether_msg_waitany(tether_t world, size_t n, tether_request_t* reqs, size_t* index,
                                tether_msg_status_t* status);
+
+/* Typed messages (MPI's (buf, count, datatype)): count instances of a committed datatype (tether/datatype.h) at buf
+ * travel as their packed bytes, in type-map order; the receiver's type may lay them out differently (only the byte
+ * count matters for matching and truncation, as MPI's type signatures). A typed send packs when it is posted (buf may
+ * be reused when the call returns); a typed receive unpacks when wait/test/waitall/waitany report it complete (also
+ * a truncated one: the bytes that arrived). status.bytes counts packed bytes. Host buffers are packed by the host
+ * packer, GPU buffers by the GPU engine on the legacy default stream (synchronously: after that stream's earlier
+ * work). The handle is duplicated: the caller may free its type at once. Untyped and typed calls match each other.
+ * Not yet in the stream or kernel model. */
+tether_status_t tether_send_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe, int tag);
+tether_status_t tether_recv_typed(tether_t world, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                  tether_msg_status_t* status);
+tether_status_t tether_isend_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe,
+                                   int tag, tether_request_t* req);
+tether_status_t tether_irecv_typed(tether_t world, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                   tether_request_t* req);
 
 /* Stream model (libmp's mp_isend_on_stream / mp_wait_on_stream). stream: a cudaStream_t (NULL = the legacy default
  * stream); without a GPU, tether's CPU stream emulation.

@@ -1244,6 +1244,33 @@ tether_status_t tether_isend_on_stream(tether_t w, const void* buf, size_t bytes
   });
 }
 
+tether_status_t tether_send_typed(tether_t w, const void* buf, int64_t count, tether_type_t type, int pe, int tag) {
+  return withMsg(w, "tether_send_typed", [&](tether::Messaging& m) {
+    return m.sendTypedBlocking("tether_send_typed", buf, count, type, pe, tag);
+  });
+}
+
+tether_status_t tether_recv_typed(tether_t w, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                  tether_msg_status_t* status) {
+  return withMsg(w, "tether_recv_typed", [&](tether::Messaging& m) {
+    return m.recvTypedBlocking("tether_recv_typed", buf, count, type, pe, tag, status);
+  });
+}
+
+tether_status_t tether_isend_typed(tether_t w, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                   tether_request_t* req) {
+  return withMsg(w, "tether_isend_typed", [&](tether::Messaging& m) {
+    return m.isendTyped("tether_isend_typed", buf, count, type, pe, tag, req);
+  });
+}
+
+tether_status_t tether_irecv_typed(tether_t w, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                   tether_request_t* req) {
+  return withMsg(w, "tether_irecv_typed", [&](tether::Messaging& m) {
+    return m.irecvTyped("tether_irecv_typed", buf, count, type, pe, tag, req);
+  });
+}
+
 tether_status_t tether_send_prepare(tether_t w, const void* buf, size_t bytes, int pe, int tag, tether_request_t* req) {
   return withMsg(w, "tether_send_prepare",
                  [&](tether::Messaging& m) { return m.prepare("tether_send_prepare", buf, bytes, pe, tag, req); });

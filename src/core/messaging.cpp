@@ -11,7 +11,9 @@
 #include "core/sibling_paths.h"
 #include "core/stream.h"
 #include "core/world.h"
+#include "datatype/handle.h"
 #include "gpu/gpu.h"
+#include "tether/datatype.h"
 
 namespace tether {
 
@@ -62,6 +64,21 @@ struct Messaging::Req {
   bool posted = false;          // a prepared send whose start was requested (post, stream post or descriptor)
   uint32_t trig = kNoWord, doneWord = kNoWord;
   uint64_t trigGen = 0, doneGen = 0;
+  std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
+};
+
+// A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
+// A send is packed when posted; a receive is unpacked when it is reported complete (finish). type is this room's own
+// duplicate of the user's handle (the user may free theirs at once), freed with the request.
+struct Messaging::Typed {
+  tether_type_t type = nullptr;
+  int64_t count = 0;
+  void* user = nullptr;
+  bool gpu = false;        // the user's buffer is GPU memory (the GPU engine packs / unpacks, on the legacy stream)
+  std::vector<char> packed;
+  ~Typed() {
+    if (type) tether_type_free(&type);
+  }
 };
 
 struct Messaging::Unexpected {
@@ -277,9 +294,15 @@ Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe,
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
   const bool gpu = isGpu(buf);
   if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: the legacy stream's work lands
+  return postSend(call, buf, bytes, pe, tag, gpu, nullptr, req);
+}
+
+Status Messaging::postSend(const char* call, const void* buf, size_t bytes, int pe, int tag, bool gpu,
+                           std::unique_ptr<Typed> typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(threadError_);
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
+  r.typed = std::move(typed);
   if (armedTo_[static_cast<size_t>(pe)]) {  // behind a prepared send to pe that has not started: keep the order
     arm(r);
     return Status::ok();
@@ -534,18 +557,29 @@ void Messaging::threadMain() {
 }
 
 Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+  TETHER_TRY(checkRecv(call, buf, bytes, pe, tag, req));
+  const bool gpu = isGpu(buf);
+  if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for a send
+  return postRecv(call, buf, bytes, pe, tag, gpu, nullptr, req);
+}
+
+Status Messaging::checkRecv(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const {
   if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
   *req = 0;
   if (pe != TETHER_ANY_PE) TETHER_TRY(w_.checkPe(call, pe));
   if (tag < 0 && tag != TETHER_ANY_TAG)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: tag %d is negative and not TETHER_ANY_TAG", call, tag);
   if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %zu bytes", call, bytes);
-  const bool gpu = isGpu(buf);
-  if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for a send
+  return Status::ok();
+}
+
+Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu,
+                           std::unique_ptr<Typed> typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
   bool did = false;
   TETHER_TRY(progress(call, &did));  // what has arrived is matched first, in arrival order
   Req& ref = newReq(false, pe, tag, buf, bytes, gpu, req);
+  ref.typed = std::move(typed);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!fits(pe, it->src) || !fits(tag, it->tag)) continue;
     const Unexpected u = *it;
@@ -567,6 +601,92 @@ Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int t
   }
   posted_.push_back(&ref);
   return Status::ok();
+}
+
+// ---- typed messages ----------------------------------------------------------------------------------------------
+
+namespace {
+
+Status typeFail(const char* call, tether_status_t code) {
+  return Status(code, strprintf("%s: %s", call, tether_type_last_error()));
+}
+
+}  // namespace
+
+Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_type_t type,
+                            std::unique_ptr<Typed>* out) {
+  if (!type) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: type is NULL", call);
+  if (!type->canonical) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: type is not committed (tether_type_commit)", call);
+  if (count < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: count %lld is negative", call, static_cast<long long>(count));
+  int64_t bytes = 0;
+  tether_status_t e = tether_type_packed_size(type, count, &bytes);
+  if (e != TETHER_SUCCESS) return typeFail(call, e);
+  if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %lld packed bytes", call,
+                                 static_cast<long long>(bytes));
+  std::unique_ptr<Typed> t(new Typed);
+  if ((e = tether_type_dup(type, &t->type)) != TETHER_SUCCESS) return typeFail(call, e);  // committed as type is
+  t->count = count;
+  t->user = buf;
+  t->gpu = isGpu(buf);
+  t->packed.resize(static_cast<size_t>(bytes));
+  *out = std::move(t);
+  return Status::ok();
+}
+
+// Host user buffers by the host packer, GPU ones by the GPU engine on the legacy default stream (pageable packed
+// bytes: complete on return, after the stream's earlier work, as msg.h promises for host-posted GPU buffers).
+Status Messaging::pack(const char* call, Typed& t) {
+  int64_t done = 0;
+  const int64_t n = static_cast<int64_t>(t.packed.size());
+  const tether_status_t e =
+      t.gpu ? tether_type_pack_async(t.type, t.count, t.user, 0, n, t.packed.data(), &done, nullptr)
+            : tether_type_pack(t.type, t.count, t.user, 0, n, t.packed.data(), &done);
+  return e == TETHER_SUCCESS ? Status::ok() : typeFail(call, e);
+}
+
+Status Messaging::unpack(const char* call, Typed& t, size_t bytes) {
+  int64_t done = 0;
+  const int64_t n = static_cast<int64_t>(bytes);
+  const tether_status_t e =
+      t.gpu ? tether_type_unpack_async(t.type, t.count, t.packed.data(), 0, n, t.user, &done, nullptr)
+            : tether_type_unpack(t.type, t.count, t.packed.data(), 0, n, t.user, &done);
+  return e == TETHER_SUCCESS ? Status::ok() : typeFail(call, e);
+}
+
+Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                             uint64_t* req) {
+  std::unique_ptr<Typed> t;
+  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
+  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
+  TETHER_TRY(pack(call, *t));
+  const void* packed = t->packed.data();
+  const size_t bytes = t->packed.size();
+  return postSend(call, packed, bytes, pe, tag, false, std::move(t), req);
+}
+
+Status Messaging::irecvTyped(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                             uint64_t* req) {
+  std::unique_ptr<Typed> t;
+  TETHER_TRY(checkRecv(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
+  TETHER_TRY(makeTyped(call, buf, count, type, &t));
+  if (t->gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for irecv
+  void* packed = t->packed.data();
+  const size_t bytes = t->packed.size();
+  return postRecv(call, packed, bytes, pe, tag, false, std::move(t), req);
+}
+
+Status Messaging::sendTypedBlocking(const char* call, const void* buf, int64_t count, tether_type_t type, int pe,
+                                    int tag) {
+  uint64_t req = 0;
+  TETHER_TRY(isendTyped(call, buf, count, type, pe, tag, &req));
+  return waitOrWithdraw(call, req, nullptr);
+}
+
+Status Messaging::recvTypedBlocking(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                    tether_msg_status_t* st) {
+  uint64_t req = 0;
+  TETHER_TRY(irecvTyped(call, buf, count, type, pe, tag, &req));
+  return waitOrWithdraw(call, req, st);
 }
 
 // A receive r matched an RTS: ask for min(message, buffer) bytes (a CTS through this PE's ring to src).
@@ -877,7 +997,12 @@ void Messaging::fill(const Req& r, tether_msg_status_t* st) const {
 
 Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
   auto it = reqs_.find(*req);
-  const Req& r = *it->second;
+  Req& r = *it->second;
+  // A typed receive's bytes reach the user's layout now (also a truncated one: the bytes that arrived).
+  if (r.typed && !r.send && r.result.code() != TETHER_ERR_TIMEOUT) {
+    Status u = unpack("tether_irecv_typed", *r.typed, std::min(r.msgBytes, r.cap));
+    if (!u.isOk() && r.result.isOk()) r.result = u;
+  }
   fill(r, st);
   Status s = r.result;
   releaseWords(*it->second);

@@ -47,6 +47,7 @@
 
 #include "base/status.h"
 #include "core/op.h"
+#include "tether/datatype.h"
 #include "tether/msg.h"
 
 namespace tether {
@@ -68,6 +69,15 @@ class Messaging {
   Status sendBlocking(const char* call, const void* buf, size_t bytes, int pe, int tag);
   Status recvBlocking(const char* call, void* buf, size_t bytes, int pe, int tag, tether_msg_status_t* st);
   Status irecv(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  // Typed messages: count elements of type at buf travel as their packed bytes (a contiguous message). A send packs
+  // when posted (buf may be reused at once); a receive gets the packed bytes into its own buffer and unpacks them into
+  // buf when it is reported complete (wait/test/...). The type is duplicated: the caller may free its handle.
+  Status isendTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                    uint64_t* req);
+  Status irecvTyped(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag, uint64_t* req);
+  Status sendTypedBlocking(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag);
+  Status recvTypedBlocking(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                           tether_msg_status_t* st);
   // *done = whether *req completed; if so *req = 0, *st filled and the request's own result returned.
   Status test(const char* call, uint64_t* req, bool* done, tether_msg_status_t* st);
   Status wait(const char* call, uint64_t* req, tether_msg_status_t* st);
@@ -97,6 +107,7 @@ class Messaging {
   struct Req;
   struct Unexpected;
   struct Out;
+  struct Typed;
   class Pool;
 
   Messaging(World& w, size_t eager, size_t slots, size_t unexpected);
@@ -112,6 +123,15 @@ class Messaging {
   // isend's argument checks (also isendOnStream's); *req = 0 first.
   Status checkSend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
   void queueSend(Req& r);  // r joins its destination's queue (EAGER or RTS)
+  // The posting steps after the argument checks (typed: the request owns the packed bytes buf points into).
+  Status postSend(const char* call, const void* buf, size_t bytes, int pe, int tag, bool gpu,
+                  std::unique_ptr<Typed> typed, uint64_t* req);
+  Status postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu, std::unique_ptr<Typed> typed,
+                  uint64_t* req);
+  Status checkRecv(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
+  Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, std::unique_ptr<Typed>* out);
+  Status pack(const char* call, Typed& t);
+  Status unpack(const char* call, Typed& t, size_t bytes);
   Status setUp(const char* call);
 
   // Lock held: one pass over the inboxes and the outgoing queues; *did = something moved.

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "mp_util.h"
+#include "mp_msg_util.h"
 #include "tether/msg.h"
 #include "tether/msg_device.cuh"
 
@@ -43,13 +43,9 @@ void launch(F body) {
 }  // namespace
 
 int main() {
-  mp::init();
-  tether_t w = mp::world();
-  const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
-  tether_msg_attr_t attr{};
-  attr.eager_bytes = 2048;
-  attr.slots = 4;
-  MP_OK(tether_msg_init(w, &attr));
+  const mp::MsgRing ring = mp::msgRing(2048, 4);
+  const tether_t w = ring.w;
+  const int me = ring.me, n = ring.n, next = ring.next, prev = ring.prev;
   tether_device_handle_t h;
   MP_OK(tether_device_handle_cpu(w, &h));
 
