@@ -1309,12 +1309,7 @@ tether_status_t tether_msg_wait_on_stream(tether_t w, tether_request_t req, void
 
 tether_status_t tether_msg_waitall_on_stream(tether_t w, size_t n, const tether_request_t* reqs, void* stream) {
   const char* call = "tether_msg_waitall_on_stream";
-  return withMsg(w, call, [&](tether::Messaging& m) -> tether::Status {
-    if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
-    for (size_t i = 0; i < n; ++i)
-      if (reqs[i]) TETHER_TRY(m.waitOnStream(call, reqs[i], stream));
-    return tether::Status::ok();
-  });
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.waitallOnStream(call, n, reqs, stream); });
 }
 
 }  // extern "C"

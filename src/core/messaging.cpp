@@ -65,6 +65,7 @@ struct Messaging::Req {
   uint32_t trig = kNoWord, doneWord = kNoWord;
   uint64_t trigGen = 0, doneGen = 0;
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
+  std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
 };
 
 // A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
@@ -526,6 +527,62 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   return enqueueOnStream(w_, call, &op, 1, stream);
 }
 
+// One stream wait for n requests: a group word starts at a fresh generation s (above every value any word held:
+// gen_ moves past s + m), each of the m requests adds 1 when it completes (at once if it has), and the stream waits
+// for s + m. The word is free again once all m have counted (a later wait on it is satisfied by larger values).
+Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
+  if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
+  Op op;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TETHER_TRY(threadError_);
+    size_t m = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!reqs[i]) continue;
+      if (!reqs_.count(reqs[i]))
+        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs[%zu] = %llu is not pending on PE %d", call, i,
+                    static_cast<unsigned long long>(reqs[i]), me_);
+      ++m;
+    }
+    if (m == 0) return Status::ok();
+    uint32_t g = kNoWord;
+    TETHER_TRY(takeWord(call, &g));
+    const uint64_t start = gen_ + 1;
+    gen_ += m + 1;
+    __atomic_store_n(dones_ + g, start, __ATOMIC_RELEASE);
+    groupLeft_[g] = m;
+    for (size_t i = 0; i < n; ++i) {
+      if (!reqs[i]) continue;
+      Req& r = *reqs_.find(reqs[i])->second;
+      if (r.done) {
+        countIntoGroup(g);
+        continue;
+      }
+      r.groups.push_back(g);
+      if (!r.streamed) ++streamPending_;
+      r.streamed = true;
+    }
+    TETHER_TRY(startThread());
+    op.sig = dones_ + g;
+    op.value = start + m;
+  }
+  op.kind = Op::Wait;
+  op.pe = 0;
+  op.cmp = TETHER_CMP_GE;
+  op.spinWait = true;  // as in waitOnStream
+  wake_.notify_all();
+  return enqueueOnStream(w_, call, &op, 1, stream);
+}
+
+void Messaging::countIntoGroup(uint32_t g) {
+  __atomic_fetch_add(dones_ + g, 1, __ATOMIC_RELEASE);
+  auto it = groupLeft_.find(g);
+  if (--it->second == 0) {
+    groupLeft_.erase(it);
+    freeWords_.push_back(g);
+  }
+}
+
 Status Messaging::startThread() {
   if (thread_.joinable()) return Status::ok();
   thread_ = std::thread([this] { threadMain(); });
@@ -714,6 +771,8 @@ void Messaging::complete(Req& r, Status result) {
                               "receive buffer's %zu bytes", r.msgBytes, r.fromPe, r.fromTag, r.cap));
   r.result = result;
   if (r.doneWord != kNoWord) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);  // the stream goes on
+  for (uint32_t g : r.groups) countIntoGroup(g);
+  r.groups.clear();
   if (r.abandoned) forget(r);  // nobody will wait for it (callers do not touch r after complete)
 }
 

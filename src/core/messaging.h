@@ -90,6 +90,8 @@ class Messaging {
   // While stream-ordered requests are pending, a progress thread runs the passes (the host may be elsewhere).
   Status isendOnStream(const char* call, const void* buf, size_t bytes, int pe, int tag, void* stream, uint64_t* req);
   Status waitOnStream(const char* call, uint64_t req, void* stream);
+  // The stream's later work waits until every request of reqs (nulls skipped) completes: ONE wait on a group word.
+  Status waitallOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream);
 
   // Prepared sends: prepare arms a send (a trigger word, like isendOnStream) that starts when its trigger is set:
   // by post (the host, now), postOnStream (each request's trigger set by the stream, in one enqueue) or a kernel's
@@ -157,7 +159,8 @@ class Messaging {
   // Stream words (the region's stream area): a free index, or TETHER_ERR_NO_MEMORY when kStreamWords are in use.
   Status takeWord(const char* call, uint32_t* index);
   void releaseWords(Req& r);
-  void fireTriggers(bool* did);  // armed sends whose trigger the stream has set join their queue
+  void fireTriggers(bool* did);
+  void countIntoGroup(uint32_t g);  // one member of group word g completed (lock held)  // armed sends whose trigger the stream has set join their queue
   Status startThread();
   void threadMain();
   bool isGpu(const void* p) const;
@@ -188,6 +191,7 @@ class Messaging {
   uint64_t* triggers_ = nullptr;
   uint64_t* dones_ = nullptr;
   std::vector<uint32_t> freeWords_;
+  std::unordered_map<uint32_t, size_t> groupLeft_;  // group word -> members not yet completed
   uint64_t gen_ = 0;
   std::list<Req*> armed_;     // sends not started yet, and those behind one to the same PE, in the order made
   std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
