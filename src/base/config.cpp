@@ -100,6 +100,10 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_MSG_UNEXPECTED", ConfigType::Size, "4M",
        "Two-sided messaging: bytes of each PE's pool for eager messages that arrive before their receive; beyond it "
        "they are kept in private host memory", 0, 1024.0 * 1024 * 1024 * 1024},
+      {"TETHER_MSG_DIRECT", ConfigType::Bool, "1",
+       "Two-sided messaging: a rendezvous message between PEs of one host is read by the receiver straight from the "
+       "send buffer (symmetric heap: one get; private host memory: process_vm_readv) instead of crossing the ring in "
+       "fragments; 0 = always through the ring"},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
        "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",

@@ -1,7 +1,11 @@
 // Two-sided messaging over the one-sided verbs: protocol and contracts in core/messaging.h.
 #include "core/messaging.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "base/clock.h"
@@ -19,7 +23,14 @@ namespace tether {
 
 namespace {
 
-enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5 };
+enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6 };
+// How the receiver of a kRtsDirect reads the send buffer.
+enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2 };
+// A send's claim word (in the sender's stream area): kClaimOpen until the receiver claims the read or the sender
+// withdraws the message, whichever comes first (compare-and-swap on the sender's mapped word); the receiver stores
+// kClaimDone once the bytes are in its buffer (the sender's send completes when a progress pass sees it: no ring slot,
+// so it never waits for ring credit, nor for the receiver's next messaging call).
+constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDone = 3;
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 256;  // stream-ordered requests in flight per PE (a trigger and a done word each)
 constexpr uint32_t kNoWord = UINT32_MAX;
@@ -37,9 +48,12 @@ struct Messaging::SlotHead {
   uint32_t kind;
   int32_t tag;
   uint64_t bytes;  // EAGER: payload; RTS: message; CTS: allowed; DATA: fragment
-  uint64_t a;      // RTS, CTS: the sender's request id; DATA, CANCEL: the receiver's request id
-  uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message
-  uint64_t pad[3];
+  uint64_t a;      // RTS, RTS_DIRECT, CTS: the sender's request id; DATA, CANCEL: the receiver's request id
+  uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: the send buffer
+                   //   (kViaCma: its address in the sender; kViaGet: its offset in the segment named by `how`)
+  uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region)
+  uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8
+  uint64_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
 };
 
 struct Messaging::Req {
@@ -66,6 +80,7 @@ struct Messaging::Req {
   uint64_t trigGen = 0, doneGen = 0;
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
+  uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
 };
 
 // A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
@@ -90,6 +105,7 @@ struct Messaging::Unexpected {
   uint64_t poolOff;  // EAGER: its bytes in the pool, or
   std::shared_ptr<char> heap;  // in host memory of its own when the pool is full (so the ring never stalls)
   uint64_t sendId;   // RTS
+  SlotHead head;     // RTS: the head as it came (RTS_DIRECT: where to read)
 };
 
 // A slot message waiting for credit. DATA items stand for the remaining fragments of a rendezvous send.
@@ -153,9 +169,11 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       next_(static_cast<size_t>(n_)),
       published_(static_cast<size_t>(n_)),
       out_(static_cast<size_t>(n_)),
+      directOn_(w.config().flag("TETHER_MSG_DIRECT")),
       staging_(slotBytes_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
+  cmaOk_.assign(static_cast<size_t>(n_), 1);
   blocked_.assign(static_cast<size_t>(n_), 0);
 }
 
@@ -326,7 +344,45 @@ void Messaging::queueSend(Req& r) {
   o.h.bytes = r.cap;
   o.h.a = r.id;
   o.req = &r;
+  if (o.h.kind == kRts) offerDirect(r, &o.h);
   out_[static_cast<size_t>(r.pe)].push_back(o);
+}
+
+// A rendezvous send to a PE of this host whose ring this process maps: the receiver may read the buffer itself
+// (RTS_DIRECT), through World::get when the buffer is symmetric (any segment, GPU memory included), else with
+// process_vm_readv (private host memory). A claim word decides between the receiver's read and a withdrawal.
+void Messaging::offerDirect(Req& r, SlotHead* h) {
+  if (!directOn_ || !direct_[static_cast<size_t>(r.pe)]) return;
+  SymRef ref;
+  uint64_t how = 0;
+  if (w_.checkSymmetric("tether_isend", "buf", r.src, r.cap, &ref).isOk())
+    how = kViaGet | static_cast<uint64_t>(ref.kind) << 8;
+  else if (!r.gpu)
+    how = kViaCma;
+  if (!how || freeWords_.empty()) return;  // (no word free: the ring path)
+  r.claim = freeWords_.back();
+  freeWords_.pop_back();
+  __atomic_store_n(triggers_ + r.claim, kClaimOpen, __ATOMIC_RELEASE);
+  h->kind = kRtsDirect;
+  h->b = (how & 0xff) == kViaGet ? ref.offset : reinterpret_cast<uint64_t>(r.src);
+  h->c = static_cast<uint64_t>(reinterpret_cast<char*>(triggers_ + r.claim) - region_);
+  h->how = how;
+  h->pid = static_cast<uint64_t>(getpid());
+  directs_.push_back(&r);
+}
+
+// Sends whose receiver stored kClaimDone into their claim word are complete.
+void Messaging::pollDirect(bool* did) {
+  for (auto it = directs_.begin(); it != directs_.end();) {
+    Req& r = **it;
+    if (r.done || __atomic_load_n(triggers_ + r.claim, __ATOMIC_ACQUIRE) != kClaimDone) {
+      ++it;
+      continue;
+    }
+    it = directs_.erase(it);
+    complete(r, Status::ok());
+    *did = true;
+  }
 }
 
 // ---- stream model ------------------------------------------------------------------------------------------------
@@ -342,6 +398,11 @@ Status Messaging::takeWord(const char* call, uint32_t* index) {
 
 void Messaging::releaseWords(Req& r) {
   if (r.trig != kNoWord) freeWords_.push_back(r.trig);
+  if (r.claim != kNoWord) {
+    freeWords_.push_back(r.claim);
+    directs_.remove(&r);
+  }
+  r.claim = kNoWord;
   if (r.doneWord != kNoWord) freeWords_.push_back(r.doneWord);
   r.trig = r.doneWord = kNoWord;
   if (r.armed) {
@@ -641,7 +702,7 @@ Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, in
     if (!fits(pe, it->src) || !fits(tag, it->tag)) continue;
     const Unexpected u = *it;
     unexpected_.erase(it);
-    if (u.rts) return matchRts(call, ref, u.src, u.tag, u.bytes, u.sendId);
+    if (u.rts) return matchRts(call, ref, u.src, u.head);
     ref.fromPe = u.src;
     ref.fromTag = u.tag;
     ref.msgBytes = u.bytes;
@@ -747,20 +808,75 @@ Status Messaging::recvTypedBlocking(const char* call, void* buf, int64_t count, 
 }
 
 // A receive r matched an RTS: ask for min(message, buffer) bytes (a CTS through this PE's ring to src).
-Status Messaging::matchRts(const char* call, Req& r, int src, int tag, size_t bytes, uint64_t sendId) {
+Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h) {
   r.fromPe = src;
-  r.fromTag = tag;
-  r.msgBytes = bytes;
-  r.allowed = std::min(bytes, r.cap);
+  r.fromTag = h.tag;
+  r.msgBytes = h.bytes;
+  r.allowed = std::min<size_t>(h.bytes, r.cap);
+  if (h.kind == kRtsDirect) {
+    bool viaRing = false;
+    TETHER_TRY(readDirect(call, r, src, h, &viaRing));
+    if (!viaRing) return Status::ok();
+  }
   Out o{};
   o.h.kind = kCts;
   o.h.bytes = r.allowed;
-  o.h.a = sendId;
+  o.h.a = h.a;
   o.h.b = r.id;
   out_[static_cast<size_t>(src)].push_back(o);
   if (r.allowed == 0) complete(r, Status::ok());
   bool did = false;
   return push(call, src, &did);
+}
+
+// The receiver's side of RTS_DIRECT: claim the read (compare-and-swap on the sender's claim word), read the bytes
+// straight into r's buffer, tell the sender (kClaimDone in the same word). A claim lost to a withdrawal fails r; a read that cannot be made
+// here (a GPU buffer from private host memory, process_vm_readv refused) leaves *viaRing set: the caller answers
+// with a CTS and the data comes through the ring after all.
+Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& h, bool* viaRing) {
+  *viaRing = false;
+  const bool viaGet = (h.how & 0xff) == kViaGet;
+  const bool canRead = viaGet || (!r.gpu && cmaOk_[static_cast<size_t>(src)]);
+  if (!canRead) {
+    *viaRing = true;
+    return Status::ok();
+  }
+  auto* claim = reinterpret_cast<uint64_t*>(direct_[static_cast<size_t>(src)] + h.c);
+  uint64_t open = kClaimOpen;
+  if (!__atomic_compare_exchange_n(claim, &open, kClaimRead, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d): "
+                                                     "its blocking send failed (timed out)", src, r.msgBytes,
+                                                     r.fromTag)));
+    return Status::ok();
+  }
+  Status s;
+  if (r.allowed && viaGet) {  // the same object in this PE's copy of the segment, read from src's
+    const auto kind = static_cast<SegKind>(h.how >> 8);
+    const char* base = kind == SegKind::Static ? w_.heap().staticLocal() : w_.heap().base(kind);
+    s = move(call, Op::Get, r.dst, base + h.b, r.allowed, src, nullptr, 0);
+  } else if (r.allowed && !cmaRead(static_cast<pid_t>(h.pid), h.b, r.dst, r.allowed)) {
+    cmaOk_[static_cast<size_t>(src)] = 0;
+    TETHER_LOG_INFO(LogSys::Core, "PE %d: process_vm_readv from PE %d (pid %llu) refused (%s): its rendezvous "
+                    "messages come through the ring", me_, src, static_cast<unsigned long long>(h.pid),
+                    std::strerror(errno));
+    *viaRing = true;  // claimed: the sender streams it when the CTS comes
+    return Status::ok();
+  }
+  __atomic_store_n(claim, kClaimDone, __ATOMIC_RELEASE);  // the sender's send is complete
+  complete(r, s);
+  return Status::ok();
+}
+
+bool Messaging::cmaRead(pid_t pid, uint64_t from, void* to, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    iovec local{static_cast<char*>(to) + done, n - done};
+    iovec remote{reinterpret_cast<void*>(from + done), n - done};
+    const ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (got <= 0) return false;
+    done += static_cast<size_t>(got);
+  }
+  return true;
 }
 
 void Messaging::complete(Req& r, Status result) {
@@ -782,6 +898,7 @@ Status Messaging::progress(const char* call, bool* did) {
   TETHER_TRY(threadError_);  // the progress thread failed (a lost peer, ...): every later call says so
   if (w_.paths().progress()) *did = true;  // network providers move what arrived
   if (!armed_.empty()) fireTriggers(did);
+  if (!directs_.empty()) pollDirect(did);
   for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
   drainStart_ = (drainStart_ + 1) % n_;
   for (int d = 0; d < n_; ++d)
@@ -822,7 +939,8 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
   *consumed = true;
   switch (h.kind) {
     case kEager:
-    case kRts: {
+    case kRts:
+    case kRtsDirect: {
       Req* r = nullptr;
       for (auto it = posted_.begin(); it != posted_.end(); ++it)
         if (fits((*it)->pe, src) && fits((*it)->tag, h.tag)) {
@@ -831,7 +949,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
           break;
         }
       if (!r) {
-        Unexpected u{src, h.tag, h.kind == kRts, static_cast<size_t>(h.bytes), 0, nullptr, h.a};
+        Unexpected u{src, h.tag, h.kind != kEager, static_cast<size_t>(h.bytes), 0, nullptr, h.a, h};
         if (!u.rts) {
           if (pool_->alloc(u.bytes, &u.poolOff)) {
             std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
@@ -843,7 +961,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
         unexpected_.push_back(u);
         return Status::ok();
       }
-      if (h.kind == kRts) return matchRts(call, *r, src, h.tag, h.bytes, h.a);
+      if (h.kind != kEager) return matchRts(call, *r, src, h);
       r->fromPe = src;
       r->fromTag = h.tag;
       r->msgBytes = h.bytes;
@@ -936,30 +1054,50 @@ void Messaging::forget(Req& r) {
 
 // A blocking send or receive whose wait failed: the caller gets its buffer back and has no request to wait for, so the
 // request is withdrawn. Not started yet: dropped. A receive already matched to a rendezvous: its data is discarded as
-// it arrives. A send whose request-to-send went out: the receiver is told (CANCEL) instead of getting data.
-void Messaging::withdraw(uint64_t id) {
+// it arrives. A send whose request-to-send went out: the receiver is told (CANCEL) instead of getting data; one whose
+// RTS_DIRECT went out takes its claim word (the receiver's later claim fails) -- unless the receiver claimed it
+// first and is reading the buffer: then it returns true and the caller must wait for the request to complete.
+bool Messaging::withdraw(uint64_t id) {
   auto it = reqs_.find(id);
-  if (it == reqs_.end()) return;
+  if (it == reqs_.end()) return false;
   Req& r = *it->second;
-  if (r.done) return forget(r);
+  if (r.done) {
+    forget(r);
+    return false;
+  }
   auto& q = out_[static_cast<size_t>(r.pe)];
   if (!r.send) {
-    if (std::find(posted_.begin(), posted_.end(), &r) != posted_.end()) return forget(r);
-    r.abandoned = true;
-    return;
+    if (std::find(posted_.begin(), posted_.end(), &r) != posted_.end())
+      forget(r);
+    else
+      r.abandoned = true;
+    return false;
   }
   for (auto o = q.begin(); o != q.end(); ++o) {
     if (o->req != &r) continue;
-    if (o->h.kind == kEager || o->h.kind == kRts) {  // never written: nobody knows of it
+    if (o->h.kind == kEager || o->h.kind == kRts || o->h.kind == kRtsDirect) {  // never written: nobody knows of it
       q.erase(o);
-      return forget(r);
+      forget(r);
+      return false;
     }
     const uint64_t recvId = o->h.a;  // DATA under way: the rest is withdrawn
     q.erase(o);
     queueCancel(r.pe, recvId);
-    return forget(r);
+    forget(r);
+    return false;
+  }
+  if (r.claim != kNoWord && r.allowed == 0) {  // RTS_DIRECT out, no CTS yet
+    uint64_t open = kClaimOpen;
+    if (!__atomic_compare_exchange_n(triggers_ + r.claim, &open, kClaimWithdrawn, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      return true;  // the receiver is reading: kClaimDone (or a CTS) follows
+    directs_.remove(&r);
+    r.claim = kNoWord;  // never reused: the receiver's claim may still come, and must keep failing
+    forget(r);
+    return false;
   }
   r.abandoned = true;  // its request-to-send is out, no answer yet: the CTS handler withdraws it
+  return false;
 }
 
 // Writes what credit allows from dst's queue.
@@ -976,6 +1114,7 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         q.pop_front();
         break;
       case kRts:
+      case kRtsDirect:
       case kCts:
       case kCancel:
         TETHER_TRY(writeSlot(call, dst, o.h, nullptr, 0, false));
@@ -1155,11 +1294,16 @@ Status Messaging::wait(const char* call, uint64_t* req, tether_msg_status_t* st)
 
 Status Messaging::waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st) {
   Status s = wait(call, &req, st);
-  if (!s.isOk() && req) {
+  if (s.isOk() || !req) return s;
+  bool reading = false;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    withdraw(req);
+    reading = withdraw(req);
   }
-  return s;
+  if (!reading) return s;
+  // The receiver claimed the buffer and is reading it: the message is delivered after all once it says so.
+  Status again = wait(call, &req, st);
+  return again.isOk() ? again : s;
 }
 
 Status Messaging::sendBlocking(const char* call, const void* buf, size_t bytes, int pe, int tag) {

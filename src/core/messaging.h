@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <sys/types.h>
 #include <deque>
 #include <list>
 #include <map>
@@ -148,10 +149,14 @@ class Messaging {
   Status deliver(const char* call, Req& r, size_t off, const void* symSrc, size_t n);
   Status deliverHost(const char* call, Req& r, const void* src, size_t n);  // from private host memory, offset 0
   void queueCancel(int dst, uint64_t recvId);  // CANCEL: the send for dst's receive recvId was withdrawn
-  void withdraw(uint64_t id);
+  bool withdraw(uint64_t id);  // true: the receiver is reading the buffer (wait for completion)
   Status waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st);  // lock not held
   void forget(Req& r);  // drops r (and its stream words)
-  Status matchRts(const char* call, Req& r, int src, int tag, size_t bytes, uint64_t sendId);
+  Status matchRts(const char* call, Req& r, int src, const SlotHead& h);  // h: the RTS / RTS_DIRECT head
+  Status readDirect(const char* call, Req& r, int src, const SlotHead& h, bool* viaRing);
+  void offerDirect(Req& r, SlotHead* h);  // queueSend: an RTS becomes RTS_DIRECT where the receiver can read
+  void pollDirect(bool* did);             // progress: direct sends whose receiver is done complete
+  static bool cmaRead(pid_t pid, uint64_t from, void* to, size_t n);
   void complete(Req& r, Status result);
   void fill(const Req& r, tether_msg_status_t* st) const;
   Status finish(uint64_t* req, tether_msg_status_t* st);  // r done: report it, forget it
@@ -180,6 +185,9 @@ class Messaging {
   std::vector<uint64_t> next_;       // per source: slots consumed
   std::vector<uint64_t> published_;  // per source: the consumed count last published
   std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
+  const bool directOn_;               // TETHER_MSG_DIRECT
+  std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
+  std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
   std::vector<char> staging_;         // head + payload of one slot (host payloads go in one put)
   std::unordered_map<uint64_t, std::unique_ptr<Req>> reqs_;
   std::list<Req*> posted_;
