@@ -40,14 +40,9 @@
 #include <string>
 #include <vector>
 
+#include "app_gpu.cuh"
 #include "jacobi2d_common.h"
 #include "tether/msg_device.cuh"
-
-#define J2D_CUDA(call)                                                                             \
-  do {                                                                                             \
-    const cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) j2d::die(__FILE__, __LINE__, #call, "CUDA error", cudaGetErrorString(e_)); \
-  } while (0)
 
 namespace {
 
@@ -55,6 +50,8 @@ using j2d::Buffers;
 using j2d::Decomp;
 using j2d::Halo;
 using j2d::kDirs;
+using j2d::Pending;
+using j2d::freeRequests;
 
 constexpr int kBlock = 256;  // threads per block of the kernel model's kernel
 
@@ -163,39 +160,12 @@ struct GpuState {
   }
 };
 
-// The requests of one iteration that the host has not freed yet (stream and kernel models free them one iteration
-// late).
-struct Pending {
-  tether_request_t reqs[2 * kDirs];
-  size_t n = 0;
-};
-
-void freeRequests(tether_t w, Pending* p) {
-  if (p->n) J2D_CHECK(tether_msg_waitall(w, p->n, p->reqs, nullptr));
-  p->n = 0;
-}
-
-double* gpuAlloc(size_t doubles) {
-  void* p = nullptr;
-  J2D_CUDA(cudaMalloc(&p, doubles * sizeof(double)));
-  return static_cast<double*>(p);
-}
-
-// Blocks of the kernel model's cooperative launch: at most one per SM (a cooperative grid must be resident at once,
-// and PEs may share the GPU), at most what the block's cells need, at least 1.
+// Blocks of the kernel model's cooperative launch (at most one per SM, at most what the block's cells need).
 int cooperativeBlocks(const Decomp& d) {
-  int dev = 0, coop = 0, sms = 0, perSm = 0;
-  J2D_CUDA(cudaGetDevice(&dev));
-  J2D_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  if (!coop) j2d::die(__FILE__, __LINE__, "cudaDevAttrCooperativeLaunch", "the kernel model needs cooperative launch",
-                      "this GPU has none");
-  J2D_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  J2D_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernelModelStep, kBlock, 0));
-  const long cells = static_cast<long>(d.lx) * d.ly;
-  long blocks = std::min<long>(sms, static_cast<long>(perSm) * sms);
-  blocks = std::min(blocks, (cells + kBlock - 1) / kBlock);
-  return static_cast<int>(std::max(1L, blocks));
+  return j2d::cooperativeBlocks(kernelModelStep, kBlock, static_cast<long>(d.lx) * d.ly);
 }
+
+double* gpuAlloc(size_t doubles) { return j2d::gpuAlloc<double>(doubles); }
 
 void setup(tether_t w, GpuState* g, bool kernelModel) {
   g->halos = j2d::haloTable(g->d);
@@ -378,30 +348,12 @@ j2d::Result runModel(tether_t w, GpuState& g, const Model& m, const j2d::Options
                      const std::vector<double>& reference) {
   resetFields(g);
   Pending pending[2];
-  std::vector<cudaEvent_t> marks(static_cast<size_t>(o.iters) + 1);
-  for (cudaEvent_t& e : marks) J2D_CUDA(cudaEventCreate(&e));
+  const j2d::Timing t =
+      j2d::timeIterations(w, g.stream, o.warmup, o.iters, pending, [&](int k) { m.step(w, g, k, pending); });
   const int total = o.warmup + o.iters;
-  double cpu0 = 0;
-  for (int k = 0; k < total; ++k) {
-    if (k == o.warmup) cpu0 = j2d::cpuTimeUs();
-    if (k >= o.warmup) J2D_CUDA(cudaEventRecord(marks[static_cast<size_t>(k - o.warmup)], g.stream));
-    m.step(w, g, k, pending);
-  }
-  J2D_CUDA(cudaEventRecord(marks.back(), g.stream));
-  J2D_CUDA(cudaStreamSynchronize(g.stream));  // first: the kernel model's last kernel uses its requests' descriptors
-  freeRequests(w, &pending[0]);
-  freeRequests(w, &pending[1]);
-  const double cpuUs = (j2d::cpuTimeUs() - cpu0) / o.iters;
-  std::vector<double> us;
-  for (size_t t = 0; t + 1 < marks.size(); ++t) {
-    float ms = 0;
-    J2D_CUDA(cudaEventElapsedTime(&ms, marks[t], marks[t + 1]));
-    us.push_back(1000.0 * ms);
-  }
-  for (cudaEvent_t e : marks) J2D_CUDA(cudaEventDestroy(e));
   std::vector<double> result(g.d.cells());
   J2D_CUDA(cudaMemcpy(result.data(), g.field[total & 1], result.size() * sizeof(double), cudaMemcpyDeviceToHost));
-  return j2d::Result{j2d::maxError(g.d, result.data(), reference), j2d::median(us), cpuUs};
+  return j2d::Result{j2d::maxError(g.d, result.data(), reference), t.iterUs, t.cpuUs};
 }
 
 }  // namespace
@@ -419,8 +371,7 @@ int main(int argc, char** argv) {
   tether_t w;
   J2D_CHECK(tether_init(&w));
   const int me = tether_my_pe(w);
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+  if (!j2d::gpuVisible()) {
     if (me == 0) std::printf("SKIP: no GPU visible\n");
     J2D_CHECK(tether_finalize(w));
     return 77;
