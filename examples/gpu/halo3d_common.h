@@ -275,7 +275,7 @@ inline std::vector<cell_t> initialField(const Decomp& d) {
 struct PeriodicGet {
   const cell_t* u;
   int n, x, y, z;
-  cell_t operator()(int dx, int dy, int dz) const {
+  J2D_HD cell_t operator()(int dx, int dy, int dz) const {
     const size_t nn = static_cast<size_t>(n);
     return u[(static_cast<size_t>((z + dz + n) % n) * nn + static_cast<size_t>((y + dy + n) % n)) * nn +
              static_cast<size_t>((x + dx + n) % n)];
