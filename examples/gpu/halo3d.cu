@@ -12,8 +12,10 @@
 // packed receive buffers (by step parity, for the reasons jacobi2d.cu gives: the stream and kernel models post the
 // receives of step k + 1 while the GPU may still unpack those of step k). Every halo is a box of cells (a face plane,
 // an edge line or a corner cell), packed and unpacked by our own kernels: ONE launch packs (or unpacks) every halo,
-// a block row per halo, rather than one datatype-engine launch per halo (26 a step). The send buffer is single: every
-// model completes the sends of step k before step k + 1 packs again.
+// a block row per halo, rather than one datatype-engine launch per halo (26 a step). --pack datatype has the host and
+// stream models pack and unpack with the datatype engine instead (a committed 3-D tether_type_subarray per box,
+// tether_type_pack_async / unpack_async on the stream; the kernel model keeps its own loops). The send buffer is
+// single: every model completes the sends of step k before step k + 1 packs again.
 //
 // Every step has the seed's shape: post a receive from every neighbour, pack, send to every neighbour, compute the
 // inner cells (they read no ghost), wait, unpack, compute the shell cells. Per model:
@@ -157,6 +159,8 @@ struct GpuState {
   Geom g;
   std::vector<Halo> halos;
   int maxCount = 0;  // cells of the largest halo
+  bool datatype = false;  // --pack datatype: the host and stream models pack with the datatype engine
+  h3d::HaloTypes types;
   cudaStream_t stream = nullptr;
   cell_t* field[2] = {};
   cell_t* sendBuf = nullptr;
@@ -168,6 +172,9 @@ struct GpuState {
 
   Buffers buffers(int k) const { return Buffers{sendBuf, recvBuf[k & 1]}; }
 };
+
+void pack(const GpuState& g, int k);
+void unpack(const GpuState& g, int k);
 
 void setup(tether_t w, GpuState* g, bool kernelModel) {
   g->halos = h3d::haloTable(g->d);
@@ -195,6 +202,14 @@ void setup(tether_t w, GpuState* g, bool kernelModel) {
   J2D_CUDA(cudaFuncGetAttributes(&attr, computeInner));
   J2D_CUDA(cudaFuncGetAttributes(&attr, computeShell));
   J2D_CUDA(cudaFuncGetAttributes(&attr, kernelModelStep));
+  if (g->datatype) {
+    // The engine's kernels, and each type's device metadata (built at its first GPU use), before any wait.
+    g->types = h3d::haloTypes(g->d, g->halos);
+    J2D_CHECK_TYPE(tether_type_gpu_calibrate(0, nullptr, 0));
+    pack(*g, 0);
+    unpack(*g, 0);
+    J2D_CUDA(cudaStreamSynchronize(g->stream));
+  }
   if (kernelModel) {
     J2D_CHECK(tether_device_handle(w, &g->dh));
     g->coopBlocks = j2d::cooperativeBlocks(kernelModelStep, kBlock, static_cast<long>(g->d.l[0]) * g->d.l[1] * g->d.l[2]);
@@ -204,6 +219,7 @@ void setup(tether_t w, GpuState* g, bool kernelModel) {
 }
 
 void teardown(GpuState* g) {
+  h3d::freeHaloTypes(&g->types);
   for (cudaEvent_t e : g->kernelDone)
     if (e) J2D_CUDA(cudaEventDestroy(e));
   for (void* p : {static_cast<void*>(g->field[0]), static_cast<void*>(g->field[1]), static_cast<void*>(g->sendBuf),
@@ -223,11 +239,25 @@ void resetFields(const GpuState& g) {
 unsigned blocksFor(long work) { return static_cast<unsigned>(std::max(1L, std::min(1024L, (work + kBlock - 1) / kBlock))); }
 
 void pack(const GpuState& g, int k) {
+  for (size_t i = 0; g.datatype && i < g.halos.size(); ++i) {
+    const Halo& h = g.halos[i];
+    int64_t done = 0;
+    J2D_CHECK_TYPE(tether_type_pack_async(g.types.send[i], 1, g.field[k & 1], 0, static_cast<int64_t>(h.bytes()),
+                                          g.sendBuf + h.offset, &done, g.stream));
+  }
+  if (g.datatype) return;
   const dim3 grid(blocksFor(g.maxCount), static_cast<unsigned>(g.halos.size()));
   packHalos<<<grid, kBlock, 0, g.stream>>>(g.g, g.boxes, g.field[k & 1], g.sendBuf);
   J2D_CUDA(cudaGetLastError());
 }
 void unpack(const GpuState& g, int k) {
+  for (size_t i = 0; g.datatype && i < g.halos.size(); ++i) {
+    const Halo& h = g.halos[i];
+    int64_t done = 0;
+    J2D_CHECK_TYPE(tether_type_unpack_async(g.types.recv[i], 1, g.recvBuf[k & 1] + h.offset, 0,
+                                            static_cast<int64_t>(h.bytes()), g.field[k & 1], &done, g.stream));
+  }
+  if (g.datatype) return;
   const dim3 grid(blocksFor(g.maxCount), static_cast<unsigned>(g.halos.size()));
   unpackHalos<<<grid, kBlock, 0, g.stream>>>(g.g, g.boxes, g.recvBuf[k & 1], g.field[k & 1]);
   J2D_CUDA(cudaGetLastError());
@@ -364,6 +394,7 @@ int main(int argc, char** argv) {
   }
   GpuState g;
   g.d = h3d::decomposeWorld(w, o);
+  g.datatype = o.datatype;
   J2D_CHECK(tether_msg_init(w, nullptr));
   bool kernelModel = false;
   for (const Model& m : run) kernelModel = kernelModel || m.step == kernelStep;
@@ -375,7 +406,8 @@ int main(int argc, char** argv) {
     J2D_CHECK(tether_barrier_all(w));
     const j2d::Result r = runModel(w, g, run[i], o.base, reference);
     h3d::complain(w, g.d, run[i].name, static_cast<long>(r.maxErr));
-    pass = h3d::report(w, run[i].name, static_cast<int>(i), g.d, r) && pass;
+    const char* packer = g.datatype && run[i].step != kernelStep ? "datatype" : "box";
+    pass = h3d::report(w, run[i].name, packer, static_cast<int>(i), g.d, r) && pass;
   }
   teardown(&g);
   J2D_CHECK(tether_msg_finalize(w));

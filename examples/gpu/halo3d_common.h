@@ -261,6 +261,36 @@ struct Buffers {
 inline cell_t* sendPtr(const Halo& h, const Buffers& b) { return b.send + h.offset; }
 inline cell_t* recvPtr(const Halo& h, const Buffers& b) { return b.recv + h.offset; }
 
+// The halos' boxes as committed datatypes (--pack datatype): per halo a 3-D subarray of the field (uint64 cells) for
+// its send box and one for its receive box; packed in the type map's order, x fastest, the boxes' order. Freed by
+// freeHaloTypes.
+struct HaloTypes {
+  std::vector<tether_type_t> send, recv;
+};
+inline tether_type_t boxType(const Decomp& d, const Box& b) {
+  const int64_t sizes[3] = {d.l[2] + 2, d.l[1] + 2, d.l[0] + 2};  // C order: z slowest
+  const int64_t subsizes[3] = {b.size[2], b.size[1], b.size[0]};
+  const int64_t starts[3] = {b.start[2], b.start[1], b.start[0]};
+  tether_type_t cell = nullptr, box = nullptr;
+  J2D_CHECK_TYPE(tether_type_basic(TETHER_BASIC_UINT64, &cell));
+  J2D_CHECK_TYPE(tether_type_subarray(3, sizes, subsizes, starts, TETHER_ORDER_C, cell, &box));
+  J2D_CHECK_TYPE(tether_type_commit(box));
+  J2D_CHECK_TYPE(tether_type_free(&cell));
+  return box;
+}
+inline HaloTypes haloTypes(const Decomp& d, const std::vector<Halo>& halos) {
+  HaloTypes t;
+  for (const Halo& h : halos) {
+    t.send.push_back(boxType(d, h.send));
+    t.recv.push_back(boxType(d, h.recv));
+  }
+  return t;
+}
+inline void freeHaloTypes(HaloTypes* t) {
+  for (std::vector<tether_type_t>* v : {&t->send, &t->recv})
+    for (tether_type_t& x : *v) J2D_CHECK_TYPE(tether_type_free(&x));
+}
+
 // This PE's field at the start: owned cells from the global initial values, ghosts poisoned.
 inline std::vector<cell_t> initialField(const Decomp& d) {
   const Geom g = d.geom();
@@ -319,6 +349,7 @@ struct Options {
   j2d::Options base;     // --n (edge of the cube), --iters, --warmup, --model
   int grid[3] = {0, 0, 0};  // --grid PXxPYxPZ; 0: chooseGrid
   int neighbours = 26;      // --neighbours 6|26
+  bool datatype = false;    // --pack datatype: the datatype engine packs (subarray types); --pack box: our loops
 };
 
 // halo3d's options: --grid and --neighbours here, the rest by j2d::parseOptions (defaults n = 48, 50 timed steps, 5
@@ -328,13 +359,19 @@ inline Options parseOptions(int argc, char** argv) {
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--grid" || a == "--neighbours") && i + 1 < argc) {
-      const char* v = argv[++i];
-      const bool ok = a == "--grid" ? std::sscanf(v, "%dx%dx%d", &o.grid[0], &o.grid[1], &o.grid[2]) == 3 &&
-                                          o.grid[0] > 0 && o.grid[1] > 0 && o.grid[2] > 0
-                                    : (o.neighbours = std::atoi(v)) == 6 || o.neighbours == 26;
+    if ((a == "--grid" || a == "--neighbours" || a == "--pack") && i + 1 < argc) {
+      const std::string v = argv[++i];
+      bool ok = true;
+      if (a == "--grid")
+        ok = std::sscanf(v.c_str(), "%dx%dx%d", &o.grid[0], &o.grid[1], &o.grid[2]) == 3 && o.grid[0] > 0 &&
+             o.grid[1] > 0 && o.grid[2] > 0;
+      else if (a == "--neighbours")
+        ok = (o.neighbours = std::atoi(v.c_str())) == 6 || o.neighbours == 26;
+      else
+        ok = (o.datatype = v == "datatype") || v == "box";
       if (!ok) {
-        std::fprintf(stderr, "%s: bad %s '%s' (--grid PXxPYxPZ, --neighbours 6|26)\n", argv[0], a.c_str(), v);
+        std::fprintf(stderr, "%s: bad %s '%s' (--grid PXxPYxPZ, --neighbours 6|26, --pack box|datatype)\n", argv[0],
+                     a.c_str(), v.c_str());
         std::exit(2);
       }
       continue;
@@ -346,7 +383,7 @@ inline Options parseOptions(int argc, char** argv) {
   defaults.iters = 50;
   defaults.warmup = 5;
   o.base = j2d::parseOptions(static_cast<int>(rest.size()), rest.data(), defaults,
-                             " [--grid PXxPYxPZ] [--neighbours 6|26]");
+                             " [--grid PXxPYxPZ] [--neighbours 6|26] [--pack box|datatype]");
   return o;
 }
 
@@ -365,23 +402,26 @@ inline Decomp decomposeWorld(tether_t w, const Options& o) {
 }
 
 inline void printHeader() {
-  std::printf("%-11s %5s %9s %4s %3s %12s %12s %10s  %s\n", "model", "pes", "grid", "n", "nbr", "step_us", "cpu_us",
-              "bad_cells", "check");
+  std::printf("%-11s %5s %9s %4s %3s %-8s %12s %12s %10s  %s\n", "model", "pes", "grid", "n", "nbr", "pack", "step_us",
+              "cpu_us", "bad_cells", "check");
 }
 
-// One model's result: mine.maxErr carries this PE's count of wrong cells. PE 0 prints a table row and one JSON line
-// with the largest count and timings over the PEs; returns whether every PE passed (on PE 0; elsewhere its own).
-inline bool report(tether_t w, const char* model, int slot, const Decomp& d, const j2d::Result& mine) {
+// One model's result: mine.maxErr carries this PE's count of wrong cells; `pack` says who packed the halos ("box":
+// our loops or kernels, "datatype": the datatype engine). PE 0 prints a table row and one JSON line with the largest
+// count and timings over the PEs; returns whether every PE passed (on PE 0; elsewhere its own verdict).
+inline bool report(tether_t w, const char* model, const char* pack, int slot, const Decomp& d,
+                   const j2d::Result& mine) {
   const j2d::Result all = j2d::gatherWorst(w, slot, mine);
   const bool pass = all.maxErr == 0;
   if (tether_my_pe(w) != 0) return pass;
   const int npes = tether_n_pes(w);
   const long bad = static_cast<long>(all.maxErr);
-  std::printf("%-11s %5d %9s %4d %3d %12.2f %12.2f %10ld  %s\n", model, npes, d.grid().c_str(), d.n, d.neighbours,
-              all.iterUs, all.cpuUs, bad, pass ? "PASS" : "FAIL");
+  std::printf("%-11s %5d %9s %4d %3d %-8s %12.2f %12.2f %10ld  %s\n", model, npes, d.grid().c_str(), d.n, d.neighbours,
+              pack, all.iterUs, all.cpuUs, bad, pass ? "PASS" : "FAIL");
   std::printf("{\"bench\":\"halo3d\",\"model\":\"%s\",\"pes\":%d,\"grid\":\"%s\",\"n\":%d,\"neighbours\":%d,"
-              "\"step_us\":%.3f,\"cpu_us\":%.3f,\"bad_cells\":%ld,\"pass\":%s}\n",
-              model, npes, d.grid().c_str(), d.n, d.neighbours, all.iterUs, all.cpuUs, bad, pass ? "true" : "false");
+              "\"pack\":\"%s\",\"step_us\":%.3f,\"cpu_us\":%.3f,\"bad_cells\":%ld,\"pass\":%s}\n",
+              model, npes, d.grid().c_str(), d.n, d.neighbours, pack, all.iterUs, all.cpuUs, bad,
+              pass ? "true" : "false");
   std::fflush(stdout);
   return pass;
 }

@@ -2,6 +2,7 @@
 // process grid, halo table, tags, packed buffers (receive buffers by step parity) and box maps, with the
 // CPU-synchronous exchange in the seed's shape (irecv from every neighbour, pack every halo, isend to every
 // neighbour, inner cells, waitall, unpack, shell cells) and the cells computed through the kernel model's index maps.
+// --pack datatype packs with subarray types through the datatype engine's host reference instead of the box loops.
 // Checked against the serial run exactly as halo3d.cu checks; it prints the same table and JSON.
 //   tetherrun -n 8 ./tether_halo3d_cpu --n 24 --iters 20            (2x2x2, 26 neighbours)
 //   tetherrun -n 2 ./tether_halo3d_cpu --grid 1x1x2 --neighbours 6  (x and y: every PE its own neighbour)
@@ -25,17 +26,31 @@ struct HostState {
   Geom g;
   std::vector<Halo> halos;
   std::vector<cell_t> field[2], send, recv[2];
+  bool datatype = false;  // --pack datatype: the engine's host reference (tether_type_pack / unpack) packs
+  h3d::HaloTypes types;
   Buffers buffers(int k) { return Buffers{send.data(), recv[k & 1].data()}; }
 };
 
 void pack(const HostState& s, const cell_t* u, cell_t* send) {
-  for (const Halo& h : s.halos)
-    for (int j = 0; j < h.count(); ++j) send[h.offset + static_cast<size_t>(j)] = u[s.g.boxCell(h.send, j)];
+  for (size_t i = 0; i < s.halos.size(); ++i) {
+    const Halo& h = s.halos[i];
+    int64_t done = 0;
+    if (s.datatype)
+      J2D_CHECK_TYPE(tether_type_pack(s.types.send[i], 1, u, 0, static_cast<int64_t>(h.bytes()), send + h.offset, &done));
+    else
+      for (int j = 0; j < h.count(); ++j) send[h.offset + static_cast<size_t>(j)] = u[s.g.boxCell(h.send, j)];
+  }
 }
 
 void unpack(const HostState& s, const cell_t* recv, cell_t* u) {
-  for (const Halo& h : s.halos)
-    for (int j = 0; j < h.count(); ++j) u[s.g.boxCell(h.recv, j)] = recv[h.offset + static_cast<size_t>(j)];
+  for (size_t i = 0; i < s.halos.size(); ++i) {
+    const Halo& h = s.halos[i];
+    int64_t done = 0;
+    if (s.datatype)
+      J2D_CHECK_TYPE(tether_type_unpack(s.types.recv[i], 1, recv + h.offset, 0, static_cast<int64_t>(h.bytes()), u, &done));
+    else
+      for (int j = 0; j < h.count(); ++j) u[s.g.boxCell(h.recv, j)] = recv[h.offset + static_cast<size_t>(j)];
+  }
 }
 
 void step(tether_t w, HostState& s, int k) {
@@ -77,6 +92,8 @@ int main(int argc, char** argv) {
   s.g = s.d.geom();
   J2D_CHECK(tether_msg_init(w, nullptr));
   s.halos = h3d::haloTable(s.d);
+  s.datatype = o.datatype;
+  if (s.datatype) s.types = h3d::haloTypes(s.d, s.halos);
   s.field[0] = s.field[1] = h3d::initialField(s.d);
   s.send.assign(h3d::haloCells(s.halos), 0);
   s.recv[0] = s.recv[1] = s.send;
@@ -94,7 +111,8 @@ int main(int argc, char** argv) {
   const long bad = h3d::badCells(s.d, s.field[total & 1].data(), reference);
   h3d::complain(w, s.d, "host-cpu", bad);
   if (me == 0) h3d::printHeader();
-  const bool pass = h3d::report(w, "host-cpu", 0, s.d, j2d::Result{static_cast<double>(bad), j2d::median(us), cpuUs});
+  const bool pass = h3d::report(w, "host-cpu", s.datatype ? "datatype" : "box", 0, s.d, j2d::Result{static_cast<double>(bad), j2d::median(us), cpuUs});
+  h3d::freeHaloTypes(&s.types);
   J2D_CHECK(tether_msg_finalize(w));
   J2D_CHECK(tether_finalize(w));
   if (me == 0) std::printf("halo3d_cpu: %s\n", pass ? "PASS" : "FAIL");
