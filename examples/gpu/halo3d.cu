@@ -55,7 +55,6 @@ using h3d::Decomp;
 using h3d::Geom;
 using h3d::Halo;
 using h3d::kMaxHalos;
-using j2d::freeRequests;
 using j2d::Pending;
 
 constexpr int kBlock = 256;  // threads per block of every kernel
@@ -105,13 +104,6 @@ __global__ void unpackHalos(Geom g, const HaloBoxes* boxes, const cell_t* recv, 
 __global__ void computeInner(Geom g, const cell_t* u, cell_t* v) { innerRange(g, u, v, threadRank(), threadCount()); }
 __global__ void computeShell(Geom g, const cell_t* u, cell_t* v) { shellRange(g, u, v, threadRank(), threadCount()); }
 
-// The kernel model's messages of one halo of one step.
-struct DevMsgs {
-  tether_msg_send_desc_t send;      // starts the halo's prepared send
-  tether_msg_wait_desc_t sent;      // that send is complete (the send buffer may be rewritten)
-  tether_msg_wait_desc_t received;  // the halo's receive is complete
-};
-
 struct StepArgs {
   Geom g;
   const HaloBoxes* boxes;
@@ -120,7 +112,7 @@ struct StepArgs {
   cell_t* send;
   const cell_t* recv;
   int nh;
-  DevMsgs msg[kMaxHalos];
+  j2d::KernelMsgs msg[kMaxHalos];  // the halos' send and receive descriptors
 };
 
 // The kernel model: a whole step in one kernel, launched cooperatively (every block resident) because its phases need
@@ -212,7 +204,8 @@ void setup(tether_t w, GpuState* g, bool kernelModel) {
   }
   if (kernelModel) {
     J2D_CHECK(tether_device_handle(w, &g->dh));
-    g->coopBlocks = j2d::cooperativeBlocks(kernelModelStep, kBlock, static_cast<long>(g->d.l[0]) * g->d.l[1] * g->d.l[2]);
+    const long cells = static_cast<long>(g->d.l[0]) * g->d.l[1] * g->d.l[2];
+    g->coopBlocks = j2d::cooperativeBlocks(kernelModelStep, kBlock, cells);
     for (cudaEvent_t& e : g->kernelDone)
       J2D_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync));
   }
@@ -236,7 +229,9 @@ void resetFields(const GpuState& g) {
 
 // ---- the stream-ordered pieces of the host and stream models ------------------------------------------------------
 
-unsigned blocksFor(long work) { return static_cast<unsigned>(std::max(1L, std::min(1024L, (work + kBlock - 1) / kBlock))); }
+unsigned blocksFor(long work) {
+  return static_cast<unsigned>(std::max(1L, std::min(1024L, (work + kBlock - 1) / kBlock)));
+}
 
 void pack(const GpuState& g, int k) {
   for (size_t i = 0; g.datatype && i < g.halos.size(); ++i) {
@@ -273,44 +268,24 @@ void shell(const GpuState& g, int k) {
 
 // ---- the models: one step each ------------------------------------------------------------------------------------
 
+// The host and stream models: app_gpu.cuh's iterations with this program's pack, inner cells (overlapping the
+// messages) and unpack + shell cells.
 void hostStep(tether_t w, GpuState& g, int k, Pending*) {
-  const Buffers b = g.buffers(k);
-  const size_t nh = g.halos.size();
-  tether_request_t reqs[2 * kMaxHalos];
-  j2d::postReceives(w, g.halos, b, reqs);
-  pack(g, k);
-  J2D_CUDA(cudaStreamSynchronize(g.stream));  // the packed halos
-  j2d::postSends(w, g.halos, b, reqs + nh);
-  inner(g, k);  // on the GPU while the host waits
-  J2D_CHECK(tether_msg_waitall(w, 2 * nh, reqs, nullptr));
-  unpack(g, k);
-  shell(g, k);
+  j2d::hostIteration(
+      w, g, k, [&] { pack(g, k); }, [&] { inner(g, k); },
+      [&] {
+        unpack(g, k);
+        shell(g, k);
+      });
 }
 
-// The stream model; prepared = true is "stream-post" (prepared sends, ONE tether_msg_post_all_on_stream).
 void streamIteration(tether_t w, GpuState& g, int k, Pending* pending, bool prepared) {
-  const Buffers b = g.buffers(k);
-  const size_t nh = g.halos.size();
-  Pending& p = pending[k & 1];
-  tether_request_t* sends = p.reqs + nh;
-  j2d::postReceives(w, g.halos, b, p.reqs);
-  for (size_t i = 0; prepared && i < nh; ++i) {
-    const Halo& h = g.halos[i];
-    J2D_CHECK(tether_send_prepare(w, h3d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &sends[i]));
-  }
-  pack(g, k);
-  if (prepared) J2D_CHECK(tether_msg_post_all_on_stream(w, nh, sends, g.stream));
-  for (size_t i = 0; !prepared && i < nh; ++i) {
-    const Halo& h = g.halos[i];
-    J2D_CHECK(tether_isend_on_stream(w, h3d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), g.stream, &sends[i]));
-  }
-  p.n = 2 * nh;
-  inner(g, k);
-  // Receives: unpack and the shell need the ghosts. Sends: the next step packs into their buffer again.
-  J2D_CHECK(tether_msg_waitall_on_stream(w, p.n, p.reqs, g.stream));
-  unpack(g, k);
-  shell(g, k);
-  freeRequests(w, &pending[(k + 1) & 1]);  // step k - 1's
+  j2d::streamIteration(
+      w, g, k, pending, prepared, [&] { pack(g, k); }, [&] { inner(g, k); },
+      [&] {
+        unpack(g, k);
+        shell(g, k);
+      });
 }
 void streamStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, false); }
 void streamPostStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, true); }
@@ -328,70 +303,23 @@ void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
   a.send = b.send;
   a.recv = b.recv;
   a.nh = static_cast<int>(nh);
-  for (size_t i = 0; i < nh; ++i) {
-    const Halo& h = g.halos[i];
-    tether_request_t& send = p.reqs[nh + i];
-    J2D_CHECK(tether_send_prepare(w, h3d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &send));
-    J2D_CHECK(tether_msg_send_desc(w, send, &a.msg[i].send));
-    J2D_CHECK(tether_msg_wait_desc(w, send, &a.msg[i].sent));
-    J2D_CHECK(tether_msg_wait_desc(w, p.reqs[i], &a.msg[i].received));
-  }
+  for (size_t i = 0; i < nh; ++i) a.msg[i] = j2d::prepareKernelMsgs(w, g.halos[i], b, &p.reqs[nh + i], p.reqs[i]);
   p.n = 2 * nh;
-  J2D_CUDA(tether::device::launch_cooperative(kernelModelStep, dim3(static_cast<unsigned>(g.coopBlocks)), dim3(kBlock),
-                                              0, g.stream, g.dh, a));
-  J2D_CUDA(cudaEventRecord(g.kernelDone[k & 1], g.stream));
-  // Step k - 1's requests: its kernel may still poll their descriptors until it ends, so wait for it first (it is one
-  // kernel behind: the GPU already has this step's kernel queued).
-  Pending& prev = pending[(k + 1) & 1];
-  if (prev.n) {
-    J2D_CUDA(cudaEventSynchronize(g.kernelDone[(k + 1) & 1]));
-    freeRequests(w, &prev);
-  }
+  j2d::launchKernelStep(w, kernelModelStep, g.coopBlocks, kBlock, g.stream, g.dh, a, g.kernelDone, k, pending);
 }
 
-using StepFn = void (*)(tether_t, GpuState&, int, Pending*);
-
-struct Model {
-  const char* name;
-  StepFn step;
-};
-const Model kModels[] = {
-    {"host", hostStep}, {"stream", streamStep}, {"stream-post", streamPostStep}, {"kernel", kernelStep}};
-
-// Runs warmup + iters steps of one model from the initial values and times the last iters; returns this PE's timings
-// and its count of wrong cells (in maxErr) against the serial reference.
-j2d::Result runModel(tether_t w, GpuState& g, const Model& m, const j2d::Options& o,
-                     const std::vector<cell_t>& reference) {
-  resetFields(g);
-  Pending pending[2];
-  const j2d::Timing t =
-      j2d::timeIterations(w, g.stream, o.warmup, o.iters, pending, [&](int k) { m.step(w, g, k, pending); });
-  const int total = o.warmup + o.iters;
-  std::vector<cell_t> result(g.d.cells());
-  J2D_CUDA(cudaMemcpy(result.data(), g.field[total & 1], result.size() * sizeof(cell_t), cudaMemcpyDeviceToHost));
-  return j2d::Result{static_cast<double>(h3d::badCells(g.d, result.data(), reference)), t.iterUs, t.cpuUs};
-}
+using Model = j2d::Model<GpuState>;
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const h3d::Options o = h3d::parseOptions(argc, argv);
-  std::vector<Model> run;
-  for (const Model& m : kModels)
-    if (o.base.model == "all" || o.base.model == m.name) run.push_back(m);
-  if (run.empty()) {
-    std::fprintf(stderr, "%s: unknown --model '%s' (host, stream, stream-post, kernel or all)\n", argv[0],
-                 o.base.model.c_str());
-    return 2;
-  }
+  const std::vector<Model> run =
+      j2d::selectModels<GpuState>(o.base.model, argv[0], hostStep, streamStep, streamPostStep, kernelStep);
   tether_t w;
   J2D_CHECK(tether_init(&w));
   const int me = tether_my_pe(w);
-  if (!j2d::gpuVisible()) {
-    if (me == 0) std::printf("SKIP: no GPU visible\n");
-    J2D_CHECK(tether_finalize(w));
-    return 77;
-  }
+  if (j2d::skipWithoutGpu(w)) return 77;
   GpuState g;
   g.d = h3d::decomposeWorld(w, o);
   g.datatype = o.datatype;
@@ -404,7 +332,10 @@ int main(int argc, char** argv) {
   bool pass = true;
   for (size_t i = 0; i < run.size(); ++i) {
     J2D_CHECK(tether_barrier_all(w));
-    const j2d::Result r = runModel(w, g, run[i], o.base, reference);
+    const j2d::Result r = j2d::runModel(w, g, run[i], o.base, [&] { resetFields(g); },
+                                        [&](const std::vector<cell_t>& result) {
+                                          return static_cast<double>(h3d::badCells(g.d, result.data(), reference));
+                                        });
     h3d::complain(w, g.d, run[i].name, static_cast<long>(r.maxErr));
     const char* packer = g.datatype && run[i].step != kernelStep ? "datatype" : "box";
     pass = h3d::report(w, run[i].name, packer, static_cast<int>(i), g.d, r) && pass;

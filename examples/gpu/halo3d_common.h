@@ -107,7 +107,8 @@ struct Geom {
   }
   // Element j of box b (x fastest), as a field offset.
   J2D_HD size_t boxCell(const Box& b, int j) const {
-    return at(b.start[0] + j % b.size[0], b.start[1] + j / b.size[0] % b.size[1], b.start[2] + j / (b.size[0] * b.size[1]));
+    return at(b.start[0] + j % b.size[0], b.start[1] + j / b.size[0] % b.size[1],
+              b.start[2] + j / (b.size[0] * b.size[1]));
   }
 };
 
@@ -297,7 +298,8 @@ inline std::vector<cell_t> initialField(const Decomp& d) {
   std::vector<cell_t> f(d.cells(), kPoison);
   for (int z = 1; z <= d.l[2]; ++z)
     for (int y = 1; y <= d.l[1]; ++y)
-      for (int x = 1; x <= d.l[0]; ++x) f[g.at(x, y, z)] = initialValue(d.o[0] + x - 1, d.o[1] + y - 1, d.o[2] + z - 1, d.n);
+      for (int x = 1; x <= d.l[0]; ++x)
+        f[g.at(x, y, z)] = initialValue(d.o[0] + x - 1, d.o[1] + y - 1, d.o[2] + z - 1, d.n);
   return f;
 }
 

@@ -7,7 +7,6 @@
 //   tetherrun -n 8 ./tether_halo3d_cpu --n 24 --iters 20            (2x2x2, 26 neighbours)
 //   tetherrun -n 2 ./tether_halo3d_cpu --grid 1x1x2 --neighbours 6  (x and y: every PE its own neighbour)
 // Only --model host (or all, the same here) exists: the stream and kernel models need a GPU.
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
@@ -15,52 +14,47 @@
 
 namespace {
 
-using h3d::Buffers;
 using h3d::cell_t;
-using h3d::Decomp;
-using h3d::Geom;
 using h3d::Halo;
 
 struct HostState {
-  Decomp d;
-  Geom g;
+  h3d::Decomp d;
+  h3d::Geom g;
   std::vector<Halo> halos;
   std::vector<cell_t> field[2], send, recv[2];
   bool datatype = false;  // --pack datatype: the engine's host reference (tether_type_pack / unpack) packs
   h3d::HaloTypes types;
-  Buffers buffers(int k) { return Buffers{send.data(), recv[k & 1].data()}; }
+  h3d::Buffers buffers(int k) { return h3d::Buffers{send.data(), recv[k & 1].data()}; }
 };
 
-void pack(const HostState& s, const cell_t* u, cell_t* send) {
+// Packs every halo's send box of u into send (packing), or unpacks every halo from recv into its receive box of u.
+void copyHalos(const HostState& s, bool packing, cell_t* u, const cell_t* recv, cell_t* send) {
   for (size_t i = 0; i < s.halos.size(); ++i) {
     const Halo& h = s.halos[i];
+    const int64_t bytes = static_cast<int64_t>(h.bytes());
     int64_t done = 0;
-    if (s.datatype)
-      J2D_CHECK_TYPE(tether_type_pack(s.types.send[i], 1, u, 0, static_cast<int64_t>(h.bytes()), send + h.offset, &done));
-    else
-      for (int j = 0; j < h.count(); ++j) send[h.offset + static_cast<size_t>(j)] = u[s.g.boxCell(h.send, j)];
-  }
-}
-
-void unpack(const HostState& s, const cell_t* recv, cell_t* u) {
-  for (size_t i = 0; i < s.halos.size(); ++i) {
-    const Halo& h = s.halos[i];
-    int64_t done = 0;
-    if (s.datatype)
-      J2D_CHECK_TYPE(tether_type_unpack(s.types.recv[i], 1, recv + h.offset, 0, static_cast<int64_t>(h.bytes()), u, &done));
-    else
-      for (int j = 0; j < h.count(); ++j) u[s.g.boxCell(h.recv, j)] = recv[h.offset + static_cast<size_t>(j)];
+    if (s.datatype && packing)
+      J2D_CHECK_TYPE(tether_type_pack(s.types.send[i], 1, u, 0, bytes, send + h.offset, &done));
+    else if (s.datatype)
+      J2D_CHECK_TYPE(tether_type_unpack(s.types.recv[i], 1, recv + h.offset, 0, bytes, u, &done));
+    for (int j = 0; !s.datatype && j < h.count(); ++j) {
+      const size_t at = h.offset + static_cast<size_t>(j);
+      if (packing)
+        send[at] = u[s.g.boxCell(h.send, j)];
+      else
+        u[s.g.boxCell(h.recv, j)] = recv[at];
+    }
   }
 }
 
 void step(tether_t w, HostState& s, int k) {
-  const Buffers b = s.buffers(k);
+  const h3d::Buffers b = s.buffers(k);
   const size_t nh = s.halos.size();
   cell_t* u = s.field[k & 1].data();
   cell_t* v = s.field[(k + 1) & 1].data();
   tether_request_t reqs[2 * h3d::kMaxHalos];
   j2d::postReceives(w, s.halos, b, reqs);
-  pack(s, u, b.send);
+  copyHalos(s, true, u, nullptr, b.send);
   j2d::postSends(w, s.halos, b, reqs + nh);
   int x = 0, y = 0, z = 0;
   for (int t = 0; t < h3d::innerCells(s.g); ++t) {
@@ -68,7 +62,7 @@ void step(tether_t w, HostState& s, int k) {
     h3d::updateCell(s.g, u, v, x, y, z);
   }
   J2D_CHECK(tether_msg_waitall(w, 2 * nh, reqs, nullptr));
-  unpack(s, b.recv, u);
+  copyHalos(s, false, u, b.recv, nullptr);
   for (int t = 0; t < h3d::shellCells(s.g); ++t) {
     h3d::shellCell(s.g, t, &x, &y, &z);
     h3d::updateCell(s.g, u, v, x, y, z);
@@ -98,20 +92,13 @@ int main(int argc, char** argv) {
   s.send.assign(h3d::haloCells(s.halos), 0);
   s.recv[0] = s.recv[1] = s.send;
   const int total = o.base.warmup + o.base.iters;
-  for (int k = 0; k < o.base.warmup; ++k) step(w, s, k);
-  std::vector<double> us;
-  const double cpu0 = j2d::cpuTimeUs();
-  for (int k = o.base.warmup; k < total; ++k) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step(w, s, k);
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  const double cpuUs = (j2d::cpuTimeUs() - cpu0) / o.base.iters;
+  const j2d::Timing t = j2d::timeHostIterations(o.base.warmup, o.base.iters, [&](int k) { step(w, s, k); });
   const std::vector<cell_t> reference = h3d::serialSteps(s.d.n, s.d.neighbours, total);
   const long bad = h3d::badCells(s.d, s.field[total & 1].data(), reference);
   h3d::complain(w, s.d, "host-cpu", bad);
   if (me == 0) h3d::printHeader();
-  const bool pass = h3d::report(w, "host-cpu", s.datatype ? "datatype" : "box", 0, s.d, j2d::Result{static_cast<double>(bad), j2d::median(us), cpuUs});
+  const j2d::Result mine{static_cast<double>(bad), t.iterUs, t.cpuUs};
+  const bool pass = h3d::report(w, "host-cpu", s.datatype ? "datatype" : "box", 0, s.d, mine);
   h3d::freeHaloTypes(&s.types);
   J2D_CHECK(tether_msg_finalize(w));
   J2D_CHECK(tether_finalize(w));

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -356,6 +357,27 @@ inline double cpuTimeUs() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+struct Timing {
+  double iterUs;  // median time of one timed iteration
+  double cpuUs;   // process CPU time per timed iteration
+};
+
+// The host-memory twins' loop: step(k) for k = 0 .. warmup + iters - 1, the last iters timed one by one (wall clock)
+// and together (process CPU time).
+template <class Step>
+Timing timeHostIterations(int warmup, int iters, Step step) {
+  for (int k = 0; k < warmup; ++k) step(k);
+  std::vector<double> us;
+  const double cpu0 = cpuTimeUs();
+  for (int k = warmup; k < warmup + iters; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step(k);
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double cpuUs = (cpuTimeUs() - cpu0) / iters;
+  return Timing{median(us), cpuUs};
 }
 
 }  // namespace j2d
