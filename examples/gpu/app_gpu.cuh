@@ -1,6 +1,10 @@
-// The GPU-side helpers that the messaging applications (jacobi2d.cu, halo3d.cu; docs/msg.md "Applications") share:
-// the CUDA error check, allocation, the requests an iteration leaves for the host to free one iteration late, the
-// block count of a cooperative launch and the timed loop (CUDA events on the solver's stream, process CPU time).
+// The GPU-side driver code that the messaging applications (jacobi2d.cu, halo3d.cu; docs/msg.md "Applications")
+// share: the CUDA error check and allocation, the skip without a GPU, the requests an iteration leaves for the host to
+// free one iteration late, the host and stream models' iterations (the application gives its pack, overlapping work
+// and finish as callables), the kernel model's prepared messages, cooperative launch and request freeing, the model
+// table and --model selection, and the timed run of one model (CUDA events on the application's stream, process CPU
+// time). An application's state has `halos`, `stream`, `buffers(k)`, `field[2]` and `d.cells()`; its halo and buffer
+// types have sendPtr / recvPtr next to them (jacobi2d_common.h, halo3d_common.h).
 #pragma once
 
 #include <cuda_runtime.h>
