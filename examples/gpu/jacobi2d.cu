@@ -40,14 +40,9 @@
 #include <string>
 #include <vector>
 
+#include "app_gpu.cuh"
 #include "jacobi2d_common.h"
 #include "tether/msg_device.cuh"
-
-#define J2D_CUDA(call)                                                                             \
-  do {                                                                                             \
-    const cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) j2d::die(__FILE__, __LINE__, #call, "CUDA error", cudaGetErrorString(e_)); \
-  } while (0)
 
 namespace {
 
@@ -55,6 +50,7 @@ using j2d::Buffers;
 using j2d::Decomp;
 using j2d::Halo;
 using j2d::kDirs;
+using j2d::Pending;
 
 constexpr int kBlock = 256;  // threads per block of the kernel model's kernel
 
@@ -81,9 +77,7 @@ struct DevHalo {
   double* sendBuf;
   const double* recvBuf;
   int count;
-  tether_msg_send_desc_t send;      // starts this halo's prepared send
-  tether_msg_wait_desc_t sent;      // that send is complete (its buffer may be rewritten)
-  tether_msg_wait_desc_t received;  // this halo's receive is complete
+  j2d::KernelMsgs msg;  // its send's and receive's descriptors
 };
 
 struct StepArgs {
@@ -115,7 +109,7 @@ __global__ void kernelModelStep(tether_device_handle_t h, StepArgs a) {
   __threadfence_system();
   grid.sync();
   if (blockIdx.x == 0)
-    for (int i = 0; i < a.nh; ++i) tether::device::msg_send<Scope::Block>(h, a.halo[i].send);
+    for (int i = 0; i < a.nh; ++i) tether::device::msg_send<Scope::Block>(h, a.halo[i].msg.send);
   int r = 0, c = 0;
   for (int t = tid; t < j2d::innerCells(a.lx, a.ly); t += nth) {  // needs no halo: overlaps the messages
     j2d::innerCell(t, a.lx, &r, &c);
@@ -123,8 +117,8 @@ __global__ void kernelModelStep(tether_device_handle_t h, StepArgs a) {
   }
   if (blockIdx.x == 0)
     for (int i = 0; i < a.nh; ++i) {
-      tether::device::msg_wait<Scope::Block>(h, a.halo[i].received);
-      tether::device::msg_wait<Scope::Block>(h, a.halo[i].sent);  // the next kernel rewrites the send buffers
+      tether::device::msg_wait<Scope::Block>(h, a.halo[i].msg.received);
+      tether::device::msg_wait<Scope::Block>(h, a.halo[i].msg.sent);  // the next kernel rewrites the send buffers
     }
   grid.sync();
   for (int i = 0; i < a.nh; ++i) {
@@ -163,39 +157,12 @@ struct GpuState {
   }
 };
 
-// The requests of one iteration that the host has not freed yet (stream and kernel models free them one iteration
-// late).
-struct Pending {
-  tether_request_t reqs[2 * kDirs];
-  size_t n = 0;
-};
-
-void freeRequests(tether_t w, Pending* p) {
-  if (p->n) J2D_CHECK(tether_msg_waitall(w, p->n, p->reqs, nullptr));
-  p->n = 0;
-}
-
-double* gpuAlloc(size_t doubles) {
-  void* p = nullptr;
-  J2D_CUDA(cudaMalloc(&p, doubles * sizeof(double)));
-  return static_cast<double*>(p);
-}
-
-// Blocks of the kernel model's cooperative launch: at most one per SM (a cooperative grid must be resident at once,
-// and PEs may share the GPU), at most what the block's cells need, at least 1.
+// Blocks of the kernel model's cooperative launch (at most one per SM, at most what the block's cells need).
 int cooperativeBlocks(const Decomp& d) {
-  int dev = 0, coop = 0, sms = 0, perSm = 0;
-  J2D_CUDA(cudaGetDevice(&dev));
-  J2D_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-  if (!coop) j2d::die(__FILE__, __LINE__, "cudaDevAttrCooperativeLaunch", "the kernel model needs cooperative launch",
-                      "this GPU has none");
-  J2D_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  J2D_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernelModelStep, kBlock, 0));
-  const long cells = static_cast<long>(d.lx) * d.ly;
-  long blocks = std::min<long>(sms, static_cast<long>(perSm) * sms);
-  blocks = std::min(blocks, (cells + kBlock - 1) / kBlock);
-  return static_cast<int>(std::max(1L, blocks));
+  return j2d::cooperativeBlocks(kernelModelStep, kBlock, static_cast<long>(d.lx) * d.ly);
 }
+
+double* gpuAlloc(size_t doubles) { return j2d::gpuAlloc<double>(doubles); }
 
 void setup(tether_t w, GpuState* g, bool kernelModel) {
   g->halos = j2d::haloTable(g->d);
@@ -273,53 +240,33 @@ void computeOnStream(const GpuState& g, int k) {
 
 // ---- the three models: one iteration each --------------------------------------------------------------------------
 
+// The host and stream models: app_gpu.cuh's iterations with this program's pack, (no overlap) and unpack + compute.
 void hostStep(tether_t w, GpuState& g, int k, Pending*) {
   const Buffers b = g.buffers(k);
-  const size_t nh = g.halos.size();
-  tether_request_t reqs[2 * kDirs];
-  j2d::postReceives(w, g.halos, b, reqs);
-  packColumns(g, b);
-  J2D_CUDA(cudaStreamSynchronize(g.stream));  // packed columns, and the rows the previous iteration computed
-  j2d::postSends(w, g.halos, b, reqs + nh);
-  J2D_CHECK(tether_msg_waitall(w, 2 * nh, reqs, nullptr));
-  unpackColumns(g, b);
-  computeOnStream(g, k);
+  j2d::hostIteration(
+      w, g, k, [&] { packColumns(g, b); }, [] {},
+      [&] {
+        unpackColumns(g, b);
+        computeOnStream(g, k);
+      });
 }
 
-// The stream model. prepared = false: each send starts on the stream with tether_isend_on_stream. prepared = true
-// (model "stream-post"): the host prepares the sends before the pack (tether_send_prepare: bookkeeping only, the
-// buffer may still be written) and ONE tether_msg_post_all_on_stream starts them after it (libmp's
-// mp_isend_post_all_on_stream).
 void streamIteration(tether_t w, GpuState& g, int k, Pending* pending, bool prepared) {
   const Buffers b = g.buffers(k);
-  const size_t nh = g.halos.size();
-  Pending& p = pending[k & 1];
-  tether_request_t* sends = p.reqs + nh;
-  j2d::postReceives(w, g.halos, b, p.reqs);
-  for (size_t i = 0; prepared && i < nh; ++i) {
-    const Halo& h = g.halos[i];
-    J2D_CHECK(tether_send_prepare(w, j2d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &sends[i]));
-  }
-  packColumns(g, b);
-  if (prepared) J2D_CHECK(tether_msg_post_all_on_stream(w, nh, sends, g.stream));
-  for (size_t i = 0; !prepared && i < nh; ++i) {
-    const Halo& h = g.halos[i];
-    J2D_CHECK(tether_isend_on_stream(w, j2d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), g.stream, &sends[i]));
-  }
-  p.n = 2 * nh;
-  // Receives: unpack and compute need the halo. Sends: the next iteration rewrites their buffers.
-  J2D_CHECK(tether_msg_waitall_on_stream(w, p.n, p.reqs, g.stream));
-  unpackColumns(g, b);
-  computeOnStream(g, k);
-  freeRequests(w, &pending[(k + 1) & 1]);  // iteration k - 1's
+  j2d::streamIteration(
+      w, g, k, pending, prepared, [&] { packColumns(g, b); }, [] {},
+      [&] {
+        unpackColumns(g, b);
+        computeOnStream(g, k);
+      });
 }
 void streamStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, false); }
 void streamPostStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, true); }
 
 // The kernel's view of halo i of iteration k, with the descriptors of its prepared send and its receive.
-DevHalo devHalo(tether_t w, const Buffers& b, const Halo& h, tether_request_t send,
-                tether_request_t recv) {
+DevHalo devHalo(const Buffers& b, const Halo& h, const j2d::KernelMsgs& msg) {
   DevHalo dh{};
+  dh.msg = msg;
   dh.count = h.count;
   if (h.strided) {
     dh.packFrom = b.field + h.sendAt;
@@ -327,9 +274,6 @@ DevHalo devHalo(tether_t w, const Buffers& b, const Halo& h, tether_request_t se
     dh.sendBuf = b.sendBuf[h.dir];
     dh.recvBuf = b.recvBuf[h.dir];
   }
-  J2D_CHECK(tether_msg_send_desc(w, send, &dh.send));
-  J2D_CHECK(tether_msg_wait_desc(w, send, &dh.sent));
-  J2D_CHECK(tether_msg_wait_desc(w, recv, &dh.received));
   return dh;
 }
 
@@ -347,84 +291,24 @@ void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
   a.nh = static_cast<int>(nh);
   for (size_t i = 0; i < nh; ++i) {
     const Halo& h = g.halos[i];
-    J2D_CHECK(tether_send_prepare(w, j2d::sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &p.reqs[nh + i]));
-    a.halo[i] = devHalo(w, b, h, p.reqs[nh + i], p.reqs[i]);
+    a.halo[i] = devHalo(b, h, j2d::prepareKernelMsgs(w, h, b, &p.reqs[nh + i], p.reqs[i]));
   }
   p.n = 2 * nh;
-  J2D_CUDA(tether::device::launch_cooperative(kernelModelStep, dim3(static_cast<unsigned>(g.coopBlocks)), dim3(kBlock),
-                                              0, g.stream, g.dh, a));
-  J2D_CUDA(cudaEventRecord(g.kernelDone[k & 1], g.stream));
-  // Iteration k - 1's requests: its kernel may still poll their descriptors until it ends, so wait for it first (it
-  // is one kernel behind: the GPU already has this iteration's kernel queued).
-  Pending& prev = pending[(k + 1) & 1];
-  if (prev.n) {
-    J2D_CUDA(cudaEventSynchronize(g.kernelDone[(k + 1) & 1]));
-    freeRequests(w, &prev);
-  }
+  j2d::launchKernelStep(w, kernelModelStep, g.coopBlocks, kBlock, g.stream, g.dh, a, g.kernelDone, k, pending);
 }
 
-using StepFn = void (*)(tether_t, GpuState&, int, Pending*);
-
-struct Model {
-  const char* name;
-  StepFn step;
-};
-const Model kModels[] = {
-    {"host", hostStep}, {"stream", streamStep}, {"stream-post", streamPostStep}, {"kernel", kernelStep}};
-
-// Runs warmup + iters iterations of one model from the initial values and measures the timed ones; returns this
-// PE's measurements and its error against the serial reference.
-j2d::Result runModel(tether_t w, GpuState& g, const Model& m, const j2d::Options& o,
-                     const std::vector<double>& reference) {
-  resetFields(g);
-  Pending pending[2];
-  std::vector<cudaEvent_t> marks(static_cast<size_t>(o.iters) + 1);
-  for (cudaEvent_t& e : marks) J2D_CUDA(cudaEventCreate(&e));
-  const int total = o.warmup + o.iters;
-  double cpu0 = 0;
-  for (int k = 0; k < total; ++k) {
-    if (k == o.warmup) cpu0 = j2d::cpuTimeUs();
-    if (k >= o.warmup) J2D_CUDA(cudaEventRecord(marks[static_cast<size_t>(k - o.warmup)], g.stream));
-    m.step(w, g, k, pending);
-  }
-  J2D_CUDA(cudaEventRecord(marks.back(), g.stream));
-  J2D_CUDA(cudaStreamSynchronize(g.stream));  // first: the kernel model's last kernel uses its requests' descriptors
-  freeRequests(w, &pending[0]);
-  freeRequests(w, &pending[1]);
-  const double cpuUs = (j2d::cpuTimeUs() - cpu0) / o.iters;
-  std::vector<double> us;
-  for (size_t t = 0; t + 1 < marks.size(); ++t) {
-    float ms = 0;
-    J2D_CUDA(cudaEventElapsedTime(&ms, marks[t], marks[t + 1]));
-    us.push_back(1000.0 * ms);
-  }
-  for (cudaEvent_t e : marks) J2D_CUDA(cudaEventDestroy(e));
-  std::vector<double> result(g.d.cells());
-  J2D_CUDA(cudaMemcpy(result.data(), g.field[total & 1], result.size() * sizeof(double), cudaMemcpyDeviceToHost));
-  return j2d::Result{j2d::maxError(g.d, result.data(), reference), j2d::median(us), cpuUs};
-}
+using Model = j2d::Model<GpuState>;
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const j2d::Options o = j2d::parseOptions(argc, argv);
-  std::vector<Model> run;
-  for (const Model& m : kModels)
-    if (o.model == "all" || o.model == m.name) run.push_back(m);
-  if (run.empty()) {
-    std::fprintf(stderr, "%s: unknown --model '%s' (host, stream, stream-post, kernel or all)\n", argv[0],
-                 o.model.c_str());
-    return 2;
-  }
+  const std::vector<Model> run =
+      j2d::selectModels<GpuState>(o.model, argv[0], hostStep, streamStep, streamPostStep, kernelStep);
   tether_t w;
   J2D_CHECK(tether_init(&w));
   const int me = tether_my_pe(w);
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    if (me == 0) std::printf("SKIP: no GPU visible\n");
-    J2D_CHECK(tether_finalize(w));
-    return 77;
-  }
+  if (j2d::skipWithoutGpu(w)) return 77;
   GpuState g;
   g.d = j2d::decomposeWorld(w, o.n);
   J2D_CHECK(tether_msg_init(w, nullptr));
@@ -436,7 +320,9 @@ int main(int argc, char** argv) {
   bool pass = true;
   for (size_t i = 0; i < run.size(); ++i) {
     J2D_CHECK(tether_barrier_all(w));
-    const j2d::Result r = runModel(w, g, run[i], o, reference);
+    const j2d::Result r =
+        j2d::runModel(w, g, run[i], o, [&] { resetFields(g); },
+                      [&](const std::vector<double>& result) { return j2d::maxError(g.d, result.data(), reference); });
     if (!(r.maxErr <= j2d::kTolerance))
       std::fprintf(stderr, "PE %d (block %d,%d), model %s: max error %.3g against the serial Jacobi: FAIL\n", me,
                    g.d.rx, g.d.ry, run[i].name, r.maxErr);

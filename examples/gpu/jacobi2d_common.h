@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -233,14 +234,16 @@ struct Options {
   std::string model = "all";
 };
 
-// --n N, --iters I, --warmup W, --model M (M checked by the caller). Exits 2 on a malformed command line.
-inline Options parseOptions(int argc, char** argv) {
-  Options o;
+// --n N, --iters I, --warmup W, --model M (M checked by the caller), starting from `defaults`. Exits 2 on a malformed
+// command line; `extraUsage` (the options a caller took out of argv before) is added to the usage line.
+inline Options parseOptions(int argc, char** argv, Options defaults = Options{}, const char* extraUsage = "") {
+  Options o = defaults;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc || (a != "--n" && a != "--iters" && a != "--warmup" && a != "--model")) {
-      std::fprintf(stderr, "usage: %s [--n N] [--iters I] [--warmup W] [--model host|stream|stream-post|kernel|all]\n",
-                   argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--n N] [--iters I] [--warmup W] [--model host|stream|stream-post|kernel|all]%s\n",
+                   argv[0], extraUsage);
       std::exit(2);
     }
     const char* v = argv[++i];
@@ -268,13 +271,16 @@ struct Buffers {
 inline double* sendPtr(const Halo& h, const Buffers& b) { return h.strided ? b.sendBuf[h.dir] : b.field + h.sendAt; }
 inline double* recvPtr(const Halo& h, const Buffers& b) { return h.strided ? b.recvBuf[h.dir] : b.field + h.recvAt; }
 
-// Posts one receive per halo into reqs[0 .. halos.size()).
-inline void postReceives(tether_t w, const std::vector<Halo>& halos, const Buffers& b, tether_request_t* reqs) {
+// Posts one receive per halo into reqs[0 .. halos.size()). Templates over the halo and buffer types (halo3d_common.h
+// has its own, with the same members): recvPtr / sendPtr are found next to the halo type.
+template <class HaloT, class BuffersT>
+void postReceives(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, tether_request_t* reqs) {
   for (size_t i = 0; i < halos.size(); ++i)
     J2D_CHECK(tether_irecv(w, recvPtr(halos[i], b), halos[i].bytes(), halos[i].peer, halos[i].recvTag(), &reqs[i]));
 }
 // Starts one send per halo now (strided halos from their packed buffers), requests in reqs[0 .. halos.size()).
-inline void postSends(tether_t w, const std::vector<Halo>& halos, const Buffers& b, tether_request_t* reqs) {
+template <class HaloT, class BuffersT>
+void postSends(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, tether_request_t* reqs) {
   for (size_t i = 0; i < halos.size(); ++i)
     J2D_CHECK(tether_isend(w, sendPtr(halos[i], b), halos[i].bytes(), halos[i].peer, halos[i].sendTag(), &reqs[i]));
 }
@@ -306,14 +312,13 @@ struct Result {
   double cpuUs;   // process CPU time (all threads, tether's progress thread included) per timed iteration
 };
 
-// Collects every PE's Result on PE 0 (point-to-point, tag 0x7000 + `slot`) and has PE 0 print one table row and one
-// JSON line: the worst error and the largest timings over the PEs. Returns whether every PE passed (on PE 0; other
-// PEs return their own verdict).
-inline bool report(tether_t w, const char* model, int slot, const Decomp& d, const Result& mine) {
+// Collects every PE's Result on PE 0 (point-to-point, tag 0x7000 + `slot`): on PE 0 the worst over the PEs (largest
+// maxErr, a NaN sticking, and largest timings); on the other PEs their own.
+inline Result gatherWorst(tether_t w, int slot, const Result& mine) {
   const int me = tether_my_pe(w), npes = tether_n_pes(w), tag = 0x7000 + slot;
   if (me != 0) {
     J2D_CHECK(tether_send(w, &mine, sizeof mine, 0, tag));
-    return mine.maxErr <= kTolerance;
+    return mine;
   }
   Result all = mine;
   for (int pe = 1; pe < npes; ++pe) {
@@ -323,7 +328,16 @@ inline bool report(tether_t w, const char* model, int slot, const Decomp& d, con
     all.iterUs = std::max(all.iterUs, r.iterUs);
     all.cpuUs = std::max(all.cpuUs, r.cpuUs);
   }
+  return all;
+}
+
+// Has PE 0 print one table row and one JSON line for a model: the worst error and the largest timings over the PEs
+// (gatherWorst). Returns whether every PE passed (on PE 0; other PEs return their own verdict).
+inline bool report(tether_t w, const char* model, int slot, const Decomp& d, const Result& mine) {
+  const Result all = gatherWorst(w, slot, mine);
   const bool pass = all.maxErr <= kTolerance;
+  if (tether_my_pe(w) != 0) return pass;
+  const int npes = tether_n_pes(w);
   std::printf("%-11s %5d %4dx%-4d %6d %12.2f %12.2f %12.3g  %s\n", model, npes, d.px, d.py, d.n, all.iterUs, all.cpuUs,
               all.maxErr, pass ? "PASS" : "FAIL");
   std::printf("{\"bench\":\"jacobi2d\",\"model\":\"%s\",\"pes\":%d,\"grid\":\"%dx%d\",\"n\":%d,\"iter_us\":%.3f,"
@@ -343,6 +357,27 @@ inline double cpuTimeUs() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+struct Timing {
+  double iterUs;  // median time of one timed iteration
+  double cpuUs;   // process CPU time per timed iteration
+};
+
+// The host-memory twins' loop: step(k) for k = 0 .. warmup + iters - 1, the last iters timed one by one (wall clock)
+// and together (process CPU time).
+template <class Step>
+Timing timeHostIterations(int warmup, int iters, Step step) {
+  for (int k = 0; k < warmup; ++k) step(k);
+  std::vector<double> us;
+  const double cpu0 = cpuTimeUs();
+  for (int k = warmup; k < warmup + iters; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step(k);
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double cpuUs = (cpuTimeUs() - cpu0) / iters;
+  return Timing{median(us), cpuUs};
 }
 
 }  // namespace j2d

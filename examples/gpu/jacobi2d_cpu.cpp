@@ -5,7 +5,6 @@
 // result is checked against the serial Jacobi exactly as jacobi2d.cu checks it; it prints the same table and JSON.
 //   tetherrun -n 4 ./tether_jacobi2d_cpu --n 64 --iters 20
 // Only --model host (or all, the same here) exists: the stream and kernel models need a GPU.
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
@@ -105,17 +104,9 @@ int main(int argc, char** argv) {
     s.recvBuf[0][dir] = s.recvBuf[1][dir] = s.sendBuf[dir];
   }
   const int total = o.warmup + o.iters;
-  for (int k = 0; k < o.warmup; ++k) iterate(w, s, k);
-  std::vector<double> us;
-  const double cpu0 = j2d::cpuTimeUs();
-  for (int k = o.warmup; k < total; ++k) {
-    const auto t0 = std::chrono::steady_clock::now();
-    iterate(w, s, k);
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  const double cpuUs = (j2d::cpuTimeUs() - cpu0) / o.iters;
+  const j2d::Timing t = j2d::timeHostIterations(o.warmup, o.iters, [&](int k) { iterate(w, s, k); });
   const std::vector<double> reference = j2d::serialJacobi(o.n, total);
-  const j2d::Result mine{j2d::maxError(s.d, s.field[total & 1].data(), reference), j2d::median(us), cpuUs};
+  const j2d::Result mine{j2d::maxError(s.d, s.field[total & 1].data(), reference), t.iterUs, t.cpuUs};
   if (me == 0) j2d::printHeader();
   const bool pass = j2d::report(w, "host-cpu", 0, s.d, mine);
   if (!(mine.maxErr <= j2d::kTolerance))

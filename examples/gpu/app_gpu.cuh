@@ -1,0 +1,248 @@
+// The GPU-side driver code that the messaging applications (jacobi2d.cu, halo3d.cu; docs/msg.md "Applications")
+// share: the CUDA error check and allocation, the skip without a GPU, the requests an iteration leaves for the host to
+// free one iteration late, the host and stream models' iterations (the application gives its pack, overlapping work
+// and finish as callables), the kernel model's prepared messages, cooperative launch and request freeing, the model
+// table and --model selection, and the timed run of one model (CUDA events on the application's stream, process CPU
+// time). An application's state has `halos`, `stream`, `buffers(k)`, `field[2]` and `d.cells()`; its halo and buffer
+// types have sendPtr / recvPtr next to them (jacobi2d_common.h, halo3d_common.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "jacobi2d_common.h"
+#include "tether/msg_device.cuh"
+
+#define J2D_CUDA(call)                                                                                \
+  do {                                                                                                \
+    const cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess) j2d::die(__FILE__, __LINE__, #call, "CUDA error", cudaGetErrorString(e_)); \
+  } while (0)
+
+namespace j2d {
+
+template <class T>
+T* gpuAlloc(size_t elements) {
+  void* p = nullptr;
+  J2D_CUDA(cudaMalloc(&p, elements * sizeof(T)));
+  return static_cast<T*>(p);
+}
+
+template <class T>
+std::vector<T> copyToHost(const T* dev, size_t elements) {
+  std::vector<T> h(elements);
+  J2D_CUDA(cudaMemcpy(h.data(), dev, elements * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// When this process sees no GPU: PE 0 says SKIP, the PE finalizes and the caller should exit 77 (ctest's SKIP).
+inline bool skipWithoutGpu(tether_t w) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) return false;
+  if (tether_my_pe(w) == 0) std::printf("SKIP: no GPU visible\n");
+  J2D_CHECK(tether_finalize(w));
+  return true;
+}
+
+// The requests of one iteration that the host has not freed yet (stream and kernel models free them one iteration
+// late). 64: two per halo for up to 26 halos (halo3d), and 8 for jacobi2d's four.
+struct Pending {
+  static constexpr size_t kMax = 64;
+  tether_request_t reqs[kMax];
+  size_t n = 0;
+};
+
+inline void freeRequests(tether_t w, Pending* p) {
+  if (p->n) J2D_CHECK(tether_msg_waitall(w, p->n, p->reqs, nullptr));
+  p->n = 0;
+}
+
+// The sends of a stream-model iteration, from sendPtr(halo, b) (found next to the halo type). prepared = false: each
+// starts on the stream with tether_isend_on_stream after the work that fill() enqueues (the pack). prepared = true
+// (model "stream-post"): the host prepares them before fill() (tether_send_prepare: bookkeeping only, the buffer may
+// still be written) and ONE tether_msg_post_all_on_stream starts them after it (libmp's mp_isend_post_all_on_stream).
+template <class HaloT, class BuffersT, class Fill>
+void streamSends(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, cudaStream_t stream, bool prepared,
+                 tether_request_t* sends, Fill fill) {
+  const size_t nh = halos.size();
+  for (size_t i = 0; prepared && i < nh; ++i) {
+    const HaloT& h = halos[i];
+    J2D_CHECK(tether_send_prepare(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &sends[i]));
+  }
+  fill();
+  if (prepared) J2D_CHECK(tether_msg_post_all_on_stream(w, nh, sends, stream));
+  for (size_t i = 0; !prepared && i < nh; ++i) {
+    const HaloT& h = halos[i];
+    J2D_CHECK(tether_isend_on_stream(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), stream, &sends[i]));
+  }
+}
+
+// The host model's iteration k on state g (g.halos, g.stream, g.buffers(k)): receives posted; pack() enqueued; the
+// stream synchronised (the packed halos, and the halo cells the previous iteration computed); the sends started from
+// the host; overlap() enqueued (work that needs no halo, e.g. inner cells); every request waited for on the host;
+// finish() enqueued (unpack and the rest).
+template <class State, class Pack, class Overlap, class Finish>
+void hostIteration(tether_t w, State& g, int k, Pack pack, Overlap overlap, Finish finish) {
+  const auto b = g.buffers(k);
+  const size_t nh = g.halos.size();
+  tether_request_t reqs[Pending::kMax];
+  postReceives(w, g.halos, b, reqs);
+  pack();
+  J2D_CUDA(cudaStreamSynchronize(g.stream));
+  postSends(w, g.halos, b, reqs + nh);
+  overlap();
+  J2D_CHECK(tether_msg_waitall(w, 2 * nh, reqs, nullptr));
+  finish();
+}
+
+// The stream model's iteration k (prepared = true: "stream-post"), all on g.stream but the receives: receives posted
+// from the host; pack() and the sends (streamSends); overlap(); ONE tether_msg_waitall_on_stream over receives
+// (finish() needs the halo) and sends (the next iteration rewrites their buffers); finish(). The host never waits for
+// the stream: it frees iteration k - 1's requests (tether_msg_waitall, which does not wait for the stream).
+template <class State, class Pack, class Overlap, class Finish>
+void streamIteration(tether_t w, State& g, int k, Pending* pending, bool prepared, Pack pack, Overlap overlap,
+                     Finish finish) {
+  const auto b = g.buffers(k);
+  const size_t nh = g.halos.size();
+  Pending& p = pending[k & 1];
+  postReceives(w, g.halos, b, p.reqs);
+  streamSends(w, g.halos, b, g.stream, prepared, p.reqs + nh, pack);
+  p.n = 2 * nh;
+  overlap();
+  J2D_CHECK(tether_msg_waitall_on_stream(w, p.n, p.reqs, g.stream));
+  finish();
+  freeRequests(w, &pending[(k + 1) & 1]);
+}
+
+// The kernel model's messages of one halo of one iteration, as its kernel takes them.
+struct KernelMsgs {
+  tether_msg_send_desc_t send;      // starts the halo's prepared send
+  tether_msg_wait_desc_t sent;      // that send is complete (its buffer may be rewritten)
+  tether_msg_wait_desc_t received;  // the halo's receive (request recv) is complete
+};
+
+// Prepares halo h's send of this iteration (from sendPtr(h, b), request *send) and takes the descriptors of it and
+// of the halo's posted receive `recv`.
+template <class HaloT, class BuffersT>
+KernelMsgs prepareKernelMsgs(tether_t w, const HaloT& h, const BuffersT& b, tether_request_t* send,
+                             tether_request_t recv) {
+  KernelMsgs m{};
+  J2D_CHECK(tether_send_prepare(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), send));
+  J2D_CHECK(tether_msg_send_desc(w, *send, &m.send));
+  J2D_CHECK(tether_msg_wait_desc(w, *send, &m.sent));
+  J2D_CHECK(tether_msg_wait_desc(w, recv, &m.received));
+  return m;
+}
+
+// The kernel model's launch of iteration k's kernel (cooperative: `blocks` blocks of `threads`, on `stream`, taking the
+// device handle and the step's arguments), an event after it, then iteration k - 1's requests freed -- its kernel may
+// still poll their descriptors until it ends, so the host waits for that kernel's event first (it is one kernel
+// behind: the GPU already has iteration k's queued). done[2]: events by parity.
+template <class Args>
+void launchKernelStep(tether_t w, void (*kernel)(tether_device_handle_t, Args), int blocks, int threads,
+                      cudaStream_t stream, const tether_device_handle_t& dh, const Args& args, cudaEvent_t* done, int k,
+                      Pending* pending) {
+  const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(threads));
+  J2D_CUDA(tether::device::launch_cooperative(kernel, grid, block, 0, stream, dh, args));
+  J2D_CUDA(cudaEventRecord(done[k & 1], stream));
+  Pending& prev = pending[(k + 1) & 1];
+  if (prev.n) {
+    J2D_CUDA(cudaEventSynchronize(done[(k + 1) & 1]));
+    freeRequests(w, &prev);
+  }
+}
+
+// The execution models an application offers, by name, each one iteration of it on the application's State.
+template <class State>
+struct Model {
+  const char* name;
+  void (*step)(tether_t, State&, int, Pending*);
+};
+
+// The models that --model `which` names ("all": every one) of host, stream, stream-post and kernel (the steps of
+// each), in that order; exits 2 naming the choices if none.
+template <class State>
+std::vector<Model<State>> selectModels(const std::string& which, const char* argv0,
+                                       void (*host)(tether_t, State&, int, Pending*),
+                                       void (*stream)(tether_t, State&, int, Pending*),
+                                       void (*streamPost)(tether_t, State&, int, Pending*),
+                                       void (*kernel)(tether_t, State&, int, Pending*)) {
+  const Model<State> all[] = {{"host", host}, {"stream", stream}, {"stream-post", streamPost}, {"kernel", kernel}};
+  std::vector<Model<State>> run;
+  std::string names;
+  for (const Model<State>& m : all) {
+    if (which == "all" || which == m.name) run.push_back(m);
+    names += std::string(m.name) + ", ";
+  }
+  if (run.empty()) {
+    std::fprintf(stderr, "%s: unknown --model '%s' (%sor all)\n", argv0, which.c_str(), names.c_str());
+    std::exit(2);
+  }
+  return run;
+}
+
+// Blocks of a cooperative launch of `kernel` with `threads` threads a block: at most one per SM (a cooperative grid
+// must be resident at once, and PEs may share the GPU), at most what `work` items need, at least 1. Dies when the GPU
+// has no cooperative launch.
+template <class Kernel>
+int cooperativeBlocks(Kernel kernel, int threads, long work) {
+  int dev = 0, coop = 0, sms = 0, perSm = 0;
+  J2D_CUDA(cudaGetDevice(&dev));
+  J2D_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  if (!coop) die(__FILE__, __LINE__, "cudaDevAttrCooperativeLaunch", "the kernel model needs cooperative launch",
+                 "this GPU has none");
+  J2D_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  J2D_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, 0));
+  long blocks = std::min<long>(sms, static_cast<long>(perSm) * sms);
+  blocks = std::min(blocks, (work + threads - 1) / threads);
+  return static_cast<int>(std::max(1L, blocks));
+}
+
+// Runs step(k) for k = 0 .. warmup + iters - 1 and times the last iters: per iteration, the interval between CUDA
+// events recorded on `stream` at the iteration's start (the GPU's timeline: it includes every host wait that delays
+// the stream), and the process CPU time over the timed loop (every thread, tether's progress thread included) up to
+// the end of the stream and the freeing of both iterations' pending requests.
+template <class Step>
+Timing timeIterations(tether_t w, cudaStream_t stream, int warmup, int iters, Pending* pending, Step step) {
+  std::vector<cudaEvent_t> marks(static_cast<size_t>(iters) + 1);
+  for (cudaEvent_t& e : marks) J2D_CUDA(cudaEventCreate(&e));
+  const int total = warmup + iters;
+  double cpu0 = 0;
+  for (int k = 0; k < total; ++k) {
+    if (k == warmup) cpu0 = cpuTimeUs();
+    if (k >= warmup) J2D_CUDA(cudaEventRecord(marks[static_cast<size_t>(k - warmup)], stream));
+    step(k);
+  }
+  J2D_CUDA(cudaEventRecord(marks.back(), stream));
+  J2D_CUDA(cudaStreamSynchronize(stream));  // first: the kernel model's last kernel uses its requests' descriptors
+  freeRequests(w, &pending[0]);
+  freeRequests(w, &pending[1]);
+  const double cpuUs = (cpuTimeUs() - cpu0) / iters;
+  std::vector<double> us;
+  for (size_t t = 0; t + 1 < marks.size(); ++t) {
+    float ms = 0;
+    J2D_CUDA(cudaEventElapsedTime(&ms, marks[t], marks[t + 1]));
+    us.push_back(1000.0 * ms);
+  }
+  for (cudaEvent_t e : marks) J2D_CUDA(cudaEventDestroy(e));
+  return Timing{median(us), cpuUs};
+}
+
+// Runs warmup + iters iterations of model m on state g from the start (reset() puts the fields back) and times the
+// last iters (timeIterations on g.stream); returns this PE's timings and error(result), result being the iterate
+// g.field[(warmup + iters) % 2] copied to the host (g.d.cells() elements).
+template <class State, class Reset, class Error>
+Result runModel(tether_t w, State& g, const Model<State>& m, const Options& o, Reset reset, Error error) {
+  reset();
+  Pending pending[2];
+  const Timing t =
+      timeIterations(w, g.stream, o.warmup, o.iters, pending, [&](int k) { m.step(w, g, k, pending); });
+  return Result{error(copyToHost(g.field[(o.warmup + o.iters) & 1], g.d.cells())), t.iterUs, t.cpuUs};
+}
+
+}  // namespace j2d
