@@ -115,7 +115,7 @@ tether_status_t tether_irecv_typed(tether_t world, void* buf, int64_t count, tet
  *    start. Receives are posted from the host (tether_irecv).
  *  msg_wait_on_stream: the stream's later work waits until req (a send or a receive) completes; req stays pending on
  *    the host, which still frees it with tether_msg_wait/test (at any time; it does not wait for the stream).
- *  Up to 256 stream-ordered requests per PE may be pending (TETHER_ERR_NO_MEMORY beyond). While any is, a progress
+ *  Up to 4096 stream-ordered requests per PE may be pending (TETHER_ERR_NO_MEMORY beyond). While any is, a progress
  *  thread of the PE moves messages, so the host thread may be busy elsewhere. A stream wait is not bounded by
  *  TETHER_TIMEOUT (like tether_signal_wait_until_on_stream): a request that never completes holds the stream. */
 tether_status_t tether_isend_on_stream(tether_t world, const void* buf, size_t bytes, int pe, int tag, void* stream,
@@ -131,7 +131,7 @@ tether_status_t tether_msg_waitall_on_stream(tether_t world, size_t n, const tet
  *    order they START. Until then buf may still be written (by the host, a kernel, or stream work before the post).
  *  A prepared or posted request is completed and freed as any other (tether_msg_wait/test/...); waiting on a prepared
  *  send that nobody starts times out (TETHER_TIMEOUT). Posting a request twice, or one that is not a prepared send,
- *  is TETHER_ERR_INVALID_ARG. Prepared and stream-ordered requests share the 256 words per PE (see above); while any
+ *  is TETHER_ERR_INVALID_ARG. Prepared and stream-ordered requests share the 4096 words per PE (see above); while any
  *  is pending, the progress thread runs. */
 tether_status_t tether_send_prepare(tether_t world, const void* buf, size_t bytes, int pe, int tag,
                                     tether_request_t* req);

@@ -32,7 +32,7 @@ enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2 };
 // so it never waits for ring credit, nor for the receiver's next messaging call).
 constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDone = 3;
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
-constexpr uint32_t kStreamWords = 256;  // stream-ordered requests in flight per PE (a trigger and a done word each)
+constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
 constexpr uint32_t kNoWord = UINT32_MAX;
 constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
 

@@ -2,7 +2,7 @@
 // buffer -- with World::get when the buffer is symmetric, with process_vm_readv when it is private host memory.
 // Ring exchange over every pairing of symmetric / private send and receive buffers, receive posted before the send
 // (matched on arrival) and after it (matched from the unexpected list), a truncating receive, a zero-byte receive
-// buffer, and many messages in flight at once (more than the 256 claim words: the rest take the ring). Run with
+// buffer, and many messages in flight at once (more than the 4096 claim words: the rest take the ring). Run with
 // TETHER_MSG_DIRECT=0 too (ctest mp_msg_direct_ring): the same results through the ring.
 #include <cstdint>
 #include <cstdio>
@@ -82,9 +82,9 @@ int main() {
   }
   if (me == 0) std::printf("mp_msg_direct: truncation, zero-byte receive OK\n");
 
-  // Many at once: 300 rendezvous sends from private memory (claim words run out), received in reverse order.
+  // Many at once: 4200 rendezvous sends from private memory (claim words run out), received in reverse order.
   {
-    const size_t m = 300, size = 2000;
+    const size_t m = 4200, size = 1100;
     std::vector<unsigned char> out(m * size), in(m * size, 0);
     for (size_t k = 0; k < m; ++k)
       for (size_t i = 0; i < size; ++i) out[k * size + i] = pattern(me, size, i, static_cast<int>(k));
@@ -97,7 +97,7 @@ int main() {
     for (size_t k = 0; k < m; ++k)
       for (size_t i = 0; i < size; ++i) MP_CHECK(in[k * size + i] == pattern(prev, size, i, static_cast<int>(k)));
   }
-  if (me == 0) std::printf("mp_msg_direct: 300 in flight OK\n");
+  if (me == 0) std::printf("mp_msg_direct: 4200 in flight OK\n");
 
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_msg_finalize(w));
