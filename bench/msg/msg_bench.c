@@ -78,9 +78,9 @@ enum { N_PAIRINGS = 3 };
 
 static int me, nranks, active, first, peer; /* active: in a pair that runs the rows; first: times (even rank) */
 static FILE *jf, *tf; /* JSON lines and the table (rank 0) */
-static char *sbuf, *rbuf, ack[4];
+static char *sbuf, *rbuf, *ack; /* ack: 4 bytes in this rank's kind of memory (bw's ack in the host model) */
 static int mem_me, mem_peer;        /* this pairing: where this rank's and the peer's buffers are */
-static char* bufs[2][2];            /* [mem][0: send, 1: receive], allocated when a pairing first needs them */
+static char* bufs[2][3];            /* [mem][0: send, 1: receive, 2: ack], allocated when a pairing first needs them */
 static unsigned char* stage;        /* host: the pattern, and the read-back for the check (GPU buffers) */
 static void* reqs;     /* 2 * window requests */
 static double* samples; /* per timed unit, us */
@@ -239,8 +239,8 @@ static void batch(int row, size_t size, size_t k) {
           else mb_irecv(rbuf, size, peer, TAG_DATA, reqs, j);
         }
         mb_waitall(reqs, w);
-        if (first) mb_recv(ack, sizeof ack, peer, TAG_ACK);
-        else mb_send(ack, sizeof ack, peer, TAG_ACK);
+        if (first) mb_recv(ack, 4, peer, TAG_ACK);
+        else mb_send(ack, 4, peer, TAG_ACK);
       }
       break;
     default: /* R_BIBW */
@@ -323,9 +323,11 @@ static void run_pairing(int pi, const mb_model_t* model) {
     return;
   }
   for (int m = 0; m < 2; ++m) /* this rank's buffers, once per kind */
-    if (active && m == mem_me && !bufs[m][0]) bufs[m][0] = mm_alloc(m, o.max_size), bufs[m][1] = mm_alloc(m, o.max_size);
+    if (active && m == mem_me && !bufs[m][0])
+      bufs[m][0] = mm_alloc(m, o.max_size), bufs[m][1] = mm_alloc(m, o.max_size), bufs[m][2] = mm_alloc(m, 4);
   sbuf = bufs[mem_me][0]; /* NULL on idle ranks (they only join the barriers) */
   rbuf = bufs[mem_me][1];
+  ack = bufs[mem_me][2];
   for (int row = 0; row < R_COUNT; ++row) {
     if (!wanted(rows[row].op)) continue;
     if (me == 0)
@@ -427,7 +429,7 @@ int main(int argc, char** argv) {
   free(reqs);
   free(stage);
   for (int m = 0; m < 2; ++m)
-    if (bufs[m][0]) mm_free(m, bufs[m][0]), mm_free(m, bufs[m][1]);
+    if (bufs[m][0]) mm_free(m, bufs[m][0]), mm_free(m, bufs[m][1]), mm_free(m, bufs[m][2]);
   mb_finalize();
   return 0;
 }
