@@ -11,7 +11,9 @@
 //  kernel  the host posts the chunk's receives (tether_irecv + tether_msg_wait_desc) and prepares its sends
 //          (tether_send_prepare + tether_msg_send_desc) in list order, then launches ONE kernel per chunk (1 thread)
 //          that walks the list: msg_send(desc) for a send, msg_wait(desc) for a receive. The descriptors travel as
-//          the kernel's parameter (kChunk x 24 B, under the 4 KiB parameter limit): no copy, no extra stream work.
+//          the kernel's parameter (kChunk x 33 B, under the 4 KiB parameter limit): no copy, no extra stream work.
+//          A chunk's requests are freed only after its kernel has finished (an event per chunk): the descriptors
+//          must not outlive their requests.
 //          One kernel per chunk of up to kChunk operations (32 round trips in latency) rather than one persistent
 //          kernel for the whole batch: requests are bounded (256 per PE), so a persistent kernel would need the host
 //          to feed descriptors through memory while it runs; chunks keep each kernel's descriptors fixed and the
@@ -54,6 +56,8 @@ tether_device_handle_t handle;
 void* dAck;                       // the models' ack buffer (GPU memory)
 tether_request_t reqs[2][kChunk]; // two chunks' requests
 size_t pending[2];                // requests of each chunk slot
+cudaEvent_t done[2];              // kernel model: recorded after each chunk's kernel
+bool launched[2];                 // kernel model: done[slot] was recorded and not yet waited for
 
 void ck(cudaError_t e, const char* call) {
   if (e == cudaSuccess) return;
@@ -61,7 +65,11 @@ void ck(cudaError_t e, const char* call) {
   std::exit(2);
 }
 
+// Frees a chunk slot's requests. Kernel model: only after its kernel has finished (a descriptor must not be used
+// after the host frees its request: tether/msg.h), which the chunk's event says.
 void freeSlot(int slot) {
+  if (launched[slot]) ck(cudaEventSynchronize(done[slot]), "cudaEventSynchronize");
+  launched[slot] = false;
   if (pending[slot]) mbt_ok(tether_msg_waitall(mbt_world(), pending[slot], reqs[slot], nullptr), "tether_msg_waitall");
   pending[slot] = 0;
 }
@@ -117,6 +125,8 @@ void kernelChunk(const mb_batch_t* b, size_t i0, size_t i1, int slot) {
   pending[slot] = i1 - i0;
   kProgram<<<1, 1, 0, stream>>>(handle, p);
   ck(cudaGetLastError(), "kProgram launch");
+  ck(cudaEventRecord(done[slot], stream), "cudaEventRecord");
+  launched[slot] = true;
 }
 
 void runChunks(const mb_batch_t* b, void (*chunk)(const mb_batch_t*, size_t, size_t, int)) {
@@ -151,6 +161,7 @@ extern "C" const mb_model_t* mbt_gpu_models(size_t* n) {
   if (!mm_gpus()) return nullptr;  // no GPU: the host model only
   ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   ck(cudaMalloc(&dAck, 64), "cudaMalloc");
+  for (cudaEvent_t& e : done) ck(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
   cudaFuncAttributes attr;
   ck(cudaFuncGetAttributes(&attr, kProgram), "cudaFuncGetAttributes");  // loaded before any stream wait exists
   mbt_ok(tether_device_handle(mbt_world(), &handle), "tether_device_handle");
