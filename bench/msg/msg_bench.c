@@ -379,6 +379,13 @@ int main(int argc, char** argv) {
   mm_init(mb_local_rank());
   size_t n_models = 0;
   const mb_model_t* models = mb_models(&n_models);
+  if (n_models == 0) { /* e.g. NCCL with ranks sharing a GPU: nothing this backend can measure here */
+    if (me == 0) printf("SKIP: %s: no model can run (%s)\n", mb_name(), mb_detail());
+    fflush(stdout);
+    mb_barrier();
+    mb_finalize();
+    return 77;
+  }
   int needs_gpu = 1; /* every pairing asked for has GPU buffers: without a GPU the run is skipped (exit 77) */
   for (int pi = 0; pi < N_PAIRINGS; ++pi)
     if (in_list(o.mems, pairings[pi].name) && pairings[pi].first == MB_HOST_MEM &&
