@@ -1,11 +1,13 @@
 /* msg_bench backend: tether's two-sided messaging (include/tether/msg.h). tether_msg_init with the default
  * attributes; MSG_BENCH_EAGER=N (bytes) passes eager_bytes = N instead (TETHER_MSG_EAGER does the same through
- * tether's own configuration). */
+ * tether's own configuration). The "host" model is the calls below; the GPU build adds the stream and kernel models
+ * (backend_tether_gpu.cu; backend_tether_cpu.c has none). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_tether.h"
 #include "msg_backend.h"
 #include "tether/msg.h"
 #include "tether/tether.h"
@@ -41,7 +43,29 @@ void mb_finalize(void) {
   ok(tether_finalize(world), "tether_finalize");
 }
 
+tether_t mbt_world(void) { return world; }
+void mbt_ok(tether_status_t s, const char* call) { ok(s, call); }
+
 int mb_rank(void) { return tether_my_pe(world); }
+int mb_local_rank(void) { return tether_local_pe(world); }
+
+const mb_model_t* mb_models(size_t* n) {
+  static mb_model_t models[8] = {{"host", "tether_send/recv/isend/irecv/msg_waitall from the host", 0, 0, NULL}};
+  static size_t count = 0;
+  if (!count) {
+    size_t more = 0;
+    const mb_model_t* m = mbt_gpu_models(&more);
+    for (size_t i = 0; i < more && i + 1 < sizeof models / sizeof models[0]; ++i) models[i + 1] = m[i];
+    count = 1 + more;
+  }
+  *n = count;
+  return models;
+}
+
+int mb_mem_ok(int mem_me, int mem_peer, const char** why) {
+  (void)mem_me, (void)mem_peer, (void)why;
+  return 1; /* tether's messaging takes any buffer */
+}
 int mb_size(void) { return tether_n_pes(world); }
 const char* mb_name(void) { return "tether"; }
 const char* mb_detail(void) { return detail; }
