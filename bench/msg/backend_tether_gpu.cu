@@ -3,7 +3,7 @@
 // operations, on one stream created with cudaStreamNonBlocking (a host-posted receive or send with a GPU buffer
 // first synchronises the legacy default stream, which a blocking stream would join: docs/msg.md "GPU buffers and
 // streams"). A chunk's requests are freed (tether_msg_waitall on the host) after the NEXT chunk is enqueued, so at
-// most two chunks (2 x kChunk = 128 requests) are pending: under the 256 stream-ordered/prepared requests per PE
+// most two chunks (2 x kChunk = 128 requests) are pending: well under the 4096 stream-ordered/prepared requests per PE
 // (tether/msg.h), while the GPU always has the next chunk queued behind the one it runs.
 //
 //  stream  a send: tether_isend_on_stream(sbuf) on the stream; consecutive receives: tether_irecv from the host,
@@ -15,7 +15,7 @@
 //          A chunk's requests are freed only after its kernel has finished (an event per chunk): the descriptors
 //          must not outlive their requests.
 //          One kernel per chunk of up to kChunk operations (32 round trips in latency) rather than one persistent
-//          kernel for the whole batch: requests are bounded (256 per PE), so a persistent kernel would need the host
+//          kernel for the whole batch: requests are bounded (4096 per PE), so a persistent kernel would need the host
 //          to feed descriptors through memory while it runs; chunks keep each kernel's descriptors fixed and the
 //          launch cost is shared by 32 round trips (and overlapped: the next chunk is queued while one runs).
 // Timing is msg_bench.c's: the host clock around the whole batch, which ends when every request is freed and the
