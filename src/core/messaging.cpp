@@ -349,13 +349,17 @@ void Messaging::queueSend(Req& r) {
 }
 
 // A rendezvous send to a PE of this host whose ring this process maps: the receiver may read the buffer itself
-// (RTS_DIRECT), through World::get when the buffer is symmetric (any segment, GPU memory included), else with
-// process_vm_readv (private host memory). A claim word decides between the receiver's read and a withdrawal.
+// (RTS_DIRECT), through World::get when the buffer is in the symmetric HOST or DEVICE heap, else with
+// process_vm_readv (other host memory, STATIC program data included). A claim word decides between the receiver's
+// read and a withdrawal.
 void Messaging::offerDirect(Req& r, SlotHead* h) {
   if (!directOn_ || !direct_[static_cast<size_t>(r.pe)]) return;
   SymRef ref;
   uint64_t how = 0;
-  if (w_.checkSymmetric("tether_isend", "buf", r.src, r.cap, &ref).isOk())
+  // The HOST heap test is inline and builds no error message (a private buffer, the common case, fails it); the full
+  // check only for GPU buffers, whose alternative is the ring.
+  if (w_.heap().inHostHeap(r.src, r.cap, &ref) ||
+      (r.gpu && w_.checkSymmetric("tether_isend", "buf", r.src, r.cap, &ref).isOk()))
     how = kViaGet | static_cast<uint64_t>(ref.kind) << 8;
   else if (!r.gpu)
     how = kViaCma;
