@@ -4,7 +4,8 @@
 // the stream, the stream waits for the receive, a kernel checks) on a created stream and on the legacy default stream,
 // prepared sends posted with one post_all_on_stream, and the kernel model (one kernel fills, msg_send, msg_wait on
 // the receive, checks, msg_wait on the send; block and warp scope; on a created and on the legacy stream). Contents
-// checked byte by byte (pattern from size, source and position).
+// checked byte by byte (pattern from size, source and position). Then typed messages (a vector type) with GPU
+// buffers, and the direct rendezvous from the symmetric heap's DEVICE and HOST segments.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "gpu_util.h"
+#include "tether/datatype.h"
 #include "tether/msg.h"
 #include "tether/msg_device.cuh"
 
@@ -222,11 +224,98 @@ int main() {
           MP_OK(tether_msg_wait(w, &sr, nullptr));
         }
   }
+  // Typed messages with GPU buffers (the datatype engine packs at post, unpacks at completion): a vector of uint32
+  // (blocks of 2, stride 5) from GPU memory into GPU memory and into host memory, eager and rendezvous sizes. Elements
+  // between the blocks must stay untouched.
+  {
+    tether_type_t u32 = nullptr, vec = nullptr;
+    MP_OK(tether_type_basic(TETHER_BASIC_UINT32, &u32));
+    for (int64_t blocks : {int64_t{100}, int64_t{60000}}) {
+      mark(me, "typed vector", static_cast<size_t>(blocks));
+      MP_OK(tether_type_vector(blocks, 2, 5, u32, &vec));
+      MP_OK(tether_type_commit(vec));
+      const size_t span = static_cast<size_t>(blocks) * 5 * 4;  // bytes the strided layout covers
+      for (size_t i = 0; i < span; ++i) hSend[i] = pattern(span, me, i);
+      CK(cudaMemcpy(dSend, hSend.data(), span, cudaMemcpyHostToDevice));
+      for (int recvGpu = 0; recvGpu < 2; ++recvGpu) {
+        const int tg = 800 + recvGpu + static_cast<int>(blocks % 7) * 2;
+        CK(cudaMemset(dRecv, 0, span));
+        std::fill(hRecv.begin(), hRecv.begin() + static_cast<long>(span), 0);
+        tether_request_t rr = TETHER_REQUEST_NULL;
+        MP_OK(tether_irecv_typed(w, recvGpu ? dRecv : hRecv.data(), 1, vec, from, tg, &rr));
+        MP_OK(tether_send_typed(w, dSend, 1, vec, to, tg));
+        tether_msg_status_t st;
+        MP_OK(tether_msg_wait(w, &rr, &st));
+        MP_CHECK(st.bytes == static_cast<size_t>(blocks) * 8 && st.error == TETHER_SUCCESS);
+        const unsigned char* got = hRecv.data();
+        if (recvGpu) {
+          CK(cudaMemcpy(check.data(), dRecv, span, cudaMemcpyDeviceToHost));
+          got = check.data();
+        }
+        for (size_t i = 0; i < span; ++i) {
+          const bool inBlock = (i / 4) % 5 < 2;
+          const unsigned char want = inBlock ? pattern(span, from, i) : 0;
+          if (got[i] != want) {
+            char msg[160];
+            std::snprintf(msg, sizeof msg, "typed vector into %s, %lld blocks: byte %zu is %u, expected %u",
+                          recvGpu ? "GPU" : "host", static_cast<long long>(blocks), i, got[i], want);
+            mp::fail(__FILE__, __LINE__, "contents", msg);
+          }
+        }
+      }
+      MP_OK(tether_type_free(&vec));
+    }
+    MP_OK(tether_type_free(&u32));
+  }
+  // Direct rendezvous from the symmetric heap's GPU segment: the receiver reads the sender's symmetric DEVICE buffer
+  // itself (World::get over the peer path), into GPU and into host memory; and from the symmetric HOST segment into
+  // GPU memory.
+  {
+    const size_t sz = size_t{3} << 20;
+    void* symDev = nullptr;
+    void* symHost = nullptr;
+    MP_OK(tether_malloc_kind(w, TETHER_SEG_DEVICE, 256, sz, &symDev));
+    MP_OK(tether_malloc_kind(w, TETHER_SEG_HOST, 256, sz, &symHost));
+    for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me, i);
+    CK(cudaMemcpy(symDev, hSend.data(), sz, cudaMemcpyHostToDevice));
+    std::copy(hSend.begin(), hSend.begin() + static_cast<long>(sz), static_cast<unsigned char*>(symHost));
+    struct Case { void* src; int recvGpu; const char* what; };
+    const Case cases[] = {{symDev, 1, "symmetric DEVICE -> GPU"}, {symDev, 0, "symmetric DEVICE -> host"},
+                          {symHost, 1, "symmetric HOST -> GPU"}};
+    int k = 0;
+    for (const Case& c : cases) {
+      mark(me, c.what, sz);
+      const int tg = 900 + k++;
+      CK(cudaMemset(dRecv, 0, sz));
+      std::fill(hRecv.begin(), hRecv.begin() + static_cast<long>(sz), 0);
+      tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+      MP_OK(tether_irecv(w, c.recvGpu ? dRecv : hRecv.data(), sz, from, tg, &rr));
+      MP_OK(tether_isend(w, c.src, sz, to, tg, &sr));
+      MP_OK(tether_msg_wait(w, &sr, nullptr));
+      tether_msg_status_t st;
+      MP_OK(tether_msg_wait(w, &rr, &st));
+      MP_CHECK(st.bytes == sz && st.error == TETHER_SUCCESS);
+      const unsigned char* got = hRecv.data();
+      if (c.recvGpu) {
+        CK(cudaMemcpy(check.data(), dRecv, sz, cudaMemcpyDeviceToHost));
+        got = check.data();
+      }
+      for (size_t i = 0; i < sz; ++i)
+        if (got[i] != pattern(sz, from, i)) {
+          char msg[160];
+          std::snprintf(msg, sizeof msg, "%s, %zu bytes: byte %zu is %u, expected %u", c.what, sz, i, got[i],
+                        pattern(sz, from, i));
+          mp::fail(__FILE__, __LINE__, "contents", msg);
+        }
+    }
+    MP_OK(tether_free(w, symHost));
+    MP_OK(tether_free(w, symDev));
+  }
   CK(cudaFreeHost(bad));
   CK(cudaStreamDestroy(created));
   MP_OK(tether_msg_finalize(w));
   CK(cudaFree(dSend));
   CK(cudaFree(dRecv));
-  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model OK\n", n);
+  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model, typed vectors, direct rendezvous from the symmetric heap OK\n", n);
   return mp::finish();
 }
