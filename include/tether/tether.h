@@ -391,6 +391,16 @@ typedef enum tether_red_op {
 
 tether_status_t tether_team_broadcast(tether_team_t team, void* dest, const void* src, size_t count,
                                       tether_dtype_t type, int root);
+/* The eager broadcast (OpenSHMEM's contract; docs/collectives.md "Eager broadcast"): the same result, without a
+ * barrier where every member's HOST segment is load/store mapped (one host): the root returns once its data is staged
+ * (up to 896 bytes of HOST src; larger or GPU src: once every member has read it), the others once they hold it.
+ * Agreement is weaker: a member whose count, type, root or src differs from the root's (or whose root passed invalid
+ * arguments) fails with TETHER_ERR_MISMATCH (TETHER_ERR_INVALID_ARG), the root and the members matching it succeed;
+ * a member with invalid arguments fails alone; members calling another collective (or tether_team_broadcast) at the
+ * same point fail with TETHER_ERR_MISMATCH; the team stays usable. Elsewhere (UCX peers) it is tether_team_broadcast,
+ * agreed on every member. */
+tether_status_t tether_team_broadcast_eager(tether_team_t team, void* dest, const void* src, size_t count,
+                                            tether_dtype_t type, int root);
 tether_status_t tether_team_reduce(tether_team_t team, void* dest, const void* src, size_t count, tether_dtype_t type,
                                    tether_red_op_t op, int root);
 tether_status_t tether_team_allreduce(tether_team_t team, void* dest, const void* src, size_t count,

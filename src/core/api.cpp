@@ -811,7 +811,7 @@ namespace {
 // stream: the _on_stream forms (onStream true), which check on this PE only.
 tether_status_t teamColl(tether_team_t team, const char* call, tether::CollKind kind, void* dest, const void* src,
                          size_t count, const tether_dtype_t& type, const tether_red_op_t* op, int root,
-                         bool onStream = false, void* stream = nullptr) {
+                         bool onStream = false, void* stream = nullptr, bool eager = false) {
   // A bad enum fails on every member (agreed like any bad argument), not only here: the others would wait.
   tether::CollArgs a;
   a.invalid = tether::enumArg(call, "type", type);
@@ -825,6 +825,7 @@ tether_status_t teamColl(tether_team_t team, const char* call, tether::CollKind 
   a.src = src;
   a.count = count;
   a.root = root;
+  a.eager = eager;
   if (onStream) {
     if (!a.invalid.isOk()) return report(a.invalid);
     return guardedTeam(team, call, [&](World& x, TeamId id) { return x.colls().enqueue(call, id.ref, a, false, stream); });
@@ -847,6 +848,11 @@ tether_status_t tether_team_device_view(tether_team_t team, const tether_device_
 tether_status_t tether_team_broadcast(tether_team_t team, void* dest, const void* src, size_t count,
                                       tether_dtype_t type, int root) {
   return teamColl(team, "tether_team_broadcast", tether::CollKind::Broadcast, dest, src, count, type, nullptr, root);
+}
+tether_status_t tether_team_broadcast_eager(tether_team_t team, void* dest, const void* src, size_t count,
+                                            tether_dtype_t type, int root) {
+  return teamColl(team, "tether_team_broadcast_eager", tether::CollKind::Broadcast, dest, src, count, type, nullptr,
+                  root, false, nullptr, true);
 }
 tether_status_t tether_team_reduce(tether_team_t team, void* dest, const void* src, size_t count, tether_dtype_t type,
                                    tether_red_op_t op, int root) {

@@ -26,6 +26,11 @@ constexpr uint64_t kTagMiddle = 0x2c011ec7;
 constexpr uint64_t kTagClose = 0x3c011ec7;
 constexpr uint64_t kTagExplain = 0x4c011ec7;
 constexpr uint64_t kTagMask = (uint64_t{1} << 62) - 1;
+// Token slot words (core/collectives.h "Tokens"): the call number + 1 (stored last), flags, inline data bytes, then
+// the record; inline data at kEagerHeadBytes.
+enum : size_t { kTokSeq, kTokFlags, kTokBytes, kTokRec };
+constexpr uint64_t kTokEager = 1, kTokInline = 2;
+constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager broadcast form
 
 const char* kindName(CollKind k) {
   static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
@@ -52,6 +57,7 @@ struct Collectives::Plan {
   SymRef dref{SegKind::Host, 0}, sref{SegKind::Host, 0};
   SymRef scRef{SegKind::Host, 0}, sdRef{SegKind::Host, 0};  // alltoallv: scounts, sdispls
   Status local;                     // this PE's argument error (ok when valid)
+  uint64_t tokenCall = 0;           // one-shot from the tokens of call tokenCall - 1 (0: from the staging buffers)
 };
 
 // What the members agree on (and, when they do not, what they publish to say why).
@@ -67,6 +73,26 @@ struct Collectives::Record {
   }
 };
 static_assert(Collectives::Record::kWords <= kCollValueWords, "a record fits the value words");
+static_assert(kTokRec + Collectives::Record::kWords <= kEagerHeadBytes / 8, "a token head fits its slot");
+
+namespace {
+
+// Sets a token team's done word to the calls completed when the call returns, whatever it returns.
+class DoneOnExit {
+ public:
+  DoneOnExit(uint64_t* word, uint64_t calls) : word_(word), calls_(calls) {}
+  ~DoneOnExit() {
+    if (word_) __atomic_store_n(word_, calls_, __ATOMIC_RELEASE);
+  }
+  DoneOnExit(const DoneOnExit&) = delete;
+  DoneOnExit& operator=(const DoneOnExit&) = delete;
+
+ private:
+  uint64_t* word_;
+  uint64_t calls_;
+};
+
+}  // namespace
 
 uint64_t Collectives::wordsOffset(int slot) {
   return offsetof(ControlBlock, coll) + static_cast<uint64_t>(slot) * kCollWords * sizeof(uint64_t);
@@ -354,6 +380,37 @@ Status Collectives::failedTogether(const char* call, Team& t, const Status& mine
   TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: the closing barrier was flagged but no member reports a failure", call);
 }
 
+Status Collectives::mismatch(const char* call, const Team& t, const Record& mine, size_t m,
+                             const Record& theirs) const {
+  static const char* const fields[] = {"collective, type, op or in-place form", "count", "root", "dest", "src",
+                                       "scounts", "sdispls"};
+  if (!theirs.valid())
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
+                "which)", call, m, t.pes[m]);
+  for (size_t f = 0; f < Record::kWords; ++f) {
+    if (theirs.w[f] == mine.w[f]) continue;
+    auto show = [&](const Record& r) {
+      const uint64_t v = r.w[f];
+      if (f == Record::kHead) {
+        const auto type = static_cast<tether_dtype_t>((v >> 8) & 0xff);
+        const auto kind = static_cast<CollKind>(v & 0xff);
+        return strprintf("%s%s of %s%s%s%s", (v & kHeadEager) ? "eager " : "", kindName(kind), dtypeInfo(type).name,
+                         isReduction(kind) ? " op " : "",
+                         isReduction(kind) ? redOpName(static_cast<tether_red_op_t>((v >> 16) & 0xff)) : "",
+                         ((v >> 24) & 1) ? ", in place" : "");
+      }
+      if (f >= Record::kDest)
+        return strprintf("an object at offset %llu of the %s segment", static_cast<unsigned long long>(v >> 2),
+                         segKindName(static_cast<SegKind>(v & 3)));
+      return strprintf("%llu", static_cast<unsigned long long>(v));
+    };
+    TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the members passed different arguments: team PE %d (world PE %d) passed %s "
+                "%s, team PE %zu (world PE %d) passed %s %s", call, t.me, w_.myPe(), fields[f], show(mine).c_str(), m,
+                t.pes[m], fields[f], show(theirs).c_str());
+  }
+  TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: team PE %zu (world PE %d) passed the same arguments", call, m, t.pes[m]);
+}
+
 Status Collectives::explain(const char* call, Team& t, const Record& mine, const Status& localError) {
   const size_t n = t.pes.size();
   std::vector<uint64_t> words;
@@ -366,30 +423,8 @@ Status Collectives::explain(const char* call, Team& t, const Record& mine, const
     if (!all[m].valid())
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
                   "which); no member ran the collective", call, m, t.pes[m]);
-  static const char* const fields[] = {"collective, type, op or in-place form", "count", "root", "dest", "src",
-                                       "scounts", "sdispls"};
   for (size_t m = 0; m < n; ++m)
-    for (size_t f = 0; f < Record::kWords; ++f)
-      if (all[m].w[f] != mine.w[f]) {
-        auto show = [&](const Record& r) {
-          const uint64_t v = r.w[f];
-          if (f == Record::kHead) {
-            const auto type = static_cast<tether_dtype_t>((v >> 8) & 0xff);
-            return strprintf("%s of %s%s%s%s", kindName(static_cast<CollKind>(v & 0xff)), dtypeInfo(type).name,
-                             isReduction(static_cast<CollKind>(v & 0xff)) ? " op " : "",
-                             isReduction(static_cast<CollKind>(v & 0xff))
-                                 ? redOpName(static_cast<tether_red_op_t>((v >> 16) & 0xff)) : "",
-                             ((v >> 24) & 1) ? ", in place" : "");
-          }
-          if (f >= Record::kDest)
-            return strprintf("an object at offset %llu of the %s segment", static_cast<unsigned long long>(v >> 2),
-                             segKindName(static_cast<SegKind>(v & 3)));
-          return strprintf("%llu", static_cast<unsigned long long>(v));
-        };
-        TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the members passed different arguments: team PE %d (world PE %d) passed "
-                    "%s %s, team PE %zu (world PE %d) passed %s %s", call, t.me, w_.myPe(), fields[f],
-                    show(mine).c_str(), m, t.pes[m], fields[f], show(all[m]).c_str());
-      }
+    if (std::memcmp(all[m].w, mine.w, sizeof mine.w) != 0) return mismatch(call, t, mine, m, all[m]);
   TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: the agreement barrier was flagged but every member's record is the same",
               call);
 }
@@ -514,7 +549,9 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
 // ---- one-shot ----------------------------------------------------------------------------------------------------
 
 size_t Collectives::stagedBytes(const Plan& p) const {
-  if (p.block == 0 || !isHostMemory(p.dref.kind) || !isHostMemory(p.sref.kind)) return 0;
+  // Broadcast: dest is each member's own affair (not agreed), so the choice must not depend on its kind.
+  const bool destHost = p.a.kind == CollKind::Broadcast || isHostMemory(p.dref.kind);
+  if (p.block == 0 || !destHost || !isHostMemory(p.sref.kind)) return 0;
   size_t bytes = 0;
   switch (p.a.kind) {
     case CollKind::Broadcast: case CollKind::Reduce: case CollKind::Allreduce: case CollKind::Allgather:
@@ -539,8 +576,12 @@ void Collectives::stage(const Team& t, const Plan& p) {
   std::memcpy(mine, p.a.src, stagedBytes(p));
 }
 
-Status Collectives::staged(const char* call, const Team& t, size_t m, size_t off, size_t bytes, char* scratch,
-                           const char** out) {
+Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes,
+                           char* scratch, const char** out) {
+  if (p.tokenCall) {  // token teams are load/store mapped
+    *out = reinterpret_cast<const char*>(tokenSlot(t, m, p.tokenCall - 1)) + kEagerHeadBytes + off;
+    return Status::ok();
+  }
   const int pe = t.pes[m];
   if (pe == w_.myPe()) {
     *out = w_.heap().host()->myBase() + stageOffset(t) + off;
@@ -566,24 +607,25 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
   switch (p.a.kind) {
     case CollKind::Broadcast:
       if (me != static_cast<size_t>(p.a.root)) {
-        err = staged(call, t, static_cast<size_t>(p.a.root), 0, B, scratch, &from);
-        if (err.isOk()) std::memcpy(dest, from, B);
+        err = staged(call, t, p, static_cast<size_t>(p.a.root), 0, B, scratch, &from);
+        if (err.isOk()) err = writeLocal(call, dest, from, B, p.dref.kind == SegKind::Device);
       } else if (!p.inPlace) {
-        std::memmove(dest, p.a.src, B);
+        if (p.dref.kind == SegKind::Device) err = copyFrom(call, dest, p.a.src, B, w_.myPe());
+        else std::memmove(dest, p.a.src, B);
       }
       break;
     case CollKind::Allgather:
       for (size_t k = 1; k <= n && err.isOk(); ++k) {
         const size_t m = (me + k) % n;
         if (m == me && p.inPlace) continue;
-        err = staged(call, t, m, 0, B, scratch, &from);
+        err = staged(call, t, p, m, 0, B, scratch, &from);
         if (err.isOk()) std::memcpy(dest + m * B, from, B);
       }
       break;
     case CollKind::Alltoall:
       for (size_t k = 1; k <= n && err.isOk(); ++k) {
         const size_t m = (me + k) % n;
-        err = staged(call, t, m, me * B, B, scratch, &from);
+        err = staged(call, t, p, m, me * B, B, scratch, &from);
         if (err.isOk()) std::memcpy(dest + m * B, from, B);
       }
       break;
@@ -593,7 +635,7 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
       const size_t off = p.a.kind == CollKind::ReduceScatter ? me * B : 0;
       alignas(16) char acc[kCollStageBytes];
       for (size_t m = 0; m < n && err.isOk(); ++m) {
-        err = staged(call, t, m, off, B, scratch, &from);
+        err = staged(call, t, p, m, off, B, scratch, &from);
         if (!err.isOk()) break;
         if (m == 0) std::memcpy(acc, from, B);
         else reduceInto(p.a.type, p.a.op, acc, from, B / es);
@@ -604,6 +646,156 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
   }
   ++t.stageSeq;  // every member flips (the agreement succeeded): the next one-shot uses the other buffer
   return err;
+}
+
+// ---- tokens and the eager broadcast ------------------------------------------------------------------------------
+
+bool Collectives::tokenTeam(Team& t) const {
+  if (t.tokens < 0) {
+    bool all = t.pes.size() >= 2;
+    for (int pe : t.pes) {
+      if (!all || pe == w_.myPe()) continue;
+      const SegPath& sp = w_.path(pe, SegKind::Host);
+      all = sp.ops && (sp.ops->caps & kCapLoadStore) && w_.remote(pe, SymRef{SegKind::Host, kEagerOffset}).ptr;
+    }
+    t.tokens = all ? 1 : 0;
+  }
+  return t.tokens == 1;
+}
+
+uint64_t* Collectives::doneWord(const Team& t, size_t m) const {
+  const uint64_t off = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
+  const int pe = t.pes[m];
+  char* base = pe == w_.myPe() ? w_.heap().host()->myBase() + off : w_.remote(pe, SymRef{SegKind::Host, off}).ptr;
+  return reinterpret_cast<uint64_t*>(base);
+}
+
+uint64_t Collectives::tokenBase() const {
+  const char* rings = w_.heap().host()->myBase() + kEagerOffset;
+  uint64_t most = 0;
+  for (int slot = 0; slot < kTeamSlots; ++slot)
+    most = std::max(most, __atomic_load_n(reinterpret_cast<const uint64_t*>(rings + slot * kEagerTeamBytes),
+                                          __ATOMIC_ACQUIRE));
+  return most;
+}
+
+void Collectives::startTokens(Team& t, uint64_t base) {
+  t.callSeq = base;
+  t.minDone = 0;
+  __atomic_store_n(reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + kEagerOffset +
+                                               static_cast<uint64_t>(t.slot) * kEagerTeamBytes),
+                   base, __ATOMIC_RELEASE);
+}
+
+uint64_t* Collectives::tokenSlot(const Team& t, size_t m, uint64_t c) const {
+  return doneWord(t, m) + (64 + (c % kEagerDepth) * kEagerSlotBytes) / sizeof(uint64_t);
+}
+
+Status Collectives::waitDone(const char* call, Team& t, uint64_t calls, bool updateMin) {
+  uint64_t least = UINT64_MAX;
+  for (size_t m = 0; m < t.pes.size(); ++m) {
+    if (m == static_cast<size_t>(t.me)) continue;
+    const uint64_t* word = doneWord(t, m);
+    SpinWait spin(w_.timeout());
+    uint64_t got;
+    while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < calls) {
+      if (!spin.next())
+        TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team index "
+                    "%d) waiting for team PE %zu (world PE %d) to finish collective call %llu; did it exit or skip a "
+                    "call?", call, w_.timeout(), w_.myPe(), t.me, t.slot, m, t.pes[m],
+                    static_cast<unsigned long long>(calls));
+    }
+    least = std::min(least, got);
+  }
+  if (updateMin) t.minDone = least;
+  return Status::ok();
+}
+
+Status Collectives::postToken(const char* call, Team& t, uint64_t c, const Record& r, uint64_t flags,
+                              const void* data, size_t bytes) {
+  // The slot was last used by call c - kEagerDepth: every member must have finished it (read that token).
+  if (c >= kEagerDepth && t.minDone < c + 1 - kEagerDepth) TETHER_TRY(waitDone(call, t, c + 1 - kEagerDepth, true));
+  uint64_t* s = tokenSlot(t, static_cast<size_t>(t.me), c);
+  s[kTokFlags] = flags;
+  s[kTokBytes] = bytes;
+  std::memcpy(s + kTokRec, r.w, sizeof r.w);
+  if (bytes) std::memcpy(reinterpret_cast<char*>(s) + kEagerHeadBytes, data, bytes);
+  __atomic_store_n(&s[kTokSeq], c + 1, __ATOMIC_RELEASE);
+  return Status::ok();
+}
+
+Status Collectives::awaitToken(const char* call, Team& t, size_t m, uint64_t c, const char* role) {
+  const uint64_t* s = tokenSlot(t, m, c);
+  SpinWait spin(w_.timeout());
+  while (__atomic_load_n(&s[kTokSeq], __ATOMIC_ACQUIRE) != c + 1) {
+    if (!spin.next())
+      return w_.teams().lose(t, Status(TETHER_ERR_TIMEOUT, strprintf(
+          "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d) in %s of call "
+          "%llu, waiting for the token of world PE %d (team PE %zu); did PE %d exit or skip the call?", call,
+          w_.timeout(), w_.myPe(), t.me, t.pes.size(), t.slot, role, static_cast<unsigned long long>(c), t.pes[m], m,
+          t.pes[m])));
+    if (spin.noteDue())
+      TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d (team index %d, %s); %.0f s so far, %.0f s "
+                      "left of TETHER_TIMEOUT", call, w_.myPe(), t.pes[m], t.slot, role, spin.elapsedSeconds(),
+                      spin.secondsLeft());
+  }
+  return Status::ok();
+}
+
+Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
+  if (!p.local.isOk() || p.me != static_cast<size_t>(p.a.root)) return eagerRead(call, t, p, mine, c);
+  const bool inl = isHostMemory(p.sref.kind) && p.block <= kEagerDataBytes;
+  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, kTokEager | (inl ? kTokInline : 0), p.a.src,
+                                          inl ? p.block : 0)));
+  Status err;
+  if (!p.inPlace && p.block != 0) {
+    if (isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind)) std::memmove(p.a.dest, p.a.src, p.block);
+    else err = copyFrom(call, p.a.dest, p.a.src, p.block, w_.myPe());
+  }
+  // Pull: the others read src until their done word passes this call.
+  if (!inl) TETHER_TRY(w_.teams().lose(t, waitDone(call, t, c + 1, false)));
+  return err;
+}
+
+Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
+  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, kTokEager, nullptr, 0)));
+  if (!p.local.isOk()) return p.local;  // fails alone (protocol: what is detected where)
+  const size_t root = static_cast<size_t>(p.a.root);
+  TETHER_TRY(awaitToken(call, t, root, c, "the broadcast root"));
+  const uint64_t* s = tokenSlot(t, root, c);
+  Record theirs;
+  std::memcpy(theirs.w, s + kTokRec, sizeof theirs.w);
+  const uint64_t flags = s[kTokFlags];
+  if (!theirs.valid())
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the root, team PE %zu (world PE %d), passed invalid arguments (its own "
+                "error says which); dest is untouched", call, root, t.pes[root]);
+  // A root running another collective differs too (and fails when it compares this member's token).
+  if (std::memcmp(theirs.w, mine.w, sizeof mine.w) != 0) return mismatch(call, t, mine, root, theirs);
+  if (flags & kTokInline)
+    return writeLocal(call, p.a.dest, reinterpret_cast<const char*>(s) + kEagerHeadBytes, p.block,
+                      p.dref.kind == SegKind::Device);
+  return copyFrom(call, p.a.dest, p.a.src, p.block, t.pes[root]);
+}
+
+Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError,
+                                  uint64_t c) {
+  const size_t n = t.pes.size(), me = static_cast<size_t>(t.me);
+  for (size_t k = 1; k < n; ++k) TETHER_TRY(awaitToken(call, t, (me + k) % n, c, "the agreement round"));
+  // Every member has every record now: each reaches the same verdict (its own error first, like explain).
+  if (!localError.isOk()) return localError;
+  for (size_t m = 0; m < n; ++m) {
+    Record theirs;
+    std::memcpy(theirs.w, tokenSlot(t, m, c) + kTokRec, sizeof theirs.w);
+    if (!theirs.valid())
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
+                  "which); no member ran the collective", call, m, t.pes[m]);
+  }
+  for (size_t m = 0; m < n; ++m) {
+    Record theirs;
+    std::memcpy(theirs.w, tokenSlot(t, m, c) + kTokRec, sizeof theirs.w);
+    if (std::memcmp(theirs.w, mine.w, sizeof mine.w) != 0) return mismatch(call, t, mine, m, theirs);
+  }
+  return Status::ok();
 }
 
 // ---- entry -------------------------------------------------------------------------------------------------------
@@ -627,7 +819,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     const bool bcast = a.kind == CollKind::Broadcast;
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
-                          uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25;
+                          uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
+                          (bcast && a.eager ? kHeadEager : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
     mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;
@@ -644,11 +837,24 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     }
   }
   if (t.pes.size() == 1 && !p.local.isOk()) return p.local;
-  const bool small = p.local.isOk() && stagedBytes(p) != 0;
-  if (small) stage(t, p);
-  bool flagged = false;
-  TETHER_TRY(rounds(call, t, mine.hash(), !p.local.isOk(), &flagged));
-  if (flagged) return explain(call, t, mine, p.local);
+  const bool tokens = tokenTeam(t);
+  const uint64_t c = t.callSeq++;
+  DoneOnExit done(tokens ? doneWord(t, p.me) : nullptr, c + 1);
+  if (tokens && a.eager && a.kind == CollKind::Broadcast) return eagerBroadcast(call, t, p, mine, c);
+  const size_t stagedB = p.local.isOk() ? stagedBytes(p) : 0;
+  const bool small = stagedB != 0;
+  // Token teams carry small contributions in the token itself (the choice depends on the agreed record only).
+  p.tokenCall = tokens && small && stagedB <= kEagerDataBytes ? c + 1 : 0;
+  if (small && !p.tokenCall) stage(t, p);
+  if (tokens) {
+    const bool sends = p.tokenCall && !(a.kind == CollKind::Broadcast && p.me != static_cast<size_t>(a.root));
+    TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, 0, a.src, sends ? stagedB : 0)));
+    TETHER_TRY(agreeByTokens(call, t, mine, p.local, c));
+  } else {
+    bool flagged = false;
+    TETHER_TRY(rounds(call, t, mine.hash(), !p.local.isOk(), &flagged));
+    if (flagged) return explain(call, t, mine, p.local);
+  }
   if (small) {
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the staging buffers",
                     call, t.slot, p.n, a.count, dtypeInfo(a.type).name);

@@ -8,7 +8,7 @@
 // Protocol of one call:
 //  1. Local checks (types, op, root, symmetric ranges, alignment, overlaps); a failure does not return at once:
 //     the PE takes part in step 2 marked invalid, so every member fails alike.
-//  2. Agreement: a dissemination barrier whose messages carry a 62-bit hash of this PE's record (collective, type,
+//  2. Agreement (token teams: by tokens, below): a dissemination barrier whose messages carry a 62-bit hash of this PE's record (collective, type,
 //     op, count, root, in place, and where dest and src lie in the symmetric heap) and a flag. In round r a member
 //     SETs round word r of member me + 2^r to (hash << 2 | flag << 1 | 1), waits for its own word, zeroes it, and
 //     raises its flag when the hash it got differs from its own or the word's flag is up. Every member hears from
@@ -29,6 +29,33 @@
 //     barrier of the one in between, which no member reaches before it finished reading. The choice is a function of
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
 //     agreement succeeded, so every member takes the same path and the same buffer.
+//  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at
+//     the start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own
+//     ring for the team: flags, its record, its one-shot contribution inline when it fits kEagerDataBytes, and the
+//     call number c + 1, stored last (release: the member's earlier stores, its src included, are visible to whoever
+//     sees it). It reuses a slot only once every member's done word (calls it completed on the team, stored as each
+//     call returns, whatever it returns) shows it finished the call that used the slot last, so a token is never
+//     overwritten while someone may read it. On token teams the agreement of step 2 is not a barrier: each member
+//     waits for every member's token of call c and compares the full records, so every member reaches the same
+//     verdict (its own error first, then the first invalid member, then the first differing one) with no second
+//     exchange, no barrier words left behind, and the team usable after it; one-shot collectives whose contribution
+//     fits the token read the others' tokens instead of the staging buffers. Non-token teams (a UCX peer) run the
+//     dissemination barrier of step 2.
+//  Eager broadcast (tether_team_broadcast_eager, what the OpenSHMEM layer calls; token teams only, elsewhere the
+//     agreed broadcast): no agreement wait. The root posts its token with the data inline (HOST src up to
+//     kEagerDataBytes), copies its own dest and returns; larger or GPU sources post "pull": the others copy from the
+//     root's src, and the root returns once every member's done word passed call c (none reads src any more). A
+//     non-root posts its token, waits for the root's token of call c and compares the root's record with its own:
+//     equal, it copies the data into its dest; else it fails (TETHER_ERR_MISMATCH naming the field, or
+//     TETHER_ERR_INVALID_ARG when the root's arguments were invalid). The eager form is part of the record, so an
+//     agreed collective (tether_team_broadcast included) meeting an eager one at the same call fails on every member
+//     that waits for all tokens. What is detected where: a member whose record differs from the root's fails at
+//     once; the root and the members matching it succeed and are not told (OpenSHMEM leaves mismatched calls
+//     undefined and its error model ends the job at the first failing PE); a member with invalid arguments fails
+//     alone (the others fail if it is their root); members disagreeing on the root never hang (each waits for the
+//     member it names, which posts a token whatever it believes), but two members that each name themselves both act
+//     as root and succeed. The team stays usable after all of these. Only a member's own ring and done word are
+//     written (by it): no dest is written by another member.
 //  4. Data phase (pull: each member writes only its own dest): broadcast, allgather and alltoall copy with World::get
 //     from the members' copies; reductions combine members' elements in team order (core/reduce_ops.h) on the CPU,
 //     reading load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) through
@@ -70,6 +97,15 @@ constexpr uint64_t kDeviceTeamSyncOffset = 8192;
 // at kCollStageOffset (after the ControlBlock, inside kControlBytes).
 constexpr uint64_t kCollStageOffset = 64 * 1024;
 constexpr size_t kCollStageBytes = 2048;
+// Token rings (protocol above): per team slot a 64-byte line whose first word is this PE's done count, then
+// kEagerDepth slots of kEagerSlotBytes (head, then up to kEagerDataBytes of inline broadcast data), in the HOST
+// segment at kEagerOffset (after the staging buffers, inside kControlBytes).
+constexpr uint64_t kEagerOffset = kCollStageOffset + 64 * 2 * kCollStageBytes;
+constexpr size_t kEagerDepth = 16;
+constexpr size_t kEagerSlotBytes = 1024;
+constexpr size_t kEagerHeadBytes = 128;
+constexpr size_t kEagerDataBytes = kEagerSlotBytes - kEagerHeadBytes;
+constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -81,6 +117,7 @@ struct CollArgs {
   tether_dtype_t type = TETHER_UINT8;  // an enumerator (the C API checks before it stores it)
   tether_red_op_t op = TETHER_RED_SUM; // reductions only; an enumerator
   int root = 0;                        // broadcast, reduce
+  bool eager = false;                  // broadcast: the eager form (protocol above)
   Status invalid;  // an argument error the caller found (a bad enum: type and op then hold safe values); agreed on
   // alltoallv: n_pes entries each, in elements; scounts and sdispls symmetric (the receivers read them).
   const size_t* rcounts = nullptr;
@@ -110,6 +147,12 @@ class Collectives {
   // Zeroes slot's device sync words on this PE (HOST and DEVICE copies): the team in it is being destroyed, and
   // every member has finished its collectives on it (Teams::destroy's rule), so no write is still arriving.
   Status resetDeviceWords(int slot);
+  // Token numbers across team lifetimes (Teams::split): tokenBase() is at least every done word of this PE (any
+  // slot); a new team starts its calls at the largest tokenBase() of its members (startTokens sets its callSeq and
+  // this PE's done word of the slot to it), so tokens a former team left in the slot's rings, which a slow member of
+  // that team may still be reading, never match a new call, and the rings are never zeroed.
+  uint64_t tokenBase() const;
+  void startTokens(Team& t, uint64_t base);
 
  private:
   struct Plan;  // one call's checked arguments (collectives.cpp)
@@ -123,6 +166,23 @@ class Collectives {
   // A failure (timeout, transport) loses the team's collective state.
   Status rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
   Status roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
+  // The error a member with record mine returns when member m's record theirs differs (names the first field).
+  Status mismatch(const char* call, const Team& t, const Record& mine, size_t m, const Record& theirs) const;
+  // ---- tokens and the eager broadcast (protocol above)
+  bool tokenTeam(Team& t) const;  // cached in the Team: every member load/store mapped, 2+ members
+  uint64_t* tokenSlot(const Team& t, size_t m, uint64_t c) const;  // member m's slot of call c (mapped)
+  uint64_t* doneWord(const Team& t, size_t m) const;
+  Status postToken(const char* call, Team& t, uint64_t c, const Record& r, uint64_t flags, const void* data,
+                   size_t bytes);
+  // Waits until every member's done word reaches `calls`.
+  Status waitDone(const char* call, Team& t, uint64_t calls, bool updateMin);
+  Status eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
+  Status eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
+  // The agreement of call c on a token team (its token posted): waits for every member's token and compares the
+  // records; the error every member returns alike (its own first), or ok.
+  Status agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError, uint64_t c);
+  // Waits (SpinWait, TETHER_TIMEOUT: loses the team) for member m's token of call c; role says why, for the error.
+  Status awaitToken(const char* call, Team& t, size_t m, uint64_t c, const char* role);
   // The slow path of a disagreement: every member's record, and the error every member returns.
   Status explain(const char* call, Team& t, const Record& mine, const Status& localError);
   // Every member publishes nw <= kCollValueWords words; *all = every member's (member m at m * nw). Two barriers.
@@ -137,7 +197,9 @@ class Collectives {
   void stage(const Team& t, const Plan& p);
   Status oneShot(const char* call, Team& t, const Plan& p);
   // Member m's staging buffer (the one in use) as readable bytes: in place when mapped, else copied into scratch.
-  Status staged(const char* call, const Team& t, size_t m, size_t off, size_t bytes, char* scratch, const char** out);
+  // From the tokens when p.tokenCall says so.
+  Status staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes, char* scratch,
+                const char** out);
   uint64_t stageOffset(const Team& t) const;
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);

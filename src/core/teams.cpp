@@ -3,6 +3,7 @@
 
 #include "core/collectives.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -153,7 +154,7 @@ Status Teams::sync(const char* call, TeamRef ref, bool quietFirst) {
 namespace {
 
 // The record each parent member publishes in a split.
-enum : size_t { kRecFree, kRecArg0, kRecConfigOk = kRecArg0 + 3, kRecWords };
+enum : size_t { kRecFree, kRecArg0, kRecConfigOk = kRecArg0 + 3, kRecTokens, kRecWords };
 static_assert(kRecWords <= kTeamValueWords, "split record fits the value words");
 
 }  // namespace
@@ -171,6 +172,7 @@ Status Teams::split(const char* call, TeamRef parentRef, const long long (&args)
   }
   for (size_t i = 0; i < 3; ++i) mine[kRecArg0 + i] = static_cast<uint64_t>(args[i]);
   mine[kRecConfigOk] = configOk ? 1 : 0;
+  mine[kRecTokens] = w_.colls().tokenBase();
   const int n = static_cast<int>(parent->pes.size());
   std::vector<uint64_t> rec(static_cast<size_t>(n) * kRecWords);
   TETHER_TRY(lose(*parent, gather(call, *parent, mine, kRecWords, rec.data())));
@@ -228,6 +230,9 @@ Status Teams::split(const char* call, TeamRef parentRef, const long long (&args)
     t->slot = slots[k];
     t->serial = takeSerial();
     t->flags = p.flags;
+    uint64_t base = 0;  // above every member's token numbers: a stale token of the slot never matches (collectives.h)
+    for (int m : p.members) base = std::max(base, rec[static_cast<size_t>(m) * kRecWords + kRecTokens]);
+    w_.colls().startTokens(*t, base);
     used_ |= uint64_t{1} << t->slot;
     out[p.out] = TeamRef{t->slot, t->serial};
     bySlot_[t->slot] = std::move(t);

@@ -63,6 +63,9 @@ struct Team {
   Status lost;           // a collective on the team failed part-way: later ones fail at once (under Teams' mutex)
   uint64_t collSeq = 0;  // barriers the data collectives ran on it (core/collectives.h: their word set)
   uint64_t stageSeq = 0; // one-shot collectives completed on it (core/collectives.h: their staging buffer)
+  uint64_t callSeq = 0;  // data collectives called on it (core/collectives.h: token number)
+  uint64_t minDone = 0;  // every member's done word was at least this when last read (core/collectives.h)
+  int8_t tokens = -1;    // token team (core/collectives.h): -1 not known yet, 0 no, 1 yes
 };
 
 // Where a handle points: a slot of this World and the serial of the team that holds it.

@@ -310,7 +310,8 @@ size_t nreduceOf(int nreduce, const char* call) {
 
 // Team forms shared by the typed and the mem routines (es = element size). broadcast, fcollect, alltoall and the
 // reductions on the types the core has run on the core team collectives (tether_team_*: any memory kind, GPU
-// included; arguments agreed across members); collect, alltoalls and the long double / complex reductions on this
+// included; arguments agreed across members; broadcast in the eager form, OpenSHMEM's contract: the root returns
+// once its data is staged, docs/collectives.md); collect, alltoalls and the long double / complex reductions on this
 // engine (HOST memory).
 tether_team_t coreTeam(shmem_team_t team, const char* call) {
   shmemWorld(call);
@@ -321,7 +322,7 @@ int teamBroadcast(shmem_team_t team, void* dest, const void* src, size_t nelems,
                   const char* call) {
   tether_team_t t = coreTeam(team, call);
   if (!t) return -1;
-  shmemCheck(tether_team_broadcast(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8, root), call);
+  shmemCheck(tether_team_broadcast_eager(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8, root), call);
   return 0;
 }
 int teamCollect(shmem_team_t team, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
@@ -381,7 +382,7 @@ void activeBroadcast(const CollGroup& g, void* dest, const void* src, size_t nel
   tether_team_t world = wholeWorld(g);
   if (!world) return broadcast(g, dest, src, nelems, es, root, false, call);
   void* d = g.me == root ? const_cast<void*>(src) : dest;
-  shmemCheck(tether_team_broadcast(world, d, src, shmemMulChecked(nelems, es, call), TETHER_UINT8, root), call);
+  shmemCheck(tether_team_broadcast_eager(world, d, src, shmemMulChecked(nelems, es, call), TETHER_UINT8, root), call);
 }
 void activeFcollect(const CollGroup& g, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
   tether_team_t world = wholeWorld(g);

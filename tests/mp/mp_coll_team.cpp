@@ -456,24 +456,13 @@ void timeoutMode() {
   std::printf("PE %d: collective timeout OK\n", me);
 }
 
-// MP_SEED, or PE 0's clock; every PE takes PE 0's (read with a get after a barrier) and PE 0 prints it.
-void agreeSeed() {
-  const char* s = std::getenv("MP_SEED");
-  seed = s ? std::strtoull(s, nullptr, 10) : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  uint64_t* seedWord = static_cast<uint64_t*>(mp::hostZeroed(w, sizeof(uint64_t)));
-  if (me == 0) *seedWord = seed;
-  MP_OK(tether_barrier_all(w));
-  if (me != 0) MP_OK(tether_get(w, &seed, seedWord, sizeof seed, 0));
-  if (me == 0) std::printf("mp_coll_team: MP_SEED=%" PRIu64 "\n", seed);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   mp::init();
   w = mp::world();
   std::tie(me, npes) = std::make_pair(tether_my_pe(w), tether_n_pes(w));
-  agreeSeed();
+  seed = mp::agreeSeed(w, "mp_coll_team");
   bufA = static_cast<char*>(mp::hostZeroed(w, kMaxBytes));
   bufB = static_cast<char*>(mp::hostZeroed(w, kMaxBytes));
   symCounts = static_cast<size_t*>(mp::hostZeroed(w, static_cast<size_t>(npes) * sizeof(size_t)));

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -126,6 +129,20 @@ inline void awaitTimeouts(uint64_t* counter, int others) {
   for (int i = 0; i < 5 && st == TETHER_ERR_TIMEOUT; ++i)
     st = tether_wait_until(world(), counter, TETHER_UINT64, TETHER_CMP_GE, &n);
   MP_OK(st);
+}
+
+// The run's seed: MP_SEED, or PE 0's clock; every PE takes PE 0's (read with a get after a barrier) and PE 0 prints
+// "<name>: MP_SEED=<seed>". Collective.
+inline uint64_t agreeSeed(tether_t w, const char* name) {
+  const char* s = std::getenv("MP_SEED");
+  uint64_t seed = s ? std::strtoull(s, nullptr, 10)
+                    : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  auto* word = static_cast<uint64_t*>(hostZeroed(w, sizeof(uint64_t)));
+  if (tether_my_pe(w) == 0) *word = seed;
+  MP_OK(tether_barrier_all(w));
+  if (tether_my_pe(w) != 0) MP_OK(tether_get(w, &seed, word, sizeof seed, 0));
+  if (tether_my_pe(w) == 0) std::printf("%s: MP_SEED=%" PRIu64 "\n", name, seed);
+  return seed;
 }
 
 }  // namespace mp

@@ -1,0 +1,188 @@
+// The eager broadcast (tether_team_broadcast_eager; core/collectives.h "Eager broadcast") on HOST memory at 2/4/8 PEs.
+// Data: on the world, reversed-world and even-PE teams, kRounds randomized broadcasts (MP_SEED, printed: root, size
+// 0..3000 bytes across the inline/pull boundary of 896, element type, in place on the root or not), every 5th round
+// an allreduce (the barrier path, same token ring), every 11th a team sync; more rounds than the ring has slots, so
+// the root runs ahead and waits for ring credits. Every member checks its dest and that nothing past it was written.
+// Agreement, each followed by an eager broadcast and an allreduce that must work (the team stays usable): count
+// differs on the last PE -> TETHER_ERR_MISMATCH there only; every member names the next one as root -> every member
+// fails (nobody hangs); the last PE's root is invalid -> its own error, the others succeed; the root's src is not
+// symmetric -> its own error, TETHER_ERR_INVALID_ARG naming the root on the others; PE 0 calls the eager broadcast
+// (root 1) while the others call an allreduce -> every member fails with TETHER_ERR_MISMATCH well before
+// TETHER_TIMEOUT; PE 0 calls tether_team_broadcast from itself, the others the eager one from it -> all fail.
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
+#include <utility>
+
+#include "mp_util.h"
+
+namespace {
+
+tether_t w;
+int me, npes;
+uint64_t seed;
+constexpr size_t kMaxBytes = 4096;
+constexpr int kRounds = 200;
+char* src = nullptr;  // symmetric
+char* dst = nullptr;  // symmetric, kMaxBytes + 64 (a guard after the largest dest)
+long* red = nullptr;  // symmetric: allreduce in/out
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+char byteOf(uint64_t round, size_t k) { return static_cast<char>(mix(seed ^ (round << 20) ^ k)); }
+
+struct Case {
+  int root;
+  size_t count;
+  tether_dtype_t type;
+  size_t es;
+  bool rootInPlace;
+};
+
+Case caseOf(uint64_t round, int n) {
+  static const std::pair<tether_dtype_t, size_t> types[] = {{TETHER_UINT8, 1}, {TETHER_INT32, 4}, {TETHER_DOUBLE, 8}};
+  const uint64_t r = mix(seed ^ round);
+  const auto& ty = types[r % 3];
+  const size_t bytes = (r >> 8) % 8 == 0 ? 0 : (r >> 16) % 3001;
+  return Case{static_cast<int>((r >> 32) % static_cast<uint64_t>(n)), bytes / ty.second, ty.first, ty.second,
+              ((r >> 40) & 3) == 0};
+}
+
+void broadcastRound(tether_team_t t, uint64_t round) {
+  const int tme = tether_team_my_pe(t), tn = tether_team_n_pes(t);
+  const Case c = caseOf(round, tn);
+  const size_t bytes = c.count * c.es;
+  const bool root = tme == c.root;
+  if (root)
+    for (size_t k = 0; k < bytes; ++k) src[k] = byteOf(round, k);
+  std::memset(dst, 0x5a, kMaxBytes + 64);
+  void* d = root && c.rootInPlace ? src : dst;
+  if (tether_team_broadcast_eager(t, d, src, c.count, c.type, c.root) != TETHER_SUCCESS) {
+    std::fprintf(stderr, "round %" PRIu64 ": root %d count %zu (MP_SEED=%" PRIu64 ")\n", round, c.root, c.count, seed);
+    MP_CHECK(!"eager broadcast failed");
+  }
+  const char* got = root && c.rootInPlace ? src : dst;
+  for (size_t k = 0; k < bytes; ++k)
+    if (got[k] != byteOf(round, k)) {
+      std::fprintf(stderr, "round %" PRIu64 ": byte %zu of %zu wrong on team PE %d (root %d, MP_SEED=%" PRIu64 ")\n",
+                   round, k, bytes, tme, c.root, seed);
+      MP_CHECK(!"eager broadcast data");
+    }
+  const size_t guardFrom = root && c.rootInPlace ? 0 : bytes;
+  for (size_t k = guardFrom; k < kMaxBytes + 64; ++k) MP_CHECK(dst[k] == 0x5a);
+}
+
+void allreduceRound(tether_team_t t, uint64_t round) {
+  const int tn = tether_team_n_pes(t);
+  red[0] = static_cast<long>(round) + tether_team_my_pe(t);
+  MP_OK(tether_team_allreduce(t, red, red, 1, TETHER_LONG, TETHER_RED_SUM));
+  MP_CHECK(red[0] == static_cast<long>(round) * tn + static_cast<long>(tn) * (tn - 1) / 2);
+}
+
+void dataRounds(tether_team_t t, const char* name) {
+  for (uint64_t i = 0; i < kRounds; ++i) {
+    broadcastRound(t, i);
+    if (i % 5 == 4) allreduceRound(t, i);
+    if (i % 11 == 10) MP_OK(tether_team_sync(t));
+  }
+  if (me == 0) std::printf("mp_coll_eager: %s: %d broadcasts OK\n", name, kRounds);
+}
+
+// One more eager broadcast and an allreduce on t must succeed everywhere.
+void stillUsable(tether_team_t t, uint64_t round) {
+  broadcastRound(t, round);
+  allreduceRound(t, round);
+}
+
+void agreement(tether_team_t world) {
+  const int last = npes - 1;
+  std::memset(src, 7, 64);
+  // count differs on the last PE: only it fails, naming the field.
+  tether_status_t st = tether_team_broadcast_eager(world, dst, src, me == last ? 9 : 8, TETHER_UINT8, 0);
+  if (me == last) {
+    MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+    MP_MSG_HAS("count");
+  } else {
+    MP_OK(st);
+  }
+  stillUsable(world, 1000);
+  // Everyone names the next member as root: every member waits on a member that is not root; all fail.
+  st = tether_team_broadcast_eager(world, dst, src, 8, TETHER_UINT8, (me + 1) % npes);
+  MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  MP_MSG_HAS("root");
+  stillUsable(world, 1001);
+  // The last PE's root is outside the team: it fails alone.
+  st = tether_team_broadcast_eager(world, dst, src, 8, TETHER_UINT8, me == last ? npes : 0);
+  if (me == last) MP_EXPECT_STATUS(st, TETHER_ERR_INVALID_ARG);
+  else MP_OK(st);
+  stillUsable(world, 1002);
+  // The root's src is not symmetric: its own error there, the root named on the others.
+  char local[8] = {};
+  st = tether_team_broadcast_eager(world, dst, me == 0 ? static_cast<void*>(local) : src, 8, TETHER_UINT8, 0);
+  MP_CHECK(st != TETHER_SUCCESS);
+  if (me != 0) {
+    MP_EXPECT_STATUS(st, TETHER_ERR_INVALID_ARG);
+    MP_MSG_HAS("the root");
+  }
+  stillUsable(world, 1003);
+  if (me == 0) std::printf("mp_coll_eager: agreement OK\n");
+}
+
+// PE 0: eager broadcast from team PE 1; the others: an allreduce. Every member fails fast; the team stays usable.
+// Then PE 0 calls the agreed broadcast where the others call the eager one (root 0): every member fails.
+void differentCollective(tether_team_t t) {
+  const auto start = std::chrono::steady_clock::now();
+  tether_status_t st;
+  if (me == 0) {
+    st = tether_team_broadcast_eager(t, dst, src, 8, TETHER_UINT8, 1);
+  } else {
+    red[0] = 1;
+    st = tether_team_allreduce(t, red, red, 1, TETHER_LONG, TETHER_RED_SUM);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  MP_CHECK(s < 5.0);  // TETHER_TIMEOUT is 30 s: detected, not timed out
+  stillUsable(t, 1004);
+  if (me == 0) st = tether_team_broadcast(t, dst, src, 8, TETHER_UINT8, 0);
+  else st = tether_team_broadcast_eager(t, dst, src, 8, TETHER_UINT8, 0);
+  MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  stillUsable(t, 1005);
+  MP_OK(tether_barrier_all(w));
+  if (me == 0) std::printf("mp_coll_eager: different collective OK (%.3f s)\n", s);
+}
+
+}  // namespace
+
+int main() {
+  mp::init();
+  w = mp::world();
+  std::tie(me, npes) = std::make_pair(tether_my_pe(w), tether_n_pes(w));
+  seed = mp::agreeSeed(w, "mp_coll_eager");
+  src = static_cast<char*>(mp::hostZeroed(w, kMaxBytes));
+  dst = static_cast<char*>(mp::hostZeroed(w, kMaxBytes + 64));
+  red = static_cast<long*>(mp::hostZeroed(w, 64));
+  MP_OK(tether_barrier_all(w));
+  tether_team_t world = tether_team_world(w);
+  dataRounds(world, "world");
+  tether_team_t even = TETHER_TEAM_INVALID, reversed = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 2, (npes + 1) / 2, nullptr, &even));
+  MP_OK(tether_team_split_strided(world, npes - 1, -1, npes, nullptr, &reversed));
+  dataRounds(reversed, "reversed world");
+  if (even) dataRounds(even, "even PEs");
+  MP_OK(tether_barrier_all(w));
+  agreement(world);
+  differentCollective(world);
+  MP_OK(tether_team_destroy(even));
+  MP_OK(tether_team_destroy(reversed));
+  MP_OK(tether_barrier_all(w));
+  if (me == 0) std::printf("mp_coll_eager: OK (MP_SEED=%" PRIu64 ")\n", seed);
+  return mp::finish();
+}
