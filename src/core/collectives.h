@@ -40,7 +40,9 @@
 //     verdict (its own error first, then the first invalid member, then the first differing one) with no second
 //     exchange, no barrier words left behind, and the team usable after it; one-shot collectives whose contribution
 //     fits the token read the others' tokens instead of the staging buffers. Non-token teams (a UCX peer) run the
-//     dissemination barrier of step 2.
+//     dissemination barrier of step 2. Every member must reach the same answer on whether a team is a token team:
+//     load/store reachability is symmetric on one host; a job whose PEs choose different transports for the same
+//     pair (TETHER_PATHS differing per PE) is not supported.
 //  Eager broadcast (tether_team_broadcast_eager, what the OpenSHMEM layer calls; token teams only, elsewhere the
 //     agreed broadcast): no agreement wait. The root posts its token with the data inline (HOST src up to
 //     kEagerDataBytes), copies its own dest and returns; larger or GPU sources post "pull": the others copy from the
