@@ -856,8 +856,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     if (flagged) return explain(call, t, mine, p.local);
   }
   if (small) {
-    TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the staging buffers",
-                    call, t.slot, p.n, a.count, dtypeInfo(a.type).name);
+    TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the %s", call,
+                    t.slot, p.n, a.count, dtypeInfo(a.type).name, p.tokenCall ? "tokens" : "staging buffers");
     return oneShot(call, t, p);
   }
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s (%s -> %s): %s", call, t.slot, p.n,
