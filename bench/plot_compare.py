@@ -108,7 +108,7 @@ def read_jsonl(path):
         ref = r0["reference"]
         p = Plot(path, stem, "Open MPI oshmem" if ref == "oshmem" else ref, info)
         for r in rows:
-            # "ours" is tether's value: the report's rec.update(row) writes the number over its "tether" label
+            # "ours" is tether's value ("ours_impl" names it; older files lack that key)
             p.add(r["op"], r["unit"], r["size"], "tether", r.get("ours"))
             p.add(r["op"], r["unit"], r["size"], "peer", r.get("ref"))
     elif "ucx_perftest" in r0:  # bench/ucx/compare_report.py: metric "put lat (us)", "put bw (GB/s)"

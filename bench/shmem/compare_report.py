@@ -120,7 +120,8 @@ with open(txt, "w") as t:
 
 with open(os.path.join(outdir, result + ".jsonl"), "w") as j:
     for r in rows:
-        rec = dict(machine=env["MACHINE"], date=date, ours="tether", reference="oshmem")
+        # "ours"/"ref" are the values (from the row); the implementations' names have keys of their own.
+        rec = dict(machine=env["MACHINE"], date=date, ours_impl="tether", reference="oshmem")
         rec.update(r)
         j.write(json.dumps(rec) + "\n")
 with open(os.path.join(outdir, result + ".runs.jsonl"), "w") as j:
