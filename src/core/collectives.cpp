@@ -26,10 +26,13 @@ constexpr uint64_t kTagMiddle = 0x2c011ec7;
 constexpr uint64_t kTagClose = 0x3c011ec7;
 constexpr uint64_t kTagExplain = 0x4c011ec7;
 constexpr uint64_t kTagMask = (uint64_t{1} << 62) - 1;
-// Token slot words (core/collectives.h "Tokens"): the call number + 1 (stored last), flags, inline data bytes, then
-// the record; inline data at kEagerHeadBytes.
-enum : size_t { kTokSeq, kTokFlags, kTokBytes, kTokRec };
-constexpr uint64_t kTokEager = 1, kTokInline = 2;
+// Token slot layout (core/collectives.h "Tokens"), laid out so that a small collective reads as few cache lines of
+// each member as its data needs (one up to 40 bytes): word 0 the call number + 1 (stored last), word 1 flags | inline
+// bytes << 8, word 2 the record's hash, then the inline data (up to kEagerDataBytes); the full record in the slot's
+// last cache line (read only to explain a mismatch).
+enum : size_t { kTokSeq, kTokMeta, kTokHash, kTokData };
+constexpr size_t kTokRec = (kEagerSlotBytes - 64) / sizeof(uint64_t);
+constexpr uint64_t kTokEager = 1, kTokInline = 2, kTokValid = 4;
 constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager broadcast form
 
 const char* kindName(CollKind k) {
@@ -65,15 +68,18 @@ struct Collectives::Record {
   enum : size_t { kHead, kCount, kRoot, kDest, kSrc, kScounts, kSdispls, kWords };
   uint64_t w[kWords] = {};
   bool valid() const { return (w[kHead] >> 25) & 1; }
-  uint64_t hash() const {  // FNV-1a over the words, 62 bits
-    uint64_t h = 1469598103934665603ull;
-    for (uint64_t v : w)
-      for (int b = 0; b < 8; ++b) h = (h ^ ((v >> (8 * b)) & 0xff)) * 1099511628211ull;
+  uint64_t hash() const {  // a multiply-xorshift mix of the words, 62 bits
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (uint64_t v : w) {
+      h = (h ^ v) * 0xff51afd7ed558ccdull;
+      h ^= h >> 29;
+    }
     return h & kTagMask;
   }
 };
 static_assert(Collectives::Record::kWords <= kCollValueWords, "a record fits the value words");
-static_assert(kTokRec + Collectives::Record::kWords <= kEagerHeadBytes / 8, "a token head fits its slot");
+static_assert(kTokRec + Collectives::Record::kWords <= kEagerSlotBytes / 8, "a token's record fits its slot");
+static_assert(kTokData * 8 + kEagerDataBytes <= kTokRec * 8, "a token's inline data ends before its record");
 
 namespace {
 
@@ -579,7 +585,7 @@ void Collectives::stage(const Team& t, const Plan& p) {
 Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes,
                            char* scratch, const char** out) {
   if (p.tokenCall) {  // token teams are load/store mapped
-    *out = reinterpret_cast<const char*>(tokenSlot(t, m, p.tokenCall - 1)) + kEagerHeadBytes + off;
+    *out = reinterpret_cast<const char*>(tokenSlot(t, m, p.tokenCall - 1) + kTokData) + off;
     return Status::ok();
   }
   const int pe = t.pes[m];
@@ -716,10 +722,10 @@ Status Collectives::postToken(const char* call, Team& t, uint64_t c, const Recor
   // The slot was last used by call c - kEagerDepth: every member must have finished it (read that token).
   if (c >= kEagerDepth && t.minDone < c + 1 - kEagerDepth) TETHER_TRY(waitDone(call, t, c + 1 - kEagerDepth, true));
   uint64_t* s = tokenSlot(t, static_cast<size_t>(t.me), c);
-  s[kTokFlags] = flags;
-  s[kTokBytes] = bytes;
+  s[kTokMeta] = (flags | (r.valid() ? kTokValid : 0)) | uint64_t{bytes} << 8;
+  s[kTokHash] = r.hash();
   std::memcpy(s + kTokRec, r.w, sizeof r.w);
-  if (bytes) std::memcpy(reinterpret_cast<char*>(s) + kEagerHeadBytes, data, bytes);
+  if (bytes) std::memcpy(s + kTokData, data, bytes);
   __atomic_store_n(&s[kTokSeq], c + 1, __ATOMIC_RELEASE);
   return Status::ok();
 }
@@ -757,22 +763,26 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   return err;
 }
 
+Collectives::Record Collectives::tokenRecord(const uint64_t* slot) {
+  Record r;
+  std::memcpy(r.w, slot + kTokRec, sizeof r.w);
+  return r;
+}
+
 Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
   TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, kTokEager, nullptr, 0)));
   if (!p.local.isOk()) return p.local;  // fails alone (protocol: what is detected where)
   const size_t root = static_cast<size_t>(p.a.root);
   TETHER_TRY(awaitToken(call, t, root, c, "the broadcast root"));
   const uint64_t* s = tokenSlot(t, root, c);
-  Record theirs;
-  std::memcpy(theirs.w, s + kTokRec, sizeof theirs.w);
-  const uint64_t flags = s[kTokFlags];
-  if (!theirs.valid())
+  const uint64_t meta = s[kTokMeta];
+  if (!(meta & kTokValid))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the root, team PE %zu (world PE %d), passed invalid arguments (its own "
                 "error says which); dest is untouched", call, root, t.pes[root]);
   // A root running another collective differs too (and fails when it compares this member's token).
-  if (std::memcmp(theirs.w, mine.w, sizeof mine.w) != 0) return mismatch(call, t, mine, root, theirs);
-  if (flags & kTokInline)
-    return writeLocal(call, p.a.dest, reinterpret_cast<const char*>(s) + kEagerHeadBytes, p.block,
+  if (s[kTokHash] != mine.hash()) return mismatch(call, t, mine, root, tokenRecord(s));
+  if (meta & kTokInline)
+    return writeLocal(call, p.a.dest, s + kTokData, p.block,
                       p.dref.kind == SegKind::Device);
   return copyFrom(call, p.a.dest, p.a.src, p.block, t.pes[root]);
 }
@@ -782,18 +792,16 @@ Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine,
   const size_t n = t.pes.size(), me = static_cast<size_t>(t.me);
   for (size_t k = 1; k < n; ++k) TETHER_TRY(awaitToken(call, t, (me + k) % n, c, "the agreement round"));
   // Every member has every record now: each reaches the same verdict (its own error first, like explain).
+  // The hashes decide (62 bits; the full records only explain a difference), from each token's first cache line.
   if (!localError.isOk()) return localError;
-  for (size_t m = 0; m < n; ++m) {
-    Record theirs;
-    std::memcpy(theirs.w, tokenSlot(t, m, c) + kTokRec, sizeof theirs.w);
-    if (!theirs.valid())
+  for (size_t m = 0; m < n; ++m)
+    if (!(tokenSlot(t, m, c)[kTokMeta] & kTokValid))
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
                   "which); no member ran the collective", call, m, t.pes[m]);
-  }
+  const uint64_t h = mine.hash();
   for (size_t m = 0; m < n; ++m) {
-    Record theirs;
-    std::memcpy(theirs.w, tokenSlot(t, m, c) + kTokRec, sizeof theirs.w);
-    if (std::memcmp(theirs.w, mine.w, sizeof mine.w) != 0) return mismatch(call, t, mine, m, theirs);
+    const uint64_t* s = tokenSlot(t, m, c);
+    if (s[kTokHash] != h) return mismatch(call, t, mine, m, tokenRecord(s));
   }
   return Status::ok();
 }

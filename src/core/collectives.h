@@ -29,20 +29,21 @@
 //     barrier of the one in between, which no member reaches before it finished reading. The choice is a function of
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
 //     agreement succeeded, so every member takes the same path and the same buffer.
-//  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at
-//     the start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own
-//     ring for the team: flags, its record, its one-shot contribution inline when it fits kEagerDataBytes, and the
-//     call number c + 1, stored last (release: the member's earlier stores, its src included, are visible to whoever
-//     sees it). It reuses a slot only once every member's done word (calls it completed on the team, stored as each
-//     call returns, whatever it returns) shows it finished the call that used the slot last, so a token is never
-//     overwritten while someone may read it. On token teams the agreement of step 2 is not a barrier: each member
-//     waits for every member's token of call c and compares the full records, so every member reaches the same
-//     verdict (its own error first, then the first invalid member, then the first differing one) with no second
-//     exchange, no barrier words left behind, and the team usable after it; one-shot collectives whose contribution
-//     fits the token read the others' tokens instead of the staging buffers. Non-token teams (a UCX peer) run the
-//     dissemination barrier of step 2. Every member must reach the same answer on whether a team is a token team:
-//     load/store reachability is symmetric on one host; a job whose PEs choose different transports for the same
-//     pair (TETHER_PATHS differing per PE) is not supported.
+//  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at the
+//     start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own ring
+//     for the team: flags, its record's hash and its one-shot contribution inline when it fits kEagerDataBytes (from
+//     the first cache line on: a collective of up to 40 bytes reads one line per member), the full record (the slot's
+//     last line), and the call number c + 1, stored last (release: the member's earlier stores, its src included, are
+//     visible to whoever sees it). It reuses a slot only once every member's done word (calls it completed on the team,
+//     stored as each call returns, whatever it returns) shows it finished the call that used the slot last, so a token
+//     is never overwritten while someone may read it. On token teams the agreement of step 2 is not a barrier: each
+//     member waits for every member's token of call c and compares the records' 62-bit hashes (the full records only to
+//     name the differing field), so every member reaches the same verdict (its own error first, then the first invalid
+//     member, then the first differing one) with no second exchange, no barrier words left behind, and the team usable
+//     after it; one-shot collectives whose contribution fits the token read the others' tokens instead of the staging
+//     buffers. Non-token teams (a UCX peer) run the dissemination barrier of step 2. Every member must reach the same
+//     answer on whether a team is a token team: load/store reachability is symmetric on one host; a job whose PEs
+//     choose different transports for the same pair (TETHER_PATHS differing per PE) is not supported.
 //  Eager broadcast (tether_team_broadcast_eager, what the OpenSHMEM layer calls; token teams only, elsewhere the
 //     agreed broadcast): no agreement wait. The root posts its token with the data inline (HOST src up to
 //     kEagerDataBytes), copies its own dest and returns; larger or GPU sources post "pull": the others copy from the
@@ -100,8 +101,9 @@ constexpr uint64_t kDeviceTeamSyncOffset = 8192;
 constexpr uint64_t kCollStageOffset = 64 * 1024;
 constexpr size_t kCollStageBytes = 2048;
 // Token rings (protocol above): per team slot a 64-byte line whose first word is this PE's done count, then
-// kEagerDepth slots of kEagerSlotBytes (head, then up to kEagerDataBytes of inline broadcast data), in the HOST
-// segment at kEagerOffset (after the staging buffers, inside kControlBytes).
+// kEagerDepth slots of kEagerSlotBytes (a 24-byte head, up to kEagerDataBytes of inline data right after it, the full
+// record in the last cache line; kEagerHeadBytes is what is not data), in the HOST segment at kEagerOffset (after the
+// staging buffers, inside kControlBytes).
 constexpr uint64_t kEagerOffset = kCollStageOffset + 64 * 2 * kCollStageBytes;
 constexpr size_t kEagerDepth = 16;
 constexpr size_t kEagerSlotBytes = 1024;
@@ -180,6 +182,7 @@ class Collectives {
   Status waitDone(const char* call, Team& t, uint64_t calls, bool updateMin);
   Status eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
   Status eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
+  static Record tokenRecord(const uint64_t* slot);  // the full record a token carries
   // The agreement of call c on a token team (its token posted): waits for every member's token and compares the
   // records; the error every member returns alike (its own first), or ok.
   Status agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError, uint64_t c);
