@@ -104,6 +104,10 @@ const std::vector<ConfigVar>& configVars() {
        "Two-sided messaging: a rendezvous message between PEs of one host is read by the receiver straight from the "
        "send buffer (symmetric heap: one get; private host memory: process_vm_readv) instead of crossing the ring in "
        "fragments; 0 = always through the ring"},
+      {"TETHER_MSG_IPC", ConfigType::Bool, "1",
+       "Two-sided messaging, with TETHER_MSG_DIRECT: a rendezvous message from a private GPU buffer (cudaMalloc, not "
+       "symmetric) is read by the receiver straight from the send buffer, opened by CUDA IPC (a self-send: copied "
+       "from the buffer itself); 0 = such messages cross the ring in fragments"},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
        "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",

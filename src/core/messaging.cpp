@@ -25,7 +25,7 @@ namespace {
 
 enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6 };
 // How the receiver of a kRtsDirect reads the send buffer.
-enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2 };
+enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2, kViaIpc = 3 };
 // A send's claim word (in the sender's stream area): kClaimOpen until the receiver claims the read or the sender
 // withdraws the message, whichever comes first (compare-and-swap on the sender's mapped word); the receiver stores
 // kClaimDone once the bytes are in its buffer (the sender's send completes when a progress pass sees it: no ring slot,
@@ -50,7 +50,8 @@ struct Messaging::SlotHead {
   uint64_t bytes;  // EAGER: payload; RTS: message; CTS: allowed; DATA: fragment
   uint64_t a;      // RTS, RTS_DIRECT, CTS: the sender's request id; DATA, CANCEL: the receiver's request id
   uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: the send buffer
-                   //   (kViaCma: its address in the sender; kViaGet: its offset in the segment named by `how`)
+                   //   (kViaCma, kViaIpc: its address in the sender; kViaGet: its offset in the segment named by
+                   //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
   uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region)
   uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8
   uint64_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
@@ -81,6 +82,7 @@ struct Messaging::Req {
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
   uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
+  std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
 };
 
 // A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
@@ -106,6 +108,7 @@ struct Messaging::Unexpected {
   std::shared_ptr<char> heap;  // in host memory of its own when the pool is full (so the ring never stalls)
   uint64_t sendId;   // RTS
   SlotHead head;     // RTS: the head as it came (RTS_DIRECT: where to read)
+  GpuIpcRef ipc;     // RTS_DIRECT by CUDA IPC: the region its payload named
 };
 
 // A slot message waiting for credit. DATA items stand for the remaining fragments of a rendezvous send.
@@ -159,7 +162,7 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
     : w_(w),
       eager_(eager),
       slots_(slots),
-      payload_(roundUp(std::max<size_t>(eager, 64), 64)),
+      payload_(roundUp(std::max<size_t>(eager, sizeof(GpuIpcRef)), 64)),  // (an RTS_DIRECT by IPC carries one)
       slotBytes_(sizeof(SlotHead) + payload_),
       poolBytes_(roundUp(unexpected, 64)),
       n_(w.nPes()),
@@ -170,10 +173,12 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       published_(static_cast<size_t>(n_)),
       out_(static_cast<size_t>(n_)),
       directOn_(w.config().flag("TETHER_MSG_DIRECT")),
+      ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
       staging_(slotBytes_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
   cmaOk_.assign(static_cast<size_t>(n_), 1);
+  ipcOk_.assign(static_cast<size_t>(n_), 1);
   blocked_.assign(static_cast<size_t>(n_), 0);
 }
 
@@ -267,6 +272,7 @@ Status Messaging::destroy(const char* call) {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  paths_.reset();  // closes this PE's CUDA IPC mappings of peers' buffers: after the barrier the peers may free them
   TETHER_TRY(w_.barrier(call, true));  // nobody writes into a region after this
   TETHER_TRY(w_.release(call, region_));
   region_ = nullptr;
@@ -349,11 +355,12 @@ void Messaging::queueSend(Req& r) {
 }
 
 // A rendezvous send to a PE of this host whose ring this process maps: the receiver may read the buffer itself
-// (RTS_DIRECT), through World::get when the buffer is in the symmetric HOST or DEVICE heap, else with
-// process_vm_readv (other host memory, STATIC program data included). A claim word decides between the receiver's
-// read and a withdrawal.
+// (RTS_DIRECT), through World::get when the buffer is in the symmetric HOST or DEVICE heap, with process_vm_readv
+// from other host memory (STATIC program data included), by CUDA IPC from other GPU memory (TETHER_MSG_IPC;
+// exportIpc). A claim word decides between the receiver's read and a withdrawal.
 void Messaging::offerDirect(Req& r, SlotHead* h) {
-  if (!directOn_ || !direct_[static_cast<size_t>(r.pe)]) return;
+  // (No word free: the ring path.)
+  if (!directOn_ || !direct_[static_cast<size_t>(r.pe)] || freeWords_.empty()) return;
   SymRef ref;
   uint64_t how = 0;
   // The HOST heap test is inline and builds no error message (a private buffer, the common case, fails it); the full
@@ -363,7 +370,9 @@ void Messaging::offerDirect(Req& r, SlotHead* h) {
     how = kViaGet | static_cast<uint64_t>(ref.kind) << 8;
   else if (!r.gpu)
     how = kViaCma;
-  if (!how || freeWords_.empty()) return;  // (no word free: the ring path)
+  else if (ipcOn_ && exportIpc(r))
+    how = kViaIpc;
+  if (!how) return;
   r.claim = freeWords_.back();
   freeWords_.pop_back();
   __atomic_store_n(triggers_ + r.claim, kClaimOpen, __ATOMIC_RELEASE);
@@ -373,6 +382,24 @@ void Messaging::offerDirect(Req& r, SlotHead* h) {
   h->how = how;
   h->pid = static_cast<uint64_t>(getpid());
   directs_.push_back(&r);
+}
+
+// A private GPU send buffer offered by CUDA IPC: r.ipc names its region for the receiver, which opens it (a mapping it
+// caches) and copies from it. A self-send needs none: the receiver is this World and copies from the address
+// (cudaIpcOpenMemHandle refuses a handle of its own process). False when the buffer cannot be exported (managed or
+// pool memory, ...; logged once per reason): the ring carries the message.
+bool Messaging::exportIpc(Req& r) {
+  if (r.pe == me_) return true;
+  std::unique_ptr<GpuIpcRef> ref(new GpuIpcRef());
+  const Status s = paths_->gpu()->exportRegion(r.src, r.cap, ref.get());
+  if (!s.isOk()) {
+    if (ipcRefusals_.insert(s.message()).second)
+      TETHER_LOG_INFO(LogSys::Core, "PE %d: rendezvous sends from such GPU buffers go through the ring (%s)", me_,
+                      s.message().c_str());
+    return false;
+  }
+  r.ipc = std::move(ref);
+  return true;
 }
 
 // Sends whose receiver stored kClaimDone into their claim word are complete.
@@ -706,7 +733,7 @@ Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, in
     if (!fits(pe, it->src) || !fits(tag, it->tag)) continue;
     const Unexpected u = *it;
     unexpected_.erase(it);
-    if (u.rts) return matchRts(call, ref, u.src, u.head);
+    if (u.rts) return matchRts(call, ref, u.src, u.head, u.ipc);
     ref.fromPe = u.src;
     ref.fromTag = u.tag;
     ref.msgBytes = u.bytes;
@@ -812,14 +839,14 @@ Status Messaging::recvTypedBlocking(const char* call, void* buf, int64_t count, 
 }
 
 // A receive r matched an RTS: ask for min(message, buffer) bytes (a CTS through this PE's ring to src).
-Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h) {
+Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc) {
   r.fromPe = src;
   r.fromTag = h.tag;
   r.msgBytes = h.bytes;
   r.allowed = std::min<size_t>(h.bytes, r.cap);
   if (h.kind == kRtsDirect) {
     bool viaRing = false;
-    TETHER_TRY(readDirect(call, r, src, h, &viaRing));
+    TETHER_TRY(readDirect(call, r, src, h, ipc, &viaRing));
     if (!viaRing) return Status::ok();
   }
   Out o{};
@@ -835,12 +862,17 @@ Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h)
 
 // The receiver's side of RTS_DIRECT: claim the read (compare-and-swap on the sender's claim word), read the bytes
 // straight into r's buffer, tell the sender (kClaimDone in the same word). A claim lost to a withdrawal fails r; a read that cannot be made
-// here (a GPU buffer from private host memory, process_vm_readv refused) leaves *viaRing set: the caller answers
-// with a CTS and the data comes through the ring after all.
-Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& h, bool* viaRing) {
+// here (a GPU buffer from private host memory, process_vm_readv refused, CUDA IPC refused or no GPU here) leaves
+// *viaRing set: the caller answers with a CTS and the data comes through the ring after all. A refusal is logged
+// once and remembered per source: its later messages of that kind take the ring at once.
+Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc,
+                             bool* viaRing) {
   *viaRing = false;
-  const bool viaGet = (h.how & 0xff) == kViaGet;
-  const bool canRead = viaGet || (!r.gpu && cmaOk_[static_cast<size_t>(src)]);
+  const uint64_t how = h.how & 0xff;
+  const bool viaGet = how == kViaGet;
+  const size_t from = static_cast<size_t>(src);
+  const bool canRead = viaGet || (how == kViaCma && !r.gpu && cmaOk_[from]) ||
+                       (how == kViaIpc && paths_->gpu() && (src == me_ || ipcOk_[from]));
   if (!canRead) {
     *viaRing = true;
     return Status::ok();
@@ -858,8 +890,23 @@ Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& 
     const auto kind = static_cast<SegKind>(h.how >> 8);
     const char* base = kind == SegKind::Static ? w_.heap().staticLocal() : w_.heap().base(kind);
     s = move(call, Op::Get, r.dst, base + h.b, r.allowed, src, nullptr, 0);
+  } else if (r.allowed && how == kViaIpc) {  // on the sibling context, into GPU or host memory
+    const char* bytes = reinterpret_cast<const char*>(h.b);  // a self-send: the buffer itself
+    if (src != me_) {
+      char* mapped = nullptr;
+      const Status o = paths_->gpu()->openRegion(static_cast<uint64_t>(src), ipc, &mapped);
+      if (!o.isOk()) {
+        ipcOk_[from] = 0;
+        TETHER_LOG_INFO(LogSys::Core, "PE %d: cannot open PE %d's GPU buffers by CUDA IPC (%s): its rendezvous "
+                        "messages from private GPU buffers come through the ring", me_, src, o.message().c_str());
+        *viaRing = true;  // claimed: the sender streams it when the CTS comes
+        return Status::ok();
+      }
+      bytes = mapped + ipc.offset;
+    }
+    s = paths_->gpu()->copy(r.dst, bytes, r.allowed, false).withContext(call);  // blocking: the mapping is free again
   } else if (r.allowed && !cmaRead(static_cast<pid_t>(h.pid), h.b, r.dst, r.allowed)) {
-    cmaOk_[static_cast<size_t>(src)] = 0;
+    cmaOk_[from] = 0;
     TETHER_LOG_INFO(LogSys::Core, "PE %d: process_vm_readv from PE %d (pid %llu) refused (%s): its rendezvous "
                     "messages come through the ring", me_, src, static_cast<unsigned long long>(h.pid),
                     std::strerror(errno));
@@ -952,8 +999,10 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
           posted_.erase(it);
           break;
         }
+      GpuIpcRef ipc{};  // an RTS_DIRECT by CUDA IPC from another PE names the region in its payload
+      if (h.kind == kRtsDirect && (h.how & 0xff) == kViaIpc && src != me_) std::memcpy(&ipc, payload, sizeof ipc);
       if (!r) {
-        Unexpected u{src, h.tag, h.kind != kEager, static_cast<size_t>(h.bytes), 0, nullptr, h.a, h};
+        Unexpected u{src, h.tag, h.kind != kEager, static_cast<size_t>(h.bytes), 0, nullptr, h.a, h, ipc};
         if (!u.rts) {
           if (pool_->alloc(u.bytes, &u.poolOff)) {
             std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
@@ -965,7 +1014,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
         unexpected_.push_back(u);
         return Status::ok();
       }
-      if (h.kind != kEager) return matchRts(call, *r, src, h);
+      if (h.kind != kEager) return matchRts(call, *r, src, h, ipc);
       r->fromPe = src;
       r->fromTag = h.tag;
       r->msgBytes = h.bytes;
@@ -1117,8 +1166,11 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         complete(*r, Status::ok());
         q.pop_front();
         break;
+      case kRtsDirect:  // by CUDA IPC to another PE: the region's GpuIpcRef as the payload
+        TETHER_TRY(writeSlot(call, dst, o.h, r->ipc.get(), r->ipc ? sizeof(GpuIpcRef) : 0, false));
+        q.pop_front();
+        break;
       case kRts:
-      case kRtsDirect:
       case kCts:
       case kCancel:
         TETHER_TRY(writeSlot(call, dst, o.h, nullptr, 0, false));

@@ -4,7 +4,8 @@
 // Protocol. Every PE owns, in one symmetric HOST allocation (the region), an inbox ring of K slots from each PE
 // (itself included) and an ack word per PE:
 //   region = [agreement words | acked[n_pes] | inbox[source][K] slots | unexpected pool]
-//   slot   = 64-byte SlotHead (seq first) + payload (eager_bytes rounded up to 64).
+//   slot   = 64-byte SlotHead (seq first) + payload (eager_bytes rounded up to 64, at least 128: an RTS_DIRECT by
+//            CUDA IPC carries the send buffer's GpuIpcRef there).
 // The sender of its n-th slot message to PE d writes head + payload into d's inbox[me][n % K] and then sets the
 // slot's seq to n + 1 (stores and a release store when d's region is mapped here and the payload is CPU memory, else
 // a put-with-signal), so seq is the flag that the rest has landed. It may write slot n only while
@@ -41,6 +42,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 #include <condition_variable>
 #include <unordered_map>
@@ -55,6 +58,7 @@ namespace tether {
 
 class World;
 class SiblingPaths;
+struct GpuIpcRef;
 
 class Messaging {
  public:
@@ -152,9 +156,11 @@ class Messaging {
   bool withdraw(uint64_t id);  // true: the receiver is reading the buffer (wait for completion)
   Status waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st);  // lock not held
   void forget(Req& r);  // drops r (and its stream words)
-  Status matchRts(const char* call, Req& r, int src, const SlotHead& h);  // h: the RTS / RTS_DIRECT head
-  Status readDirect(const char* call, Req& r, int src, const SlotHead& h, bool* viaRing);
+  // h: the RTS / RTS_DIRECT head; ipc: the region an RTS_DIRECT by CUDA IPC named (its payload), else unused.
+  Status matchRts(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc);
+  Status readDirect(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc, bool* viaRing);
   void offerDirect(Req& r, SlotHead* h);  // queueSend: an RTS becomes RTS_DIRECT where the receiver can read
+  bool exportIpc(Req& r);                 // offerDirect: a private GPU send buffer by CUDA IPC (r.ipc), if it can
   void pollDirect(bool* did);             // progress: direct sends whose receiver is done complete
   static bool cmaRead(pid_t pid, uint64_t from, void* to, size_t n);
   void complete(Req& r, Status result);
@@ -187,6 +193,9 @@ class Messaging {
   std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
   const bool directOn_;               // TETHER_MSG_DIRECT
   std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
+  const bool ipcOn_;                  // TETHER_MSG_IPC (and TETHER_MSG_DIRECT): private GPU send buffers go direct
+  std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
+  std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
   std::vector<char> staging_;         // head + payload of one slot (host payloads go in one put)
   std::unordered_map<uint64_t, std::unique_ptr<Req>> reqs_;

@@ -12,6 +12,7 @@
 //    is created, so a first atomic()/signal() never waits for a kernel already running in the same CUDA context (lazy
 //    loading may synchronise the context; the device API's proxy serves kernels that spin until it is done).
 //  - Thread safety: all methods may be called from several threads; each makes this PE's device current first.
+//  - CUDA IPC of user buffers (exportRegion / openRegion): below, at GpuContext.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,17 @@
 namespace tether {
 
 class Bootstrap;
+
+// A region of a GPU allocation of one process, as another process of the host opens it with legacy CUDA IPC
+// (GpuContext::exportRegion fills it in the owner, openRegion maps it elsewhere). Plain bytes: it travels as it is
+// (two-sided messaging sends it in a ring slot's payload).
+struct GpuIpcRef {
+  uint8_t handle[64];   // cudaIpcMemHandle_t of the allocation's base
+  uint64_t bufferId;    // the allocation's id in the owner, unique over the owner's lifetime (a range freed and
+                        // allocated again at the same address gets a new one: that is how a stale mapping is told)
+  uint64_t offset;      // the region's start in the allocation
+  uint64_t allocBytes;  // the allocation's size
+};
 
 struct DeviceHeapParams {
   int localIndex = 0;
@@ -123,6 +135,28 @@ class GpuContext {
 
   virtual Status createDeviceHeap(const DeviceHeapParams& params, Bootstrap& bootstrap,
                                   std::unique_ptr<DeviceHeap>* out) = 0;
+
+  // Legacy CUDA IPC of user buffers between processes of one host (two-sided messaging's direct rendezvous):
+  //  - exportRegion: *out names [p, p + n), which must lie in one cudaMalloc allocation of this process (any of its
+  //    GPUs). Memory legacy IPC cannot share -- managed memory, stream-ordered pools (cudaMallocAsync), VMM memory
+  //    (cuMemCreate), host memory, a range running past its allocation's end -- fails with TETHER_ERR_UNSUPPORTED
+  //    and a message naming the kind of memory and no address (a caller may log each reason once); a CUDA failure
+  //    with TETHER_ERR_CUDA. Handles are cached by (allocation base, buffer id), the 64 most recently used.
+  //  - openRegion: maps the allocation that ref names, exported by another process that the caller calls `owner`
+  //    (any key: two-sided messaging uses the PE), into this GPU's context (cudaIpcOpenMemHandle, peer access
+  //    enabled lazily) and returns in *mapped its base here: the region is at *mapped + ref.offset. Mappings are
+  //    cached by (owner, ref.bufferId), at most 64 per owner; opening a 65th closes the least recently used. So
+  //    *mapped stays valid until the next openRegion on this context (which may close it) or the context's end:
+  //    use it with blocking copies at once (callers sharing the context between threads hold their own lock over
+  //    both). Fails with TETHER_ERR_CUDA when CUDA refuses: a handle of this same process (cudaIpcOpenMemHandle
+  //    cannot open those: a self-send copies from the address instead), GPUs without peer access, IPC not
+  //    permitted (some containers). The context closes every mapping it holds when it is destroyed.
+  //  Lifetime: a cached mapping outlives the sends that used it and may outlive the owner's allocation. CUDA calls
+  //  freeing an exported allocation before every importer closes it undefined behaviour; cached mappings rely on
+  //  what drivers do in practice, as the IPC caches of MPI libraries do (a stale mapping is never read again: a new
+  //  allocation has a new buffer id). TETHER_MSG_IPC=0 turns the messaging use off.
+  virtual Status exportRegion(const void* p, size_t n, GpuIpcRef* out) = 0;
+  virtual Status openRegion(uint64_t owner, const GpuIpcRef& ref, char** mapped) = 0;
 };
 
 }  // namespace tether

@@ -5,7 +5,10 @@
 // prepared sends posted with one post_all_on_stream, and the kernel model (one kernel fills, msg_send, msg_wait on
 // the receive, checks, msg_wait on the send; block and warp scope; on a created and on the legacy stream). Contents
 // checked byte by byte (pattern from size, source and position). Then typed messages (a vector type) with GPU
-// buffers, and the direct rendezvous from the symmetric heap's DEVICE and HOST segments.
+// buffers, the direct rendezvous from the symmetric heap's DEVICE and HOST segments, and rendezvous sends from private
+// GPU buffers in the ways that stress CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn,
+// a buffer freed and allocated again between two sends, a self-send). The private GPU rendezvous messages travel by
+// CUDA IPC by default and through the ring with TETHER_MSG_IPC=0 (ctest gpu_msg_noipc).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -311,11 +314,62 @@ int main() {
     MP_OK(tether_free(w, symHost));
     MP_OK(tether_free(w, symDev));
   }
+  // Private GPU send buffers at an odd offset (4096 + 3) inside their allocations: two allocations in turn to the same
+  // peer; then the first is freed and allocated again (often at the same address, with a new buffer id: a receiver's
+  // cached mapping of the old memory must not be read) and sent from; last a self-send. Every round has its own
+  // pattern, so bytes of an earlier round (a stale mapping) fail the check. Receives alternate GPU and host memory.
+  {
+    const size_t sz = 300000, off = 4096 + 3;
+    unsigned char* alloc[2] = {nullptr, nullptr};
+    CK(cudaMalloc(&alloc[0], off + sz));
+    CK(cudaMalloc(&alloc[1], off + sz));
+    auto sendRound = [&](int k, int which, int peer, int source, const char* what) {
+      mark(me, what, sz);
+      const int salt = 17 * (k + 1);  // pattern(sz, PE + salt, i): this round's bytes
+      for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me + salt, i);
+      CK(cudaMemcpy(alloc[which] + off, hSend.data(), sz, cudaMemcpyHostToDevice));
+      const bool recvGpu = k % 2 == 0;
+      CK(cudaMemset(dRecv, 0, sz));
+      std::fill(hRecv.begin(), hRecv.begin() + static_cast<long>(sz), 0);
+      tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+      MP_OK(tether_irecv(w, recvGpu ? dRecv : hRecv.data(), sz, source, 1000 + k, &rr));
+      MP_OK(tether_isend(w, alloc[which] + off, sz, peer, 1000 + k, &sr));
+      MP_OK(tether_msg_wait(w, &sr, nullptr));
+      tether_msg_status_t st;
+      MP_OK(tether_msg_wait(w, &rr, &st));
+      MP_CHECK(st.source == source && st.bytes == sz && st.error == TETHER_SUCCESS);
+      const unsigned char* got = hRecv.data();
+      if (recvGpu) {
+        CK(cudaMemcpy(check.data(), dRecv, sz, cudaMemcpyDeviceToHost));
+        got = check.data();
+      }
+      for (size_t i = 0; i < sz; ++i)
+        if (got[i] != pattern(sz, source + salt, i)) {
+          char msg[200];
+          std::snprintf(msg, sizeof msg, "%s (round %d, allocation %d + %zu -> %s): byte %zu is %u, expected %u",
+                        what, k, which, off, recvGpu ? "GPU" : "host", i, got[i], pattern(sz, source + salt, i));
+          mp::fail(__FILE__, __LINE__, "contents", msg);
+        }
+    };
+    for (int k = 0; k < 4; ++k) sendRound(k, k % 2, to, from, "private GPU buffers in turn");
+    // Every receiver has read allocation 0 (its send completed): free it and allocate again.
+    unsigned char* old = alloc[0];
+    CK(cudaFree(alloc[0]));
+    CK(cudaMalloc(&alloc[0], off + sz));
+    if (me == 0)
+      std::printf("gpu_msg: the send buffer freed and allocated again %s\n",
+                  alloc[0] == old ? "at the same address" : "at another address (the stale-mapping case is weaker)");
+    sendRound(4, 0, to, from, "private GPU buffer allocated again");
+    sendRound(5, 1, to, from, "private GPU buffer allocated again");
+    sendRound(6, 0, me, me, "private GPU buffer to itself");
+    CK(cudaFree(alloc[0]));
+    CK(cudaFree(alloc[1]));
+  }
   CK(cudaFreeHost(bad));
   CK(cudaStreamDestroy(created));
   MP_OK(tether_msg_finalize(w));
   CK(cudaFree(dSend));
   CK(cudaFree(dRecv));
-  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model, typed vectors, direct rendezvous from the symmetric heap OK\n", n);
+  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model, typed vectors, direct rendezvous from the symmetric heap, private GPU send buffers (offset, two allocations, reallocated, self) OK\n", n);
   return mp::finish();
 }

@@ -66,6 +66,8 @@ class AliasGpu final : public GpuContext {
   Status allocHostMapped(size_t, void**, void**) override { return no(); }
   Status createSibling(std::unique_ptr<GpuContext>*) override { return no(); }
   Status createDeviceHeap(const DeviceHeapParams&, Bootstrap&, std::unique_ptr<DeviceHeap>*) override { return no(); }
+  Status exportRegion(const void*, size_t, GpuIpcRef*) override { return no(); }
+  Status openRegion(uint64_t, const GpuIpcRef&, char**) override { return no(); }
 
  private:
   static Status no() { return Status(TETHER_ERR_UNSUPPORTED, "not in the fake"); }

@@ -144,6 +144,8 @@ class FakeGpu : public GpuContext {
   Status createDeviceHeap(const DeviceHeapParams&, Bootstrap&, std::unique_ptr<DeviceHeap>*) override {
     return unsupported();
   }
+  Status exportRegion(const void*, size_t, GpuIpcRef*) override { return unsupported(); }
+  Status openRegion(uint64_t, const GpuIpcRef&, char**) override { return unsupported(); }
 
  private:
   struct Range {

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <list>
 #include <mutex>
+#include <unordered_map>
 
 #include "base/log.h"
 #include "bootstrap/bootstrap.h"
@@ -66,6 +68,14 @@ struct Driver {
                   static_cast<int>(q));
     *fn = reinterpret_cast<F>(p);
     return Status::ok();
+  }
+  // exportRegion's (CUDA IPC of user buffers), resolved apart from VMM's by loadPointers: either may be missing.
+  decltype(&cuPointerGetAttributes) pointerGetAttributes = nullptr;
+  decltype(&cuMemGetAddressRange) memGetAddressRange = nullptr;
+
+  Status loadPointers() {
+    TETHER_TRY(resolve("cuPointerGetAttributes", &pointerGetAttributes));
+    return resolve("cuMemGetAddressRange", &memGetAddressRange);
   }
   Status load() {
     TETHER_TRY(resolve("cuMemCreate", &memCreate));
@@ -345,6 +355,8 @@ class CudaGpuContext : public GpuContext {
   ~CudaGpuContext() override {
     made_.clear();  // each stream destroys itself and makes device_ current again
     cudaSetDevice(device_);
+    for (auto& owner : opened_)
+      for (const Opened& o : owner.second) cudaIpcCloseMemHandle(o.base);
     for (auto s : streams_) cudaStreamDestroy(s);
     for (void* p : registered_) cudaHostUnregister(p);
     for (void* p : allocs_) cudaFree(p);
@@ -379,6 +391,8 @@ class CudaGpuContext : public GpuContext {
     Status s = driver_.load();
     vmmOk_ = s.isOk();
     if (!vmmOk_) TETHER_LOG_INFO(LogSys::Heap, "VMM entry points unavailable (%s)", s.message().c_str());
+    s = driver_.loadPointers();
+    if (!s.isOk()) pointersMissing_ = s.message();
     return Status::ok();
   }
 
@@ -571,7 +585,97 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
+  Status exportRegion(const void* p, size_t n, GpuIpcRef* out) override {
+    static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(out->handle), "GpuIpcRef holds a cudaIpcMemHandle_t");
+    if (!pointersMissing_.empty())
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "CUDA IPC of user buffers needs the driver's %s", pointersMissing_.c_str());
+    CUDA_TRY(cudaSetDevice(device_));
+    // Each attribute lands in a zeroed 8-byte word: cuda.h does not say how many bytes a boolean takes (the memory
+    // type takes 4), and a narrower value reads the same from the zeroed word on these (little-endian) hosts.
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                                   CU_POINTER_ATTRIBUTE_BUFFER_ID};
+    uint64_t v[5] = {};
+    void* data[5] = {&v[0], &v[1], &v[2], &v[3], &v[4]};
+    const CUdeviceptr at = reinterpret_cast<CUdeviceptr>(p);
+    CU_TRY(driver_.pointerGetAttributes(5, attrs, data, at));
+    const char* kind = v[1] ? "managed memory"
+                       : v[2] ? "memory of a stream-ordered pool (cudaMallocAsync)"
+                       : v[0] != static_cast<uint64_t>(CU_MEMORYTYPE_DEVICE) ? "not GPU memory"
+                       : !v[3] ? "GPU memory legacy CUDA IPC cannot share (VMM memory from cuMemCreate, ...)"
+                               : nullptr;
+    if (kind) TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "CUDA IPC of a user buffer: %s", kind);
+    CUdeviceptr base = 0;
+    size_t bytes = 0;
+    CU_TRY(driver_.memGetAddressRange(&base, &bytes, at));
+    if (at + n > base + bytes)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "CUDA IPC of a user buffer: the range runs past the end of its allocation");
+    out->bufferId = v[4];
+    out->offset = at - base;
+    out->allocBytes = bytes;
+    std::lock_guard<std::mutex> lock(ipcMu_);
+    for (auto it = exported_.begin(); it != exported_.end(); ++it)
+      if (it->base == base && it->bufferId == v[4]) {
+        exported_.splice(exported_.begin(), exported_, it);
+        std::memcpy(out->handle, &it->handle, sizeof out->handle);
+        return Status::ok();
+      }
+    cudaIpcMemHandle_t h;
+    const cudaError_t e = cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(base));
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // not left for the program's next cudaGetLastError
+      return cudaFail("cudaIpcGetMemHandle (a user buffer)", e);
+    }
+    if (exported_.size() >= kIpcCacheMax) exported_.pop_back();
+    exported_.push_front(Exported{base, v[4], h});
+    std::memcpy(out->handle, &h, sizeof out->handle);
+    return Status::ok();
+  }
+
+  Status openRegion(uint64_t owner, const GpuIpcRef& ref, char** mapped) override {
+    std::lock_guard<std::mutex> lock(ipcMu_);
+    std::list<Opened>& cache = opened_[owner];
+    for (auto it = cache.begin(); it != cache.end(); ++it)
+      if (it->bufferId == ref.bufferId) {
+        cache.splice(cache.begin(), cache, it);
+        *mapped = it->base;
+        return Status::ok();
+      }
+    CUDA_TRY(cudaSetDevice(device_));
+    if (cache.size() >= kIpcCacheMax) {  // no copy uses it: the callers' copies through a mapping are blocking
+      if (cudaIpcCloseMemHandle(cache.back().base) != cudaSuccess) cudaGetLastError();
+      cache.pop_back();
+    }
+    cudaIpcMemHandle_t h;
+    std::memcpy(&h, ref.handle, sizeof h);
+    void* q = nullptr;
+    const cudaError_t e = cudaIpcOpenMemHandle(&q, h, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return cudaFail("cudaIpcOpenMemHandle (a GPU buffer of another process)", e);
+    }
+    cache.push_front(Opened{ref.bufferId, static_cast<char*>(q)});
+    *mapped = static_cast<char*>(q);
+    return Status::ok();
+  }
+
  private:
+  // CUDA IPC of user buffers: exportRegion's handles by allocation, openRegion's mappings by owner; both lists most
+  // recently used first, at most kIpcCacheMax long (per owner for the mappings).
+  static constexpr size_t kIpcCacheMax = 64;
+  struct Exported {
+    CUdeviceptr base;
+    uint64_t bufferId;
+    cudaIpcMemHandle_t handle;
+  };
+  struct Opened {
+    uint64_t bufferId;
+    char* base;
+  };
+  std::mutex ipcMu_;  // exported_, opened_
+  std::list<Exported> exported_;
+  std::unordered_map<uint64_t, std::list<Opened>> opened_;
+  std::string pointersMissing_;  // why the entry points exportRegion needs are missing (empty: resolved)
   std::mutex madeMu_;                                // made_, allocs_, hostAllocs_
   std::vector<std::unique_ptr<CudaGpuStream>> made_;  // createStream, destroyed first
   int device_ = -1;
