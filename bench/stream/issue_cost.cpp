@@ -31,6 +31,10 @@ class NullStreamOps : public tether::StreamOps {
   Status signal(void*, uint64_t*, uint64_t, tether_signal_op_t) override { return Status::ok(); }
   Status amo(void*, void*, const tether::AmoArgs&, void*) override { return Status::ok(); }
   Status waitCmp(void*, const uint64_t*, tether_cmp_t, uint64_t, bool, uint64_t) override { return Status::ok(); }
+  Status increment(void*, uint64_t* const*, size_t) override { return Status::ok(); }
+  Status waitReach(void*, const uint64_t* const*, const uint64_t* const*, size_t, uint64_t) override {
+    return Status::ok();
+  }
   Status proxy(void*, const tether_device_handle_t&, const tether::Op&) override { return Status::ok(); }
   Status coll(void*, const tether_device_handle_t&, const tether_device_team_t&, const tether::StreamCollCall&) override {
     return Status::ok();

@@ -1,10 +1,12 @@
 // The GPU-side driver code that the messaging applications (jacobi2d.cu, halo3d.cu; docs/msg.md "Applications")
-// share: the CUDA error check and allocation, the skip without a GPU, the requests an iteration leaves for the host to
-// free one iteration late, the host and stream models' iterations (the application gives its pack, overlapping work
-// and finish as callables), the kernel model's prepared messages, cooperative launch and request freeing, the model
-// table and --model selection, and the timed run of one model (CUDA events on the application's stream, process CPU
-// time). An application's state has `halos`, `stream`, `buffers(k)`, `field[2]` and `d.cells()`; its halo and buffer
-// types have sendPtr / recvPtr next to them (jacobi2d_common.h, halo3d_common.h).
+// share: the CUDA error check and allocation, the skip without a GPU, the freeing of the requests an iteration leaves
+// one iteration late, the host and stream models' iterations (the application gives its pack, overlapping work and
+// finish as callables), the kernel model's prepared messages, cooperative launch and request freeing, the persistent
+// models' iterations and set-up (persist_common.h), and the timed run of one model (CUDA events on the application's
+// stream, process CPU time, messaging calls per iteration). An application's state has `halos`, `stream`,
+// `buffers(k)`, `field[2]`, `d.cells()`, `calls` (J2D_MSG's counter) and, for the persistent models, `persist`,
+// `total`, `devMsgs` and `starts`; its halo and buffer types have sendPtr / recvPtr next to them (jacobi2d_common.h,
+// halo3d_common.h). The model table and --model selection are in jacobi2d_common.h (shared with the CPU twins).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "jacobi2d_common.h"
+#include "persist_common.h"
 #include "tether/msg_device.cuh"
 
 #define J2D_CUDA(call)                                                                                \
@@ -49,16 +52,9 @@ inline bool skipWithoutGpu(tether_t w) {
   return true;
 }
 
-// The requests of one iteration that the host has not freed yet (stream and kernel models free them one iteration
-// late). 64: two per halo for up to 26 halos (halo3d), and 8 for jacobi2d's four.
-struct Pending {
-  static constexpr size_t kMax = 64;
-  tether_request_t reqs[kMax];
-  size_t n = 0;
-};
-
-inline void freeRequests(tether_t w, Pending* p) {
-  if (p->n) J2D_CHECK(tether_msg_waitall(w, p->n, p->reqs, nullptr));
+// Completes and frees the requests p holds (tether_msg_waitall); calls: J2D_MSG's counter.
+inline void freeRequests(tether_t w, Pending* p, long* calls) {
+  if (p->n) J2D_MSG(calls, tether_msg_waitall(w, p->n, p->reqs, nullptr));
   p->n = 0;
 }
 
@@ -68,17 +64,17 @@ inline void freeRequests(tether_t w, Pending* p) {
 // still be written) and ONE tether_msg_post_all_on_stream starts them after it (libmp's mp_isend_post_all_on_stream).
 template <class HaloT, class BuffersT, class Fill>
 void streamSends(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, cudaStream_t stream, bool prepared,
-                 tether_request_t* sends, Fill fill) {
+                 tether_request_t* sends, long* calls, Fill fill) {
   const size_t nh = halos.size();
   for (size_t i = 0; prepared && i < nh; ++i) {
     const HaloT& h = halos[i];
-    J2D_CHECK(tether_send_prepare(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &sends[i]));
+    J2D_MSG(calls, tether_send_prepare(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), &sends[i]));
   }
   fill();
-  if (prepared) J2D_CHECK(tether_msg_post_all_on_stream(w, nh, sends, stream));
+  if (prepared) J2D_MSG(calls, tether_msg_post_all_on_stream(w, nh, sends, stream));
   for (size_t i = 0; !prepared && i < nh; ++i) {
     const HaloT& h = halos[i];
-    J2D_CHECK(tether_isend_on_stream(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), stream, &sends[i]));
+    J2D_MSG(calls, tether_isend_on_stream(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), stream, &sends[i]));
   }
 }
 
@@ -91,12 +87,12 @@ void hostIteration(tether_t w, State& g, int k, Pack pack, Overlap overlap, Fini
   const auto b = g.buffers(k);
   const size_t nh = g.halos.size();
   tether_request_t reqs[Pending::kMax];
-  postReceives(w, g.halos, b, reqs);
+  postReceives(w, g.halos, b, reqs, &g.calls);
   pack();
   J2D_CUDA(cudaStreamSynchronize(g.stream));
-  postSends(w, g.halos, b, reqs + nh);
+  postSends(w, g.halos, b, reqs + nh, &g.calls);
   overlap();
-  J2D_CHECK(tether_msg_waitall(w, 2 * nh, reqs, nullptr));
+  J2D_MSG(&g.calls, tether_msg_waitall(w, 2 * nh, reqs, nullptr));
   finish();
 }
 
@@ -110,13 +106,59 @@ void streamIteration(tether_t w, State& g, int k, Pending* pending, bool prepare
   const auto b = g.buffers(k);
   const size_t nh = g.halos.size();
   Pending& p = pending[k & 1];
-  postReceives(w, g.halos, b, p.reqs);
-  streamSends(w, g.halos, b, g.stream, prepared, p.reqs + nh, pack);
+  postReceives(w, g.halos, b, p.reqs, &g.calls);
+  streamSends(w, g.halos, b, g.stream, prepared, p.reqs + nh, &g.calls, pack);
   p.n = 2 * nh;
   overlap();
-  J2D_CHECK(tether_msg_waitall_on_stream(w, p.n, p.reqs, g.stream));
+  J2D_MSG(&g.calls, tether_msg_waitall_on_stream(w, p.n, p.reqs, g.stream));
   finish();
-  freeRequests(w, &pending[(k + 1) & 1]);
+  freeRequests(w, &pending[(k + 1) & 1], &g.calls);
+}
+
+// host-persist, iteration k (persist_common.h's persistentHostIteration): the stream is synchronised after pack().
+template <class State, class Pack, class Overlap, class Finish>
+void hostPersistIteration(tether_t w, State& g, int k, Pack pack, Overlap overlap, Finish finish) {
+  persistentHostIteration(
+      w, g.persist, k, &g.calls,
+      [&] {
+        pack();
+        J2D_CUDA(cudaStreamSynchronize(g.stream));
+      },
+      overlap, finish);
+}
+
+// stream-persist, iteration k, all on g.stream: pack(); ONE tether_msg_startall_on_stream of the iteration's sends and
+// the receives roundPlan starts (those of the next iteration; at k == 0 also its own); overlap(); ONE
+// tether_msg_waitall_on_stream of the iteration's receives and sends; finish(). Two messaging calls; the host never
+// waits in the loop (the end of the run completes the requests for the host: freePersistent).
+template <class State, class Pack, class Overlap, class Finish>
+void streamPersistIteration(tether_t w, State& g, int k, Pack pack, Overlap overlap, Finish finish) {
+  const RoundPlan plan = roundPlan(k, g.total);
+  pack();
+  streamStarts(g.persist, plan, &g.starts);
+  J2D_MSG(&g.calls, tether_msg_startall_on_stream(w, g.starts.size(), g.starts.data(), g.stream));
+  overlap();
+  std::vector<tether_request_t>& mine = g.persist.reqs[plan.parity];
+  J2D_MSG(&g.calls, tether_msg_waitall_on_stream(w, mine.size(), mine.data(), g.stream));
+  finish();
+}
+
+// kernel-persist's begin and the persistent models' end on the GPU (Model::begin / end; beginPersist is
+// persist_common.h's): kernel-persist also takes the descriptors once and copies them to g.devMsgs (GPU memory, read
+// by every iteration's kernel). End: after the stream is through, complete and free the requests.
+template <class State>
+void beginKernelPersistGpu(tether_t w, State& g, int total) {
+  beginPersist(w, g, total);
+  const std::vector<PersistMsgs> m = persistMsgs(w, g.persist);
+  g.devMsgs = gpuAlloc<PersistMsgs>(std::max<size_t>(m.size(), 1));
+  if (!m.empty())
+    J2D_CUDA(cudaMemcpy(g.devMsgs, m.data(), m.size() * sizeof(PersistMsgs), cudaMemcpyHostToDevice));
+}
+template <class State>
+void endPersistGpu(tether_t w, State& g) {
+  freePersistent(w, &g.persist);
+  if (g.devMsgs) J2D_CUDA(cudaFree(g.devMsgs));
+  g.devMsgs = nullptr;
 }
 
 // The kernel model's messages of one halo of one iteration, as its kernel takes them.
@@ -130,12 +172,12 @@ struct KernelMsgs {
 // of the halo's posted receive `recv`.
 template <class HaloT, class BuffersT>
 KernelMsgs prepareKernelMsgs(tether_t w, const HaloT& h, const BuffersT& b, tether_request_t* send,
-                             tether_request_t recv) {
+                             tether_request_t recv, long* calls) {
   KernelMsgs m{};
-  J2D_CHECK(tether_send_prepare(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), send));
-  J2D_CHECK(tether_msg_send_desc(w, *send, &m.send));
-  J2D_CHECK(tether_msg_wait_desc(w, *send, &m.sent));
-  J2D_CHECK(tether_msg_wait_desc(w, recv, &m.received));
+  J2D_MSG(calls, tether_send_prepare(w, sendPtr(h, b), h.bytes(), h.peer, h.sendTag(), send));
+  J2D_MSG(calls, tether_msg_send_desc(w, *send, &m.send));
+  J2D_MSG(calls, tether_msg_wait_desc(w, *send, &m.sent));
+  J2D_MSG(calls, tether_msg_wait_desc(w, recv, &m.received));
   return m;
 }
 
@@ -143,47 +185,81 @@ KernelMsgs prepareKernelMsgs(tether_t w, const HaloT& h, const BuffersT& b, teth
 // device handle and the step's arguments), an event after it, then iteration k - 1's requests freed -- its kernel may
 // still poll their descriptors until it ends, so the host waits for that kernel's event first (it is one kernel
 // behind: the GPU already has iteration k's queued). done[2]: events by parity.
+// pending == nullptr: kernel-persist, whose descriptors live as long as the run and need no freeing.
 template <class Args>
 void launchKernelStep(tether_t w, void (*kernel)(tether_device_handle_t, Args), int blocks, int threads,
                       cudaStream_t stream, const tether_device_handle_t& dh, const Args& args, cudaEvent_t* done, int k,
-                      Pending* pending) {
+                      Pending* pending, long* calls) {
   const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(threads));
   J2D_CUDA(tether::device::launch_cooperative(kernel, grid, block, 0, stream, dh, args));
+  if (!pending) return;
   J2D_CUDA(cudaEventRecord(done[k & 1], stream));
   Pending& prev = pending[(k + 1) & 1];
   if (prev.n) {
     J2D_CUDA(cudaEventSynchronize(done[(k + 1) & 1]));
-    freeRequests(w, &prev);
+    freeRequests(w, &prev, calls);
   }
 }
 
-// The execution models an application offers, by name, each one iteration of it on the application's State.
+// The steps of the models whose GPU work is stream work, from the application's pieces of iteration k, found by
+// argument-dependent lookup next to its State: packStep(g, k) (pack the halos), overlapStep(g, k) (work that needs
+// no halo) and finishStep(g, k) (unpack and the rest), each enqueued on g.stream.
 template <class State>
-struct Model {
-  const char* name;
-  void (*step)(tether_t, State&, int, Pending*);
-};
+void hostStep(tether_t w, State& g, int k, Pending*) {
+  hostIteration(w, g, k, [&] { packStep(g, k); }, [&] { overlapStep(g, k); }, [&] { finishStep(g, k); });
+}
+template <class State, bool kPrepared>
+void streamStep(tether_t w, State& g, int k, Pending* pending) {
+  streamIteration(w, g, k, pending, kPrepared, [&] { packStep(g, k); }, [&] { overlapStep(g, k); },
+                  [&] { finishStep(g, k); });
+}
+template <class State>
+void hostPersistStep(tether_t w, State& g, int k, Pending*) {
+  hostPersistIteration(w, g, k, [&] { packStep(g, k); }, [&] { overlapStep(g, k); }, [&] { finishStep(g, k); });
+}
+template <class State>
+void streamPersistStep(tether_t w, State& g, int k, Pending*) {
+  streamPersistIteration(w, g, k, [&] { packStep(g, k); }, [&] { overlapStep(g, k); }, [&] { finishStep(g, k); });
+}
 
-// The models that --model `which` names ("all": every one) of host, stream, stream-post and kernel (the steps of
-// each), in that order; exits 2 naming the choices if none.
+// The kernel model's step k: the receives posted, each halo's send prepared and its descriptors put into the kernel's
+// arguments `a` by setMsgs(a, i, msgs), then launchKernelStep (threads per block).
+template <class State, class Args, class SetMsgs>
+void kernelIteration(tether_t w, State& g, int k, Pending* pending, void (*kernel)(tether_device_handle_t, Args),
+                     int threads, Args a, SetMsgs setMsgs) {
+  const auto b = g.buffers(k);
+  const size_t nh = g.halos.size();
+  Pending& p = pending[k & 1];
+  postReceives(w, g.halos, b, p.reqs, &g.calls);
+  for (size_t i = 0; i < nh; ++i)
+    setMsgs(a, i, prepareKernelMsgs(w, g.halos[i], b, &p.reqs[nh + i], p.reqs[i], &g.calls));
+  p.n = 2 * nh;
+  launchKernelStep(w, kernel, g.coopBlocks, threads, g.stream, g.dh, a, g.kernelDone, k, pending, &g.calls);
+}
+
+// kernel-persist's step k: the kernel's arguments `a` get the descriptors (a.persist) and the round plan (a.plan);
+// no messaging call.
+template <class State, class Args>
+void kernelPersistIteration(tether_t w, State& g, int k, void (*kernel)(tether_device_handle_t, Args), int threads,
+                            Args a) {
+  a.persist = g.devMsgs;
+  a.plan = roundPlan(k, g.total);
+  launchKernelStep(w, kernel, g.coopBlocks, threads, g.stream, g.dh, a, g.kernelDone, k, nullptr, &g.calls);
+}
+
+// The models of both applications, in the order --model all runs them; the application gives its kernel models'
+// steps. The persistent models (persist_common.h) make their requests in begin and complete and free them in end,
+// outside the timed loop.
 template <class State>
-std::vector<Model<State>> selectModels(const std::string& which, const char* argv0,
-                                       void (*host)(tether_t, State&, int, Pending*),
-                                       void (*stream)(tether_t, State&, int, Pending*),
-                                       void (*streamPost)(tether_t, State&, int, Pending*),
-                                       void (*kernel)(tether_t, State&, int, Pending*)) {
-  const Model<State> all[] = {{"host", host}, {"stream", stream}, {"stream-post", streamPost}, {"kernel", kernel}};
-  std::vector<Model<State>> run;
-  std::string names;
-  for (const Model<State>& m : all) {
-    if (which == "all" || which == m.name) run.push_back(m);
-    names += std::string(m.name) + ", ";
-  }
-  if (run.empty()) {
-    std::fprintf(stderr, "%s: unknown --model '%s' (%sor all)\n", argv0, which.c_str(), names.c_str());
-    std::exit(2);
-  }
-  return run;
+std::vector<Model<State>> gpuModels(void (*kernel)(tether_t, State&, int, Pending*),
+                                    void (*kernelPersist)(tether_t, State&, int, Pending*)) {
+  return {{"host", hostStep<State>, nullptr, nullptr},
+          {"stream", streamStep<State, false>, nullptr, nullptr},
+          {"stream-post", streamStep<State, true>, nullptr, nullptr},
+          {"kernel", kernel, nullptr, nullptr},
+          {"host-persist", hostPersistStep<State>, beginPersist<State>, endPersistGpu<State>},
+          {"stream-persist", streamPersistStep<State>, beginPersist<State>, endPersistGpu<State>},
+          {"kernel-persist", kernelPersist, beginKernelPersistGpu<State>, endPersistGpu<State>}};
 }
 
 // Blocks of a cooperative launch of `kernel` with `threads` threads a block: at most one per SM (a cooperative grid
@@ -205,23 +281,27 @@ int cooperativeBlocks(Kernel kernel, int threads, long work) {
 
 // Runs step(k) for k = 0 .. warmup + iters - 1 and times the last iters: per iteration, the interval between CUDA
 // events recorded on `stream` at the iteration's start (the GPU's timeline: it includes every host wait that delays
-// the stream), and the process CPU time over the timed loop (every thread, tether's progress thread included) up to
-// the end of the stream and the freeing of both iterations' pending requests.
+// the stream), the process CPU time over the timed loop (every thread, tether's progress thread included) up to the
+// end of the stream and the freeing of both iterations' pending requests, and the messaging calls the timed steps
+// made (*calls: J2D_MSG's counter; the freeing after the loop is not counted).
 template <class Step>
-Timing timeIterations(tether_t w, cudaStream_t stream, int warmup, int iters, Pending* pending, Step step) {
+Timing timeIterations(tether_t w, cudaStream_t stream, int warmup, int iters, Pending* pending, long* calls,
+                      Step step) {
   std::vector<cudaEvent_t> marks(static_cast<size_t>(iters) + 1);
   for (cudaEvent_t& e : marks) J2D_CUDA(cudaEventCreate(&e));
   const int total = warmup + iters;
   double cpu0 = 0;
+  long calls0 = 0;
   for (int k = 0; k < total; ++k) {
-    if (k == warmup) cpu0 = cpuTimeUs();
+    if (k == warmup) cpu0 = cpuTimeUs(), calls0 = *calls;
     if (k >= warmup) J2D_CUDA(cudaEventRecord(marks[static_cast<size_t>(k - warmup)], stream));
     step(k);
   }
+  const double callsPerStep = static_cast<double>(*calls - calls0) / iters;
   J2D_CUDA(cudaEventRecord(marks.back(), stream));
   J2D_CUDA(cudaStreamSynchronize(stream));  // first: the kernel model's last kernel uses its requests' descriptors
-  freeRequests(w, &pending[0]);
-  freeRequests(w, &pending[1]);
+  freeRequests(w, &pending[0], calls);
+  freeRequests(w, &pending[1], calls);
   const double cpuUs = (cpuTimeUs() - cpu0) / iters;
   std::vector<double> us;
   for (size_t t = 0; t + 1 < marks.size(); ++t) {
@@ -230,19 +310,21 @@ Timing timeIterations(tether_t w, cudaStream_t stream, int warmup, int iters, Pe
     us.push_back(1000.0 * ms);
   }
   for (cudaEvent_t e : marks) J2D_CUDA(cudaEventDestroy(e));
-  return Timing{median(us), cpuUs};
+  return Timing{median(us), cpuUs, callsPerStep};
 }
 
-// Runs warmup + iters iterations of model m on state g from the start (reset() puts the fields back) and times the
-// last iters (timeIterations on g.stream); returns this PE's timings and error(result), result being the iterate
-// g.field[(warmup + iters) % 2] copied to the host (g.d.cells() elements).
+// Runs warmup + iters iterations of model m on state g from the start (reset() puts the fields back; m.begin before,
+// m.end after, untimed) and times the last iters (timeIterations on g.stream); returns this PE's timings and
+// error(result), result being the iterate g.field[(warmup + iters) % 2] copied to the host (g.d.cells() elements).
 template <class State, class Reset, class Error>
 Result runModel(tether_t w, State& g, const Model<State>& m, const Options& o, Reset reset, Error error) {
   reset();
+  if (m.begin) m.begin(w, g, o.warmup + o.iters);
   Pending pending[2];
-  const Timing t =
-      timeIterations(w, g.stream, o.warmup, o.iters, pending, [&](int k) { m.step(w, g, k, pending); });
-  return Result{error(copyToHost(g.field[(o.warmup + o.iters) & 1], g.d.cells())), t.iterUs, t.cpuUs};
+  const Timing t = timeIterations(w, g.stream, o.warmup, o.iters, pending, &g.calls,
+                                  [&](int k) { m.step(w, g, k, pending); });
+  if (m.end) m.end(w, g);
+  return Result{error(copyToHost(g.field[(o.warmup + o.iters) & 1], g.d.cells())), t.iterUs, t.cpuUs, t.calls};
 }
 
 }  // namespace j2d

@@ -5,7 +5,8 @@
 //
 //   tetherrun -n 8 ./tether_halo3d --n 48 --iters 50 --warmup 5 --model all          (2x2x2, 26 neighbours)
 //   tetherrun -n 2 ./tether_halo3d --grid 1x1x2 --neighbours 6 --model kernel        (x and y: self-sends)
-//   (--model host | stream | stream-post | kernel | all: every one in turn on the same problem)
+//   (--model host | stream | stream-post | kernel | host-persist | stream-persist | kernel-persist | all: every one
+//   in turn on the same problem)
 //
 // Problem, decomposition, halo table, update rule and check: halo3d_common.h. Each PE keeps two copies of its block
 // with a one-cell ghost layer in GPU memory (cudaMalloc: messaging takes any buffer), one packed send buffer and two
@@ -28,7 +29,17 @@
 //  kernel  irecv xN + wait descriptors, send_prepare xN + send/wait descriptors (host) | ONE cooperative kernel: pack,
 //          msg_send xN (block 0), inner cells (every block), msg_wait on receives and sends (block 0), grid.sync,
 //          unpack, grid.sync, shell cells | the host waits for step k - 1's kernel (event) and frees its requests.
-// N = 26 or 6; with 26 a step keeps 52 requests, two steps 104 of the 256 stream-ordered requests a PE may have.
+// The persistent models (persist_common.h: a send and a receive per halo and step parity made once per run, tags by
+// parity, receives started one step ahead in the stream and kernel models):
+//  host-persist    startall (receives) | pack | cudaStreamSynchronize | startall (sends) | inner | waitall (host) |
+//                  unpack, shell: three messaging calls a step.
+//  stream-persist  pack, ONE startall_on_stream (the sends, the next step's receives), inner, ONE
+//                  waitall_on_stream, unpack, shell, all on the stream: two messaging calls, no host wait in the loop.
+//  kernel-persist  the kernel model's kernel with one descriptor per request for the whole run: block 0 starts the
+//                  next step's receives at the kernel's beginning, the sends after the pack and waits for the round
+//                  (msg_start / msg_wait with the round number): no messaging call on the host.
+// N = 26 or 6; with 26 a step keeps 52 requests, two steps 104 of the 4096 stream-area words a PE has; the persistent
+// models hold 4N requests (both parities) of them for a run.
 //
 // Timing (app_gpu.cuh): per step, the interval between CUDA events recorded on the stream at each step's start;
 // step_us is the median over the timed steps, cpu_us the process CPU time (every thread, tether's progress thread
@@ -112,7 +123,9 @@ struct StepArgs {
   cell_t* send;
   const cell_t* recv;
   int nh;
-  j2d::KernelMsgs msg[kMaxHalos];  // the halos' send and receive descriptors
+  j2d::KernelMsgs msg[kMaxHalos];   // kernel: the halos' send and receive descriptors
+  const j2d::PersistMsgs* persist;  // kernel-persist: the halos' descriptors (GPU memory); null: prepared messages
+  j2d::RoundPlan plan;              // kernel-persist: this step's requests and starts
 };
 
 // The kernel model: a whole step in one kernel, launched cooperatively (every block resident) because its phases need
@@ -121,19 +134,25 @@ struct StepArgs {
 // at block scope: one thread polls each completion word; the other blocks compute the inner cells meanwhile and then
 // wait at the grid sync). Stores that a send carries are made visible at system scope by each storing thread
 // (__threadfence_system) before the grid sync that precedes msg_send, whose release store then starts the copy. The
-// same structure as jacobi2d.cu's kernel, which ran on an H200.
+// same structure as jacobi2d.cu's kernel, which ran on an H200. kernel-persist (a.persist set) runs the same kernel
+// with persistent requests: block 0 first starts the receives its RoundPlan names (their buffers are free: the
+// previous kernel has ended), starts the step's sends where msg_send stands and waits for the step's round where
+// msg_wait stands.
 __global__ void kernelModelStep(tether_device_handle_t h, StepArgs a) {
   namespace cg = cooperative_groups;
   using tether::device::Scope;
   cg::grid_group grid = cg::this_grid();
   const int tid = threadRank(), nth = threadCount();
+  if (blockIdx.x == 0 && a.persist) j2d::startReceives<Scope::Block>(h, a.persist, a.nh, a.plan);
   for (int i = 0; i < a.nh; ++i) packRange(a.g, a.boxes[i], a.u, a.send, tid, nth);
   __threadfence_system();
   grid.sync();
-  if (blockIdx.x == 0)
+  if (blockIdx.x == 0 && a.persist) j2d::startSends<Scope::Block>(h, a.persist, a.nh, a.plan);
+  if (blockIdx.x == 0 && !a.persist)
     for (int i = 0; i < a.nh; ++i) tether::device::msg_send<Scope::Block>(h, a.msg[i].send);
   innerRange(a.g, a.u, a.v, tid, nth);  // reads no ghost: overlaps the messages
-  if (blockIdx.x == 0)
+  if (blockIdx.x == 0 && a.persist) j2d::waitRound<Scope::Block>(h, a.persist, a.nh, a.plan);
+  if (blockIdx.x == 0 && !a.persist)
     for (int i = 0; i < a.nh; ++i) {
       tether::device::msg_wait<Scope::Block>(h, a.msg[i].received);
       tether::device::msg_wait<Scope::Block>(h, a.msg[i].sent);  // the next kernel packs into the send buffer again
@@ -158,9 +177,14 @@ struct GpuState {
   cell_t* sendBuf = nullptr;
   cell_t* recvBuf[2] = {};  // by step parity
   HaloBoxes* boxes = nullptr;
-  tether_device_handle_t dh{};     // kernel model
-  int coopBlocks = 0;              // kernel model: blocks of the cooperative launch
+  tether_device_handle_t dh{};     // kernel models
+  int coopBlocks = 0;              // kernel models: blocks of the cooperative launch
   cudaEvent_t kernelDone[2] = {};  // kernel model: after step k's kernel, by parity
+  long calls = 0;                  // messaging calls of the steps (J2D_MSG)
+  int total = 0;                   // persistent models: steps of the run
+  j2d::PersistentExchange persist;       // persistent models: the requests
+  j2d::PersistMsgs* devMsgs = nullptr;   // kernel-persist: their descriptors in GPU memory
+  std::vector<tether_request_t> starts;  // stream-persist: one step's startall list
 
   Buffers buffers(int k) const { return Buffers{sendBuf, recvBuf[k & 1]}; }
 };
@@ -268,33 +292,18 @@ void shell(const GpuState& g, int k) {
 
 // ---- the models: one step each ------------------------------------------------------------------------------------
 
-// The host and stream models: app_gpu.cuh's iterations with this program's pack, inner cells (overlapping the
-// messages) and unpack + shell cells.
-void hostStep(tether_t w, GpuState& g, int k, Pending*) {
-  j2d::hostIteration(
-      w, g, k, [&] { pack(g, k); }, [&] { inner(g, k); },
-      [&] {
-        unpack(g, k);
-        shell(g, k);
-      });
+// The pieces of step k that app_gpu.cuh's host, stream and persistent models run: pack, inner cells (overlapping the
+// messages), unpack + shell cells.
+void packStep(const GpuState& g, int k) { pack(g, k); }
+void overlapStep(const GpuState& g, int k) { inner(g, k); }
+void finishStep(const GpuState& g, int k) {
+  unpack(g, k);
+  shell(g, k);
 }
 
-void streamIteration(tether_t w, GpuState& g, int k, Pending* pending, bool prepared) {
-  j2d::streamIteration(
-      w, g, k, pending, prepared, [&] { pack(g, k); }, [&] { inner(g, k); },
-      [&] {
-        unpack(g, k);
-        shell(g, k);
-      });
-}
-void streamStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, false); }
-void streamPostStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, true); }
-
-void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
+// The kernel's arguments of step k without messages.
+StepArgs stepArgs(const GpuState& g, int k) {
   const Buffers b = g.buffers(k);
-  const size_t nh = g.halos.size();
-  Pending& p = pending[k & 1];
-  j2d::postReceives(w, g.halos, b, p.reqs);
   StepArgs a{};
   a.g = g.g;
   a.boxes = g.boxes;
@@ -302,10 +311,17 @@ void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
   a.v = g.field[(k + 1) & 1];
   a.send = b.send;
   a.recv = b.recv;
-  a.nh = static_cast<int>(nh);
-  for (size_t i = 0; i < nh; ++i) a.msg[i] = j2d::prepareKernelMsgs(w, g.halos[i], b, &p.reqs[nh + i], p.reqs[i]);
-  p.n = 2 * nh;
-  j2d::launchKernelStep(w, kernelModelStep, g.coopBlocks, kBlock, g.stream, g.dh, a, g.kernelDone, k, pending);
+  a.nh = static_cast<int>(g.halos.size());
+  return a;
+}
+
+void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
+  j2d::kernelIteration(w, g, k, pending, kernelModelStep, kBlock, stepArgs(g, k),
+                       [](StepArgs& a, size_t i, const j2d::KernelMsgs& m) { a.msg[i] = m; });
+}
+
+void kernelPersistStep(tether_t w, GpuState& g, int k, Pending*) {
+  j2d::kernelPersistIteration(w, g, k, kernelModelStep, kBlock, stepArgs(g, k));
 }
 
 using Model = j2d::Model<GpuState>;
@@ -315,7 +331,7 @@ using Model = j2d::Model<GpuState>;
 int main(int argc, char** argv) {
   const h3d::Options o = h3d::parseOptions(argc, argv);
   const std::vector<Model> run =
-      j2d::selectModels<GpuState>(o.base.model, argv[0], hostStep, streamStep, streamPostStep, kernelStep);
+      j2d::selectModels<GpuState>(o.base.model, argv[0], j2d::gpuModels<GpuState>(kernelStep, kernelPersistStep));
   tether_t w;
   J2D_CHECK(tether_init(&w));
   const int me = tether_my_pe(w);
@@ -325,7 +341,7 @@ int main(int argc, char** argv) {
   g.datatype = o.datatype;
   J2D_CHECK(tether_msg_init(w, nullptr));
   bool kernelModel = false;
-  for (const Model& m : run) kernelModel = kernelModel || m.step == kernelStep;
+  for (const Model& m : run) kernelModel = kernelModel || m.step == kernelStep || m.step == kernelPersistStep;
   setup(w, &g, kernelModel);
   const std::vector<cell_t> reference = h3d::serialSteps(g.d.n, g.d.neighbours, o.base.warmup + o.base.iters);
   if (me == 0) h3d::printHeader();
@@ -337,7 +353,8 @@ int main(int argc, char** argv) {
                                           return static_cast<double>(h3d::badCells(g.d, result.data(), reference));
                                         });
     h3d::complain(w, g.d, run[i].name, static_cast<long>(r.maxErr));
-    const char* packer = g.datatype && run[i].step != kernelStep ? "datatype" : "box";
+    const bool kernelPacks = run[i].step == kernelStep || run[i].step == kernelPersistStep;
+    const char* packer = g.datatype && !kernelPacks ? "datatype" : "box";
     pass = h3d::report(w, run[i].name, packer, static_cast<int>(i), g.d, r) && pass;
   }
   teardown(&g);

@@ -404,8 +404,8 @@ inline Decomp decomposeWorld(tether_t w, const Options& o) {
 }
 
 inline void printHeader() {
-  std::printf("%-11s %5s %9s %4s %3s %-8s %12s %12s %10s  %s\n", "model", "pes", "grid", "n", "nbr", "pack", "step_us",
-              "cpu_us", "bad_cells", "check");
+  std::printf("%-18s %5s %9s %4s %3s %-8s %12s %12s %10s %10s  %s\n", "model", "pes", "grid", "n", "nbr", "pack",
+              "step_us", "cpu_us", "host_calls", "bad_cells", "check");
 }
 
 // One model's result: mine.maxErr carries this PE's count of wrong cells; `pack` says who packed the halos ("box":
@@ -418,11 +418,11 @@ inline bool report(tether_t w, const char* model, const char* pack, int slot, co
   if (tether_my_pe(w) != 0) return pass;
   const int npes = tether_n_pes(w);
   const long bad = static_cast<long>(all.maxErr);
-  std::printf("%-11s %5d %9s %4d %3d %-8s %12.2f %12.2f %10ld  %s\n", model, npes, d.grid().c_str(), d.n, d.neighbours,
-              pack, all.iterUs, all.cpuUs, bad, pass ? "PASS" : "FAIL");
+  std::printf("%-18s %5d %9s %4d %3d %-8s %12.2f %12.2f %10.1f %10ld  %s\n", model, npes, d.grid().c_str(), d.n,
+              d.neighbours, pack, all.iterUs, all.cpuUs, all.calls, bad, pass ? "PASS" : "FAIL");
   std::printf("{\"bench\":\"halo3d\",\"model\":\"%s\",\"pes\":%d,\"grid\":\"%s\",\"n\":%d,\"neighbours\":%d,"
-              "\"pack\":\"%s\",\"step_us\":%.3f,\"cpu_us\":%.3f,\"bad_cells\":%ld,\"pass\":%s}\n",
-              model, npes, d.grid().c_str(), d.n, d.neighbours, pack, all.iterUs, all.cpuUs, bad,
+              "\"pack\":\"%s\",\"step_us\":%.3f,\"cpu_us\":%.3f,\"host_calls\":%.1f,\"bad_cells\":%ld,\"pass\":%s}\n",
+              model, npes, d.grid().c_str(), d.n, d.neighbours, pack, all.iterUs, all.cpuUs, all.calls, bad,
               pass ? "true" : "false");
   std::fflush(stdout);
   return pass;

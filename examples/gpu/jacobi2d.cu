@@ -3,7 +3,8 @@
 // grid computed on the host of every PE:
 //
 //   tetherrun -n 4 ./tether_jacobi2d --n 1024 --iters 100 --warmup 10 --model all
-//   (--model host | stream | stream-post | kernel | all: every one in turn on the same problem)
+//   (--model host | stream | stream-post | kernel | host-persist | stream-persist | kernel-persist | all: every one
+//   in turn on the same problem)
 //
 // Problem, decomposition, halo table and check: jacobi2d_common.h (px x py PEs; 2 PEs split along x, so the strided
 // column halo is exchanged; 4 PEs exchange rows and columns). Each PE keeps two iterates of its block with a one-cell
@@ -28,6 +29,15 @@
 //  kernel  irecv x4 + wait descriptors, send_prepare x4 + send/wait descriptors (host) | ONE cooperative kernel: pack,
 //          msg_send x4, inner cells, msg_wait on the receives and sends, unpack, edge cells | the host waits for
 //          iteration k - 1's kernel (event) and frees its requests (a descriptor must not outlive its request).
+// The persistent models (persist_common.h: requests per halo and parity made once per run, tags by parity,
+// receives started one iteration ahead in the stream and kernel models):
+//  host-persist    startall (receives) | pack (stream) | cudaStreamSynchronize | startall (sends) | waitall |
+//                  unpack + compute (stream): three messaging calls.
+//  stream-persist  pack, ONE startall_on_stream (the sends, the next iteration's receives), ONE waitall_on_stream,
+//                  unpack, compute, all on the stream: two messaging calls, no host wait in the loop.
+//  kernel-persist  the kernel model's kernel with one descriptor per request for the whole run: block 0 starts the
+//                  next iteration's receives at the kernel's beginning, the sends after the pack, and waits for the
+//                  round (msg_start / msg_wait with the round number): no messaging call on the host at all.
 //
 // Timing: per iteration, the interval between CUDA events recorded on the solver's stream at the iteration's start
 // (GPU timeline: it includes every host wait that delays the stream); iter_us is the median over the timed
@@ -86,6 +96,8 @@ struct StepArgs {
   size_t pitch;
   int lx, ly, nh;
   DevHalo halo[kDirs];
+  const j2d::PersistMsgs* persist;  // kernel-persist: the halos' descriptors (GPU memory); null: prepared messages
+  j2d::RoundPlan plan;              // kernel-persist: this iteration's requests and starts
 };
 
 // The kernel model: a whole iteration in one kernel, launched cooperatively (every block resident) because its
@@ -94,13 +106,16 @@ struct StepArgs {
 // messaging itself is done by block 0 alone (msg_send / msg_wait at block scope), so one thread polls each completion
 // word and every other block simply waits at the next grid.sync(). Stores that a send carries are made visible at
 // system scope by each storing thread (__threadfence_system) before the grid sync that precedes msg_send, whose
-// release store then starts the copy.
+// release store then starts the copy. kernel-persist (a.persist set) runs the same kernel with persistent requests:
+// block 0 first starts the receives its RoundPlan names (their buffers are free: the previous kernel has ended),
+// starts the iteration's sends where msg_send stands and waits for the iteration's round where msg_wait stands.
 __global__ void kernelModelStep(tether_device_handle_t h, StepArgs a) {
   namespace cg = cooperative_groups;
   using tether::device::Scope;
   cg::grid_group grid = cg::this_grid();
   const int tid = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int nth = static_cast<int>(gridDim.x * blockDim.x);
+  if (blockIdx.x == 0 && a.persist) j2d::startReceives<Scope::Block>(h, a.persist, a.nh, a.plan);
   for (int i = 0; i < a.nh; ++i) {
     const DevHalo& hl = a.halo[i];
     if (hl.packFrom)
@@ -108,14 +123,16 @@ __global__ void kernelModelStep(tether_device_handle_t h, StepArgs a) {
   }
   __threadfence_system();
   grid.sync();
-  if (blockIdx.x == 0)
+  if (blockIdx.x == 0 && a.persist) j2d::startSends<Scope::Block>(h, a.persist, a.nh, a.plan);
+  if (blockIdx.x == 0 && !a.persist)
     for (int i = 0; i < a.nh; ++i) tether::device::msg_send<Scope::Block>(h, a.halo[i].msg.send);
   int r = 0, c = 0;
   for (int t = tid; t < j2d::innerCells(a.lx, a.ly); t += nth) {  // needs no halo: overlaps the messages
     j2d::innerCell(t, a.lx, &r, &c);
     updateCell(a.u, a.v, a.pitch, r, c);
   }
-  if (blockIdx.x == 0)
+  if (blockIdx.x == 0 && a.persist) j2d::waitRound<Scope::Block>(h, a.persist, a.nh, a.plan);
+  if (blockIdx.x == 0 && !a.persist)
     for (int i = 0; i < a.nh; ++i) {
       tether::device::msg_wait<Scope::Block>(h, a.halo[i].msg.received);
       tether::device::msg_wait<Scope::Block>(h, a.halo[i].msg.sent);  // the next kernel rewrites the send buffers
@@ -143,9 +160,14 @@ struct GpuState {
   double* field[2] = {};
   double* sendBuf[kDirs] = {};     // strided halos only
   double* recvBuf[2][kDirs] = {};  // strided halos only, by iteration parity
-  tether_device_handle_t dh{};     // kernel model
-  int coopBlocks = 0;              // kernel model: blocks of the cooperative launch
+  tether_device_handle_t dh{};     // kernel models
+  int coopBlocks = 0;              // kernel models: blocks of the cooperative launch
   cudaEvent_t kernelDone[2] = {};  // kernel model: after iteration k's kernel, by parity
+  long calls = 0;                  // messaging calls of the steps (J2D_MSG)
+  int total = 0;                   // persistent models: iterations of the run
+  j2d::PersistentExchange persist;       // persistent models: the requests
+  j2d::PersistMsgs* devMsgs = nullptr;   // kernel-persist: their descriptors in GPU memory
+  std::vector<tether_request_t> starts;  // stream-persist: one iteration's startall list
 
   Buffers buffers(int k) const {
     Buffers b{field[k & 1], {}, {}};
@@ -238,30 +260,16 @@ void computeOnStream(const GpuState& g, int k) {
   J2D_CUDA(cudaGetLastError());
 }
 
-// ---- the three models: one iteration each --------------------------------------------------------------------------
+// ---- the models: one iteration each --------------------------------------------------------------------------------
 
-// The host and stream models: app_gpu.cuh's iterations with this program's pack, (no overlap) and unpack + compute.
-void hostStep(tether_t w, GpuState& g, int k, Pending*) {
-  const Buffers b = g.buffers(k);
-  j2d::hostIteration(
-      w, g, k, [&] { packColumns(g, b); }, [] {},
-      [&] {
-        unpackColumns(g, b);
-        computeOnStream(g, k);
-      });
+// The pieces of iteration k that app_gpu.cuh's host, stream and persistent models run: pack the columns, (no overlap),
+// unpack + compute.
+void packStep(const GpuState& g, int k) { packColumns(g, g.buffers(k)); }
+void overlapStep(const GpuState&, int) {}
+void finishStep(const GpuState& g, int k) {
+  unpackColumns(g, g.buffers(k));
+  computeOnStream(g, k);
 }
-
-void streamIteration(tether_t w, GpuState& g, int k, Pending* pending, bool prepared) {
-  const Buffers b = g.buffers(k);
-  j2d::streamIteration(
-      w, g, k, pending, prepared, [&] { packColumns(g, b); }, [] {},
-      [&] {
-        unpackColumns(g, b);
-        computeOnStream(g, k);
-      });
-}
-void streamStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, false); }
-void streamPostStep(tether_t w, GpuState& g, int k, Pending* pending) { streamIteration(w, g, k, pending, true); }
 
 // The kernel's view of halo i of iteration k, with the descriptors of its prepared send and its receive.
 DevHalo devHalo(const Buffers& b, const Halo& h, const j2d::KernelMsgs& msg) {
@@ -277,24 +285,29 @@ DevHalo devHalo(const Buffers& b, const Halo& h, const j2d::KernelMsgs& msg) {
   return dh;
 }
 
-void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
-  const Buffers b = g.buffers(k);
-  const size_t nh = g.halos.size();
-  Pending& p = pending[k & 1];
-  j2d::postReceives(w, g.halos, b, p.reqs);
+// The kernel's arguments of iteration k without messages.
+StepArgs stepArgs(const GpuState& g, int k) {
   StepArgs a{};
   a.u = g.field[k & 1];
   a.v = g.field[(k + 1) & 1];
   a.pitch = g.d.pitch();
   a.lx = g.d.lx;
   a.ly = g.d.ly;
-  a.nh = static_cast<int>(nh);
-  for (size_t i = 0; i < nh; ++i) {
-    const Halo& h = g.halos[i];
-    a.halo[i] = devHalo(b, h, j2d::prepareKernelMsgs(w, h, b, &p.reqs[nh + i], p.reqs[i]));
-  }
-  p.n = 2 * nh;
-  j2d::launchKernelStep(w, kernelModelStep, g.coopBlocks, kBlock, g.stream, g.dh, a, g.kernelDone, k, pending);
+  a.nh = static_cast<int>(g.halos.size());
+  return a;
+}
+
+void kernelStep(tether_t w, GpuState& g, int k, Pending* pending) {
+  const Buffers b = g.buffers(k);
+  j2d::kernelIteration(w, g, k, pending, kernelModelStep, kBlock, stepArgs(g, k),
+                       [&](StepArgs& a, size_t i, const j2d::KernelMsgs& m) { a.halo[i] = devHalo(b, g.halos[i], m); });
+}
+
+void kernelPersistStep(tether_t w, GpuState& g, int k, Pending*) {
+  const Buffers b = g.buffers(k);
+  StepArgs a = stepArgs(g, k);
+  for (size_t i = 0; i < g.halos.size(); ++i) a.halo[i] = devHalo(b, g.halos[i], j2d::KernelMsgs{});
+  j2d::kernelPersistIteration(w, g, k, kernelModelStep, kBlock, a);
 }
 
 using Model = j2d::Model<GpuState>;
@@ -304,7 +317,7 @@ using Model = j2d::Model<GpuState>;
 int main(int argc, char** argv) {
   const j2d::Options o = j2d::parseOptions(argc, argv);
   const std::vector<Model> run =
-      j2d::selectModels<GpuState>(o.model, argv[0], hostStep, streamStep, streamPostStep, kernelStep);
+      j2d::selectModels<GpuState>(o.model, argv[0], j2d::gpuModels<GpuState>(kernelStep, kernelPersistStep));
   tether_t w;
   J2D_CHECK(tether_init(&w));
   const int me = tether_my_pe(w);
@@ -313,7 +326,7 @@ int main(int argc, char** argv) {
   g.d = j2d::decomposeWorld(w, o.n);
   J2D_CHECK(tether_msg_init(w, nullptr));
   bool kernelModel = false;
-  for (const Model& m : run) kernelModel = kernelModel || m.step == kernelStep;
+  for (const Model& m : run) kernelModel = kernelModel || m.step == kernelStep || m.step == kernelPersistStep;
   setup(w, &g, kernelModel);
   const std::vector<double> reference = j2d::serialJacobi(o.n, o.warmup + o.iters);
   if (me == 0) j2d::printHeader();

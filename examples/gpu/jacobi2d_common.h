@@ -223,6 +223,15 @@ inline double median(std::vector<double>& v) {
       j2d::die(__FILE__, __LINE__, #call, tether_status_string(s_), tether_type_last_error());               \
   } while (0)
 
+// A messaging call of a model's step: counted into *calls when calls is not null (the report's host calls per step)
+// and checked as J2D_CHECK does.
+#define J2D_MSG(calls, call)        \
+  do {                              \
+    long* const c_ = (calls);       \
+    if (c_) ++*c_;                  \
+    J2D_CHECK(call);                \
+  } while (0)
+
 [[noreturn]] inline void die(const char* file, int line, const char* call, const char* what, const char* detail) {
   std::fprintf(stderr, "%s:%d: %s failed: %s%s%s\n", file, line, call, what, detail && *detail ? " -- " : "",
                detail ? detail : "");
@@ -242,7 +251,7 @@ inline Options parseOptions(int argc, char** argv, Options defaults = Options{},
     const std::string a = argv[i];
     if (i + 1 >= argc || (a != "--n" && a != "--iters" && a != "--warmup" && a != "--model")) {
       std::fprintf(stderr,
-                   "usage: %s [--n N] [--iters I] [--warmup W] [--model host|stream|stream-post|kernel|all]%s\n",
+                   "usage: %s [--n N] [--iters I] [--warmup W] [--model NAME|all]%s\n",
                    argv[0], extraUsage);
       std::exit(2);
     }
@@ -272,17 +281,19 @@ inline double* sendPtr(const Halo& h, const Buffers& b) { return h.strided ? b.s
 inline double* recvPtr(const Halo& h, const Buffers& b) { return h.strided ? b.recvBuf[h.dir] : b.field + h.recvAt; }
 
 // Posts one receive per halo into reqs[0 .. halos.size()). Templates over the halo and buffer types (halo3d_common.h
-// has its own, with the same members): recvPtr / sendPtr are found next to the halo type.
+// has its own, with the same members): recvPtr / sendPtr are found next to the halo type. calls: J2D_MSG's counter.
 template <class HaloT, class BuffersT>
-void postReceives(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, tether_request_t* reqs) {
+void postReceives(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, tether_request_t* reqs, long* calls) {
   for (size_t i = 0; i < halos.size(); ++i)
-    J2D_CHECK(tether_irecv(w, recvPtr(halos[i], b), halos[i].bytes(), halos[i].peer, halos[i].recvTag(), &reqs[i]));
+    J2D_MSG(calls,
+            tether_irecv(w, recvPtr(halos[i], b), halos[i].bytes(), halos[i].peer, halos[i].recvTag(), &reqs[i]));
 }
 // Starts one send per halo now (strided halos from their packed buffers), requests in reqs[0 .. halos.size()).
 template <class HaloT, class BuffersT>
-void postSends(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, tether_request_t* reqs) {
+void postSends(tether_t w, const std::vector<HaloT>& halos, const BuffersT& b, tether_request_t* reqs, long* calls) {
   for (size_t i = 0; i < halos.size(); ++i)
-    J2D_CHECK(tether_isend(w, sendPtr(halos[i], b), halos[i].bytes(), halos[i].peer, halos[i].sendTag(), &reqs[i]));
+    J2D_MSG(calls,
+            tether_isend(w, sendPtr(halos[i], b), halos[i].bytes(), halos[i].peer, halos[i].sendTag(), &reqs[i]));
 }
 
 // A column of this PE's field as a committed datatype: ly doubles one pitch apart (the caller frees it).
@@ -310,6 +321,7 @@ struct Result {
   double maxErr;  // largest |result - serial reference| over its cells
   double iterUs;  // median time of one timed iteration
   double cpuUs;   // process CPU time (all threads, tether's progress thread included) per timed iteration
+  double calls;   // messaging calls the host made per timed iteration (J2D_MSG's count)
 };
 
 // Collects every PE's Result on PE 0 (point-to-point, tag 0x7000 + `slot`): on PE 0 the worst over the PEs (largest
@@ -327,6 +339,7 @@ inline Result gatherWorst(tether_t w, int slot, const Result& mine) {
     if (!(r.maxErr <= all.maxErr)) all.maxErr = r.maxErr;
     all.iterUs = std::max(all.iterUs, r.iterUs);
     all.cpuUs = std::max(all.cpuUs, r.cpuUs);
+    all.calls = std::max(all.calls, r.calls);
   }
   return all;
 }
@@ -338,18 +351,18 @@ inline bool report(tether_t w, const char* model, int slot, const Decomp& d, con
   const bool pass = all.maxErr <= kTolerance;
   if (tether_my_pe(w) != 0) return pass;
   const int npes = tether_n_pes(w);
-  std::printf("%-11s %5d %4dx%-4d %6d %12.2f %12.2f %12.3g  %s\n", model, npes, d.px, d.py, d.n, all.iterUs, all.cpuUs,
-              all.maxErr, pass ? "PASS" : "FAIL");
+  std::printf("%-18s %5d %4dx%-4d %6d %12.2f %12.2f %10.1f %12.3g  %s\n", model, npes, d.px, d.py, d.n, all.iterUs,
+              all.cpuUs, all.calls, all.maxErr, pass ? "PASS" : "FAIL");
   std::printf("{\"bench\":\"jacobi2d\",\"model\":\"%s\",\"pes\":%d,\"grid\":\"%dx%d\",\"n\":%d,\"iter_us\":%.3f,"
-              "\"cpu_us\":%.3f,\"max_err\":%.3g,\"pass\":%s}\n",
-              model, npes, d.px, d.py, d.n, all.iterUs, all.cpuUs, all.maxErr, pass ? "true" : "false");
+              "\"cpu_us\":%.3f,\"host_calls\":%.1f,\"max_err\":%.3g,\"pass\":%s}\n",
+              model, npes, d.px, d.py, d.n, all.iterUs, all.cpuUs, all.calls, all.maxErr, pass ? "true" : "false");
   std::fflush(stdout);
   return pass;
 }
 
 inline void printHeader() {
-  std::printf("%-11s %5s %9s %6s %12s %12s %12s  %s\n", "model", "pes", "grid", "n", "iter_us", "cpu_us", "max_err",
-              "check");
+  std::printf("%-18s %5s %9s %6s %12s %12s %10s %12s  %s\n", "model", "pes", "grid", "n", "iter_us", "cpu_us",
+              "host_calls", "max_err", "check");
 }
 
 // Process CPU time in microseconds (every thread of the process).
@@ -362,22 +375,60 @@ inline double cpuTimeUs() {
 struct Timing {
   double iterUs;  // median time of one timed iteration
   double cpuUs;   // process CPU time per timed iteration
+  double calls;   // messaging calls per timed iteration
 };
 
 // The host-memory twins' loop: step(k) for k = 0 .. warmup + iters - 1, the last iters timed one by one (wall clock)
-// and together (process CPU time).
+// and together (process CPU time, and *calls: the steps' J2D_MSG counter).
 template <class Step>
-Timing timeHostIterations(int warmup, int iters, Step step) {
+Timing timeHostIterations(int warmup, int iters, const long* calls, Step step) {
   for (int k = 0; k < warmup; ++k) step(k);
   std::vector<double> us;
   const double cpu0 = cpuTimeUs();
+  const long calls0 = *calls;
   for (int k = warmup; k < warmup + iters; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
     step(k);
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   const double cpuUs = (cpuTimeUs() - cpu0) / iters;
-  return Timing{median(us), cpuUs};
+  return Timing{median(us), cpuUs, static_cast<double>(*calls - calls0) / iters};
+}
+
+// The requests of one iteration that the host has not freed yet (the GPU stream and kernel models free them one
+// iteration late). 64: two per halo for up to 26 halos (halo3d), and 8 for jacobi2d's four.
+struct Pending {
+  static constexpr size_t kMax = 64;
+  tether_request_t reqs[kMax];
+  size_t n = 0;
+};
+
+// An execution model an application offers, by name: one iteration of it on the application's State (Pending: the
+// requests it leaves for the next to free), and for the models of persistent requests what is done once around the
+// timed run: begin (make the requests; total = warm-up + timed iterations) and end (complete and free them).
+template <class State>
+struct Model {
+  const char* name;
+  void (*step)(tether_t, State&, int, Pending*);
+  void (*begin)(tether_t, State&, int total);
+  void (*end)(tether_t, State&);
+};
+
+// The models that --model `which` names ("all": every one of `all`, in order); exits 2 naming the choices if none.
+template <class State>
+std::vector<Model<State>> selectModels(const std::string& which, const char* argv0,
+                                       const std::vector<Model<State>>& all) {
+  std::vector<Model<State>> run;
+  std::string names;
+  for (const Model<State>& m : all) {
+    if (which == "all" || which == m.name) run.push_back(m);
+    names += std::string(m.name) + ", ";
+  }
+  if (run.empty()) {
+    std::fprintf(stderr, "%s: unknown --model '%s' (%sor all)\n", argv0, which.c_str(), names.c_str());
+    std::exit(2);
+  }
+  return run;
 }
 
 }  // namespace j2d

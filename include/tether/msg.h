@@ -49,8 +49,9 @@ extern "C" {
 #define TETHER_ANY_TAG (-1)
 #define TETHER_TAG_MAX 0x7fffffff
 
-/* A pending operation. 0 (TETHER_REQUEST_NULL) is no request: wait/test on it complete at once with an empty status;
- * they set a completed request back to TETHER_REQUEST_NULL. */
+/* A pending operation, or a persistent request (tether_send_init / tether_recv_init, below). 0 (TETHER_REQUEST_NULL)
+ * is no request: wait/test on it complete at once with an empty status; they set a completed request back to
+ * TETHER_REQUEST_NULL (a persistent one stays, inactive). */
 typedef uint64_t tether_request_t;
 #define TETHER_REQUEST_NULL ((tether_request_t)0)
 
@@ -160,6 +161,78 @@ typedef struct tether_msg_wait_desc_s {
 } tether_msg_wait_desc_t;
 tether_status_t tether_msg_send_desc(tether_t world, tether_request_t req, tether_msg_send_desc_t* desc);
 tether_status_t tether_msg_wait_desc(tether_t world, tether_request_t req, tether_msg_wait_desc_t* desc);
+
+/* Persistent requests (MPI's MPI_Send_init / MPI_Recv_init / MPI_Start / MPI_Startall / MPI_Request_free), in the three
+ * models: the bookkeeping is done once, and each use of the request -- a ROUND -- starts with one cheap step from the
+ * host, a stream or a kernel. Rounds are numbered by the starts: round k is the k-th start of the request (counted
+ * from its init, or from the tether_msg_persist_desc call for a kernel's round numbers).
+ *  send_init / recv_init: *req names an INACTIVE persistent request with fixed arguments (checked as tether_isend's /
+ *    tether_irecv's; recv_init's pe and tag may be TETHER_ANY_PE / TETHER_ANY_TAG, matched afresh each round). Each
+ *    holds one of the 4096 stream-area words of the PE (shared with the stream model) until it is freed.
+ *  A round of a send is a send made when the round starts (matched, among the sends from this PE to pe, in the order
+ *    sends are made, as tether_isend's; behind a prepared send to pe that has not started); a round of a receive is a
+ *    receive posted when the round starts (it matches what has arrived by then first, as tether_irecv's). So buf
+ *    belongs to the request from a round's start until its completion, and to the program between rounds.
+ *  When a start takes effect: a host start at the call (startall: in an arbitrary order); a start from a stream or a
+ *    kernel when the PE's progress thread sees it -- the rounds of ONE request in order, but the pending starts of
+ *    DIFFERENT requests in no defined order. So two requests that could match the same message (sends from this PE
+ *    to one PE with one tag; receives whose source and tag both fit one message) must not have stream or kernel
+ *    starts pending at the same time: give them different tags (e.g. by round parity, as the applications in
+ *    examples/gpu do), or start one only after the other's round has completed.
+ *  Rounds of one request run one at a time, in order: a start that comes while a round is in flight (possible from a
+ *    stream or a kernel) begins its round when that one completes. A request's rounds are started by one agent at a
+ *    time (the host, one stream, or one kernel): the start word is not atomic against concurrent starters.
+ *  msg_start / msg_startall: start one round of each request now (MPI_Start / MPI_Startall: a receive is posted, a
+ *    send begins; startall in an arbitrary order). Each must be INACTIVE: starting an active request (a round started
+ *    -- by any agent -- whose completion tether_msg_wait/test has not reported) is TETHER_ERR_INVALID_ARG naming it,
+ *    as are a request listed twice and anything that is not a persistent request of this world. GPU buffers: as for
+ *    tether_isend (the legacy default stream's earlier work lands first).
+ *  msg_startall_on_stream: starts one round of each request when the stream reaches this point (after the stream's
+ *    earlier work: the kernel that packed a send buffer, or the last reader of a receive buffer); the receive is
+ *    posted then (not at the call), so matching sees it as a receive posted at that moment; the requests start in an
+ *    arbitrary order. The stream adds 1 to each request's start word and captures no round number: a CUDA graph that
+ *    holds this call starts one more round at each replay. No activity check at the call (the stream orders the
+ *    rounds); a request listed twice or not persistent is TETHER_ERR_INVALID_ARG, nothing enqueued.
+ *  Completion: tether_msg_wait / test / waitall / waitany on a persistent request complete EVERY round started (by
+ *    any agent) when they first look at it, report them (status: the last round's source, tag and bytes; result and
+ *    status.error: the first failure among them, e.g. TETHER_ERR_TRUNCATED) and leave the request INACTIVE and
+ *    reusable: *req is NOT set to TETHER_REQUEST_NULL. On an inactive request they return at once with an empty
+ *    status (source TETHER_ANY_PE, tag TETHER_ANY_TAG, 0 bytes; test: *done = 1); waitany skips inactive ones like
+ *    null ones (*index = SIZE_MAX when all are). Rounds started from a stream or a kernel need no host wait each:
+ *    wait once before freeing (or before a host start), e.g. after synchronising the stream.
+ *  msg_wait_on_stream / msg_waitall_on_stream on a persistent request: the stream's later work waits until every
+ *    round started by the time the stream gets there is complete (the done word reaches the start word: no value
+ *    captured, so a graph replay waits for its own round). The host's view is unchanged (no report: the request
+ *    stays active for tether_msg_wait/test until they report its rounds).
+ *  msg_request_free: frees an INACTIVE persistent request and sets *req = TETHER_REQUEST_NULL (TETHER_REQUEST_NULL:
+ *    nothing to do). An active request, or one that is not persistent (ordinary requests are freed by wait/test), is
+ *    TETHER_ERR_INVALID_ARG. No stream work or kernel may start or wait on it afterwards (its words are reused).
+ *  Other calls on a persistent request (tether_msg_post*, send_desc, wait_desc) are TETHER_ERR_INVALID_ARG.
+ *  tether_msg_finalize drops inactive persistent requests quietly and reports active ones as pending.
+ *  Progress: while a persistent request has been started on a stream, waited on by a stream, or described for a
+ *  kernel, the PE's progress thread polls its start word and moves its messages (until it is freed). */
+tether_status_t tether_send_init(tether_t world, const void* buf, size_t bytes, int pe, int tag, tether_request_t* req);
+tether_status_t tether_recv_init(tether_t world, void* buf, size_t bytes, int pe, int tag, tether_request_t* req);
+tether_status_t tether_msg_start(tether_t world, tether_request_t req);
+tether_status_t tether_msg_startall(tether_t world, size_t n, const tether_request_t* reqs);
+tether_status_t tether_msg_startall_on_stream(tether_t world, size_t n, const tether_request_t* reqs, void* stream);
+tether_status_t tether_msg_request_free(tether_t world, tether_request_t* req);
+
+/* Kernel model of persistent requests (tether::device::msg_start / msg_wait / msg_test with a round number,
+ * tether/msg_device.cuh): ONE descriptor per request, valid for every round until the request is freed.
+ *  persist_desc: a persistent request of this PE (send or receive). Round k (k = 1, 2, ...) of the descriptor is the
+ *    k-th start of the request after this call: a kernel's msg_start(h, d, k) stores base + k into the start word
+ *    (the progress thread then starts the round: posts the receive, or begins the send), and msg_wait(h, d, k)
+ *    returns once round k is complete (done word >= base + k). So a kernel can start round k of a send and of a
+ *    receive and wait for both with no host call in between, round after round. Take it when no start of the
+ *    request is still queued on a stream. The host completes the rounds for its own view with tether_msg_wait/test
+ *    (once, at the end, is enough) before freeing the request. */
+typedef struct tether_msg_persist_desc_s {
+  uint64_t* start;      /* start word (symmetric address, this PE's HOST segment): round k starts at base + k */
+  const uint64_t* done; /* done word (same segment): round k is complete once *done >= base + k */
+  uint64_t base;
+} tether_msg_persist_desc_t;
+tether_status_t tether_msg_persist_desc(tether_t world, tether_request_t req, tether_msg_persist_desc_t* desc);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -1318,6 +1318,41 @@ tether_status_t tether_msg_waitall_on_stream(tether_t w, size_t n, const tether_
   return withMsg(w, call, [&](tether::Messaging& m) { return m.waitallOnStream(call, n, reqs, stream); });
 }
 
+tether_status_t tether_send_init(tether_t w, const void* buf, size_t bytes, int pe, int tag, tether_request_t* req) {
+  const char* call = "tether_send_init";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.sendInit(call, buf, bytes, pe, tag, req); });
+}
+
+tether_status_t tether_recv_init(tether_t w, void* buf, size_t bytes, int pe, int tag, tether_request_t* req) {
+  const char* call = "tether_recv_init";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.recvInit(call, buf, bytes, pe, tag, req); });
+}
+
+tether_status_t tether_msg_start(tether_t w, tether_request_t req) {
+  const char* call = "tether_msg_start";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.start(call, 1, &req); });
+}
+
+tether_status_t tether_msg_startall(tether_t w, size_t n, const tether_request_t* reqs) {
+  const char* call = "tether_msg_startall";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.start(call, n, reqs); });
+}
+
+tether_status_t tether_msg_startall_on_stream(tether_t w, size_t n, const tether_request_t* reqs, void* stream) {
+  const char* call = "tether_msg_startall_on_stream";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.startOnStream(call, n, reqs, stream); });
+}
+
+tether_status_t tether_msg_request_free(tether_t w, tether_request_t* req) {
+  const char* call = "tether_msg_request_free";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.requestFree(call, req); });
+}
+
+tether_status_t tether_msg_persist_desc(tether_t w, tether_request_t req, tether_msg_persist_desc_t* desc) {
+  const char* call = "tether_msg_persist_desc";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.persistDesc(call, req, desc); });
+}
+
 }  // extern "C"
 
 namespace tether {

@@ -40,6 +40,12 @@ size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 bool fits(int want, int have) { return want < 0 || want == have; }  // TETHER_ANY_PE / TETHER_ANY_TAG are -1
 
+// How an error names request id: reqs[i] of a list, or (i == SIZE_MAX) the call's one request.
+std::string reqName(size_t i, uint64_t id) {
+  return i == SIZE_MAX ? strprintf("request %llu", static_cast<unsigned long long>(id))
+                       : strprintf("reqs[%zu] = %llu", i, static_cast<unsigned long long>(id));
+}
+
 }  // namespace
 
 // The first 64 bytes of a slot. seq is written last (the put-with-signal's signal); the rest arrives with the payload.
@@ -55,6 +61,27 @@ struct Messaging::SlotHead {
   uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region)
   uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8
   uint64_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
+};
+
+// A persistent request's rounds (tether_send_init / tether_recv_init). Its word index, kept for its life, has a start
+// word (triggers_) and a done word (dones_), both base + rounds: round k (k = 1, 2, ...) starts once the start word
+// reaches base + k (stored by the host or a kernel, added to by a stream) and is complete once the done word does.
+// Generations only grow: base is a fresh one, and gen_ moves past the start word's value when the request is freed.
+struct Messaging::Persist {
+  uint32_t word = kNoWord;
+  uint64_t base = 0;
+  uint64_t started = 0, completed = 0, reported = 0;  // rounds: started by the engine, completed, reported by wait/test
+  bool watched = false;  // in watch_: progress polls its start word
+  bool pick = false;     // checkStarts' mark (a request listed twice)
+  Status failure;        // the first failed round not reported yet
+  tether_msg_status_t last{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};  // the last completed round's
+};
+
+// What a wait or test saw of one request at its first look (persistent requests).
+struct Messaging::Look {
+  bool taken = false;
+  bool inactive = false;  // no round started and unreported: nothing to wait for (waitany skips it)
+  uint64_t rounds = 0;    // the rounds started by then: the wait is over once they are complete
 };
 
 struct Messaging::Req {
@@ -83,6 +110,7 @@ struct Messaging::Req {
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
   uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
+  std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
 };
 
 // A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
@@ -267,7 +295,10 @@ Status Messaging::destroy(const char* call) {
   size_t pending = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& kv : reqs_) pending += kv.second->abandoned ? 0 : 1;
+    for (const auto& kv : reqs_) {
+      const Req& r = *kv.second;
+      pending += (r.persist ? active(r) : !r.abandoned) ? 1 : 0;  // (inactive persistent requests go quietly)
+    }
     stop_ = true;
   }
   wake_.notify_all();
@@ -278,7 +309,7 @@ Status Messaging::destroy(const char* call) {
   region_ = nullptr;
   if (pending)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %zu requests were still pending on PE %d (dropped; wait for every "
-                "request before tether_msg_finalize)", call, pending, me_);
+                "request, persistent ones included, before tether_msg_finalize)", call, pending, me_);
   return Status::ok();
 }
 
@@ -328,13 +359,17 @@ Status Messaging::postSend(const char* call, const void* buf, size_t bytes, int 
   TETHER_TRY(threadError_);
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
   r.typed = std::move(typed);
-  if (armedTo_[static_cast<size_t>(pe)]) {  // behind a prepared send to pe that has not started: keep the order
-    arm(r);
-    return Status::ok();
-  }
-  queueSend(r);
+  enqueueSend(r);
+  if (r.armed) return Status::ok();
   bool did = false;
   return push(call, pe, &did);  // an eager send with credit completes here
+}
+
+void Messaging::enqueueSend(Req& r) {
+  if (armedTo_[static_cast<size_t>(r.pe)])  // behind a prepared send to pe that has not started: keep the order
+    arm(r);
+  else
+    queueSend(r);
 }
 
 void Messaging::arm(Req& r) {
@@ -420,8 +455,9 @@ void Messaging::pollDirect(bool* did) {
 
 Status Messaging::takeWord(const char* call, uint32_t* index) {
   if (freeWords_.empty())
-    TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: %u stream-ordered requests are in flight on PE %d already (the most there "
-                "can be); free some with tether_msg_wait/test first", call, kStreamWords, me_);
+    TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: the %u stream-area words of PE %d are all in use (stream-ordered, prepared "
+                "and persistent requests and direct sends take them); complete some with tether_msg_wait/test, or free "
+                "persistent ones, first", call, kStreamWords, me_);
   *index = freeWords_.back();
   freeWords_.pop_back();
   return Status::ok();
@@ -439,6 +475,16 @@ void Messaging::releaseWords(Req& r) {
   if (r.armed) {
     armed_.remove(&r);
     --armedTo_[static_cast<size_t>(r.pe)];
+  }
+  if (r.persist) {
+    Persist& p = *r.persist;
+    if (p.word != kNoWord) {  // later users of the word take generations above what it held
+      gen_ = std::max(gen_, p.base + startedRounds(r) + 1);
+      freeWords_.push_back(p.word);
+      p.word = kNoWord;
+    }
+    if (p.watched) watch_.remove(&r);
+    p.watched = false;
   }
   if (r.streamed) --streamPending_;
   r.streamed = r.armed = false;
@@ -485,6 +531,10 @@ Status Messaging::startable(const char* call, uint64_t req, Req** out) {
   TETHER_TRY(threadError_);
   auto it = reqs_.find(req);
   Req* r = it == reqs_.end() ? nullptr : it->second.get();
+  if (r && r->persist)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is a persistent request of PE %d: start it with "
+                "tether_msg_start / startall / startall_on_stream or a kernel's msg_start", call,
+                static_cast<unsigned long long>(req), me_);
   if (!r || !r->send || !r->armed || r->trig == kNoWord || r->posted)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not a prepared send that has not been started on PE %d "
                 "(from tether_send_prepare, started at most once)", call, static_cast<unsigned long long>(req), me_);
@@ -560,6 +610,9 @@ Status Messaging::doneWord(const char* call, uint64_t req, uint64_t** word, uint
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d", call,
                 static_cast<unsigned long long>(req), me_);
   Req& r = *it->second;
+  if (r.persist)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is a persistent request of PE %d: take its descriptor with "
+                "tether_msg_persist_desc", call, static_cast<unsigned long long>(req), me_);
   if (r.doneWord == kNoWord) {
     TETHER_TRY(takeWord(call, &r.doneWord));
     r.doneGen = ++gen_;
@@ -603,11 +656,15 @@ Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes,
 }
 
 Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
+  bool persistentWait = false;
   Op op;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TETHER_TRY(doneWord(call, req, &op.sig, &op.value));
+    auto it = reqs_.find(req);
+    if (it != reqs_.end() && it->second->persist) persistentWait = true;
+    else TETHER_TRY(doneWord(call, req, &op.sig, &op.value));
   }
+  if (persistentWait) return waitallOnStream(call, 1, &req, stream);  // (its rounds: a word comparison)
   op.kind = Op::Wait;
   op.pe = 0;
   op.cmp = TETHER_CMP_GE;
@@ -625,45 +682,61 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
 Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
   Op op;
+  op.sig = nullptr;
+  // Persistent requests: a word comparison per request, done >= start (every round started when the stream gets
+  // there is complete), which captures no value (a graph replay waits for the rounds of its own time).
+  std::vector<const uint64_t*> reach, target;
   {
     std::lock_guard<std::mutex> lock(mu_);
     TETHER_TRY(threadError_);
     size_t m = 0;
     for (size_t i = 0; i < n; ++i) {
       if (!reqs[i]) continue;
-      if (!reqs_.count(reqs[i]))
+      auto it = reqs_.find(reqs[i]);
+      if (it == reqs_.end())
         TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs[%zu] = %llu is not pending on PE %d", call, i,
                     static_cast<unsigned long long>(reqs[i]), me_);
-      ++m;
-    }
-    if (m == 0) return Status::ok();
-    uint32_t g = kNoWord;
-    TETHER_TRY(takeWord(call, &g));
-    const uint64_t start = gen_ + 1;
-    gen_ += m + 1;
-    __atomic_store_n(dones_ + g, start, __ATOMIC_RELEASE);
-    groupLeft_[g] = m;
-    for (size_t i = 0; i < n; ++i) {
-      if (!reqs[i]) continue;
-      Req& r = *reqs_.find(reqs[i])->second;
-      if (r.done) {
-        countIntoGroup(g);
-        continue;
+      if (it->second->persist) {
+        watch(*it->second);  // the progress thread completes its rounds while the host is elsewhere
+        reach.push_back(dones_ + it->second->persist->word);
+        target.push_back(triggers_ + it->second->persist->word);
+      } else {
+        ++m;
       }
-      r.groups.push_back(g);
-      if (!r.streamed) ++streamPending_;
-      r.streamed = true;
     }
-    TETHER_TRY(startThread());
-    op.sig = dones_ + g;
-    op.value = start + m;
+    if (m) {
+      uint32_t g = kNoWord;
+      TETHER_TRY(takeWord(call, &g));
+      const uint64_t start = gen_ + 1;
+      gen_ += m + 1;
+      __atomic_store_n(dones_ + g, start, __ATOMIC_RELEASE);
+      groupLeft_[g] = m;
+      for (size_t i = 0; i < n; ++i) {
+        if (!reqs[i]) continue;
+        Req& r = *reqs_.find(reqs[i])->second;
+        if (r.persist) continue;
+        if (r.done) {
+          countIntoGroup(g);
+          continue;
+        }
+        r.groups.push_back(g);
+        if (!r.streamed) ++streamPending_;
+        r.streamed = true;
+      }
+      op.sig = dones_ + g;
+      op.value = start + m;
+    }
+    if (m || !reach.empty()) TETHER_TRY(startThread());
   }
-  op.kind = Op::Wait;
-  op.pe = 0;
-  op.cmp = TETHER_CMP_GE;
-  op.spinWait = true;  // as in waitOnStream
   wake_.notify_all();
-  return enqueueOnStream(w_, call, &op, 1, stream);
+  if (op.sig) {
+    op.kind = Op::Wait;
+    op.pe = 0;
+    op.cmp = TETHER_CMP_GE;
+    op.spinWait = true;  // as in waitOnStream
+    TETHER_TRY(enqueueOnStream(w_, call, &op, 1, stream));
+  }
+  return waitReachOnStream(w_, call, reach.data(), target.data(), reach.size(), stream);
 }
 
 void Messaging::countIntoGroup(uint32_t g) {
@@ -705,6 +778,188 @@ void Messaging::threadMain() {
   }
 }
 
+// ---- persistent requests -----------------------------------------------------------------------------------------
+
+Status Messaging::sendInit(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+  TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
+  return makePersistent(call, true, const_cast<void*>(buf), bytes, pe, tag, req);
+}
+
+Status Messaging::recvInit(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+  TETHER_TRY(checkRecv(call, buf, bytes, pe, tag, req));
+  return makePersistent(call, false, buf, bytes, pe, tag, req);
+}
+
+Status Messaging::makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag,
+                                 uint64_t* req) {
+  const bool gpu = isGpu(buf);
+  std::lock_guard<std::mutex> lock(mu_);
+  TETHER_TRY(threadError_);
+  uint32_t word = kNoWord;
+  TETHER_TRY(takeWord(call, &word));
+  Req& r = newReq(send, pe, tag, buf, bytes, gpu, req);
+  r.done = true;  // no round in flight
+  r.persist.reset(new Persist);
+  Persist& p = *r.persist;
+  p.word = word;
+  p.base = ++gen_;
+  __atomic_store_n(triggers_ + word, p.base, __ATOMIC_RELEASE);
+  __atomic_store_n(dones_ + word, p.base, __ATOMIC_RELEASE);
+  return Status::ok();
+}
+
+Status Messaging::persistent(const char* call, size_t i, uint64_t id, Req** out) {
+  auto it = reqs_.find(id);
+  if (it == reqs_.end() || !it->second->persist)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s is not a persistent request of PE %d (one from tether_send_init / "
+                "tether_recv_init, not freed)", call, reqName(i, id).c_str(), me_);
+  *out = it->second.get();
+  return Status::ok();
+}
+
+uint64_t Messaging::startedRounds(const Req& r) const {
+  const Persist& p = *r.persist;
+  const uint64_t word = __atomic_load_n(triggers_ + p.word, __ATOMIC_ACQUIRE) - p.base;
+  return static_cast<int64_t>(word - p.started) > 0 ? word : p.started;
+}
+
+bool Messaging::active(const Req& r) const { return startedRounds(r) != r.persist->reported; }
+
+void Messaging::watch(Req& r) {
+  Persist& p = *r.persist;
+  if (p.watched) return;
+  p.watched = true;
+  watch_.push_back(&r);
+  if (!r.streamed) ++streamPending_;
+  r.streamed = true;
+}
+
+Status Messaging::checkStarts(const char* call, size_t n, const uint64_t* reqs, bool host, bool* gpu) {
+  if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
+  TETHER_TRY(threadError_);
+  *gpu = false;
+  std::vector<Req*> picked;
+  Status s;
+  for (size_t i = 0; i < n && s.isOk(); ++i) {
+    const size_t at = n == 1 ? SIZE_MAX : i;
+    Req* r = nullptr;
+    s = persistent(call, at, reqs[i], &r);
+    if (!s.isOk()) break;
+    Persist& p = *r->persist;
+    if (p.pick) {
+      s = Status(TETHER_ERR_INVALID_ARG, strprintf("%s: %s appears twice", call, reqName(at, reqs[i]).c_str()));
+    } else if (host && active(*r)) {
+      s = Status(TETHER_ERR_INVALID_ARG,
+                 strprintf("%s: %s is active on PE %d (round %llu started, not yet reported by tether_msg_wait/test): "
+                           "complete it before starting it again", call, reqName(at, reqs[i]).c_str(), me_,
+                           static_cast<unsigned long long>(startedRounds(*r))));
+    }
+    p.pick = true;
+    picked.push_back(r);
+    *gpu = *gpu || r->gpu;
+  }
+  for (Req* r : picked) r->persist->pick = false;
+  return s;
+}
+
+Status Messaging::start(const char* call, size_t n, const uint64_t* reqs) {
+  bool gpu = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TETHER_TRY(checkStarts(call, n, reqs, true, &gpu));
+  }
+  if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for tether_isend
+  std::lock_guard<std::mutex> lock(mu_);
+  TETHER_TRY(checkStarts(call, n, reqs, true, &gpu));  // again: another thread may have started or freed one meanwhile
+  for (size_t i = 0; i < n; ++i) {
+    Req& r = *reqs_.find(reqs[i])->second;
+    Persist& p = *r.persist;
+    __atomic_store_n(triggers_ + p.word, p.base + p.started + 1, __ATOMIC_RELEASE);  // (a watch sees it started)
+    TETHER_TRY(startRound(call, r));
+  }
+  bool did = false;
+  return progress(call, &did);  // an eager send with credit completes here
+}
+
+Status Messaging::startOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
+  std::vector<uint64_t*> words(n);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool gpu = false;
+    TETHER_TRY(checkStarts(call, n, reqs, false, &gpu));
+    for (size_t i = 0; i < n; ++i) {
+      Req& r = *reqs_.find(reqs[i])->second;
+      watch(r);
+      words[i] = triggers_ + r.persist->word;
+    }
+    if (n) TETHER_TRY(startThread());
+  }
+  wake_.notify_all();
+  // Outside the lock (as postOnStream): enqueueing may wait for the stream layer.
+  return incrementOnStream(w_, call, words.data(), n, stream);
+}
+
+Status Messaging::persistDesc(const char* call, uint64_t req, tether_msg_persist_desc_t* desc) {
+  if (!desc) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: desc is NULL", call);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TETHER_TRY(threadError_);
+    Req* r = nullptr;
+    TETHER_TRY(persistent(call, SIZE_MAX, req, &r));
+    watch(*r);
+    TETHER_TRY(startThread());
+    const Persist& p = *r->persist;
+    desc->start = triggers_ + p.word;
+    desc->done = dones_ + p.word;
+    desc->base = p.base + startedRounds(*r);  // round 1 is the next start
+  }
+  wake_.notify_all();
+  return Status::ok();
+}
+
+Status Messaging::requestFree(const char* call, uint64_t* req) {
+  if (!req) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: req is NULL", call);
+  if (*req == 0) return Status::ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  Req* r = nullptr;
+  TETHER_TRY(persistent(call, SIZE_MAX, *req, &r));
+  if (active(*r))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is active on PE %d (%llu rounds started, %llu reported): "
+                "complete it with tether_msg_wait/test before freeing it", call, static_cast<unsigned long long>(*req),
+                me_, static_cast<unsigned long long>(startedRounds(*r)),
+                static_cast<unsigned long long>(r->persist->reported));
+  forget(*r);
+  *req = 0;
+  return Status::ok();
+}
+
+Status Messaging::startRound(const char* call, Req& r) {
+  ++r.persist->started;
+  r.done = false;
+  r.result = Status::ok();
+  r.fromPe = r.fromTag = 0;
+  r.msgBytes = r.allowed = r.moved = 0;
+  if (r.claim != kNoWord) {  // the last round's direct read is over: its claim word is free again
+    freeWords_.push_back(r.claim);
+    directs_.remove(&r);
+    r.claim = kNoWord;
+  }
+  r.ipc.reset();  // offerDirect exports the buffer again for this round (a cached lookup)
+  if (!r.send) return matchOrPost(call, r);
+  enqueueSend(r);  // pushed by the caller's progress pass
+  return Status::ok();
+}
+
+Status Messaging::scanStarts(const char* call, bool* did) {
+  for (Req* r : watch_) {
+    const Persist& p = *r->persist;
+    if (p.started != p.completed || startedRounds(*r) == p.started) continue;  // a round in flight, or none new
+    TETHER_TRY(startRound(call, *r));
+    *did = true;
+  }
+  return Status::ok();
+}
+
 Status Messaging::irecv(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
   TETHER_TRY(checkRecv(call, buf, bytes, pe, tag, req));
   const bool gpu = isGpu(buf);
@@ -729,15 +984,19 @@ Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, in
   TETHER_TRY(progress(call, &did));  // what has arrived is matched first, in arrival order
   Req& ref = newReq(false, pe, tag, buf, bytes, gpu, req);
   ref.typed = std::move(typed);
+  return matchOrPost(call, ref);
+}
+
+Status Messaging::matchOrPost(const char* call, Req& ref) {
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-    if (!fits(pe, it->src) || !fits(tag, it->tag)) continue;
+    if (!fits(ref.pe, it->src) || !fits(ref.tag, it->tag)) continue;
     const Unexpected u = *it;
     unexpected_.erase(it);
     if (u.rts) return matchRts(call, ref, u.src, u.head, u.ipc);
     ref.fromPe = u.src;
     ref.fromTag = u.tag;
     ref.msgBytes = u.bytes;
-    const size_t n = std::min(u.bytes, bytes);
+    const size_t n = std::min(u.bytes, ref.cap);
     Status s;
     if (u.heap) {
       s = deliverHost(call, ref, u.heap.get(), n);
@@ -938,6 +1197,13 @@ void Messaging::complete(Req& r, Status result) {
                               "receive buffer's %zu bytes", r.msgBytes, r.fromPe, r.fromTag, r.cap));
   r.result = result;
   if (r.doneWord != kNoWord) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);  // the stream goes on
+  if (r.persist) {  // a round of a persistent request: its done word counts it (a stream or kernel may wait on it)
+    Persist& p = *r.persist;
+    ++p.completed;
+    fill(r, &p.last);
+    if (!result.isOk() && p.failure.isOk()) p.failure = result;
+    __atomic_store_n(dones_ + p.word, p.base + p.completed, __ATOMIC_RELEASE);
+  }
   for (uint32_t g : r.groups) countIntoGroup(g);
   r.groups.clear();
   if (r.abandoned) forget(r);  // nobody will wait for it (callers do not touch r after complete)
@@ -948,6 +1214,7 @@ void Messaging::complete(Req& r, Status result) {
 Status Messaging::progress(const char* call, bool* did) {
   TETHER_TRY(threadError_);  // the progress thread failed (a lost peer, ...): every later call says so
   if (w_.paths().progress()) *did = true;  // network providers move what arrived
+  if (!watch_.empty()) TETHER_TRY(scanStarts(call, did));
   if (!armed_.empty()) fireTriggers(did);
   if (!directs_.empty()) pollDirect(did);
   for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
@@ -1274,15 +1541,51 @@ Status Messaging::test(const char* call, uint64_t* req, bool* done, tether_msg_s
     return Status::ok();
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = reqs_.find(*req);
-  if (it == reqs_.end())
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d (completed already, or not a "
-                "request of this world)", call, static_cast<unsigned long long>(*req), me_);
-  bool did = false;
-  if (!it->second->done) TETHER_TRY(progress(call, &did));
-  if (!it->second->done) return Status::ok();
+  Look look;
+  bool ok = false, did = false;
+  TETHER_TRY(ready(call, SIZE_MAX, *req, &look, &ok));
+  if (!ok) TETHER_TRY(progress(call, &did));
+  if (!ok) TETHER_TRY(ready(call, SIZE_MAX, *req, &look, &ok));
+  if (!ok) return Status::ok();
   *done = true;
-  return finish(req, st);
+  return report(req, st);
+}
+
+Status Messaging::ready(const char* call, size_t i, uint64_t id, Look* look, bool* out) {
+  auto it = reqs_.find(id);
+  if (it == reqs_.end())
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s is not pending on PE %d (completed already, or not a request of this "
+                "world)", call, reqName(i, id).c_str(), me_);
+  const Req& r = *it->second;
+  if (!r.persist) {
+    *out = r.done;
+    return Status::ok();
+  }
+  if (!look->taken) {
+    look->taken = true;
+    look->rounds = startedRounds(r);
+    look->inactive = look->rounds == r.persist->reported;
+  }
+  *out = static_cast<int64_t>(r.persist->completed - look->rounds) >= 0;
+  return Status::ok();
+}
+
+Status Messaging::report(uint64_t* req, tether_msg_status_t* st) {
+  Req& r = *reqs_.find(*req)->second;
+  if (!r.persist) return finish(req, st);
+  Persist& p = *r.persist;
+  if (p.completed == p.reported) {  // inactive: an empty status, as MPI's
+    if (st) *st = tether_msg_status_t{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};
+    return Status::ok();
+  }
+  p.reported = p.completed;
+  const Status s = p.failure;
+  p.failure = Status::ok();
+  if (st) {
+    *st = p.last;
+    st->error = s.code();
+  }
+  return s;
 }
 
 Status Messaging::timeout(const char* call, uint64_t id, double waited) {
@@ -1306,6 +1609,7 @@ Status Messaging::waitall(const char* call, size_t n, uint64_t* reqs, tether_msg
   Status first;
   SpinWait spin(w_.timeout());
   std::vector<bool> left(n, true);
+  std::vector<Look> looks(n);
   size_t remaining = n;
   for (;;) {
     {
@@ -1320,12 +1624,10 @@ Status Messaging::waitall(const char* call, size_t n, uint64_t* reqs, tether_msg
           left[i] = false, --remaining;
           continue;
         }
-        auto it = reqs_.find(reqs[i]);
-        if (it == reqs_.end())
-          TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs[%zu] = %llu is not pending on PE %d", call, i,
-                      static_cast<unsigned long long>(reqs[i]), me_);
-        if (!it->second->done) continue;
-        Status s = finish(&reqs[i], sts ? &sts[i] : nullptr);
+        bool ok = false;
+        TETHER_TRY(ready(call, i, reqs[i], &looks[i], &ok));
+        if (!ok) continue;
+        Status s = report(&reqs[i], sts ? &sts[i] : nullptr);
         if (!s.isOk() && first.isOk()) first = s;
         left[i] = false, --remaining;
       }
@@ -1378,20 +1680,20 @@ Status Messaging::waitany(const char* call, size_t n, uint64_t* reqs, size_t* in
   if (!index || (n && !reqs)) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs or index is NULL", call);
   *index = SIZE_MAX;
   SpinWait spin(w_.timeout());
+  std::vector<Look> looks(n);
   for (;;) {
     std::unique_lock<std::mutex> lock(mu_);
     bool did = false, any = false;
     TETHER_TRY(progress(call, &did));
     for (size_t i = 0; i < n; ++i) {
       if (reqs[i] == 0) continue;
+      bool ok = false;
+      TETHER_TRY(ready(call, i, reqs[i], &looks[i], &ok));
+      if (looks[i].inactive) continue;  // an inactive persistent request counts as a null one (MPI)
       any = true;
-      auto it = reqs_.find(reqs[i]);
-      if (it == reqs_.end())
-        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs[%zu] = %llu is not pending on PE %d", call, i,
-                    static_cast<unsigned long long>(reqs[i]), me_);
-      if (!it->second->done) continue;
+      if (!ok) continue;
       *index = i;
-      return finish(&reqs[i], st);
+      return report(&reqs[i], st);
     }
     if (!any) {
       if (st) *st = tether_msg_status_t{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};
@@ -1400,7 +1702,7 @@ Status Messaging::waitany(const char* call, size_t n, uint64_t* reqs, size_t* in
     if (did) spin.busy();
     if (spin.secondsLeft() <= 0)
       for (size_t i = 0; i < n; ++i)
-        if (reqs[i]) return timeout(call, reqs[i], spin.elapsedSeconds());
+        if (reqs[i] && !looks[i].inactive) return timeout(call, reqs[i], spin.elapsedSeconds());
     lock.unlock();
     spin.next();
   }

@@ -30,7 +30,10 @@
 // release it between progress passes. Stream model: the region also holds kStreamWords trigger and done words; a
 // progress thread (started by the first stream-ordered call, stopped at destroy) runs passes while any
 // stream-ordered request is pending. Prepared sends (started by the host, a stream or a kernel's descriptor) and
-// kernel wait descriptors use the same words. GPU bytes move on a sibling GPU context (core/sibling_paths.h), so
+// kernel wait descriptors use the same words. Persistent requests (tether_send_init / recv_init) keep one word index
+// for their life: a start word (round k starts at base + k: stored by the host or a kernel, incremented by a stream)
+// and a done word (base + rounds completed), so stream starts and waits capture no round number (graph replay) and a
+// kernel's descriptor serves every round; progress passes poll the start words of the watched ones (watch_). GPU bytes move on a sibling GPU context (core/sibling_paths.h), so
 // copies never wait behind a kernel or stream wait on the legacy default stream that waits for them.
 #pragma once
 
@@ -109,18 +112,52 @@ class Messaging {
   // The request's completion word (taken on first use, as for waitOnStream) for a kernel's msg_wait.
   Status waitDesc(const char* call, uint64_t req, tether_msg_wait_desc_t* desc);
 
+  // Persistent requests (tether_send_init / tether_recv_init): one Req kept across rounds, with a word index of its
+  // own for its life (Persist below). A round starts when its start word says so: the host stores it (start) and
+  // starts the round at once; a stream adds 1 (startOnStream) or a kernel stores it (persistDesc's descriptor), and a
+  // progress pass sees it (watch_). Rounds of one request run one at a time: a start seen while a round is in flight
+  // begins when it completes. Each round is an ordinary send (queued in the order of sends to its PE as made at its
+  // start) or receive (matched or posted at its start). wait/test report every round started by their first look
+  // and leave the request inactive (the handle stays); requestFree drops an inactive one.
+  Status sendInit(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  Status recvInit(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  Status start(const char* call, size_t n, const uint64_t* reqs);
+  Status startOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream);
+  Status persistDesc(const char* call, uint64_t req, tether_msg_persist_desc_t* desc);
+  Status requestFree(const char* call, uint64_t* req);
+
  private:
   struct SlotHead;
   struct Req;
   struct Unexpected;
   struct Out;
   struct Typed;
+  struct Persist;
+  struct Look;
   class Pool;
 
   Messaging(World& w, size_t eager, size_t slots, size_t unexpected);
   // A new pending request (send: buf is the source; receive: the destination); *id names it.
   Req& newReq(bool send, int pe, int tag, void* buf, size_t bytes, bool gpu, uint64_t* id);
   void arm(Req& r);  // r joins armed_ (its destination's later sends queue behind it)
+  void enqueueSend(Req& r);  // r is made now: behind an unstarted send to its PE (arm), else into its queue
+  // Lock held: a receive request's posting step: the first fitting unexpected message, else the posted list.
+  Status matchOrPost(const char* call, Req& r);
+  // Persistent requests. Lock held unless said.
+  Status makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  // *out = reqs[i], a persistent request of this PE (else TETHER_ERR_INVALID_ARG naming it).
+  Status persistent(const char* call, size_t i, uint64_t id, Req** out);
+  // The request list of a start: every entry persistent, none twice; for a host start (host) none active.
+  Status checkStarts(const char* call, size_t n, const uint64_t* reqs, bool host, bool* gpu);
+  uint64_t startedRounds(const Req& r) const;  // by the engine, or by the start word if it says more
+  bool active(const Req& r) const;             // a round started and not reported by wait/test
+  void watch(Req& r);                          // progress passes poll its start word; the thread runs
+  Status startRound(const char* call, Req& r);  // its next round begins (the start word says so already)
+  Status scanStarts(const char* call, bool* did);  // progress: rounds started by a stream or a kernel
+  // wait/test/waitall/waitany: whether request id is ready to report. look: a persistent request's rounds to wait
+  // for, taken at the first look (inactive then: ready at once, nothing to report).
+  Status ready(const char* call, size_t i, uint64_t id, Look* look, bool* out);
+  Status report(uint64_t* req, tether_msg_status_t* st);  // a ready request: finish, or a persistent one's rounds
   // Lock held: *out = the prepared, not yet started send req (else TETHER_ERR_INVALID_ARG; or the thread's failure).
   Status startable(const char* call, uint64_t req, Req** out);
   // Lock held: req's completion word and the value it reaches (taking a word on first use; starts the thread).
@@ -213,6 +250,7 @@ class Messaging {
   std::list<Req*> armed_;     // sends not started yet, and those behind one to the same PE, in the order made
   std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
   std::vector<char> blocked_;      // fireTriggers' scratch: per destination, an earlier send has not started
+  std::list<Req*> watch_;          // persistent requests whose start word progress polls, in the order watched
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
   std::thread thread_;

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 
@@ -75,6 +76,18 @@ class StreamPlanner {
     *plan = Plan();
     plan->viewsEpoch = w_.heap().viewsEpoch();
     for (size_t i = 0; i < n; ++i) TETHER_TRY(compileOne(ops[i]));
+    return Status::ok();
+  }
+
+  // The stream-op layer's address of a 64-bit word of this PE's own symmetric memory (sym: as the program names it).
+  Status ownWord(const void* sym, void** out) {
+    SymRef ref;
+    TETHER_TRY(w_.checkSymmetric(call_, "word", sym, sizeof(uint64_t), &ref));
+    char* addr = nullptr;
+    TETHER_TRY(route(w_.myPe(), ref, &addr));
+    if (!addr)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: this PE's word at %p is not addressable from the stream", call_, sym);
+    *out = addr;
     return Status::ok();
   }
 
@@ -504,6 +517,43 @@ Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void
   TETHER_TRY(planner.compile(ops, n, &plan));
   const uint64_t epochBase = plan.barriers ? w.streams().nextBarrierEpochs(plan.barriers) : 0;
   return runPlan(*so, plan, stream, 0, 0, epochBase, OpSet::timeoutNs(w));
+}
+
+namespace {
+
+// The stream-op layer's addresses of this PE's words (each list: n words, as the program names them).
+Status ownWords(World& w, StreamOps& so, const char* call, size_t n, std::initializer_list<const void* const*> lists,
+                std::vector<std::vector<void*>>* out) {
+  StreamPlanner planner(w, so, call);
+  for (const void* const* list : lists) {
+    out->emplace_back(n);
+    for (size_t i = 0; i < n; ++i) TETHER_TRY(planner.ownWord(list[i], &out->back()[i]));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status incrementOnStream(World& w, const char* call, uint64_t* const* words, size_t n, void* stream) {
+  StreamOps* so = nullptr;
+  TETHER_TRY(w.streams().ops(&so).withContext(call));
+  std::vector<std::vector<void*>> a;
+  TETHER_TRY(ownWords(w, *so, call, n, {reinterpret_cast<const void* const*>(words)}, &a));
+  return n ? so->increment(stream, reinterpret_cast<uint64_t* const*>(a[0].data()), n).withContext(call)
+           : Status::ok();
+}
+
+Status waitReachOnStream(World& w, const char* call, const uint64_t* const* reach, const uint64_t* const* target,
+                         size_t n, void* stream) {
+  StreamOps* so = nullptr;
+  TETHER_TRY(w.streams().ops(&so).withContext(call));
+  std::vector<std::vector<void*>> a;
+  TETHER_TRY(ownWords(w, *so, call, n,
+                      {reinterpret_cast<const void* const*>(reach), reinterpret_cast<const void* const*>(target)}, &a));
+  return n ? so->waitReach(stream, reinterpret_cast<const uint64_t* const*>(a[0].data()),
+                           reinterpret_cast<const uint64_t* const*>(a[1].data()), n, 0)
+                 .withContext(call)
+           : Status::ok();
 }
 
 Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out) {

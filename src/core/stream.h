@@ -20,6 +20,13 @@ class OpSet;
 
 // Checks, compiles and enqueues ops[0..n) on stream, in order.
 Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void* stream);
+// Persistent messaging's stream steps (core/messaging.cpp) on words of this PE's own HOST segment (symmetric
+// addresses, translated here for the stream-op layer): incrementOnStream adds 1 to each of words[0..n) in stream order
+// (StreamOps::increment); waitReachOnStream makes the stream's later work wait, without a time limit, until
+// reach[i] >= target[i] for every i (StreamOps::waitReach). Neither captures a value: replayable in a CUDA graph.
+Status incrementOnStream(World& w, const char* call, uint64_t* const* words, size_t n, void* stream);
+Status waitReachOnStream(World& w, const char* call, const uint64_t* const* reach, const uint64_t* const* target,
+                         size_t n, void* stream);
 // Prepared sets: tether_prepare / tether_post_on_stream / tether_op_set_free.
 // *out: a new set, owned by the caller (destroyOpSet).
 Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out);

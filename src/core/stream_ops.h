@@ -45,6 +45,8 @@ class GpuContext;
 
 enum class StreamCond : uint8_t { Geq, Eq, And, Nor };
 
+constexpr size_t kWordsPerCall = 64;  // StreamOps::increment / waitReach: words (pairs) per CUDA kernel
+
 // One element of a batch of memory operations.
 struct StreamMemOp {
   enum Kind : uint8_t { Write, Wait, Barrier } kind = Barrier;
@@ -107,6 +109,16 @@ class StreamOps {
   // (0: unbounded).
   virtual Status waitCmp(void* stream, const uint64_t* addr, tether_cmp_t cmp, uint64_t value, bool isSigned,
                          uint64_t timeoutNs) = 0;
+  // Round counters (persistent messaging, core/messaging.cpp): each of words[0..n) += 1, in index order, after the
+  // stream's earlier work and its memory effects (release); a plain read-modify-write (not atomic against other
+  // writers of the words: the caller keeps each word single-writer). Values are not captured: a graph replay adds 1
+  // again (CUDA: one kernel per kWordsPerCall words, the addresses in its parameters).
+  virtual Status increment(void* stream, uint64_t* const* words, size_t n) = 0;
+  // The stream's later work waits until *reach[i] >= *target[i] (cyclic GEQ) for every i, the targets read (acquire)
+  // when the wait begins, the reach words polled with acquire loads. Bounded by timeoutNs (0: unbounded). A graph
+  // replay reads the targets again (CUDA: one polling kernel per kWordsPerCall pairs).
+  virtual Status waitReach(void* stream, const uint64_t* const* reach, const uint64_t* const* target, size_t n,
+                           uint64_t timeoutNs) = 0;
   // Runs call (a proxy call, above) through the handle's proxy ring (handle in this ops' address space).
   virtual Status proxy(void* stream, const tether_device_handle_t& handle, const Op& call) = 0;
   // Runs a team collective (StreamCollCall above) with the handle and the team's device view (both in this ops'

@@ -62,21 +62,13 @@ __global__ void kStep(tether_device_handle_t h, tether_msg_send_desc_t sd, tethe
 }  // namespace
 
 int main() {
-  int ndev = 0;
-  if (!gpu_test::initWithGpu(&ndev)) return 77;
-  tether_t w = mp::world();
-  const int me = tether_my_pe(w), n = tether_n_pes(w), to = (me + 1) % n, from = (me + n - 1) % n;
-  MP_OK(tether_msg_init(w, nullptr));
-  // Every kernel of this test is loaded before any stream or kernel-model wait is pending: under CUDA's lazy loading
-  // the first launch of a kernel may synchronise the context, which then waits for the pending wait, whose progress
-  // (tether's copies) waits for the context: a hang (docs/msg.md; seen here, 2026-12-02).
-  {
-    cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, kFill));
-    CK(cudaFuncGetAttributes(&fa, kCheck));
-    CK(cudaFuncGetAttributes(&fa, kStep<tether::device::Scope::Warp>));
-    CK(cudaFuncGetAttributes(&fa, kStep<tether::device::Scope::Block>));
-  }
+  mp::MsgRing ring;
+  if (!gpu_test::msgRingWithGpu(&ring)) return 77;
+  const tether_t w = ring.w;
+  const int me = ring.me, n = ring.n, to = ring.next, from = ring.prev;
+  gpu_test::loadKernels({reinterpret_cast<const void*>(kFill), reinterpret_cast<const void*>(kCheck),
+                         reinterpret_cast<const void*>(kStep<tether::device::Scope::Warp>),
+                         reinterpret_cast<const void*>(kStep<tether::device::Scope::Block>)});
   const size_t sizes[] = {0, 8, 8192, 8193, 100000, size_t{16} << 20};
   const size_t maxBytes = size_t{16} << 20;
   void* dSend = nullptr;

@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <initializer_list>
 
+#include "../mp/mp_msg_util.h"
 #include "../mp/mp_util.h"
 
 // A failed CUDA call fails the test (mp::fail: PE, file, line, the call, CUDA's message).
@@ -25,6 +27,28 @@ inline bool initWithGpu(int* ndev) {
   if (tether_my_pe(mp::world()) == 0) std::printf("SKIP: no GPU visible\n");
   mp::finish();
   return false;
+}
+
+// The two-sided messaging tests' start: initWithGpu, then tether_msg_init with the defaults; *r: the world and its ring
+// neighbours. false: no GPU (as initWithGpu; main returns 77).
+inline bool msgRingWithGpu(mp::MsgRing* r) {
+  int ndev = 0;
+  if (!initWithGpu(&ndev)) return false;
+  r->w = mp::world();
+  r->me = tether_my_pe(r->w);
+  r->n = tether_n_pes(r->w);
+  r->next = (r->me + 1) % r->n;
+  r->prev = (r->me + r->n - 1) % r->n;
+  MP_OK(tether_msg_init(r->w, nullptr));
+  return true;
+}
+
+// Loads the test's kernels now (cudaFuncGetAttributes): under CUDA's lazy loading the first launch of a kernel may
+// synchronise the context, which then waits for a pending stream or kernel-model wait, whose progress (tether's
+// copies) waits for the context: a hang (docs/msg.md "Load your kernels first"; seen in gpu_msg, 2026-12-02).
+inline void loadKernels(std::initializer_list<const void*> kernels) {
+  cudaFuncAttributes fa;
+  for (const void* k : kernels) CK(cudaFuncGetAttributes(&fa, k));
 }
 
 // A symmetric allocation of the given kind (256-byte aligned); failure fails the test.

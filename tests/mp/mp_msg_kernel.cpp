@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "mp_host_kernel.h"
 #include "mp_msg_util.h"
 #include "tether/msg.h"
 #include "tether/msg_device.cuh"
@@ -30,14 +31,7 @@ unsigned char pattern(int from, int iter, size_t i) { return static_cast<unsigne
 // Runs body(tid) on kThreads CPU threads forming one block.
 template <typename F>
 void launch(F body) {
-  dev::HostBarrier bar(kThreads);
-  std::vector<std::thread> ts;
-  for (int t = 0; t < kThreads; ++t)
-    ts.emplace_back([&, t] {
-      dev::HostScope<dev::Scope::Block> scope(t, kThreads, &bar);
-      body(t);
-    });
-  for (auto& t : ts) t.join();
+  mp::launchHostBlock(kThreads, body);
 }
 
 }  // namespace

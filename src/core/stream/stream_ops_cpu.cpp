@@ -204,6 +204,36 @@ class CpuStreamOps : public StreamOps {
     });
   }
 
+  Status increment(void* stream, uint64_t* const* words, size_t n) override {
+    std::vector<uint64_t*> ws(words, words + n);
+    return enqueue(stream, [ws] {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      for (uint64_t* w : ws) __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+      return Status::ok();
+    });
+  }
+
+  Status waitReach(void* stream, const uint64_t* const* reach, const uint64_t* const* target, size_t n,
+                   uint64_t timeoutNs) override {
+    std::vector<const uint64_t*> rs(reach, reach + n), ts(target, target + n);
+    const double timeout = timeoutNs ? static_cast<double>(timeoutNs) * 1e-9 : 1e12;
+    return enqueue(stream, [rs, ts, timeout] {
+      std::vector<uint64_t> want(ts.size());
+      for (size_t i = 0; i < ts.size(); ++i) want[i] = __atomic_load_n(ts[i], __ATOMIC_ACQUIRE);
+      SpinWait spin(timeout);
+      for (size_t i = 0; i < rs.size(); ++i) {
+        uint64_t seen;
+        while (static_cast<int64_t>((seen = __atomic_load_n(rs[i], __ATOMIC_ACQUIRE)) - want[i]) < 0)
+          if (!spin.next())
+            TETHER_FAIL(TETHER_ERR_TIMEOUT, "stream wait (CPU emulation): timed out after %.1f s (TETHER_TIMEOUT) "
+                        "waiting for the word at %p to reach 0x%llx (the word at %p); last seen 0x%llx", timeout,
+                        static_cast<const void*>(rs[i]), static_cast<unsigned long long>(want[i]),
+                        static_cast<const void*>(ts[i]), static_cast<unsigned long long>(seen));
+      }
+      return Status::ok();
+    });
+  }
+
   Status proxy(void* stream, const tether_device_handle_t& handle, const Op& call) override {
     if (handle.flags & TETHER_DEVICE_GPU)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "stream proxy call (CPU emulation): needs the CPU device handle");

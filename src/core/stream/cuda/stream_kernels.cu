@@ -79,6 +79,44 @@ __global__ void waitKernel(const uint64_t* addr, int mode, uint64_t value, int i
 
 __global__ void fenceKernel() { __threadfence_system(); }
 
+struct WordList {
+  uint64_t* word[kWordsPerCall];
+  unsigned n;
+};
+struct WordPairs {
+  const uint64_t* reach[kWordsPerCall];
+  const uint64_t* target[kWordsPerCall];
+  unsigned n;
+};
+
+__global__ void incrementKernel(WordList l) {
+  __threadfence_system();
+  for (unsigned i = 0; i < l.n; ++i) {
+    volatile uint64_t* w = l.word[i];
+    *w = *w + 1;
+  }
+  __threadfence_system();
+}
+
+__global__ void waitReachKernel(WordPairs p, uint64_t timeoutNs) {
+  uint64_t want[kWordsPerCall];
+  for (unsigned i = 0; i < p.n; ++i) want[i] = loadAcquire(p.target[i]);
+  const uint64_t start = globalNs();
+  for (unsigned i = 0; i < p.n; ++i) {
+    uint64_t seen;
+    while (static_cast<int64_t>((seen = loadAcquire(p.reach[i])) - want[i]) < 0) {
+      if (timeoutNs && globalNs() - start > timeoutNs) {
+        printf("tether stream wait: timed out (TETHER_TIMEOUT) waiting for the word at %p to reach 0x%llx (the word "
+               "at %p); last seen 0x%llx\n", p.reach[i], static_cast<unsigned long long>(want[i]), p.target[i],
+               static_cast<unsigned long long>(seen));
+        __trap();
+      }
+      __nanosleep(64);
+    }
+  }
+  __threadfence_system();
+}
+
 __global__ void proxyCallKernel(tether_device_handle_t h, Op c) { streamdetail::runProxyCall(h, c); }
 
 }  // namespace
@@ -96,6 +134,26 @@ cudaError_t launchStreamAmo(cudaStream_t stream, void* target, const AmoArgs& a,
 cudaError_t launchWait(cudaStream_t stream, const uint64_t* addr, int mode, uint64_t value, int isSigned,
                        uint64_t timeoutNs) {
   waitKernel<<<1, 1, 0, stream>>>(addr, mode, value, isSigned, timeoutNs);
+  return cudaGetLastError();
+}
+
+cudaError_t launchIncrement(cudaStream_t stream, uint64_t* const* words, size_t n) {
+  WordList l{};
+  l.n = static_cast<unsigned>(n < kWordsPerCall ? n : kWordsPerCall);
+  for (unsigned i = 0; i < l.n; ++i) l.word[i] = words[i];
+  incrementKernel<<<1, 1, 0, stream>>>(l);
+  return cudaGetLastError();
+}
+
+cudaError_t launchWaitReach(cudaStream_t stream, const uint64_t* const* reach, const uint64_t* const* target, size_t n,
+                            uint64_t timeoutNs) {
+  WordPairs p{};
+  p.n = static_cast<unsigned>(n < kWordsPerCall ? n : kWordsPerCall);
+  for (unsigned i = 0; i < p.n; ++i) {
+    p.reach[i] = reach[i];
+    p.target[i] = target[i];
+  }
+  waitReachKernel<<<1, 1, 0, stream>>>(p, timeoutNs);
   return cudaGetLastError();
 }
 
@@ -127,6 +185,8 @@ cudaError_t preloadStreamKernels() {
                                  reinterpret_cast<const void*>(storeKernel),
                                  reinterpret_cast<const void*>(streamAmoKernel),
                                  reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(fenceKernel),
+                                 reinterpret_cast<const void*>(incrementKernel),
+                                 reinterpret_cast<const void*>(waitReachKernel),
                                  reinterpret_cast<const void*>(proxyCallKernel)};
   cudaFuncAttributes a;
   for (const void* k : kernels) {

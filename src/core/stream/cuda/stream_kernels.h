@@ -23,6 +23,13 @@ cudaError_t launchStreamAmo(cudaStream_t stream, void* target, const AmoArgs& a,
 // kWaitCondBase + StreamCond. Bounded by timeoutNs (0: unbounded): on expiry prints the word and traps.
 cudaError_t launchWait(cudaStream_t stream, const uint64_t* addr, int mode, uint64_t value, int isSigned,
                        uint64_t timeoutNs);
+// Adds 1 to each of words[0..n) (n <= kWordsPerCall, core/stream_ops.h: StreamOps::increment), a system fence
+// before (release) and after; the addresses travel in the kernel's parameters.
+cudaError_t launchIncrement(cudaStream_t stream, uint64_t* const* words, size_t n);
+// Spins until *reach[i] >= *target[i] (cyclic) for each i < n (<= kWordsPerCall), every target read first
+// (StreamOps::waitReach). Bounded by timeoutNs (0: unbounded): on expiry prints the words and traps.
+cudaError_t launchWaitReach(cudaStream_t stream, const uint64_t* const* reach, const uint64_t* const* target, size_t n,
+                            uint64_t timeoutNs);
 // System-scope memory barrier (__threadfence_system) in stream order.
 cudaError_t launchFence(cudaStream_t stream);
 // Runs one proxy call (an Op, core/op.h) through the device API's proxy ring (core/stream/stream_proxy_call.h).

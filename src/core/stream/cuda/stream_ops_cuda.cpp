@@ -3,7 +3,7 @@
 // release write is preceded by a system-scope MEM_OP_BARRIER), resolved with cudaGetDriverEntryPointByVersion (no
 // libcuda link). Where the GPU lacks 64-bit stream memops (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS) or NOR
 // waits, the same operations run as one-thread kernels. Kernels (stream_kernels.h) also serve ADD signals, AMOs,
-// narrow stores, NE/LT/LE waits and proxy calls.
+// narrow stores, NE/LT/LE waits, proxy calls and persistent messaging's round counters (increment, waitReach).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -198,6 +198,22 @@ class CudaStreamOps : public StreamOps {
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
     STREAM_CUDA_TRY(gpukernels::launchWait(cuda(stream), addr, gpukernels::kWaitCmpBase + static_cast<int>(cmp),
                                            value, isSigned ? 1 : 0, timeoutNs));
+    return Status::ok();
+  }
+
+  Status increment(void* stream, uint64_t* const* words, size_t n) override {
+    STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
+    for (size_t i = 0; i < n; i += kWordsPerCall)
+      STREAM_CUDA_TRY(gpukernels::launchIncrement(cuda(stream), words + i, std::min(kWordsPerCall, n - i)));
+    return Status::ok();
+  }
+
+  Status waitReach(void* stream, const uint64_t* const* reach, const uint64_t* const* target, size_t n,
+                   uint64_t timeoutNs) override {
+    STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
+    for (size_t i = 0; i < n; i += kWordsPerCall)
+      STREAM_CUDA_TRY(
+          gpukernels::launchWaitReach(cuda(stream), reach + i, target + i, std::min(kWordsPerCall, n - i), timeoutNs));
     return Status::ok();
   }
 
