@@ -295,10 +295,9 @@ Status Messaging::destroy(const char* call) {
   size_t pending = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& kv : reqs_) {
-      const Req& r = *kv.second;
+    reqs_.forEach([&](const Req& r) {
       pending += (r.persist ? active(r) : !r.abandoned) ? 1 : 0;  // (inactive persistent requests go quietly)
-    }
+    });
     stop_ = true;
   }
   wake_.notify_all();
@@ -322,19 +321,16 @@ bool Messaging::isGpu(const void* p) const { return p && w_.gpu() && w_.gpu()->i
 // ---- posting -----------------------------------------------------------------------------------------------------
 
 Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t bytes, bool gpu, uint64_t* id) {
-  std::unique_ptr<Req> r(new Req);
-  r->id = nextId_++;
-  r->send = send;
-  r->pe = pe;
-  r->tag = tag;
-  if (send) r->src = buf;
-  else r->dst = buf;
-  r->cap = bytes;
-  r->gpu = gpu;
-  Req& ref = *r;
-  reqs_.emplace(ref.id, std::move(r));
-  *id = ref.id;
-  return ref;
+  Req& r = reqs_.make();  // recycled storage: no allocation once warm
+  r.send = send;
+  r.pe = pe;
+  r.tag = tag;
+  if (send) r.src = buf;
+  else r.dst = buf;
+  r.cap = bytes;
+  r.gpu = gpu;
+  *id = r.id;
+  return r;
 }
 
 Status Messaging::checkSend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const {
@@ -529,8 +525,7 @@ Status Messaging::prepare(const char* call, const void* buf, size_t bytes, int p
 
 Status Messaging::startable(const char* call, uint64_t req, Req** out) {
   TETHER_TRY(threadError_);
-  auto it = reqs_.find(req);
-  Req* r = it == reqs_.end() ? nullptr : it->second.get();
+  Req* r = reqs_.find(req);
   if (r && r->persist)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is a persistent request of PE %d: start it with "
                 "tether_msg_start / startall / startall_on_stream or a kernel's msg_start", call,
@@ -553,9 +548,9 @@ Status Messaging::post(const char* call, uint64_t req) {
   }
   if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // as for tether_isend
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = reqs_.find(req);
-  if (it == reqs_.end()) return Status::ok();  // (only a concurrent finalize drops it)
-  __atomic_store_n(triggers_ + it->second->trig, it->second->trigGen, __ATOMIC_RELEASE);
+  Req* r = reqs_.find(req);
+  if (!r) return Status::ok();  // (only a concurrent finalize drops it)
+  __atomic_store_n(triggers_ + r->trig, r->trigGen, __ATOMIC_RELEASE);
   bool did = false;
   return progress(call, &did);
 }
@@ -568,7 +563,7 @@ Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs,
     Req* r0 = nullptr;
     for (size_t i = 0; i < n; ++i) TETHER_TRY(startable(call, reqs[i], &r0));
     for (size_t i = 0; i < n; ++i) {
-      Req& r = *reqs_.find(reqs[i])->second;
+      Req& r = *reqs_.find(reqs[i]);
       if (r.posted)
         TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu appears twice", call,
                     static_cast<unsigned long long>(reqs[i]));
@@ -585,8 +580,7 @@ Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs,
   if (!s.isOk()) {  // nothing was enqueued: the requests may be posted again
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < n; ++i) {
-      auto it = reqs_.find(reqs[i]);
-      if (it != reqs_.end()) it->second->posted = false;
+      if (Req* r = reqs_.find(reqs[i])) r->posted = false;
     }
   }
   return s;
@@ -605,11 +599,11 @@ Status Messaging::sendDesc(const char* call, uint64_t req, tether_msg_send_desc_
 
 Status Messaging::doneWord(const char* call, uint64_t req, uint64_t** word, uint64_t* value) {
   TETHER_TRY(threadError_);
-  auto it = reqs_.find(req);
-  if (it == reqs_.end())
+  Req* rq = reqs_.find(req);
+  if (!rq)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d", call,
                 static_cast<unsigned long long>(req), me_);
-  Req& r = *it->second;
+  Req& r = *rq;
   if (r.persist)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is a persistent request of PE %d: take its descriptor with "
                 "tether_msg_persist_desc", call, static_cast<unsigned long long>(req), me_);
@@ -647,8 +641,7 @@ Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes,
   Status s = postOnStream(call, 1, &id, stream);
   if (!s.isOk()) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = reqs_.find(id);
-    if (it != reqs_.end()) forget(*it->second);
+    if (Req* r = reqs_.find(id)) forget(*r);
     return s;
   }
   *req = id;
@@ -660,8 +653,8 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   Op op;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = reqs_.find(req);
-    if (it != reqs_.end() && it->second->persist) persistentWait = true;
+    const Req* r = reqs_.find(req);
+    if (r && r->persist) persistentWait = true;
     else TETHER_TRY(doneWord(call, req, &op.sig, &op.value));
   }
   if (persistentWait) return waitallOnStream(call, 1, &req, stream);  // (its rounds: a word comparison)
@@ -692,14 +685,14 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
     size_t m = 0;
     for (size_t i = 0; i < n; ++i) {
       if (!reqs[i]) continue;
-      auto it = reqs_.find(reqs[i]);
-      if (it == reqs_.end())
+      Req* rq = reqs_.find(reqs[i]);
+      if (!rq)
         TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs[%zu] = %llu is not pending on PE %d", call, i,
                     static_cast<unsigned long long>(reqs[i]), me_);
-      if (it->second->persist) {
-        watch(*it->second);  // the progress thread completes its rounds while the host is elsewhere
-        reach.push_back(dones_ + it->second->persist->word);
-        target.push_back(triggers_ + it->second->persist->word);
+      if (rq->persist) {
+        watch(*rq);  // the progress thread completes its rounds while the host is elsewhere
+        reach.push_back(dones_ + rq->persist->word);
+        target.push_back(triggers_ + rq->persist->word);
       } else {
         ++m;
       }
@@ -713,7 +706,7 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
       groupLeft_[g] = m;
       for (size_t i = 0; i < n; ++i) {
         if (!reqs[i]) continue;
-        Req& r = *reqs_.find(reqs[i])->second;
+        Req& r = *reqs_.find(reqs[i]);
         if (r.persist) continue;
         if (r.done) {
           countIntoGroup(g);
@@ -809,11 +802,11 @@ Status Messaging::makePersistent(const char* call, bool send, void* buf, size_t 
 }
 
 Status Messaging::persistent(const char* call, size_t i, uint64_t id, Req** out) {
-  auto it = reqs_.find(id);
-  if (it == reqs_.end() || !it->second->persist)
+  Req* rq = reqs_.find(id);
+  if (!rq || !rq->persist)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s is not a persistent request of PE %d (one from tether_send_init / "
                 "tether_recv_init, not freed)", call, reqName(i, id).c_str(), me_);
-  *out = it->second.get();
+  *out = rq;
   return Status::ok();
 }
 
@@ -872,7 +865,7 @@ Status Messaging::start(const char* call, size_t n, const uint64_t* reqs) {
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(checkStarts(call, n, reqs, true, &gpu));  // again: another thread may have started or freed one meanwhile
   for (size_t i = 0; i < n; ++i) {
-    Req& r = *reqs_.find(reqs[i])->second;
+    Req& r = *reqs_.find(reqs[i]);
     Persist& p = *r.persist;
     __atomic_store_n(triggers_ + p.word, p.base + p.started + 1, __ATOMIC_RELEASE);  // (a watch sees it started)
     TETHER_TRY(startRound(call, r));
@@ -888,7 +881,7 @@ Status Messaging::startOnStream(const char* call, size_t n, const uint64_t* reqs
     bool gpu = false;
     TETHER_TRY(checkStarts(call, n, reqs, false, &gpu));
     for (size_t i = 0; i < n; ++i) {
-      Req& r = *reqs_.find(reqs[i])->second;
+      Req& r = *reqs_.find(reqs[i]);
       watch(r);
       words[i] = triggers_ + r.persist->word;
     }
@@ -1289,11 +1282,11 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       return Status::ok();
     }
     case kCts: {
-      auto it = reqs_.find(h.a);
-      if (it == reqs_.end() || !it->second->send)
+      Req* rq = reqs_.find(h.a);
+      if (!rq || !rq->send)
         TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d answered send request %llu, which PE %d does not have", call, src,
                     static_cast<unsigned long long>(h.a), me_);
-      Req& r = *it->second;
+      Req& r = *rq;
       r.allowed = h.bytes;
       if (r.abandoned) {  // the blocking send returned: tell the receiver there is nothing coming
         if (r.allowed) queueCancel(src, h.b);
@@ -1312,22 +1305,22 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       return Status::ok();
     }
     case kCancel: {
-      auto it = reqs_.find(h.a);
-      if (it == reqs_.end() || it->second->send)
+      Req* rq = reqs_.find(h.a);
+      if (!rq || rq->send)
         TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d withdrew data for receive request %llu, which PE %d does not have",
                     call, src, static_cast<unsigned long long>(h.a), me_);
-      Req& r = *it->second;
+      Req& r = *rq;
       complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d) "
                                                        "after %zu bytes: its blocking send failed (timed out)", src,
                                                        r.msgBytes, r.fromTag, r.moved)));
       return Status::ok();
     }
     case kData: {
-      auto it = reqs_.find(h.a);
-      if (it == reqs_.end() || it->second->send)
+      Req* rq = reqs_.find(h.a);
+      if (!rq || rq->send)
         TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d sent data for receive request %llu, which PE %d does not have",
                     call, src, static_cast<unsigned long long>(h.a), me_);
-      Req& r = *it->second;
+      Req& r = *rq;
       Status s = deliver(call, r, h.b, payload, h.bytes);
       r.moved += h.bytes;
       if (!s.isOk() || r.moved >= r.allowed) complete(r, s);
@@ -1369,7 +1362,7 @@ void Messaging::queueCancel(int dst, uint64_t recvId) {
 void Messaging::forget(Req& r) {
   releaseWords(r);
   posted_.remove(&r);
-  reqs_.erase(r.id);
+  reqs_.erase(r.id);  // (last: r's storage is reset)
 }
 
 // A blocking send or receive whose wait failed: the caller gets its buffer back and has no request to wait for, so the
@@ -1378,9 +1371,9 @@ void Messaging::forget(Req& r) {
 // RTS_DIRECT went out takes its claim word (the receiver's later claim fails) -- unless the receiver claimed it
 // first and is reading the buffer: then it returns true and the caller must wait for the request to complete.
 bool Messaging::withdraw(uint64_t id) {
-  auto it = reqs_.find(id);
-  if (it == reqs_.end()) return false;
-  Req& r = *it->second;
+  Req* rq = reqs_.find(id);
+  if (!rq) return false;
+  Req& r = *rq;
   if (r.done) {
     forget(r);
     return false;
@@ -1517,8 +1510,7 @@ void Messaging::fill(const Req& r, tether_msg_status_t* st) const {
 }
 
 Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
-  auto it = reqs_.find(*req);
-  Req& r = *it->second;
+  Req& r = *reqs_.find(*req);
   // A typed receive's bytes reach the user's layout now (also a truncated one: the bytes that arrived).
   if (r.typed && !r.send && r.result.code() != TETHER_ERR_TIMEOUT) {
     Status u = unpack("tether_irecv_typed", *r.typed, std::min(r.msgBytes, r.cap));
@@ -1526,8 +1518,8 @@ Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
   }
   fill(r, st);
   Status s = r.result;
-  releaseWords(*it->second);
-  reqs_.erase(it);
+  releaseWords(r);
+  reqs_.erase(r.id);
   *req = 0;
   return s;
 }
@@ -1552,11 +1544,11 @@ Status Messaging::test(const char* call, uint64_t* req, bool* done, tether_msg_s
 }
 
 Status Messaging::ready(const char* call, size_t i, uint64_t id, Look* look, bool* out) {
-  auto it = reqs_.find(id);
-  if (it == reqs_.end())
+  Req* rq = reqs_.find(id);
+  if (!rq)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: %s is not pending on PE %d (completed already, or not a request of this "
                 "world)", call, reqName(i, id).c_str(), me_);
-  const Req& r = *it->second;
+  const Req& r = *rq;
   if (!r.persist) {
     *out = r.done;
     return Status::ok();
@@ -1571,7 +1563,7 @@ Status Messaging::ready(const char* call, size_t i, uint64_t id, Look* look, boo
 }
 
 Status Messaging::report(uint64_t* req, tether_msg_status_t* st) {
-  Req& r = *reqs_.find(*req)->second;
+  Req& r = *reqs_.find(*req);
   if (!r.persist) return finish(req, st);
   Persist& p = *r.persist;
   if (p.completed == p.reported) {  // inactive: an empty status, as MPI's
@@ -1589,8 +1581,8 @@ Status Messaging::report(uint64_t* req, tether_msg_status_t* st) {
 }
 
 Status Messaging::timeout(const char* call, uint64_t id, double waited) {
-  auto it = reqs_.find(id);
-  const Req& r = *it->second;
+  Req* rq = reqs_.find(id);
+  const Req& r = *rq;
   if (r.send)
     TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d: a send of %zu bytes to PE "
                 "%d, tag %d (%s)", call, waited, me_, r.cap, r.pe, r.tag,

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/id_table.h"
 #include "core/op.h"
 #include "tether/datatype.h"
 #include "tether/msg.h"
@@ -235,10 +236,9 @@ class Messaging {
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
   std::vector<char> staging_;         // head + payload of one slot (host payloads go in one put)
-  std::unordered_map<uint64_t, std::unique_ptr<Req>> reqs_;
+  IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   std::list<Req*> posted_;
   std::list<Unexpected> unexpected_;
-  uint64_t nextId_ = 1;
   int drainStart_ = 0;
   // Stream model: per word index a trigger and a done word (uint64 each) in the region; generations only grow, so a
   // word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer value).
