@@ -780,7 +780,9 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the root, team PE %zu (world PE %d), passed invalid arguments (its own "
                 "error says which); dest is untouched", call, root, t.pes[root]);
   // A root running another collective differs too (and fails when it compares this member's token).
-  if (s[kTokHash] != mine.hash()) return mismatch(call, t, mine, root, tokenRecord(s));
+  // (This member's own token, just posted, holds the hash of its record.)
+  if (s[kTokHash] != tokenSlot(t, static_cast<size_t>(t.me), c)[kTokHash])
+    return mismatch(call, t, mine, root, tokenRecord(s));
   if (meta & kTokInline)
     return writeLocal(call, p.a.dest, s + kTokData, p.block,
                       p.dref.kind == SegKind::Device);
@@ -798,7 +800,7 @@ Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine,
     if (!(tokenSlot(t, m, c)[kTokMeta] & kTokValid))
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
                   "which); no member ran the collective", call, m, t.pes[m]);
-  const uint64_t h = mine.hash();
+  const uint64_t h = tokenSlot(t, me, c)[kTokHash];  // this member's record hash, as postToken stored it
   for (size_t m = 0; m < n; ++m) {
     const uint64_t* s = tokenSlot(t, m, c);
     if (s[kTokHash] != h) return mismatch(call, t, mine, m, tokenRecord(s));
