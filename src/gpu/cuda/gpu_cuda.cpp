@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "bootstrap/bootstrap.h"
 #include "base/unix_socket.h"
+#include "gpu/cuda/host_service.h"
 #include "gpu/cuda/kernels.h"
 #include "gpu/gpu.h"
 
@@ -349,10 +350,18 @@ class CudaGpuStream : public GpuStream {
   std::mutex kernelMu_;
 };
 
+// The host service's settings (TETHER_HOST_SERVICE*, TETHER_TIMEOUT), kept by a context for its siblings.
+struct ServiceOptions {
+  bool on = false;
+  uint64_t idleNs = 0;
+  double timeoutSeconds = 0;
+};
+
 // ---- the context -----------------------------------------------------------------------------------------------
 class CudaGpuContext : public GpuContext {
  public:
   ~CudaGpuContext() override {
+    service_.reset();  // stops its kernel first
     made_.clear();  // each stream destroys itself and makes device_ current again
     cudaSetDevice(device_);
     for (auto& owner : opened_)
@@ -364,9 +373,10 @@ class CudaGpuContext : public GpuContext {
     if (result_) cudaFreeHost(result_);
   }
 
-  Status init(int device, int nStreams, uint64_t splitMin, bool nonBlocking = false) {
+  Status init(int device, int nStreams, uint64_t splitMin, const ServiceOptions& service, bool nonBlocking = false) {
     device_ = device;
     splitMin_ = splitMin;
+    serviceOpts_ = service;
     streamFlags_ = nonBlocking ? cudaStreamNonBlocking : cudaStreamDefault;
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaFree(nullptr));  // creates the primary context now, not inside the first operation
@@ -388,6 +398,7 @@ class CudaGpuContext : public GpuContext {
     // own memop wait.
     const cudaError_t le = gpukernels::preload();
     if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels", le);
+    if (service.on) TETHER_TRY(HostService::create(device_, service.idleNs, service.timeoutSeconds, &service_));
     Status s = driver_.load();
     vmmOk_ = s.isOk();
     if (!vmmOk_) TETHER_LOG_INFO(LogSys::Heap, "VMM entry points unavailable (%s)", s.message().c_str());
@@ -476,6 +487,7 @@ class CudaGpuContext : public GpuContext {
   }
 
   Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) override {
+    if (service_) return service_->amo(target, a, fetched);
     std::lock_guard<std::mutex> lock(kernelMu_);
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(gpukernels::launchAmo(streams_[0], target, a, result_));
@@ -486,6 +498,7 @@ class CudaGpuContext : public GpuContext {
 
   Status signal(void* target, uint64_t value, tether_signal_op_t op) override {
     TETHER_TRY(quiet());  // the signal must follow every earlier copy
+    if (service_) return service_->signal(target, value, op == TETHER_SIGNAL_ADD);
     std::lock_guard<std::mutex> lock(kernelMu_);
     CUDA_TRY(cudaSetDevice(device_));  // streams_[0] is device_'s (quiet() set it too; not relied upon)
     CUDA_TRY(gpukernels::launchSignal(streams_[0], static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
@@ -546,7 +559,7 @@ class CudaGpuContext : public GpuContext {
 
   Status createSibling(std::unique_ptr<GpuContext>* out) override {
     std::unique_ptr<CudaGpuContext> c(new CudaGpuContext());
-    TETHER_TRY(c->init(device_, 1, 0, true));
+    TETHER_TRY(c->init(device_, 1, 0, serviceOpts_, true));
     *out = std::move(c);
     return Status::ok();
   }
@@ -690,6 +703,8 @@ class CudaGpuContext : public GpuContext {
   uint64_t splitMin_ = 0;
   uint64_t* result_ = nullptr;  // host-mapped word the AMO kernel writes the old value to
   std::mutex kernelMu_;
+  ServiceOptions serviceOpts_;
+  std::unique_ptr<HostService> service_;  // atomics and signals of this context, when TETHER_HOST_SERVICE is on
   Driver driver_;
   bool vmmOk_ = false;
 };
@@ -720,7 +735,12 @@ Status GpuContext::create(const Config& config, int localPe, std::unique_ptr<Gpu
     dev = static_cast<int>(v);
   }
   std::unique_ptr<CudaGpuContext> c(new CudaGpuContext());
-  TETHER_TRY(c->init(dev, static_cast<int>(config.integer("TETHER_COPY_STREAMS")), config.size("TETHER_COPY_SPLIT")));
+  ServiceOptions service;
+  service.on = config.flag("TETHER_HOST_SERVICE");
+  service.idleNs = static_cast<uint64_t>(config.seconds("TETHER_HOST_SERVICE_IDLE") * 1e9);
+  service.timeoutSeconds = config.seconds("TETHER_TIMEOUT");
+  TETHER_TRY(c->init(dev, static_cast<int>(config.integer("TETHER_COPY_STREAMS")), config.size("TETHER_COPY_SPLIT"),
+                     service));
   TETHER_LOG_INFO(LogSys::Core, "GPU %d (%s) of %d visible", dev, c->busId().c_str(), count);
   *out = std::move(c);
   return Status::ok();

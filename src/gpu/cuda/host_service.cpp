@@ -1,0 +1,135 @@
+// The host service (host_service.h has the protocol and the contract).
+#include "gpu/cuda/host_service.h"
+
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+namespace tether {
+namespace {
+
+using gpukernels::kServiceSlots;
+using gpukernels::ServiceSlot;
+using gpukernels::ServiceState;
+
+Status serviceCudaFail(const char* what, cudaError_t e) {
+  return Status(TETHER_ERR_CUDA, strprintf("host service: %s: %s (%s)", what, cudaGetErrorString(e),
+                                           cudaGetErrorName(e)));
+}
+
+uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+}  // namespace
+
+Status HostService::create(int device, uint64_t idleNs, double timeoutSeconds, std::unique_ptr<HostService>* out) {
+  std::unique_ptr<HostService> s(new HostService());
+  s->device_ = device;
+  s->idleNs_ = idleNs;
+  s->timeoutSeconds_ = timeoutSeconds;
+  cudaError_t e = cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return serviceCudaFail("cudaStreamCreateWithFlags", e);
+  const size_t ringBytes = sizeof(ServiceSlot) * kServiceSlots;
+  e = cudaHostAlloc(&s->block_, ringBytes + sizeof(ServiceState), cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) return serviceCudaFail("cudaHostAlloc(ring)", e);
+  std::memset(s->block_, 0, ringBytes + sizeof(ServiceState));
+  s->slots_ = static_cast<ServiceSlot*>(s->block_);
+  s->state_ = reinterpret_cast<ServiceState*>(static_cast<char*>(s->block_) + ringBytes);
+  void* dev = nullptr;
+  e = cudaHostGetDevicePointer(&dev, s->block_, 0);
+  if (e != cudaSuccess) return serviceCudaFail("cudaHostGetDevicePointer(ring)", e);
+  s->devSlots_ = static_cast<const ServiceSlot*>(dev);
+  s->devState_ = reinterpret_cast<ServiceState*>(static_cast<char*>(dev) + ringBytes);
+  *out = std::move(s);
+  return Status::ok();
+}
+
+HostService::~HostService() {
+  cudaSetDevice(device_);
+  if (running_ && failed_.empty() && loadAcquire(&state_->exited) != epoch_) {
+    uint64_t ticket = 0;
+    Status s = call(gpukernels::kServiceStop, nullptr, 0, 0, 0, 0, &ticket);
+    if (!s.isOk()) TETHER_LOG_WARN(LogSys::Core, "host service of GPU %d: stopping: %s", device_, s.message().c_str());
+  }
+  // The kernel has returned (stop served) or returns within idleNs; bounded all the same (a kernel that never got
+  // an SM would otherwise hold the teardown forever).
+  if (stream_) {
+    Deadline d(timeoutSeconds_);
+    while (cudaStreamQuery(stream_) == cudaErrorNotReady && !d.expired()) {
+      timespec ts{0, 100000};
+      nanosleep(&ts, nullptr);
+    }
+    cudaGetLastError();
+    cudaStreamDestroy(stream_);
+  }
+  if (block_) cudaFreeHost(block_);
+}
+
+Status HostService::launch() {
+  const uint64_t next = loadAcquire(&state_->done) + 1;
+  cudaError_t e = gpukernels::launchService(stream_, devSlots_, devState_, next, idleNs_, ++epoch_);
+  if (e != cudaSuccess) return serviceCudaFail("launching the service kernel", e);
+  running_ = true;
+  ++launches_;
+  return Status::ok();
+}
+
+Status HostService::awaitTicket(uint64_t ticket) {
+  SpinWait spin(timeoutSeconds_);
+  while (loadAcquire(&state_->done) < ticket) {
+    if (loadAcquire(&state_->exited) == epoch_) {
+      // The kernel left (idle) without this ticket: once its stream is done, done is final; start a new one there.
+      cudaError_t e = cudaStreamSynchronize(stream_);
+      if (e != cudaSuccess) return serviceCudaFail("waiting for the service kernel to return", e);
+      running_ = false;
+      if (loadAcquire(&state_->done) < ticket) TETHER_TRY(launch());
+      continue;
+    }
+    if (!spin.next()) {
+      failed_ = strprintf("host service of GPU %d: request %llu not answered within %.1f s (TETHER_TIMEOUT): the "
+                          "service kernel did not run (are all SMs held by a kernel that waits for this request?)",
+                          device_, static_cast<unsigned long long>(ticket), timeoutSeconds_);
+      return Status(TETHER_ERR_TIMEOUT, failed_);
+    }
+  }
+  return Status::ok();
+}
+
+Status HostService::call(uint32_t kind, void* target, uint64_t value, uint64_t cond, uint32_t op, uint32_t width,
+                         uint64_t* ticketOut) {
+  if (!failed_.empty()) return Status(TETHER_ERR_TIMEOUT, failed_ + " (an earlier call)");
+  const uint64_t ticket = ++posted_;
+  // Calls are blocking, so the slot's previous ticket (ticket - kServiceSlots) is long done.
+  ServiceSlot& s = slots_[ticket % kServiceSlots];
+  s.kind = kind;
+  s.op = op;
+  s.width = width;
+  s.target = reinterpret_cast<uint64_t>(target);
+  s.value = value;
+  s.cond = cond;
+  __atomic_store_n(&s.seq, ticket, __ATOMIC_RELEASE);
+  // A kernel that leaves before it sees the post is restarted by awaitTicket.
+  if (!running_) TETHER_TRY(launch());
+  *ticketOut = ticket;
+  return awaitTicket(ticket);
+}
+
+Status HostService::amo(void* target, const AmoArgs& a, uint64_t* fetched) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cudaError_t e = cudaSetDevice(device_);
+  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
+  uint64_t ticket = 0;
+  TETHER_TRY(call(gpukernels::kServiceAmo, target, a.value, a.cond, static_cast<uint32_t>(a.op), a.width, &ticket));
+  if (fetched) *fetched = __atomic_load_n(&state_->result[ticket % kServiceSlots], __ATOMIC_ACQUIRE);
+  return Status::ok();
+}
+
+Status HostService::signal(void* target, uint64_t value, bool add) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cudaError_t e = cudaSetDevice(device_);
+  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
+  uint64_t ticket = 0;
+  return call(add ? gpukernels::kServiceSignalAdd : gpukernels::kServiceSignalSet, target, value, 0, 0, 0, &ticket);
+}
+
+}  // namespace tether

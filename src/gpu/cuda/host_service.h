@@ -1,0 +1,76 @@
+// The host service of one GPU context: a resident one-thread kernel that executes the host path's atomics and
+// signals on GPU words (issue #22). Without it each of them is a one-thread kernel launch plus a stream
+// synchronisation (~40 us on the H200 machines); with it the host writes a 64-byte slot of a ring in host-mapped
+// pinned memory and waits for the kernel's answer there (a few PCIe round trips).
+//
+// Lifetime of the kernel: not started until the first request ("start on first need"); it returns by itself once it
+// has had no request for TETHER_HOST_SERVICE_IDLE, so an idle program gets its SM back and a cudaDeviceSynchronize or
+// cudaFree of the program waits at most that long for it; the next request starts it again. It runs on a
+// non-blocking stream of its own, so work on the legacy default stream neither waits for it nor holds it up.
+// Protocol (kernels.h, ServiceSlot/ServiceState): tickets from 1; the host fills slot ticket % kServiceSlots and
+// stores its seq last (release); the kernel serves tickets strictly in order, stores the result and then done
+// (release), and on its way out stores its launch epoch to exited. A request posted while the kernel is leaving is
+// seen by the waiting host (exited == this launch's epoch, done short of the ticket): it waits for the stream and
+// starts a new kernel at done + 1, so every ticket is executed exactly once.
+//
+// Contract: every call is blocking and serialised per service (one mutex); the caller orders a signal after its
+// earlier copies (GpuContext::signal completes them first). Waits are bounded by TETHER_TIMEOUT: on expiry (the
+// kernel cannot get an SM, e.g. a kernel of the program holds them all) the call fails with TETHER_ERR_TIMEOUT, the
+// request may still execute later, and every later call fails at once naming that first timeout (the ring's state
+// is no longer known). Not used by the staged path's streams of other GPUs (one-thread kernels there).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/amo.h"
+#include "base/status.h"
+#include "gpu/cuda/kernels.h"
+
+namespace tether {
+
+class HostService {
+ public:
+  // device: the GPU of the calling context (current when create is called); idleNs > 0.
+  static Status create(int device, uint64_t idleNs, double timeoutSeconds, std::unique_ptr<HostService>* out);
+  // Stops a running kernel (a stop request) and waits for its stream, at most TETHER_TIMEOUT.
+  ~HostService();
+  HostService(const HostService&) = delete;
+  HostService& operator=(const HostService&) = delete;
+
+  Status amo(void* target, const AmoArgs& a, uint64_t* fetched);
+  Status signal(void* target, uint64_t value, bool add);
+
+  // Kernel launches so far (tests and TETHER_LOG=debug:core; a warm service serves many requests per launch).
+  uint64_t launches() const { return launches_; }
+
+ private:
+  HostService() = default;
+  // Posts one request and waits for it (mu_ held, except in the destructor); *ticketOut: its ticket.
+  Status call(uint32_t kind, void* target, uint64_t value, uint64_t cond, uint32_t op, uint32_t width,
+              uint64_t* ticketOut);
+  Status launch();  // a new kernel from done + 1 (mu_ held)
+  Status awaitTicket(uint64_t ticket);
+
+  int device_ = -1;
+  uint64_t idleNs_ = 0;
+  double timeoutSeconds_ = 0;
+  cudaStream_t stream_ = nullptr;
+  void* block_ = nullptr;               // one cudaHostAlloc: the ring, then the state
+  gpukernels::ServiceSlot* slots_ = nullptr;        // host view
+  gpukernels::ServiceState* state_ = nullptr;       // host view
+  const gpukernels::ServiceSlot* devSlots_ = nullptr;  // device aliases of the same memory
+  gpukernels::ServiceState* devState_ = nullptr;
+  std::mutex mu_;
+  uint64_t posted_ = 0;      // last ticket posted
+  uint64_t epoch_ = 0;       // epoch of the last launch
+  bool running_ = false;     // a kernel was launched and has not been seen to exit
+  uint64_t launches_ = 0;
+  std::string failed_;       // set by the first timeout: every later call fails with it
+};
+
+}  // namespace tether
