@@ -68,9 +68,10 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_DEVICE_IPC", ConfigType::Bool, "0",
        "1: share DEVICE segments with legacy CUDA IPC (fixed size) instead of VMM + POSIX file descriptors"},
       {"TETHER_COPY_STREAMS", ConfigType::Int, "4", "Internal copy-engine streams of the host path", 1, 64},
-      {"TETHER_HOST_SERVICE", ConfigType::Bool, "1",
-       "1: host atomics and signals on GPU words are executed by a resident one-thread kernel answering a mailbox "
-       "(started at first use, gone after TETHER_HOST_SERVICE_IDLE without requests); 0: one kernel launch each"},
+      {"TETHER_HOST_SERVICE", ConfigType::String, "auto",
+       "Host atomics and signals on GPU words: 1 = executed by a resident one-warp kernel answering a mailbox "
+       "(started at first use, gone after TETHER_HOST_SERVICE_IDLE without requests); 0 = one kernel launch each; "
+       "auto = 1 unless another PE of the host shares this PE's GPU"},
       {"TETHER_HOST_SERVICE_IDLE", ConfigType::Seconds, "100us",
        "How long the host service kernel waits for the next request before it returns its SM (a "
        "cudaDeviceSynchronize of the program waits at most this long for it)", 1e-6, 10},

@@ -119,7 +119,8 @@ class SymmetricHeap {
   // GPU-usable address of byte ref.offset of PE pe's HOST or STATIC segment, or nullptr (no GPU, PE on another host,
   // or not registered).
   char* hostGpuAlias(int pe, SymRef ref) const;
-  // Reads n bytes of this PE's own symmetric memory (a DEVICE segment goes through the GPU).
+  // Reads n bytes of this PE's own symmetric memory into host memory out (a DEVICE segment goes through the GPU: the
+  // host service for up to GpuContext::kSmallCopyBytes, else a copy).
   Status readLocal(SymRef ref, void* out, size_t n) const;
   // Zeroes n bytes of this PE's own symmetric memory (a DEVICE segment through the GPU); [offset, +n) may lie in the
   // control block.

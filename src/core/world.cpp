@@ -126,6 +126,7 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
   streams_.attach(gpu_.get(), job_.rank);
   TETHER_TRY(discoverTopology());
+  noteSharedGpu();
 
   TETHER_TRY(heap_.setUp(config_, job_, topo_, localPe_, localSize_, timeout_, *bootstrap_, gpu_.get()));
 
@@ -285,6 +286,18 @@ Status World::discoverTopology() {
   topo_ = std::move(t);
   TETHER_LOG_DEBUG(LogSys::Topology, "topology:\n%s", topo_.serialize().c_str());
   return Status::ok();
+}
+
+void World::noteSharedGpu() {
+  if (!gpu_) return;
+  const PeRecord& me = topo_.pes[static_cast<size_t>(job_.rank)];
+  for (int pe = 0; pe < job_.size; ++pe) {
+    const PeRecord& p = topo_.pes[static_cast<size_t>(pe)];
+    if (pe != job_.rank && p.host == me.host && p.gpu.present && p.gpu.busId == me.gpu.busId) {
+      gpu_->noteGpuShared(pe);
+      return;
+    }
+  }
 }
 
 Status World::finalize() {

@@ -108,8 +108,23 @@ class GpuContext {
   // pageable memory returns before its DMA lands). The context's own streams wait for it implicitly, but a peer PE
   // reading this PE's GPU memory does not: a collective calls this before it tells the peers its buffers are ready.
   virtual Status settleDefaultStream() = 0;
+  // A system-scope atomic / signal on a GPU-addressable word, waited for. signal() completes the context's earlier
+  // copies first. Executed by the host service (gpu/cuda/host_service.h: a resident kernel answering a mailbox, a few
+  // microseconds) when TETHER_HOST_SERVICE allows it, else by a one-thread kernel launch each (~10 us and more).
   virtual Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) = 0;
   virtual Status signal(void* target, uint64_t value, tether_signal_op_t op) = 0;
+  // Small blocking copies through the host service: n <= kSmallCopyBytes bytes from host memory src (CPU-readable)
+  // to the GPU-addressable dst (putSmall), or from the GPU-addressable src to host memory dst (getSmall), complete
+  // when the call returns (a few microseconds instead of a copy-engine copy and a stream synchronisation).
+  // TETHER_ERR_UNSUPPORTED when the service is off: the caller copies instead.
+  static constexpr size_t kSmallCopyBytes = 16;
+  virtual Status putSmall(void* dst, const void* src, size_t n) = 0;
+  virtual Status getSmall(void* dst, const void* src, size_t n) = 0;
+  // Another PE of this host uses this GPU (the World tells it after the topology exchange). Under
+  // TETHER_HOST_SERVICE=auto the host service is then not used: a resident kernel of one process makes the GPU
+  // time-slice between the processes' contexts (one H200 shared by 2 PEs, 2026-12-02: the other PE's host
+  // put_signal ping-pong on GPU words went from 181 to 264 us).
+  virtual void noteGpuShared(int pe) = 0;
 
   // Primitives for a caller that picks the GPU itself (the staged provider, transport/staged/):
   //  - deviceByBusId: the ordinal in this process of the GPU with that PCI bus id;

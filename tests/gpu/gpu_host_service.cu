@@ -6,6 +6,8 @@
 //     every counter ends at PEs x threads x 300;
 //  2. every AMO once with known operands on the next PE's words (32 and 64 bits): fetch, set, swap, compare_swap
 //     (hit and miss), inc, add, and/or/xor and their fetching forms, each result checked;
+//  2b. small puts and gets (1-16 bytes, the service's inline size, at offsets 0-7) into the next PE's DEVICE buffer,
+//     each read back by a small get, the whole buffer at the end by a 64-byte get (a copy-engine copy); tether_p/g;
 //  3. the idle boundary: 300 fetch_inc on the next PE's ring counter with random pauses of 0-3x
 //     TETHER_HOST_SERVICE_IDLE between them (the kernel leaves and is restarted, also while a request is being
 //     posted); each fetched value must be the count so far (executed exactly once, in order). Seed printed
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <set>
@@ -45,6 +48,7 @@ struct Words {
   uint64_t ring;     // section 3
   uint64_t sigSet;   // section 4
   uint64_t sigAdd;   // section 4
+  unsigned char bytes[64];  // section 2b
 };
 
 // Polls *word until it reaches want (volatile loads; bounded by ~20 s of %globaltimer); *seen = the last value read.
@@ -148,8 +152,9 @@ int main() {
     if (mine.c64 != want || mine.c32 != want)
       std::fprintf(stderr, "PE %d: counters %" PRIu64 " / %u, expected %" PRIu64 "\n", me, mine.c64, mine.c32, want);
     MP_CHECK(mine.c64 == want && mine.c32 == want);
-    if (me == 0) std::printf("contention: %d PEs x %d threads x %d fetch_add each on every PE's 64/32-bit counters: ok\n",
-                             n, kThreads, kPerThread);
+    if (me == 0)
+      std::printf("contention: %d PEs x %d threads x %d fetch_add each on every PE's 64/32-bit counters: ok\n", n,
+                  kThreads, kPerThread);
   }
 
   // 2. every AMO, 32 and 64 bits, on the next PE's words.
@@ -157,6 +162,32 @@ int main() {
   everyAmo(w, TETHER_UINT64, &words->a64, next);
   MP_OK(tether_barrier_all(w));
   if (me == 0) std::printf("every AMO on the next PE's 32/64-bit words: ok\n");
+
+  // 2b. small puts and gets.
+  {
+    unsigned char model[sizeof(Words::bytes)] = {};
+    long wrong = 0;
+    for (unsigned len = 1; len <= 16; ++len)
+      for (unsigned off = 0; off < 8; ++off) {
+        unsigned char src[16], back[16];
+        for (unsigned i = 0; i < len; ++i) src[i] = static_cast<unsigned char>(me * 31 + len * 7 + off * 3 + i + 1);
+        MP_OK(tether_put(w, words->bytes + off + len, src, len, next));
+        std::memcpy(model + off + len, src, len);
+        MP_OK(tether_get(w, back, words->bytes + off + len, len, next));
+        wrong += std::memcmp(back, src, len) != 0;
+      }
+    unsigned char all[sizeof(Words::bytes)];
+    MP_OK(tether_get(w, all, words->bytes, sizeof all, next));
+    wrong += std::memcmp(all, model, sizeof all) != 0;
+    uint64_t v = 0;
+    MP_OK(tether_uint64_p(w, &words->a64, 0x1122334455667788ull, next));
+    MP_OK(tether_uint64_g(w, &v, &words->a64, next));
+    wrong += v != 0x1122334455667788ull;
+    if (wrong) std::fprintf(stderr, "PE %d: %ld small put/get checks failed\n", me, wrong);
+    MP_CHECK(wrong == 0);
+    MP_OK(tether_barrier_all(w));
+    if (me == 0) std::printf("small puts and gets of 1-16 bytes at offsets 0-7, p and g: ok\n");
+  }
 
   // 3. the idle boundary.
   {
@@ -179,13 +210,14 @@ int main() {
       amo(w, TETHER_AMO_FETCH_INC, TETHER_UINT64, &words->ring, 0, 0, &f, next);
       wrong += f != static_cast<uint64_t>(i);
     }
-    if (wrong) std::fprintf(stderr, "PE %d: %ld fetch_inc across idle pauses returned an unexpected count\n", me, wrong);
+    if (wrong) std::fprintf(stderr, "PE %d: %ld fetch_inc across idle pauses fetched a wrong count\n", me, wrong);
     MP_CHECK(wrong == 0);
     MP_OK(tether_barrier_all(w));
     uint64_t ring = 0;
     CK(cudaMemcpy(&ring, &words->ring, sizeof ring, cudaMemcpyDeviceToHost));
     MP_CHECK(ring == kIdleRounds);
-    if (me == 0) std::printf("idle boundary: %d fetch_inc with pauses of 0-%.0f us: ok\n", kIdleRounds, 3 * idleUs);
+    if (me == 0)
+      std::printf("idle boundary: %d fetch_inc with pauses of 0-%.0f us: ok\n", kIdleRounds, 3 * idleUs);
   }
 
   // 4. signals into a kernel that waits for them.

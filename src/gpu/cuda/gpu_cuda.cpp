@@ -350,9 +350,12 @@ class CudaGpuStream : public GpuStream {
   std::mutex kernelMu_;
 };
 
+static_assert(GpuContext::kSmallCopyBytes == gpukernels::kServiceBytes, "small copies fit a service slot");
+
 // The host service's settings (TETHER_HOST_SERVICE*, TETHER_TIMEOUT), kept by a context for its siblings.
 struct ServiceOptions {
   bool on = false;
+  bool automatic = false;  // TETHER_HOST_SERVICE=auto: off once noteGpuShared is called
   uint64_t idleNs = 0;
   double timeoutSeconds = 0;
 };
@@ -504,6 +507,24 @@ class CudaGpuContext : public GpuContext {
     CUDA_TRY(gpukernels::launchSignal(streams_[0], static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
     CUDA_TRY(cudaStreamSynchronize(streams_[0]));
     return Status::ok();
+  }
+
+  Status putSmall(void* dst, const void* src, size_t n) override {
+    if (!service_) return Status(TETHER_ERR_UNSUPPORTED, "the host service is off");
+    return service_->put(dst, src, n);
+  }
+
+  Status getSmall(void* dst, const void* src, size_t n) override {
+    if (!service_) return Status(TETHER_ERR_UNSUPPORTED, "the host service is off");
+    return service_->get(dst, src, n);
+  }
+
+  void noteGpuShared(int pe) override {
+    if (!serviceOpts_.automatic || !service_) return;
+    TETHER_LOG_INFO(LogSys::Core, "GPU %d is shared with PE %d: host atomics and signals use one kernel launch each "
+                    "(TETHER_HOST_SERVICE=auto; =1 forces the resident service kernel)", device_, pe);
+    service_.reset();
+    serviceOpts_.on = false;
   }
 
   Status deviceByBusId(const std::string& busId, int* dev) override {
@@ -736,7 +757,12 @@ Status GpuContext::create(const Config& config, int localPe, std::unique_ptr<Gpu
   }
   std::unique_ptr<CudaGpuContext> c(new CudaGpuContext());
   ServiceOptions service;
-  service.on = config.flag("TETHER_HOST_SERVICE");
+  const std::string mode = config.str("TETHER_HOST_SERVICE");
+  bool forced = false;
+  service.automatic = mode == "auto";
+  if (!service.automatic && !parseBool(mode, &forced))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_HOST_SERVICE=%s: expected auto, 1 or 0", mode.c_str());
+  service.on = service.automatic || forced;
   service.idleNs = static_cast<uint64_t>(config.seconds("TETHER_HOST_SERVICE_IDLE") * 1e9);
   service.timeoutSeconds = config.seconds("TETHER_TIMEOUT");
   TETHER_TRY(c->init(dev, static_cast<int>(config.integer("TETHER_COPY_STREAMS")), config.size("TETHER_COPY_SPLIT"),

@@ -7,11 +7,13 @@
 #include "base/log.h"
 
 namespace tether {
+namespace gk = gpukernels;
+
 namespace {
 
-using gpukernels::kServiceSlots;
-using gpukernels::ServiceSlot;
-using gpukernels::ServiceState;
+using gk::kServiceSlots;
+using gk::ServiceSlot;
+using gk::ServiceState;
 
 Status serviceCudaFail(const char* what, cudaError_t e) {
   return Status(TETHER_ERR_CUDA, strprintf("host service: %s: %s (%s)", what, cudaGetErrorString(e),
@@ -48,7 +50,7 @@ HostService::~HostService() {
   cudaSetDevice(device_);
   if (running_ && failed_.empty() && loadAcquire(&state_->exited) != epoch_) {
     uint64_t ticket = 0;
-    Status s = call(gpukernels::kServiceStop, nullptr, 0, 0, 0, 0, &ticket);
+    Status s = call(gk::serviceHead(gk::kServiceStop), nullptr, 0, 0, &ticket);
     if (!s.isOk()) TETHER_LOG_WARN(LogSys::Core, "host service of GPU %d: stopping: %s", device_, s.message().c_str());
   }
   // The kernel has returned (stop served) or returns within idleNs; bounded all the same (a kernel that never got
@@ -67,7 +69,7 @@ HostService::~HostService() {
 
 Status HostService::launch() {
   const uint64_t next = loadAcquire(&state_->done) + 1;
-  cudaError_t e = gpukernels::launchService(stream_, devSlots_, devState_, next, idleNs_, ++epoch_);
+  cudaError_t e = gk::launchService(stream_, devSlots_, devState_, next, idleNs_, ++epoch_);
   if (e != cudaSuccess) return serviceCudaFail("launching the service kernel", e);
   running_ = true;
   ++launches_;
@@ -95,19 +97,18 @@ Status HostService::awaitTicket(uint64_t ticket) {
   return Status::ok();
 }
 
-Status HostService::call(uint32_t kind, void* target, uint64_t value, uint64_t cond, uint32_t op, uint32_t width,
-                         uint64_t* ticketOut) {
+Status HostService::call(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut) {
   if (!failed_.empty()) return Status(TETHER_ERR_TIMEOUT, failed_ + " (an earlier call)");
   const uint64_t ticket = ++posted_;
-  // Calls are blocking, so the slot's previous ticket (ticket - kServiceSlots) is long done.
-  ServiceSlot& s = slots_[ticket % kServiceSlots];
-  s.kind = kind;
-  s.op = op;
-  s.width = width;
-  s.target = reinterpret_cast<uint64_t>(target);
-  s.value = value;
-  s.cond = cond;
-  __atomic_store_n(&s.seq, ticket, __ATOMIC_RELEASE);
+  // Calls are blocking, so the slot's previous ticket (ticket - kServiceSlots) is long done. Each word carries the
+  // ticket (kernels.h, ServiceSlot): stored in any order, no release needed between them.
+  const uint64_t tag = (ticket & 0xffffffffu) << 32;
+  const uint64_t t = reinterpret_cast<uint64_t>(target);
+  const uint64_t words[gk::kSlotWords] = {
+      head, t & 0xffffffffu, t >> 32, value & 0xffffffffu, value >> 32, cond & 0xffffffffu,
+      cond >> 32, 0};
+  uint64_t* slot = slots_[ticket % kServiceSlots].word;
+  for (unsigned i = 0; i < gk::kSlotWords; ++i) __atomic_store_n(&slot[i], tag | words[i], __ATOMIC_RELAXED);
   // A kernel that leaves before it sees the post is restarted by awaitTicket.
   if (!running_) TETHER_TRY(launch());
   *ticketOut = ticket;
@@ -119,8 +120,32 @@ Status HostService::amo(void* target, const AmoArgs& a, uint64_t* fetched) {
   cudaError_t e = cudaSetDevice(device_);
   if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
   uint64_t ticket = 0;
-  TETHER_TRY(call(gpukernels::kServiceAmo, target, a.value, a.cond, static_cast<uint32_t>(a.op), a.width, &ticket));
-  if (fetched) *fetched = __atomic_load_n(&state_->result[ticket % kServiceSlots], __ATOMIC_ACQUIRE);
+  TETHER_TRY(call(gk::serviceHead(gk::kServiceAmo, static_cast<uint32_t>(a.op), a.width), target, a.value,
+                  a.cond, &ticket));
+  if (fetched) *fetched = state_->result[ticket % kServiceSlots][0];  // written before done (acquired)
+  return Status::ok();
+}
+
+Status HostService::put(void* dst, const void* src, size_t n) {
+  if (n > gk::kServiceBytes) TETHER_FAIL(TETHER_ERR_INTERNAL, "host service: a put of %zu bytes", n);
+  uint64_t data[2] = {0, 0};
+  std::memcpy(data, src, n);
+  std::lock_guard<std::mutex> lock(mu_);
+  cudaError_t e = cudaSetDevice(device_);
+  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
+  uint64_t ticket = 0;
+  return call(gk::serviceHead(gk::kServicePut, 0, 0, static_cast<uint32_t>(n)), dst, data[0], data[1], &ticket);
+}
+
+Status HostService::get(void* dst, const void* src, size_t n) {
+  if (n > gk::kServiceBytes) TETHER_FAIL(TETHER_ERR_INTERNAL, "host service: a get of %zu bytes", n);
+  std::lock_guard<std::mutex> lock(mu_);
+  cudaError_t e = cudaSetDevice(device_);
+  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
+  uint64_t ticket = 0;
+  TETHER_TRY(call(gk::serviceHead(gk::kServiceGet, 0, 0, static_cast<uint32_t>(n)), const_cast<void*>(src), 0, 0,
+                  &ticket));
+  std::memcpy(dst, state_->result[ticket % kServiceSlots], n);
   return Status::ok();
 }
 
@@ -129,7 +154,8 @@ Status HostService::signal(void* target, uint64_t value, bool add) {
   cudaError_t e = cudaSetDevice(device_);
   if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
   uint64_t ticket = 0;
-  return call(add ? gpukernels::kServiceSignalAdd : gpukernels::kServiceSignalSet, target, value, 0, 0, 0, &ticket);
+  return call(gk::serviceHead(add ? gk::kServiceSignalAdd : gk::kServiceSignalSet), target, value,
+              0, &ticket);
 }
 
 }  // namespace tether

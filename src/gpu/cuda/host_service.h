@@ -1,4 +1,4 @@
-// The host service of one GPU context: a resident one-thread kernel that executes the host path's atomics and
+// The host service of one GPU context: a resident one-warp kernel that executes the host path's atomics and
 // signals on GPU words (issue #22). Without it each of them is a one-thread kernel launch plus a stream
 // synchronisation (~40 us on the H200 machines); with it the host writes a 64-byte slot of a ring in host-mapped
 // pinned memory and waits for the kernel's answer there (a few PCIe round trips).
@@ -7,8 +7,8 @@
 // has had no request for TETHER_HOST_SERVICE_IDLE, so an idle program gets its SM back and a cudaDeviceSynchronize or
 // cudaFree of the program waits at most that long for it; the next request starts it again. It runs on a
 // non-blocking stream of its own, so work on the legacy default stream neither waits for it nor holds it up.
-// Protocol (kernels.h, ServiceSlot/ServiceState): tickets from 1; the host fills slot ticket % kServiceSlots and
-// stores its seq last (release); the kernel serves tickets strictly in order, stores the result and then done
+// Protocol (kernels.h, ServiceSlot/ServiceState): tickets from 1; the host fills slot ticket % kServiceSlots, every
+// word tagged with the ticket; the kernel serves tickets strictly in order, stores the result and then done
 // (release), and on its way out stores its launch epoch to exited. A request posted while the kernel is leaving is
 // seen by the waiting host (exited == this launch's epoch, done short of the ticket): it waits for the stream and
 // starts a new kernel at done + 1, so every ticket is executed exactly once.
@@ -44,6 +44,10 @@ class HostService {
 
   Status amo(void* target, const AmoArgs& a, uint64_t* fetched);
   Status signal(void* target, uint64_t value, bool add);
+  // n <= gpukernels::kServiceBytes bytes from host memory src to GPU-addressable dst / from GPU-addressable src to
+  // host memory dst, complete when the call returns.
+  Status put(void* dst, const void* src, size_t n);
+  Status get(void* dst, const void* src, size_t n);
 
   // Kernel launches so far (tests and TETHER_LOG=debug:core; a warm service serves many requests per launch).
   uint64_t launches() const { return launches_; }
@@ -51,8 +55,7 @@ class HostService {
  private:
   HostService() = default;
   // Posts one request and waits for it (mu_ held, except in the destructor); *ticketOut: its ticket.
-  Status call(uint32_t kind, void* target, uint64_t value, uint64_t cond, uint32_t op, uint32_t width,
-              uint64_t* ticketOut);
+  Status call(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut);
   Status launch();  // a new kernel from done + 1 (mu_ held)
   Status awaitTicket(uint64_t ticket);
 

@@ -33,60 +33,79 @@ __device__ inline uint64_t globalNs() {
   return t;
 }
 
-__device__ inline uint64_t loadAcquireSys(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
 __device__ inline void storeReleaseSys(uint64_t* p, uint64_t v) {
   asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// One thread (kernels.h, launchService). The fields of a slot are read with volatile loads after the acquire of its
-// seq, so nothing stale comes from a cache; done is stored with release after the operation and its result.
+// One warp (kernels.h, launchService): lanes 0-7 poll the next slot with one 64-byte load; once every word carries
+// the ticket, lane 0 executes the request and stores its result, then done with release.
 __global__ void serviceKernel(const ServiceSlot* slots, ServiceState* state, uint64_t next, uint64_t idleNs,
                               uint64_t epoch) {
+  const unsigned lane = threadIdx.x;
   uint64_t idleSince = globalNs();
   for (;;) {
-    const ServiceSlot* s = &slots[next % kServiceSlots];
-    if (loadAcquireSys(&s->seq) != next) {
-      if (globalNs() - idleSince > idleNs) break;
+    const uint64_t* words = slots[next % kServiceSlots].word;
+    uint64_t mine = 0;
+    if (lane < kSlotWords) mine = *reinterpret_cast<const volatile uint64_t*>(&words[lane]);
+    const bool ok = lane >= kSlotWords || (mine >> 32) == (next & 0xffffffffu);
+    if (!__all_sync(0xffffffffu, ok)) {
+      int leave = 0;
+      if (lane == 0) leave = globalNs() - idleSince > idleNs;
+      if (__shfl_sync(0xffffffffu, leave, 0)) break;
       continue;
     }
-    const volatile ServiceSlot* v = s;
-    const uint32_t kind = v->kind;
-    void* target = reinterpret_cast<void*>(v->target);
-    const uint64_t value = v->value;
-    if (kind == kServiceAmo) {
-      const tether_amo_t op = static_cast<tether_amo_t>(v->op);
-      uint64_t old;
-      if (v->width == 4)
-        old = amoOnWord(static_cast<unsigned int*>(target), op, static_cast<unsigned int>(value),
-                        static_cast<unsigned int>(v->cond));
-      else
-        old = amoOnWord(static_cast<unsigned long long*>(target), op, static_cast<unsigned long long>(value),
-                        static_cast<unsigned long long>(v->cond));
-      state->result[next % kServiceSlots] = old;
-    } else if (kind == kServiceSignalSet) {
-      storeReleaseSys(static_cast<uint64_t*>(target), value);
-    } else if (kind == kServiceSignalAdd) {
-      __threadfence_system();
-      atomicAdd_system(static_cast<unsigned long long*>(target), static_cast<unsigned long long>(value));
+    uint64_t w[kSlotWords];
+#pragma unroll
+    for (unsigned i = 0; i < kSlotWords; ++i) w[i] = __shfl_sync(0xffffffffu, mine, static_cast<int>(i)) & 0xffffffffu;
+    const uint32_t kind = static_cast<uint32_t>(w[kSlotHead] & 0xff);
+    if (lane == 0) {
+      void* target = reinterpret_cast<void*>(w[kSlotTarget] | w[kSlotTarget + 1] << 32);
+      const uint64_t value = w[kSlotValue] | w[kSlotValue + 1] << 32;
+      if (kind == kServiceAmo) {
+        const tether_amo_t op = static_cast<tether_amo_t>((w[kSlotHead] >> 8) & 0xff);
+        const uint64_t cond = w[kSlotCond] | w[kSlotCond + 1] << 32;
+        uint64_t old;
+        if (((w[kSlotHead] >> 16) & 0xff) == 4)
+          old = amoOnWord(static_cast<unsigned int*>(target), op, static_cast<unsigned int>(value),
+                          static_cast<unsigned int>(cond));
+        else
+          old = amoOnWord(static_cast<unsigned long long*>(target), op, static_cast<unsigned long long>(value),
+                          static_cast<unsigned long long>(cond));
+        state->result[next % kServiceSlots][0] = old;
+      } else if (kind == kServicePut || kind == kServiceGet) {
+        const unsigned bytes = static_cast<unsigned>(w[kSlotHead] >> 24) & 0xff;
+        unsigned char* t = static_cast<unsigned char*>(target);
+        uint64_t data[2] = {value, w[kSlotCond] | w[kSlotCond + 1] << 32};
+        unsigned char* d = reinterpret_cast<unsigned char*>(data);
+        for (unsigned i = 0; i < bytes && i < kServiceBytes; ++i) {
+          if (kind == kServicePut) t[i] = d[i];
+          else d[i] = *reinterpret_cast<volatile unsigned char*>(t + i);
+        }
+        if (kind == kServiceGet) {
+          state->result[next % kServiceSlots][0] = data[0];
+          state->result[next % kServiceSlots][1] = data[1];
+        }
+      } else if (kind == kServiceSignalSet) {
+        storeReleaseSys(static_cast<uint64_t*>(target), value);
+      } else if (kind == kServiceSignalAdd) {
+        __threadfence_system();
+        atomicAdd_system(static_cast<unsigned long long*>(target), static_cast<unsigned long long>(value));
+      }
+      storeReleaseSys(&state->done, next);
     }
-    storeReleaseSys(&state->done, next);
+    __syncwarp();
     ++next;
     if (kind == kServiceStop) break;
     idleSince = globalNs();
   }
-  storeReleaseSys(&state->exited, epoch);
+  if (lane == 0) storeReleaseSys(&state->exited, epoch);
 }
 
 }  // namespace
 
 cudaError_t launchService(cudaStream_t stream, const ServiceSlot* slots, ServiceState* state, uint64_t next,
                           uint64_t idleNs, uint64_t epoch) {
-  serviceKernel<<<1, 1, 0, stream>>>(slots, state, next, idleNs, epoch);
+  serviceKernel<<<1, 32, 0, stream>>>(slots, state, next, idleNs, epoch);
   return cudaGetLastError();
 }
 

@@ -15,28 +15,34 @@ namespace gpukernels {
 cudaError_t launchAmo(cudaStream_t stream, void* target, const AmoArgs& args, uint64_t* result);
 // SET: release store at system scope; ADD: system-scope atomic add after a system fence.
 cudaError_t launchSignal(cudaStream_t stream, uint64_t* target, uint64_t value, int isAdd);
-// The host service (host_service.h): one GPU thread that stays resident and executes the atomics and signals the
-// host posts into a ring of slots in host-mapped pinned memory, so that a host atomic on a GPU word costs a PCIe
-// round trip instead of a kernel launch and a stream synchronisation.
+// The host service (host_service.h): one GPU warp that stays resident and executes the atomics and signals the host
+// posts into a ring of slots in host-mapped pinned memory, so that a host atomic on a GPU word costs a PCIe round
+// trip instead of a kernel launch and a stream synchronisation.
 constexpr uint32_t kServiceSlots = 64;
-enum ServiceKind : uint32_t { kServiceAmo = 1, kServiceSignalSet = 2, kServiceSignalAdd = 3, kServiceStop = 4 };
-// Written by the host; seq (the ticket, from 1) is stored last with release, the fields before it.
-struct alignas(64) ServiceSlot {
-  uint64_t seq;
-  uint32_t kind;   // ServiceKind
-  uint32_t op;     // tether_amo_t (kServiceAmo)
-  uint32_t width;  // 4 or 8 (kServiceAmo)
-  uint32_t pad;
-  uint64_t target;  // GPU address of the word
-  uint64_t value;
-  uint64_t cond;
+enum ServiceKind : uint32_t {
+  kServiceAmo = 1, kServiceSignalSet = 2, kServiceSignalAdd = 3, kServiceStop = 4,
+  kServicePut = 5,  // bytes (head bits 24-31, <= kServiceBytes) from the value and cond words to the target
+  kServiceGet = 6,  // bytes from the target to result[slot][0..1]
 };
-// Written by the GPU thread: done = the last ticket executed (release, after its result), exited = the launch epoch
-// of a kernel that returned (after its last done).
+constexpr uint32_t kServiceBytes = 16;
+// A slot is 8 words, each (ticket's low 32 bits) << 32 | 32 bits of the request, so that the warp reads a whole
+// request with one 64-byte load (8 lanes, one word each) and knows it complete when every word carries the ticket:
+// no word can be older than the others, whatever order the host's stores reach it in (each 8-byte store and load is
+// single-copy atomic). Words: 0 kind | op << 8 | width << 16 | bytes << 24; 1-2 the target's GPU address; 3-4 value;
+// 5-6 cond (low half first; a put's bytes are value then cond, little-endian); 7 none.
+struct alignas(64) ServiceSlot {
+  uint64_t word[8];
+};
+enum : unsigned { kSlotHead, kSlotTarget, kSlotValue = 3, kSlotCond = 5, kSlotWords = 8 };
+inline uint32_t serviceHead(uint32_t kind, uint32_t op = 0, uint32_t width = 0, uint32_t bytes = 0) {
+  return kind | op << 8 | width << 16 | bytes << 24;
+}
+// Written by the warp: done = the last ticket executed (release, after its result), exited = the launch epoch of a
+// kernel that returned (after its last done).
 struct ServiceState {
   alignas(64) uint64_t done;
   alignas(64) uint64_t exited;
-  alignas(64) uint64_t result[kServiceSlots];  // result[ticket % kServiceSlots]: the old value of an AMO
+  alignas(64) uint64_t result[kServiceSlots][2];  // [ticket % kServiceSlots]: an AMO's old value, a get's bytes
 };
 // Serves tickets next, next + 1, ... in order from slots (a device alias of the ring) until it has had no request
 // for idleNs nanoseconds (%globaltimer) or serves a kServiceStop; then stores epoch to state->exited and returns.

@@ -1,7 +1,8 @@
 // p2p transport: the host path when this PE has a GPU. ctx is the World's GpuContext.
 //
 // Data: a put/get touching device memory on either side (the target DEVICE segment, or a user buffer in GPU memory)
-// is a copy-engine copy; HOST segment <-> host buffer stays a memcpy. Atomics and signals: DEVICE words through a
+// is a copy-engine copy, except a small blocking one between host memory and a DEVICE segment, which the GPU's host
+// service executes when it is on (GpuContext::putSmall/getSmall); HOST segment <-> host buffer stays a memcpy. Atomics and signals: DEVICE words through a
 // system-scope GPU atomic (kernel), HOST words through the shm transport's CPU atomics, after completing earlier
 // copies so a signal never overtakes the data it announces.
 // The p2p provider (this PE has a GPU context) serves the self, shm and p2p paths choosePath picks.
@@ -16,14 +17,30 @@ namespace {
 
 GpuContext& gpu(void* ctx) { return *static_cast<GpuContext*>(ctx); }
 
+// A small blocking copy between host memory and a DEVICE segment goes through the host service when it is on.
+bool small(size_t n, bool nbi) { return !nbi && n <= GpuContext::kSmallCopyBytes; }
+bool served(const Status& s) { return s.code() != TETHER_ERR_UNSUPPORTED; }
+
 Status p2pPut(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
-  if (isHostMemory(dst.kind) && !gpu(ctx).isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
-  return gpu(ctx).copy(dst.gpuPtr, src, n, nbi);
+  GpuContext& g = gpu(ctx);
+  if (isHostMemory(dst.kind)) {
+    if (!g.isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
+  } else if (small(n, nbi) && !g.isDeviceMemory(src)) {
+    Status s = g.putSmall(dst.gpuPtr, src, n);
+    if (served(s)) return s;
+  }
+  return g.copy(dst.gpuPtr, src, n, nbi);
 }
 
 Status p2pGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
-  if (isHostMemory(src.kind) && !gpu(ctx).isDeviceMemory(dst)) return shmTransportOps().get(nullptr, pe, dst, src, n, nbi);
-  return gpu(ctx).copy(dst, src.gpuPtr, n, nbi);
+  GpuContext& g = gpu(ctx);
+  if (isHostMemory(src.kind)) {
+    if (!g.isDeviceMemory(dst)) return shmTransportOps().get(nullptr, pe, dst, src, n, nbi);
+  } else if (small(n, nbi) && !g.isDeviceMemory(dst)) {
+    Status s = g.getSmall(dst, src.gpuPtr, n);
+    if (served(s)) return s;
+  }
+  return g.copy(dst, src.gpuPtr, n, nbi);
 }
 
 Status p2pAmo(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
