@@ -35,8 +35,9 @@
 // one) and completed anyway, so the producer fails cleanly instead of hanging. A batch whose quiet fails records its
 // first ticket (the log names the batch's ticket range). stop() (finalize, destructor) executes
 // what is already posted, then joins the thread; it must run before the heaps are unmapped.
-// Limits: atomics/signals on DEVICE words run a one-thread kernel, so they need one free block slot on the GPU while
-// the served kernel runs, and that kernel must already be loaded in the context (the GpuContext loads it when it is
+// Limits: atomics/signals on DEVICE words run on the GPU (the sibling context's host service, or a one-thread kernel
+// with it off), so they need one free block slot on the GPU while the served kernel runs, and that kernel must
+// already be loaded in the context (the GpuContext loads it when it is
 // created: under CUDA's lazy loading a first launch from this thread could wait for the served kernel itself); a
 // local buffer of a GPU handle must be GPU memory, cudaHostAlloc'd memory or this PE's symmetric memory (other
 // registered host memory has a GPU alias the proxy cannot translate back).
