@@ -113,12 +113,13 @@ class GpuContext {
   // microseconds) when TETHER_HOST_SERVICE allows it, else by a one-thread kernel launch each (~10 us and more).
   virtual Status atomic(void* target, const AmoArgs& a, uint64_t* fetched) = 0;
   virtual Status signal(void* target, uint64_t value, tether_signal_op_t op) = 0;
-  // Small blocking copies through the host service: n <= kSmallCopyBytes bytes from host memory src (CPU-readable)
-  // to the GPU-addressable dst (putSmall), or from the GPU-addressable src to host memory dst (getSmall), complete
-  // when the call returns (a few microseconds instead of a copy-engine copy and a stream synchronisation).
-  // TETHER_ERR_UNSUPPORTED when the service is off: the caller copies instead.
+  // Small copies through the host service: n <= kSmallCopyBytes bytes from host memory src (CPU-readable) to the
+  // GPU-addressable dst (putSmall: complete on return, or with nbi at quiet(); src reusable at once either way), or
+  // from the GPU-addressable src to host memory dst (getSmall, complete on return): a few microseconds instead of a
+  // copy-engine copy and a stream synchronisation. TETHER_ERR_UNSUPPORTED when the service is off: the caller
+  // copies instead. quiet() completes posted puts; a signal() follows them without it.
   static constexpr size_t kSmallCopyBytes = 16;
-  virtual Status putSmall(void* dst, const void* src, size_t n) = 0;
+  virtual Status putSmall(void* dst, const void* src, size_t n, bool nbi) = 0;
   virtual Status getSmall(void* dst, const void* src, size_t n) = 0;
   // Another PE of this host uses this GPU (the World tells it after the topology exchange). Under
   // TETHER_HOST_SERVICE=auto the host service is then not used: a resident kernel of one process makes the GPU

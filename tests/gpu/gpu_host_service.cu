@@ -8,6 +8,9 @@
 //     (hit and miss), inc, add, and/or/xor and their fetching forms, each result checked;
 //  2b. small puts and gets (1-16 bytes, the service's inline size, at offsets 0-7) into the next PE's DEVICE buffer,
 //     each read back by a small get, the whole buffer at the end by a 64-byte get (a copy-engine copy); tether_p/g;
+//  2c. 3 rounds of 200 put_nbi of 8 bytes (more than the service's 64-slot ring) into the next PE's DEVICE buffer, then
+//     a signal with no quiet before it: the next PE waits for the signal (a host wait on its GPU word) and must find
+//     every value of the round in place (a signal follows the puts before it);
 //  3. the idle boundary: 300 fetch_inc on the next PE's ring counter with random pauses of 0-3x
 //     TETHER_HOST_SERVICE_IDLE between them (the kernel leaves and is restarted, also while a request is being
 //     posted); each fetched value must be the count so far (executed exactly once, in order). Seed printed
@@ -49,6 +52,8 @@ struct Words {
   uint64_t sigSet;   // section 4
   uint64_t sigAdd;   // section 4
   unsigned char bytes[64];  // section 2b
+  uint64_t nbi[200];        // section 2c
+  uint64_t nbiSig;          // section 2c
 };
 
 // Polls *word until it reaches want (volatile loads; bounded by ~20 s of %globaltimer); *seen = the last value read.
@@ -187,6 +192,27 @@ int main() {
     MP_CHECK(wrong == 0);
     MP_OK(tether_barrier_all(w));
     if (me == 0) std::printf("small puts and gets of 1-16 bytes at offsets 0-7, p and g: ok\n");
+  }
+
+  // 2c. posted small puts, then a signal.
+  {
+    long wrong = 0;
+    std::vector<uint64_t> got(200);
+    for (uint64_t round = 1; round <= 3; ++round) {
+      for (uint64_t i = 0; i < 200; ++i) {
+        const uint64_t v = (round << 32) | (static_cast<uint64_t>(me) << 16) | i;
+        MP_OK(tether_put_nbi(w, &words->nbi[i], &v, sizeof v, next));
+      }
+      MP_OK(tether_signal_op(w, &words->nbiSig, round, TETHER_SIGNAL_SET, next));
+      MP_OK(tether_signal_wait_until(w, &words->nbiSig, TETHER_CMP_GE, round, nullptr));
+      CK(cudaMemcpy(got.data(), words->nbi, 200 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+      for (uint64_t i = 0; i < 200; ++i)
+        wrong += got[i] != ((round << 32) | (static_cast<uint64_t>(prev) << 16) | i);
+      MP_OK(tether_barrier_all(w));
+    }
+    if (wrong) std::fprintf(stderr, "PE %d: %ld values from PE %d missing after its signal\n", me, wrong, prev);
+    MP_CHECK(wrong == 0);
+    if (me == 0) std::printf("posted puts (3 x 200 put_nbi of 8 B) then a signal without quiet: ok\n");
   }
 
   // 3. the idle boundary.

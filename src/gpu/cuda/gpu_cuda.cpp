@@ -474,13 +474,8 @@ class CudaGpuContext : public GpuContext {
   }
 
   Status quiet() override {
-    CUDA_TRY(cudaSetDevice(device_));
-    for (size_t i = 0; i < streams_.size(); ++i)
-      if (pending_[i].exchange(false)) CUDA_TRY(cudaStreamSynchronize(streams_[i]));
-    std::lock_guard<std::mutex> lock(madeMu_);
-    for (auto& m : made_)
-      if (m->pending()) TETHER_TRY(m->sync());
-    return Status::ok();
+    TETHER_TRY(quietCopies());
+    return service_ ? service_->drain() : Status::ok();  // small puts posted to the host service
   }
 
   Status settleDefaultStream() override {
@@ -500,18 +495,18 @@ class CudaGpuContext : public GpuContext {
   }
 
   Status signal(void* target, uint64_t value, tether_signal_op_t op) override {
-    TETHER_TRY(quiet());  // the signal must follow every earlier copy
+    TETHER_TRY(quietCopies());  // the signal must follow every earlier copy (the service's own puts: it runs in order)
     if (service_) return service_->signal(target, value, op == TETHER_SIGNAL_ADD);
     std::lock_guard<std::mutex> lock(kernelMu_);
-    CUDA_TRY(cudaSetDevice(device_));  // streams_[0] is device_'s (quiet() set it too; not relied upon)
+    CUDA_TRY(cudaSetDevice(device_));  // streams_[0] is device_'s (quietCopies() set it too; not relied upon)
     CUDA_TRY(gpukernels::launchSignal(streams_[0], static_cast<uint64_t*>(target), value, op == TETHER_SIGNAL_ADD));
     CUDA_TRY(cudaStreamSynchronize(streams_[0]));
     return Status::ok();
   }
 
-  Status putSmall(void* dst, const void* src, size_t n) override {
+  Status putSmall(void* dst, const void* src, size_t n, bool nbi) override {
     if (!service_) return Status(TETHER_ERR_UNSUPPORTED, "the host service is off");
-    return service_->put(dst, src, n);
+    return service_->put(dst, src, n, !nbi);
   }
 
   Status getSmall(void* dst, const void* src, size_t n) override {
@@ -523,6 +518,7 @@ class CudaGpuContext : public GpuContext {
     if (!serviceOpts_.automatic || !service_) return;
     TETHER_LOG_INFO(LogSys::Core, "GPU %d is shared with PE %d: host atomics and signals use one kernel launch each "
                     "(TETHER_HOST_SERVICE=auto; =1 forces the resident service kernel)", device_, pe);
+    (void)service_->drain();  // (called at start-up, before any request)
     service_.reset();
     serviceOpts_.on = false;
   }
@@ -711,6 +707,17 @@ class CudaGpuContext : public GpuContext {
   std::unordered_map<uint64_t, std::list<Opened>> opened_;
   std::string pointersMissing_;  // why the entry points exportRegion needs are missing (empty: resolved)
   std::mutex madeMu_;                                // made_, allocs_, hostAllocs_
+  // Waits for the copies of the pool and of every stream createStream made (quiet() without the host service).
+  Status quietCopies() {
+    CUDA_TRY(cudaSetDevice(device_));
+    for (size_t i = 0; i < streams_.size(); ++i)
+      if (pending_[i].exchange(false)) CUDA_TRY(cudaStreamSynchronize(streams_[i]));
+    std::lock_guard<std::mutex> lock(madeMu_);
+    for (auto& m : made_)
+      if (m->pending()) TETHER_TRY(m->sync());
+    return Status::ok();
+  }
+
   std::vector<std::unique_ptr<CudaGpuStream>> made_;  // createStream, destroyed first
   int device_ = -1;
   std::string busId_;

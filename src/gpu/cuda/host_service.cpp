@@ -68,6 +68,8 @@ HostService::~HostService() {
 }
 
 Status HostService::launch() {
+  cudaError_t d = cudaSetDevice(device_);
+  if (d != cudaSuccess) return serviceCudaFail("cudaSetDevice", d);
   const uint64_t next = loadAcquire(&state_->done) + 1;
   cudaError_t e = gk::launchService(stream_, devSlots_, devState_, next, idleNs_, ++epoch_);
   if (e != cudaSuccess) return serviceCudaFail("launching the service kernel", e);
@@ -77,6 +79,10 @@ Status HostService::launch() {
 }
 
 Status HostService::awaitTicket(uint64_t ticket) {
+  // Pure spinning for the first kSpinNs: the answer comes from the GPU in a few microseconds, and this spin holds
+  // back no PE (SpinWait's early yields would add a system call to every answer); then SpinWait's backoff.
+  constexpr uint64_t kSpinNs = 20000;
+  const uint64_t spinUntil = nowNs() + kSpinNs;
   SpinWait spin(timeoutSeconds_);
   while (loadAcquire(&state_->done) < ticket) {
     if (loadAcquire(&state_->exited) == epoch_) {
@@ -87,6 +93,7 @@ Status HostService::awaitTicket(uint64_t ticket) {
       if (loadAcquire(&state_->done) < ticket) TETHER_TRY(launch());
       continue;
     }
+    if (nowNs() < spinUntil) spin.busy();
     if (!spin.next()) {
       failed_ = strprintf("host service of GPU %d: request %llu not answered within %.1f s (TETHER_TIMEOUT): the "
                           "service kernel did not run (are all SMs held by a kernel that waits for this request?)",
@@ -97,28 +104,32 @@ Status HostService::awaitTicket(uint64_t ticket) {
   return Status::ok();
 }
 
-Status HostService::call(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut) {
+Status HostService::post(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut) {
   if (!failed_.empty()) return Status(TETHER_ERR_TIMEOUT, failed_ + " (an earlier call)");
-  const uint64_t ticket = ++posted_;
-  // Calls are blocking, so the slot's previous ticket (ticket - kServiceSlots) is long done. Each word carries the
-  // ticket (kernels.h, ServiceSlot): stored in any order, no release needed between them.
+  const uint64_t ticket = posted_ + 1;
+  // The slot's previous ticket must be done before it is overwritten (a ring full of posted puts).
+  if (ticket > kServiceSlots) TETHER_TRY(awaitTicket(ticket - kServiceSlots));
+  posted_ = ticket;
+  // Each word carries the ticket (kernels.h, ServiceSlot): stored in any order, no release needed between them.
   const uint64_t tag = (ticket & 0xffffffffu) << 32;
   const uint64_t t = reinterpret_cast<uint64_t>(target);
   const uint64_t words[gk::kSlotWords] = {
-      head, t & 0xffffffffu, t >> 32, value & 0xffffffffu, value >> 32, cond & 0xffffffffu,
-      cond >> 32, 0};
+      head, t & 0xffffffffu, t >> 32, value & 0xffffffffu, value >> 32, cond & 0xffffffffu, cond >> 32, 0};
   uint64_t* slot = slots_[ticket % kServiceSlots].word;
   for (unsigned i = 0; i < gk::kSlotWords; ++i) __atomic_store_n(&slot[i], tag | words[i], __ATOMIC_RELAXED);
-  // A kernel that leaves before it sees the post is restarted by awaitTicket.
+  // A kernel that leaves before it sees the post is restarted by the next awaitTicket.
   if (!running_) TETHER_TRY(launch());
   *ticketOut = ticket;
-  return awaitTicket(ticket);
+  return Status::ok();
+}
+
+Status HostService::call(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut) {
+  TETHER_TRY(post(head, target, value, cond, ticketOut));
+  return awaitTicket(*ticketOut);
 }
 
 Status HostService::amo(void* target, const AmoArgs& a, uint64_t* fetched) {
   std::lock_guard<std::mutex> lock(mu_);
-  cudaError_t e = cudaSetDevice(device_);
-  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
   uint64_t ticket = 0;
   TETHER_TRY(call(gk::serviceHead(gk::kServiceAmo, static_cast<uint32_t>(a.op), a.width), target, a.value,
                   a.cond, &ticket));
@@ -126,22 +137,19 @@ Status HostService::amo(void* target, const AmoArgs& a, uint64_t* fetched) {
   return Status::ok();
 }
 
-Status HostService::put(void* dst, const void* src, size_t n) {
+Status HostService::put(void* dst, const void* src, size_t n, bool wait) {
   if (n > gk::kServiceBytes) TETHER_FAIL(TETHER_ERR_INTERNAL, "host service: a put of %zu bytes", n);
   uint64_t data[2] = {0, 0};
   std::memcpy(data, src, n);
   std::lock_guard<std::mutex> lock(mu_);
-  cudaError_t e = cudaSetDevice(device_);
-  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
   uint64_t ticket = 0;
-  return call(gk::serviceHead(gk::kServicePut, 0, 0, static_cast<uint32_t>(n)), dst, data[0], data[1], &ticket);
+  const uint32_t head = gk::serviceHead(gk::kServicePut, 0, 0, static_cast<uint32_t>(n));
+  return wait ? call(head, dst, data[0], data[1], &ticket) : post(head, dst, data[0], data[1], &ticket);
 }
 
 Status HostService::get(void* dst, const void* src, size_t n) {
   if (n > gk::kServiceBytes) TETHER_FAIL(TETHER_ERR_INTERNAL, "host service: a get of %zu bytes", n);
   std::lock_guard<std::mutex> lock(mu_);
-  cudaError_t e = cudaSetDevice(device_);
-  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
   uint64_t ticket = 0;
   TETHER_TRY(call(gk::serviceHead(gk::kServiceGet, 0, 0, static_cast<uint32_t>(n)), const_cast<void*>(src), 0, 0,
                   &ticket));
@@ -151,11 +159,15 @@ Status HostService::get(void* dst, const void* src, size_t n) {
 
 Status HostService::signal(void* target, uint64_t value, bool add) {
   std::lock_guard<std::mutex> lock(mu_);
-  cudaError_t e = cudaSetDevice(device_);
-  if (e != cudaSuccess) return serviceCudaFail("cudaSetDevice", e);
   uint64_t ticket = 0;
-  return call(gk::serviceHead(add ? gk::kServiceSignalAdd : gk::kServiceSignalSet), target, value,
-              0, &ticket);
+  return call(gk::serviceHead(add ? gk::kServiceSignalAdd : gk::kServiceSignalSet), target, value, 0, &ticket);
+}
+
+Status HostService::drain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (posted_ == 0 || loadAcquire(&state_->done) >= posted_) return Status::ok();
+  if (!failed_.empty()) return Status(TETHER_ERR_TIMEOUT, failed_ + " (an earlier call)");
+  return awaitTicket(posted_);
 }
 
 }  // namespace tether

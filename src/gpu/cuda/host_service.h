@@ -13,8 +13,9 @@
 // seen by the waiting host (exited == this launch's epoch, done short of the ticket): it waits for the stream and
 // starts a new kernel at done + 1, so every ticket is executed exactly once.
 //
-// Contract: every call is blocking and serialised per service (one mutex); the caller orders a signal after its
-// earlier copies (GpuContext::signal completes them first). Waits are bounded by TETHER_TIMEOUT: on expiry (the
+// Contract: calls are serialised per service (one mutex); every call but a posted put waits for its answer;
+// requests execute in posting order. The caller orders a signal after its earlier copy-engine copies
+// (GpuContext::signal completes them first) and drains posted puts at quiet. Waits are bounded by TETHER_TIMEOUT: on expiry (the
 // kernel cannot get an SM, e.g. a kernel of the program holds them all) the call fails with TETHER_ERR_TIMEOUT, the
 // request may still execute later, and every later call fails at once naming that first timeout (the ring's state
 // is no longer known). Not used by the staged path's streams of other GPUs (one-thread kernels there).
@@ -44,18 +45,24 @@ class HostService {
 
   Status amo(void* target, const AmoArgs& a, uint64_t* fetched);
   Status signal(void* target, uint64_t value, bool add);
-  // n <= gpukernels::kServiceBytes bytes from host memory src to GPU-addressable dst / from GPU-addressable src to
-  // host memory dst, complete when the call returns.
-  Status put(void* dst, const void* src, size_t n);
+  // n <= gpukernels::kServiceBytes bytes from host memory src to GPU-addressable dst: complete when the call returns
+  // (wait) or at the next drain() (src is copied into the slot: reusable at once); requests execute in posting order,
+  // so a later signal() follows a posted put without a drain.
+  Status put(void* dst, const void* src, size_t n, bool wait);
+  // n <= gpukernels::kServiceBytes bytes from GPU-addressable src to host memory dst, complete when the call returns.
   Status get(void* dst, const void* src, size_t n);
+  // Waits until every request posted so far has executed.
+  Status drain();
 
   // Kernel launches so far (tests and TETHER_LOG=debug:core; a warm service serves many requests per launch).
   uint64_t launches() const { return launches_; }
 
  private:
   HostService() = default;
-  // Posts one request and waits for it (mu_ held, except in the destructor); *ticketOut: its ticket.
-  Status call(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut);
+  // Writes one request into its slot (first waiting for the slot's previous ticket) and starts a kernel if none runs
+  // (mu_ held, except in the destructor); *ticketOut: its ticket.
+  Status post(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut);
+  Status call(uint32_t head, void* target, uint64_t value, uint64_t cond, uint64_t* ticketOut);  // post + await
   Status launch();  // a new kernel from done + 1 (mu_ held)
   Status awaitTicket(uint64_t ticket);
 
