@@ -37,65 +37,75 @@ __device__ inline void storeReleaseSys(uint64_t* p, uint64_t v) {
   asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// One warp (kernels.h, launchService): lanes 0-7 poll the next slot with one 64-byte load; once every word carries
-// the ticket, lane 0 executes the request and stores its result, then done with release.
+// Executes one request (its words without their tags) by the calling thread; done is stored by the caller.
+__device__ void executeRequest(const uint64_t* w, uint64_t ticket, ServiceState* state) {
+  const uint32_t kind = static_cast<uint32_t>(w[kSlotHead] & 0xff);
+  void* target = reinterpret_cast<void*>(w[kSlotTarget] | w[kSlotTarget + 1] << 32);
+  const uint64_t value = w[kSlotValue] | w[kSlotValue + 1] << 32;
+  const uint64_t cond = w[kSlotCond] | w[kSlotCond + 1] << 32;
+  uint64_t* result = state->result[ticket % kServiceSlots];
+  if (kind == kServiceAmo) {
+    const tether_amo_t op = static_cast<tether_amo_t>((w[kSlotHead] >> 8) & 0xff);
+    if (((w[kSlotHead] >> 16) & 0xff) == 4)
+      result[0] = amoOnWord(static_cast<unsigned int*>(target), op, static_cast<unsigned int>(value),
+                            static_cast<unsigned int>(cond));
+    else
+      result[0] = amoOnWord(static_cast<unsigned long long*>(target), op, static_cast<unsigned long long>(value),
+                            static_cast<unsigned long long>(cond));
+  } else if (kind == kServicePut || kind == kServiceGet) {
+    const unsigned bytes = static_cast<unsigned>(w[kSlotHead] >> 24) & 0xff;
+    unsigned char* t = static_cast<unsigned char*>(target);
+    uint64_t data[2] = {value, cond};
+    unsigned char* d = reinterpret_cast<unsigned char*>(data);
+    for (unsigned i = 0; i < bytes && i < kServiceBytes; ++i) {
+      if (kind == kServicePut) t[i] = d[i];
+      else d[i] = *reinterpret_cast<volatile unsigned char*>(t + i);
+    }
+    if (kind == kServiceGet) {
+      result[0] = data[0];
+      result[1] = data[1];
+    }
+  } else if (kind == kServiceSignalSet) {
+    storeReleaseSys(static_cast<uint64_t*>(target), value);
+  } else if (kind == kServiceSignalAdd) {
+    __threadfence_system();
+    atomicAdd_system(static_cast<unsigned long long*>(target), static_cast<unsigned long long>(value));
+  }
+}
+
+// One warp (kernels.h, launchService): each poll is one load by all 32 lanes of the next 4 slots (8 lanes per slot,
+// one word each); the slots that carry their tickets in every word, in order from the first, are executed by lane 0
+// one after the other, then done is stored once (release) for the last of them.
 __global__ void serviceKernel(const ServiceSlot* slots, ServiceState* state, uint64_t next, uint64_t idleNs,
                               uint64_t epoch) {
-  const unsigned lane = threadIdx.x;
+  constexpr unsigned kPerPoll = 32 / kSlotWords;
+  const unsigned lane = threadIdx.x, sub = lane / kSlotWords;
   uint64_t idleSince = globalNs();
-  for (;;) {
-    const uint64_t* words = slots[next % kServiceSlots].word;
-    uint64_t mine = 0;
-    if (lane < kSlotWords) mine = *reinterpret_cast<const volatile uint64_t*>(&words[lane]);
-    const bool ok = lane >= kSlotWords || (mine >> 32) == (next & 0xffffffffu);
-    if (!__all_sync(0xffffffffu, ok)) {
+  bool stop = false;
+  while (!stop) {
+    const uint64_t ticket = next + sub;
+    const uint64_t* word = &slots[ticket % kServiceSlots].word[lane % kSlotWords];
+    const uint64_t mine = *reinterpret_cast<const volatile uint64_t*>(word);
+    const unsigned ready = __ballot_sync(0xffffffffu, (mine >> 32) == (ticket & 0xffffffffu));
+    unsigned k = 0;
+    while (k < kPerPoll && ((ready >> (k * kSlotWords)) & 0xffu) == 0xffu) ++k;
+    if (k == 0) {
       int leave = 0;
       if (lane == 0) leave = globalNs() - idleSince > idleNs;
       if (__shfl_sync(0xffffffffu, leave, 0)) break;
       continue;
     }
-    uint64_t w[kSlotWords];
+    for (unsigned j = 0; j < k && !stop; ++j) {
+      uint64_t w[kSlotWords];
 #pragma unroll
-    for (unsigned i = 0; i < kSlotWords; ++i) w[i] = __shfl_sync(0xffffffffu, mine, static_cast<int>(i)) & 0xffffffffu;
-    const uint32_t kind = static_cast<uint32_t>(w[kSlotHead] & 0xff);
-    if (lane == 0) {
-      void* target = reinterpret_cast<void*>(w[kSlotTarget] | w[kSlotTarget + 1] << 32);
-      const uint64_t value = w[kSlotValue] | w[kSlotValue + 1] << 32;
-      if (kind == kServiceAmo) {
-        const tether_amo_t op = static_cast<tether_amo_t>((w[kSlotHead] >> 8) & 0xff);
-        const uint64_t cond = w[kSlotCond] | w[kSlotCond + 1] << 32;
-        uint64_t old;
-        if (((w[kSlotHead] >> 16) & 0xff) == 4)
-          old = amoOnWord(static_cast<unsigned int*>(target), op, static_cast<unsigned int>(value),
-                          static_cast<unsigned int>(cond));
-        else
-          old = amoOnWord(static_cast<unsigned long long*>(target), op, static_cast<unsigned long long>(value),
-                          static_cast<unsigned long long>(cond));
-        state->result[next % kServiceSlots][0] = old;
-      } else if (kind == kServicePut || kind == kServiceGet) {
-        const unsigned bytes = static_cast<unsigned>(w[kSlotHead] >> 24) & 0xff;
-        unsigned char* t = static_cast<unsigned char*>(target);
-        uint64_t data[2] = {value, w[kSlotCond] | w[kSlotCond + 1] << 32};
-        unsigned char* d = reinterpret_cast<unsigned char*>(data);
-        for (unsigned i = 0; i < bytes && i < kServiceBytes; ++i) {
-          if (kind == kServicePut) t[i] = d[i];
-          else d[i] = *reinterpret_cast<volatile unsigned char*>(t + i);
-        }
-        if (kind == kServiceGet) {
-          state->result[next % kServiceSlots][0] = data[0];
-          state->result[next % kServiceSlots][1] = data[1];
-        }
-      } else if (kind == kServiceSignalSet) {
-        storeReleaseSys(static_cast<uint64_t*>(target), value);
-      } else if (kind == kServiceSignalAdd) {
-        __threadfence_system();
-        atomicAdd_system(static_cast<unsigned long long*>(target), static_cast<unsigned long long>(value));
-      }
-      storeReleaseSys(&state->done, next);
+      for (unsigned i = 0; i < kSlotWords; ++i)
+        w[i] = __shfl_sync(0xffffffffu, mine, static_cast<int>(j * kSlotWords + i)) & 0xffffffffu;
+      if (lane == 0) executeRequest(w, next, state);
+      stop = (w[kSlotHead] & 0xff) == kServiceStop;
+      ++next;
     }
+    if (lane == 0) storeReleaseSys(&state->done, next - 1);
     __syncwarp();
-    ++next;
-    if (kind == kServiceStop) break;
     idleSince = globalNs();
   }
   if (lane == 0) storeReleaseSys(&state->exited, epoch);

@@ -37,15 +37,16 @@ enum : unsigned { kSlotHead, kSlotTarget, kSlotValue = 3, kSlotCond = 5, kSlotWo
 inline uint32_t serviceHead(uint32_t kind, uint32_t op = 0, uint32_t width = 0, uint32_t bytes = 0) {
   return kind | op << 8 | width << 16 | bytes << 24;
 }
-// Written by the warp: done = the last ticket executed (release, after its result), exited = the launch epoch of a
+// Written by the warp: done = the last ticket executed (release, after its result and those before it), exited = the launch epoch of a
 // kernel that returned (after its last done).
 struct ServiceState {
   alignas(64) uint64_t done;
   alignas(64) uint64_t exited;
   alignas(64) uint64_t result[kServiceSlots][2];  // [ticket % kServiceSlots]: an AMO's old value, a get's bytes
 };
-// Serves tickets next, next + 1, ... in order from slots (a device alias of the ring) until it has had no request
-// for idleNs nanoseconds (%globaltimer) or serves a kServiceStop; then stores epoch to state->exited and returns.
+// Serves tickets next, next + 1, ... in order from slots (a device alias of the ring; up to 4 per poll) until it has
+// had no request for idleNs nanoseconds (%globaltimer) or serves a kServiceStop; then stores epoch to state->exited
+// and returns.
 cudaError_t launchService(cudaStream_t stream, const ServiceSlot* slots, ServiceState* state, uint64_t next,
                           uint64_t idleNs, uint64_t epoch);
 
