@@ -663,7 +663,8 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   op.cmp = TETHER_CMP_GE;
   // A polling kernel, not a memop wait: the word is released after copies this process makes on its sibling
   // streams, and a pending memop wait can hold back this process's work on other streams (core/stream_ops.h,
-  // GpuStreamOpsOptions::kernelWaits; seen here: gpu_msg's stream model hung on one H200, 2026-12-02).
+  // GpuStreamOpsOptions::kernelWaits; seen here: gpu_msg's stream model hung on one H200, 2026-12-02). Bounded by
+  // TETHER_TIMEOUT like the stream's other kernel waits: a request that never completes fails the stream.
   op.spinWait = true;
   wake_.notify_all();
   return enqueueOnStream(w_, call, &op, 1, stream);
