@@ -117,8 +117,12 @@ tether_status_t tether_irecv_typed(tether_t world, void* buf, int64_t count, tet
  *  msg_wait_on_stream: the stream's later work waits until req (a send or a receive) completes; req stays pending on
  *    the host, which still frees it with tether_msg_wait/test (at any time; it does not wait for the stream).
  *  Up to 4096 stream-ordered requests per PE may be pending (TETHER_ERR_NO_MEMORY beyond). While any is, a progress
- *  thread of the PE moves messages, so the host thread may be busy elsewhere. A stream wait is not bounded by
- *  TETHER_TIMEOUT (like tether_signal_wait_until_on_stream): a request that never completes holds the stream. */
+ *  thread of the PE moves messages, so the host thread may be busy elsewhere. A stream wait (wait_on_stream,
+ *  waitall_on_stream, persistent requests included) is bounded by TETHER_TIMEOUT from when the stream reaches it, as
+ *  the stream's kernel waits are (tether.h): a request that has not completed by then fails the stream -- on a GPU
+ *  the waiting kernel prints the word it waited for and traps (a CUDA error on the stream, and the context is
+ *  unusable after it, as after any trap); with the CPU stream emulation the stream's sticky error is
+ *  TETHER_ERR_TIMEOUT. The request itself stays pending on the host. */
 tether_status_t tether_isend_on_stream(tether_t world, const void* buf, size_t bytes, int pe, int tag, void* stream,
                                        tether_request_t* req);
 tether_status_t tether_msg_wait_on_stream(tether_t world, tether_request_t req, void* stream);
@@ -147,8 +151,9 @@ tether_status_t tether_msg_post_all_on_stream(tether_t world, size_t n, const te
  *  msg_send_desc: req must be a prepared send not yet started; a kernel's msg_send(desc) starts it (its group's
  *    earlier stores to buf are visible to the send: release at system scope).
  *  msg_wait_desc: req is any pending request of this PE (a receive, or a send); a kernel's msg_wait(desc) returns
- *    when it is complete (acquire: a receive's bytes are visible to the group after it). The host still frees req
- *    with tether_msg_wait/test; a descriptor must not be used after that.
+ *    when it is complete (acquire: a receive's bytes are visible to the group after it), bounded by TETHER_TIMEOUT
+ *    as every device API wait (the handle's timeout_ns: on expiry it prints the word and traps; aborts on a CPU
+ *    thread). The host still frees req with tether_msg_wait/test; a descriptor must not be used after that.
  *  Progress: the PE's progress thread moves the messages while such requests are pending; the GPU work that a
  *  kernel waits for may run on any stream, the legacy default stream included. */
 typedef struct tether_msg_send_desc_s {

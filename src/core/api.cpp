@@ -1132,6 +1132,7 @@ tether_status_t tether_doorbell_arm(tether_doorbell_t db, uint64_t value, const 
   wait.cmp = TETHER_CMP_GE;
   wait.value = value;
   wait.spinWait = true;
+  wait.untimed = true;
   const tether_status_t st = onStream(db->set->world, "tether_doorbell_arm", wait, db->stream);
   if (st != TETHER_SUCCESS) return st;
   db->armed = true;  // from here sync must see this value rung, even if the post below fails

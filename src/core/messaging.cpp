@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "base/clock.h"
@@ -35,6 +36,11 @@ constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 
 constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
 constexpr uint32_t kNoWord = UINT32_MAX;
 constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
+// The progress thread's idle policy while only persistent requests are pending and none has a start waiting behind
+// its round in flight (threadMain): SpinWait's back-off (spin, then yield) for kIdleNs after the last pass that moved
+// anything, then one pass per kIdleSleep (a host call's notify ends the sleep early).
+constexpr uint64_t kIdleNs = 200000;
+constexpr auto kIdleSleep = std::chrono::microseconds(20);
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -663,7 +669,8 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   op.cmp = TETHER_CMP_GE;
   // A polling kernel, not a memop wait: the word is released after copies this process makes on its sibling
   // streams, and a pending memop wait can hold back this process's work on other streams (core/stream_ops.h,
-  // GpuStreamOpsOptions::kernelWaits; seen here: gpu_msg's stream model hung on one H200, 2026-12-02).
+  // GpuStreamOpsOptions::kernelWaits; seen here: gpu_msg's stream model hung on one H200, 2026-12-02). Bounded by
+  // TETHER_TIMEOUT like the stream's other kernel waits: a request that never completes fails the stream.
   op.spinWait = true;
   wake_.notify_all();
   return enqueueOnStream(w_, call, &op, 1, stream);
@@ -748,26 +755,41 @@ Status Messaging::startThread() {
 }
 
 // Runs progress passes while stream-ordered requests are pending (the host thread may be busy elsewhere); sleeps on
-// wake_ otherwise. Backs off like every wait (SpinWait) when a pass moves nothing.
+// wake_ otherwise. When a pass moves nothing it backs off like every wait (SpinWait: spin, then 4096 yields, then
+// short sleeps). While every pending request is a persistent one (the persistent models keep theirs watched for the
+// whole run) and no start waits behind a round in flight, the yielding ends kIdleNs after the last pass that moved
+// anything, and the thread then sleeps kIdleSleep between passes, instead of yielding for milliseconds after every
+// round while it waits for the next start. Starts that come back to back find it still spinning or yielding.
 void Messaging::threadMain() {
   SpinWait spin(1e12);
+  uint64_t lastBusy = nowNs();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     if (streamPending_ == 0) {
       wake_.wait_for(lock, std::chrono::milliseconds(100));
       spin.busy();
+      lastBusy = nowNs();
       continue;
     }
     bool did = false;
+    startQueued_ = false;
     Status s = threadError_.isOk() ? progress("tether messaging progress thread", &did) : Status::ok();
     if (!s.isOk()) {
       threadError_ = s;
       TETHER_LOG_WARN(LogSys::Core, "PE %d: %s", me_, s.message().c_str());
     }
-    if (did) spin.busy();
-    lock.unlock();
-    spin.next();
-    lock.lock();
+    const uint64_t now = nowNs();
+    if (did) {
+      spin.busy();
+      lastBusy = now;
+    }
+    if (streamPending_ != watch_.size() || startQueued_ || now - lastBusy < kIdleNs) {
+      lock.unlock();
+      spin.next();
+      lock.lock();
+    } else {
+      wake_.wait_for(lock, kIdleSleep);
+    }
   }
 }
 
@@ -946,7 +968,11 @@ Status Messaging::startRound(const char* call, Req& r) {
 Status Messaging::scanStarts(const char* call, bool* did) {
   for (Req* r : watch_) {
     const Persist& p = *r->persist;
-    if (p.started != p.completed || startedRounds(*r) == p.started) continue;  // a round in flight, or none new
+    if (startedRounds(*r) == p.started) continue;  // no new start
+    if (p.started != p.completed) {                // a round in flight: the new one begins when it completes
+      startQueued_ = true;
+      continue;
+    }
     TETHER_TRY(startRound(call, *r));
     *did = true;
   }

@@ -251,6 +251,7 @@ class Messaging {
   std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
   std::vector<char> blocked_;      // fireTriggers' scratch: per destination, an earlier send has not started
   std::list<Req*> watch_;          // persistent requests whose start word progress polls, in the order watched
+  bool startQueued_ = false;       // scanStarts saw a start behind a round in flight (the thread's idle policy)
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
   std::thread thread_;

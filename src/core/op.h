@@ -47,9 +47,13 @@ struct Op {
   const int64_t* runs = nullptr;
   uint32_t flags = 0;           // TETHER_OP_PATCH_* (prepared sets)
   bool isSigned = false;        // Wait: compare as int64
-  bool spinWait = false;        // Wait: a one-thread kernel polls the word, with no time limit, instead of a stream
-                                //   memop wait (tether_doorbell_arm: a memop wait pending ahead of the ringing kernel
-                                //   stalled the whole device on 2xH200, bench/results/h200x2/README.md)
+  bool spinWait = false;        // Wait: a one-thread kernel polls the word instead of a stream memop wait
+                                //   (tether_doorbell_arm: a memop wait pending ahead of the ringing kernel stalled
+                                //   the whole device on 2xH200, bench/results/h200x2/README.md; messaging's stream
+                                //   waits: a pending memop wait held back the copies the word waits for). Bounded by
+                                //   TETHER_TIMEOUT like every kernel wait (StreamOps::waitCmp), unless untimed.
+  bool untimed = false;         // Wait with spinWait: no time limit (tether_doorbell_arm: an armed doorbell waits for
+                                //   its ring as long as the program takes, as the memop wait it replaced did)
   bool quietFirst = false;      // Barrier: barrier_all (true) or sync_all
   // Stream proxy calls: Amo, Signal, PutSignal's signal go through the ring even where the PE is load/store
   // reachable (a host-memory RMW on a GPU without host-native atomics: the proxy's host path uses CPU atomics).

@@ -45,7 +45,7 @@ struct Step {
   void* fetched = nullptr;
   tether_cmp_t cmp = TETHER_CMP_EQ;
   bool isSigned = false;
-  bool untimed = false;     // WaitCmp: no TETHER_TIMEOUT (Op::spinWait)
+  bool untimed = false;     // WaitCmp: no TETHER_TIMEOUT (Op::untimed)
   Op call;               // Proxy
 };
 
@@ -307,7 +307,8 @@ class StreamPlanner {
                       static_cast<void*>(op.sig));
         const unsigned patch = op.flags & kPatchSignal;
         const uint64_t top = op.isSigned ? uint64_t{INT64_MAX} : UINT64_MAX;
-        // A kernel polls the word: comparisons memops lack (NE, LT, LE), and spinWait (untimed).
+        // A kernel polls the word (bounded by TETHER_TIMEOUT unless op.untimed): comparisons memops lack (NE, LT,
+        // LE), and spinWait.
         auto kernelWait = [&] {
           Step s;
           s.kind = Step::WaitCmp;
@@ -316,7 +317,7 @@ class StreamPlanner {
           s.value = op.value;
           s.isSigned = op.isSigned;
           s.patch = patch;
-          s.untimed = op.spinWait;
+          s.untimed = op.spinWait && op.untimed;
           step(s);
           return Status::ok();
         };
@@ -551,7 +552,7 @@ Status waitReachOnStream(World& w, const char* call, const uint64_t* const* reac
   TETHER_TRY(ownWords(w, *so, call, n,
                       {reinterpret_cast<const void* const*>(reach), reinterpret_cast<const void* const*>(target)}, &a));
   return n ? so->waitReach(stream, reinterpret_cast<const uint64_t* const*>(a[0].data()),
-                           reinterpret_cast<const uint64_t* const*>(a[1].data()), n, 0)
+                           reinterpret_cast<const uint64_t* const*>(a[1].data()), n, OpSet::timeoutNs(w))
                  .withContext(call)
            : Status::ok();
 }

@@ -22,8 +22,10 @@ class OpSet;
 Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void* stream);
 // Persistent messaging's stream steps (core/messaging.cpp) on words of this PE's own HOST segment (symmetric
 // addresses, translated here for the stream-op layer): incrementOnStream adds 1 to each of words[0..n) in stream order
-// (StreamOps::increment); waitReachOnStream makes the stream's later work wait, without a time limit, until
-// reach[i] >= target[i] for every i (StreamOps::waitReach). Neither captures a value: replayable in a CUDA graph.
+// (StreamOps::increment); waitReachOnStream makes the stream's later work wait until reach[i] >= target[i] for every
+// i (StreamOps::waitReach), bounded by TETHER_TIMEOUT like the stream's kernel waits (a timed-out wait fails the
+// stream: the CPU emulation's sticky TETHER_ERR_TIMEOUT, a trap on the GPU). Neither captures a value: replayable in
+// a CUDA graph.
 Status incrementOnStream(World& w, const char* call, uint64_t* const* words, size_t n, void* stream);
 Status waitReachOnStream(World& w, const char* call, const uint64_t* const* reach, const uint64_t* const* target,
                          size_t n, void* stream);

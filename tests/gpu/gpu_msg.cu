@@ -9,10 +9,19 @@
 // GPU buffers in the ways that stress CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn,
 // a buffer freed and allocated again between two sends, a self-send). The private GPU rendezvous messages travel by
 // CUDA IPC by default and through the ring with TETHER_MSG_IPC=0 (ctest gpu_msg_noipc).
+// With GPU_MSG_TIMEOUT=stream|persist|kernel (ctests gpu_msg_timeout_*, a short TETHER_TIMEOUT) it runs only one
+// wait on a message that never comes -- tether_msg_wait_on_stream on a receive, a stream-started round of a
+// persistent receive and its stream wait, or a kernel's msg_wait -- and checks that the wait ends: the stream
+// reports a CUDA error and the waiting kernel printed that it timed out (TETHER_TIMEOUT). A trap leaves the CUDA
+// context unusable, so the process then exits without finalizing.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "gpu_util.h"
@@ -59,11 +68,75 @@ __global__ void kStep(tether_device_handle_t h, tether_msg_send_desc_t sd, tethe
   dev::msg_wait<S>(h, sw);
 }
 
+__global__ void kWaitOnly(tether_device_handle_t h, tether_msg_wait_desc_t rd) {
+  tether::device::msg_wait<tether::device::Scope::Block>(h, rd);
+}
+
+// GPU_MSG_TIMEOUT: a wait on a receive (tag 4242) that no PE sends. Returns the process's exit status.
+int timeoutOnly(const mp::MsgRing& ring, const char* mode) {
+  const tether_t w = ring.w;
+  const bool stream = std::strcmp(mode, "stream") == 0, persist = std::strcmp(mode, "persist") == 0,
+             kernel = std::strcmp(mode, "kernel") == 0;
+  MP_CHECK(stream || persist || kernel);
+  gpu_test::loadKernels({reinterpret_cast<const void*>(kWaitOnly)});
+  void* dRecv = nullptr;
+  CK(cudaMalloc(&dRecv, 4096));
+  cudaStream_t s = nullptr;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  tether_request_t rr = TETHER_REQUEST_NULL;
+  if (persist) {
+    MP_OK(tether_recv_init(w, dRecv, 4096, ring.prev, 4242, &rr));
+    MP_OK(tether_msg_startall_on_stream(w, 1, &rr, s));
+    MP_OK(tether_msg_wait_on_stream(w, rr, s));
+  } else {
+    MP_OK(tether_irecv(w, dRecv, 4096, ring.prev, 4242, &rr));
+    if (stream) {
+      MP_OK(tether_msg_wait_on_stream(w, rr, s));
+    } else {
+      tether_device_handle_t h;
+      tether_msg_wait_desc_t rd;
+      MP_OK(tether_device_handle(w, &h));
+      MP_OK(tether_msg_wait_desc(w, rr, &rd));
+      kWaitOnly<<<1, 64, 0, s>>>(h, rd);
+      CK(cudaGetLastError());
+    }
+  }
+  // The kernel's printf goes to stdout: catch it in a file while the stream finishes.
+  char path[] = "/tmp/gpu_msg_timeout_XXXXXX";
+  const int fd = mkstemp(path);
+  MP_CHECK(fd >= 0);
+  std::fflush(stdout);
+  const int saved = dup(1);
+  MP_CHECK(saved >= 0 && dup2(fd, 1) == 1);
+  const cudaError_t e = cudaStreamSynchronize(s);
+  std::fflush(stdout);
+  MP_CHECK(dup2(saved, 1) == 1);
+  close(saved);
+  std::string printed;
+  char buf[4096];
+  ssize_t got;
+  MP_CHECK(lseek(fd, 0, SEEK_SET) == 0);
+  while ((got = read(fd, buf, sizeof buf)) > 0) printed.append(buf, static_cast<size_t>(got));
+  close(fd);
+  unlink(path);
+  std::fputs(printed.c_str(), stdout);
+  std::printf("gpu_msg timeout (%s): cudaStreamSynchronize -> %s (%s)\n", mode, cudaGetErrorName(e),
+              cudaGetErrorString(e));
+  if (e == cudaSuccess) mp::fail(__FILE__, __LINE__, "the wait on a message never sent", "the stream completed");
+  const char* want = kernel ? "msg_wait timed out" : "tether stream wait: timed out (TETHER_TIMEOUT)";
+  if (printed.find(want) == std::string::npos) mp::fail(__FILE__, __LINE__, "the GPU did not print", want);
+  if (ring.me == 0) std::printf("gpu_msg timeout (%s): OK\n", mode);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(0);  // the CUDA context is unusable after the trap: no finalize
+}
+
 }  // namespace
 
 int main() {
   mp::MsgRing ring;
   if (!gpu_test::msgRingWithGpu(&ring)) return 77;
+  if (const char* mode = std::getenv("GPU_MSG_TIMEOUT")) return timeoutOnly(ring, mode);
   const tether_t w = ring.w;
   const int me = ring.me, n = ring.n, to = ring.next, from = ring.prev;
   gpu_test::loadKernels({reinterpret_cast<const void*>(kFill), reinterpret_cast<const void*>(kCheck),

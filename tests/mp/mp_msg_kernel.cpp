@@ -9,9 +9,13 @@
 //     has finished (only the progress thread moves the messages), then frees the requests;
 //  3. msg_test: false while the neighbour's send has not started, true after;
 //  4. bad requests fail with TETHER_ERR_INVALID_ARG (never a crash).
+// With the argument `timeout` (`timeout-persist`), the kernel's msg_wait on a receive nobody sends to (on round 1 of
+// a persistent receive whose peer never starts its send) must end the PE within TETHER_TIMEOUT, naming the wait: the
+// device API's waits abort on a CPU thread (trap on a GPU). The ctest expects that failure (expect_fail.sh).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -34,14 +38,41 @@ void launch(F body) {
   mp::launchHostBlock(kThreads, body);
 }
 
+// A kernel's wait on a message that never comes: returns only if the wait does (the test then fails).
+void neverSent(const mp::MsgRing& ring, const tether_device_handle_t& h, bool persistent) {
+  uint64_t word = 0;
+  tether_request_t rr = TETHER_REQUEST_NULL;
+  if (persistent) {
+    tether_msg_persist_desc_t d;
+    MP_OK(tether_recv_init(ring.w, &word, sizeof word, ring.prev, 99, &rr));
+    MP_OK(tether_msg_persist_desc(ring.w, rr, &d));
+    launch([&](int) {
+      dev::msg_start<dev::Scope::Block>(h, d, 1);
+      dev::msg_wait<dev::Scope::Block>(h, d, 1);
+    });
+  } else {
+    tether_msg_wait_desc_t d;
+    MP_OK(tether_irecv(ring.w, &word, sizeof word, ring.prev, 99, &rr));
+    MP_OK(tether_msg_wait_desc(ring.w, rr, &d));
+    launch([&](int) { dev::msg_wait<dev::Scope::Block>(h, d); });
+  }
+  std::fprintf(stderr, "mp_msg_kernel: msg_wait returned on a message that was never sent\n");
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const mp::MsgRing ring = mp::msgRing(2048, 4);
   const tether_t w = ring.w;
   const int me = ring.me, n = ring.n, next = ring.next, prev = ring.prev;
   tether_device_handle_t h;
   MP_OK(tether_device_handle_cpu(w, &h));
+  if (argc > 1) {
+    const bool persistent = std::strcmp(argv[1], "timeout-persist") == 0;
+    MP_CHECK(persistent || std::strcmp(argv[1], "timeout") == 0);
+    neverSent(ring, h, persistent);
+    return 1;
+  }
 
   // 1. host post, and the order of sends to one PE
   {
