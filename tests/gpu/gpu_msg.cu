@@ -101,6 +101,8 @@ int timeoutOnly(const mp::MsgRing& ring, const char* mode) {
       CK(cudaGetLastError());
     }
   }
+  // Where a PE stands if the wait does not end (stderr is not redirected below).
+  std::fprintf(stderr, "gpu_msg timeout (%s): PE %d waits in cudaStreamSynchronize\n", mode, ring.me);
   // The kernel's printf goes to stdout: catch it in a file while the stream finishes.
   char path[] = "/tmp/gpu_msg_timeout_XXXXXX";
   const int fd = mkstemp(path);
