@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/cpu.h"
 #include "base/log.h"
 #include "core/dtype.h"
 #include "core/reduce_ops.h"
@@ -78,6 +79,7 @@ struct Collectives::Record {
   }
 };
 static_assert(Collectives::Record::kWords <= kCollValueWords, "a record fits the value words");
+static_assert(sizeof(Team::hashedRecord) >= sizeof(Collectives::Record::w), "Team caches one record");
 static_assert(kTokRec + Collectives::Record::kWords <= kEagerSlotBytes / 8, "a token's record fits its slot");
 static_assert(kTokData * 8 + kEagerDataBytes <= kTokRec * 8, "a token's inline data ends before its record");
 
@@ -264,7 +266,7 @@ Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Pl
   }
   TETHER_TRY(w_.checkSymmetric(call, "dest", a.dest, p->destBytes, &p->dref));
   TETHER_TRY(w_.checkSymmetric(call, "src", a.src, p->srcBytes, &p->sref));
-  if (dest % p->es || src % p->es)
+  if ((dest | src) & (p->es - 1))  // element sizes are powers of two (core/dtype.h): no division on every call
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p and src %p must be aligned to the %zu-byte elements of %s", call,
                 a.dest, a.src, p->es, d.name);
   if (!p->inPlace && dest < src + p->srcBytes && src < dest + p->destBytes)
@@ -299,7 +301,7 @@ Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, P
   if (p->destBytes) TETHER_TRY(w_.checkSymmetric(call, "dest", a.dest, p->destBytes, &p->dref));
   if (p->srcBytes) TETHER_TRY(w_.checkSymmetric(call, "src", a.src, p->srcBytes, &p->sref));
   const uintptr_t dest = reinterpret_cast<uintptr_t>(a.dest), src = reinterpret_cast<uintptr_t>(a.src);
-  if (dest % es || src % es)
+  if ((dest | src) & (es - 1))
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p and src %p must be aligned to the %zu-byte elements", call, a.dest,
                 a.src, es);
   if (p->destBytes && p->srcBytes && dest < src + p->srcBytes && src < dest + p->destBytes)
@@ -664,17 +666,19 @@ bool Collectives::tokenTeam(Team& t) const {
       const SegPath& sp = w_.path(pe, SegKind::Host);
       all = sp.ops && (sp.ops->caps & kCapLoadStore) && w_.remote(pe, SymRef{SegKind::Host, kEagerOffset}).ptr;
     }
+    if (all) {  // every member's ring of the slot, as mapped here (the HOST segments' bases never move)
+      const uint64_t off = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
+      t.rings.clear();
+      for (int pe : t.pes)
+        t.rings.push_back(reinterpret_cast<uint64_t*>(pe == w_.myPe() ? w_.heap().host()->myBase() + off
+                                                                      : w_.remote(pe, SymRef{SegKind::Host, off}).ptr));
+    }
     t.tokens = all ? 1 : 0;
   }
   return t.tokens == 1;
 }
 
-uint64_t* Collectives::doneWord(const Team& t, size_t m) const {
-  const uint64_t off = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
-  const int pe = t.pes[m];
-  char* base = pe == w_.myPe() ? w_.heap().host()->myBase() + off : w_.remote(pe, SymRef{SegKind::Host, off}).ptr;
-  return reinterpret_cast<uint64_t*>(base);
-}
+uint64_t* Collectives::doneWord(const Team& t, size_t m) const { return t.rings[m]; }
 
 uint64_t Collectives::tokenBase() const {
   const char* rings = w_.heap().host()->myBase() + kEagerOffset;
@@ -702,8 +706,12 @@ Status Collectives::waitDone(const char* call, Team& t, uint64_t calls, bool upd
   for (size_t m = 0; m < t.pes.size(); ++m) {
     if (m == static_cast<size_t>(t.me)) continue;
     const uint64_t* word = doneWord(t, m);
+    uint64_t got = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if (got >= calls) {  // no wait: no SpinWait (its deadline reads the clock)
+      least = std::min(least, got);
+      continue;
+    }
     SpinWait spin(w_.timeout());
-    uint64_t got;
     while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < calls) {
       if (!spin.next())
         TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team index "
@@ -719,11 +727,21 @@ Status Collectives::waitDone(const char* call, Team& t, uint64_t calls, bool upd
 
 Status Collectives::postToken(const char* call, Team& t, uint64_t c, const Record& r, uint64_t flags,
                               const void* data, size_t bytes) {
-  // The slot was last used by call c - kEagerDepth: every member must have finished it (read that token).
-  if (c >= kEagerDepth && t.minDone < c + 1 - kEagerDepth) TETHER_TRY(waitDone(call, t, c + 1 - kEagerDepth, true));
+  // The slot was last used by call c - kEagerDepth: every member must have finished it (read that token). A member
+  // that must wait (an eager root running ahead of its readers) waits until half the ring is free, so that it polls
+  // the others' done words once per kEagerDepth / 2 calls instead of on every call: each poll takes the line away
+  // from the member about to store its next done count.
+  if (c >= kEagerDepth && t.minDone < c + 1 - kEagerDepth)
+    TETHER_TRY(waitDone(call, t, c + 1 - kEagerDepth / 2, true));
   uint64_t* s = tokenSlot(t, static_cast<size_t>(t.me), c);
   s[kTokMeta] = (flags | (r.valid() ? kTokValid : 0)) | uint64_t{bytes} << 8;
-  s[kTokHash] = r.hash();
+  // The hash is a serial chain of multiplies; the same record as the last call's (a stream of like calls) reuses it.
+  if (!t.hashed || std::memcmp(t.hashedRecord, r.w, sizeof r.w) != 0) {
+    std::memcpy(t.hashedRecord, r.w, sizeof r.w);
+    t.recordHash = r.hash();
+    t.hashed = true;
+  }
+  s[kTokHash] = t.recordHash;
   std::memcpy(s + kTokRec, r.w, sizeof r.w);
   if (bytes) std::memcpy(s + kTokData, data, bytes);
   __atomic_store_n(&s[kTokSeq], c + 1, __ATOMIC_RELEASE);
@@ -732,6 +750,7 @@ Status Collectives::postToken(const char* call, Team& t, uint64_t c, const Recor
 
 Status Collectives::awaitToken(const char* call, Team& t, size_t m, uint64_t c, const char* role) {
   const uint64_t* s = tokenSlot(t, m, c);
+  if (__atomic_load_n(&s[kTokSeq], __ATOMIC_ACQUIRE) == c + 1) return Status::ok();  // posted: no SpinWait (clock)
   SpinWait spin(w_.timeout());
   while (__atomic_load_n(&s[kTokSeq], __ATOMIC_ACQUIRE) != c + 1) {
     if (!spin.next())
@@ -814,6 +833,16 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   std::shared_ptr<Team> team;
   TETHER_TRY(w_.teams().acquire(call, ref, &team));
   Team& t = *team;
+  // Eager broadcast on a known token team: a member will wait for the root's token of this call, so loading its first
+  // line starts now and the transfer overlaps the checks below (in a stream of broadcasts the root has usually posted
+  // it already; if not, the line is loaded again once the root writes it). The root will write that line, which its
+  // readers hold from the call that used the slot last: taking it for writing now keeps that transfer from stalling
+  // the locked instructions that follow the root's stores.
+  if (a.eager && a.kind == CollKind::Broadcast && t.tokens == 1 && a.root >= 0 &&
+      static_cast<size_t>(a.root) < t.pes.size()) {
+    if (a.root != t.me) prefetchRead(tokenSlot(t, static_cast<size_t>(a.root), t.callSeq));
+    else prefetchWrite(tokenSlot(t, static_cast<size_t>(a.root), t.callSeq));
+  }
   Plan p;
   p.local = check(call, t, a, &p);
   // Peers read this member's GPU objects once the agreement barrier passes: what the program queued on the legacy
