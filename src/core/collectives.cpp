@@ -33,7 +33,7 @@ constexpr uint64_t kTagMask = (uint64_t{1} << 62) - 1;
 // last cache line (read only to explain a mismatch).
 enum : size_t { kTokSeq, kTokMeta, kTokHash, kTokData };
 constexpr size_t kTokRec = (kEagerSlotBytes - 64) / sizeof(uint64_t);
-constexpr uint64_t kTokEager = 1, kTokInline = 2, kTokValid = 4;
+constexpr uint64_t kTokEager = 1, kTokInline = 2, kTokValid = 4, kTokStaged = 8;
 constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager broadcast form
 
 const char* kindName(CollKind k) {
@@ -680,6 +680,14 @@ bool Collectives::tokenTeam(Team& t) const {
 
 uint64_t* Collectives::doneWord(const Team& t, size_t m) const { return t.rings[m]; }
 
+char* Collectives::stageBuffer(const Team& t, size_t m, uint64_t c) const {
+  // In member m's HOST segment as mapped here, like its ring: at the same distance from it as in every segment.
+  const uint64_t ring = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
+  const uint64_t stage = kEagerStageOffset + static_cast<uint64_t>(t.slot) * kEagerStageTeamBytes +
+                         (c % kEagerStageDepth) * kEagerStageBytes;
+  return reinterpret_cast<char*>(t.rings[m]) - ring + stage;
+}
+
 uint64_t Collectives::tokenBase() const {
   const char* rings = w_.heap().host()->myBase() + kEagerOffset;
   uint64_t most = 0;
@@ -769,16 +777,26 @@ Status Collectives::awaitToken(const char* call, Team& t, size_t m, uint64_t c, 
 
 Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
   if (!p.local.isOk() || p.me != static_cast<size_t>(p.a.root)) return eagerRead(call, t, p, mine, c);
-  const bool inl = isHostMemory(p.sref.kind) && p.block <= kEagerDataBytes;
-  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, kTokEager | (inl ? kTokInline : 0), p.a.src,
+  const bool host = isHostMemory(p.sref.kind);
+  const bool inl = host && p.block <= kEagerDataBytes;
+  const bool staged = host && !inl && p.block <= kEagerStageBytes;
+  if (staged) {
+    // Buffer c % kEagerStageDepth was last used by call c - kEagerStageDepth at the latest: every member must have
+    // finished that call (copied out of it) before it is written again.
+    if (c >= kEagerStageDepth && t.minDone < c + 1 - kEagerStageDepth)
+      TETHER_TRY(w_.teams().lose(t, waitDone(call, t, c + 1 - kEagerStageDepth, true)));
+    std::memcpy(stageBuffer(t, p.me, c), p.a.src, p.block);  // before the token's release store
+  }
+  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine,
+                                          kTokEager | (inl ? kTokInline : 0) | (staged ? kTokStaged : 0), p.a.src,
                                           inl ? p.block : 0)));
   Status err;
   if (!p.inPlace && p.block != 0) {
-    if (isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind)) std::memmove(p.a.dest, p.a.src, p.block);
+    if (host && isHostMemory(p.dref.kind)) std::memmove(p.a.dest, p.a.src, p.block);
     else err = copyFrom(call, p.a.dest, p.a.src, p.block, w_.myPe());
   }
   // Pull: the others read src until their done word passes this call.
-  if (!inl) TETHER_TRY(w_.teams().lose(t, waitDone(call, t, c + 1, false)));
+  if (!inl && !staged) TETHER_TRY(w_.teams().lose(t, waitDone(call, t, c + 1, false)));
   return err;
 }
 
@@ -802,9 +820,10 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
   // (This member's own token, just posted, holds the hash of its record.)
   if (s[kTokHash] != tokenSlot(t, static_cast<size_t>(t.me), c)[kTokHash])
     return mismatch(call, t, mine, root, tokenRecord(s));
-  if (meta & kTokInline)
-    return writeLocal(call, p.a.dest, s + kTokData, p.block,
-                      p.dref.kind == SegKind::Device);
+  if (meta & (kTokInline | kTokStaged))
+    return writeLocal(call, p.a.dest, (meta & kTokInline) ? static_cast<const void*>(s + kTokData)
+                                                           : stageBuffer(t, root, c),
+                      p.block, p.dref.kind == SegKind::Device);
   return copyFrom(call, p.a.dest, p.a.src, p.block, t.pes[root]);
 }
 
