@@ -268,7 +268,8 @@ template <class F>
 void onActiveSet(int start, int logStride, int size, long* pSync, const char* call, F&& f) {
   static_assert(sizeof(long) == sizeof(uint64_t), "pSync words are 64-bit");
   tether_t w = shmemWorld(call);
-  const int me = tether_my_pe(w), npes = tether_n_pes(w);
+  int me = 0, npes = 0;
+  shmemWorldShape(&me, &npes);
   char msg[200];
   if (pSync == nullptr) shmemAbortMsg(call, "pSync is NULL");
   if (start < 0 || logStride < 0 || logStride > 30 || size < 1) {
