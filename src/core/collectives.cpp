@@ -680,12 +680,32 @@ bool Collectives::tokenTeam(Team& t) const {
 
 uint64_t* Collectives::doneWord(const Team& t, size_t m) const { return t.rings[m]; }
 
-char* Collectives::stageBuffer(const Team& t, size_t m, uint64_t c) const {
-  // In member m's HOST segment as mapped here, like its ring: at the same distance from it as in every segment.
+char* Collectives::stageBuffer(const Team& t, size_t m, uint64_t off) const {
+  // In member m's HOST segment as mapped here, like its token ring: at the same distance from it in every segment.
   const uint64_t ring = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
-  const uint64_t stage = kEagerStageOffset + static_cast<uint64_t>(t.slot) * kEagerStageTeamBytes +
-                         (c % kEagerStageDepth) * kEagerStageBytes;
+  const uint64_t stage = kEagerStageOffset + static_cast<uint64_t>(t.slot) * kEagerStageTeamBytes + off;
   return reinterpret_cast<char*>(t.rings[m]) - ring + stage;
+}
+
+Status Collectives::stageRoom(const char* call, Team& t, size_t bytes, uint64_t c, uint64_t* off) {
+  constexpr uint64_t kRing = kEagerStageTeamBytes;
+  const uint64_t len = (bytes + 63) & ~uint64_t{63};
+  uint64_t h = t.stageHead;
+  if (h % kRing + len > kRing) h += kRing - h % kRing;  // it would wrap: it starts at the ring's start instead
+  // An earlier copy starting at s lies (in part) where this one goes when s + kRing < h + len (the copies are in
+  // order): the last such call, and every one before it, must be done on every member.
+  bool wait = false;
+  uint64_t last = 0;
+  while (!t.staged.empty() && t.staged.front().first + kRing < h + len) {
+    last = t.staged.front().second;
+    wait = true;
+    t.staged.pop_front();
+  }
+  if (wait && t.minDone < last + 1) TETHER_TRY(waitDone(call, t, last + 1, true));
+  t.staged.emplace_back(h, c);
+  t.stageHead = h + len;
+  *off = h % kRing;
+  return Status::ok();
 }
 
 uint64_t Collectives::tokenBase() const {
@@ -780,16 +800,15 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   const bool host = isHostMemory(p.sref.kind);
   const bool inl = host && p.block <= kEagerDataBytes;
   const bool staged = host && !inl && p.block <= kEagerStageBytes;
+  uint64_t off = 0;  // staged: where the copy lies in this PE's staging ring (the token's data carries it)
   if (staged) {
-    // Buffer c % kEagerStageDepth was last used by call c - kEagerStageDepth at the latest: every member must have
-    // finished that call (copied out of it) before it is written again.
-    if (c >= kEagerStageDepth && t.minDone < c + 1 - kEagerStageDepth)
-      TETHER_TRY(w_.teams().lose(t, waitDone(call, t, c + 1 - kEagerStageDepth, true)));
-    std::memcpy(stageBuffer(t, p.me, c), p.a.src, p.block);  // before the token's release store
+    TETHER_TRY(w_.teams().lose(t, stageRoom(call, t, p.block, c, &off)));
+    std::memcpy(stageBuffer(t, p.me, off), p.a.src, p.block);  // before the token's release store
   }
   TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine,
-                                          kTokEager | (inl ? kTokInline : 0) | (staged ? kTokStaged : 0), p.a.src,
-                                          inl ? p.block : 0)));
+                                          kTokEager | (inl ? kTokInline : 0) | (staged ? kTokStaged : 0),
+                                          staged ? static_cast<const void*>(&off) : p.a.src,
+                                          inl ? p.block : staged ? sizeof off : 0)));
   Status err;
   if (!p.inPlace && p.block != 0) {
     if (host && isHostMemory(p.dref.kind)) std::memmove(p.a.dest, p.a.src, p.block);
@@ -820,10 +839,10 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
   // (This member's own token, just posted, holds the hash of its record.)
   if (s[kTokHash] != tokenSlot(t, static_cast<size_t>(t.me), c)[kTokHash])
     return mismatch(call, t, mine, root, tokenRecord(s));
-  if (meta & (kTokInline | kTokStaged))
-    return writeLocal(call, p.a.dest, (meta & kTokInline) ? static_cast<const void*>(s + kTokData)
-                                                           : stageBuffer(t, root, c),
-                      p.block, p.dref.kind == SegKind::Device);
+  if (meta & kTokInline) return writeLocal(call, p.a.dest, s + kTokData, p.block, p.dref.kind == SegKind::Device);
+  if (meta & kTokStaged)  // the token's data word: where the root's copy lies in its staging ring
+    return writeLocal(call, p.a.dest, stageBuffer(t, root, s[kTokData] % kEagerStageTeamBytes), p.block,
+                      p.dref.kind == SegKind::Device);
   return copyFrom(call, p.a.dest, p.a.src, p.block, t.pes[root]);
 }
 

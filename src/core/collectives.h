@@ -48,8 +48,9 @@
 //  Eager broadcast (tether_team_broadcast_eager, what the OpenSHMEM layer calls; token teams only, elsewhere the
 //     agreed broadcast): no agreement wait. The root posts its token with the data inline (HOST src up to
 //     kEagerDataBytes), copies its own dest and returns; a HOST src up to kEagerStageBytes it first copies into its
-//     staging buffer c % kEagerStageDepth of the team (written again only once every member's done word passed call
-//     c - kEagerStageDepth, so nobody still reads it) and posts "staged": it returns without waiting, the others copy
+//     staging ring of the team (kEagerStageTeamBytes used in turn, each call's copy contiguous at a 64-byte boundary;
+//     the bytes of an earlier call are written again only once every member's done word passed that call, so nobody
+//     still reads them) and posts "staged" with the copy's offset: it returns without waiting, the others copy
 //     from that buffer; larger or GPU sources post "pull": the others copy from the root's src, and the root returns
 //     once every member's done word passed call c (none reads src any more). A
 //     non-root posts its token, waits for the root's token of call c and compares the root's record with its own:
@@ -114,13 +115,12 @@ constexpr size_t kEagerSlotBytes = 1024;
 constexpr size_t kEagerHeadBytes = 128;
 constexpr size_t kEagerDataBytes = kEagerSlotBytes - kEagerHeadBytes;
 constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
-// Staging buffers of the eager broadcast (protocol above: sizes over kEagerDataBytes up to kEagerStageBytes): per team
-// slot kEagerStageDepth buffers of kEagerStageBytes, the root's copy of its src for call c in buffer c %
-// kEagerStageDepth, in the HOST segment at kEagerStageOffset (after the token rings, inside kControlBytes).
+// Staging rings of the eager broadcast (protocol above: sizes over kEagerDataBytes up to kEagerStageBytes): per team
+// slot kEagerStageTeamBytes (16 calls of 1 KiB or 4 of 4 KiB in flight), in the HOST segment at kEagerStageOffset
+// (after the token rings, inside kControlBytes).
 constexpr uint64_t kEagerStageOffset = kEagerOffset + kTeamSlots * kEagerTeamBytes;
-constexpr size_t kEagerStageDepth = 4;
 constexpr size_t kEagerStageBytes = 4096;
-constexpr size_t kEagerStageTeamBytes = kEagerStageDepth * kEagerStageBytes;
+constexpr size_t kEagerStageTeamBytes = 16 * 1024;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -187,7 +187,10 @@ class Collectives {
   bool tokenTeam(Team& t) const;  // cached in the Team: every member load/store mapped, 2+ members
   uint64_t* tokenSlot(const Team& t, size_t m, uint64_t c) const;  // member m's slot of call c (mapped)
   uint64_t* doneWord(const Team& t, size_t m) const;
-  char* stageBuffer(const Team& t, size_t m, uint64_t c) const;  // member m's staging buffer of call c (mapped)
+  char* stageBuffer(const Team& t, size_t m, uint64_t off) const;  // member m's staging ring at off (mapped)
+  // Room for bytes in this PE's staging ring of t for call c (protocol above): *off, once the calls whose copies it
+  // overwrites are done on every member (waitDone).
+  Status stageRoom(const char* call, Team& t, size_t bytes, uint64_t c, uint64_t* off);
   Status postToken(const char* call, Team& t, uint64_t c, const Record& r, uint64_t flags, const void* data,
                    size_t bytes);
   // Waits until every member's done word reaches `calls`.

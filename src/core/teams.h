@@ -33,9 +33,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -71,6 +73,10 @@ struct Team {
   uint64_t hashedRecord[8] = {};
   uint64_t recordHash = 0;
   bool hashed = false;
+  // This PE's eager-broadcast staging ring of the slot (core/collectives.cpp): bytes handed out so far (the ring offset
+  // is this modulo its size), and where each call still holding a part of it starts (start, call), oldest first.
+  uint64_t stageHead = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> staged;
 };
 
 // Where a handle points: a slot of this World and the serial of the team that holds it.
