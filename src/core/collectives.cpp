@@ -878,8 +878,14 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   // the locked instructions that follow the root's stores.
   if (a.eager && a.kind == CollKind::Broadcast && t.tokens == 1 && a.root >= 0 &&
       static_cast<size_t>(a.root) < t.pes.size()) {
-    if (a.root != t.me) prefetchRead(tokenSlot(t, static_cast<size_t>(a.root), t.callSeq));
-    else prefetchWrite(tokenSlot(t, static_cast<size_t>(a.root), t.callSeq));
+    const size_t root = static_cast<size_t>(a.root);
+    if (a.root != t.me) {
+      prefetchRead(tokenSlot(t, root, t.callSeq));
+      prefetchRead(tokenSlot(t, root, t.callSeq + 1));
+    } else {
+      prefetchWrite(tokenSlot(t, root, t.callSeq));
+      prefetchWrite(tokenSlot(t, root, t.callSeq + 1));
+    }
   }
   Plan p;
   p.local = check(call, t, a, &p);

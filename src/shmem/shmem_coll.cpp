@@ -284,7 +284,8 @@ void onActiveSet(int start, int logStride, int size, long* pSync, const char* ca
                   "%d PEs of the job", start, logStride, size, last, npes);
     shmemAbortMsg(call, msg);
   }
-  if (me < start || me > last || (me - start) % stride != 0) {
+  // The stride is a power of two: masks and shifts, no division on every call.
+  if (me < start || me > last || ((me - start) & (stride - 1)) != 0) {
     std::snprintf(msg, sizeof msg, "this PE is not in the active set (PE_start %d, logPE_stride %d, PE_size %d)",
                   start, logStride, size);
     shmemAbortMsg(call, msg);
@@ -299,7 +300,7 @@ void onActiveSet(int start, int logStride, int size, long* pSync, const char* ca
   g.world = w;
   g.pes = pes;
   g.size = size;
-  g.me = static_cast<int>((me - start) / stride);
+  g.me = (me - start) >> logStride;
   g.sync = reinterpret_cast<uint64_t*>(pSync);
   g.jobSize = npes;
   f(g);
