@@ -47,7 +47,8 @@
 //     choose different transports for the same pair (TETHER_PATHS differing per PE) is not supported.
 //  Eager broadcast (tether_team_broadcast_eager, what the OpenSHMEM layer calls; token teams only, elsewhere the
 //     agreed broadcast): no agreement wait. The root posts its token with the data inline (HOST src up to
-//     kEagerDataBytes), copies its own dest and returns; a HOST src up to kEagerStageBytes it first copies into its
+//     kEagerDataBytes), copies its own dest and returns; a HOST src up to kEagerStageBytes (half of it on teams of
+//     two, where a reader pulling from src is faster from 4 KiB on) it first copies into its
 //     staging ring of the team (kEagerStageTeamBytes used in turn, each call's copy contiguous at a 64-byte boundary;
 //     the bytes of an earlier call are written again only once every member's done word passed that call, so nobody
 //     still reads them) and posts "staged" with the copy's offset: it returns without waiting, the others copy

@@ -1,6 +1,6 @@
 // The eager broadcast (tether_team_broadcast_eager; core/collectives.h "Eager broadcast") on HOST memory at 2/4/8 PEs.
 // Data: on the world, reversed-world and even-PE teams, kRounds randomized broadcasts (MP_SEED, printed: root, size
-// 0..6000 bytes across the inline/staged boundary of 896 and the staged/pull one of 4096, element type, in place on
+// 0..6000 bytes across the inline/staged boundary of 896 and the staged/pull one of 4096 (2048 for 2), type, in place on
 // the root or not; the root rewrites its src every round, which a staged root may do before its readers copied),
 // every 5th round an allreduce (the barrier path, same token ring), every 11th a team sync; more rounds than the ring
 // has slots, so the root runs ahead and waits for ring credits. Every member checks its dest and that nothing past it was written.
