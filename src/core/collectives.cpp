@@ -874,21 +874,23 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   std::shared_ptr<Team> team;
   TETHER_TRY(w_.teams().acquire(call, ref, &team));
   Team& t = *team;
-  // Eager broadcast on a known token team: a member will wait for the root's token of this call, so loading its first
-  // line starts now and the transfer overlaps the checks below (in a stream of broadcasts the root has usually posted
-  // it already; if not, the line is loaded again once the root writes it). The root will write that line, which its
-  // readers hold from the call that used the slot last: taking it for writing now keeps that transfer from stalling
-  // the locked instructions that follow the root's stores.
+  // Eager broadcast on a known token team: a member will wait for the root's token of this call, so loading its lines
+  // (the head and the inline data this member expects) starts now and the transfers overlap the checks below (in a
+  // stream of broadcasts the root has usually posted it already; if not, the lines are loaded again once the root
+  // writes them), and the next call's head too. The root will write those lines, which its readers hold from the call
+  // that used the slot last: taking them for writing now keeps those transfers from stalling the locked instructions
+  // that follow the root's stores.
   if (a.eager && a.kind == CollKind::Broadcast && t.tokens == 1 && a.root >= 0 &&
       static_cast<size_t>(a.root) < t.pes.size()) {
-    const size_t root = static_cast<size_t>(a.root);
-    if (a.root != t.me) {
-      prefetchRead(tokenSlot(t, root, t.callSeq));
-      prefetchRead(tokenSlot(t, root, t.callSeq + 1));
-    } else {
-      prefetchWrite(tokenSlot(t, root, t.callSeq));
-      prefetchWrite(tokenSlot(t, root, t.callSeq + 1));
+    const size_t root = static_cast<size_t>(a.root), bytes = a.count * dtypeInfo(a.type).size;
+    const size_t lines = bytes <= kEagerDataBytes ? (kTokData * sizeof(uint64_t) + bytes + 63) / 64 : 1;
+    char* head = reinterpret_cast<char*>(tokenSlot(t, root, t.callSeq));
+    for (size_t l = 0; l < lines; ++l) {
+      if (a.root != t.me) prefetchRead(head + l * 64);
+      else prefetchWrite(head + l * 64);
     }
+    if (a.root != t.me) prefetchRead(tokenSlot(t, root, t.callSeq + 1));
+    else prefetchWrite(tokenSlot(t, root, t.callSeq + 1));
   }
   Plan p;
   p.local = check(call, t, a, &p);
