@@ -36,7 +36,8 @@
 //     last line), and the call number c + 1, stored last (release: the member's earlier stores, its src included, are
 //     visible to whoever sees it). It reuses a slot only once every member's done word (calls it completed on the team,
 //     stored as each call returns, whatever it returns) shows it finished the call that used the slot last, so a token
-//     is never overwritten while someone may read it. On token teams the agreement of step 2 is not a barrier: each
+//     is never overwritten while someone may read it; a member that has to wait for that waits until half the ring is
+//     free (an eager root ahead of its readers then reads their done words once per kEagerDepth / 2 calls). On token teams the agreement of step 2 is not a barrier: each
 //     member waits for every member's token of call c and compares the records' 62-bit hashes (the full records only to
 //     name the differing field), so every member reaches the same verdict (its own error first, then the first invalid
 //     member, then the first differing one) with no second exchange, no barrier words left behind, and the team usable
@@ -46,8 +47,13 @@
 //     choose different transports for the same pair (TETHER_PATHS differing per PE) is not supported.
 //  Eager broadcast (tether_team_broadcast_eager, what the OpenSHMEM layer calls; token teams only, elsewhere the
 //     agreed broadcast): no agreement wait. The root posts its token with the data inline (HOST src up to
-//     kEagerDataBytes), copies its own dest and returns; larger or GPU sources post "pull": the others copy from the
-//     root's src, and the root returns once every member's done word passed call c (none reads src any more). A
+//     kEagerDataBytes), copies its own dest and returns; a HOST src up to kEagerStageBytes (half of it on teams of
+//     two, where a reader pulling from src is faster from 4 KiB on) it first copies into its
+//     staging ring of the team (kEagerStageTeamBytes used in turn, each call's copy contiguous at a 64-byte boundary;
+//     the bytes of an earlier call are written again only once every member's done word passed that call, so nobody
+//     still reads them) and posts "staged" with the copy's offset: it returns without waiting, the others copy
+//     from that buffer; larger or GPU sources post "pull": the others copy from the root's src, and the root returns
+//     once every member's done word passed call c (none reads src any more). A
 //     non-root posts its token, waits for the root's token of call c and compares the root's record with its own:
 //     equal, it copies the data into its dest; else it fails (TETHER_ERR_MISMATCH naming the field, or
 //     TETHER_ERR_INVALID_ARG when the root's arguments were invalid). The eager form is part of the record, so an
@@ -110,6 +116,12 @@ constexpr size_t kEagerSlotBytes = 1024;
 constexpr size_t kEagerHeadBytes = 128;
 constexpr size_t kEagerDataBytes = kEagerSlotBytes - kEagerHeadBytes;
 constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
+// Staging rings of the eager broadcast (protocol above: sizes over kEagerDataBytes up to kEagerStageBytes): per team
+// slot kEagerStageTeamBytes (16 calls of 1 KiB or 4 of 4 KiB in flight), in the HOST segment at kEagerStageOffset
+// (after the token rings, inside kControlBytes).
+constexpr uint64_t kEagerStageOffset = kEagerOffset + kTeamSlots * kEagerTeamBytes;
+constexpr size_t kEagerStageBytes = 4096;
+constexpr size_t kEagerStageTeamBytes = 16 * 1024;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -176,6 +188,10 @@ class Collectives {
   bool tokenTeam(Team& t) const;  // cached in the Team: every member load/store mapped, 2+ members
   uint64_t* tokenSlot(const Team& t, size_t m, uint64_t c) const;  // member m's slot of call c (mapped)
   uint64_t* doneWord(const Team& t, size_t m) const;
+  char* stageBuffer(const Team& t, size_t m, uint64_t off) const;  // member m's staging ring at off (mapped)
+  // Room for bytes in this PE's staging ring of t for call c (protocol above): *off, once the calls whose copies it
+  // overwrites are done on every member (waitDone).
+  Status stageRoom(const char* call, Team& t, size_t bytes, uint64_t c, uint64_t* off);
   Status postToken(const char* call, Team& t, uint64_t c, const Record& r, uint64_t flags, const void* data,
                    size_t bytes);
   // Waits until every member's done word reaches `calls`.

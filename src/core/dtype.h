@@ -44,6 +44,7 @@ inline const DtypeInfo& dtypeInfo(tether_dtype_t t) {
       {"half", 2, DtypeClass::Float, false, true},
       {"bfloat16", 2, DtypeClass::Float, false, true},
   };
+  // Every size is a power of two (the collectives check alignment with a mask).
   static const DtypeInfo invalid = {"invalid", 0, DtypeClass::Invalid, false};
   static_assert(sizeof(table) / sizeof(table[0]) == TETHER_DTYPE_COUNT, "dtype table out of sync");
   if (static_cast<unsigned>(t) >= TETHER_DTYPE_COUNT) return invalid;

@@ -52,10 +52,17 @@ TeamRef Teams::refOf(int slot) const {
 }
 
 Status Teams::find(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out) const {
+  bool lost = false;
+  return findLocked(call, what, ref, out, &lost);
+}
+
+Status Teams::findLocked(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out,
+                         bool* lost) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (ref.slot >= 0 && ref.slot < kTeamSlots && bySlot_[ref.slot] && bySlot_[ref.slot]->serial == ref.serial) {
       *out = bySlot_[ref.slot];
+      *lost = !(*out)->lost.isOk();
       return Status::ok();
     }
   }
@@ -64,7 +71,11 @@ Status Teams::find(const char* call, const char* what, TeamRef ref, std::shared_
 }
 
 Status Teams::acquire(const char* call, TeamRef ref, std::shared_ptr<Team>* out) const {
-  TETHER_TRY(find(call, "team", ref, out));
+  // One lock on the way of every collective call: the lookup also reads whether the team is lost (a team is marked
+  // lost only under mu_; lostState builds the error when it is).
+  bool lost = false;
+  TETHER_TRY(findLocked(call, "team", ref, out, &lost));
+  if (!lost) return w_.collectiveState(call);
   return lostState(call, **out);
 }
 

@@ -33,9 +33,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -66,6 +68,15 @@ struct Team {
   uint64_t callSeq = 0;  // data collectives called on it (core/collectives.h: token number)
   uint64_t minDone = 0;  // every member's done word was at least this when last read (core/collectives.h)
   int8_t tokens = -1;    // token team (core/collectives.h): -1 not known yet, 0 no, 1 yes
+  std::vector<uint64_t*> rings;  // token teams: each member's token ring of the slot (its done word), mapped here
+  // The last record a token of this PE carried and its hash (core/collectives.cpp): a stream of like calls hashes once.
+  uint64_t hashedRecord[8] = {};
+  uint64_t recordHash = 0;
+  bool hashed = false;
+  // This PE's eager-broadcast staging ring of the slot (core/collectives.cpp): bytes handed out so far (the ring offset
+  // is this modulo its size), and where each call still holding a part of it starts (start, call), oldest first.
+  uint64_t stageHead = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> staged;
 };
 
 // Where a handle points: a slot of this World and the serial of the team that holds it.
@@ -119,6 +130,8 @@ class Teams {
   Status split(const char* call, TeamRef parent, const long long (&args)[3], const char* const (&argNames)[3],
                bool configOk, const Plan& plan, TeamRef* out, int nOut);
   TeamRef refOf(int slot) const;
+  // find, also reading under the same lock whether the team's collective state is lost.
+  Status findLocked(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out, bool* lost) const;
   Status lostState(const char* call, const Team& t) const;
   Status rounds(const char* call, const Team& t, bool post);
   // Publishes n <= kTeamValueWords words of this PE and returns every member's (out[m * n + k]); two rounds.

@@ -233,7 +233,8 @@ struct ControlBlock {
 };
 static_assert(sizeof(ControlBlock) <= kCollStageOffset, "control block too large");
 static_assert(kCollStageOffset + kTeamSlots * 2 * kCollStageBytes <= kEagerOffset, "staging buffers");
-static_assert(kEagerOffset + kTeamSlots * kEagerTeamBytes <= kControlBytes, "token rings");
+static_assert(kEagerOffset + kTeamSlots * kEagerTeamBytes <= kEagerStageOffset, "token rings");
+static_assert(kEagerStageOffset + kTeamSlots * kEagerStageTeamBytes <= kControlBytes, "eager staging buffers");
 // The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)
 // at its start, zeroed at start-up; the device team sync words at kDeviceTeamSyncOffset (core/collectives.h).
 // barrier_all_on_stream's round words (a tether_device_barrier_t) in the DEVICE control block, after the device barrier.

@@ -268,7 +268,8 @@ template <class F>
 void onActiveSet(int start, int logStride, int size, long* pSync, const char* call, F&& f) {
   static_assert(sizeof(long) == sizeof(uint64_t), "pSync words are 64-bit");
   tether_t w = shmemWorld(call);
-  const int me = tether_my_pe(w), npes = tether_n_pes(w);
+  int me = 0, npes = 0;
+  shmemWorldShape(&me, &npes);
   char msg[200];
   if (pSync == nullptr) shmemAbortMsg(call, "pSync is NULL");
   if (start < 0 || logStride < 0 || logStride > 30 || size < 1) {
@@ -283,19 +284,25 @@ void onActiveSet(int start, int logStride, int size, long* pSync, const char* ca
                   "%d PEs of the job", start, logStride, size, last, npes);
     shmemAbortMsg(call, msg);
   }
-  if (me < start || me > last || (me - start) % stride != 0) {
+  // The stride is a power of two: masks and shifts, no division on every call.
+  if (me < start || me > last || ((me - start) & (stride - 1)) != 0) {
     std::snprintf(msg, sizeof msg, "this PE is not in the active set (PE_start %d, logPE_stride %d, PE_size %d)",
                   start, logStride, size);
     shmemAbortMsg(call, msg);
   }
-  std::vector<int> pes(static_cast<size_t>(size));
-  for (size_t i = 0; i < pes.size(); ++i) pes[i] = static_cast<int>(start + stride * static_cast<long long>(i));
+  // The members' world PEs: on the stack for the usual small sets (no allocation per call), else on the heap.
+  constexpr int kStackPes = 64;
+  int few[kStackPes];
+  std::vector<int> many(size > kStackPes ? static_cast<size_t>(size) : 0);
+  int* pes = size > kStackPes ? many.data() : few;
+  for (int i = 0; i < size; ++i) pes[i] = static_cast<int>(start + stride * static_cast<long long>(i));
   CollGroup g;
   g.world = w;
-  g.pes = pes.data();
+  g.pes = pes;
   g.size = size;
-  g.me = static_cast<int>((me - start) / stride);
+  g.me = (me - start) >> logStride;
   g.sync = reinterpret_cast<uint64_t*>(pSync);
+  g.jobSize = npes;
   f(g);
 }
 
@@ -363,10 +370,11 @@ template <> constexpr tether_red_op_t coreOp<OpXor>() { return TETHER_RED_XOR; }
 
 // The core world team when the active set is every PE in order (start 0, stride 1, all PEs): 1.4 active-set calls
 // over the whole job then run on the core team collectives like the team forms (pSync is left alone); otherwise
-// TETHER_TEAM_INVALID and this engine serves them.
+// TETHER_TEAM_INVALID and this engine serves them. The handle is SHMEM_TEAM_WORLD's, kept since shmem_init (no lookup
+// per call).
 tether_team_t wholeWorld(const CollGroup& g) {
-  const bool all = g.size == tether_n_pes(g.world) && g.pes[0] == 0 && g.pes[g.size - 1] == g.size - 1;
-  return all ? tether_team_world(g.world) : TETHER_TEAM_INVALID;
+  const bool all = g.size == g.jobSize && g.pes[0] == 0 && g.pes[g.size - 1] == g.size - 1;
+  return all ? shmemCoreTeam(SHMEM_TEAM_WORLD) : TETHER_TEAM_INVALID;
 }
 
 template <class T, class Op>

@@ -25,6 +25,7 @@ struct CollGroup {
   int size = 0;
   int me = -1;               // this PE's member index
   uint64_t* sync = nullptr;  // kSyncWords symmetric words: [0, kRoundWords) rounds, then the value words
+  int jobSize = 0;           // 1.4 active sets: the job's PE count (0 for teams)
 };
 
 // Dissemination barrier over g: in round r this PE adds 1 to round word r of member me + 2^r, waits until its own

@@ -46,6 +46,8 @@ void shmemTeamsFinalize();
 bool shmemTeamValid(shmem_team_t team);
 // The core team (tether_team_t) behind a valid team.
 tether_team_t shmemCoreTeam(shmem_team_t team);
+// This PE's number and the job's PE count, as SHMEM_TEAM_WORLD keeps them since shmem_init (no lookup).
+void shmemWorldShape(int* me, int* npes);
 // World PE number of team-relative `pe`; -1 when the team is invalid or pe is outside [0, team size).
 int shmemTeamWorldPe(shmem_team_t team, int pe);
 

@@ -172,6 +172,11 @@ int shmemTeamWorldPe(shmem_team_t team, int pe) {
 
 tether_team_t shmemCoreTeam(shmem_team_t team) { return team->core; }
 
+void shmemWorldShape(int* me, int* npes) {
+  *me = tether_shmem_team_world_.myIndex;
+  *npes = static_cast<int>(tether_shmem_team_world_.pes.size());
+}
+
 bool shmemTeamGroup(shmem_team_t team, tether_t world, CollGroup* g) {
   if (!shmemTeamValid(team)) return false;
   g->world = world;

@@ -1,8 +1,9 @@
 // The eager broadcast (tether_team_broadcast_eager; core/collectives.h "Eager broadcast") on HOST memory at 2/4/8 PEs.
 // Data: on the world, reversed-world and even-PE teams, kRounds randomized broadcasts (MP_SEED, printed: root, size
-// 0..3000 bytes across the inline/pull boundary of 896, element type, in place on the root or not), every 5th round
-// an allreduce (the barrier path, same token ring), every 11th a team sync; more rounds than the ring has slots, so
-// the root runs ahead and waits for ring credits. Every member checks its dest and that nothing past it was written.
+// 0..6000 bytes across the inline/staged boundary of 896 and the staged/pull one of 4096 (2048 for 2), type, in place on
+// the root or not; the root rewrites its src every round, which a staged root may do before its readers copied),
+// every 5th round an allreduce (the barrier path, same token ring), every 11th a team sync; more rounds than the ring
+// has slots, so the root runs ahead and waits for ring credits. Every member checks its dest and that nothing past it was written.
 // Agreement, each followed by an eager broadcast and an allreduce that must work (the team stays usable): count
 // differs on the last PE -> TETHER_ERR_MISMATCH there only; every member names the next one as root -> every member
 // fails (nobody hangs); the last PE's root is invalid -> its own error, the others succeed; the root's src is not
@@ -25,7 +26,7 @@ namespace {
 tether_t w;
 int me, npes;
 uint64_t seed;
-constexpr size_t kMaxBytes = 4096;
+constexpr size_t kMaxBytes = 8192;
 constexpr int kRounds = 200;
 char* src = nullptr;  // symmetric
 char* dst = nullptr;  // symmetric, kMaxBytes + 64 (a guard after the largest dest)
@@ -51,7 +52,7 @@ Case caseOf(uint64_t round, int n) {
   static const std::pair<tether_dtype_t, size_t> types[] = {{TETHER_UINT8, 1}, {TETHER_INT32, 4}, {TETHER_DOUBLE, 8}};
   const uint64_t r = mix(seed ^ round);
   const auto& ty = types[r % 3];
-  const size_t bytes = (r >> 8) % 8 == 0 ? 0 : (r >> 16) % 3001;
+  const size_t bytes = (r >> 8) % 8 == 0 ? 0 : (r >> 16) % 6001;
   return Case{static_cast<int>((r >> 32) % static_cast<uint64_t>(n)), bytes / ty.second, ty.first, ty.second,
               ((r >> 40) & 3) == 0};
 }
