@@ -224,10 +224,8 @@ Status SymmetricHeap::readLocal(SymRef ref, void* out, size_t n) const {
     std::memcpy(out, (ref.kind == SegKind::Host ? host_->myBase() : staticLocal_) + ref.offset, n);
     return Status::ok();
   }
-  if (n <= GpuContext::kSmallCopyBytes) {  // through the host service when it is on (a wait polls this)
-    Status s = gpu_->getSmall(out, device_->myBase() + ref.offset, n);
-    if (s.code() != TETHER_ERR_UNSUPPORTED) return s;
-  }
+  if (n <= GpuContext::kSmallCopyBytes && gpu_->hostService())  // a wait polls this
+    return gpu_->getSmall(out, device_->myBase() + ref.offset, n);
   return gpu_->copy(out, device_->myBase() + ref.offset, n, false);
 }
 

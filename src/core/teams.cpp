@@ -53,10 +53,10 @@ TeamRef Teams::refOf(int slot) const {
 
 Status Teams::find(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out) const {
   bool lost = false;
-  return findLocked(call, what, ref, out, &lost);
+  return findLost(call, what, ref, out, &lost);
 }
 
-Status Teams::findLocked(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out,
+Status Teams::findLost(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out,
                          bool* lost) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -74,7 +74,7 @@ Status Teams::acquire(const char* call, TeamRef ref, std::shared_ptr<Team>* out)
   // One lock on the way of every collective call: the lookup also reads whether the team is lost (a team is marked
   // lost only under mu_; lostState builds the error when it is).
   bool lost = false;
-  TETHER_TRY(findLocked(call, "team", ref, out, &lost));
+  TETHER_TRY(findLost(call, "team", ref, out, &lost));
   if (!lost) return w_.collectiveState(call);
   return lostState(call, **out);
 }

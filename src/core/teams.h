@@ -131,7 +131,7 @@ class Teams {
                bool configOk, const Plan& plan, TeamRef* out, int nOut);
   TeamRef refOf(int slot) const;
   // find, also reading under the same lock whether the team's collective state is lost.
-  Status findLocked(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out, bool* lost) const;
+  Status findLost(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out, bool* lost) const;
   Status lostState(const char* call, const Team& t) const;
   Status rounds(const char* call, const Team& t, bool post);
   // Publishes n <= kTeamValueWords words of this PE and returns every member's (out[m * n + k]); two rounds.

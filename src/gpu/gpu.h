@@ -116,9 +116,11 @@ class GpuContext {
   // Small copies through the host service: n <= kSmallCopyBytes bytes from host memory src (CPU-readable) to the
   // GPU-addressable dst (putSmall: complete on return, or with nbi at quiet(); src reusable at once either way), or
   // from the GPU-addressable src to host memory dst (getSmall, complete on return): a few microseconds instead of a
-  // copy-engine copy and a stream synchronisation. TETHER_ERR_UNSUPPORTED when the service is off: the caller
-  // copies instead. quiet() completes posted puts; a signal() follows them without it.
+  // copy-engine copy and a stream synchronisation. Only while hostService() (else TETHER_ERR_UNSUPPORTED: the caller
+  // copies instead; callers test hostService() first, before classifying their pointers). quiet() completes posted
+  // puts; a signal() follows them without it.
   static constexpr size_t kSmallCopyBytes = 16;
+  virtual bool hostService() const = 0;
   virtual Status putSmall(void* dst, const void* src, size_t n, bool nbi) = 0;
   virtual Status getSmall(void* dst, const void* src, size_t n) = 0;
   // Another PE of this host uses this GPU (the World tells it after the topology exchange). Under

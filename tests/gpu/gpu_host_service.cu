@@ -121,7 +121,7 @@ int main() {
   CK(cudaSetDevice(tether_local_pe(w) % ndev));
   gpu_test::loadKernels({reinterpret_cast<const void*>(awaitWord)});
   const char* svc = std::getenv("TETHER_HOST_SERVICE");
-  if (me == 0) std::printf("gpu_host_service: %d PEs, TETHER_HOST_SERVICE=%s\n", n, svc ? svc : "(default: 1)");
+  if (me == 0) std::printf("gpu_host_service: %d PEs, TETHER_HOST_SERVICE=%s\n", n, svc ? svc : "(default: auto)");
 
   auto* words = static_cast<Words*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, sizeof(Words)));
   CK(cudaMemset(words, 0, sizeof(Words)));

@@ -57,6 +57,7 @@ class AliasGpu final : public GpuContext {
   Status settleDefaultStream() override { return Status::ok(); }
   Status atomic(void*, const AmoArgs&, uint64_t*) override { return no(); }
   Status signal(void*, uint64_t, tether_signal_op_t) override { return no(); }
+  bool hostService() const override { return false; }
   Status putSmall(void*, const void*, size_t, bool) override { return Status(TETHER_ERR_UNSUPPORTED, "no service"); }
   Status getSmall(void*, const void*, size_t) override { return Status(TETHER_ERR_UNSUPPORTED, "no service"); }
   void noteGpuShared(int) override {}

@@ -115,6 +115,7 @@ class FakeGpu : public GpuContext {
     log.push_back({"pool-signal", me_, target});
     return Status::ok();
   }
+  bool hostService() const override { return false; }
   Status putSmall(void*, const void*, size_t, bool) override { return Status(TETHER_ERR_UNSUPPORTED, "no service"); }
   Status getSmall(void*, const void*, size_t) override { return Status(TETHER_ERR_UNSUPPORTED, "no service"); }
   void noteGpuShared(int) override {}

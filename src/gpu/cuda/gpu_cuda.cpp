@@ -504,6 +504,8 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
+  bool hostService() const override { return service_ != nullptr; }
+
   Status putSmall(void* dst, const void* src, size_t n, bool nbi) override {
     if (!service_) return Status(TETHER_ERR_UNSUPPORTED, "the host service is off");
     return service_->put(dst, src, n, !nbi);
@@ -518,8 +520,7 @@ class CudaGpuContext : public GpuContext {
     if (!serviceOpts_.automatic || !service_) return;
     TETHER_LOG_INFO(LogSys::Core, "GPU %d is shared with PE %d: host atomics and signals use one kernel launch each "
                     "(TETHER_HOST_SERVICE=auto; =1 forces the resident service kernel)", device_, pe);
-    (void)service_->drain();  // (called at start-up, before any request)
-    service_.reset();
+    service_.reset();  // (called at start-up, before any request)
     serviceOpts_.on = false;
   }
 

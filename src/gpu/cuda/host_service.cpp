@@ -74,7 +74,6 @@ Status HostService::launch() {
   cudaError_t e = gk::launchService(stream_, devSlots_, devState_, next, idleNs_, ++epoch_);
   if (e != cudaSuccess) return serviceCudaFail("launching the service kernel", e);
   running_ = true;
-  ++launches_;
   return Status::ok();
 }
 

@@ -15,9 +15,9 @@ namespace gpukernels {
 cudaError_t launchAmo(cudaStream_t stream, void* target, const AmoArgs& args, uint64_t* result);
 // SET: release store at system scope; ADD: system-scope atomic add after a system fence.
 cudaError_t launchSignal(cudaStream_t stream, uint64_t* target, uint64_t value, int isAdd);
-// The host service (host_service.h): one GPU warp that stays resident and executes the atomics and signals the host
-// posts into a ring of slots in host-mapped pinned memory, so that a host atomic on a GPU word costs a PCIe round
-// trip instead of a kernel launch and a stream synchronisation.
+// The host service (host_service.h): one GPU warp that stays resident and executes the atomics, signals and small
+// puts/gets the host posts into a ring of slots in host-mapped pinned memory, so that a host atomic on a GPU word
+// costs a PCIe round trip instead of a kernel launch and a stream synchronisation.
 constexpr uint32_t kServiceSlots = 64;
 enum ServiceKind : uint32_t {
   kServiceAmo = 1, kServiceSignalSet = 2, kServiceSignalAdd = 3, kServiceStop = 4,
@@ -37,8 +37,8 @@ enum : unsigned { kSlotHead, kSlotTarget, kSlotValue = 3, kSlotCond = 5, kSlotWo
 inline uint32_t serviceHead(uint32_t kind, uint32_t op = 0, uint32_t width = 0, uint32_t bytes = 0) {
   return kind | op << 8 | width << 16 | bytes << 24;
 }
-// Written by the warp: done = the last ticket executed (release, after its result and those before it), exited = the launch epoch of a
-// kernel that returned (after its last done).
+// Written by the warp: done = the last ticket executed (release, after its result and those before it), exited =
+// the launch epoch of a kernel that returned (after its last done).
 struct ServiceState {
   alignas(64) uint64_t done;
   alignas(64) uint64_t exited;

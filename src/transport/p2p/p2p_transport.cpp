@@ -3,9 +3,9 @@
 // Data: a put/get touching device memory on either side (the target DEVICE segment, or a user buffer in GPU memory)
 // is a copy-engine copy, except small ones between host memory and a DEVICE segment (puts, and blocking gets), which
 // the GPU's host service executes when it is on (GpuContext::putSmall/getSmall); HOST segment <-> host buffer stays a
-// memcpy. Atomics and signals: DEVICE words through a
-// system-scope GPU atomic (kernel), HOST words through the shm transport's CPU atomics, after completing earlier
-// copies so a signal never overtakes the data it announces.
+// memcpy. Atomics and signals: DEVICE words through a system-scope GPU atomic (the host service, or a kernel each),
+// HOST words through the shm transport's CPU atomics, after completing earlier copies so a signal never overtakes
+// the data it announces.
 // The p2p provider (this PE has a GPU context) serves the self, shm and p2p paths choosePath picks.
 #include <cstring>
 
@@ -19,17 +19,15 @@ namespace {
 GpuContext& gpu(void* ctx) { return *static_cast<GpuContext*>(ctx); }
 
 // A small copy between host memory and a DEVICE segment goes through the host service when it is on (puts also
-// nbi: posted, completed at quiet; gets blocking only).
-bool small(size_t n) { return n <= GpuContext::kSmallCopyBytes; }
-bool served(const Status& s) { return s.code() != TETHER_ERR_UNSUPPORTED; }
+// nbi: posted, completed at quiet; gets blocking only). The service is asked first: with it off, no pointer query.
+bool small(GpuContext& g, size_t n) { return n <= GpuContext::kSmallCopyBytes && g.hostService(); }
 
 Status p2pPut(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
   GpuContext& g = gpu(ctx);
   if (isHostMemory(dst.kind)) {
     if (!g.isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
-  } else if (small(n) && !g.isDeviceMemory(src)) {
-    Status s = g.putSmall(dst.gpuPtr, src, n, nbi);
-    if (served(s)) return s;
+  } else if (small(g, n) && !g.isDeviceMemory(src)) {
+    return g.putSmall(dst.gpuPtr, src, n, nbi);
   }
   return g.copy(dst.gpuPtr, src, n, nbi);
 }
@@ -38,9 +36,8 @@ Status p2pGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, boo
   GpuContext& g = gpu(ctx);
   if (isHostMemory(src.kind)) {
     if (!g.isDeviceMemory(dst)) return shmTransportOps().get(nullptr, pe, dst, src, n, nbi);
-  } else if (!nbi && small(n) && !g.isDeviceMemory(dst)) {
-    Status s = g.getSmall(dst, src.gpuPtr, n);
-    if (served(s)) return s;
+  } else if (!nbi && small(g, n) && !g.isDeviceMemory(dst)) {
+    return g.getSmall(dst, src.gpuPtr, n);
   }
   return g.copy(dst, src.gpuPtr, n, nbi);
 }
