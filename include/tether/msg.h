@@ -17,7 +17,8 @@
  *  - Protocols: a message of at most eager_bytes travels in one ring slot (one put with signal) and its send completes
  *    at once; a longer one sends a request-to-send and moves when the receiver has matched it (rendezvous), in
  *    fragments through the ring, straight into the posted buffer. A message that arrives before its receive is kept
- *    (eager: its bytes in the unexpected pool; rendezvous: only its header).
+ *    (eager: its bytes in the unexpected pool, or beside its header when at most 64 bytes; rendezvous: only its
+ *    header).
  *  - Progress happens inside tether's messaging calls (test, wait, send, recv and the posting calls): a rendezvous
  *    send moves while either side is in such a call, as in MPI (and, while stream-ordered requests are pending, in a
  *    progress thread: see the stream model below).

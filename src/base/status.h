@@ -3,8 +3,11 @@
 // Contract: every fallible internal function returns Status ([[nodiscard]]). The function that first detects an
 // error builds the Status with the full cause (call, PE, address, size, errno or CUDA error); callers propagate it
 // unchanged with TETHER_TRY. The C API turns a Status into a tether_status_t plus a thread-local message.
+// Cost: a success is a code and a null pointer, so copying, assigning and returning one (hot paths do so per message
+// and per operation) touches no string; a message lives in one shared immutable string, built only on failure.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -15,23 +18,30 @@ namespace tether {
 class [[nodiscard]] Status {
  public:
   Status() = default;  // success
-  Status(tether_status_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(tether_status_t code, std::string message)
+      : code_(code), message_(message.empty() ? nullptr : std::make_shared<const std::string>(std::move(message))) {}
 
   static Status ok() { return Status(); }
   bool isOk() const { return code_ == TETHER_SUCCESS; }
   explicit operator bool() const { return isOk(); }
   tether_status_t code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return message_ ? *message_ : empty(); }
 
-  // Prefixes the message with "<context>: " (used where a lower layer lacks the caller's name).
-  Status withContext(const std::string& context) const {
+  // Prefixes the message with "<context>: " (used where a lower layer lacks the caller's name). A success is returned
+  // as it is, without building a string from context.
+  Status withContext(const char* context) const {
     if (isOk()) return *this;
-    return Status(code_, context + ": " + message_);
+    return Status(code_, std::string(context) + ": " + message());
   }
+  Status withContext(const std::string& context) const { return withContext(context.c_str()); }
 
  private:
+  static const std::string& empty() {
+    static const std::string e;
+    return e;
+  }
   tether_status_t code_ = TETHER_SUCCESS;
-  std::string message_;
+  std::shared_ptr<const std::string> message_;  // null: no message
 };
 
 // printf-style string building for error messages.

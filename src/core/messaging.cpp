@@ -44,6 +44,23 @@ constexpr auto kIdleSleep = std::chrono::microseconds(20);
 
 size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// n values of T, held inline up to N (a wait on a few requests allocates nothing), each starting as v.
+template <class T, size_t N>
+class SmallArray {
+ public:
+  SmallArray(size_t n, const T& v) : p_(n <= N ? inline_ : (heap_.resize(n), heap_.data())) {
+    for (size_t i = 0; i < n; ++i) p_[i] = v;
+  }
+  SmallArray(const SmallArray&) = delete;
+  SmallArray& operator=(const SmallArray&) = delete;
+  T& operator[](size_t i) { return p_[i]; }
+
+ private:
+  T inline_[N];
+  std::vector<T> heap_;
+  T* p_;  // inline_ or heap_'s storage
+};
+
 bool fits(int want, int have) { return want < 0 || want == have; }  // TETHER_ANY_PE / TETHER_ANY_TAG are -1
 
 // How an error names request id: reqs[i] of a list, or (i == SIZE_MAX) the call's one request.
@@ -117,6 +134,10 @@ struct Messaging::Req {
   uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
+  // A receive waiting for a message: its links in the posted list (Messaging::Posted), in the order posted.
+  bool inPosted = false;
+  Req* prevPosted = nullptr;
+  Req* nextPosted = nullptr;
 };
 
 // A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
@@ -133,15 +154,22 @@ struct Messaging::Typed {
   }
 };
 
+// An arrived EAGER or RTS that no posted receive took. Its list node is recycled (spare_), so a message that waits
+// for its receive allocates nothing when it is small enough to be held here (kTinyBytes) -- the common case of a
+// receiver that posts a little after its sender sends.
 struct Messaging::Unexpected {
-  int src;
-  int tag;
-  bool rts;
-  size_t bytes;
-  uint64_t poolOff;  // EAGER: its bytes in the pool, or
-  std::shared_ptr<char> heap;  // in host memory of its own when the pool is full (so the ring never stalls)
-  uint64_t sendId;   // RTS
-  SlotHead head;     // RTS: the head as it came (RTS_DIRECT: where to read)
+  static constexpr size_t kTinyBytes = 64;
+  int src = 0;
+  int tag = 0;
+  bool rts = false;
+  size_t bytes = 0;
+  // EAGER, where its bytes are: tiny (at most kTinyBytes), else the pool at poolOff, else (the pool full) heap, in
+  // host memory of its own (so the ring never stalls).
+  bool inTiny = false;
+  uint64_t poolOff = 0;
+  std::shared_ptr<char> heap;
+  alignas(16) char tiny[kTinyBytes];
+  SlotHead head;     // RTS: the head as it came (a, the sender's request id; RTS_DIRECT: where to read)
   GpuIpcRef ipc;     // RTS_DIRECT by CUDA IPC: the region its payload named
 };
 
@@ -189,6 +217,22 @@ class Messaging::Pool {
  private:
   std::map<uint64_t, uint64_t> free_;
 };
+
+void Messaging::Posted::push(Req& r) {
+  r.inPosted = true;
+  r.prevPosted = last;
+  r.nextPosted = nullptr;
+  (last ? last->nextPosted : first) = &r;
+  last = &r;
+}
+
+void Messaging::Posted::unlink(Req& r) {
+  if (!r.inPosted) return;
+  (r.prevPosted ? r.prevPosted->nextPosted : first) = r.nextPosted;
+  (r.nextPosted ? r.nextPosted->prevPosted : last) = r.prevPosted;
+  r.inPosted = false;
+  r.prevPosted = r.nextPosted = nullptr;
+}
 
 // ---- set-up ------------------------------------------------------------------------------------------------------
 
@@ -1009,24 +1053,33 @@ Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, in
 Status Messaging::matchOrPost(const char* call, Req& ref) {
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!fits(ref.pe, it->src) || !fits(ref.tag, it->tag)) continue;
-    const Unexpected u = *it;
-    unexpected_.erase(it);
-    if (u.rts) return matchRts(call, ref, u.src, u.head, u.ipc);
-    ref.fromPe = u.src;
-    ref.fromTag = u.tag;
-    ref.msgBytes = u.bytes;
-    const size_t n = std::min(u.bytes, ref.cap);
+    std::list<Unexpected> taken;  // the node, out of the list while it is handled (no allocation), then spare
+    taken.splice(taken.end(), unexpected_, it);
+    const Unexpected& u = taken.front();
     Status s;
-    if (u.heap) {
-      s = deliverHost(call, ref, u.heap.get(), n);
+    if (u.rts) {
+      s = matchRts(call, ref, u.src, u.head, u.ipc);
     } else {
-      s = deliver(call, ref, 0, poolBase_ + u.poolOff, n);
-      pool_->release(u.poolOff, u.bytes);
+      ref.fromPe = u.src;
+      ref.fromTag = u.tag;
+      ref.msgBytes = u.bytes;
+      const size_t n = std::min(u.bytes, ref.cap);
+      Status d;
+      if (u.inTiny) {
+        d = deliverHost(call, ref, u.tiny, n);
+      } else if (u.heap) {
+        d = deliverHost(call, ref, u.heap.get(), n);
+      } else {
+        d = deliver(call, ref, 0, poolBase_ + u.poolOff, n);
+        pool_->release(u.poolOff, u.bytes);
+      }
+      complete(ref, d);
     }
-    complete(ref, s);
-    return Status::ok();
+    taken.front().heap.reset();
+    spare_.splice(spare_.end(), taken);
+    return s;
   }
-  posted_.push_back(&ref);
+  posted_.push(ref);
   return Status::ok();
 }
 
@@ -1278,26 +1331,32 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
     case kEager:
     case kRts:
     case kRtsDirect: {
-      Req* r = nullptr;
-      for (auto it = posted_.begin(); it != posted_.end(); ++it)
-        if (fits((*it)->pe, src) && fits((*it)->tag, h.tag)) {
-          r = *it;
-          posted_.erase(it);
-          break;
-        }
+      Req* r = posted_.first;
+      while (r && !(fits(r->pe, src) && fits(r->tag, h.tag))) r = r->nextPosted;
+      if (r) posted_.unlink(*r);
       GpuIpcRef ipc{};  // an RTS_DIRECT by CUDA IPC from another PE names the region in its payload
       if (h.kind == kRtsDirect && (h.how & 0xff) == kViaIpc && src != me_) std::memcpy(&ipc, payload, sizeof ipc);
       if (!r) {
-        Unexpected u{src, h.tag, h.kind != kEager, static_cast<size_t>(h.bytes), 0, nullptr, h.a, h, ipc};
-        if (!u.rts) {
-          if (pool_->alloc(u.bytes, &u.poolOff)) {
-            std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
-          } else {  // the pool is full: never stall the ring (control and rendezvous traffic follow in it)
-            u.heap.reset(new char[std::max<size_t>(u.bytes, 1)], std::default_delete<char[]>());
-            std::memcpy(u.heap.get(), payload, u.bytes);
-          }
+        if (spare_.empty()) unexpected_.emplace_back();
+        else unexpected_.splice(unexpected_.end(), spare_, spare_.begin());
+        Unexpected& u = unexpected_.back();
+        u.src = src;
+        u.tag = h.tag;
+        u.rts = h.kind != kEager;
+        u.bytes = static_cast<size_t>(h.bytes);
+        u.inTiny = !u.rts && u.bytes <= Unexpected::kTinyBytes;
+        u.heap.reset();
+        if (u.rts) {
+          u.head = h;
+          u.ipc = ipc;
+        } else if (u.inTiny) {
+          std::memcpy(u.tiny, payload, u.bytes);
+        } else if (pool_->alloc(u.bytes, &u.poolOff)) {
+          std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
+        } else {  // the pool is full: never stall the ring (control and rendezvous traffic follow in it)
+          u.heap.reset(new char[std::max<size_t>(u.bytes, 1)], std::default_delete<char[]>());
+          std::memcpy(u.heap.get(), payload, u.bytes);
         }
-        unexpected_.push_back(u);
         return Status::ok();
       }
       if (h.kind != kEager) return matchRts(call, *r, src, h, ipc);
@@ -1387,7 +1446,7 @@ void Messaging::queueCancel(int dst, uint64_t recvId) {
 
 void Messaging::forget(Req& r) {
   releaseWords(r);
-  posted_.remove(&r);
+  posted_.unlink(r);
   reqs_.erase(r.id);  // (last: r's storage is reset)
 }
 
@@ -1406,7 +1465,7 @@ bool Messaging::withdraw(uint64_t id) {
   }
   auto& q = out_[static_cast<size_t>(r.pe)];
   if (!r.send) {
-    if (std::find(posted_.begin(), posted_.end(), &r) != posted_.end())
+    if (r.inPosted)
       forget(r);
     else
       r.abandoned = true;
@@ -1545,6 +1604,7 @@ Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
   fill(r, st);
   Status s = r.result;
   releaseWords(r);
+  posted_.unlink(r);  // (a completed receive is not in it: matching took it out)
   reqs_.erase(r.id);
   *req = 0;
   return s;
@@ -1626,9 +1686,10 @@ Status Messaging::waitall(const char* call, size_t n, uint64_t* reqs, tether_msg
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
   Status first;
   SpinWait spin(w_.timeout());
-  std::vector<bool> left(n, true);
-  std::vector<Look> looks(n);
+  SmallArray<char, 8> left(n, 1);
+  SmallArray<Look, 8> looks(n, Look());
   size_t remaining = n;
+  bool expired = false;  // the deadline passed (SpinWait::next reads the clock every 64 calls, not every pass)
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1651,11 +1712,11 @@ Status Messaging::waitall(const char* call, size_t n, uint64_t* reqs, tether_msg
       }
       if (remaining == 0) return first;
       if (did) spin.busy();
-      if (spin.secondsLeft() <= 0)
+      if (expired)
         for (size_t i = 0; i < n; ++i)
           if (left[i]) return timeout(call, reqs[i], spin.elapsedSeconds());
     }
-    spin.next();  // outside the lock: other threads of this PE progress meanwhile
+    expired = !spin.next();  // outside the lock: other threads of this PE progress meanwhile
   }
 }
 
@@ -1698,7 +1759,8 @@ Status Messaging::waitany(const char* call, size_t n, uint64_t* reqs, size_t* in
   if (!index || (n && !reqs)) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs or index is NULL", call);
   *index = SIZE_MAX;
   SpinWait spin(w_.timeout());
-  std::vector<Look> looks(n);
+  SmallArray<Look, 8> looks(n, Look());
+  bool expired = false;
   for (;;) {
     std::unique_lock<std::mutex> lock(mu_);
     bool did = false, any = false;
@@ -1718,11 +1780,11 @@ Status Messaging::waitany(const char* call, size_t n, uint64_t* reqs, size_t* in
       return Status::ok();
     }
     if (did) spin.busy();
-    if (spin.secondsLeft() <= 0)
+    if (expired)
       for (size_t i = 0; i < n; ++i)
         if (reqs[i] && !looks[i].inactive) return timeout(call, reqs[i], spin.elapsedSeconds());
     lock.unlock();
-    spin.next();
+    expired = !spin.next();
   }
 }
 

@@ -237,8 +237,17 @@ class Messaging {
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
   std::vector<char> staging_;         // head + payload of one slot (host payloads go in one put)
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
-  std::list<Req*> posted_;
-  std::list<Unexpected> unexpected_;
+  // Receives waiting for a message, in the order posted (MPI's matching order), linked through the requests
+  // themselves: posting and matching allocate nothing, and a withdrawn receive unlinks in O(1).
+  struct Posted {
+    Req* first = nullptr;
+    Req* last = nullptr;
+    void push(Req& r);
+    void unlink(Req& r);  // (nothing when r is not in the list)
+  };
+  Posted posted_;
+  std::list<Unexpected> unexpected_;  // in arrival order
+  std::list<Unexpected> spare_;       // nodes of matched ones, reused by later arrivals (no allocation once warm)
   int drainStart_ = 0;
   // Stream model: per word index a trigger and a done word (uint64 each) in the region; generations only grow, so a
   // word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer value).
