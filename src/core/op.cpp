@@ -242,7 +242,10 @@ Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bo
       if (op.kind == Op::PutSignal && op.nbytes) {
         const SegPath& p = w.path(pe, target.kind);
         void* ctx = paths ? paths->ctx(p) : p.ctx;
-        TETHER_TRY(p.ops->put(ctx, pe, w.remote(pe, target), op.src, op.nbytes, nbi));
+        // Blocking, one context whose signal completes its puts: the put is posted and the signal's wait covers
+        // both (a small put into GPU memory through the host service: one round trip instead of two).
+        const bool post = !nbi && ctx == sctx && p.ops == sp.ops && (p.ops->caps & kCapSignalCompletesPuts);
+        TETHER_TRY(p.ops->put(ctx, pe, w.remote(pe, target), op.src, op.nbytes, nbi || post));
         if (ctx != sctx) TETHER_TRY(p.ops->quiet(ctx));
       }
       return sp.ops->signal(sctx, pe, w.remote(pe, sig), op.value, op.sigOp);

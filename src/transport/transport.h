@@ -30,6 +30,9 @@ enum TransportCap : uint32_t {
   kCapAtomics = 1u << 1,       // atomics native on the peer's memory
   kCapHostSegment = 1u << 2,   // serves HOST segments
   kCapDeviceSegment = 1u << 3, // serves DEVICE segments
+  // A blocking signal() returns only once every earlier put of the same ctx, nbi ones included, is complete: a
+  // blocking put-with-signal whose put and signal share the ctx posts its put and waits once, at the signal.
+  kCapSignalCompletesPuts = 1u << 4,
 };
 
 // Target of an operation: the segment kind and symmetric offset (always) and, where the peer's segment is mapped

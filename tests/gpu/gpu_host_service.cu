@@ -11,6 +11,8 @@
 //  2c. 3 rounds of 200 put_nbi of 8 bytes (more than the service's 64-slot ring) into the next PE's DEVICE buffer, then
 //     a signal with no quiet before it: the next PE waits for the signal (a host wait on its GPU word) and must find
 //     every value of the round in place (a signal follows the puts before it);
+//  2d. 32 blocking put_signal of 1-16 bytes into the next PE's DEVICE buffer (the put is posted, the signal's wait
+//     completes both), the source overwritten at once, the signal on a DEVICE word and on a HOST word in turn;
 //  3. the idle boundary: 300 fetch_inc on the next PE's ring counter with random pauses of 0-3x
 //     TETHER_HOST_SERVICE_IDLE between them (the kernel leaves and is restarted, also while a request is being
 //     posted); each fetched value must be the count so far (executed exactly once, in order). Seed printed
@@ -54,6 +56,8 @@ struct Words {
   unsigned char bytes[64];  // section 2b
   uint64_t nbi[200];        // section 2c
   uint64_t nbiSig;          // section 2c
+  unsigned char ps[16];     // section 2d
+  uint64_t psSig;           // section 2d
 };
 
 // Polls *word until it reaches want (volatile loads; bounded by ~20 s of %globaltimer); *seen = the last value read.
@@ -213,6 +217,32 @@ int main() {
     if (wrong) std::fprintf(stderr, "PE %d: %ld values from PE %d missing after its signal\n", me, wrong, prev);
     MP_CHECK(wrong == 0);
     if (me == 0) std::printf("posted puts (3 x 200 put_nbi of 8 B) then a signal without quiet: ok\n");
+  }
+
+  // 2d. blocking put_signal of 1-16 B into GPU memory (the put is posted and the signal's wait completes both): the
+  // source is overwritten as soon as the call returns; the signal word is a DEVICE word in odd rounds and a HOST
+  // word in even ones (the put and the signal take different routes to the GPU then).
+  {
+    auto* hostSig = static_cast<uint64_t*>(gpu_test::symAlloc(w, TETHER_SEG_HOST, sizeof(uint64_t)));
+    *hostSig = 0;
+    MP_OK(tether_barrier_all(w));
+    long wrong = 0;
+    unsigned char src[16], got[16];
+    for (uint64_t round = 1; round <= 32; ++round) {
+      const size_t sz = 1 + (round - 1) % 16;
+      uint64_t* sig = round % 2 ? &words->psSig : hostSig;
+      for (size_t i = 0; i < sz; ++i) src[i] = static_cast<unsigned char>(round * 31 + i * 7 + me);
+      MP_OK(tether_put_signal(w, words->ps, src, sz, sig, round, TETHER_SIGNAL_SET, next));
+      std::memset(src, 0xEE, sizeof src);  // reusable at once
+      MP_OK(tether_signal_wait_until(w, sig, TETHER_CMP_EQ, round, nullptr));
+      CK(cudaMemcpy(got, words->ps, sz, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < sz; ++i) wrong += got[i] != static_cast<unsigned char>(round * 31 + i * 7 + prev);
+      MP_OK(tether_barrier_all(w));
+    }
+    if (wrong) std::fprintf(stderr, "PE %d: %ld bytes from PE %d wrong after its put_signal\n", me, wrong, prev);
+    MP_CHECK(wrong == 0);
+    MP_OK(tether_free(w, hostSig));
+    if (me == 0) std::printf("put_signal of 1-16 B (signal on DEVICE and HOST words): ok\n");
   }
 
   // 3. the idle boundary.

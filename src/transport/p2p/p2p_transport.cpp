@@ -61,7 +61,7 @@ Status p2pQuiet(void* ctx) {
 }
 
 const TransportOps kP2pOps = {
-    "p2p", kCapLoadStore | kCapAtomics | kCapHostSegment | kCapDeviceSegment,
+    "p2p", kCapLoadStore | kCapAtomics | kCapHostSegment | kCapDeviceSegment | kCapSignalCompletesPuts,
     p2pPut, p2pGet, p2pAmo, p2pSignal, p2pQuiet, p2pQuiet,
 };
 

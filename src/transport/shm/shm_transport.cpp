@@ -74,7 +74,8 @@ Status shmFence(void*) {
 }
 
 const TransportOps kShmOps = {
-    "shm", kCapLoadStore | kCapAtomics | kCapHostSegment, shmPut, shmGet, shmAmo, shmSignal, shmFence, shmFence,
+    "shm", kCapLoadStore | kCapAtomics | kCapHostSegment | kCapSignalCompletesPuts,
+    shmPut, shmGet, shmAmo, shmSignal, shmFence, shmFence,
 };
 
 }  // namespace
