@@ -338,9 +338,11 @@ tether_status_t tether_team_split_strided(tether_team_t parent, int start, int s
 tether_status_t tether_team_split_2d(tether_team_t parent, int xrange, const tether_team_config_t* xaxis_config,
                                      tether_team_t* xaxis_team, const tether_team_config_t* yaxis_config,
                                      tether_team_t* yaxis_team);
-/* Local: releases this PE's handle (and its index, for later splits). Call it only once this PE is done with the team
- * and every member has finished the collectives this PE called on it (a sync still arriving: TETHER_ERR_INVALID_ARG,
- * the team stays live). TETHER_TEAM_INVALID: no-op; the predefined teams cannot be destroyed. */
+/* Local: releases this PE's handle (and its index, for later splits) once this PE is done with the team. It first
+ * waits until every member has finished the data collectives this PE called on it (an eager broadcast's root returns
+ * before its members read; bounded by TETHER_TIMEOUT, which fails and leaves the team live); a sync or barrier still
+ * arriving from another member: TETHER_ERR_INVALID_ARG, the team stays live. TETHER_TEAM_INVALID: no-op; the
+ * predefined teams cannot be destroyed. */
 tether_status_t tether_team_destroy(tether_team_t team);
 
 /* Queries (local); -1 when the team is not valid here (tether_last_error says why; TETHER_TEAM_INVALID: silently). */

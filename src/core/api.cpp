@@ -758,7 +758,9 @@ tether_status_t tether_team_split_2d(tether_team_t parent, int xrange, const tet
 tether_status_t tether_team_destroy(tether_team_t team) {
   if (!team) return TETHER_SUCCESS;
   return guardedTeam(team, "tether_team_destroy", [](World& x, TeamId id) {
-    return x.teams().destroy("tether_team_destroy", id.ref, [&x](int slot) { return x.colls().resetDeviceWords(slot); });
+    return x.teams().destroy(
+        "tether_team_destroy", id.ref, [&x](tether::Team& t) { return x.colls().settle("tether_team_destroy", t); },
+        [&x](int slot) { return x.colls().resetDeviceWords(slot); });
   });
 }
 

@@ -680,6 +680,11 @@ bool Collectives::tokenTeam(Team& t) const {
 
 uint64_t* Collectives::doneWord(const Team& t, size_t m) const { return t.rings[m]; }
 
+Status Collectives::settle(const char* call, Team& t) {
+  if (t.tokens != 1 || t.minDone >= t.callSeq) return Status::ok();  // no token calls, or all known to be done
+  return waitDone(call, t, t.callSeq, true);
+}
+
 char* Collectives::stageBuffer(const Team& t, size_t m, uint64_t off) const {
   // In member m's HOST segment as mapped here, like its token ring: at the same distance from it in every segment.
   const uint64_t ring = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;

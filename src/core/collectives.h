@@ -163,6 +163,9 @@ class Collectives {
   // Zeroes slot's device sync words on this PE (HOST and DEVICE copies): the team in it is being destroyed, and
   // every member has finished its collectives on it (Teams::destroy's rule), so no write is still arriving.
   Status resetDeviceWords(int slot);
+  // Teams::destroy's settle hook: waits (TETHER_TIMEOUT) until every member's done word has passed every call this
+  // PE made on t, so no member still reads this PE's tokens or staged bytes when the slot is freed for reuse.
+  Status settle(const char* call, Team& t);
   // Token numbers across team lifetimes (Teams::split): tokenBase() is at least every done word of this PE (any
   // slot); a new team starts its calls at the largest tokenBase() of its members (startTokens sets its callSeq and
   // this PE's done word of the slot to it), so tokens a former team left in the slot's rings, which a slow member of

@@ -314,7 +314,8 @@ Status Teams::split2d(const char* call, TeamRef parent, int xrange, uint32_t xfl
   return Status::ok();
 }
 
-Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(int)>& release) {
+Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(Team&)>& settle,
+                      const std::function<Status(int)>& release) {
   if (ref.slot == kWorldTeamSlot || ref.slot == kSharedTeamSlot) {
     std::shared_ptr<Team> t;
     if (find(call, "team", ref, &t).isOk())
@@ -323,6 +324,12 @@ Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(
   }
   std::shared_ptr<Team> t;
   TETHER_TRY(find(call, "team", ref, &t));
+  bool lost = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lost = !t->lost.isOk();
+  }
+  if (!lost) TETHER_TRY(settle(*t));  // (a lost team's members may never finish: nothing to wait for)
   const uint64_t* mine = words(t->slot);
   const uint64_t* coll = reinterpret_cast<const uint64_t*>(w_.heap().host()->myBase() +
                                                            Collectives::wordsOffset(t->slot));

@@ -12,8 +12,10 @@
 // arguments (a difference: TETHER_ERR_MISMATCH on every member, naming both records), plans the new teams (the same
 // list on every member), and gives each new team, in plan order, the lowest slot free on all of its members. If one
 // planned team finds no common slot, no team is made and every parent member fails the same way. Destroy is local:
-// the slot goes back to this PE's free mask once this PE is done with the team; another member can reuse it with
-// this PE only through a later split, which agrees on it again.
+// the slot goes back to this PE's free mask once this PE is done with the team and every member has finished the
+// collectives this PE called on it (destroy waits for that: an eager broadcast's root returns before its members
+// read its staged bytes, and a later team in the same slot that leaves a slow reader out would rewrite them); another
+// member can reuse it with this PE only through a later split, which agrees on it again.
 //
 // Sync words: dissemination rounds that consume what they receive (round r: add 1 to round word r of member
 // me + 2^r, wait for own round word r >= 1, subtract 1), so the words are zero whenever no collective of the team
@@ -116,9 +118,12 @@ class Teams {
                       bool configOk, TeamRef* out);
   Status split2d(const char* call, TeamRef parent, int xrange, uint32_t xflags, uint32_t yflags, bool configOk,
                  TeamRef* xout, TeamRef* yout);
-  // release(slot): runs once the team may go (checks passed), before the slot is freed: the rooms that keep per-slot
-  // state reset it there (the collectives' device words).
-  Status destroy(const char* call, TeamRef ref, const std::function<Status(int)>& release);
+  // settle(team): runs first, without the room's lock: waits (bounded) until every member has finished what this PE
+  // started on the team (the collectives' eager broadcast returns on its root before the members read). A failure
+  // leaves the team live. release(slot): runs once the team may go (checks passed), before the slot is freed: the
+  // rooms that keep per-slot state reset it there (the collectives' device words).
+  Status destroy(const char* call, TeamRef ref, const std::function<Status(Team&)>& settle,
+                 const std::function<Status(int)>& release);
   // Collective over the team; barrier: quiet first (tether_team_barrier), else sync only (tether_team_sync).
   Status sync(const char* call, TeamRef ref, bool quietFirst);
 

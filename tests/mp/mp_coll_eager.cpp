@@ -10,12 +10,16 @@
 // symmetric -> its own error, TETHER_ERR_INVALID_ARG naming the root on the others; PE 0 calls the eager broadcast
 // (root 1) while the others call an allreduce -> every member fails with TETHER_ERR_MISMATCH well before
 // TETHER_TIMEOUT; PE 0 calls tether_team_broadcast from itself, the others the eager one from it -> all fail.
+// Destroy with a slow reader (3+ PEs): PE 2 reads root 0's staged broadcast on T = {0, 1, 2} 200 ms late while PEs 0
+// and 1 destroy T, split {0, 1} again (the new team takes T's index: the same token and staging rings) and broadcast
+// other bytes in it; PE 2 must still get T's bytes (tether_team_destroy waits until every member finished its calls).
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -162,6 +166,45 @@ void differentCollective(tether_team_t t) {
 
 }  // namespace
 
+// Destroy with a slow reader (header comment).
+void destroyWhileReading(tether_team_t world) {
+  if (npes < 3) return;
+  constexpr size_t kBytes = 1024;  // staged: the root returns before its members read
+  constexpr uint64_t kFirst = 900001;
+  tether_team_t pair = TETHER_TEAM_INVALID, trio = TETHER_TEAM_INVALID, again = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(world, 0, 1, 2, nullptr, &pair));
+  MP_OK(tether_team_split_strided(world, 0, 1, 3, nullptr, &trio));
+  long wrong = 0;
+  if (trio) {
+    const int tme = tether_team_my_pe(trio), index = tether_team_index(trio);
+    if (tme == 0)
+      for (size_t k = 0; k < kBytes; ++k) src[k] = byteOf(kFirst, k);
+    std::memset(dst, 0x5a, kBytes);
+    if (tme == 2) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    MP_OK(tether_team_broadcast_eager(trio, dst, src, kBytes, TETHER_UINT8, 0));
+    for (size_t k = 0; k < kBytes; ++k) wrong += dst[k] != byteOf(kFirst, k);
+    MP_OK(tether_team_destroy(trio));  // on PEs 0 and 1: returns once PE 2 has read
+    if (pair) {
+      MP_OK(tether_team_split_strided(pair, 0, 1, 2, nullptr, &again));
+      if (me == 0 && tether_team_index(again) != index)
+        std::printf("destroy with a slow reader: note: the new team has index %d, not %d (no reuse to race)\n",
+                    tether_team_index(again), index);
+      for (uint64_t r = 1; r <= 8; ++r) {
+        if (me == 0)
+          for (size_t k = 0; k < kBytes; ++k) src[k] = byteOf(kFirst + r, k);
+        MP_OK(tether_team_broadcast_eager(again, dst, src, kBytes, TETHER_UINT8, 0));
+        for (size_t k = 0; k < kBytes; ++k) wrong += dst[k] != byteOf(kFirst + r, k);
+      }
+    }
+  }
+  if (wrong) std::fprintf(stderr, "PE %d: %ld bytes wrong (destroy with a slow reader)\n", me, wrong);
+  MP_CHECK(wrong == 0);
+  MP_OK(tether_barrier_all(w));
+  MP_OK(tether_team_destroy(again));
+  MP_OK(tether_team_destroy(pair));
+  if (me == 0) std::printf("destroy with a slow reader: ok\n");
+}
+
 int main() {
   mp::init();
   w = mp::world();
@@ -184,6 +227,7 @@ int main() {
   MP_OK(tether_team_destroy(even));
   MP_OK(tether_team_destroy(reversed));
   MP_OK(tether_barrier_all(w));
+  destroyWhileReading(world);
   if (me == 0) std::printf("mp_coll_eager: OK (MP_SEED=%" PRIu64 ")\n", seed);
   return mp::finish();
 }
