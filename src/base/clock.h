@@ -23,7 +23,8 @@ inline uint64_t nowNs() {
 class Deadline {
  public:
   // seconds <= 0: already expired; a deadline past the clock's range (e.g. 1e12 s for "no limit") never expires.
-  explicit Deadline(double seconds) : start_(nowNs()), end_(endAfter(start_, seconds)) {}
+  explicit Deadline(double seconds) : Deadline(seconds, nowNs()) {}
+  Deadline(double seconds, uint64_t now) : start_(now), end_(endAfter(now, seconds)) {}
   bool expired() const { return nowNs() >= end_; }
   bool expiredAt(uint64_t now) const { return now >= end_; }
   // Milliseconds left, clamped to [0, INT32_MAX] (for poll()).
@@ -96,20 +97,28 @@ inline void cpuRelax() {
 // same, 0.17 and 0.26-0.32 us). A waiter that serves peers while
 // it waits (network progress) calls `busy()` when that did work, which drops it back to spinning: a peer still
 // talking to it is answered within a spin, not a sleep (timer slack makes a 20 us sleep ~70 us). The deadline is
-// checked every 64 calls whatever the backoff, so busy() never makes a wait unbounded.
+// checked every 64 calls whatever the backoff, so busy() never makes a wait unbounded. The deadline starts at the
+// first of those checks, not at construction: a wait that ends within 63 calls (a message or token that is already
+// there or arrives during the spin) never reads the clock -- clock_gettime was 9-12 % of an 8 B message ping-pong on
+// the CI VM. A wait thus lasts its timeout plus its first 63 calls.
 // A wait that lasts: `if (w.noteDue()) log(what is waited for, w.elapsedSeconds(), w.secondsLeft())` in the loop
 // says so every TETHER_WAIT_REPORT seconds (the interval is read once the waiter has started sleeping).
 class SpinWait {
  public:
   static constexpr uint64_t kSpinCalls = 16;
-  explicit SpinWait(double timeoutSeconds) : deadline_(timeoutSeconds) {}
+  explicit SpinWait(double timeoutSeconds) : seconds_(timeoutSeconds) {}
   // Backs off once; returns false when the deadline has passed.
   bool next() {
     ++iter_;
     ++backoff_;
     if ((iter_ & 63) == 0) {
       const uint64_t now = nowNs();
-      if (deadline_.expiredAt(now)) return false;
+      if (!started_) {
+        deadline_ = Deadline(seconds_, now);
+        started_ = true;
+      } else if (deadline_.expiredAt(now)) {
+        return false;
+      }
       if (iter_ >= 4096) checkNote(now);
     }
     if (backoff_ < kSpinCalls) {
@@ -134,8 +143,8 @@ class SpinWait {
   void busy() { backoff_ = 0; }
   // True once next() has backed off to sleeping (for tests).
   bool sleeping() const { return backoff_ >= 4096; }
-  double elapsedSeconds() const { return deadline_.elapsedSeconds(); }
-  double secondsLeft() const { return deadline_.secondsLeft(); }
+  double elapsedSeconds() const { return started_ ? deadline_.elapsedSeconds() : 0; }
+  double secondsLeft() const { return started_ ? deadline_.secondsLeft() : (seconds_ > 0 ? seconds_ : 0); }
 
  private:
   void checkNote(uint64_t now) {
@@ -149,7 +158,9 @@ class SpinWait {
       nextNote_ = now + noteNs_;
     }
   }
-  Deadline deadline_;
+  double seconds_;
+  bool started_ = false;
+  Deadline deadline_{0, 0};  // set at the first check (started_)
   uint64_t iter_ = 0;     // calls to next(): deadline and note cadence
   uint64_t backoff_ = 0;  // calls since the start or the last busy(): the backoff stage
   uint64_t nextNote_ = 0;  // 0: interval not read yet
