@@ -8,7 +8,8 @@
 //    the table's life, and `p->id == id` tells whether it still names the same object (erase sets id to 0; a new
 //    object in the same storage gets a different id). Callers may cache pointers on that basis.
 //  - An id is (sequence << 32) | (slot + 1): unique until one slot is reused 2^32 times.
-//  - Not thread-safe: the owner's lock guards it. T needs a `uint64_t id` member and a default constructor that cannot throw.
+//  - Not thread-safe: the owner's lock guards it. T needs a `uint64_t id` member and a default constructor that cannot
+//    throw.
 #pragma once
 
 #include <cstdint>

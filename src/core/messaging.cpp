@@ -1344,8 +1344,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
         u.tag = h.tag;
         u.rts = h.kind != kEager;
         u.bytes = static_cast<size_t>(h.bytes);
-        u.inTiny = !u.rts && u.bytes <= Unexpected::kTinyBytes;
-        u.heap.reset();
+        u.inTiny = !u.rts && u.bytes <= Unexpected::kTinyBytes;  // (heap is null: a new node, or reset when spared)
         if (u.rts) {
           u.head = h;
           u.ipc = ipc;
@@ -1604,7 +1603,6 @@ Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
   fill(r, st);
   Status s = r.result;
   releaseWords(r);
-  posted_.unlink(r);  // (a completed receive is not in it: matching took it out)
   reqs_.erase(r.id);
   *req = 0;
   return s;

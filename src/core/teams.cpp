@@ -57,7 +57,7 @@ Status Teams::find(const char* call, const char* what, TeamRef ref, std::shared_
 }
 
 Status Teams::findLost(const char* call, const char* what, TeamRef ref, std::shared_ptr<Team>* out,
-                         bool* lost) const {
+                       bool* lost) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (ref.slot >= 0 && ref.slot < kTeamSlots && bySlot_[ref.slot] && bySlot_[ref.slot]->serial == ref.serial) {
@@ -323,12 +323,8 @@ Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(
                   call);
   }
   std::shared_ptr<Team> t;
-  TETHER_TRY(find(call, "team", ref, &t));
   bool lost = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    lost = !t->lost.isOk();
-  }
+  TETHER_TRY(findLost(call, "team", ref, &t, &lost));
   if (!lost) TETHER_TRY(settle(*t));  // (a lost team's members may never finish: nothing to wait for)
   const uint64_t* mine = words(t->slot);
   const uint64_t* coll = reinterpret_cast<const uint64_t*>(w_.heap().host()->myBase() +

@@ -18,7 +18,8 @@
 // (GpuContext::signal completes them first) and drains posted puts at quiet. Waits are bounded by TETHER_TIMEOUT:
 // on expiry (the kernel cannot get an SM, e.g. a kernel of the program holds them all) the call fails with
 // TETHER_ERR_TIMEOUT, the request may still execute later, and every later call fails at once naming that first
-// timeout (the ring's state is no longer known). Not used by the staged path's streams of other GPUs (one-thread kernels there).
+// timeout (the ring's state is no longer known). Not used by the staged path's streams of other GPUs (one-thread
+// kernels there).
 #pragma once
 
 #include <cuda_runtime.h>
