@@ -62,6 +62,8 @@ struct Collectives::Plan {
   SymRef scRef{SegKind::Host, 0}, sdRef{SegKind::Host, 0};  // alltoallv: scounts, sdispls
   Status local;                     // this PE's argument error (ok when valid)
   uint64_t tokenCall = 0;           // one-shot from the tokens of call tokenCall - 1 (0: from the staging buffers)
+  uint64_t ringCall = 0;            // one-shot from the members' staging rings (the offsets in their tokens of call
+                                    // ringCall - 1), for contributions over kCollStageBytes on token teams
 };
 
 // What the members agree on (and, when they do not, what they publish to say why).
@@ -556,7 +558,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
 
 // ---- one-shot ----------------------------------------------------------------------------------------------------
 
-size_t Collectives::stagedBytes(const Plan& p) const {
+size_t Collectives::stagedBytes(const Plan& p, bool tokens) const {
   // Broadcast: dest is each member's own affair (not agreed), so the choice must not depend on its kind.
   const bool destHost = p.a.kind == CollKind::Broadcast || isHostMemory(p.dref.kind);
   if (p.block == 0 || !destHost || !isHostMemory(p.sref.kind)) return 0;
@@ -571,23 +573,26 @@ size_t Collectives::stagedBytes(const Plan& p) const {
     default:
       return 0;
   }
-  return bytes <= kCollStageBytes ? bytes : 0;
+  return bytes <= (tokens ? kRingStageBytes : kCollStageBytes) ? bytes : 0;
 }
 
 uint64_t Collectives::stageOffset(const Team& t) const {
   return kCollStageOffset + (static_cast<uint64_t>(t.slot) * 2 + (t.stageSeq & 1)) * kCollStageBytes;
 }
 
-void Collectives::stage(const Team& t, const Plan& p) {
+void Collectives::stage(const Team& t, const Plan& p, size_t bytes) {
   char* mine = w_.heap().host()->myBase() + stageOffset(t);
-  if (p.a.kind == CollKind::Broadcast && p.me != static_cast<size_t>(p.a.root)) return;  // only the root's is read
-  std::memcpy(mine, p.a.src, stagedBytes(p));
+  std::memcpy(mine, p.a.src, bytes);
 }
 
 Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes,
                            char* scratch, const char** out) {
   if (p.tokenCall) {  // token teams are load/store mapped
     *out = reinterpret_cast<const char*>(tokenSlot(t, m, p.tokenCall - 1) + kTokData) + off;
+    return Status::ok();
+  }
+  if (p.ringCall) {  // the token's data word: where the member's copy lies in its staging ring
+    *out = stageBuffer(t, m, tokenSlot(t, m, p.ringCall - 1)[kTokData] % kEagerStageTeamBytes) + off;
     return Status::ok();
   }
   const int pe = t.pes[m];
@@ -641,7 +646,7 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
       const bool rooted = p.a.kind == CollKind::Reduce;
       if (rooted && me != static_cast<size_t>(p.a.root)) break;
       const size_t off = p.a.kind == CollKind::ReduceScatter ? me * B : 0;
-      alignas(16) char acc[kCollStageBytes];
+      alignas(16) char acc[kRingStageBytes];
       for (size_t m = 0; m < n && err.isOk(); ++m) {
         err = staged(call, t, p, m, off, B, scratch, &from);
         if (!err.isOk()) break;
@@ -934,14 +939,24 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   const uint64_t c = t.callSeq++;
   DoneOnExit done(tokens ? doneWord(t, p.me) : nullptr, c + 1);
   if (tokens && a.eager && a.kind == CollKind::Broadcast) return eagerBroadcast(call, t, p, mine, c);
-  const size_t stagedB = p.local.isOk() ? stagedBytes(p) : 0;
+  const size_t stagedB = p.local.isOk() ? stagedBytes(p, tokens) : 0;
   const bool small = stagedB != 0;
-  // Token teams carry small contributions in the token itself (the choice depends on the agreed record only).
+  // Token teams carry small contributions in the token itself, larger ones in the members' staging rings (the
+  // choice depends on the agreed record only). A broadcast's non-roots contribute nothing.
   p.tokenCall = tokens && small && stagedB <= kEagerDataBytes ? c + 1 : 0;
-  if (small && !p.tokenCall) stage(t, p);
+  p.ringCall = tokens && stagedB > kCollStageBytes ? c + 1 : 0;
+  const bool contributes = small && !(a.kind == CollKind::Broadcast && p.me != static_cast<size_t>(a.root));
+  uint64_t ringOff = 0;  // ringCall: where this member's copy lies in its ring (its token's data word says so)
+  if (contributes && p.ringCall) {
+    TETHER_TRY(w_.teams().lose(t, stageRoom(call, t, stagedB, c, &ringOff)));
+    std::memcpy(stageBuffer(t, p.me, ringOff), a.src, stagedB);  // before the token's release store
+  } else if (contributes && !p.tokenCall) {
+    stage(t, p, stagedB);
+  }
   if (tokens) {
-    const bool sends = p.tokenCall && !(a.kind == CollKind::Broadcast && p.me != static_cast<size_t>(a.root));
-    TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, 0, a.src, sends ? stagedB : 0)));
+    const void* data = p.ringCall ? static_cast<const void*>(&ringOff) : a.src;
+    const size_t bytes = !contributes ? 0 : p.ringCall ? sizeof ringOff : p.tokenCall ? stagedB : 0;
+    TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, 0, data, bytes)));
     TETHER_TRY(agreeByTokens(call, t, mine, p.local, c));
   } else {
     bool flagged = false;
@@ -950,7 +965,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   }
   if (small) {
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the %s", call,
-                    t.slot, p.n, a.count, dtypeInfo(a.type).name, p.tokenCall ? "tokens" : "staging buffers");
+                    t.slot, p.n, a.count, dtypeInfo(a.type).name, p.tokenCall ? "tokens" : p.ringCall ? "staging rings" : "staging buffers");
     return oneShot(call, t, p);
   }
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s (%s -> %s): %s", call, t.slot, p.n,

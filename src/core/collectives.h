@@ -28,7 +28,13 @@
 //     Safe because a member writes the same buffer again only two one-shot collectives later, after it passed the
 //     barrier of the one in between, which no member reaches before it finished reading. The choice is a function of
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
-//     agreement succeeded, so every member takes the same path and the same buffer.
+//     agreement succeeded, so every member takes the same path and the same buffer. On token teams contributions
+//     over kCollStageBytes up to kRingStageBytes are staged in the member's staging ring of the team instead (the
+//     eager broadcast's, below: stageRoom reserves the room once every member is done with the calls whose copies it
+//     overwrites), the copy's offset in the member's token: a second sync point costs more than the copy where PEs
+//     share cores (4 PEs on 2 cores, alltoall of 1 KiB blocks: 6.6 us with the closing barrier, 3.6 us one-shot;
+//     bench/results/cpu-2core-vm/coll_ring_ab.txt). Up to half a ring: a whole ring per call made the next call
+//     wait for the one before it and was slower than the closing barrier (16 KiB rows 1.1-1.35x).
 //  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at the
 //     start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own ring
 //     for the team: flags, its record's hash and its one-shot contribution inline when it fits kEagerDataBytes (from
@@ -122,6 +128,9 @@ constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
 constexpr uint64_t kEagerStageOffset = kEagerOffset + kTeamSlots * kEagerTeamBytes;
 constexpr size_t kEagerStageBytes = 4096;
 constexpr size_t kEagerStageTeamBytes = 16 * 1024;
+// One-shot collectives on token teams stage contributions over kCollStageBytes up to this size in the same rings (so
+// two calls' copies fit and a call rarely waits for the one before it).
+constexpr size_t kRingStageBytes = kEagerStageTeamBytes / 2;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -217,8 +226,8 @@ class Collectives {
   Status dataPhase(const char* call, Team& t, const Plan& p);
   // One-shot path (protocol above): bytes this PE stages (0: not one-shot), staging before and reading after the
   // agreement barrier.
-  size_t stagedBytes(const Plan& p) const;
-  void stage(const Team& t, const Plan& p);
+  size_t stagedBytes(const Plan& p, bool tokens) const;
+  void stage(const Team& t, const Plan& p, size_t bytes);
   Status oneShot(const char* call, Team& t, const Plan& p);
   // Member m's staging buffer (the one in use) as readable bytes: in place when mapped, else copied into scratch.
   // From the tokens when p.tokenCall says so.

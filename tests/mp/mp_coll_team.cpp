@@ -8,6 +8,7 @@
 // others; overlapping alltoall buffers and xor on floats everywhere; a non-member's handle; the team stays usable.
 // `mp_coll_team timeout` (TETHER_TIMEOUT=3): PE 0 skips an allreduce on the world team: the others time out, the next
 // collective on that team fails at once (state lost) while a split team still works.
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -223,16 +224,17 @@ void reduceScatterCase(tether_team_t team, const TypeInfo& ti, tether_red_op_t o
   ++checks;
 }
 
-void broadcastCase(tether_team_t team, const TypeInfo& ti, size_t count, bool inPlace, int root) {
+// eager: tether_team_broadcast_eager (what the OpenSHMEM layer calls: the root returns without waiting for readers).
+void broadcastCase(tether_team_t team, const TypeInfo& ti, size_t count, bool inPlace, int root, bool eager = false) {
   const uint64_t c = ++caseNo;
   const int my = tether_team_my_pe(team);
   char* src = bufA;
   char* dest = inPlace ? bufA : bufB;
   for (size_t i = 0; i < count; ++i) store(src, i, ti.size, input(ti, c, my, i));
-  MP_OK(tether_team_broadcast(team, dest, src, count, ti.t, root));
+  MP_OK((eager ? tether_team_broadcast_eager : tether_team_broadcast)(team, dest, src, count, ti.t, root));
   for (size_t i = 0; i < count; ++i) {
     const uint64_t want = input(ti, c, root, i), got = load(dest, i, ti.size);
-    if (got != want) mismatch({"broadcast", &ti, c, count, inPlace}, i, got, want);
+    if (got != want) mismatch({eager ? "eager broadcast" : "broadcast", &ti, c, count, inPlace}, i, got, want);
   }
   ++checks;
 }
@@ -294,6 +296,7 @@ void alltoallvCase(tether_team_t team, const TypeInfo& ti, bool wrongCount) {
   if (wrongCount) {
     if (st != TETHER_ERR_MISMATCH) mp::fail(__FILE__, __LINE__, "alltoallv wrong count", tether_status_string(st));
     if (my == n - 1) MP_MSG_HAS("rcounts[0]");
+    else MP_MSG_HAS("failed while moving data");  // the others learn it from the close, naming the member
     return;
   }
   MP_OK(st);
@@ -346,6 +349,19 @@ void runAll(tether_team_t team, const char* label) {
           for (bool inPlace : {false, true}) allgatherCase(team, ti, count, inPlace);
           alltoallCase(team, ti, count);
         }
+  // One-shot through the staging rings (token teams: 2-8 KiB staged per member): enough calls in a row that every
+  // member's ring wraps several times, sizes varying so that copies straddle the ring's end, interleaved with eager
+  // broadcasts staged in the same rings.
+  const size_t nTypes = sizeof kTypes / sizeof kTypes[0];
+  for (size_t k = 0; k < 40; ++k) {
+    const TypeInfo& ti = kTypes[k % nTypes];
+    const size_t bytes = 2100 + 151 * k;  // staged per member: 2100 .. 7989
+    alltoallCase(team, ti, std::max<size_t>(1, bytes / (static_cast<size_t>(n) * ti.size)));
+    allgatherCase(team, ti, bytes / ti.size, k % 2 == 1);
+    if (k % 3 == 0) broadcastCase(team, ti, bytes / 2 / ti.size, false, static_cast<int>(k) % n, true);
+    if (k % 4 == 1) allreduceCase(team, ti, TETHER_RED_MIN, bytes / ti.size, k % 8 == 1);
+    if (k % 5 == 2) broadcastCase(team, ti, bytes / ti.size, false, static_cast<int>(k / 5) % n);
+  }
   for (const TypeInfo& ti : kTypes)
     if (ti.t == TETHER_UINT8 || ti.t == TETHER_INT32 || ti.t == TETHER_DOUBLE)
       for (int k = 0; k < 3; ++k) alltoallvCase(team, ti, false);
