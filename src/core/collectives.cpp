@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #include "base/clock.h"
@@ -558,7 +559,12 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
 
 // ---- one-shot ----------------------------------------------------------------------------------------------------
 
-size_t Collectives::stagedBytes(const Plan& p, bool tokens) const {
+bool Collectives::crowded() {
+  if (crowded_ < 0) crowded_ = w_.localSize() > sysconf(_SC_NPROCESSORS_ONLN) ? 1 : 0;
+  return crowded_ == 1;
+}
+
+size_t Collectives::stagedBytes(const Plan& p, bool tokens) {
   // Broadcast: dest is each member's own affair (not agreed), so the choice must not depend on its kind.
   const bool destHost = p.a.kind == CollKind::Broadcast || isHostMemory(p.dref.kind);
   if (p.block == 0 || !destHost || !isHostMemory(p.sref.kind)) return 0;
@@ -573,7 +579,7 @@ size_t Collectives::stagedBytes(const Plan& p, bool tokens) const {
     default:
       return 0;
   }
-  return bytes <= (tokens ? kRingStageBytes : kCollStageBytes) ? bytes : 0;
+  return bytes <= (tokens && crowded() ? kRingStageBytes : kCollStageBytes) ? bytes : 0;
 }
 
 uint64_t Collectives::stageOffset(const Team& t) const {
@@ -809,10 +815,13 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   if (!p.local.isOk() || p.me != static_cast<size_t>(p.a.root)) return eagerRead(call, t, p, mine, c);
   const bool host = isHostMemory(p.sref.kind);
   const bool inl = host && p.block <= kEagerDataBytes;
-  // Two members stage only up to half of it: at 4 KiB the one reader pulling straight from src was faster than the
+  // Two members stage only up to 2 KiB: at 4 KiB the one reader pulling straight from src was faster than the
   // root's extra copy (2-core VM, interleaved A/B, 15 runs: 0.67 vs 0.92 us per call); at 3+ members the root's wait
-  // for every reader costs more (4 PEs on 2 cores: 2.2 us staged vs 7-16 us pull under load).
-  const bool staged = host && !inl && p.block <= (p.n > 2 ? kEagerStageBytes : kEagerStageBytes / 2);
+  // for every reader costs more (4 PEs on 2 cores: 2.2 us staged vs 7-16 us pull under load at 4 KiB; 8 KiB 5.8 ->
+  // 1.5 us, 32 KiB 6.0 -> 4.9 us staged, bench/results/cpu-2core-vm/coll_ring_ab.txt), so a crowded host stages up
+  // to half a ring.
+  const size_t limit = p.n == 2 ? kEagerStagePairBytes : crowded() ? kRingStageBytes : kEagerStageBytes;
+  const bool staged = host && !inl && p.block <= limit;
   uint64_t off = 0;  // staged: where the copy lies in this PE's staging ring (the token's data carries it)
   if (staged) {
     TETHER_TRY(w_.teams().lose(t, stageRoom(call, t, p.block, c, &off)));

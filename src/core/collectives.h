@@ -28,13 +28,14 @@
 //     Safe because a member writes the same buffer again only two one-shot collectives later, after it passed the
 //     barrier of the one in between, which no member reaches before it finished reading. The choice is a function of
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
-//     agreement succeeded, so every member takes the same path and the same buffer. On token teams contributions
-//     over kCollStageBytes up to kRingStageBytes are staged in the member's staging ring of the team instead (the
-//     eager broadcast's, below: stageRoom reserves the room once every member is done with the calls whose copies it
-//     overwrites), the copy's offset in the member's token: a second sync point costs more than the copy where PEs
-//     share cores (4 PEs on 2 cores, alltoall of 1 KiB blocks: 6.6 us with the closing barrier, 3.6 us one-shot;
-//     bench/results/cpu-2core-vm/coll_ring_ab.txt). Up to half a ring: a whole ring per call made the next call
-//     wait for the one before it and was slower than the closing barrier (16 KiB rows 1.1-1.35x).
+//     agreement succeeded, so every member takes the same path and the same buffer. On token teams of a crowded
+//     host (crowded(): more PEs on the host than online CPUs) contributions over kCollStageBytes up to
+//     kRingStageBytes are one-shot too, staged in the member's staging ring of the team (the eager broadcast's,
+//     below: stageRoom reserves the room once every member is done with the calls whose copies it overwrites), the
+//     copy's offset in the member's token. There a second sync point costs more than the copy (4 PEs on 2 cores,
+//     alltoall of 1 KiB blocks: 8.7 us with the closing barrier, 4.5 us one-shot); with a core per PE it is the
+//     other way round (2 PEs on 2 cores: 1.4-3x slower one-shot from 2 KiB on; bench/results/cpu-2core-vm/
+//     coll_ring_ab.txt). Every member of a token team is on one host, so all reach the same answer.
 //  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at the
 //     start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own ring
 //     for the team: flags, its record's hash and its one-shot contribution inline when it fits kEagerDataBytes (from
@@ -53,8 +54,9 @@
 //     choose different transports for the same pair (TETHER_PATHS differing per PE) is not supported.
 //  Eager broadcast (tether_team_broadcast_eager, what the OpenSHMEM layer calls; token teams only, elsewhere the
 //     agreed broadcast): no agreement wait. The root posts its token with the data inline (HOST src up to
-//     kEagerDataBytes), copies its own dest and returns; a HOST src up to kEagerStageBytes (half of it on teams of
-//     two, where a reader pulling from src is faster from 4 KiB on) it first copies into its
+//     kEagerDataBytes), copies its own dest and returns; a HOST src up to the staging limit (below the constants: a
+//     reader pulling from src is faster from 4 KiB on on teams of two, waiting for them slower on crowded hosts)
+//     it first copies into its
 //     staging ring of the team (kEagerStageTeamBytes used in turn, each call's copy contiguous at a 64-byte boundary;
 //     the bytes of an earlier call are written again only once every member's done word passed that call, so nobody
 //     still reads them) and posts "staged" with the copy's offset: it returns without waiting, the others copy
@@ -122,14 +124,16 @@ constexpr size_t kEagerSlotBytes = 1024;
 constexpr size_t kEagerHeadBytes = 128;
 constexpr size_t kEagerDataBytes = kEagerSlotBytes - kEagerHeadBytes;
 constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
-// Staging rings of the eager broadcast (protocol above: sizes over kEagerDataBytes up to kEagerStageBytes): per team
-// slot kEagerStageTeamBytes (16 calls of 1 KiB or 4 of 4 KiB in flight), in the HOST segment at kEagerStageOffset
-// (after the token rings, inside kControlBytes).
+// Staging rings (protocol above: the eager broadcast's sizes over kEagerDataBytes, and on crowded hosts the one-shot
+// contributions over kCollStageBytes): per team slot kEagerStageTeamBytes, in the HOST segment at kEagerStageOffset
+// (after the token rings, inside kControlBytes). What an eager root stages: up to kEagerStagePairBytes on teams of
+// two, kEagerStageBytes on larger ones, kRingStageBytes on larger ones of a crowded host; a one-shot contribution:
+// up to kRingStageBytes on a crowded host. (Half a ring at most: two calls' copies fit, so a call rarely waits for
+// the one before it.)
 constexpr uint64_t kEagerStageOffset = kEagerOffset + kTeamSlots * kEagerTeamBytes;
+constexpr size_t kEagerStageTeamBytes = 64 * 1024;
+constexpr size_t kEagerStagePairBytes = 2048;
 constexpr size_t kEagerStageBytes = 4096;
-constexpr size_t kEagerStageTeamBytes = 16 * 1024;
-// One-shot collectives on token teams stage contributions over kCollStageBytes up to this size in the same rings (so
-// two calls' copies fit and a call rarely waits for the one before it).
 constexpr size_t kRingStageBytes = kEagerStageTeamBytes / 2;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
@@ -226,7 +230,10 @@ class Collectives {
   Status dataPhase(const char* call, Team& t, const Plan& p);
   // One-shot path (protocol above): bytes this PE stages (0: not one-shot), staging before and reading after the
   // agreement barrier.
-  size_t stagedBytes(const Plan& p, bool tokens) const;
+  size_t stagedBytes(const Plan& p, bool tokens);
+  // More PEs on this host than online CPUs (sysconf, the same for every process of the host; cached): waiting for
+  // the others costs more than copying, so staged one-shot paths go further (protocol above).
+  bool crowded();
   void stage(const Team& t, const Plan& p, size_t bytes);
   Status oneShot(const char* call, Team& t, const Plan& p);
   // Member m's staging buffer (the one in use) as readable bytes: in place when mapped, else copied into scratch.
@@ -241,6 +248,7 @@ class Collectives {
   uint64_t* words(int slot) const;
 
   World& w_;
+  int crowded_ = -1;  // crowded(), once known
 };
 
 }  // namespace tether

@@ -349,13 +349,13 @@ void runAll(tether_team_t team, const char* label) {
           for (bool inPlace : {false, true}) allgatherCase(team, ti, count, inPlace);
           alltoallCase(team, ti, count);
         }
-  // One-shot through the staging rings (token teams: 2-8 KiB staged per member): enough calls in a row that every
-  // member's ring wraps several times, sizes varying so that copies straddle the ring's end, interleaved with eager
-  // broadcasts staged in the same rings.
+  // One-shot through the staging rings (token teams on a crowded host: 2-32 KiB staged per member; elsewhere the
+  // staging buffers and pulls): enough calls in a row that every member's ring wraps several times, sizes varying so
+  // that copies straddle the ring's end, interleaved with eager broadcasts staged in the same rings.
   const size_t nTypes = sizeof kTypes / sizeof kTypes[0];
   for (size_t k = 0; k < 40; ++k) {
     const TypeInfo& ti = kTypes[k % nTypes];
-    const size_t bytes = 2100 + 151 * k;  // staged per member: 2100 .. 7989
+    const size_t bytes = 2100 + 701 * k;  // staged per member: 2100 .. 29439
     alltoallCase(team, ti, std::max<size_t>(1, bytes / (static_cast<size_t>(n) * ti.size)));
     allgatherCase(team, ti, bytes / ti.size, k % 2 == 1);
     if (k % 3 == 0) broadcastCase(team, ti, bytes / 2 / ti.size, false, static_cast<int>(k) % n, true);
