@@ -119,7 +119,10 @@ constexpr size_t kCollStageBytes = 2048;
 // record in the last cache line; kEagerHeadBytes is what is not data), in the HOST segment at kEagerOffset (after the
 // staging buffers, inside kControlBytes).
 constexpr uint64_t kEagerOffset = kCollStageOffset + 64 * 2 * kCollStageBytes;
-constexpr size_t kEagerDepth = 16;
+// 64 deep: an eager root runs up to 64 calls ahead of its readers, which then take many calls per time slice where
+// PEs share cores (4 PEs on 2 cores, eager broadcast of 8 B: 0.77 us with 16, 0.48 with 32, 0.33 with 64;
+// bench/results/cpu-2core-vm/coll_token_depth_ab.txt). 64 KiB per team index.
+constexpr size_t kEagerDepth = 64;
 constexpr size_t kEagerSlotBytes = 1024;
 constexpr size_t kEagerHeadBytes = 128;
 constexpr size_t kEagerDataBytes = kEagerSlotBytes - kEagerHeadBytes;

@@ -38,7 +38,7 @@ namespace tether {
 // Bytes reserved at the start of every PE's HOST segment: the ControlBlock (core/world.h) in the first 64 KiB, then
 // the team collectives' staging buffers (core/collectives.h: kCollStageOffset), token rings (kEagerOffset) and the
 // eager broadcast's staging buffers (kEagerStageOffset); user allocations start here.
-constexpr uint64_t kControlBytes = 64 * 1024 + 64 * 2 * 2048 + 64 * (64 + 16 * 1024) + 64 * 64 * 1024;
+constexpr uint64_t kControlBytes = 64 * 1024 + 64 * 2 * 2048 + 64 * (64 + 64 * 1024) + 64 * 64 * 1024;
 // Internal words at the start of every PE's DEVICE segment: the device barrier (tether_device_barrier_t), zeroed at
 // start-up, and the stream barrier (core/world.h). User allocations start after them.
 constexpr uint64_t kDeviceControlBytes = 64 * 1024;

@@ -9,7 +9,7 @@
 
 namespace {
 
-const char* const kSmallHeap[] = {"TETHER_HEAP_SIZE=1M", "TETHER_HEAP_MAX=12M", "TETHER_TIMEOUT=0.3",
+const char* const kSmallHeap[] = {"TETHER_HEAP_SIZE=1M", "TETHER_HEAP_MAX=16M", "TETHER_TIMEOUT=0.3",
                                   "TETHER_DEFAULT_SEGMENT=host", "TETHER_GPU=none", nullptr};
 
 class Single : public ::testing::Test {
@@ -242,7 +242,7 @@ TEST_F(Single, HeapGrowsOnDemandAndReportsExhaustion) {
   EXPECT_NE(err().find(std::to_string(16 << 20)), std::string::npos) << err();
   EXPECT_NE(err().find("TETHER_HEAP_MAX"), std::string::npos) << err();
   ASSERT_EQ(tether_free(w, big), TETHER_SUCCESS);
-  // 5M: more than the 3M freed, less than what the 12M maximum leaves after the control area (kControlBytes, ~5.4M).
+  // 5M: more than the 3M freed, less than what the 16M maximum leaves after the control area (kControlBytes, ~8.4M).
   ASSERT_EQ(tether_malloc(w, 5 << 20, &big), TETHER_SUCCESS) << err() << " (freed space must be reusable)";
   ASSERT_EQ(tether_free(w, big), TETHER_SUCCESS);
 }
