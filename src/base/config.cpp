@@ -68,6 +68,10 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_DEVICE_IPC", ConfigType::Bool, "0",
        "1: share DEVICE segments with legacy CUDA IPC (fixed size) instead of VMM + POSIX file descriptors"},
       {"TETHER_COPY_STREAMS", ConfigType::Int, "4", "Internal copy-engine streams of the host path", 1, 64},
+      {"TETHER_COLL_CROWDED", ConfigType::String, "auto",
+       "Host collectives on one host: 1 = stage larger contributions and eager broadcasts (up to 32 KiB) so calls "
+       "need one wait, as where PEs outnumber cores; 0 = pull and close with a barrier above 2 KiB (4 KiB eager); "
+       "auto = 1 when the host runs more PEs than online CPUs. Must be the same on every PE of a host"},
       {"TETHER_HOST_SERVICE", ConfigType::String, "auto",
        "Host atomics and signals on GPU words: 1 = executed by a resident one-warp kernel answering a mailbox "
        "(started at first use, gone after TETHER_HOST_SERVICE_IDLE without requests); 0 = one kernel launch each; "

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/config.h"
 #include "base/cpu.h"
 #include "base/log.h"
 #include "core/dtype.h"
@@ -559,12 +560,20 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
 
 // ---- one-shot ----------------------------------------------------------------------------------------------------
 
-bool Collectives::crowded() {
-  if (crowded_ < 0) crowded_ = w_.localSize() > sysconf(_SC_NPROCESSORS_ONLN) ? 1 : 0;
-  return crowded_ == 1;
+Status Collectives::setUp(const Config& config, int localPes) {
+  const std::string mode = config.str("TETHER_COLL_CROWDED");
+  if (mode == "auto") {
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    crowded_ = cpus > 0 && localPes > cpus;
+  } else if (!parseBool(mode, &crowded_)) {
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_COLL_CROWDED=%s: expected auto, 1 or 0", mode.c_str());
+  }
+  TETHER_LOG_INFO(LogSys::Core, "collectives: %s host (%d PEs here, TETHER_COLL_CROWDED=%s)",
+                  crowded_ ? "crowded" : "uncrowded", localPes, mode.c_str());
+  return Status::ok();
 }
 
-size_t Collectives::stagedBytes(const Plan& p, bool tokens) {
+size_t Collectives::stagedBytes(const Plan& p, bool tokens) const {
   // Broadcast: dest is each member's own affair (not agreed), so the choice must not depend on its kind.
   const bool destHost = p.a.kind == CollKind::Broadcast || isHostMemory(p.dref.kind);
   if (p.block == 0 || !destHost || !isHostMemory(p.sref.kind)) return 0;
@@ -579,7 +588,7 @@ size_t Collectives::stagedBytes(const Plan& p, bool tokens) {
     default:
       return 0;
   }
-  return bytes <= (tokens && crowded() ? kRingStageBytes : kCollStageBytes) ? bytes : 0;
+  return bytes <= (tokens && crowded_ ? kRingStageBytes : kCollStageBytes) ? bytes : 0;
 }
 
 uint64_t Collectives::stageOffset(const Team& t) const {
@@ -820,7 +829,7 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   // for every reader costs more (4 PEs on 2 cores: 2.2 us staged vs 7-16 us pull under load at 4 KiB; 8 KiB 5.8 ->
   // 1.5 us, 32 KiB 6.0 -> 4.9 us staged, bench/results/cpu-2core-vm/coll_ring_ab.txt), so a crowded host stages up
   // to half a ring.
-  const size_t limit = p.n == 2 ? kEagerStagePairBytes : crowded() ? kRingStageBytes : kEagerStageBytes;
+  const size_t limit = p.n == 2 ? kEagerStagePairBytes : crowded_ ? kRingStageBytes : kEagerStageBytes;
   const bool staged = host && !inl && p.block <= limit;
   uint64_t off = 0;  // staged: where the copy lies in this PE's staging ring (the token's data carries it)
   if (staged) {

@@ -29,13 +29,14 @@
 //     barrier of the one in between, which no member reaches before it finished reading. The choice is a function of
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
 //     agreement succeeded, so every member takes the same path and the same buffer. On token teams of a crowded
-//     host (crowded(): more PEs on the host than online CPUs) contributions over kCollStageBytes up to
-//     kRingStageBytes are one-shot too, staged in the member's staging ring of the team (the eager broadcast's,
-//     below: stageRoom reserves the room once every member is done with the calls whose copies it overwrites), the
-//     copy's offset in the member's token. There a second sync point costs more than the copy (4 PEs on 2 cores,
-//     alltoall of 1 KiB blocks: 8.7 us with the closing barrier, 4.5 us one-shot); with a core per PE it is the
-//     other way round (2 PEs on 2 cores: 1.4-3x slower one-shot from 2 KiB on; bench/results/cpu-2core-vm/
-//     coll_ring_ab.txt). Every member of a token team is on one host, so all reach the same answer.
+//     host (crowded_: more PEs on the host than online CPUs, or TETHER_COLL_CROWDED) contributions over
+//     kCollStageBytes up to kRingStageBytes are one-shot too, staged in the member's staging ring of the team (the
+//     eager broadcast's, below: stageRoom reserves the room once every member is done with the calls whose copies it
+//     overwrites), the copy's offset in the member's token. There a second sync point costs more than the copy (4
+//     PEs on 2 cores, alltoall of 1 KiB blocks: 8.7 us with the closing barrier, 4.5 us one-shot); with a core per
+//     PE it is the other way round (2 PEs on 2 cores: 1.4-3x slower one-shot from 2 KiB on; bench/results/
+//     cpu-2core-vm/coll_ring_ab.txt). Every member of a token team is on one host, so all reach the same answer
+//     (TETHER_COLL_CROWDED must be alike on a host).
 //  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at the
 //     start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own ring
 //     for the team: flags, its record's hash and its one-shot contribution inline when it fits kEagerDataBytes (from
@@ -96,6 +97,7 @@
 
 namespace tether {
 
+class Config;
 class World;
 struct SymRef;
 
@@ -161,6 +163,10 @@ struct CollArgs {
 class Collectives {
  public:
   explicit Collectives(World& w) : w_(w) {}
+  // At init: whether this host is crowded (TETHER_COLL_CROWDED: auto = more PEs on the host, localPes, than online
+  // CPUs; sysconf, the same for every process of the host, so every member of a token team agrees). An invalid value
+  // is TETHER_ERR_INVALID_ARG.
+  Status setUp(const Config& config, int localPes);
 
   // Collective over the team (every member, same order): runs a (rules above and in tether.h).
   Status run(const char* call, TeamRef team, const CollArgs& a);
@@ -233,10 +239,7 @@ class Collectives {
   Status dataPhase(const char* call, Team& t, const Plan& p);
   // One-shot path (protocol above): bytes this PE stages (0: not one-shot), staging before and reading after the
   // agreement barrier.
-  size_t stagedBytes(const Plan& p, bool tokens);
-  // More PEs on this host than online CPUs (sysconf, the same for every process of the host; cached): waiting for
-  // the others costs more than copying, so staged one-shot paths go further (protocol above).
-  bool crowded();
+  size_t stagedBytes(const Plan& p, bool tokens) const;
   void stage(const Team& t, const Plan& p, size_t bytes);
   Status oneShot(const char* call, Team& t, const Plan& p);
   // Member m's staging buffer (the one in use) as readable bytes: in place when mapped, else copied into scratch.
@@ -251,7 +254,9 @@ class Collectives {
   uint64_t* words(int slot) const;
 
   World& w_;
-  int crowded_ = -1;  // crowded(), once known
+  // PEs outnumber cores on this host (setUp): waiting for the others costs more than copying, so the staged one-shot
+  // paths go further (protocol above).
+  bool crowded_ = false;
 };
 
 }  // namespace tether

@@ -132,6 +132,7 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
 
   TETHER_TRY(setUpPaths());
   teams_.setUp();  // the world and shared teams; their words are in the control block, zero since it was made
+  TETHER_TRY(colls_.setUp(config_, localSize_).withContext("tether_init"));
   TETHER_TRY(Proxy::checkSlots(config_.integer("TETHER_PROXY_SLOTS")).withContext("tether_init"));
   if (forceProxy_) {  // its thread starts with the first device handle (rings are per handle address space)
     TETHER_TRY(Proxy::create(*this, config_.integer("TETHER_PROXY_SLOTS"), &proxy_).withContext("tether_init"));
