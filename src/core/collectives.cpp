@@ -65,7 +65,7 @@ struct Collectives::Plan {
   Status local;                     // this PE's argument error (ok when valid)
   uint64_t tokenCall = 0;           // one-shot from the tokens of call tokenCall - 1 (0: from the staging buffers)
   uint64_t ringCall = 0;            // one-shot from the members' staging rings (the offsets in their tokens of call
-                                    // ringCall - 1), for contributions over kCollStageBytes on token teams
+                                    // ringCall - 1): contributions over kCollStageBytes, token teams, crowded host
 };
 
 // What the members agree on (and, when they do not, what they publish to say why).
@@ -661,7 +661,9 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
       const bool rooted = p.a.kind == CollKind::Reduce;
       if (rooted && me != static_cast<size_t>(p.a.root)) break;
       const size_t off = p.a.kind == CollKind::ReduceScatter ? me * B : 0;
-      alignas(16) char acc[kRingStageBytes];
+      alignas(16) char accBytes[kCollStageBytes];  // larger (ring) contributions: on the heap (new[] aligns for any type)
+      std::unique_ptr<char[]> accBig(B > sizeof accBytes ? new char[B] : nullptr);
+      char* acc = accBig ? accBig.get() : accBytes;
       for (size_t m = 0; m < n && err.isOk(); ++m) {
         err = staged(call, t, p, m, off, B, scratch, &from);
         if (!err.isOk()) break;
@@ -983,7 +985,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   }
   if (small) {
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the %s", call,
-                    t.slot, p.n, a.count, dtypeInfo(a.type).name, p.tokenCall ? "tokens" : p.ringCall ? "staging rings" : "staging buffers");
+                    t.slot, p.n, a.count, dtypeInfo(a.type).name,
+                    p.tokenCall ? "tokens" : p.ringCall ? "staging rings" : "staging buffers");
     return oneShot(call, t, p);
   }
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s (%s -> %s): %s", call, t.slot, p.n,
