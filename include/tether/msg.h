@@ -97,11 +97,15 @@ tether_status_t tether_msg_waitany(tether_t world, size_t n, tether_request_t* r
 /* Typed messages (MPI's (buf, count, datatype)): count instances of a committed datatype (tether/datatype.h) at buf
  * travel as their packed bytes, in type-map order; the receiver's type may lay them out differently (only the byte
  * count matters for matching and truncation, as MPI's type signatures). A typed send packs when it is posted (buf may
- * be reused when the call returns); a typed receive unpacks when wait/test/waitall/waitany report it complete (also
- * a truncated one: the bytes that arrived). status.bytes counts packed bytes. Host buffers are packed by the host
- * packer, GPU buffers by the GPU engine on the legacy default stream (synchronously: after that stream's earlier
- * work). The handle is duplicated: the caller may free its type at once. Untyped and typed calls match each other.
- * Not yet in the stream or kernel model. */
+ * be reused when the call returns); a typed receive is unpacked when it completes -- before wait/test/waitall/waitany
+ * report it, and before a stream (tether_msg_wait_on_stream / waitall_on_stream) or a kernel (tether_msg_wait_desc)
+ * waiting for it goes on -- also a truncated one: the bytes that arrived, and nothing past them. status.bytes counts
+ * packed bytes. Host buffers are packed by the host packer; GPU buffers by the GPU engine, a send's on the legacy
+ * default stream (synchronously: after that stream's earlier work), a receive's on a stream of tether's own (so a
+ * kernel that waits for a typed receive into GPU memory must leave the GPU room for one more kernel). The handle is
+ * duplicated: the caller may free its type at once. Untyped and typed calls match each other. Stream model:
+ * tether_isend_typed_on_stream below; receives are posted from the host and waited for in any model. Not yet: typed
+ * prepared sends (a kernel's msg_send) and typed persistent requests. */
 tether_status_t tether_send_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe, int tag);
 tether_status_t tether_recv_typed(tether_t world, void* buf, int64_t count, tether_type_t type, int pe, int tag,
                                   tether_msg_status_t* status);
@@ -126,6 +130,12 @@ tether_status_t tether_irecv_typed(tether_t world, void* buf, int64_t count, tet
  *  TETHER_ERR_TIMEOUT. The request itself stays pending on the host. */
 tether_status_t tether_isend_on_stream(tether_t world, const void* buf, size_t bytes, int pe, int tag, void* stream,
                                        tether_request_t* req);
+/*  isend_typed_on_stream: a typed send (above) packed when the stream reaches this point (after the stream's earlier
+ *    work, e.g. the kernel that filled buf; buf may be written again by the stream's later work), then started as
+ *    tether_isend_on_stream's. GPU buffers: packed by the GPU engine on the stream into a GPU stage of tether's; host
+ *    buffers: by the host packer in a stream host call (cudaLaunchHostFunc). A GPU buffer needs a CUDA stream. */
+tether_status_t tether_isend_typed_on_stream(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe,
+                                             int tag, void* stream, tether_request_t* req);
 tether_status_t tether_msg_wait_on_stream(tether_t world, tether_request_t req, void* stream);
 tether_status_t tether_msg_waitall_on_stream(tether_t world, size_t n, const tether_request_t* reqs, void* stream);
 

@@ -1253,6 +1253,13 @@ tether_status_t tether_isend_on_stream(tether_t w, const void* buf, size_t bytes
   });
 }
 
+tether_status_t tether_isend_typed_on_stream(tether_t w, const void* buf, int64_t count, tether_type_t type, int pe,
+                                             int tag, void* stream, tether_request_t* req) {
+  return withMsg(w, "tether_isend_typed_on_stream", [&](tether::Messaging& m) {
+    return m.isendTypedOnStream("tether_isend_typed_on_stream", buf, count, type, pe, tag, stream, req);
+  });
+}
+
 tether_status_t tether_send_typed(tether_t w, const void* buf, int64_t count, tether_type_t type, int pe, int tag) {
   return withMsg(w, "tether_send_typed", [&](tether::Messaging& m) {
     return m.sendTypedBlocking("tether_send_typed", buf, count, type, pe, tag);

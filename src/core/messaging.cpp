@@ -15,7 +15,9 @@
 #include "core/op.h"
 #include "core/sibling_paths.h"
 #include "core/stream.h"
+#include "core/stream_ops.h"
 #include "core/world.h"
+#include "datatype/canonical.h"
 #include "datatype/handle.h"
 #include "gpu/gpu.h"
 #include "tether/datatype.h"
@@ -141,16 +143,25 @@ struct Messaging::Req {
 };
 
 // A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
-// A send is packed when posted; a receive is unpacked when it is reported complete (finish). type is this room's own
-// duplicate of the user's handle (the user may free theirs at once), freed with the request.
+// A send is packed when posted (isendTyped) or when its stream gets there (isendTypedOnStream); a receive is unpacked
+// when it completes (complete), before any stream or kernel waiting for it is told. type is this room's own duplicate
+// of the user's handle (the user may free theirs at once), freed with the request.
+// Where the packed bytes are: host memory (host), shared with a stream host call that packs into it, so a request
+// dropped after that call was enqueued cannot free the bytes under it; or a GPU stage (a GPU buffer sent on a
+// stream: packed by the GPU engine in stream order), released with the request -- a send's request is freed only
+// after the send has read them.
 struct Messaging::Typed {
   tether_type_t type = nullptr;
   int64_t count = 0;
   void* user = nullptr;
-  bool gpu = false;        // the user's buffer is GPU memory (the GPU engine packs / unpacks, on the legacy stream)
-  std::vector<char> packed;
+  bool gpu = false;  // the user's buffer is GPU memory (the GPU engine packs / unpacks)
+  size_t bytes = 0;  // packed bytes
+  std::shared_ptr<std::vector<char>> host;
+  GpuStages::Stage* stage = nullptr;
+  char* packed() const { return stage ? static_cast<char*>(stage->p) : host->data(); }
   ~Typed() {
     if (type) tether_type_free(&type);
+    if (stage) stage->release();
   }
 };
 
@@ -353,6 +364,11 @@ Status Messaging::destroy(const char* call) {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   paths_.reset();  // closes this PE's CUDA IPC mappings of peers' buffers: after the barrier the peers may free them
+  if (unpackStream_) {
+    StreamOps* so = nullptr;
+    if (w_.streams().ops(&so).isOk()) (void)so->destroyStream(unpackStream_);
+    unpackStream_ = nullptr;
+  }
   TETHER_TRY(w_.barrier(call, true));  // nobody writes into a region after this
   TETHER_TRY(w_.release(call, region_));
   region_ = nullptr;
@@ -557,6 +573,11 @@ void Messaging::fireTriggers(bool* did) {
 }
 
 Status Messaging::prepare(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
+  return prepareReq(call, buf, bytes, pe, tag, nullptr, req);
+}
+
+Status Messaging::prepareReq(const char* call, const void* buf, size_t bytes, int pe, int tag,
+                             std::unique_ptr<Typed> typed, uint64_t* req) {
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
   const bool gpu = isGpu(buf);
   std::lock_guard<std::mutex> lock(mu_);
@@ -564,6 +585,7 @@ Status Messaging::prepare(const char* call, const void* buf, size_t bytes, int p
   uint32_t word = kNoWord;
   TETHER_TRY(takeWord(call, &word));
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
+  r.typed = std::move(typed);
   r.trig = word;
   r.trigGen = ++gen_;
   __atomic_store_n(triggers_ + word, 0, __ATOMIC_RELAXED);  // (generations only grow; this keeps the word tidy)
@@ -1093,7 +1115,7 @@ Status typeFail(const char* call, tether_status_t code) {
 
 }  // namespace
 
-Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_type_t type,
+Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, bool onGpuStage,
                             std::unique_ptr<Typed>* out) {
   if (!type) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: type is NULL", call);
   if (!type->canonical) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: type is not committed (tether_type_commit)", call);
@@ -1108,7 +1130,12 @@ Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_t
   t->count = count;
   t->user = buf;
   t->gpu = isGpu(buf);
-  t->packed.resize(static_cast<size_t>(bytes));
+  t->bytes = static_cast<size_t>(bytes);
+  if (onGpuStage)
+    TETHER_TRY(stages_.acquire(*w_.gpu(), t->bytes, "the GPU stage of a typed send on a stream", &t->stage)
+                   .withContext(call));
+  else
+    t->host = std::make_shared<std::vector<char>>(t->bytes);
   *out = std::move(t);
   return Status::ok();
 }
@@ -1117,41 +1144,96 @@ Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_t
 // bytes: complete on return, after the stream's earlier work, as msg.h promises for host-posted GPU buffers).
 Status Messaging::pack(const char* call, Typed& t) {
   int64_t done = 0;
-  const int64_t n = static_cast<int64_t>(t.packed.size());
+  const int64_t n = static_cast<int64_t>(t.bytes);
   const tether_status_t e =
-      t.gpu ? tether_type_pack_async(t.type, t.count, t.user, 0, n, t.packed.data(), &done, nullptr)
-            : tether_type_pack(t.type, t.count, t.user, 0, n, t.packed.data(), &done);
+      t.gpu ? tether_type_pack_async(t.type, t.count, t.user, 0, n, t.packed(), &done, nullptr)
+            : tether_type_pack(t.type, t.count, t.user, 0, n, t.packed(), &done);
   return e == TETHER_SUCCESS ? Status::ok() : typeFail(call, e);
 }
 
+// Runs where a request completes: in a progress pass of the host thread or of the progress thread, with mu_ held,
+// while a stream or a kernel may be waiting for this very request. So GPU buffers are unpacked on a non-blocking
+// stream of this room's own (never the legacy default stream, which a waiting stream may hold), synchronised here.
 Status Messaging::unpack(const char* call, Typed& t, size_t bytes) {
   int64_t done = 0;
   const int64_t n = static_cast<int64_t>(bytes);
-  const tether_status_t e =
-      t.gpu ? tether_type_unpack_async(t.type, t.count, t.packed.data(), 0, n, t.user, &done, nullptr)
-            : tether_type_unpack(t.type, t.count, t.packed.data(), 0, n, t.user, &done);
-  return e == TETHER_SUCCESS ? Status::ok() : typeFail(call, e);
+  if (!t.gpu) {
+    const tether_status_t e = tether_type_unpack(t.type, t.count, t.packed(), 0, n, t.user, &done);
+    return e == TETHER_SUCCESS ? Status::ok() : typeFail(call, e);
+  }
+  StreamOps* so = nullptr;
+  TETHER_TRY(w_.streams().ops(&so).withContext(call));
+  if (!unpackStream_) TETHER_TRY(so->createStream(&unpackStream_).withContext(call));
+  // (An idle stream's synchronize: it makes this PE's GPU current on the calling thread -- the progress thread, or
+  // any host thread -- where the engine launches.)
+  TETHER_TRY(so->synchronize(unpackStream_).withContext(call));
+  const tether_status_t e = tether_type_unpack_async(t.type, t.count, t.packed(), 0, n, t.user, &done, unpackStream_);
+  if (e != TETHER_SUCCESS) return typeFail(call, e);
+  return so->synchronize(unpackStream_).withContext(call);
 }
 
 Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                              uint64_t* req) {
   std::unique_ptr<Typed> t;
   TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
-  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
+  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, false, &t));
   TETHER_TRY(pack(call, *t));
-  const void* packed = t->packed.data();
-  const size_t bytes = t->packed.size();
+  const void* packed = t->packed();
+  const size_t bytes = t->bytes;
   return postSend(call, packed, bytes, pe, tag, false, std::move(t), req);
+}
+
+// Bookkeeping first (a prepared send holding the packed bytes), then the pack in stream order, then the start: a
+// failure before the pack is enqueued leaves nothing behind; one after it drops the request but not its packed bytes
+// (the stream may still write them: a GPU stage stays busy, host bytes live on in the host call).
+Status Messaging::isendTypedOnStream(const char* call, const void* buf, int64_t count, tether_type_t type, int pe,
+                                     int tag, void* stream, uint64_t* req) {
+  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
+  StreamOps* so = nullptr;
+  TETHER_TRY(w_.streams().ops(&so).withContext(call));
+  const bool gpu = isGpu(buf);
+  if (gpu && !so->gpuAddresses())
+    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: buf is GPU memory but the streams are CPU-emulated", call);
+  std::unique_ptr<Typed> t;
+  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, gpu, &t));
+  const int64_t n = static_cast<int64_t>(t->bytes);
+  Typed& typed = *t;
+  char* packed = t->packed();  // (before t is moved into the request)
+  uint64_t id = 0;
+  TETHER_TRY(prepareReq(call, packed, typed.bytes, pe, tag, std::move(t), &id));
+  Status s = Status::ok();
+  if (n && gpu) {
+    int64_t done = 0;
+    const tether_status_t e = tether_type_pack_async(typed.type, typed.count, typed.user, 0, n, typed.packed(), &done,
+                                                     stream);
+    if (e != TETHER_SUCCESS) s = typeFail(call, e);
+  } else if (n) {
+    s = so->hostCall(stream, [c = typed.type->canonical, user = typed.user, n, host = typed.host] {
+      dt::hostPack(*c, user, 0, n, host->data());
+    });
+  }
+  if (s.isOk()) {
+    wake_.notify_all();
+    s = postOnStream(call, 1, &id, stream);
+    if (!s.isOk() && n) typed.stage = nullptr;  // the pack was enqueued: its stage stays busy (gpu_stages.h)
+  }
+  if (!s.isOk()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Req* r = reqs_.find(id)) forget(*r);
+    return s;
+  }
+  *req = id;
+  return Status::ok();
 }
 
 Status Messaging::irecvTyped(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag,
                              uint64_t* req) {
   std::unique_ptr<Typed> t;
   TETHER_TRY(checkRecv(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
-  TETHER_TRY(makeTyped(call, buf, count, type, &t));
+  TETHER_TRY(makeTyped(call, buf, count, type, false, &t));
   if (t->gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for irecv
-  void* packed = t->packed.data();
-  const size_t bytes = t->packed.size();
+  void* packed = t->packed();
+  const size_t bytes = t->bytes;
   return postRecv(call, packed, bytes, pe, tag, false, std::move(t), req);
 }
 
@@ -1267,6 +1349,12 @@ void Messaging::complete(Req& r, Status result) {
     result = Status(TETHER_ERR_TRUNCATED,
                     strprintf("tether_recv: a message of %zu bytes from PE %d (tag %d) was truncated to the "
                               "receive buffer's %zu bytes", r.msgBytes, r.fromPe, r.fromTag, r.cap));
+  // A typed receive's bytes reach the user's layout now, before a stream or a kernel waiting for it is told (also a
+  // truncated one: the bytes that arrived).
+  if (r.typed && !r.send && !r.abandoned && result.code() != TETHER_ERR_TIMEOUT) {
+    Status u = unpack("tether_irecv_typed", *r.typed, std::min(r.msgBytes, r.cap));
+    if (!u.isOk() && result.isOk()) result = u;
+  }
   r.result = result;
   if (r.doneWord != kNoWord) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);  // the stream goes on
   if (r.persist) {  // a round of a persistent request: its done word counts it (a stream or kernel may wait on it)
@@ -1595,11 +1683,6 @@ void Messaging::fill(const Req& r, tether_msg_status_t* st) const {
 
 Status Messaging::finish(uint64_t* req, tether_msg_status_t* st) {
   Req& r = *reqs_.find(*req);
-  // A typed receive's bytes reach the user's layout now (also a truncated one: the bytes that arrived).
-  if (r.typed && !r.send && r.result.code() != TETHER_ERR_TIMEOUT) {
-    Status u = unpack("tether_irecv_typed", *r.typed, std::min(r.msgBytes, r.cap));
-    if (!u.isOk() && r.result.isOk()) r.result = u;
-  }
   fill(r, st);
   Status s = r.result;
   releaseWords(r);

@@ -35,6 +35,9 @@
 // and a done word (base + rounds completed), so stream starts and waits capture no round number (graph replay) and a
 // kernel's descriptor serves every round; progress passes poll the start words of the watched ones (watch_). GPU bytes move on a sibling GPU context (core/sibling_paths.h), so
 // copies never wait behind a kernel or stream wait on the legacy default stream that waits for them.
+// Typed messages travel as their packed bytes in a buffer of the request's own; a typed receive is unpacked when it
+// completes, before its done words are set (so stream and kernel waits see the user's layout), GPU buffers on a
+// non-blocking stream of this room's own for the same reason.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +56,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/gpu_stages.h"
 #include "core/id_table.h"
 #include "core/op.h"
 #include "tether/datatype.h"
@@ -107,6 +111,10 @@ class Messaging {
   // msg_send on sendDesc's descriptor. Each request starts once (startable). Sends to one PE are queued in the order
   // they were made (isend, prepare): a started send waits in armed_ behind an earlier one that has not started.
   Status prepare(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  // A typed send on a stream: packed when the stream gets there (the GPU engine into a GPU stage for a GPU buffer, the
+  // host packer in a stream host call for a host buffer), then started as isendOnStream's.
+  Status isendTypedOnStream(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                            void* stream, uint64_t* req);
   Status post(const char* call, uint64_t req);
   Status postOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream);
   Status sendDesc(const char* call, uint64_t req, tether_msg_send_desc_t* desc);
@@ -174,10 +182,15 @@ class Messaging {
   Status postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu, std::unique_ptr<Typed> typed,
                   uint64_t* req);
   Status checkRecv(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
-  Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, std::unique_ptr<Typed>* out);
+  // onGpuStage: the packed bytes in a GPU stage of stages_ (a GPU buffer sent on a stream), else in host memory.
+  Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, bool onGpuStage,
+                   std::unique_ptr<Typed>* out);
   Status pack(const char* call, Typed& t);
   Status unpack(const char* call, Typed& t, size_t bytes);
   Status setUp(const char* call);
+  // prepare's steps; typed: the request owns the packed bytes buf points into.
+  Status prepareReq(const char* call, const void* buf, size_t bytes, int pe, int tag, std::unique_ptr<Typed> typed,
+                    uint64_t* req);
 
   // Lock held: one pass over the inboxes and the outgoing queues; *did = something moved.
   Status progress(const char* call, bool* did);
@@ -262,6 +275,8 @@ class Messaging {
   std::list<Req*> watch_;          // persistent requests whose start word progress polls, in the order watched
   bool startQueued_ = false;       // scanStarts saw a start behind a round in flight (the thread's idle policy)
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
+  GpuStages stages_{size_t{64} << 10};  // packed bytes of typed sends on GPU streams (core/gpu_stages.h)
+  void* unpackStream_ = nullptr;        // typed receives into GPU buffers unpack here (unpack), made on first use
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
   std::thread thread_;
   std::condition_variable wake_;

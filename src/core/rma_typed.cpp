@@ -168,7 +168,7 @@ Status typedOnGpuStream(int dev, const Mem& from, const Mem& to, int64_t n, void
 // calls complete before the next stream operation starts (core/stream_ops.h), so the stage and the run table are
 // released after it: on a GPU, the table's scratch freed in stream order (the caller releases the stage); host memory
 // held by the last host call.
-// gpuStage: n bytes of GPU memory for a GPU stream (the caller's StreamStage), unused on the CPU emulation.
+// gpuStage: n bytes of GPU memory for a GPU stream (the caller's stage, core/gpu_stages.h), unused on the CPU emulation.
 Status stagedOnStream(World& w, StreamOps& so, const char* call, bool isPut, int pe, const Side& localSide,
                       char* localBase, const Side& remoteSide, void* remoteAddr, int64_t n, void* gpuStage,
                       void* stream) {
@@ -243,24 +243,6 @@ Status stagedOnStream(World& w, StreamOps& so, const char* call, bool isPut, int
 }
 
 }  // namespace
-
-Status TypedRma::acquireStreamStage(size_t bytes, StreamStage** out) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& s : streamStages_) {
-    bool idle = false;
-    if (s->bytes >= bytes && s->busy.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
-      *out = s.get();
-      return Status::ok();
-    }
-  }
-  std::unique_ptr<StreamStage> s(new StreamStage());
-  s->bytes = std::max<size_t>(bytes, size_t{1} << 20);
-  TETHER_TRY(w_.gpu()->allocDevice(s->bytes, &s->p).withContext("a GPU stage for a stream-ordered staged transfer"));
-  s->busy.store(true);
-  *out = s.get();
-  streamStages_.push_back(std::move(s));
-  return Status::ok();
-}
 
 // Link terms for PE pe (see world.h), measured with reads only, into the GPU staging buffer: the probe is the up to
 // 8 MiB of the peer's segment that end where the call's remote span ends (symmetric bytes of the target, mapped here
@@ -466,13 +448,15 @@ Status TypedRma::transfer(const char* call, bool isPut, void* dest, tether_type_
     // (A GPU stream's proxy calls may reach a mapped peer by loads and stores in the kernel: their stage must be GPU
     // memory, so a host local buffer is refused there.)
     if (route == Route::Staged && (localOnGpu || !so->gpuAddresses())) {
-      StreamStage* stage = nullptr;
-      if (so->gpuAddresses()) TETHER_TRY(acquireStreamStage(static_cast<size_t>(n), &stage).withContext(call));
+      GpuStages::Stage* stage = nullptr;
+      if (so->gpuAddresses())
+        TETHER_TRY(streamStages_.acquire(*w_.gpu(), static_cast<size_t>(n), "a GPU stage for a stream-ordered staged "
+                                         "transfer", &stage).withContext(call));
       Status st = stagedOnStream(w_, *so, call, isPut, pe, localSide, local.base, remoteSide, remoteAddr, n,
                                  stage ? stage->p : nullptr, stream);
       // Free again once the stream is past the transfer. (If enqueueing failed part-way, the stage stays busy: the
       // stream may still run what was enqueued.)
-      if (stage && st.isOk()) st = so->hostCall(stream, [stage] { stage->busy.store(false, std::memory_order_release); });
+      if (stage && st.isOk()) st = so->hostCall(stream, [stage] { stage->release(); });
       return st;
     }
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED,

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/gpu_stages.h"
 #include "core/typed_route.h"
 
 struct tether_type_s;  // a datatype handle (tether/datatype.h)
@@ -58,21 +59,10 @@ class TypedRma {
                      TypedLink* out);
 
   World& w_;
-  // A stage of GPU memory for one stream-ordered staged transfer: plain cudaMalloc memory (GpuContext::allocDevice),
-  // not stream-ordered pool memory, which the transports may not handle (UCX 1.22 with CUDA 13 crashed probing pool
-  // allocations, gpu_netns_rma_typed 2026-11-26; rapidsai/ucxx#749). Busy from acquisition until the stream's host
-  // call after the transfer clears it (the only thing that host call does).
-  struct StreamStage {
-    void* p = nullptr;
-    size_t bytes = 0;
-    std::atomic<bool> busy{false};
-  };
-  Status acquireStreamStage(size_t bytes, StreamStage** out);  // a free stage of at least bytes, else a new one
-
   std::mutex mu_;
   void* gpuStage_ = nullptr;       // kGpuFragment bytes of GPU memory (mu_)
   std::map<int, TypedLink> links_;  // by PE (mu_)
-  std::vector<std::unique_ptr<StreamStage>> streamStages_;  // (mu_) freed with the GPU context
+  GpuStages streamStages_{size_t{1} << 20};  // one per stream-ordered staged transfer in flight (core/gpu_stages.h)
 };
 
 }  // namespace tether

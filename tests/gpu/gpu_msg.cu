@@ -5,9 +5,11 @@
 // prepared sends posted with one post_all_on_stream, and the kernel model (one kernel fills, msg_send, msg_wait on
 // the receive, checks, msg_wait on the send; block and warp scope; on a created and on the legacy stream). Contents
 // checked byte by byte (pattern from size, source and position). Then typed messages (a vector type) with GPU
-// buffers, the direct rendezvous from the symmetric heap's DEVICE and HOST segments, and rendezvous sends from private
-// GPU buffers in the ways that stress CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn,
-// a buffer freed and allocated again between two sends, a self-send). The private GPU rendezvous messages travel by
+// buffers in the host model, then in the stream model (tether_isend_typed_on_stream from GPU and host buffers, typed
+// receives waited for on the stream) and the kernel model (msg_wait on a typed receive), the direct rendezvous from
+// the symmetric heap's DEVICE and HOST segments, and rendezvous sends from private GPU buffers in the ways that stress
+// CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn, a buffer freed and allocated again
+// between two sends, a self-send). The private GPU rendezvous messages travel by
 // CUDA IPC by default and through the ring with TETHER_MSG_IPC=0 (ctest gpu_msg_noipc).
 // With GPU_MSG_TIMEOUT=stream|persist|kernel (ctests gpu_msg_timeout_*, a short TETHER_TIMEOUT) it runs only one
 // wait on a message that never comes -- tether_msg_wait_on_stream on a receive, a stream-started round of a
@@ -43,6 +45,22 @@ __global__ void kFill(unsigned char* p, size_t n, int from) {
 __global__ void kCheck(const unsigned char* p, size_t n, int from, unsigned long long* bad) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
     if (p[i] != pattern(n, from, i)) atomicAdd(bad, 1ull);
+}
+
+// A vector of uint32 in blocks of 2 at stride 5 (the typed sections): in-block bytes carry the pattern, the others 0.
+__host__ __device__ bool inVecBlock(size_t i) { return (i / 4) % 5 < 2; }
+
+__global__ void kCheckVec(const unsigned char* p, size_t span, int from, unsigned long long* bad) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < span; i += size_t{gridDim.x} * blockDim.x)
+    if (p[i] != (inVecBlock(i) ? pattern(span, from, i) : 0)) atomicAdd(bad, 1ull);
+}
+
+// The kernel model on a typed receive: one block waits for it (msg_wait), then checks the unpacked layout.
+__global__ void kWaitCheckVec(tether_device_handle_t h, tether_msg_wait_desc_t rd, const unsigned char* p, size_t span,
+                              int from, unsigned long long* bad) {
+  tether::device::msg_wait<tether::device::Scope::Block>(h, rd);
+  for (size_t i = threadIdx.x; i < span; i += blockDim.x)
+    if (p[i] != (inVecBlock(i) ? pattern(span, from, i) : 0)) atomicAdd(bad, 1ull);
 }
 
 // Progress markers on stderr (GPU_MSG_TRACE=1): where a hang happened, per PE.
@@ -160,7 +178,8 @@ int main() {
   const int me = ring.me, n = ring.n, to = ring.next, from = ring.prev;
   gpu_test::loadKernels({reinterpret_cast<const void*>(kFill), reinterpret_cast<const void*>(kCheck),
                          reinterpret_cast<const void*>(kStep<tether::device::Scope::Warp>),
-                         reinterpret_cast<const void*>(kStep<tether::device::Scope::Block>)});
+                         reinterpret_cast<const void*>(kStep<tether::device::Scope::Block>),
+                         reinterpret_cast<const void*>(kCheckVec), reinterpret_cast<const void*>(kWaitCheckVec)});
   const size_t sizes[] = {0, 8, 8192, 8193, 100000, size_t{16} << 20};
   const size_t maxBytes = size_t{16} << 20;
   void* dSend = nullptr;
@@ -354,6 +373,68 @@ int main() {
     }
     MP_OK(tether_type_free(&u32));
   }
+  // Typed messages in the stream and kernel models: a kernel fills the GPU send buffer, tether_isend_typed_on_stream
+  // packs it in stream order (a second fill right after must not reach the message), the stream waits for the typed
+  // receive and a kernel checks the unpacked layout; on the created and the legacy stream, eager and rendezvous
+  // sizes; a host send buffer packed by a stream host call; and a kernel's msg_wait on a typed receive.
+  {
+    tether_type_t u32 = nullptr, vec = nullptr;
+    MP_OK(tether_type_basic(TETHER_BASIC_UINT32, &u32));
+    tether_device_handle_t h;
+    MP_OK(tether_device_handle(w, &h));
+    cudaStream_t waiter;  // the kernel model's waiting kernel: not in front of this PE's own send
+    CK(cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
+    for (int64_t blocks : {int64_t{100}, int64_t{60000}}) {
+      MP_OK(tether_type_vector(blocks, 2, 5, u32, &vec));
+      MP_OK(tether_type_commit(vec));
+      const size_t span = static_cast<size_t>(blocks) * 5 * 4;
+      for (int mode = 0; mode < 4; ++mode) {  // 0/1: GPU send on created/legacy, 2: host send, 3: kernel wait
+        const char* what = mode == 0   ? "typed stream model (created stream)"
+                           : mode == 1 ? "typed stream model (legacy stream)"
+                           : mode == 2 ? "typed stream model (host send buffer)"
+                                       : "typed kernel model";
+        mark(me, what, span);
+        cudaStream_t st = mode == 1 ? cudaStream_t{nullptr} : created;
+        const int tg = 900 + mode + static_cast<int>(blocks % 7) * 4;
+        *bad = 0;
+        CK(cudaMemset(dRecv, 0, span));
+        CK(cudaDeviceSynchronize());
+        tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+        MP_OK(tether_irecv_typed(w, dRecv, 1, vec, from, tg, &rr));
+        tether_msg_wait_desc_t rd;
+        if (mode == 3) {
+          MP_OK(tether_msg_wait_desc(w, rr, &rd));
+          kWaitCheckVec<<<1, 256, 0, waiter>>>(h, rd, static_cast<const unsigned char*>(dRecv), span, from, bad);
+          CK(cudaGetLastError());
+        }
+        if (mode == 2) {
+          for (size_t i = 0; i < span; ++i) hSend[i] = pattern(span, me, i);
+          MP_OK(tether_isend_typed_on_stream(w, hSend.data(), 1, vec, to, tg, st, &sr));
+        } else {
+          kFill<<<64, 256, 0, st>>>(static_cast<unsigned char*>(dSend), span, me);
+          CK(cudaGetLastError());
+          MP_OK(tether_isend_typed_on_stream(w, dSend, 1, vec, to, tg, st, &sr));
+          kFill<<<64, 256, 0, st>>>(static_cast<unsigned char*>(dSend), span, me + 50);  // after the pack
+          CK(cudaGetLastError());
+        }
+        if (mode != 3) {
+          MP_OK(tether_msg_wait_on_stream(w, rr, st));
+          kCheckVec<<<64, 256, 0, st>>>(static_cast<const unsigned char*>(dRecv), span, from, bad);
+          CK(cudaGetLastError());
+        }
+        tether_msg_status_t stt;
+        MP_OK(tether_msg_wait(w, &sr, nullptr));
+        MP_OK(tether_msg_wait(w, &rr, &stt));
+        MP_CHECK(stt.bytes == static_cast<size_t>(blocks) * 8 && stt.error == TETHER_SUCCESS);
+        CK(cudaStreamSynchronize(st));
+        CK(cudaStreamSynchronize(waiter));
+        expectNone(what, span);
+      }
+      MP_OK(tether_type_free(&vec));
+    }
+    CK(cudaStreamDestroy(waiter));
+    MP_OK(tether_type_free(&u32));
+  }
   // Direct rendezvous from the symmetric heap's GPU segment: the receiver reads the sender's symmetric DEVICE buffer
   // itself (World::get over the peer path), into GPU and into host memory; and from the symmetric HOST segment into
   // GPU memory.
@@ -454,6 +535,6 @@ int main() {
   MP_OK(tether_msg_finalize(w));
   CK(cudaFree(dSend));
   CK(cudaFree(dRecv));
-  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model, typed vectors, direct rendezvous from the symmetric heap, private GPU send buffers (offset, two allocations, reallocated, self) OK\n", n);
+  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model, typed vectors, direct rendezvous from the symmetric heap, private GPU send buffers (offset, two allocations, reallocated, self), typed stream and kernel models OK\n", n);
   return mp::finish();
 }
