@@ -18,6 +18,7 @@
 #include "core/stream_ops.h"
 #include "core/world.h"
 #include "datatype/canonical.h"
+#include "datatype/gpu_pack.h"
 #include "datatype/handle.h"
 #include "gpu/gpu.h"
 #include "tether/datatype.h"
@@ -144,25 +145,33 @@ struct Messaging::Req {
 
 // A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
 // A send is packed when posted (isendTyped) or when its stream gets there (isendTypedOnStream); a receive is unpacked
-// when it completes (complete), before any stream or kernel waiting for it is told. type is this room's own duplicate
-// of the user's handle (the user may free theirs at once), freed with the request.
-// Where the packed bytes are: host memory (host), shared with a stream host call that packs into it, so a request
-// dropped after that call was enqueued cannot free the bytes under it; or a GPU stage (a GPU buffer sent on a
-// stream: packed by the GPU engine in stream order), released with the request -- a send's request is freed only
-// after the send has read them.
+// when it completes (complete), before any stream or kernel waiting for it is told. c keeps the type's canonical
+// form alive (the user may free their handle at once).
+// Where the packed bytes are: for a host buffer in host memory (host), shared with a stream host call that packs
+// into it, so a request dropped after that call was enqueued cannot free the bytes under it; for a GPU buffer in a
+// GPU stage of the room's (stages_), released with the request -- a send's request is freed only after the send has
+// read the stage, a receive's after its unpack (synchronous, in complete) -- and packed / unpacked by the GPU engine
+// with the room's cache of the type's device metadata (gpu: one per type, typeCaches_).
 struct Messaging::Typed {
-  tether_type_t type = nullptr;
+  std::shared_ptr<const dt::Canonical> c;
+  dt::GpuCache* gpu = nullptr;  // the user's buffer is GPU memory
+  dt::Scheme force = dt::Scheme::Auto;  // the handle's forced GPU scheme (tether_type_set_gpu_scheme) at the call
   int64_t count = 0;
   void* user = nullptr;
-  bool gpu = false;  // the user's buffer is GPU memory (the GPU engine packs / unpacks)
   size_t bytes = 0;  // packed bytes
   std::shared_ptr<std::vector<char>> host;
   GpuStages::Stage* stage = nullptr;
   char* packed() const { return stage ? static_cast<char*>(stage->p) : host->data(); }
   ~Typed() {
-    if (type) tether_type_free(&type);
     if (stage) stage->release();
   }
+};
+
+// The GPU engine's metadata of one type for this room: made on the type's first GPU message, freed at destroy -- never
+// per message, since freeing it is a cudaFree, which waits for the whole GPU, a stream's wait for this room included.
+struct Messaging::TypeCache {
+  std::shared_ptr<const dt::Canonical> c;  // keeps the key alive
+  dt::GpuCache gpu;
 };
 
 // An arrived EAGER or RTS that no posted receive took. Its list node is recycled (spare_), so a message that waits
@@ -1107,68 +1116,79 @@ Status Messaging::matchOrPost(const char* call, Req& ref) {
 
 // ---- typed messages ----------------------------------------------------------------------------------------------
 
-namespace {
-
-Status typeFail(const char* call, tether_status_t code) {
-  return Status(code, strprintf("%s: %s", call, tether_type_last_error()));
-}
-
-}  // namespace
-
-Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, bool onGpuStage,
+Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_type_t type,
                             std::unique_ptr<Typed>* out) {
   if (!type) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: type is NULL", call);
   if (!type->canonical) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: type is not committed (tether_type_commit)", call);
   if (count < 0) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: count %lld is negative", call, static_cast<long long>(count));
   int64_t bytes = 0;
-  tether_status_t e = tether_type_packed_size(type, count, &bytes);
-  if (e != TETHER_SUCCESS) return typeFail(call, e);
+  if (!dt::mulOk(count, type->canonical->size, &bytes))
+    TETHER_FAIL(TETHER_ERR_OVERFLOW, "%s: count %lld x the type's size %lld overflows int64", call,
+                static_cast<long long>(count), static_cast<long long>(type->canonical->size));
   if (!buf && bytes) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: buf is NULL with %lld packed bytes", call,
                                  static_cast<long long>(bytes));
   std::unique_ptr<Typed> t(new Typed);
-  if ((e = tether_type_dup(type, &t->type)) != TETHER_SUCCESS) return typeFail(call, e);  // committed as type is
+  t->c = type->canonical;
   t->count = count;
   t->user = buf;
-  t->gpu = isGpu(buf);
   t->bytes = static_cast<size_t>(bytes);
-  if (onGpuStage)
-    TETHER_TRY(stages_.acquire(*w_.gpu(), t->bytes, "the GPU stage of a typed send on a stream", &t->stage)
-                   .withContext(call));
-  else
+  if (bytes && isGpu(buf)) {
+    {
+      std::lock_guard<std::mutex> lock(typesMu_);
+      std::unique_ptr<TypeCache>& e = typeCaches_[t->c.get()];
+      if (!e) {
+        e.reset(new TypeCache);
+        e->c = t->c;
+      }
+      t->gpu = &e->gpu;
+    }
+    t->force = static_cast<dt::Scheme>(type->gpu.scheme.load(std::memory_order_relaxed));
+    TETHER_TRY(stages_.acquire(*w_.gpu(), t->bytes, "the GPU stage of a typed message", &t->stage).withContext(call));
+  } else {
     t->host = std::make_shared<std::vector<char>>(t->bytes);
+  }
   *out = std::move(t);
   return Status::ok();
 }
 
-// Host user buffers by the host packer, GPU ones by the GPU engine on the legacy default stream (pageable packed
-// bytes: complete on return, after the stream's earlier work, as msg.h promises for host-posted GPU buffers).
+// The GPU engine between t's user buffer and its stage, enqueued on stream (nullptr: the legacy default stream).
+Status Messaging::gpuCopy(const char* call, const Typed& t, bool unpack, size_t bytes, void* stream) {
+  dt::GpuPackRequest r;
+  r.c = t.c.get();
+  r.count = t.count;
+  r.src = unpack ? static_cast<const void*>(t.packed()) : t.user;
+  r.dst = unpack ? t.user : static_cast<void*>(t.packed());
+  r.len = static_cast<int64_t>(bytes);
+  r.unpack = unpack;
+  r.stream = stream;
+  r.force = t.force;
+  r.device = w_.gpu()->device();
+  dt::Scheme used;
+  return dt::gpuPack(r, t.gpu, &used).withContext(call);
+}
+
+// A host-posted send: complete on return, after the legacy default stream's earlier work (msg.h).
 Status Messaging::pack(const char* call, Typed& t) {
-  int64_t done = 0;
-  const int64_t n = static_cast<int64_t>(t.bytes);
-  const tether_status_t e =
-      t.gpu ? tether_type_pack_async(t.type, t.count, t.user, 0, n, t.packed(), &done, nullptr)
-            : tether_type_pack(t.type, t.count, t.user, 0, n, t.packed(), &done);
-  return e == TETHER_SUCCESS ? Status::ok() : typeFail(call, e);
+  if (!t.gpu) {
+    dt::hostPack(*t.c, t.user, 0, static_cast<int64_t>(t.bytes), t.packed());
+    return Status::ok();
+  }
+  TETHER_TRY(gpuCopy(call, t, false, t.bytes, nullptr));
+  return w_.gpu()->settleDefaultStream().withContext(call);
 }
 
 // Runs where a request completes: in a progress pass of the host thread or of the progress thread, with mu_ held,
 // while a stream or a kernel may be waiting for this very request. So GPU buffers are unpacked on a non-blocking
 // stream of this room's own (never the legacy default stream, which a waiting stream may hold), synchronised here.
 Status Messaging::unpack(const char* call, Typed& t, size_t bytes) {
-  int64_t done = 0;
-  const int64_t n = static_cast<int64_t>(bytes);
   if (!t.gpu) {
-    const tether_status_t e = tether_type_unpack(t.type, t.count, t.packed(), 0, n, t.user, &done);
-    return e == TETHER_SUCCESS ? Status::ok() : typeFail(call, e);
+    dt::hostUnpack(*t.c, t.packed(), 0, static_cast<int64_t>(bytes), t.user);
+    return Status::ok();
   }
   StreamOps* so = nullptr;
   TETHER_TRY(w_.streams().ops(&so).withContext(call));
   if (!unpackStream_) TETHER_TRY(so->createStream(&unpackStream_).withContext(call));
-  // (An idle stream's synchronize: it makes this PE's GPU current on the calling thread -- the progress thread, or
-  // any host thread -- where the engine launches.)
-  TETHER_TRY(so->synchronize(unpackStream_).withContext(call));
-  const tether_status_t e = tether_type_unpack_async(t.type, t.count, t.packed(), 0, n, t.user, &done, unpackStream_);
-  if (e != TETHER_SUCCESS) return typeFail(call, e);
+  TETHER_TRY(gpuCopy(call, t, true, bytes, unpackStream_));
   return so->synchronize(unpackStream_).withContext(call);
 }
 
@@ -1176,11 +1196,12 @@ Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, t
                              uint64_t* req) {
   std::unique_ptr<Typed> t;
   TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
-  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, false, &t));
+  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
   TETHER_TRY(pack(call, *t));
   const void* packed = t->packed();
   const size_t bytes = t->bytes;
-  return postSend(call, packed, bytes, pe, tag, false, std::move(t), req);
+  const bool gpu = t->gpu != nullptr;
+  return postSend(call, packed, bytes, pe, tag, gpu, std::move(t), req);
 }
 
 // Bookkeeping first (a prepared send holding the packed bytes), then the pack in stream order, then the start: a
@@ -1191,31 +1212,27 @@ Status Messaging::isendTypedOnStream(const char* call, const void* buf, int64_t 
   TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
   StreamOps* so = nullptr;
   TETHER_TRY(w_.streams().ops(&so).withContext(call));
-  const bool gpu = isGpu(buf);
-  if (gpu && !so->gpuAddresses())
+  if (isGpu(buf) && !so->gpuAddresses())
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: buf is GPU memory but the streams are CPU-emulated", call);
   std::unique_ptr<Typed> t;
-  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, gpu, &t));
-  const int64_t n = static_cast<int64_t>(t->bytes);
+  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
   Typed& typed = *t;
   char* packed = t->packed();  // (before t is moved into the request)
   uint64_t id = 0;
   TETHER_TRY(prepareReq(call, packed, typed.bytes, pe, tag, std::move(t), &id));
   Status s = Status::ok();
-  if (n && gpu) {
-    int64_t done = 0;
-    const tether_status_t e = tether_type_pack_async(typed.type, typed.count, typed.user, 0, n, typed.packed(), &done,
-                                                     stream);
-    if (e != TETHER_SUCCESS) s = typeFail(call, e);
+  const int64_t n = static_cast<int64_t>(typed.bytes);
+  if (typed.gpu) {
+    s = gpuCopy(call, typed, false, typed.bytes, stream);
   } else if (n) {
-    s = so->hostCall(stream, [c = typed.type->canonical, user = typed.user, n, host = typed.host] {
+    s = so->hostCall(stream, [c = typed.c, user = typed.user, n, host = typed.host] {
       dt::hostPack(*c, user, 0, n, host->data());
     });
   }
   if (s.isOk()) {
     wake_.notify_all();
     s = postOnStream(call, 1, &id, stream);
-    if (!s.isOk() && n) typed.stage = nullptr;  // the pack was enqueued: its stage stays busy (gpu_stages.h)
+    if (!s.isOk()) typed.stage = nullptr;  // the pack was enqueued: its stage stays busy (gpu_stages.h)
   }
   if (!s.isOk()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1230,11 +1247,12 @@ Status Messaging::irecvTyped(const char* call, void* buf, int64_t count, tether_
                              uint64_t* req) {
   std::unique_ptr<Typed> t;
   TETHER_TRY(checkRecv(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
-  TETHER_TRY(makeTyped(call, buf, count, type, false, &t));
+  TETHER_TRY(makeTyped(call, buf, count, type, &t));
   if (t->gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for irecv
   void* packed = t->packed();
   const size_t bytes = t->bytes;
-  return postRecv(call, packed, bytes, pe, tag, false, std::move(t), req);
+  const bool gpu = t->gpu != nullptr;
+  return postRecv(call, packed, bytes, pe, tag, gpu, std::move(t), req);
 }
 
 Status Messaging::sendTypedBlocking(const char* call, const void* buf, int64_t count, tether_type_t type, int pe,

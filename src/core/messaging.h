@@ -141,6 +141,7 @@ class Messaging {
   struct Unexpected;
   struct Out;
   struct Typed;
+  struct TypeCache;
   struct Persist;
   struct Look;
   class Pool;
@@ -182,9 +183,9 @@ class Messaging {
   Status postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu, std::unique_ptr<Typed> typed,
                   uint64_t* req);
   Status checkRecv(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
-  // onGpuStage: the packed bytes in a GPU stage of stages_ (a GPU buffer sent on a stream), else in host memory.
-  Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, bool onGpuStage,
-                   std::unique_ptr<Typed>* out);
+  // The packed bytes in a GPU stage of stages_ for a GPU buffer, else in host memory.
+  Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, std::unique_ptr<Typed>* out);
+  Status gpuCopy(const char* call, const Typed& t, bool unpack, size_t bytes, void* stream);
   Status pack(const char* call, Typed& t);
   Status unpack(const char* call, Typed& t, size_t bytes);
   Status setUp(const char* call);
@@ -275,8 +276,10 @@ class Messaging {
   std::list<Req*> watch_;          // persistent requests whose start word progress polls, in the order watched
   bool startQueued_ = false;       // scanStarts saw a start behind a round in flight (the thread's idle policy)
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
-  GpuStages stages_{size_t{64} << 10};  // packed bytes of typed sends on GPU streams (core/gpu_stages.h)
+  GpuStages stages_{size_t{64} << 10};  // packed bytes of typed messages with GPU buffers (core/gpu_stages.h)
   void* unpackStream_ = nullptr;        // typed receives into GPU buffers unpack here (unpack), made on first use
+  std::mutex typesMu_;
+  std::map<const void*, std::unique_ptr<TypeCache>> typeCaches_;  // (typesMu_) by canonical form, until destroy
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
   std::thread thread_;
   std::condition_variable wake_;
