@@ -100,10 +100,11 @@ tether_status_t tether_msg_waitany(tether_t world, size_t n, tether_request_t* r
  * be reused when the call returns); a typed receive is unpacked when it completes -- before wait/test/waitall/waitany
  * report it, and before a stream (tether_msg_wait_on_stream / waitall_on_stream) or a kernel (tether_msg_wait_desc)
  * waiting for it goes on -- also a truncated one: the bytes that arrived, and nothing past them. status.bytes counts
- * packed bytes. Host buffers are packed by the host packer; GPU buffers by the GPU engine, a send's on the legacy
- * default stream (synchronously: after that stream's earlier work), a receive's on a stream of tether's own (so a
- * kernel that waits for a typed receive into GPU memory must leave the GPU room for one more kernel). The handle is
- * duplicated: the caller may free its type at once. Untyped and typed calls match each other. Stream model:
+ * packed bytes. Host buffers are packed by the host packer; GPU buffers by the GPU engine through GPU staging memory of
+ * tether's, a send's on the legacy default stream (synchronously: after that stream's earlier work), a receive's on
+ * a stream of tether's own (so a kernel that waits for a typed receive into GPU memory must leave the GPU room for one
+ * more kernel); the engine's metadata of each type used with GPU buffers is kept until tether_msg_finalize. The
+ * caller may free its type handle at once. Untyped and typed calls match each other. Stream model:
  * tether_isend_typed_on_stream below; receives are posted from the host and waited for in any model. Not yet: typed
  * prepared sends (a kernel's msg_send) and typed persistent requests. */
 tether_status_t tether_send_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe, int tag);
