@@ -105,8 +105,8 @@ tether_status_t tether_msg_waitany(tether_t world, size_t n, tether_request_t* r
  * a stream of tether's own (so a kernel that waits for a typed receive into GPU memory must leave the GPU room for one
  * more kernel); the engine's metadata of each type used with GPU buffers is kept until tether_msg_finalize. The
  * caller may free its type handle at once. Untyped and typed calls match each other. Stream model:
- * tether_isend_typed_on_stream below; receives are posted from the host and waited for in any model. Not yet: typed
- * prepared sends (a kernel's msg_send) and typed persistent requests. */
+ * tether_isend_typed_on_stream below; kernel model: tether_send_prepare_typed below; receives are posted from the
+ * host and waited for in any model. Not yet: typed persistent requests. */
 tether_status_t tether_send_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe, int tag);
 tether_status_t tether_recv_typed(tether_t world, void* buf, int64_t count, tether_type_t type, int pe, int tag,
                                   tether_msg_status_t* status);
@@ -152,6 +152,13 @@ tether_status_t tether_msg_waitall_on_stream(tether_t world, size_t n, const tet
  *  is pending, the progress thread runs. */
 tether_status_t tether_send_prepare(tether_t world, const void* buf, size_t bytes, int pe, int tag,
                                     tether_request_t* req);
+/*  send_prepare_typed: a typed prepared send (typed messages above): packed when it STARTS -- by tether_msg_post at
+ *    the call (GPU buffers: after the legacy default stream's earlier work), by post_on_stream / post_all_on_stream in
+ *    stream order (as tether_isend_typed_on_stream), or, started by a kernel's msg_send, by the PE's progress thread
+ *    when it sees the start (GPU buffers: the GPU engine on a stream of tether's, so the GPU needs room for that
+ *    kernel while the starting kernel runs on). Until it starts, buf may still be written. */
+tether_status_t tether_send_prepare_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe,
+                                          int tag, tether_request_t* req);
 tether_status_t tether_msg_post(tether_t world, tether_request_t req);
 tether_status_t tether_msg_post_on_stream(tether_t world, tether_request_t req, void* stream);
 tether_status_t tether_msg_post_all_on_stream(tether_t world, size_t n, const tether_request_t* reqs, void* stream);

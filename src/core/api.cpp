@@ -1253,6 +1253,13 @@ tether_status_t tether_isend_on_stream(tether_t w, const void* buf, size_t bytes
   });
 }
 
+tether_status_t tether_send_prepare_typed(tether_t w, const void* buf, int64_t count, tether_type_t type, int pe,
+                                          int tag, tether_request_t* req) {
+  return withMsg(w, "tether_send_prepare_typed", [&](tether::Messaging& m) {
+    return m.prepareTyped("tether_send_prepare_typed", buf, count, type, pe, tag, req);
+  });
+}
+
 tether_status_t tether_isend_typed_on_stream(tether_t w, const void* buf, int64_t count, tether_type_t type, int pe,
                                              int tag, void* stream, tether_request_t* req) {
   return withMsg(w, "tether_isend_typed_on_stream", [&](tether::Messaging& m) {

@@ -161,6 +161,7 @@ struct Messaging::Typed {
   size_t bytes = 0;  // packed bytes
   std::shared_ptr<std::vector<char>> host;
   GpuStages::Stage* stage = nullptr;
+  bool packOnStart = false;  // a prepared send started by a kernel: packed by the progress pass that sees the start
   char* packed() const { return stage ? static_cast<char*>(stage->p) : host->data(); }
   ~Typed() {
     if (stage) stage->release();
@@ -373,10 +374,10 @@ Status Messaging::destroy(const char* call) {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   paths_.reset();  // closes this PE's CUDA IPC mappings of peers' buffers: after the barrier the peers may free them
-  if (unpackStream_) {
+  if (engineStream_) {
     StreamOps* so = nullptr;
-    if (w_.streams().ops(&so).isOk()) (void)so->destroyStream(unpackStream_);
-    unpackStream_ = nullptr;
+    if (w_.streams().ops(&so).isOk()) (void)so->destroyStream(engineStream_);
+    engineStream_ = nullptr;
   }
   TETHER_TRY(w_.barrier(call, true));  // nobody writes into a region after this
   TETHER_TRY(w_.release(call, region_));
@@ -576,8 +577,16 @@ void Messaging::fireTriggers(bool* did) {
     --armedTo_[pe];
     if (r.trig != kNoWord) freeWords_.push_back(r.trig);  // the start was seen: free for reuse
     r.trig = kNoWord;
-    queueSend(r);
     *did = true;
+    if (r.typed && r.typed->packOnStart) {  // a kernel started it: its stores are visible (msg_send's release)
+      r.typed->packOnStart = false;
+      const Status ps = engineCopy("tether::device::msg_send (a typed send)", *r.typed, false, r.typed->bytes);
+      if (!ps.isOk()) {
+        complete(r, ps);
+        continue;
+      }
+    }
+    queueSend(r);
   }
 }
 
@@ -620,15 +629,22 @@ Status Messaging::startable(const char* call, uint64_t req, Req** out) {
 
 Status Messaging::post(const char* call, uint64_t req) {
   bool gpu = false;
+  Typed* typed = nullptr;  // (the request cannot complete before its trigger is set below)
   {
     std::lock_guard<std::mutex> lock(mu_);
     Req* r = nullptr;
     TETHER_TRY(startable(call, req, &r));
     r->posted = true;
     gpu = r->gpu;
+    typed = r->typed.get();
   }
-  if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // as for tether_isend
+  Status s = typed ? pack(call, *typed)  // a typed prepared send packs when it starts (msg.h)
+                   : gpu ? w_.gpu()->settleDefaultStream().withContext(call) : Status::ok();  // as for tether_isend
   std::lock_guard<std::mutex> lock(mu_);
+  if (!s.isOk()) {  // not started: it may be posted again
+    if (Req* r = reqs_.find(req)) r->posted = false;
+    return s;
+  }
   Req* r = reqs_.find(req);
   if (!r) return Status::ok();  // (only a concurrent finalize drops it)
   __atomic_store_n(triggers_ + r->trig, r->trigGen, __ATOMIC_RELEASE);
@@ -639,6 +655,7 @@ Status Messaging::post(const char* call, uint64_t req) {
 Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
   std::vector<Op> ops(n);
+  std::vector<Typed*> typed;  // typed sends among them: packed on the stream first (they cannot complete before)
   {
     std::lock_guard<std::mutex> lock(mu_);
     Req* r0 = nullptr;
@@ -649,6 +666,7 @@ Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs,
         TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu appears twice", call,
                     static_cast<unsigned long long>(reqs[i]));
       r.posted = true;
+      if (r.typed) typed.push_back(r.typed.get());
       ops[i].kind = Op::Signal;
       ops[i].pe = me_;
       ops[i].sig = triggers_ + r.trig;
@@ -656,9 +674,12 @@ Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs,
       ops[i].sigOp = TETHER_SIGNAL_SET;
     }
   }
-  // Outside the lock: enqueueing may wait for the stream layer, whose work may wait for this room's progress.
-  Status s = n ? enqueueOnStream(w_, call, ops.data(), n, stream) : Status::ok();
-  if (!s.isOk()) {  // nothing was enqueued: the requests may be posted again
+  // Outside the lock: enqueueing may wait for the stream layer, whose work may wait for this room's progress. A pack
+  // enqueued before a failure may still run: into its request's own packed bytes, which stay while the request does.
+  Status s = Status::ok();
+  for (size_t i = 0; i < typed.size() && s.isOk(); ++i) s = packOnStream(call, *typed[i], stream);
+  if (s.isOk() && n) s = enqueueOnStream(w_, call, ops.data(), n, stream);
+  if (!s.isOk()) {  // no trigger was enqueued: the requests may be posted again
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < n; ++i) {
       if (Req* r = reqs_.find(reqs[i])) r->posted = false;
@@ -673,6 +694,7 @@ Status Messaging::sendDesc(const char* call, uint64_t req, tether_msg_send_desc_
   Req* r = nullptr;
   TETHER_TRY(startable(call, req, &r));
   r->posted = true;
+  if (r->typed) r->typed->packOnStart = true;
   desc->word = triggers_ + r->trig;
   desc->value = r->trigGen;
   return Status::ok();
@@ -1177,19 +1199,34 @@ Status Messaging::pack(const char* call, Typed& t) {
   return w_.gpu()->settleDefaultStream().withContext(call);
 }
 
-// Runs where a request completes: in a progress pass of the host thread or of the progress thread, with mu_ held,
-// while a stream or a kernel may be waiting for this very request. So GPU buffers are unpacked on a non-blocking
-// stream of this room's own (never the legacy default stream, which a waiting stream may hold), synchronised here.
-Status Messaging::unpack(const char* call, Typed& t, size_t bytes) {
+// Runs in progress passes (of the host thread or of the progress thread, mu_ held): a typed receive's unpack when it
+// completes, a kernel-started typed send's pack when its start is seen -- while a stream or a kernel may be waiting
+// for this very request. So GPU buffers go through the engine on a non-blocking stream of this room's own (never the
+// legacy default stream, which a waiting stream may hold), synchronised here.
+Status Messaging::engineCopy(const char* call, Typed& t, bool unpack, size_t bytes) {
+  const int64_t n = static_cast<int64_t>(bytes);
   if (!t.gpu) {
-    dt::hostUnpack(*t.c, t.packed(), 0, static_cast<int64_t>(bytes), t.user);
+    if (unpack)
+      dt::hostUnpack(*t.c, t.packed(), 0, n, t.user);
+    else
+      dt::hostPack(*t.c, t.user, 0, n, t.packed());
     return Status::ok();
   }
   StreamOps* so = nullptr;
   TETHER_TRY(w_.streams().ops(&so).withContext(call));
-  if (!unpackStream_) TETHER_TRY(so->createStream(&unpackStream_).withContext(call));
-  TETHER_TRY(gpuCopy(call, t, true, bytes, unpackStream_));
-  return so->synchronize(unpackStream_).withContext(call);
+  if (!engineStream_) TETHER_TRY(so->createStream(&engineStream_).withContext(call));
+  TETHER_TRY(gpuCopy(call, t, unpack, bytes, engineStream_));
+  return so->synchronize(engineStream_).withContext(call);
+}
+
+// The pack enqueued on stream: the GPU engine into the stage, or the host packer in a stream host call.
+Status Messaging::packOnStream(const char* call, Typed& t, void* stream) {
+  const int64_t n = static_cast<int64_t>(t.bytes);
+  if (t.gpu) return gpuCopy(call, t, false, t.bytes, stream);
+  if (!n) return Status::ok();
+  StreamOps* so = nullptr;
+  TETHER_TRY(w_.streams().ops(&so).withContext(call));
+  return so->hostCall(stream, [c = t.c, user = t.user, n, host = t.host] { dt::hostPack(*c, user, 0, n, host->data()); });
 }
 
 Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
@@ -1204,39 +1241,36 @@ Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, t
   return postSend(call, packed, bytes, pe, tag, gpu, std::move(t), req);
 }
 
-// Bookkeeping first (a prepared send holding the packed bytes), then the pack in stream order, then the start: a
-// failure before the pack is enqueued leaves nothing behind; one after it drops the request but not its packed bytes
-// (the stream may still write them: a GPU stage stays busy, host bytes live on in the host call).
+Status Messaging::prepareTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                               uint64_t* req) {
+  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
+  std::unique_ptr<Typed> t;
+  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
+  char* packed = t->packed();  // (before t is moved into the request)
+  const size_t bytes = t->bytes;
+  return prepareReq(call, packed, bytes, pe, tag, std::move(t), req);
+}
+
+// A typed prepared send posted on the stream (postOnStream packs it there first). If the post fails, a pack may have
+// been enqueued: the request is dropped but its packed bytes are not freed under the stream (a GPU stage stays busy,
+// host bytes live on in the host call).
 Status Messaging::isendTypedOnStream(const char* call, const void* buf, int64_t count, tether_type_t type, int pe,
                                      int tag, void* stream, uint64_t* req) {
-  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
+  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
   StreamOps* so = nullptr;
   TETHER_TRY(w_.streams().ops(&so).withContext(call));
   if (isGpu(buf) && !so->gpuAddresses())
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: buf is GPU memory but the streams are CPU-emulated", call);
-  std::unique_ptr<Typed> t;
-  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
-  Typed& typed = *t;
-  char* packed = t->packed();  // (before t is moved into the request)
   uint64_t id = 0;
-  TETHER_TRY(prepareReq(call, packed, typed.bytes, pe, tag, std::move(t), &id));
-  Status s = Status::ok();
-  const int64_t n = static_cast<int64_t>(typed.bytes);
-  if (typed.gpu) {
-    s = gpuCopy(call, typed, false, typed.bytes, stream);
-  } else if (n) {
-    s = so->hostCall(stream, [c = typed.c, user = typed.user, n, host = typed.host] {
-      dt::hostPack(*c, user, 0, n, host->data());
-    });
-  }
-  if (s.isOk()) {
-    wake_.notify_all();
-    s = postOnStream(call, 1, &id, stream);
-    if (!s.isOk()) typed.stage = nullptr;  // the pack was enqueued: its stage stays busy (gpu_stages.h)
-  }
+  TETHER_TRY(prepareTyped(call, buf, count, type, pe, tag, &id));
+  wake_.notify_all();
+  const Status s = postOnStream(call, 1, &id, stream);
   if (!s.isOk()) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Req* r = reqs_.find(id)) forget(*r);
+    if (Req* r = reqs_.find(id)) {
+      r->typed->stage = nullptr;
+      forget(*r);
+    }
     return s;
   }
   *req = id;
@@ -1370,7 +1404,7 @@ void Messaging::complete(Req& r, Status result) {
   // A typed receive's bytes reach the user's layout now, before a stream or a kernel waiting for it is told (also a
   // truncated one: the bytes that arrived).
   if (r.typed && !r.send && !r.abandoned && result.code() != TETHER_ERR_TIMEOUT) {
-    Status u = unpack("tether_irecv_typed", *r.typed, std::min(r.msgBytes, r.cap));
+    Status u = engineCopy("tether_irecv_typed", *r.typed, true, std::min(r.msgBytes, r.cap));
     if (!u.isOk() && result.isOk()) result = u;
   }
   r.result = result;

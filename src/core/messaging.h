@@ -111,8 +111,11 @@ class Messaging {
   // msg_send on sendDesc's descriptor. Each request starts once (startable). Sends to one PE are queued in the order
   // they were made (isend, prepare): a started send waits in armed_ behind an earlier one that has not started.
   Status prepare(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
-  // A typed send on a stream: packed when the stream gets there (the GPU engine into a GPU stage for a GPU buffer, the
-  // host packer in a stream host call for a host buffer), then started as isendOnStream's.
+  // A typed prepared send: packed when it starts -- by post (now), postOnStream (in stream order: the GPU engine into
+  // its GPU stage, or the host packer in a stream host call) or, started by a kernel, by the progress pass that sees
+  // the start (engineCopy). isendTypedOnStream: prepareTyped + postOnStream.
+  Status prepareTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                      uint64_t* req);
   Status isendTypedOnStream(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                             void* stream, uint64_t* req);
   Status post(const char* call, uint64_t req);
@@ -187,7 +190,8 @@ class Messaging {
   Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, std::unique_ptr<Typed>* out);
   Status gpuCopy(const char* call, const Typed& t, bool unpack, size_t bytes, void* stream);
   Status pack(const char* call, Typed& t);
-  Status unpack(const char* call, Typed& t, size_t bytes);
+  Status engineCopy(const char* call, Typed& t, bool unpack, size_t bytes);
+  Status packOnStream(const char* call, Typed& t, void* stream);
   Status setUp(const char* call);
   // prepare's steps; typed: the request owns the packed bytes buf points into.
   Status prepareReq(const char* call, const void* buf, size_t bytes, int pe, int tag, std::unique_ptr<Typed> typed,
@@ -277,7 +281,7 @@ class Messaging {
   bool startQueued_ = false;       // scanStarts saw a start behind a round in flight (the thread's idle policy)
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
   GpuStages stages_{size_t{64} << 10};  // packed bytes of typed messages with GPU buffers (core/gpu_stages.h)
-  void* unpackStream_ = nullptr;        // typed receives into GPU buffers unpack here (unpack), made on first use
+  void* engineStream_ = nullptr;        // engineCopy's stream (GPU buffers), made on first use
   std::mutex typesMu_;
   std::map<const void*, std::unique_ptr<TypeCache>> typeCaches_;  // (typesMu_) by canonical form, until destroy
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten

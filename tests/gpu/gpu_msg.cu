@@ -6,10 +6,10 @@
 // the receive, checks, msg_wait on the send; block and warp scope; on a created and on the legacy stream). Contents
 // checked byte by byte (pattern from size, source and position). Then typed messages (a vector type) with GPU
 // buffers in the host model, then in the stream model (tether_isend_typed_on_stream from GPU and host buffers, typed
-// receives waited for on the stream) and the kernel model (msg_wait on a typed receive), the direct rendezvous from
-// the symmetric heap's DEVICE and HOST segments, and rendezvous sends from private GPU buffers in the ways that stress
-// CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn, a buffer freed and allocated again
-// between two sends, a self-send). The private GPU rendezvous messages travel by
+// receives waited for on the stream) and the kernel model (msg_wait on a typed receive, msg_send of a typed prepared
+// send), the direct rendezvous from the symmetric heap's DEVICE and HOST segments, and rendezvous sends from private
+// GPU buffers in the ways that stress CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn,
+// a buffer freed and allocated again between two sends, a self-send). The private GPU rendezvous messages travel by
 // CUDA IPC by default and through the ring with TETHER_MSG_IPC=0 (ctest gpu_msg_noipc).
 // With GPU_MSG_TIMEOUT=stream|persist|kernel (ctests gpu_msg_timeout_*, a short TETHER_TIMEOUT) it runs only one
 // wait on a message that never comes -- tether_msg_wait_on_stream on a receive, a stream-started round of a
@@ -61,6 +61,12 @@ __global__ void kWaitCheckVec(tether_device_handle_t h, tether_msg_wait_desc_t r
   tether::device::msg_wait<tether::device::Scope::Block>(h, rd);
   for (size_t i = threadIdx.x; i < span; i += blockDim.x)
     if (p[i] != (inVecBlock(i) ? pattern(span, from, i) : 0)) atomicAdd(bad, 1ull);
+}
+
+// The kernel model's typed send: one block fills the send buffer and starts the prepared typed send (packed then).
+__global__ void kFillSend(tether_device_handle_t h, tether_msg_send_desc_t sd, unsigned char* p, size_t n, int from) {
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x) p[i] = pattern(n, from, i);
+  tether::device::msg_send<tether::device::Scope::Block>(h, sd);
 }
 
 // Progress markers on stderr (GPU_MSG_TRACE=1): where a hang happened, per PE.
@@ -179,7 +185,8 @@ int main() {
   gpu_test::loadKernels({reinterpret_cast<const void*>(kFill), reinterpret_cast<const void*>(kCheck),
                          reinterpret_cast<const void*>(kStep<tether::device::Scope::Warp>),
                          reinterpret_cast<const void*>(kStep<tether::device::Scope::Block>),
-                         reinterpret_cast<const void*>(kCheckVec), reinterpret_cast<const void*>(kWaitCheckVec)});
+                         reinterpret_cast<const void*>(kCheckVec), reinterpret_cast<const void*>(kWaitCheckVec),
+                         reinterpret_cast<const void*>(kFillSend)});
   const size_t sizes[] = {0, 8, 8192, 8193, 100000, size_t{16} << 20};
   const size_t maxBytes = size_t{16} << 20;
   void* dSend = nullptr;
@@ -388,11 +395,13 @@ int main() {
       MP_OK(tether_type_vector(blocks, 2, 5, u32, &vec));
       MP_OK(tether_type_commit(vec));
       const size_t span = static_cast<size_t>(blocks) * 5 * 4;
-      for (int mode = 0; mode < 4; ++mode) {  // 0/1: GPU send on created/legacy, 2: host send, 3: kernel wait
+      // 0/1: GPU send on created/legacy, 2: host send, 3: kernel wait, 4: kernel send (tether_send_prepare_typed)
+      for (int mode = 0; mode < 5; ++mode) {
         const char* what = mode == 0   ? "typed stream model (created stream)"
                            : mode == 1 ? "typed stream model (legacy stream)"
                            : mode == 2 ? "typed stream model (host send buffer)"
-                                       : "typed kernel model";
+                           : mode == 3 ? "typed kernel model (wait)"
+                                       : "typed kernel model (send)";
         mark(me, what, span);
         cudaStream_t st = mode == 1 ? cudaStream_t{nullptr} : created;
         const int tg = 900 + mode + static_cast<int>(blocks % 7) * 4;
@@ -407,7 +416,13 @@ int main() {
           kWaitCheckVec<<<1, 256, 0, waiter>>>(h, rd, static_cast<const unsigned char*>(dRecv), span, from, bad);
           CK(cudaGetLastError());
         }
-        if (mode == 2) {
+        if (mode == 4) {
+          MP_OK(tether_send_prepare_typed(w, dSend, 1, vec, to, tg, &sr));
+          tether_msg_send_desc_t sd;
+          MP_OK(tether_msg_send_desc(w, sr, &sd));
+          kFillSend<<<1, 256, 0, st>>>(h, sd, static_cast<unsigned char*>(dSend), span, me);
+          CK(cudaGetLastError());
+        } else if (mode == 2) {
           for (size_t i = 0; i < span; ++i) hSend[i] = pattern(span, me, i);
           MP_OK(tether_isend_typed_on_stream(w, hSend.data(), 1, vec, to, tg, st, &sr));
         } else {

@@ -1,6 +1,7 @@
-// Typed two-sided messages in the stream and kernel models (tether_isend_typed_on_stream, typed receives waited for by
-// tether_msg_wait_on_stream / waitall_on_stream and by a kernel's msg_wait, tether/msg.h) on host memory, through the
-// CPU stream emulation and the device API compiled for the host. Ring exchange (to next, from prev). Sections:
+// Typed two-sided messages in the stream and kernel models (tether_isend_typed_on_stream, tether_send_prepare_typed,
+// typed receives waited for by tether_msg_wait_on_stream / waitall_on_stream and by a kernel's msg_wait, tether/msg.h)
+// on host memory, through the CPU stream emulation and the device API compiled for the host. Ring exchange (to next,
+// from prev). Sections:
 //  1. a matrix column sent from a stream: the stream fills the matrix (a host call), packs and sends the column, then
 //     overwrites the matrix -- the message must carry what the stream had written at that point; the receiver's
 //     stream waits for the typed receive and copies the matrix in its next host call: the column must be there
@@ -8,7 +9,11 @@
 //  2. a short message into a longer typed receive waited for on the stream: the elements past the message untouched;
 //  3. the type freed right after the call, with the stream gated shut so the pack runs later;
 //  4. the kernel model: a CPU "kernel" waits for a typed receive with msg_wait on its descriptor and reads the column;
-//  5. bad arguments: NULL or uncommitted type, negative count, NULL buffer or req (TETHER_ERR_INVALID_ARG), a PE out
+//  5. typed prepared sends (tether_send_prepare_typed), packed when they start: posted from the host after the buffer
+//     changed (the message carries the post-time contents); two posted with one post_all_on_stream (listed in reverse)
+//     between two stream writes, matched in the order prepared; started by a CPU "kernel" that fills the buffer and
+//     calls msg_send (the progress thread packs);
+//  6. bad arguments: NULL or uncommitted type, negative count, NULL buffer or req (TETHER_ERR_INVALID_ARG), a PE out
 //     of range (TETHER_ERR_INVALID_PE); nothing left pending (tether_msg_finalize reports pending requests).
 #include <cstdint>
 #include <cstdio>
@@ -167,7 +172,75 @@ int main() {
   }
   if (me == 0) std::printf("mp_msg_typed_stream: a kernel's msg_wait on a typed receive sees the unpacked bytes OK\n");
 
-  // 5. bad arguments
+  // 5. typed prepared sends
+  {
+    const int64_t R = 150, C = 3;  // 1200 packed bytes: rendezvous (eager 1024)
+    tether_type_t col = column(R, C);
+    auto check = [&](const std::vector<double>& b, int rnd, const char* what) {
+      for (int64_t r = 0; r < R; ++r)
+        if (b[r * C + 1] != val(prev, r * C + 2, rnd) || b[r * C] != -1.0) {
+          std::fprintf(stderr, "PE %d: %s: row %lld is %g, expected %g\n", me, what, static_cast<long long>(r),
+                       b[r * C + 1], val(prev, r * C + 2, rnd));
+          MP_CHECK(false);
+        }
+    };
+    // (a) host post, after the buffer changed
+    std::vector<double> a(R * C, -5.0), b(R * C, -1.0);
+    tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+    MP_OK(tether_irecv_typed(w, b.data() + 1, 1, col, prev, 80, &rr));
+    MP_OK(tether_send_prepare_typed(w, a.data() + 2, 1, col, next, 80, &sr));
+    for (size_t i = 0; i < a.size(); ++i) a[i] = val(me, static_cast<int64_t>(i), 81);
+    MP_OK(tether_msg_post(w, sr));
+    MP_OK(tether_msg_wait(w, &rr, nullptr));
+    MP_OK(tether_msg_wait(w, &sr, nullptr));
+    check(b, 81, "posted from the host");
+    // (b) two on one post_all_on_stream, between stream writes; receives by TETHER_ANY_TAG see them in prepared order
+    std::vector<double> a2(R * C, -5.0), b2(R * C, -1.0);
+    std::fill(b.begin(), b.end(), -1.0);
+    tether_request_t rq[2], sq[2];
+    tether_msg_status_t st[2];
+    MP_OK(tether_irecv_typed(w, b.data() + 1, 1, col, prev, TETHER_ANY_TAG, &rq[0]));
+    MP_OK(tether_irecv_typed(w, b2.data() + 1, 1, col, prev, TETHER_ANY_TAG, &rq[1]));
+    MP_OK(tether_send_prepare_typed(w, a.data() + 2, 1, col, next, 82, &sq[0]));
+    MP_OK(tether_send_prepare_typed(w, a2.data() + 2, 1, col, next, 83, &sq[1]));
+    MP_CHECK(so->hostCall(s, [&] {
+                 for (size_t i = 0; i < a.size(); ++i) a[i] = val(me, static_cast<int64_t>(i), 82);
+                 for (size_t i = 0; i < a2.size(); ++i) a2[i] = val(me, static_cast<int64_t>(i), 83);
+               }).isOk());
+    const tether_request_t reversed[2] = {sq[1], sq[0]};
+    MP_OK(tether_msg_post_all_on_stream(w, 2, reversed, s));
+    MP_CHECK(so->hostCall(s, [&] {
+                 std::fill(a.begin(), a.end(), -3.0);
+                 std::fill(a2.begin(), a2.end(), -3.0);
+               }).isOk());
+    MP_OK(tether_msg_waitall(w, 2, rq, st));
+    MP_CHECK(st[0].tag == 82 && st[1].tag == 83);
+    MP_OK(tether_msg_waitall(w, 2, sq, nullptr));
+    MP_CHECK(so->synchronize(s).isOk());
+    check(b, 82, "posted on the stream (first)");
+    check(b2, 83, "posted on the stream (second)");
+    // (c) started by a kernel
+    tether_device_handle_t h;
+    MP_OK(tether_device_handle_cpu(w, &h));
+    std::fill(a.begin(), a.end(), -5.0);
+    std::fill(b.begin(), b.end(), -1.0);
+    MP_OK(tether_irecv_typed(w, b.data() + 1, 1, col, prev, 84, &rr));
+    MP_OK(tether_send_prepare_typed(w, a.data() + 2, 1, col, next, 84, &sr));
+    tether_msg_send_desc_t sd;
+    MP_OK(tether_msg_send_desc(w, sr, &sd));
+    MP_CHECK(tether_msg_post(w, sr) == TETHER_ERR_INVALID_ARG);  // started once only
+    mp::launchHostBlock(4, [&](int t) {
+      for (size_t i = static_cast<size_t>(t); i < a.size(); i += 4) a[i] = val(me, static_cast<int64_t>(i), 84);
+      dev::msg_send<dev::Scope::Block>(h, sd);
+    });
+    MP_OK(tether_msg_wait(w, &rr, nullptr));
+    MP_OK(tether_msg_wait(w, &sr, nullptr));
+    check(b, 84, "started by a kernel");
+    MP_OK(tether_type_free(&col));
+  }
+  if (me == 0) std::printf("mp_msg_typed_stream: typed prepared sends packed when started (host, stream, kernel) OK\n");
+
+  // 6. bad arguments
   {
     double x[4] = {0, 0, 0, 0};
     tether_type_t col = column(2, 2), raw = nullptr, d = nullptr;
@@ -180,6 +253,9 @@ int main() {
     MP_CHECK(tether_isend_typed_on_stream(w, nullptr, 1, col, next, 1, s, &r) == TETHER_ERR_INVALID_ARG);
     MP_CHECK(tether_isend_typed_on_stream(w, x, 1, col, n, 1, s, &r) == TETHER_ERR_INVALID_PE);
     MP_CHECK(tether_isend_typed_on_stream(w, x, 1, col, next, 1, s, nullptr) == TETHER_ERR_INVALID_ARG);
+    MP_CHECK(tether_send_prepare_typed(w, x, 1, raw, next, 1, &r) == TETHER_ERR_INVALID_ARG);
+    MP_CHECK(tether_send_prepare_typed(w, x, -2, col, next, 1, &r) == TETHER_ERR_INVALID_ARG);
+    MP_CHECK(tether_send_prepare_typed(w, x, 1, col, -1, 1, &r) == TETHER_ERR_INVALID_PE);
     MP_CHECK(r == TETHER_REQUEST_NULL);
     MP_OK(tether_type_free(&col));
     MP_OK(tether_type_free(&raw));
