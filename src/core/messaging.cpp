@@ -1175,6 +1175,7 @@ Status Messaging::makeTyped(const char* call, void* buf, int64_t count, tether_t
 
 // The GPU engine between t's user buffer and its stage, enqueued on stream (nullptr: the legacy default stream).
 Status Messaging::gpuCopy(const char* call, const Typed& t, bool unpack, size_t bytes, void* stream) {
+  if (!bytes) return Status::ok();  // (an empty message into a typed receive)
   dt::GpuPackRequest r;
   r.c = t.c.get();
   r.count = t.count;
@@ -1205,6 +1206,7 @@ Status Messaging::pack(const char* call, Typed& t) {
 // legacy default stream, which a waiting stream may hold), synchronised here.
 Status Messaging::engineCopy(const char* call, Typed& t, bool unpack, size_t bytes) {
   const int64_t n = static_cast<int64_t>(bytes);
+  if (!n) return Status::ok();
   if (!t.gpu) {
     if (unpack)
       dt::hostUnpack(*t.c, t.packed(), 0, n, t.user);

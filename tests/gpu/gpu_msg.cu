@@ -11,6 +11,7 @@
 // GPU buffers in the ways that stress CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn,
 // a buffer freed and allocated again between two sends, a self-send). The private GPU rendezvous messages travel by
 // CUDA IPC by default and through the ring with TETHER_MSG_IPC=0 (ctest gpu_msg_noipc).
+// GPU_MSG_SMALL=1 (ctest gpu_msg_2pe_memcheck) skips the loops' messages over 100000 bytes.
 // With GPU_MSG_TIMEOUT=stream|persist|kernel (ctests gpu_msg_timeout_*, a short TETHER_TIMEOUT) it runs only one
 // wait on a message that never comes -- tether_msg_wait_on_stream on a receive, a stream-started round of a
 // persistent receive and its stream wait, or a kernel's msg_wait -- and checks that the wait ends: the stream
@@ -188,6 +189,9 @@ int main() {
                          reinterpret_cast<const void*>(kCheckVec), reinterpret_cast<const void*>(kWaitCheckVec),
                          reinterpret_cast<const void*>(kFillSend)});
   const size_t sizes[] = {0, 8, 8192, 8193, 100000, size_t{16} << 20};
+  // GPU_MSG_SMALL=1 (the memcheck ctest): the loops below skip their messages over 100000 bytes.
+  const bool small = std::getenv("GPU_MSG_SMALL") != nullptr;
+  auto skip = [small](size_t bytes) { return small && bytes > 100000; };
   const size_t maxBytes = size_t{16} << 20;
   void* dSend = nullptr;
   void* dRecv = nullptr;
@@ -198,6 +202,7 @@ int main() {
   for (int sendGpu = 0; sendGpu < 2; ++sendGpu)
     for (int recvGpu = 0; recvGpu < 2; ++recvGpu)
       for (size_t sz : sizes) {
+        if (skip(sz)) continue;
         ++tag;
         mark(me, sendGpu ? (recvGpu ? "host model GPU->GPU" : "host model GPU->host")
                          : (recvGpu ? "host model host->GPU" : "host model host->host"), sz);
@@ -258,6 +263,7 @@ int main() {
   for (cudaStream_t st : {created, cudaStream_t{nullptr}}) {
     const char* what = st ? "stream model (created stream)" : "stream model (legacy stream)";
     for (size_t sz : {size_t{8}, size_t{8193}, size_t{1} << 20}) {
+      if (skip(sz)) continue;
       mark(me, what, sz);
       *bad = 0;
       CK(cudaMemset(dRecv, 0, sz));
@@ -309,6 +315,7 @@ int main() {
     for (cudaStream_t st : {created, cudaStream_t{nullptr}})
       for (int warp = 0; warp < 2; ++warp)
         for (size_t sz : {size_t{0}, size_t{8}, size_t{8193}, size_t{1} << 20}) {
+          if (skip(sz)) continue;
           ++round;
           mark(me, warp ? (st ? "kernel model warp, created stream" : "kernel model warp, legacy stream")
                         : (st ? "kernel model block, created stream" : "kernel model block, legacy stream"), sz);
@@ -344,6 +351,7 @@ int main() {
     tether_type_t u32 = nullptr, vec = nullptr;
     MP_OK(tether_type_basic(TETHER_BASIC_UINT32, &u32));
     for (int64_t blocks : {int64_t{100}, int64_t{60000}}) {
+      if (skip(static_cast<size_t>(blocks) * 20)) continue;
       mark(me, "typed vector", static_cast<size_t>(blocks));
       MP_OK(tether_type_vector(blocks, 2, 5, u32, &vec));
       MP_OK(tether_type_commit(vec));
@@ -392,6 +400,7 @@ int main() {
     cudaStream_t waiter;  // the kernel model's waiting kernel: not in front of this PE's own send
     CK(cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
     for (int64_t blocks : {int64_t{100}, int64_t{60000}}) {
+      if (skip(static_cast<size_t>(blocks) * 20)) continue;
       MP_OK(tether_type_vector(blocks, 2, 5, u32, &vec));
       MP_OK(tether_type_commit(vec));
       const size_t span = static_cast<size_t>(blocks) * 5 * 4;
