@@ -6,7 +6,8 @@
 //     overwrites the matrix -- the message must carry what the stream had written at that point; the receiver's
 //     stream waits for the typed receive and copies the matrix in its next host call: the column must be there
 //     (unpacked before the stream went on). Eager and rendezvous sizes, wait_on_stream and waitall_on_stream;
-//  2. a short message into a longer typed receive waited for on the stream: the elements past the message untouched;
+//  2. a short message into a longer typed receive waited for on the stream: the elements past the message untouched
+//     (also an empty one, count 0);
 //  3. the type freed right after the call, with the stream gated shut so the pack runs later;
 //  4. the kernel model: a CPU "kernel" waits for a typed receive with msg_wait on its descriptor and reads the column;
 //  5. typed prepared sends (tether_send_prepare_typed), packed when they start: posted from the host after the buffer
@@ -121,7 +122,23 @@ int main() {
     MP_OK(tether_type_free(&longCol));
     MP_OK(tether_type_free(&shortCol));
   }
-  if (me == 0) std::printf("mp_msg_typed_stream: a short message unpacks only its bytes OK\n");
+  // an empty typed message (count 0) into a typed receive of 4 elements, waited for on the stream
+  {
+    tether_type_t col = column(4, 2);
+    std::vector<double> a(8, 1.0), b(8, -1.0);
+    tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+    MP_OK(tether_irecv_typed(w, b.data(), 1, col, prev, 41, &rr));
+    MP_OK(tether_isend_typed_on_stream(w, a.data(), 0, col, next, 41, s, &sr));
+    MP_OK(tether_msg_wait_on_stream(w, rr, s));
+    MP_CHECK(so->synchronize(s).isOk());
+    tether_msg_status_t st;
+    MP_OK(tether_msg_wait(w, &rr, &st));
+    MP_CHECK(st.bytes == 0 && st.source == prev);
+    MP_OK(tether_msg_wait(w, &sr, nullptr));
+    for (double x : b) MP_CHECK(x == -1.0);
+    MP_OK(tether_type_free(&col));
+  }
+  if (me == 0) std::printf("mp_msg_typed_stream: a short message unpacks only its bytes (also an empty one) OK\n");
 
   // 3. the type freed at once, the stream gated shut until after
   {
