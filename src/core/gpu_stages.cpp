@@ -1,4 +1,4 @@
-// GpuStages (core/gpu_stages.h): first fit over the stages kept, else a new one.
+// GpuStages (core/gpu_stages.h): the smallest idle stage that fits, else a new one.
 #include "core/gpu_stages.h"
 
 #include <algorithm>
@@ -9,12 +9,16 @@ namespace tether {
 
 Status GpuStages::acquire(GpuContext& gpu, size_t bytes, const char* what, Stage** out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& s : stages_) {
-    bool idle = false;
-    if (s->bytes >= bytes && s->busy.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
-      *out = s.get();
-      return Status::ok();
-    }
+  // Best fit, so a small request does not hold a large stage that the next large one would then allocate again.
+  // Only acquire (under mu_) marks a stage busy, so one seen idle here stays idle until taken.
+  Stage* best = nullptr;
+  for (auto& s : stages_)
+    if (s->bytes >= bytes && (!best || s->bytes < best->bytes) && !s->busy.load(std::memory_order_acquire))
+      best = s.get();
+  if (best) {
+    best->busy.store(true, std::memory_order_relaxed);
+    *out = best;
+    return Status::ok();
   }
   std::unique_ptr<Stage> s(new Stage());
   s->bytes = std::max(bytes, minBytes_);

@@ -4,9 +4,9 @@
 // A stage is plain cudaMalloc memory (GpuContext::allocDevice), not stream-ordered pool memory, which the transports
 // may not handle (UCX 1.22 with CUDA 13 crashed probing pool allocations, gpu_netns_rma_typed 2026-11-26;
 // rapidsai/ucxx#749), and it keeps its address, so a peer's CUDA IPC mapping of it stays cached across uses.
-// Contract: acquire hands out a stage no one else holds (busy) of at least the bytes asked; the holder releases it
-// once nothing will touch it any more -- a stream host call enqueued after the stream's last use (release is one
-// atomic store, allowed there), or the host once the work that reads it is complete. A stage whose release never
+// Contract: acquire hands out a stage no one else holds (busy) of at least the bytes asked (the smallest idle one);
+// the holder releases it once nothing will touch it any more -- a stream host call enqueued after the stream's last
+// use (release is one atomic store, allowed there), or the host once the work that reads it is complete. A stage whose release never
 // comes (an enqueue that failed half-way: the stream may still use it) stays busy: memory kept, never reused early.
 // Stages are freed with the GPU context, not before (no cudaFree on the way).
 // Thread-safety: acquire from any thread (one mutex); release from any thread.
