@@ -1224,10 +1224,14 @@ Status Messaging::engineCopy(const char* call, Typed& t, bool unpack, size_t byt
 // The pack enqueued on stream: the GPU engine into the stage, or the host packer in a stream host call.
 Status Messaging::packOnStream(const char* call, Typed& t, void* stream) {
   const int64_t n = static_cast<int64_t>(t.bytes);
-  if (t.gpu) return gpuCopy(call, t, false, t.bytes, stream);
   if (!n) return Status::ok();
   StreamOps* so = nullptr;
   TETHER_TRY(w_.streams().ops(&so).withContext(call));
+  if (t.gpu) {
+    if (!so->gpuAddresses())
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the send buffer is GPU memory but the streams are CPU-emulated", call);
+    return gpuCopy(call, t, false, t.bytes, stream);
+  }
   return so->hostCall(stream, [c = t.c, user = t.user, n, host = t.host] { dt::hostPack(*c, user, 0, n, host->data()); });
 }
 
@@ -1259,10 +1263,6 @@ Status Messaging::prepareTyped(const char* call, const void* buf, int64_t count,
 Status Messaging::isendTypedOnStream(const char* call, const void* buf, int64_t count, tether_type_t type, int pe,
                                      int tag, void* stream, uint64_t* req) {
   TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
-  StreamOps* so = nullptr;
-  TETHER_TRY(w_.streams().ops(&so).withContext(call));
-  if (isGpu(buf) && !so->gpuAddresses())
-    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: buf is GPU memory but the streams are CPU-emulated", call);
   uint64_t id = 0;
   TETHER_TRY(prepareTyped(call, buf, count, type, pe, tag, &id));
   wake_.notify_all();
