@@ -106,7 +106,7 @@ tether_status_t tether_msg_waitany(tether_t world, size_t n, tether_request_t* r
  * more kernel); the engine's metadata of each type used with GPU buffers is kept until tether_msg_finalize. The
  * caller may free its type handle at once. Untyped and typed calls match each other. Stream model:
  * tether_isend_typed_on_stream below; kernel model: tether_send_prepare_typed below; receives are posted from the
- * host and waited for in any model. Not yet: typed persistent requests. */
+ * host and waited for in any model. Persistent: tether_send_init_typed / tether_recv_init_typed below. */
 tether_status_t tether_send_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe, int tag);
 tether_status_t tether_recv_typed(tether_t world, void* buf, int64_t count, tether_type_t type, int pe, int tag,
                                   tether_msg_status_t* status);
@@ -237,6 +237,20 @@ tether_status_t tether_msg_wait_desc(tether_t world, tether_request_t req, tethe
  *  kernel, the PE's progress thread polls its start word and moves its messages (until it is freed). */
 tether_status_t tether_send_init(tether_t world, const void* buf, size_t bytes, int pe, int tag, tether_request_t* req);
 tether_status_t tether_recv_init(tether_t world, void* buf, size_t bytes, int pe, int tag, tether_request_t* req);
+/*  send_init_typed / recv_init_typed: typed persistent requests (MPI_Send_init / MPI_Recv_init with a datatype):
+ *    every round is a typed send / receive (typed messages above) of count instances of type at buf; everything else
+ *    is as for send_init / recv_init. The caller may free its type handle at once. A send packs buf when its round
+ *    BEGINS: a host start (msg_start / startall) at the call (GPU buffers: after the legacy default stream's earlier
+ *    work; done on return); a start from a stream or a kernel when the PE's progress thread begins the round -- after
+ *    the stream's earlier work or the kernel's stores before its msg_start, and only after the request's previous
+ *    round has completed (GPU buffers: the GPU engine on a stream of tether's, so a kernel that starts it must leave
+ *    the GPU room for that kernel). A receive unpacks into buf when each round completes, before its done word moves
+ *    (so a stream's msg_wait_on_stream and a kernel's msg_wait see the user's layout). The packed bytes live in a
+ *    buffer of the request's own (GPU buffers: GPU memory of tether's) until tether_msg_request_free. */
+tether_status_t tether_send_init_typed(tether_t world, const void* buf, int64_t count, tether_type_t type, int pe,
+                                       int tag, tether_request_t* req);
+tether_status_t tether_recv_init_typed(tether_t world, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                       tether_request_t* req);
 tether_status_t tether_msg_start(tether_t world, tether_request_t req);
 tether_status_t tether_msg_startall(tether_t world, size_t n, const tether_request_t* reqs);
 tether_status_t tether_msg_startall_on_stream(tether_t world, size_t n, const tether_request_t* reqs, void* stream);

@@ -1345,6 +1345,18 @@ tether_status_t tether_recv_init(tether_t w, void* buf, size_t bytes, int pe, in
   return withMsg(w, call, [&](tether::Messaging& m) { return m.recvInit(call, buf, bytes, pe, tag, req); });
 }
 
+tether_status_t tether_send_init_typed(tether_t w, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                       tether_request_t* req) {
+  const char* call = "tether_send_init_typed";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.sendInitTyped(call, buf, count, type, pe, tag, req); });
+}
+
+tether_status_t tether_recv_init_typed(tether_t w, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                       tether_request_t* req) {
+  const char* call = "tether_recv_init_typed";
+  return withMsg(w, call, [&](tether::Messaging& m) { return m.recvInitTyped(call, buf, count, type, pe, tag, req); });
+}
+
 tether_status_t tether_msg_start(tether_t w, tether_request_t req) {
   const char* call = "tether_msg_start";
   return withMsg(w, call, [&](tether::Messaging& m) { return m.start(call, 1, &req); });

@@ -894,22 +894,43 @@ void Messaging::threadMain() {
 
 Status Messaging::sendInit(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
-  return makePersistent(call, true, const_cast<void*>(buf), bytes, pe, tag, req);
+  return makePersistent(call, true, const_cast<void*>(buf), bytes, pe, tag, isGpu(buf), nullptr, req);
 }
 
 Status Messaging::recvInit(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req) {
   TETHER_TRY(checkRecv(call, buf, bytes, pe, tag, req));
-  return makePersistent(call, false, buf, bytes, pe, tag, req);
+  return makePersistent(call, false, buf, bytes, pe, tag, isGpu(buf), nullptr, req);
 }
 
-Status Messaging::makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag,
-                                 uint64_t* req) {
-  const bool gpu = isGpu(buf);
+Status Messaging::sendInitTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                uint64_t* req) {
+  std::unique_ptr<Typed> t;
+  TETHER_TRY(makeTypedSend(call, buf, count, type, pe, tag, req, &t));
+  char* packed = t->packed();  // (before t is moved into the request)
+  const size_t bytes = t->bytes;
+  const bool gpu = t->gpu != nullptr;
+  return makePersistent(call, true, packed, bytes, pe, tag, gpu, std::move(t), req);
+}
+
+Status Messaging::recvInitTyped(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                uint64_t* req) {
+  TETHER_TRY(checkRecv(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
+  std::unique_ptr<Typed> t;
+  TETHER_TRY(makeTyped(call, buf, count, type, &t));
+  char* packed = t->packed();
+  const size_t bytes = t->bytes;
+  const bool gpu = t->gpu != nullptr;
+  return makePersistent(call, false, packed, bytes, pe, tag, gpu, std::move(t), req);
+}
+
+Status Messaging::makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag, bool gpu,
+                                 std::unique_ptr<Typed> typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(threadError_);
   uint32_t word = kNoWord;
   TETHER_TRY(takeWord(call, &word));
   Req& r = newReq(send, pe, tag, buf, bytes, gpu, req);
+  r.typed = std::move(typed);
   r.done = true;  // no round in flight
   r.persist.reset(new Persist);
   Persist& p = *r.persist;
@@ -976,10 +997,17 @@ Status Messaging::checkStarts(const char* call, size_t n, const uint64_t* reqs, 
 
 Status Messaging::start(const char* call, size_t n, const uint64_t* reqs) {
   bool gpu = false;
+  SmallArray<Typed*, 8> typed(n, nullptr);  // typed sends: packed for this round now (msg.h)
   {
     std::lock_guard<std::mutex> lock(mu_);
     TETHER_TRY(checkStarts(call, n, reqs, true, &gpu));
+    for (size_t i = 0; i < n; ++i) {
+      Req& r = *reqs_.find(reqs[i]);
+      if (r.send && r.typed) typed[i] = r.typed.get();  // (inactive: no round of it reads the packed bytes)
+    }
   }
+  for (size_t i = 0; i < n; ++i)
+    if (typed[i]) TETHER_TRY(pack(call, *typed[i], false));
   if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for tether_isend
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(checkStarts(call, n, reqs, true, &gpu));  // again: another thread may have started or freed one meanwhile
@@ -1045,7 +1073,7 @@ Status Messaging::requestFree(const char* call, uint64_t* req) {
   return Status::ok();
 }
 
-Status Messaging::startRound(const char* call, Req& r) {
+Status Messaging::startRound(const char* call, Req& r, const Status& packed) {
   ++r.persist->started;
   r.done = false;
   r.result = Status::ok();
@@ -1057,6 +1085,10 @@ Status Messaging::startRound(const char* call, Req& r) {
     r.claim = kNoWord;
   }
   r.ipc.reset();  // offerDirect exports the buffer again for this round (a cached lookup)
+  if (!packed.isOk()) {  // a typed send that could not pack: the round fails, nothing sent
+    complete(r, packed);
+    return Status::ok();
+  }
   if (!r.send) return matchOrPost(call, r);
   enqueueSend(r);  // pushed by the caller's progress pass
   return Status::ok();
@@ -1070,7 +1102,10 @@ Status Messaging::scanStarts(const char* call, bool* did) {
       startQueued_ = true;
       continue;
     }
-    TETHER_TRY(startRound(call, *r));
+    // A typed send packs now: the stream's earlier work or the kernel's stores before its start are visible (the
+    // start word's release), and the previous round no longer reads the packed bytes.
+    const bool typedSend = r->send && r->typed;
+    TETHER_TRY(startRound(call, *r, typedSend ? engineCopy(call, *r->typed, false, r->typed->bytes) : Status::ok()));
     *did = true;
   }
   return Status::ok();
@@ -1191,13 +1226,13 @@ Status Messaging::gpuCopy(const char* call, const Typed& t, bool unpack, size_t 
 }
 
 // A host-posted send: complete on return, after the legacy default stream's earlier work (msg.h).
-Status Messaging::pack(const char* call, Typed& t) {
+Status Messaging::pack(const char* call, Typed& t, bool settle) {
   if (!t.gpu) {
     dt::hostPack(*t.c, t.user, 0, static_cast<int64_t>(t.bytes), t.packed());
     return Status::ok();
   }
   TETHER_TRY(gpuCopy(call, t, false, t.bytes, nullptr));
-  return w_.gpu()->settleDefaultStream().withContext(call);
+  return settle ? w_.gpu()->settleDefaultStream().withContext(call) : Status::ok();
 }
 
 // Runs in progress passes (of the host thread or of the progress thread, mu_ held): a typed receive's unpack when it
@@ -1235,11 +1270,16 @@ Status Messaging::packOnStream(const char* call, Typed& t, void* stream) {
   return so->hostCall(stream, [c = t.c, user = t.user, n, host = t.host] { dt::hostPack(*c, user, 0, n, host->data()); });
 }
 
+Status Messaging::makeTypedSend(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                                uint64_t* req, std::unique_ptr<Typed>* out) {
+  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
+  return makeTyped(call, const_cast<void*>(buf), count, type, out);
+}
+
 Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                              uint64_t* req) {
   std::unique_ptr<Typed> t;
-  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
-  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
+  TETHER_TRY(makeTypedSend(call, buf, count, type, pe, tag, req, &t));
   TETHER_TRY(pack(call, *t));
   const void* packed = t->packed();
   const size_t bytes = t->bytes;
@@ -1249,9 +1289,8 @@ Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, t
 
 Status Messaging::prepareTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                                uint64_t* req) {
-  TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));  // buf is checked by makeTyped
   std::unique_ptr<Typed> t;
-  TETHER_TRY(makeTyped(call, const_cast<void*>(buf), count, type, &t));
+  TETHER_TRY(makeTypedSend(call, buf, count, type, pe, tag, req, &t));
   char* packed = t->packed();  // (before t is moved into the request)
   const size_t bytes = t->bytes;
   return prepareReq(call, packed, bytes, pe, tag, std::move(t), req);

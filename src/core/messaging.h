@@ -133,6 +133,12 @@ class Messaging {
   // and leave the request inactive (the handle stays); requestFree drops an inactive one.
   Status sendInit(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
   Status recvInit(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  // Typed: the request owns the packed bytes for its life (makeTyped). A send's round packs when it begins: a host
+  // start packs at the call (start), a stream's or a kernel's start in the progress pass that begins the round
+  // (scanStarts, engineCopy); a receive's round unpacks in complete, as every typed receive does.
+  Status sendInitTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                       uint64_t* req);
+  Status recvInitTyped(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag, uint64_t* req);
   Status start(const char* call, size_t n, const uint64_t* reqs);
   Status startOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream);
   Status persistDesc(const char* call, uint64_t req, tether_msg_persist_desc_t* desc);
@@ -157,7 +163,8 @@ class Messaging {
   // Lock held: a receive request's posting step: the first fitting unexpected message, else the posted list.
   Status matchOrPost(const char* call, Req& r);
   // Persistent requests. Lock held unless said.
-  Status makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
+  Status makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag, bool gpu,
+                        std::unique_ptr<Typed> typed, uint64_t* req);
   // *out = reqs[i], a persistent request of this PE (else TETHER_ERR_INVALID_ARG naming it).
   Status persistent(const char* call, size_t i, uint64_t id, Req** out);
   // The request list of a start: every entry persistent, none twice; for a host start (host) none active.
@@ -165,7 +172,9 @@ class Messaging {
   uint64_t startedRounds(const Req& r) const;  // by the engine, or by the start word if it says more
   bool active(const Req& r) const;             // a round started and not reported by wait/test
   void watch(Req& r);                          // progress passes poll its start word; the thread runs
-  Status startRound(const char* call, Req& r);  // its next round begins (the start word says so already)
+  // Its next round begins (the start word says so already); packed: a typed send's pack for it (a failure fails
+  // the round, reported by wait/test).
+  Status startRound(const char* call, Req& r, const Status& packed = Status::ok());
   Status scanStarts(const char* call, bool* did);  // progress: rounds started by a stream or a kernel
   // wait/test/waitall/waitany: whether request id is ready to report. look: a persistent request's rounds to wait
   // for, taken at the first look (inactive then: ready at once, nothing to report).
@@ -188,8 +197,13 @@ class Messaging {
   Status checkRecv(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
   // The packed bytes in a GPU stage of stages_ for a GPU buffer, else in host memory.
   Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, std::unique_ptr<Typed>* out);
+  // A typed send call's first steps: the send's argument checks (*req = 0), then makeTyped.
+  Status makeTypedSend(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
+                       uint64_t* req, std::unique_ptr<Typed>* out);
   Status gpuCopy(const char* call, const Typed& t, bool unpack, size_t bytes, void* stream);
-  Status pack(const char* call, Typed& t);
+  // A host-posted send's pack, complete on return (GPU: on the legacy default stream, then settled -- unless !settle:
+  // the caller settles it once after several).
+  Status pack(const char* call, Typed& t, bool settle = true);
   Status engineCopy(const char* call, Typed& t, bool unpack, size_t bytes);
   Status packOnStream(const char* call, Typed& t, void* stream);
   Status setUp(const char* call);
@@ -254,6 +268,9 @@ class Messaging {
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
   std::vector<char> staging_;         // head + payload of one slot (host payloads go in one put)
+  // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
+  // destruction release their stages into it.
+  GpuStages stages_{size_t{64} << 10};
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   // Receives waiting for a message, in the order posted (MPI's matching order), linked through the requests
   // themselves: posting and matching allocate nothing, and a withdrawn receive unlinks in O(1).
@@ -280,7 +297,6 @@ class Messaging {
   std::list<Req*> watch_;          // persistent requests whose start word progress polls, in the order watched
   bool startQueued_ = false;       // scanStarts saw a start behind a round in flight (the thread's idle policy)
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
-  GpuStages stages_{size_t{64} << 10};  // packed bytes of typed messages with GPU buffers (core/gpu_stages.h)
   void* engineStream_ = nullptr;        // engineCopy's stream (GPU buffers), made on first use
   std::mutex typesMu_;
   std::map<const void*, std::unique_ptr<TypeCache>> typeCaches_;  // (typesMu_) by canonical form, until destroy

@@ -9,6 +9,10 @@
 //     it; no round number is captured);
 //  3. kernel model: one kernel per size runs 30 rounds with one descriptor per request (msg_start the receive, fill,
 //     msg_start the send, msg_wait, check, msg_wait the send), block scope.
+//  4. typed persistent requests (tether_send_init_typed / tether_recv_init_typed): every 2nd byte of the send buffer
+//     into every 3rd byte of the receive buffer (the bytes between must stay untouched), eager and rendezvous sizes,
+//     in the three models as above (host rounds, stream rounds and graph replays, one kernel's rounds): each round
+//     packs the send buffer when it begins and unpacks before its done word moves.
 // The host completes every request once at the end of a section (tether_msg_waitall), then frees it.
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "gpu_util.h"
+#include "tether/datatype.h"
 #include "tether/msg.h"
 #include "tether/msg_device.cuh"
 
@@ -59,6 +64,30 @@ __global__ void kRounds(tether_device_handle_t h, tether_msg_persist_desc_t sd, 
     for (size_t i = threadIdx.x; i < n; i += blockDim.x)
       if (in[i] != pattern(from, k, i)) atomicAdd(bad, 1ull);
     dev::msg_wait<dev::Scope::Block>(h, sd, k);  // out may be refilled
+  }
+}
+
+// Typed (section 4): the receive buffer after a round: byte 3i is the sender's byte 2i of that round, the rest kUntouched.
+constexpr unsigned char kUntouched = 0xEE;
+__host__ __device__ bool typedOk(const unsigned char* p, size_t i, int from, uint64_t round) {
+  return p[i] == (i % 3 == 0 ? pattern(from, round, i / 3 * 2) : kUntouched);
+}
+__global__ void kCheckTyped(const unsigned char* p, size_t m, int from, const uint64_t* round, unsigned long long* bad) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < 3 * m; i += size_t{gridDim.x} * blockDim.x)
+    if (!typedOk(p, i, from, *round)) atomicAdd(bad, 1ull);
+}
+__global__ void kRoundsTyped(tether_device_handle_t h, tether_msg_persist_desc_t sd, tether_msg_persist_desc_t rd,
+                             unsigned char* out, const unsigned char* in, size_t m, int me, int from, uint64_t rounds,
+                             unsigned long long* bad) {
+  namespace dev = tether::device;
+  for (uint64_t k = 1; k <= rounds; ++k) {
+    dev::msg_start<dev::Scope::Block>(h, rd, k);
+    for (size_t i = threadIdx.x; i < 2 * m; i += blockDim.x) out[i] = pattern(me, k, i);
+    dev::msg_start<dev::Scope::Block>(h, sd, k);  // the progress thread packs out now
+    dev::msg_wait<dev::Scope::Block>(h, rd, k);   // unpacked into in before the done word moved
+    for (size_t i = threadIdx.x; i < 3 * m; i += blockDim.x)
+      if (!typedOk(in, i, from, k)) atomicAdd(bad, 1ull);
+    dev::msg_wait<dev::Scope::Block>(h, sd, k);
   }
 }
 
@@ -118,6 +147,21 @@ void hostModel(const Ctx& c) {
   }
 }
 
+// round() captured once into a CUDA graph on s, replayed `times` times; returns when s is through.
+template <class F>
+void replay(cudaStream_t s, F&& round, int times) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  round();
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int k = 0; k < times; ++k) CK(cudaGraphLaunch(exec, s));
+  CK(cudaStreamSynchronize(s));
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+}
+
 // 2. stream model, then the same captured into a graph and replayed
 void streamModel(const Ctx& c, cudaStream_t s) {
   uint64_t* dRound = nullptr;
@@ -140,14 +184,7 @@ void streamModel(const Ctx& c, cudaStream_t s) {
     CK(cudaStreamSynchronize(s));
     expectNone(c.bad, "stream model", sz);
     mark(c.r.me, "graph replay", sz);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    round();
-    CK(cudaStreamEndCapture(s, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int k = 0; k < 20; ++k) CK(cudaGraphLaunch(exec, s));
-    CK(cudaStreamSynchronize(s));
+    replay(s, round, 20);
     expectNone(c.bad, "stream model, graph replays", sz);
     uint64_t rounds = 0;
     CK(cudaMemcpy(&rounds, dRound, sizeof rounds, cudaMemcpyDeviceToHost));
@@ -155,8 +192,6 @@ void streamModel(const Ctx& c, cudaStream_t s) {
     tether_msg_status_t st[2];
     MP_OK(tether_msg_waitall(c.r.w, 2, reqs, st));  // the host's view: every round (25) completed, reported now
     MP_CHECK(st[0].source == c.r.prev && st[0].bytes == sz);
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
     freePair(c, reqs);
   }
   CK(cudaFree(dRound));
@@ -183,6 +218,80 @@ void kernelModel(const Ctx& c, cudaStream_t s) {
   }
 }
 
+// A vector of m bytes, one every `stride`.
+tether_type_t byteVector(size_t m, int64_t stride) {
+  tether_type_t b = nullptr, v = nullptr;
+  MP_OK(tether_type_basic(TETHER_BASIC_BYTE, &b));
+  MP_OK(tether_type_vector(static_cast<int64_t>(m), 1, stride, b, &v));
+  MP_OK(tether_type_free(&b));
+  MP_OK(tether_type_commit(v));
+  return v;
+}
+
+// 4. typed persistent requests in the three models
+void typedModels(const Ctx& c, cudaStream_t s) {
+  tether_device_handle_t h;
+  MP_OK(tether_device_handle(c.r.w, &h));
+  uint64_t* dRound = nullptr;
+  CK(cudaMalloc(&dRound, sizeof *dRound));
+  for (size_t m : {size_t{8}, size_t{8193}, size_t{300000}}) {  // packed bytes: eager, rendezvous
+    mark(c.r.me, "typed", m);
+    tether_type_t st2 = byteVector(m, 2), st3 = byteVector(m, 3);
+    tether_request_t reqs[2];
+    MP_OK(tether_recv_init_typed(c.r.w, c.dRecv, 1, st3, c.r.prev, 4, &reqs[0]));
+    MP_OK(tether_send_init_typed(c.r.w, c.dSend, 1, st2, c.r.next, 4, &reqs[1]));
+    MP_OK(tether_type_free(&st2));  // the requests keep the types
+    MP_OK(tether_type_free(&st3));
+    CK(cudaMemset(c.dRecv, kUntouched, 3 * m));
+    CK(cudaMemset(dRound, 0, sizeof *dRound));
+    *c.bad = 0;
+    // host model: the fill on the legacy stream comes first; the start packs after it
+    for (uint64_t round = 1; round <= 5; ++round) {
+      kBump<<<1, 1>>>(dRound);
+      kFill<<<64, 256>>>(c.dSend, 2 * m, c.r.me, round);
+      CK(cudaGetLastError());
+      MP_OK(tether_msg_startall(c.r.w, 2, reqs));
+      kFill<<<64, 256>>>(c.dSend, 2 * m, c.r.me, 999);  // after the start: the round must not carry this
+      tether_msg_status_t st[2];
+      MP_OK(tether_msg_waitall(c.r.w, 2, reqs, st));
+      MP_CHECK(st[0].source == c.r.prev && st[0].bytes == m && st[1].bytes == m);
+      kCheckTyped<<<64, 256>>>(c.dRecv, m, c.r.prev, dRound, c.bad);
+      CK(cudaGetLastError());
+      CK(cudaStreamSynchronize(nullptr));
+    }
+    expectNone(c.bad, "typed, host model", m);
+    // stream model, then captured once and replayed
+    auto round = [&] {
+      kBump<<<1, 1, 0, s>>>(dRound);
+      kFillAt<<<64, 256, 0, s>>>(c.dSend, 2 * m, c.r.me, dRound);
+      MP_OK(tether_msg_startall_on_stream(c.r.w, 2, reqs, s));
+      MP_OK(tether_msg_waitall_on_stream(c.r.w, 2, reqs, s));
+      kCheckTyped<<<64, 256, 0, s>>>(c.dRecv, m, c.r.prev, dRound, c.bad);
+    };
+    for (int k = 0; k < 5; ++k) round();
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(s));
+    expectNone(c.bad, "typed, stream model", m);
+    replay(s, round, 10);
+    expectNone(c.bad, "typed, stream model, graph replays", m);
+    uint64_t rounds = 0;
+    CK(cudaMemcpy(&rounds, dRound, sizeof rounds, cudaMemcpyDeviceToHost));
+    MP_CHECK(rounds == 20);
+    MP_OK(tether_msg_waitall(c.r.w, 2, reqs, nullptr));
+    // kernel model
+    tether_msg_persist_desc_t rd, sd;
+    MP_OK(tether_msg_persist_desc(c.r.w, reqs[0], &rd));
+    MP_OK(tether_msg_persist_desc(c.r.w, reqs[1], &sd));
+    kRoundsTyped<<<1, 256, 0, s>>>(h, sd, rd, c.dSend, c.dRecv, m, c.r.me, c.r.prev, 10, c.bad);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(s));
+    expectNone(c.bad, "typed, kernel model", m);
+    MP_OK(tether_msg_waitall(c.r.w, 2, reqs, nullptr));
+    freePair(c, reqs);
+  }
+  CK(cudaFree(dRound));
+}
+
 }  // namespace
 
 int main() {
@@ -190,7 +299,8 @@ int main() {
   if (!gpu_test::msgRingWithGpu(&c.r)) return 77;
   gpu_test::loadKernels({reinterpret_cast<const void*>(kFill), reinterpret_cast<const void*>(kCheck),
                          reinterpret_cast<const void*>(kBump), reinterpret_cast<const void*>(kFillAt),
-                         reinterpret_cast<const void*>(kCheckAt), reinterpret_cast<const void*>(kRounds)});
+                         reinterpret_cast<const void*>(kCheckAt), reinterpret_cast<const void*>(kRounds),
+                         reinterpret_cast<const void*>(kCheckTyped), reinterpret_cast<const void*>(kRoundsTyped)});
   const size_t maxBytes = size_t{1} << 20;
   CK(cudaMalloc(&c.dSend, maxBytes));
   CK(cudaMalloc(&c.dRecv, maxBytes));
@@ -200,13 +310,14 @@ int main() {
   hostModel(c);
   streamModel(c, s);
   kernelModel(c, s);
+  typedModels(c, s);
   CK(cudaStreamDestroy(s));
   CK(cudaFreeHost(c.bad));
   MP_OK(tether_msg_finalize(c.r.w));
   CK(cudaFree(c.dSend));
   CK(cudaFree(c.dRecv));
   if (c.r.me == 0)
-    std::printf("gpu_msg_persist: %d PEs: host model, stream model, 20 graph replays, kernel model with GPU buffers OK\n",
-                c.r.n);
+    std::printf("gpu_msg_persist: %d PEs: host model, stream model, 20 graph replays, kernel model with GPU buffers, "
+                "typed in the three models OK\n", c.r.n);
   return mp::finish();
 }
