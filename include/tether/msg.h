@@ -19,9 +19,11 @@
  *    fragments through the ring, straight into the posted buffer. A message that arrives before its receive is kept
  *    (eager: its bytes in the unexpected pool, or beside its header when at most 64 bytes; rendezvous: only its
  *    header).
- *  - Progress happens inside tether's messaging calls (test, wait, send, recv and the posting calls): a rendezvous
- *    send moves while either side is in such a call, as in MPI (and, while stream-ordered requests are pending, in a
- *    progress thread: see the stream model below).
+ *  - Progress happens inside tether's completion calls (test, wait, waitall, waitany, the blocking send and recv):
+ *    a rendezvous send moves while either side is in such a call, as in MPI (and, while stream-ordered requests are
+ *    pending, in a progress thread: see the stream model below). Posting is cheap: tether_isend writes what it can
+ *    at once (an eager message, or the rendezvous request, while the ring to pe has room); tether_irecv only posts
+ *    (what already arrived is matched by the next completion call, with MPI's matching order).
  *  - A receive buffer shorter than the message: the first `bytes` bytes arrive and the receive completes with
  *    TETHER_ERR_TRUNCATED (status.bytes = the bytes delivered); the send completes normally.
  *  - Waits are bounded by TETHER_TIMEOUT (TETHER_ERR_TIMEOUT naming the request). A blocking send or recv that fails

@@ -22,8 +22,9 @@
 // its slot frees at once: a ring never stalls, since control and rendezvous traffic follow in it). A new receive takes the first fitting
 // unexpected message, else joins the posted list. Slots from one source are consumed in order, so messages from one
 // PE never overtake each other. Per destination, outgoing slot messages queue in order behind the credit.
-// Deadlock freedom: consuming a slot never waits for anything; every messaging call progresses both directions
-// (drains the inboxes, then pushes the queues).
+// Deadlock freedom: consuming a slot never waits for anything; every completion call (wait, test, ...) progresses
+// both directions (drains the inboxes, pushing the queues after each direct read, then pushes them). Posting does
+// not drain: isend pushes its destination's queue, irecv only matches the unexpected list or joins the posted list.
 //
 // Who calls it: the C API (core/api.cpp, tether_msg_* and the send/recv family) through World::messaging(); the
 // World owns it from tether_msg_init to tether_msg_finalize (or tether_finalize). Thread-safety: one mutex; waits
@@ -217,6 +218,7 @@ class Messaging {
   // Handles the slot at src's next index; *consumed = false when it must stay (the pool is full).
   Status handle(const char* call, int src, const SlotHead& h, const char* payload, bool* consumed);
   Status push(const char* call, int dst, bool* did);
+  Status pushAll(const char* call, bool* did);  // push to every destination with slot messages waiting
   Status writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n, bool payloadGpu);
   Status publishAck(const char* call, int src);
   // Receives: deliver bytes into r's buffer at off (a GPU buffer through World::get from this PE's region).
