@@ -7,7 +7,10 @@
 #
 # Writes bench/results/<machine>/ucx_compare.txt (table + commands + date + versions) and ucx_compare.jsonl.
 # Environment (optional):
-#   BUILD_DIR=build/host   tether build with the UCX provider (tether_bench_put_get, tetherrun)
+#   BUILD_DIR=build/host   tether build with the UCX provider (tether_bench_put_get, tether_bench_msg, tetherrun)
+#   ROWS=rma           rma: one-sided rows (tether_bench_put_get vs ucp_put_lat / ucp_get / ucp_put_bw);
+#                      msg: two-sided rows (issue #20: tether_bench_msg's latency and bw vs ucx_perftest tag_lat
+#                      and tag_bw -O 64), written to ucx_compare_msg[_netns].{txt,jsonl}
 #   SIZES="8 64 512 4096 32768 262144 1048576"
 #   TRANSPORTS="tcp shm"   tcp: UCX_TLS=tcp,self UCX_NET_DEVICES=lo for both, tether forced onto ucx (host=ucx);
 #                          shm: ucx_perftest with UCX_TLS=sm,self vs tether's OWN shm path (no UCX at all);
@@ -38,8 +41,25 @@ if [[ -z $netns_host ]]; then
   trap 'rm -rf "$raw"' EXIT
 fi
 command -v ucx_perftest >/dev/null || { echo "compare.sh: ucx_perftest not found (apt-get install ucx-utils)" >&2; exit 3; }
-[[ -x $build/bench/tether_bench_put_get && -x $build/tools/tetherrun/tetherrun ]] ||
-  { echo "compare.sh: build tether_bench_put_get and tetherrun in $build first" >&2; exit 3; }
+rows=${ROWS:-rma}
+maxsz=$(echo $sizes | tr ' ' '\n' | sort -n | tail -1)
+minsz=$(echo $sizes | tr ' ' '\n' | sort -n | head -1)
+perf_tests=()  # "TEST SIZE EXTRA..." in the order they run
+case $rows in
+  rma)
+    bench=bench/tether_bench_put_get
+    tether_args=(--ops put,get,put_nbi,get_nbi --min-size "$minsz" --max-size "$maxsz")
+    for s in $sizes; do  # ucp_get: ucx_perftest's own get test, blocking (one outstanding); -O 64: bandwidth
+      perf_tests+=("ucp_put_lat $s" "ucp_get $s" "ucp_put_bw $s" "ucp_get $s -O 64")
+    done ;;
+  msg)
+    bench=bench/msg/tether_bench_msg
+    tether_args=(--ops latency,bw --min-size "$minsz" --max-size "$maxsz")
+    for s in $sizes; do perf_tests+=("tag_lat $s" "tag_bw $s -O 64"); done ;;
+  *) echo "compare.sh: ROWS=$rows: rma or msg" >&2; exit 2 ;;
+esac
+[[ -x $build/$bench && -x $build/tools/tetherrun/tetherrun ]] ||
+  { echo "compare.sh: build $(basename "$bench") and tetherrun in $build first" >&2; exit 3; }
 mkdir -p "$out"
 
 ucx_env() {  # transport -> env assignments for ucx_perftest
@@ -58,7 +78,7 @@ tether_env() {  # transport -> env assignments for tether
 }
 perf_iters() {  # TEST SIZE EXTRA... -> -n for ucx_perftest
   local t=$1 s=$2; shift 2
-  local n=$lat_iters; [[ $t == ucp_put_bw || $* == *-O* ]] && n=$bw_iters
+  local n=$lat_iters; [[ $t == *_bw || $* == *-O* ]] && n=$bw_iters
   (( s > 65536 )) && n=$(( n * 65536 / s > 100 ? n * 65536 / s : 100 ))
   echo "$n"
 }
@@ -77,14 +97,6 @@ perftest() {
   echo "$(ucx_env "$tr") ucx_perftest 127.0.0.1 -t $t -s $s -n $n -w $((n / 10)) $* -v" >>"$raw/commands"
   echo "$tr|$t$([[ $* ]] && echo " $*")|$s|$line" >>"$raw/perftest"
 }
-
-maxsz=$(echo $sizes | tr ' ' '\n' | sort -n | tail -1)
-minsz=$(echo $sizes | tr ' ' '\n' | sort -n | head -1)
-tether_args=(--ops put,get,put_nbi,get_nbi --min-size "$minsz" --max-size "$maxsz")
-perf_tests=()  # "TEST SIZE EXTRA..." in the order they run
-for s in $sizes; do
-  perf_tests+=("ucp_put_lat $s" "ucp_get $s" "ucp_put_bw $s" "ucp_get $s -O 64")
-done
 
 # Inside a netns host (NETNS_HOST_INDEX 0 or 1): host 0 runs one ucx_perftest server per test (each serves one
 # client, then exits) and tether's rank 0; host 1 runs the clients against host 0's veth address, retrying each
@@ -113,9 +125,9 @@ if [[ -n $netns_host ]]; then
   ranks=$i json=()
   [[ $i == 0 ]] && json=(--json "$raw/tether_netns.jsonl")
   [[ $i == 1 ]] && echo "$(tether_env netns) tetherrun -n 2 --ranks <host index> --rendezvous $NETNS_ADDR_0:29500 \
---secret-file <f> tether_bench_put_get ${tether_args[*]} --json tether_netns.jsonl  (one per host)" >>"$raw/commands"
+--secret-file <f> $(basename "$bench") ${tether_args[*]} --json tether_netns.jsonl  (one per host)" >>"$raw/commands"
   env $(tether_env netns) "$build/tools/tetherrun/tetherrun" -n 2 --ranks "$ranks" \
-    --rendezvous "$NETNS_ADDR_0:29500" --secret-file "$secret" "$build/bench/tether_bench_put_get" \
+    --rendezvous "$NETNS_ADDR_0:29500" --secret-file "$secret" "$build/$bench" \
     "${tether_args[@]}" "${json[@]}" >"$raw/tether_netns.$i.txt" 2>&1 || { cat "$raw/tether_netns.$i.txt" >&2; exit 1; }
   exit 0
 fi
@@ -128,21 +140,20 @@ for tr in $transports; do
       >"$raw/netns.log" 2>&1 || { cat "$raw/netns.log" >&2; exit 1; }
     continue
   fi
-  for s in $sizes; do
-    perftest "$tr" ucp_put_lat "$s"
-    perftest "$tr" ucp_get "$s"            # ucx_perftest's own get test, blocking (one outstanding)
-    perftest "$tr" ucp_put_bw "$s"
-    perftest "$tr" ucp_get "$s" -O 64      # 64 outstanding gets: bandwidth
+  for t in "${perf_tests[@]}"; do
+    read -r -a a <<<"$t"
+    perftest "$tr" "${a[@]}"
   done
-  cmd="$(tether_env "$tr") $build/tools/tetherrun/tetherrun -n 2 $build/bench/tether_bench_put_get \
---ops put,get,put_nbi,get_nbi --min-size $minsz --max-size $maxsz --json $raw/tether_$tr.jsonl"
+  cmd="$(tether_env "$tr") $build/tools/tetherrun/tetherrun -n 2 $build/$bench ${tether_args[*]} \
+--json $raw/tether_$tr.jsonl"
   echo "${cmd/$raw\//}" >>"$raw/commands"
-  env $(tether_env "$tr") "$build/tools/tetherrun/tetherrun" -n 2 "$build/bench/tether_bench_put_get" \
-    --ops put,get,put_nbi,get_nbi --min-size "$minsz" --max-size "$maxsz" --json "$raw/tether_$tr.jsonl" \
-    >"$raw/tether_$tr.txt" 2>&1 || { cat "$raw/tether_$tr.txt" >&2; exit 1; }
+  env $(tether_env "$tr") "$build/tools/tetherrun/tetherrun" -n 2 "$build/$bench" "${tether_args[@]}" \
+    --json "$raw/tether_$tr.jsonl" >"$raw/tether_$tr.txt" 2>&1 || { cat "$raw/tether_$tr.txt" >&2; exit 1; }
 done
 
-python3 "$here/compare_report.py" "$raw" "$out" "TRANSPORTS=\"$transports\" bench/ucx/compare.sh $*" "$sizes"
-[[ " $transports " == *" netns "* ]] && cat "$out/ucx_compare_netns.txt"
-[[ " $transports " == *" tcp "* || " $transports " == *" shm "* ]] && cat "$out/ucx_compare.txt"
+name=ucx_compare; [[ $rows == msg ]] && name=ucx_compare_msg
+python3 "$here/compare_report.py" "$raw" "$out" "ROWS=$rows TRANSPORTS=\"$transports\" bench/ucx/compare.sh $*" \
+  "$sizes" "$rows"
+[[ " $transports " == *" netns "* ]] && cat "$out/${name}_netns.txt"
+[[ " $transports " == *" tcp "* || " $transports " == *" shm "* ]] && cat "$out/$name.txt"
 true

@@ -7,11 +7,15 @@ Pairs (tether row <- ucx_perftest test):
   get lat   tether `get` (blocking)                                                    <- ucp_get 50%ile (1 outstanding)
   put bw    tether `put_nbi` (windows of 64 + quiet)                                   <- ucp_put_bw overall MB/s
   get bw    tether `get_nbi` (windows of 64 + quiet)                                   <- ucp_get -O 64 overall MB/s
+With ROWS=msg (two-sided, issue #20; tether_bench_msg's JSON lines):
+  msg lat   tether_send/recv ping-pong, one way = round trip / 2, median of batches <- tag_lat 50%ile (one way)
+  msg bw    windows of 64 tether_isend + waitall, a 4-byte ack per window            <- tag_bw -O 64 overall MB/s
 ratio = tether / ucx_perftest for latency (lower is better), tether / ucx_perftest for bandwidth (higher is better).
 """
 import datetime, json, os, platform, subprocess, sys
 
 raw, out, cmdline, sizes = sys.argv[1], sys.argv[2], sys.argv[3], [int(s) for s in sys.argv[4].split()]
+kind_of_rows = sys.argv[5] if len(sys.argv) > 5 else "rma"
 
 perf = {}  # (tr, test, size) -> dict
 for line in open(os.path.join(raw, "perftest")):
@@ -29,11 +33,17 @@ for tr in ("tcp", "shm", "netns"):
         continue
     for line in open(p):
         r = json.loads(line)
-        if r.get("record") == "row":
+        if r.get("record") == "row":  # tether_bench_put_get
             tether[(tr, r["op"], r["bytes"])] = r
+        elif r.get("impl") == "tether":  # tether_bench_msg: op latency (us) or bw (GB/s) in "value"
+            key = "lat_us_median" if r["op"] == "latency" else "bw_GBps"
+            tether[(tr, r["op"], r["size"])] = {key: r["value"]}
 
-pairs = [("put lat (us)", "put", "ucp_put_lat", "lat"), ("get lat (us)", "get", "ucp_get", "lat"),
-         ("put bw (GB/s)", "put_nbi", "ucp_put_bw", "bw"), ("get bw (GB/s)", "get_nbi", "ucp_get -O 64", "bw")]
+if kind_of_rows == "msg":
+    pairs = [("msg lat (us)", "latency", "tag_lat", "lat"), ("msg bw (GB/s)", "bw", "tag_bw -O 64", "bw")]
+else:
+    pairs = [("put lat (us)", "put", "ucp_put_lat", "lat"), ("get lat (us)", "get", "ucp_get", "lat"),
+             ("put bw (GB/s)", "put_nbi", "ucp_put_bw", "bw"), ("get bw (GB/s)", "get_nbi", "ucp_get -O 64", "bw")]
 date = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
 try:
     ucx_ver = subprocess.run(["ucx_info", "-v"], capture_output=True, text=True).stdout.strip().splitlines()[0]
@@ -56,10 +66,16 @@ def write(name, transports):
                  f"{' '.join(open('/proc/loadavg').read().split()[:3])}")
     lines.append(f"# command: {cmdline}")
     lines += notes
-    lines.append("# put lat: tether put = blocking put that returns remotely complete (put + flush: one round trip), so")
-    lines.append("#   its ucx_perftest column is 2 x ucp_put_lat (a ping-pong that reports round trip / 2), one-way beside it.")
-    lines.append("# get lat: ucx_perftest's blocking ucp_get over tcp takes ~1.1 ms in UCX 1.13 (with -O 16: ~2.5 us per get),")
-    lines.append("#   so its tcp get-latency ratio says nothing about tether; see bench/ucx/README.md.")
+    if kind_of_rows == "msg":
+        lines.append("# msg lat: tether_bench_msg send/recv ping-pong, one way = round trip / 2 (median of 21 batches) vs")
+        lines.append("#   ucx_perftest tag_lat (UCP tag ping-pong, one way, 50%ile).")
+        lines.append("# msg bw: windows of 64 tether_isend + waitall and a 4-byte ack per window vs tag_bw with up to 64")
+        lines.append("#   outstanding sends (-O 64), overall bandwidth (its MB/s read as MiB/s).")
+    else:
+        lines.append("# put lat: tether put = blocking put that returns remotely complete (put + flush: one round trip), so")
+        lines.append("#   its ucx_perftest column is 2 x ucp_put_lat (a ping-pong that reports round trip / 2), one-way beside it.")
+        lines.append("# get lat: ucx_perftest's blocking ucp_get over tcp takes ~1.1 ms in UCX 1.13 (with -O 16: ~2.5 us per get),")
+        lines.append("#   so its tcp get-latency ratio says nothing about tether; see bench/ucx/README.md.")
     lines.append("# ratio: tether / ucx_perftest (latency: lower is better; bandwidth: higher is better)")
     for tr in transports:
         for title, op, test, kind in pairs:
@@ -94,7 +110,8 @@ def write(name, transports):
 
 
 present = {k[0] for k in perf} | {k[0] for k in tether}
+base = "ucx_compare_msg" if kind_of_rows == "msg" else "ucx_compare"
 if present & {"tcp", "shm"}:
-    write("ucx_compare", [t for t in ("tcp", "shm") if t in present])
+    write(base, [t for t in ("tcp", "shm") if t in present])
 if "netns" in present:
-    write("ucx_compare_netns", ["netns"])
+    write(base + "_netns", ["netns"])

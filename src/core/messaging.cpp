@@ -38,7 +38,6 @@ constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDo
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
 constexpr uint32_t kNoWord = UINT32_MAX;
-constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
 // The progress thread's idle policy while only persistent requests are pending and none has a start waiting behind
 // its round in flight (threadMain): SpinWait's back-off (spin, then yield) for kIdleNs after the last pass that moved
 // anything, then one pass per kIdleSleep (a host call's notify ends the sleep early).
@@ -273,7 +272,8 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       out_(static_cast<size_t>(n_)),
       directOn_(w.config().flag("TETHER_MSG_DIRECT")),
       ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
-      staging_(slotBytes_) {
+      remoteStage_(static_cast<size_t>(n_)),
+      sealed_(static_cast<size_t>(n_)) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
   cmaOk_.assign(static_cast<size_t>(n_), 1);
@@ -1508,13 +1508,25 @@ Status Messaging::drain(const char* call, int src, bool* did) {
 
 Status Messaging::publishAck(const char* call, int src) {
   const uint64_t v = next_[static_cast<size_t>(src)];
+  const uint64_t delta = v - published_[static_cast<size_t>(src)];
   published_[static_cast<size_t>(src)] = v;
   if (char* d = direct_[static_cast<size_t>(src)]) {
     __atomic_store_n(reinterpret_cast<uint64_t*>(d + (reinterpret_cast<char*>(acked_ + me_) - region_)), v,
                      __ATOMIC_RELEASE);
     return Status::ok();
   }
-  return w_.signalOp(acked_ + me_, v, TETHER_SIGNAL_SET, src).withContext(call);
+  // Another host: ADD what was consumed since the last publish, posted (no wait for the owner's reply: a round trip
+  // here stalled the drain for every half ring). ADDs commute, so acks applied out of order still sum to v.
+  Op o = rmaOp(Op::Signal, nullptr, nullptr, 0, src);
+  o.sig = acked_ + me_;
+  o.sigOp = TETHER_SIGNAL_ADD;
+  o.value = delta;
+  SymRef ref;
+  TETHER_TRY(checkOp(w_, call, o, nullptr, &ref));
+  const SegPath& p = w_.path(src, ref.kind);
+  return (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(paths_ ? paths_->ctx(p) : p.ctx, src,
+                                                                 w_.remote(src, ref), delta, TETHER_SIGNAL_ADD)
+      .withContext(call);
 }
 
 Status Messaging::handle(const char* call, int src, const SlotHead& h, const char* payload, bool* consumed) {
@@ -1729,20 +1741,37 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         q.pop_front();
     }
   }
-  return Status::ok();
+  return seal(call, dst);
 }
 
 // One blocking put, get (from this PE's own region) or put-with-signal (SET) through the World's paths, GPU work on the
 // sibling context (core/sibling_paths.h): it must move while a kernel or a stream waits for this room.
 Status Messaging::move(const char* call, Op::Kind kind, void* dest, const void* src, size_t n, int pe, uint64_t* sig,
-                       uint64_t value) {
+                       uint64_t value, bool nbi) {
   Op op = rmaOp(kind, dest, src, n, pe);
   op.sig = sig;
   op.value = value;
   op.sigOp = TETHER_SIGNAL_SET;
   SymRef ref{SegKind::Host, 0}, sigRef{SegKind::Host, 0};
   TETHER_TRY(checkOp(w_, call, op, &ref, sig ? &sigRef : nullptr));
-  return runOp(w_, op, ref, sig ? sigRef : ref, false, nullptr, paths_.get());
+  return runOp(w_, op, ref, sig ? sigRef : ref, nbi, nullptr, paths_.get());
+}
+
+// A peer whose region is not mapped here (another host): push's slots to dst were written as nbi puts of everything
+// but seq, from dst's stage; one fence orders them before what follows (transport.h: fence orders puts to each
+// target), then each slot's seq goes, an nbi put of its own 8 bytes in the stage. A stage slot is written again only
+// with the receiver's credit for it, i.e. after the receiver saw its seq, so its puts are long done by then. A batch
+// of slots thus waits for no round trip (UCX over tcp: its fence costs nothing, the transport is ordered).
+Status Messaging::seal(const char* call, int dst) {
+  const size_t d = static_cast<size_t>(dst);
+  if (sealed_[d] == sent_[d]) return Status::ok();
+  const SegPath& p = w_.path(dst, SegKind::Host);
+  TETHER_TRY(p.ops->fence(paths_ ? paths_->ctx(p) : p.ctx).withContext(call));
+  for (; sealed_[d] != sent_[d]; ++sealed_[d]) {
+    const char* stage = remoteStage_[d].data() + (sealed_[d] % slots_) * slotBytes_;
+    TETHER_TRY(move(call, Op::Put, slot(me_, sealed_[d]), stage, sizeof(uint64_t), dst, nullptr, 0, true));
+  }
+  return Status::ok();
 }
 
 Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n,
@@ -1757,20 +1786,23 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
     std::memcpy(direct + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body);
     if (n) std::memcpy(direct + sizeof(SlotHead), payload, n);
     __atomic_store_n(reinterpret_cast<uint64_t*>(direct), sent + 1, __ATOMIC_RELEASE);
-  } else if (payloadGpu && n) {
+  } else if (!payloadGpu || !n) {  // another host, a CPU payload: into the stage, put now, seq at seal (above)
+    std::vector<char>& stage = remoteStage_[static_cast<size_t>(dst)];
+    if (stage.empty()) stage.resize(slots_ * slotBytes_);
+    char* at = stage.data() + (sent % slots_) * slotBytes_;
+    std::memcpy(at, &h, sizeof h);
+    if (n) std::memcpy(at + sizeof h, payload, n);
+    const uint64_t seq = sent + 1;
+    std::memcpy(at, &seq, sizeof seq);
+    TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), at + sizeof(uint64_t), body + n, dst, nullptr, 0, true));
+  } else {  // a GPU payload to another host: blocking, after the staged slots before it are sealed
+    TETHER_TRY(seal(call, dst));
     TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
                     body, dst, nullptr, 0));
     TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(SlotHead), payload, n, dst, sig, sent + 1));
-  } else if (n > kStageMax) {  // a large host payload straight into the slot (no staging copy), then head + seq
-    TETHER_TRY(move(call, Op::Put, remote + sizeof(SlotHead), payload, n, dst, nullptr, 0));
-    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
-                    body, dst, sig, sent + 1));
-  } else {
-    std::memcpy(staging_.data(), &h, sizeof h);
-    if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
-    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, dst,
-                    sig, sent + 1));
   }
+  uint64_t& sealed = sealed_[static_cast<size_t>(dst)];
+  if (sealed == sent && (direct || (payloadGpu && n))) ++sealed;  // its seq is written: nothing for seal to do
   ++sent;
   return Status::ok();
 }
