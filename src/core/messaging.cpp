@@ -1795,7 +1795,7 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
     const uint64_t seq = sent + 1;
     std::memcpy(at, &seq, sizeof seq);
     TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), at + sizeof(uint64_t), body + n, dst, nullptr, 0, true));
-  } else {  // a GPU payload to another host: blocking, after the staged slots before it are sealed
+  } else {  // a GPU payload (any peer): blocking put + put-with-signal, after any staged slots before it are sealed
     TETHER_TRY(seal(call, dst));
     TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
                     body, dst, nullptr, 0));
