@@ -38,6 +38,7 @@ constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDo
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
 constexpr uint32_t kNoWord = UINT32_MAX;
+constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
 // The progress thread's idle policy while only persistent requests are pending and none has a start waiting behind
 // its round in flight (threadMain): SpinWait's back-off (spin, then yield) for kIdleNs after the last pass that moved
 // anything, then one pass per kIdleSleep (a host call's notify ends the sleep early).
@@ -272,8 +273,7 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       out_(static_cast<size_t>(n_)),
       directOn_(w.config().flag("TETHER_MSG_DIRECT")),
       ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
-      remoteStage_(static_cast<size_t>(n_)),
-      sealed_(static_cast<size_t>(n_)) {
+      staging_(slotBytes_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
   cmaOk_.assign(static_cast<size_t>(n_), 1);
@@ -1517,12 +1517,8 @@ Status Messaging::publishAck(const char* call, int src) {
   }
   // Another host: ADD what was consumed since the last publish, posted (no wait for the owner's reply: a round trip
   // here stalled the drain for every half ring). ADDs commute, so acks applied out of order still sum to v.
-  Op o = rmaOp(Op::Signal, nullptr, nullptr, 0, src);
-  o.sig = acked_ + me_;
-  o.sigOp = TETHER_SIGNAL_ADD;
-  o.value = delta;
   SymRef ref;
-  TETHER_TRY(checkOp(w_, call, o, nullptr, &ref));
+  TETHER_TRY(wordRef(call, src, acked_ + me_, &ref));
   const SegPath& p = w_.path(src, ref.kind);
   return (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(paths_ ? paths_->ctx(p) : p.ctx, src,
                                                                  w_.remote(src, ref), delta, TETHER_SIGNAL_ADD)
@@ -1741,37 +1737,26 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         q.pop_front();
     }
   }
-  return seal(call, dst);
+  return Status::ok();
 }
 
 // One blocking put, get (from this PE's own region) or put-with-signal (SET) through the World's paths, GPU work on the
 // sibling context (core/sibling_paths.h): it must move while a kernel or a stream waits for this room.
 Status Messaging::move(const char* call, Op::Kind kind, void* dest, const void* src, size_t n, int pe, uint64_t* sig,
-                       uint64_t value, bool nbi) {
+                       uint64_t value) {
   Op op = rmaOp(kind, dest, src, n, pe);
   op.sig = sig;
   op.value = value;
   op.sigOp = TETHER_SIGNAL_SET;
   SymRef ref{SegKind::Host, 0}, sigRef{SegKind::Host, 0};
   TETHER_TRY(checkOp(w_, call, op, &ref, sig ? &sigRef : nullptr));
-  return runOp(w_, op, ref, sig ? sigRef : ref, nbi, nullptr, paths_.get());
+  return runOp(w_, op, ref, sig ? sigRef : ref, false, nullptr, paths_.get());
 }
 
-// A peer whose region is not mapped here (another host): push's slots to dst were written as nbi puts of everything
-// but seq, from dst's stage; one fence orders them before what follows (transport.h: fence orders puts to each
-// target), then each slot's seq goes, an nbi put of its own 8 bytes in the stage. A stage slot is written again only
-// with the receiver's credit for it, i.e. after the receiver saw its seq, so its puts are long done by then. A batch
-// of slots thus waits for no round trip (UCX over tcp: its fence costs nothing, the transport is ordered).
-Status Messaging::seal(const char* call, int dst) {
-  const size_t d = static_cast<size_t>(dst);
-  if (sealed_[d] == sent_[d]) return Status::ok();
-  const SegPath& p = w_.path(dst, SegKind::Host);
-  TETHER_TRY(p.ops->fence(paths_ ? paths_->ctx(p) : p.ctx).withContext(call));
-  for (; sealed_[d] != sent_[d]; ++sealed_[d]) {
-    const char* stage = remoteStage_[d].data() + (sealed_[d] % slots_) * slotBytes_;
-    TETHER_TRY(move(call, Op::Put, slot(me_, sealed_[d]), stage, sizeof(uint64_t), dst, nullptr, 0, true));
-  }
-  return Status::ok();
+Status Messaging::wordRef(const char* call, int pe, void* at, SymRef* ref) {
+  Op o = rmaOp(Op::Signal, nullptr, nullptr, 0, pe);
+  o.sig = static_cast<uint64_t*>(at);
+  return checkOp(w_, call, o, nullptr, ref);
 }
 
 Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n,
@@ -1780,29 +1765,38 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
   char* remote = slot(me_, sent);  // my ring at dst: the same symmetric address on every PE
   auto* sig = reinterpret_cast<uint64_t*>(remote);
   const size_t body = sizeof(SlotHead) - sizeof(uint64_t);  // the head after seq
+  const bool cpuPayload = !(payloadGpu && n);
   char* direct = direct_[static_cast<size_t>(dst)];
-  if (direct && !(payloadGpu && n)) {  // a mapped peer and a CPU payload: stores, then seq with release order
+  const SegPath& p = w_.path(dst, SegKind::Host);
+  if (direct && cpuPayload) {  // a mapped peer and a CPU payload: stores, then seq with release order
     direct += remote - region_;
     std::memcpy(direct + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body);
     if (n) std::memcpy(direct + sizeof(SlotHead), payload, n);
     __atomic_store_n(reinterpret_cast<uint64_t*>(direct), sent + 1, __ATOMIC_RELEASE);
-  } else if (!payloadGpu || !n) {  // another host, a CPU payload: into the stage, put now, seq at seal (above)
-    std::vector<char>& stage = remoteStage_[static_cast<size_t>(dst)];
-    if (stage.empty()) stage.resize(slots_ * slotBytes_);
-    char* at = stage.data() + (sent % slots_) * slotBytes_;
-    std::memcpy(at, &h, sizeof h);
-    if (n) std::memcpy(at + sizeof h, payload, n);
+  } else if (cpuPayload && p.ops->putFlagged && sizeof(SlotHead) + n <= kFlaggedPutMax) {
+    // Another host: the whole slot as one flagged put (one message, seq visible last), built in staging_.
     const uint64_t seq = sent + 1;
-    std::memcpy(at, &seq, sizeof seq);
-    TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), at + sizeof(uint64_t), body + n, dst, nullptr, 0, true));
-  } else {  // a GPU payload (any peer): blocking put + put-with-signal, after any staged slots before it are sealed
-    TETHER_TRY(seal(call, dst));
+    std::memcpy(staging_.data(), &h, sizeof h);
+    std::memcpy(staging_.data(), &seq, sizeof seq);
+    if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
+    SymRef ref;
+    TETHER_TRY(wordRef(call, dst, remote, &ref));
+    TETHER_TRY(p.ops->putFlagged(paths_ ? paths_->ctx(p) : p.ctx, dst, w_.remote(dst, ref), staging_.data(),
+                                 sizeof(SlotHead) + n).withContext(call));
+  } else if (!cpuPayload) {
     TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
                     body, dst, nullptr, 0));
     TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(SlotHead), payload, n, dst, sig, sent + 1));
+  } else if (n > kStageMax) {  // a large host payload straight into the slot (no staging copy), then head + seq
+    TETHER_TRY(move(call, Op::Put, remote + sizeof(SlotHead), payload, n, dst, nullptr, 0));
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
+                    body, dst, sig, sent + 1));
+  } else {
+    std::memcpy(staging_.data(), &h, sizeof h);
+    if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, dst,
+                    sig, sent + 1));
   }
-  uint64_t& sealed = sealed_[static_cast<size_t>(dst)];
-  if (sealed == sent && (direct || (payloadGpu && n))) ++sealed;  // its seq is written: nothing for seal to do
   ++sent;
   return Status::ok();
 }

@@ -1,6 +1,6 @@
 // Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), CPU-synchronous, stream and kernel models, built only on the
-// World's one-sided verbs (put, put-with-signal, signal, fence, get), so it runs on every path they run on (shm, p2p,
-// UCX).
+// World's one-sided verbs (put, put-with-signal, signal, get, and a transport's flagged put where it has one), so it
+// runs on every path they run on (shm, p2p, UCX).
 //
 // Protocol. Every PE owns, in one symmetric HOST allocation (the region), an inbox ring of K slots from each PE
 // (itself included) and an ack word per PE:
@@ -9,9 +9,9 @@
 //            CUDA IPC carries the send buffer's GpuIpcRef there).
 // The sender of its n-th slot message to PE d writes head + payload into d's inbox[me][n % K] and then sets the
 // slot's seq to n + 1, so seq is the flag that the rest has landed: stores and a release store when d's region is
-// mapped here; for another host's PE (a CPU payload) nbi puts from a stage of the sender's, and at the end of the
-// push, after one fence, nbi puts of the seqs (seal: no round trip per slot); a GPU payload to another host: a
-// blocking put-with-signal. It may write slot n only while n - acked[d] < K: d consumes its slots in order and
+// mapped here; for another host's PE (a CPU payload) one flagged put of the whole slot (TransportOps::putFlagged: one
+// UCX active message whose handler stores seq last), else (no flagged put, a slot over kFlaggedPutMax, a GPU
+// payload) blocking puts, seq by a put-with-signal. It may write slot n only while n - acked[d] < K: d consumes its slots in order and
 // publishes how many it consumed into the sender's acked[d] word (a store, or to another host a posted ADD of the
 // count since the last one) once half a ring is consumed since it last did (a full ring always gets there).
 // Slot kinds:
@@ -189,10 +189,9 @@ class Messaging {
   // Lock held: req's completion word and the value it reaches (taking a word on first use; starts the thread).
   Status doneWord(const char* call, uint64_t req, uint64_t** word, uint64_t* value);
   Status move(const char* call, Op::Kind kind, void* dest, const void* src, size_t n, int pe, uint64_t* sig,
-              uint64_t value, bool nbi = false);
-  // Writes the seq of dst's slots written since the last seal (after one quiet; see messaging.cpp). push seals at
-  // its end, writeSlot before a slot it writes otherwise.
-  Status seal(const char* call, int dst);
+              uint64_t value);
+  // *ref: the symmetric word at `at` (a word of the region, as PE pe sees it) for a transport call.
+  Status wordRef(const char* call, int pe, void* at, SymRef* ref);
   // isend's argument checks (also isendOnStream's); *req = 0 first.
   Status checkSend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
   void queueSend(Req& r);  // r joins its destination's queue (EAGER or RTS)
@@ -275,10 +274,7 @@ class Messaging {
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
-  // Per destination whose region is not mapped here (another host): its slots as written (seq first), one ring's
-  // worth (made on first use), and how many of its slots have their seq written (writeSlot, seal).
-  std::vector<std::vector<char>> remoteStage_;
-  std::vector<uint64_t> sealed_;
+  std::vector<char> staging_;         // head + payload of one slot (another host's: one put, or one flagged put)
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.
   GpuStages stages_{size_t{64} << 10};

@@ -66,7 +66,13 @@ struct TransportOps {
   // Optional (nullptr: signal): a signal whose application the caller does not wait for, with no completion of
   // earlier operations first: the barrier's, whose target waits for it (after the barrier's own quiet).
   Status (*signalPost)(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
+  // Optional (nullptr: not offered; HOST segments): puts n >= 8 bytes whose first 8 (a flag word, 8-aligned) become
+  // visible at the target only after the rest (a reader that acquires the flag sees every byte), in ONE message: src
+  // is reusable on return, the put completes at quiet; two flagged puts are not ordered with each other. The
+  // messaging room's slots to other hosts (core/messaging.cpp); n at most kFlaggedPutMax.
+  Status (*putFlagged)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
 };
+constexpr size_t kFlaggedPutMax = size_t{64} << 10;
 
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.
 const TransportOps& shmTransportOps();

@@ -55,6 +55,14 @@ namespace {
 // Active-message ids of this provider's worker.
 constexpr unsigned kAmOwnerRequest = 1;
 constexpr unsigned kAmOwnerReply = 2;
+constexpr unsigned kAmFlaggedPut = 3;
+
+// A flagged put's AM header (its data: the bytes, flag word first).
+struct FlaggedPut {
+  uint64_t offset;  // in the target's HOST segment
+  int32_t from;
+  uint32_t pad;
+};
 
 // An owner-executed atomic or signal (the AM's data; no AM header).
 struct OwnerRequest {
@@ -191,6 +199,9 @@ class UcxProvider final : public Provider {
   Status signalPost(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
   Status quiet();
   Status fence();
+  // TransportOps::putFlagged: one eager active message; the target's handler copies bytes 8.. and then stores the
+  // flag word with release order (serveFlaggedPut). Returns at local completion.
+  Status putFlagged(int pe, const RemoteAddr& dst, const void* src, size_t n);
 
  private:
   Status makeWorker(int npes);
@@ -212,6 +223,8 @@ class UcxProvider final : public Provider {
   static ucs_status_t onOwnerReply(void* arg, const void* header, size_t headerLen, void* data, size_t len,
                                    const ucp_am_recv_param_t* param);
   void serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp);
+  static ucs_status_t onFlaggedPut(void* arg, const void* header, size_t headerLen, void* data, size_t len,
+                                   const ucp_am_recv_param_t* param);
   Status wait(ucs_status_ptr_t r, int pe, const char* what);
   Status detach(ucs_status_ptr_t r, int pe, const char* what);
   Status failure(int pe, ucs_status_t s, const char* what) const;
@@ -267,6 +280,9 @@ Status ucxGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, boo
 Status ucxAmo(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
   return ucx(ctx).amo(pe, dst, a, fetched);
 }
+Status ucxPutFlagged(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n) {
+  return ucx(ctx).putFlagged(pe, dst, src, n);
+}
 Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signalPost(pe, sig, value, op);
 }
@@ -278,7 +294,7 @@ Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 
 const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
-    ucxSignalPost,
+    ucxSignalPost, ucxPutFlagged,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
@@ -335,11 +351,11 @@ Status UcxProvider::makeWorker(int npes) {
 }
 
 Status UcxProvider::setAmHandlers() {
-  for (unsigned id : {kAmOwnerRequest, kAmOwnerReply}) {
+  for (unsigned id : {kAmOwnerRequest, kAmOwnerReply, kAmFlaggedPut}) {
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = id;
-    hp.cb = id == kAmOwnerRequest ? onOwnerRequest : onOwnerReply;
+    hp.cb = id == kAmOwnerRequest ? onOwnerRequest : id == kAmOwnerReply ? onOwnerReply : onFlaggedPut;
     hp.arg = this;
     ucs_status_t s = ucp_worker_set_am_recv_handler(worker_, &hp);
     if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_worker_set_am_recv_handler: %s", ucs_status_string(s));
@@ -730,6 +746,50 @@ Status UcxProvider::signalPost(int pe, const RemoteAddr& sig, uint64_t value, te
   const ucs_status_t sent = sendOwned(t.ep, kAmOwnerRequest,
                                      std::make_unique<OwnerRequest>(ownerRequest(signalOp(sig, value, op), 0, me_)));
   return sent == UCS_OK ? Status::ok() : failure(pe, sent, "signal");
+}
+
+Status UcxProvider::putFlagged(int pe, const RemoteAddr& dst, const void* src, size_t n) {
+  if (dst.kind != SegKind::Host || n < sizeof(uint64_t) || n > kFlaggedPutMax || dst.offset % sizeof(uint64_t))
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx flagged put to PE %d: %zu bytes at offset 0x%llx of its %s segment (HOST, "
+                "8 .. %zu bytes, 8-aligned)", pe, n, static_cast<unsigned long long>(dst.offset),
+                segKindName(dst.kind), kFlaggedPutMax);
+  Target t;  // the endpoint (and the bounds check against the owner's registered range)
+  TETHER_TRY(target(pe, dst, n, "flagged put", &t));
+  const FlaggedPut h{dst.offset, me_, 0};
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  prm.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler gets the bytes at once (no rendezvous to serve)
+  return wait(ucp_am_send_nbx(t.ep, kAmFlaggedPut, &h, sizeof h, src, n, &prm), pe, "flagged put");
+}
+
+// Runs in whichever thread progresses the worker: the bytes after the flag word, then the flag (release), into this
+// PE's registered HOST segment.
+ucs_status_t UcxProvider::onFlaggedPut(void* arg, const void* header, size_t headerLen, void* data, size_t len,
+                                       const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxProvider*>(arg);
+  FlaggedPut h{};
+  if (headerLen == sizeof h) std::memcpy(&h, header, sizeof h);
+  char* base = nullptr;
+  uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(self->regMu_);
+    const Registration& r = self->registered_[static_cast<int>(SegKind::Host)];
+    base = static_cast<char*>(const_cast<void*>(r.base));
+    bytes = r.bytes;
+  }
+  if (headerLen != sizeof h || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len < sizeof(uint64_t) || !base ||
+      h.offset % sizeof(uint64_t) || h.offset > bytes || len > bytes - h.offset) {
+    TETHER_LOG_ERROR(LogSys::Transport, "ucx: malformed flagged put from PE %d (%zu bytes at offset 0x%llx, HOST "
+                     "segment %llu bytes) dropped", h.from, len, static_cast<unsigned long long>(h.offset),
+                     static_cast<unsigned long long>(bytes));
+    return UCS_OK;
+  }
+  char* at = base + h.offset;
+  std::memcpy(at + sizeof(uint64_t), static_cast<const char*>(data) + sizeof(uint64_t), len - sizeof(uint64_t));
+  uint64_t flag;
+  std::memcpy(&flag, data, sizeof flag);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(at), flag, __ATOMIC_RELEASE);
+  return UCS_OK;
 }
 
 Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched,
