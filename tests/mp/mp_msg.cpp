@@ -714,8 +714,8 @@ void truncation() {
   const std::vector<Case> cases = {{eager / 2 + 10, eager / 4 + 1}, {eager, 1},         {eager, 0},
                                    {3 * eager + 100, eager + 5},   {3 * eager + 100, 10}, {3 * eager + 100, 0},
                                    {100u << 10, 50u << 10}};
-  std::vector<unsigned char> out((100u << 10) + 8), in((100u << 10) + kGuardBytes), after(2 * eager + 1),
-      afterIn(2 * eager + 1);
+  const size_t most = std::max<size_t>(100u << 10, 3 * eager + 100);  // the largest case (any TETHER_MSG_EAGER)
+  std::vector<unsigned char> out(most + 8), in(most + kGuardBytes), after(2 * eager + 1), afterIn(2 * eager + 1);
   int tag = 6000;
   for (size_t c = 0; c < cases.size(); ++c) {
     for (int how = 0; how < 4; ++how) {
@@ -980,6 +980,8 @@ void manyOutstanding() {
   }
   sectionDone(8);
 }
+// The random storm's largest message: 64 KiB, or 2 x eager_bytes when that is more (any TETHER_MSG_EAGER).
+size_t stormMax() { return std::max<size_t>(64u << 10, 2 * eager); }
 
 // ---- 9: random storm -------------------------------------------------------------------------------------------
 
@@ -1008,7 +1010,7 @@ std::vector<PlanMsg> plan(int src, int round) {
     const size_t kind = g.below(10);
     if (kind < 2) m.bytes = g.below(17);
     else if (kind < 7) m.bytes = g.below(eager + 1);
-    else m.bytes = eager + 1 + g.below((64u << 10) - eager);
+    else m.bytes = eager + 1 + g.below(stormMax() - eager);
     m.wildPe = g.below(5) == 0;
     m.tag = m.wildPe ? kWildTag : kTags[g.below(sizeof kTags / sizeof kTags[0])];
   }
@@ -1040,7 +1042,7 @@ void storm() {
         if (m.wildPe) ++wildCount;
         else perSource[static_cast<size_t>(s)].push_back({s, i, g.below(3) == 0});
       }
-    const size_t wildCap = 64u << 10;
+    const size_t wildCap = stormMax();
     std::vector<std::vector<unsigned char>> wildBufs(wildCount, std::vector<unsigned char>(wildCap));
     std::vector<tether_request_t> wildReqs(wildCount, TETHER_REQUEST_NULL);
     std::vector<tether_msg_status_t> wildSts(wildCount, poisoned());
