@@ -15,6 +15,7 @@
 //     packs the send buffer when it begins and unpacks before its done word moves.
 // The host completes every request once at the end of a section (tether_msg_waitall), then frees it.
 // GPU_MSG_SMALL=1 (ctest gpu_msg_persist_2pe_memcheck) skips the messages over 100000 bytes.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -102,7 +103,11 @@ void expectNone(const unsigned long long* bad, const char* what, size_t sz) {
 
 void mark(int me, const char* what, size_t sz) {
   static const bool on = std::getenv("GPU_MSG_TRACE") != nullptr;
-  if (on) std::fprintf(stderr, "[%d] gpu_msg_persist: %s %zu\n", me, what, sz), std::fflush(stderr);
+  static const auto t0 = std::chrono::steady_clock::now();
+  if (!on) return;
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "[%d] %8.2f s gpu_msg_persist: %s %zu\n", me, t, what, sz);
+  std::fflush(stderr);
 }
 
 // The sections' shared state: the ring, GPU send and receive buffers, the mismatch counter (host-mapped).
