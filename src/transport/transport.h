@@ -71,6 +71,15 @@ struct TransportOps {
   // is reusable on return, the put completes at quiet; two flagged puts are not ordered with each other. The
   // messaging room's slots to other hosts (core/messaging.cpp); n at most kFlaggedPutMax.
   Status (*putFlagged)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
+  // Optional (all three or none): host memory of this process outside the segments (any address: a user's send
+  // buffer) made readable by other PEs until unexportMem. exportMem fills *blob with what a reader needs (bytes to
+  // ship to it, blobBytes long) and *handle with what unexportMem takes. getExported copies n bytes at offset off of
+  // the memory that PE pe exported as blob into dst (host memory here), blocking; a range outside the export is
+  // TETHER_ERR_INVALID_ARG. The exporter keeps the memory and the export until the reader tells it it is done. The
+  // messaging room's rendezvous reads from other hosts' send buffers (core/messaging.cpp).
+  Status (*exportMem)(void* ctx, const void* ptr, size_t n, std::vector<char>* blob, void** handle);
+  void (*unexportMem)(void* ctx, void* handle);
+  Status (*getExported)(void* ctx, int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n);
 };
 constexpr size_t kFlaggedPutMax = size_t{64} << 10;
 

@@ -142,6 +142,12 @@ struct KeyHeader {
   uint64_t serial;  // registration number (changes at every re-registration)
 };
 
+// An exported range's blob (TransportOps::exportMem): [ExportHeader][packed rkey].
+struct ExportHeader {
+  uint64_t base;   // the exporter's address of the range
+  uint64_t bytes;
+};
+
 struct Peer {
   std::mutex mu;                 // ep creation and the rkey cache
   ucp_ep_h ep = nullptr;
@@ -202,6 +208,11 @@ class UcxProvider final : public Provider {
   // TransportOps::putFlagged: one eager active message; the target's handler copies bytes 8.. and then stores the
   // flag word with release order (serveFlaggedPut). Returns at local completion.
   Status putFlagged(int pe, const RemoteAddr& dst, const void* src, size_t n);
+  // TransportOps::exportMem / unexportMem / getExported: the range ucp_mem_map'ped on its own (its blob carries the
+  // base address and the packed rkey); the reader unpacks the rkey for each read and gets (ucp_get_nbx, waited for).
+  Status exportMem(const void* ptr, size_t n, std::vector<char>* blob, void** handle);
+  void unexportMem(void* handle);
+  Status getExported(int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n);
 
  private:
   Status makeWorker(int npes);
@@ -214,6 +225,7 @@ class UcxProvider final : public Provider {
     return ucp_worker_progress(worker_);
   }
   Status target(int pe, const RemoteAddr& a, size_t n, const char* what, Target* t);
+  Status endpoint(Peer& p, int pe, const char* what);  // p.mu held: p.ep made on first use
   Status localBuffer(const void* buf, const char* what, int pe, ucp_request_param_t* prm) const;
   // Owner execution: sends `op` to PE pe (the owner of the word at `at`) and waits for its reply.
   Status ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched, const char* what);
@@ -283,6 +295,13 @@ Status ucxAmo(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& a, uint64
 Status ucxPutFlagged(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n) {
   return ucx(ctx).putFlagged(pe, dst, src, n);
 }
+Status ucxExportMem(void* ctx, const void* ptr, size_t n, std::vector<char>* blob, void** handle) {
+  return ucx(ctx).exportMem(ptr, n, blob, handle);
+}
+void ucxUnexportMem(void* ctx, void* handle) { ucx(ctx).unexportMem(handle); }
+Status ucxGetExported(void* ctx, int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n) {
+  return ucx(ctx).getExported(pe, dst, blob, blobBytes, off, n);
+}
 Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signalPost(pe, sig, value, op);
 }
@@ -294,7 +313,7 @@ Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 
 const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
-    ucxSignalPost, ucxPutFlagged,
+    ucxSignalPost, ucxPutFlagged, ucxExportMem, ucxUnexportMem, ucxGetExported,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
@@ -629,22 +648,7 @@ Status UcxProvider::target(int pe, const RemoteAddr& a, size_t n, const char* wh
   Peer& p = *peers_[static_cast<size_t>(pe)];
   const int k = static_cast<int>(a.kind);
   std::lock_guard<std::mutex> lock(p.mu);
-  if (const int f = p.failed.load()) return failure(pe, static_cast<ucs_status_t>(f), what);
-  if (!p.ep) {
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    ep.address = reinterpret_cast<const ucp_address_t*>(addresses_.data() + static_cast<size_t>(pe) * addressStride_);
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep.err_handler.cb = onEndpointError;
-    ep.err_handler.arg = &p;
-    ucs_status_t s = ucp_ep_create(worker_, &ep, &p.ep);
-    if (s != UCS_OK) {
-      p.ep = nullptr;
-      return failure(pe, s, "endpoint creation");
-    }
-    TETHER_LOG_DEBUG(LogSys::Transport, "ucx: endpoint to PE %d made on first use", pe);
-  }
+  TETHER_TRY(endpoint(p, pe, what));
   if (p.serial[k] != h.serial || !p.rkey[k]) {
     if (p.rkey[k]) retired_.push_back(p.rkey[k]);  // an nbi operation may still use it
     p.rkey[k] = nullptr;
@@ -653,6 +657,25 @@ Status UcxProvider::target(int pe, const RemoteAddr& a, size_t n, const char* wh
     p.serial[k] = h.serial;
   }
   *t = Target{p.ep, h.base + a.offset, p.rkey[k]};
+  return Status::ok();
+}
+
+Status UcxProvider::endpoint(Peer& p, int pe, const char* what) {
+  if (const int f = p.failed.load()) return failure(pe, static_cast<ucs_status_t>(f), what);
+  if (p.ep) return Status::ok();
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.address = reinterpret_cast<const ucp_address_t*>(addresses_.data() + static_cast<size_t>(pe) * addressStride_);
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = onEndpointError;
+  ep.err_handler.arg = &p;
+  ucs_status_t s = ucp_ep_create(worker_, &ep, &p.ep);
+  if (s != UCS_OK) {
+    p.ep = nullptr;
+    return failure(pe, s, "endpoint creation");
+  }
+  TETHER_LOG_DEBUG(LogSys::Transport, "ucx: endpoint to PE %d made on first use", pe);
   return Status::ok();
 }
 
@@ -760,6 +783,64 @@ Status UcxProvider::putFlagged(int pe, const RemoteAddr& dst, const void* src, s
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   prm.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler gets the bytes at once (no rendezvous to serve)
   return wait(ucp_am_send_nbx(t.ep, kAmFlaggedPut, &h, sizeof h, src, n, &prm), pe, "flagged put");
+}
+
+Status UcxProvider::exportMem(const void* ptr, size_t n, std::vector<char>* blob, void** handle) {
+  *handle = nullptr;
+  blob->clear();
+  if (!worker_) TETHER_FAIL(TETHER_ERR_UNREACHABLE, "ucx: PE %d has no UCX worker (%s)", me_, unusable_.c_str());
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  mp.address = const_cast<void*>(ptr);
+  mp.length = std::max<size_t>(n, 1);
+  ucp_mem_h memh = nullptr;
+  ucs_status_t s = ucp_mem_map(context_, &mp, &memh);
+  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_mem_map of %p + %zu bytes: %s", ptr, n, ucs_status_string(s));
+  void* packed = nullptr;
+  size_t packedLen = 0;
+  s = ucp_rkey_pack(context_, memh, &packed, &packedLen);
+  if (s != UCS_OK) {
+    ucp_mem_unmap(context_, memh);
+    TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_rkey_pack of %p + %zu bytes: %s", ptr, n, ucs_status_string(s));
+  }
+  const ExportHeader h{reinterpret_cast<uint64_t>(ptr), n};
+  blob->resize(sizeof h + packedLen);
+  std::memcpy(blob->data(), &h, sizeof h);
+  std::memcpy(blob->data() + sizeof h, packed, packedLen);
+  ucp_rkey_buffer_release(packed);
+  *handle = memh;
+  return Status::ok();
+}
+
+void UcxProvider::unexportMem(void* handle) {
+  if (handle) ucp_mem_unmap(context_, static_cast<ucp_mem_h>(handle));
+}
+
+Status UcxProvider::getExported(int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n) {
+  ExportHeader h{};
+  if (blobBytes <= sizeof h)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "ucx get from PE %d's exported memory: a blob of %zu bytes (not one of "
+                "exportMem's)", pe, blobBytes);
+  std::memcpy(&h, blob, sizeof h);
+  if (off > h.bytes || n > h.bytes - off)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "ucx get from PE %d's exported memory: offset %zu + %zu bytes outside its %llu "
+                "bytes", pe, off, n, static_cast<unsigned long long>(h.bytes));
+  if (n == 0) return Status::ok();
+  ucp_request_param_t prm{};
+  TETHER_TRY(localBuffer(dst, "get (exported memory)", pe, &prm));
+  Peer& p = *peers_[static_cast<size_t>(pe)];
+  ucp_ep_h ep = nullptr;
+  ucp_rkey_h rkey = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    TETHER_TRY(endpoint(p, pe, "get (exported memory)"));
+    ep = p.ep;
+    const ucs_status_t s = ucp_ep_rkey_unpack(ep, blob + sizeof h, &rkey);
+    if (s != UCS_OK) return failure(pe, s, "remote key unpack (exported memory)");
+  }
+  const Status st = wait(ucp_get_nbx(ep, dst, n, h.base + off, rkey, &prm), pe, "get (exported memory)");
+  ucp_rkey_destroy(rkey);
+  return st;
 }
 
 // Runs in whichever thread progresses the worker: the bytes after the flag word, then the flag (release), into this
