@@ -119,11 +119,10 @@ const std::vector<ConfigVar>& configVars() {
        "Two-sided messaging, with TETHER_MSG_DIRECT: a rendezvous message from a private GPU buffer (cudaMalloc, not "
        "symmetric) is read by the receiver straight from the send buffer, opened by CUDA IPC (a self-send: copied "
        "from the buffer itself); 0 = such messages cross the ring in fragments"},
-      {"TETHER_MSG_REMOTE_GET", ConfigType::Size, "512K",
-       "Two-sided messaging, with TETHER_MSG_DIRECT: a rendezvous message of at least this many bytes from host "
-       "memory to a PE on another host is read by the receiver from the send buffer with one transport get (the "
-       "buffer exported through UCX, or in the symmetric heap) instead of crossing the ring in fragments; 0 = never. "
-       "Over TCP the get wins from about 512 KiB (bench/results/cpu-2core-vm/msg_remote_get_ab.txt)",
+      {"TETHER_MSG_REMOTE_RNDV", ConfigType::Size, "1",
+       "Two-sided messaging: a rendezvous message of at least this many bytes between host buffers of PEs on "
+       "different hosts moves by the network transport's own protocol straight into the posted buffer (UCX: one "
+       "active message, eager or rendezvous as UCX picks) instead of in ring fragments; 0 = always the ring",
        0, 1024.0 * 1024 * 1024 * 1024},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "

@@ -29,12 +29,15 @@ namespace {
 
 enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6 };
 // How the receiver of a kRtsDirect reads the send buffer.
-enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2, kViaIpc = 3, kViaExport = 4 };
+enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2, kViaIpc = 3 };
+// An RTS's `how`: kHostPayload, the send buffer is host memory (the sender can move it by the transport's sendData).
+// A CTS's `how`: kByData, the receiver expects the bytes by the transport's sendData (TransportOps::expectData), not
+// as DATA slots.
+constexpr uint64_t kHostPayload = 1, kByData = 1;
 // A send's claim word (in the sender's stream area): kClaimOpen until the receiver claims the read or the sender
-// withdraws the message, whichever comes first (compare-and-swap on the sender's word: on its mapping, or for another
-// host's sender a transport compare-and-swap); the receiver stores kClaimDone once the bytes are in its buffer (the
-// sender's send completes when a progress pass sees it: no ring slot, so it never waits for ring credit, nor for the
-// receiver's next messaging call).
+// withdraws the message, whichever comes first (compare-and-swap on the sender's mapped word); the receiver stores
+// kClaimDone once the bytes are in its buffer (the sender's send completes when a progress pass sees it: no ring slot,
+// so it never waits for ring credit, nor for the receiver's next messaging call).
 constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDone = 3;
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
@@ -84,25 +87,10 @@ struct Messaging::SlotHead {
   uint64_t a;      // RTS, RTS_DIRECT, CTS: the sender's request id; DATA, CANCEL: the receiver's request id
   uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: the send buffer
                    //   (kViaCma, kViaIpc: its address in the sender; kViaGet: its offset in the segment named by
-                   //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload, a kViaExport
-                   //   the transport's export blob (TransportOps::exportMem).
+                   //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
   uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region)
-  uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8
-  uint64_t pid;    // RTS_DIRECT: the sender's process id (kViaCma); the blob's bytes (kViaExport)
-};
-
-// A send buffer exported for another host's reader (kViaExport): released when the send no longer needs it.
-struct ExportedBuf {
-  const TransportOps* ops = nullptr;
-  void* ctx = nullptr;
-  void* handle = nullptr;
-  std::vector<char> blob;
-  ExportedBuf() = default;
-  ExportedBuf(const ExportedBuf&) = delete;
-  ExportedBuf& operator=(const ExportedBuf&) = delete;
-  ~ExportedBuf() {
-    if (handle) ops->unexportMem(ctx, handle);
-  }
+  uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kHostPayload; CTS: kByData
+  uint64_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
 };
 
 // A persistent request's rounds (tether_send_init / tether_recv_init). Its word index, kept for its life, has a start
@@ -151,8 +139,8 @@ struct Messaging::Req {
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
   uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
+  uint32_t landing = kNoWord;    // a receive expecting its bytes by the transport's sendData: the word it sets
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
-  std::unique_ptr<ExportedBuf> exported;  // a direct send to another host (kViaExport): its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
   // A receive waiting for a message: its links in the posted list (Messaging::Posted), in the order posted.
   bool inPosted = false;
@@ -208,7 +196,7 @@ struct Messaging::Unexpected {
   std::shared_ptr<char> heap;
   alignas(16) char tiny[kTinyBytes];
   SlotHead head;     // RTS: the head as it came (a, the sender's request id; RTS_DIRECT: where to read)
-  std::vector<char> ref;  // RTS_DIRECT: its payload (a GpuIpcRef, an export blob), else empty
+  GpuIpcRef ipc;     // RTS_DIRECT by CUDA IPC: the region its payload named
 };
 
 // A slot message waiting for credit. DATA items stand for the remaining fragments of a rendezvous send.
@@ -290,7 +278,7 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       out_(static_cast<size_t>(n_)),
       directOn_(w.config().flag("TETHER_MSG_DIRECT")),
       ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
-      remoteGetMin_(w.config().size("TETHER_MSG_REMOTE_GET")),
+      remoteRndvMin_(w.config().size("TETHER_MSG_REMOTE_RNDV")),
       staging_(slotBytes_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
@@ -475,7 +463,10 @@ void Messaging::queueSend(Req& r) {
   o.h.bytes = r.cap;
   o.h.a = r.id;
   o.req = &r;
-  if (o.h.kind == kRts) offerDirect(r, &o.h);
+  if (o.h.kind == kRts) {
+    o.h.how = r.gpu ? 0 : kHostPayload;
+    offerDirect(r, &o.h);
+  }
   out_[static_cast<size_t>(r.pe)].push_back(o);
 }
 
@@ -485,8 +476,7 @@ void Messaging::queueSend(Req& r) {
 // exportIpc). A claim word decides between the receiver's read and a withdrawal.
 void Messaging::offerDirect(Req& r, SlotHead* h) {
   // (No word free: the ring path.)
-  if (!directOn_ || freeWords_.empty()) return;
-  if (!direct_[static_cast<size_t>(r.pe)]) return offerRemote(r, h);
+  if (!directOn_ || !direct_[static_cast<size_t>(r.pe)] || freeWords_.empty()) return;
   SymRef ref;
   uint64_t how = 0;
   // The HOST heap test is inline and builds no error message (a private buffer, the common case, fails it); the full
@@ -499,52 +489,15 @@ void Messaging::offerDirect(Req& r, SlotHead* h) {
   else if (ipcOn_ && exportIpc(r))
     how = kViaIpc;
   if (!how) return;
-  claimFor(r, h, how, (how & 0xff) == kViaGet ? ref.offset : reinterpret_cast<uint64_t>(r.src));
-  h->pid = static_cast<uint64_t>(getpid());
-}
-
-// RTS_DIRECT's claim word for r (kClaimOpen) and the head's fields; r joins directs_.
-void Messaging::claimFor(Req& r, SlotHead* h, uint64_t how, uint64_t b) {
   r.claim = freeWords_.back();
   freeWords_.pop_back();
   __atomic_store_n(triggers_ + r.claim, kClaimOpen, __ATOMIC_RELEASE);
   h->kind = kRtsDirect;
-  h->b = b;
+  h->b = (how & 0xff) == kViaGet ? ref.offset : reinterpret_cast<uint64_t>(r.src);
   h->c = static_cast<uint64_t>(reinterpret_cast<char*>(triggers_ + r.claim) - region_);
   h->how = how;
+  h->pid = static_cast<uint64_t>(getpid());
   directs_.push_back(&r);
-}
-
-// A rendezvous send from host memory to another host's PE, of at least TETHER_MSG_REMOTE_GET bytes (over TCP, UCX's
-// get is slower than the ring's pipelined fragments below that): the receiver reads the buffer itself (one get of
-// the whole message instead of ring fragments), after claiming it with a transport compare-and-swap: from the symmetric HOST
-// heap by World::get (kViaGet), from other memory through the transport's export ops where the path has them
-// (kViaExport; the export lives until the send completes). GPU buffers, no export ops, an export that fails or whose
-// blob does not fit a slot: the ring.
-void Messaging::offerRemote(Req& r, SlotHead* h) {
-  if (r.gpu || remoteGetMin_ == 0 || r.cap < remoteGetMin_) return;
-  SymRef ref;
-  if (w_.heap().inHostHeap(r.src, r.cap, &ref))  // in the symmetric heap: a get of the receiver's, no export
-    return claimFor(r, h, kViaGet | static_cast<uint64_t>(ref.kind) << 8, ref.offset);
-  void* ctx = nullptr;
-  const TransportOps& ops = opsTo(r.pe, SegKind::Host, &ctx);
-  if (!ops.exportMem || !ops.unexportMem || !ops.getExported) return;
-  std::unique_ptr<ExportedBuf> e(new ExportedBuf());
-  const Status s = ops.exportMem(ctx, r.src, r.cap, &e->blob, &e->handle);
-  e->ops = &ops;
-  e->ctx = ctx;
-  if (!s.isOk() || e->blob.size() > payload_) {
-    const std::string why = s.isOk() ? strprintf("its export blob of %zu bytes exceeds a slot's %zu", e->blob.size(),
-                                                 payload_)
-                                     : s.message();
-    if (exportRefusals_.insert(why).second)
-      TETHER_LOG_INFO(LogSys::Core, "PE %d: rendezvous sends to other hosts go through the ring (%s)", me_,
-                      why.c_str());
-    return;
-  }
-  claimFor(r, h, kViaExport, 0);
-  h->pid = e->blob.size();
-  r.exported = std::move(e);
 }
 
 // A private GPU send buffer offered by CUDA IPC: r.ipc names its region for the receiver, which opens it (a mapping it
@@ -556,7 +509,7 @@ bool Messaging::exportIpc(Req& r) {
   std::unique_ptr<GpuIpcRef> ref(new GpuIpcRef());
   const Status s = paths_->gpu()->exportRegion(r.src, r.cap, ref.get());
   if (!s.isOk()) {
-    if (exportRefusals_.insert(s.message()).second)
+    if (ipcRefusals_.insert(s.message()).second)
       TETHER_LOG_INFO(LogSys::Core, "PE %d: rendezvous sends from such GPU buffers go through the ring (%s)", me_,
                       s.message().c_str());
     return false;
@@ -574,7 +527,6 @@ void Messaging::pollDirect(bool* did) {
       continue;
     }
     it = directs_.erase(it);
-    r.exported.reset();  // the reader is done with the buffer
     complete(r, Status::ok());
     *did = true;
   }
@@ -594,6 +546,11 @@ Status Messaging::takeWord(const char* call, uint32_t* index) {
 
 void Messaging::releaseWords(Req& r) {
   if (r.trig != kNoWord) freeWords_.push_back(r.trig);
+  if (r.landing != kNoWord) {  // (dropped while its bytes may still come: the transport must not write the word)
+    if (std::find(landings_.begin(), landings_.end(), &r) != landings_.end()) awaitLanding(r);
+    freeWords_.push_back(r.landing);
+    r.landing = kNoWord;
+  }
   if (r.claim != kNoWord) {
     freeWords_.push_back(r.claim);
     directs_.remove(&r);
@@ -1141,8 +1098,11 @@ Status Messaging::startRound(const char* call, Req& r, const Status& packed) {
     directs_.remove(&r);
     r.claim = kNoWord;
   }
+  if (r.landing != kNoWord) {  // the last round's bytes landed
+    freeWords_.push_back(r.landing);
+    r.landing = kNoWord;
+  }
   r.ipc.reset();  // offerDirect exports the buffer again for this round (a cached lookup)
-  r.exported.reset();
   if (!packed.isOk()) {  // a typed send that could not pack: the round fails, nothing sent
     complete(r, packed);
     return Status::ok();
@@ -1207,7 +1167,7 @@ Status Messaging::matchOrPost(const char* call, Req& ref) {
     const Unexpected& u = taken.front();
     Status s;
     if (u.rts) {
-      s = matchRts(call, ref, u.src, u.head, u.ref.data());
+      s = matchRts(call, ref, u.src, u.head, u.ipc);
     } else {
       ref.fromPe = u.src;
       ref.fromTag = u.tag;
@@ -1406,14 +1366,14 @@ Status Messaging::recvTypedBlocking(const char* call, void* buf, int64_t count, 
 }
 
 // A receive r matched an RTS: ask for min(message, buffer) bytes (a CTS through this PE's ring to src).
-Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h, const char* ref) {
+Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc) {
   r.fromPe = src;
   r.fromTag = h.tag;
   r.msgBytes = h.bytes;
   r.allowed = std::min<size_t>(h.bytes, r.cap);
   if (h.kind == kRtsDirect) {
     bool viaRing = false;
-    TETHER_TRY(readDirect(call, r, src, h, ref, &viaRing));
+    TETHER_TRY(readDirect(call, r, src, h, ipc, &viaRing));
     if (!viaRing) return Status::ok();
   }
   Out o{};
@@ -1421,55 +1381,117 @@ Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h,
   o.h.bytes = r.allowed;
   o.h.a = h.a;
   o.h.b = r.id;
+  if (h.kind == kRts && (h.how & kHostPayload) && expectByData(call, r, src)) o.h.how = kByData;
   out_[static_cast<size_t>(src)].push_back(o);
   if (r.allowed == 0) complete(r, Status::ok());
   bool did = false;
   return push(call, src, &did);
 }
 
+// A rendezvous message from another host's host buffer into a host buffer here, of at least TETHER_MSG_REMOTE_RNDV
+// bytes: the transport's own protocol moves it straight into r's buffer (UCX: one active message, eager or
+// rendezvous as UCX picks, like its tag messages) instead of DATA slots through the ring. r takes a landing word,
+// which the transport sets when the bytes are in (pollLandings completes r). False: the ring carries it.
+bool Messaging::expectByData(const char* call, Req& r, int src) {
+  if (direct_[static_cast<size_t>(src)] || r.gpu || r.allowed == 0 || remoteRndvMin_ == 0 ||
+      r.allowed < remoteRndvMin_ || freeWords_.empty())
+    return false;
+  void* ctx = nullptr;
+  const TransportOps& ops = opsTo(src, SegKind::Host, &ctx);
+  if (!ops.expectData || !ops.cancelData || !ops.sendData) return false;
+  const uint32_t word = freeWords_.back();
+  __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
+  const Status s = ops.expectData(ctx, src, r.id, r.dst, r.allowed, triggers_ + word);
+  if (!s.isOk()) {
+    TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: the rendezvous message from PE %d comes through the ring (%s)", call,
+                    me_, src, s.message().c_str());
+    return false;
+  }
+  freeWords_.pop_back();
+  r.landing = word;
+  landings_.push_back(&r);
+  return true;
+}
+
+// Receives whose bytes the transport has landed complete (the landing word: bytes + 1, or kDataFailed).
+void Messaging::pollLandings(bool* did) {
+  for (auto it = landings_.begin(); it != landings_.end();) {
+    Req& r = **it;
+    const uint64_t v = __atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE);
+    if (v == 0) {
+      ++it;
+      continue;
+    }
+    it = landings_.erase(it);
+    *did = true;
+    r.moved = v == kDataFailed ? 0 : static_cast<size_t>(v - 1);
+    complete(r, r.moved == r.allowed
+                    ? Status::ok()
+                    : Status(TETHER_ERR_SYSTEM, strprintf("tether_recv: %zu of the %zu bytes from PE %d (tag %d) came "
+                                                          "by the transport (%s)", r.moved, r.allowed, r.fromPe,
+                                                          r.fromTag, v == kDataFailed ? "it failed: its log says why"
+                                                                                      : "a short transfer")));
+  }
+}
+
+// A receive dropped while it expects bytes from the transport (destroy, a failed round): the expectation withdrawn, or
+// (its bytes landing now) waited for, bounded by TETHER_TIMEOUT while progressing the transport.
+void Messaging::awaitLanding(Req& r) {
+  SpinWait spin(w_.timeout());
+  while (!cancelLanding(r)) {
+    w_.paths().progress();
+    if (!spin.next()) {
+      TETHER_LOG_WARN(LogSys::Core, "PE %d: a receive from PE %d was dropped while its %zu bytes were still landing",
+                      me_, r.fromPe, r.allowed);
+      landings_.remove(&r);
+      return;
+    }
+  }
+}
+
+// A receive expecting its bytes by the transport gives that up: true when nothing will be written into its buffer any
+// more (it left landings_), false while the bytes are landing (its landing word follows).
+bool Messaging::cancelLanding(Req& r) {
+  void* ctx = nullptr;
+  const TransportOps& ops = opsTo(r.fromPe, SegKind::Host, &ctx);
+  if (!ops.cancelData(ctx, r.fromPe, r.id) && !__atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE)) return false;
+  landings_.remove(&r);
+  return true;
+}
+
 // The receiver's side of RTS_DIRECT: claim the read (compare-and-swap on the sender's claim word), read the bytes
-// straight into r's buffer, tell the sender (kClaimDone in the same word). A claim lost to a withdrawal fails r; a
-// read that cannot be made here (a GPU buffer from private host memory or from another host, process_vm_readv
-// refused, CUDA IPC refused or no GPU here) leaves *viaRing set: the caller answers with a CTS and the data comes
-// through the ring after all. A refusal is logged once and remembered per source: its later messages of that kind
-// take the ring at once. ref: the RTS_DIRECT's payload (kViaIpc from another PE: the GpuIpcRef; kViaExport: the blob).
-Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& h, const char* ref, bool* viaRing) {
+// straight into r's buffer, tell the sender (kClaimDone in the same word). A claim lost to a withdrawal fails r; a read that cannot be made
+// here (a GPU buffer from private host memory, process_vm_readv refused, CUDA IPC refused or no GPU here) leaves
+// *viaRing set: the caller answers with a CTS and the data comes through the ring after all. A refusal is logged
+// once and remembered per source: its later messages of that kind take the ring at once.
+Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc,
+                             bool* viaRing) {
   *viaRing = false;
   const uint64_t how = h.how & 0xff;
+  const bool viaGet = how == kViaGet;
   const size_t from = static_cast<size_t>(src);
-  const bool sameHost = direct_[from] != nullptr;
-  const bool canRead = (how == kViaGet && (sameHost || !r.gpu)) || (how == kViaCma && !r.gpu && cmaOk_[from]) ||
-                       (how == kViaIpc && paths_->gpu() && (src == me_ || ipcOk_[from])) ||
-                       (how == kViaExport && !r.gpu);
+  const bool canRead = viaGet || (how == kViaCma && !r.gpu && cmaOk_[from]) ||
+                       (how == kViaIpc && paths_->gpu() && (src == me_ || ipcOk_[from]));
   if (!canRead) {
     *viaRing = true;
     return Status::ok();
   }
-  bool won = false;
-  TETHER_TRY(claimWord(call, src, h.c, kClaimOpen, kClaimRead, &won));
-  if (!won) {
+  auto* claim = reinterpret_cast<uint64_t*>(direct_[static_cast<size_t>(src)] + h.c);
+  uint64_t open = kClaimOpen;
+  if (!__atomic_compare_exchange_n(claim, &open, kClaimRead, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d): "
                                                      "its blocking send failed (timed out)", src, r.msgBytes,
                                                      r.fromTag)));
     return Status::ok();
   }
   Status s;
-  if (r.allowed && how == kViaGet) {  // the same object in this PE's copy of the segment, read from src's
+  if (r.allowed && viaGet) {  // the same object in this PE's copy of the segment, read from src's
     const auto kind = static_cast<SegKind>(h.how >> 8);
     const char* base = kind == SegKind::Static ? w_.heap().staticLocal() : w_.heap().base(kind);
     s = move(call, Op::Get, r.dst, base + h.b, r.allowed, src, nullptr, 0);
-  } else if (r.allowed && how == kViaExport) {  // another host's private buffer, through the transport
-    void* ctx = nullptr;
-    const TransportOps& ops = opsTo(src, SegKind::Host, &ctx);
-    s = ops.getExported ? ops.getExported(ctx, src, r.dst, ref, static_cast<size_t>(h.pid), 0, r.allowed)
-                        : Status(TETHER_ERR_INTERNAL, strprintf("PE %d offered a transport read that the path "
-                                                                "from PE %d has no operation for", src, me_));
-    s = s.withContext(call);
   } else if (r.allowed && how == kViaIpc) {  // on the sibling context, into GPU or host memory
     const char* bytes = reinterpret_cast<const char*>(h.b);  // a self-send: the buffer itself
     if (src != me_) {
-      GpuIpcRef ipc;
-      std::memcpy(&ipc, ref, sizeof ipc);
       char* mapped = nullptr;
       const Status o = paths_->gpu()->openRegion(static_cast<uint64_t>(src), ipc, &mapped);
       if (!o.isOk()) {
@@ -1482,7 +1504,7 @@ Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& 
       bytes = mapped + ipc.offset;
     }
     s = paths_->gpu()->copy(r.dst, bytes, r.allowed, false).withContext(call);  // blocking: the mapping is free again
-  } else if (r.allowed && how == kViaCma && !cmaRead(static_cast<pid_t>(h.pid), h.b, r.dst, r.allowed)) {
+  } else if (r.allowed && !cmaRead(static_cast<pid_t>(h.pid), h.b, r.dst, r.allowed)) {
     cmaOk_[from] = 0;
     TETHER_LOG_INFO(LogSys::Core, "PE %d: process_vm_readv from PE %d (pid %llu) refused (%s): its rendezvous "
                     "messages come through the ring", me_, src, static_cast<unsigned long long>(h.pid),
@@ -1490,37 +1512,9 @@ Status Messaging::readDirect(const char* call, Req& r, int src, const SlotHead& 
     *viaRing = true;  // claimed: the sender streams it when the CTS comes
     return Status::ok();
   }
-  const Status told = claimDone(call, src, h.c);  // the sender's send is complete
+  __atomic_store_n(claim, kClaimDone, __ATOMIC_RELEASE);  // the sender's send is complete
   complete(r, s);
-  return told;
-}
-
-// CAS on the claim word at offset c of src's region: *won = it held `from` (now `to`).
-Status Messaging::claimWord(const char* call, int src, uint64_t c, uint64_t from, uint64_t to, bool* won) {
-  if (char* d = direct_[static_cast<size_t>(src)]) {
-    uint64_t expect = from;
-    *won = __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(d + c), &expect, to, false, __ATOMIC_ACQ_REL,
-                                       __ATOMIC_ACQUIRE);
-    return Status::ok();
-  }
-  SymRef ref;
-  TETHER_TRY(wordRef(call, src, region_ + c, &ref));
-  void* ctx = nullptr;
-  const TransportOps& ops = opsTo(src, ref.kind, &ctx);
-  uint64_t old = 0;
-  TETHER_TRY(ops.amo(ctx, src, w_.remote(src, ref), AmoArgs{TETHER_AMO_COMPARE_SWAP, 8, to, from}, &old)
-                 .withContext(call));
-  *won = old == from;
   return Status::ok();
-}
-
-// kClaimDone into the claim word at offset c of src's region (to another host: a posted signal).
-Status Messaging::claimDone(const char* call, int src, uint64_t c) {
-  if (char* d = direct_[static_cast<size_t>(src)]) {
-    __atomic_store_n(reinterpret_cast<uint64_t*>(d + c), kClaimDone, __ATOMIC_RELEASE);
-    return Status::ok();
-  }
-  return postSignal(call, src, region_ + c, kClaimDone, TETHER_SIGNAL_SET);
 }
 
 bool Messaging::cmaRead(pid_t pid, uint64_t from, void* to, size_t n) {
@@ -1569,6 +1563,7 @@ Status Messaging::progress(const char* call, bool* did) {
   if (!watch_.empty()) TETHER_TRY(scanStarts(call, did));
   if (!armed_.empty()) fireTriggers(did);
   if (!directs_.empty()) pollDirect(did);
+  if (!landings_.empty()) pollLandings(did);
   for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
   drainStart_ = (drainStart_ + 1) % n_;
   return pushAll(call, did);
@@ -1594,10 +1589,10 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     ++next;
     *did = true;
     if (next - published_[static_cast<size_t>(src)] >= slots_ / 2) TETHER_TRY(publishAck(call, src));
-    // A direct rendezvous read (an RTS_DIRECT) takes a while: send what waits for credit before the next one, so
-    // the peers get this PE's own RTS while it reads theirs (else, both directions at once, each side's RTS wait for
+    // A direct rendezvous read (an RTS_DIRECT), or a send by the transport (a CTS by data), takes a while: send what
+    // waits for credit before the next one, so the peers get this PE's own RTS while it reads theirs (else, both directions at once, each side's RTS wait for
     // its reads to end, the other side runs dry, and the two directions alternate: bibw at unidirectional rate).
-    if (h.kind == kRtsDirect) TETHER_TRY(pushAll(call, did));
+    if (h.kind == kRtsDirect || (h.kind == kCts && h.how == kByData)) TETHER_TRY(pushAll(call, did));
   }
   return Status::ok();
 }
@@ -1616,7 +1611,6 @@ Status Messaging::publishAck(const char* call, int src) {
   return postSignal(call, src, acked_ + me_, delta, TETHER_SIGNAL_ADD);
 }
 
-// A signal on the region word `at` of PE pe (another host's), posted where the transport can (no wait for it).
 Status Messaging::postSignal(const char* call, int pe, void* at, uint64_t value, tether_signal_op_t op) {
   SymRef ref;
   TETHER_TRY(wordRef(call, pe, at, &ref));
@@ -1640,6 +1634,8 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       Req* r = posted_.first;
       while (r && !(fits(r->pe, src) && fits(r->tag, h.tag))) r = r->nextPosted;
       if (r) posted_.unlink(*r);
+      GpuIpcRef ipc{};  // an RTS_DIRECT by CUDA IPC from another PE names the region in its payload
+      if (h.kind == kRtsDirect && (h.how & 0xff) == kViaIpc && src != me_) std::memcpy(&ipc, payload, sizeof ipc);
       if (!r) {
         if (spare_.empty()) unexpected_.emplace_back();
         else unexpected_.splice(unexpected_.end(), spare_, spare_.begin());
@@ -1651,12 +1647,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
         u.inTiny = !u.rts && u.bytes <= Unexpected::kTinyBytes;  // (heap is null: a new node, or reset when spared)
         if (u.rts) {
           u.head = h;
-          const uint64_t how = h.how & 0xff;  // an RTS_DIRECT's payload names what to read
-          const size_t refBytes = h.kind != kRtsDirect                 ? 0
-                                  : how == kViaExport                  ? std::min<size_t>(h.pid, payload_)
-                                  : how == kViaIpc && src != me_       ? sizeof(GpuIpcRef)
-                                                                       : 0;
-          u.ref.assign(payload, payload + refBytes);
+          u.ipc = ipc;
         } else if (u.inTiny) {
           std::memcpy(u.tiny, payload, u.bytes);
         } else if (pool_->alloc(u.bytes, &u.poolOff)) {
@@ -1667,7 +1658,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
         }
         return Status::ok();
       }
-      if (h.kind != kEager) return matchRts(call, *r, src, h, payload);
+      if (h.kind != kEager) return matchRts(call, *r, src, h, ipc);
       r->fromPe = src;
       r->fromTag = h.tag;
       r->msgBytes = h.bytes;
@@ -1690,6 +1681,15 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
         complete(r, Status::ok());
         return Status::ok();
       }
+      if (h.how == kByData) {  // the receiver expects the bytes by the transport's protocol (expectByData)
+        void* ctx = nullptr;
+        const TransportOps& ops = opsTo(src, SegKind::Host, &ctx);
+        complete(r, ops.sendData ? ops.sendData(ctx, src, h.b, r.src, r.allowed).withContext(call)
+                                 : Status(TETHER_ERR_INTERNAL, strprintf("%s: PE %d expects data by a transport "
+                                                                         "operation the path from PE %d lacks", call,
+                                                                         src, me_)));
+        return Status::ok();
+      }
       Out o{};
       o.h.kind = kData;
       o.h.a = h.b;
@@ -1699,10 +1699,12 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
     }
     case kCancel: {
       Req* rq = reqs_.find(h.a);
+      if (!rq && withdrawnLandings_.erase(h.a)) return Status::ok();  // a receive withdrawn after its CTS by data
       if (!rq || rq->send)
         TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d withdrew data for receive request %llu, which PE %d does not have",
                     call, src, static_cast<unsigned long long>(h.a), me_);
       Req& r = *rq;
+      if (r.landing != kNoWord) cancelLanding(r);  // nothing comes (the sender never sends it)
       complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d) "
                                                        "after %zu bytes: its blocking send failed (timed out)", src,
                                                        r.msgBytes, r.fromTag, r.moved)));
@@ -1773,10 +1775,18 @@ bool Messaging::withdraw(uint64_t id) {
   }
   auto& q = out_[static_cast<size_t>(r.pe)];
   if (!r.send) {
-    if (r.inPosted)
+    if (r.inPosted) {
       forget(r);
-    else
+    } else if (r.landing != kNoWord && landings_.size() && std::find(landings_.begin(), landings_.end(), &r) !=
+                                                             landings_.end()) {
+      if (!cancelLanding(r)) return true;  // the bytes are landing in the buffer now: wait for them
+      // Nothing more reaches the buffer (the transport drops the bytes if they come); the sender may still answer
+      // with a CANCEL, which then finds no request.
+      if (withdrawnLandings_.size() < kWithdrawnMax) withdrawnLandings_.insert(r.id);
+      forget(r);
+    } else {
       r.abandoned = true;
+    }
     return false;
   }
   for (auto o = q.begin(); o != q.end(); ++o) {
@@ -1819,11 +1829,8 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         complete(*r, Status::ok());
         q.pop_front();
         break;
-      case kRtsDirect:  // by CUDA IPC to another PE: the region's GpuIpcRef as the payload; to another host the blob
-        if (r->exported)
-          TETHER_TRY(writeSlot(call, dst, o.h, r->exported->blob.data(), r->exported->blob.size(), false));
-        else
-          TETHER_TRY(writeSlot(call, dst, o.h, r->ipc.get(), r->ipc ? sizeof(GpuIpcRef) : 0, false));
+      case kRtsDirect:  // by CUDA IPC to another PE: the region's GpuIpcRef as the payload
+        TETHER_TRY(writeSlot(call, dst, o.h, r->ipc.get(), r->ipc ? sizeof(GpuIpcRef) : 0, false));
         q.pop_front();
         break;
       case kRts:

@@ -228,7 +228,7 @@ class Messaging {
   Status pushAll(const char* call, bool* did);  // push to every destination with slot messages waiting
   Status writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n, bool payloadGpu);
   Status publishAck(const char* call, int src);
-  // A signal on the region word `at` of PE pe, posted where its transport can (publishAck, claimDone).
+  // A signal on the region word `at` of PE pe, posted where its transport can (publishAck).
   Status postSignal(const char* call, int pe, void* at, uint64_t value, tether_signal_op_t op);
   // The transport serving pe's `kind` segment, *ctx its context for this room (GPU work on the sibling context).
   const TransportOps& opsTo(int pe, SegKind kind, void** ctx) const;
@@ -239,16 +239,15 @@ class Messaging {
   bool withdraw(uint64_t id);  // true: the receiver is reading the buffer (wait for completion)
   Status waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st);  // lock not held
   void forget(Req& r);  // drops r (and its stream words)
-  // h: the RTS / RTS_DIRECT head; ref: an RTS_DIRECT's payload (a GpuIpcRef by CUDA IPC from another PE, a
-  // transport's export blob from another host), else unused.
-  Status matchRts(const char* call, Req& r, int src, const SlotHead& h, const char* ref);
-  Status readDirect(const char* call, Req& r, int src, const SlotHead& h, const char* ref, bool* viaRing);
-  // The claim word at offset c of src's region (mapped: CPU atomics; another host's: transport atomics).
-  Status claimWord(const char* call, int src, uint64_t c, uint64_t from, uint64_t to, bool* won);
-  Status claimDone(const char* call, int src, uint64_t c);
+  // h: the RTS / RTS_DIRECT head; ipc: the region an RTS_DIRECT by CUDA IPC named (its payload), else unused.
+  Status matchRts(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc);
+  Status readDirect(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc, bool* viaRing);
   void offerDirect(Req& r, SlotHead* h);  // queueSend: an RTS becomes RTS_DIRECT where the receiver can read
-  void offerRemote(Req& r, SlotHead* h);  // offerDirect to another host's PE: the transport's exported memory
-  void claimFor(Req& r, SlotHead* h, uint64_t how, uint64_t b);  // r's claim word into h (RTS_DIRECT)
+  // matchRts: r (matched to src's RTS) expects its bytes by the transport's sendData (a CTS by data), if it can.
+  bool expectByData(const char* call, Req& r, int src);
+  void pollLandings(bool* did);  // progress: receives whose bytes the transport landed complete
+  bool cancelLanding(Req& r);    // true: nothing more is written into r's buffer (r left landings_)
+  void awaitLanding(Req& r);     // releaseWords: r is dropped while expecting bytes
   bool exportIpc(Req& r);                 // offerDirect: a private GPU send buffer by CUDA IPC (r.ipc), if it can
   void pollDirect(bool* did);             // progress: direct sends whose receiver is done complete
   static bool cmaRead(pid_t pid, uint64_t from, void* to, size_t n);
@@ -283,10 +282,14 @@ class Messaging {
   const bool directOn_;               // TETHER_MSG_DIRECT
   std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
   const bool ipcOn_;                  // TETHER_MSG_IPC (and TETHER_MSG_DIRECT): private GPU send buffers go direct
-  const size_t remoteGetMin_;         // TETHER_MSG_REMOTE_GET: messages to other hosts read by a get (0: never)
+  const size_t remoteRndvMin_;        // TETHER_MSG_REMOTE_RNDV: from this many bytes, sendData to other hosts (0: never)
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
-  std::set<std::string> exportRefusals_;  // why send buffers could not be exported (each logged once)
+  std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
+  std::list<Req*> landings_;          // receives expecting their bytes by the transport's sendData (expectByData)
+  // Receive ids withdrawn after a CTS by data (withdraw): their sender may still answer with a CANCEL (bounded).
+  std::set<uint64_t> withdrawnLandings_;
+  static constexpr size_t kWithdrawnMax = 4096;
   std::vector<char> staging_;         // head + payload of one slot (another host's: one put, or one flagged put)
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.

@@ -71,17 +71,20 @@ struct TransportOps {
   // is reusable on return, the put completes at quiet; two flagged puts are not ordered with each other. The
   // messaging room's slots to other hosts (core/messaging.cpp); n at most kFlaggedPutMax.
   Status (*putFlagged)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
-  // Optional (all three or none): host memory of this process outside the segments (any address: a user's send
-  // buffer) made readable by other PEs until unexportMem. exportMem fills *blob with what a reader needs (bytes to
-  // ship to it, blobBytes long) and *handle with what unexportMem takes. getExported copies n bytes at offset off of
-  // the memory that PE pe exported as blob into dst (host memory here), blocking; a range outside the export is
-  // TETHER_ERR_INVALID_ARG. The exporter keeps the memory and the export until the reader tells it it is done. The
-  // messaging room's rendezvous reads from other hosts' send buffers (core/messaging.cpp).
-  Status (*exportMem)(void* ctx, const void* ptr, size_t n, std::vector<char>* blob, void** handle);
-  void (*unexportMem)(void* ctx, void* handle);
-  Status (*getExported)(void* ctx, int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n);
+  // Optional (all three or none): a two-sided transfer by the transport's own protocol into memory the receiver names
+  // (any host memory of its process, not a segment): the messaging room's rendezvous data to other hosts
+  // (core/messaging.cpp). The receiver calls expectData first: the bytes PE pe sends with `token` land in dst (at
+  // most n), then *done (a word of the receiver's, 0 until then) is stored with release order: bytes + 1, or
+  // kDataFailed. cancelData withdraws an expectation: true when nothing will be written into dst or *done any more
+  // (data that comes later is dropped), false while the bytes are being written (*done follows). sendData (the
+  // sender, after the receiver said it expects them) moves n bytes from src and returns once src is reusable and the
+  // receiver has taken them.
+  Status (*expectData)(void* ctx, int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
+  bool (*cancelData)(void* ctx, int pe, uint64_t token);
+  Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n);
 };
 constexpr size_t kFlaggedPutMax = size_t{64} << 10;
+constexpr uint64_t kDataFailed = ~uint64_t{0};  // expectData's *done when the transfer failed
 
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.
 const TransportOps& shmTransportOps();

@@ -37,6 +37,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -56,6 +57,7 @@ namespace {
 constexpr unsigned kAmOwnerRequest = 1;
 constexpr unsigned kAmOwnerReply = 2;
 constexpr unsigned kAmFlaggedPut = 3;
+constexpr unsigned kAmData = 4;
 
 // A flagged put's AM header (its data: the bytes, flag word first).
 struct FlaggedPut {
@@ -142,10 +144,19 @@ struct KeyHeader {
   uint64_t serial;  // registration number (changes at every re-registration)
 };
 
-// An exported range's blob (TransportOps::exportMem): [ExportHeader][packed rkey].
-struct ExportHeader {
-  uint64_t base;   // the exporter's address of the range
-  uint64_t bytes;
+// A sendData active message's header (its data: the bytes; eager or rendezvous as UCX chooses).
+struct DataHeader {
+  uint64_t token;
+  int32_t from;
+  uint32_t pad;
+};
+
+// An expected sendData (expectData), by (sender, token).
+struct Expected {
+  void* dst;
+  size_t n;
+  uint64_t* done;
+  bool receiving;  // a rendezvous receive into dst is under way
 };
 
 struct Peer {
@@ -208,11 +219,12 @@ class UcxProvider final : public Provider {
   // TransportOps::putFlagged: one eager active message; the target's handler copies bytes 8.. and then stores the
   // flag word with release order (serveFlaggedPut). Returns at local completion.
   Status putFlagged(int pe, const RemoteAddr& dst, const void* src, size_t n);
-  // TransportOps::exportMem / unexportMem / getExported: the range ucp_mem_map'ped on its own (its blob carries the
-  // base address and the packed rkey); the reader unpacks the rkey for each read and gets (ucp_get_nbx, waited for).
-  Status exportMem(const void* ptr, size_t n, std::vector<char>* blob, void** handle);
-  void unexportMem(void* handle);
-  Status getExported(int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n);
+  // TransportOps::expectData / cancelData / sendData: one active message (kAmData) whose protocol UCX picks (eager
+  // or rendezvous, as for its tag messages); the receiver's handler finds the expectation by (sender, token) and
+  // copies the bytes (eager) or receives them into dst (ucp_am_recv_data_nbx), then stores *done.
+  Status expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
+  bool cancelData(int pe, uint64_t token);
+  Status sendData(int pe, uint64_t token, const void* src, size_t n);
 
  private:
   Status makeWorker(int npes);
@@ -237,7 +249,11 @@ class UcxProvider final : public Provider {
   void serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp);
   static ucs_status_t onFlaggedPut(void* arg, const void* header, size_t headerLen, void* data, size_t len,
                                    const ucp_am_recv_param_t* param);
-  Status wait(ucs_status_ptr_t r, int pe, const char* what);
+  static ucs_status_t onData(void* arg, const void* header, size_t headerLen, void* data, size_t len,
+                             const ucp_am_recv_param_t* param);
+  void dataLanded(int from, uint64_t token, uint64_t value);  // *done = value, the expectation dropped
+  // Waits for r (progressing the worker, bounded by TETHER_TIMEOUT); a completion with status alsoOk counts as done.
+  Status wait(ucs_status_ptr_t r, int pe, const char* what, ucs_status_t alsoOk = UCS_OK);
   Status detach(ucs_status_ptr_t r, int pe, const char* what);
   Status failure(int pe, ucs_status_t s, const char* what) const;
   std::string failedPeers() const;
@@ -265,6 +281,8 @@ class UcxProvider final : public Provider {
     std::vector<char> key;
   };
   Registration registered_[kSegKinds];  // the latest registration per kind
+  std::mutex expectedMu_;
+  std::map<std::pair<int, uint64_t>, Expected> expected_;  // sendData transfers this PE expects, by (sender, token)
   std::mutex pendingMu_;
   std::unordered_map<uint64_t, Pending*> pending_;  // owner-executed operations waiting for a reply, by token
   std::atomic<uint64_t> nextToken_{1};
@@ -295,12 +313,12 @@ Status ucxAmo(void* ctx, int pe, const RemoteAddr& dst, const AmoArgs& a, uint64
 Status ucxPutFlagged(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n) {
   return ucx(ctx).putFlagged(pe, dst, src, n);
 }
-Status ucxExportMem(void* ctx, const void* ptr, size_t n, std::vector<char>* blob, void** handle) {
-  return ucx(ctx).exportMem(ptr, n, blob, handle);
+Status ucxExpectData(void* ctx, int pe, uint64_t token, void* dst, size_t n, uint64_t* done) {
+  return ucx(ctx).expectData(pe, token, dst, n, done);
 }
-void ucxUnexportMem(void* ctx, void* handle) { ucx(ctx).unexportMem(handle); }
-Status ucxGetExported(void* ctx, int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n) {
-  return ucx(ctx).getExported(pe, dst, blob, blobBytes, off, n);
+bool ucxCancelData(void* ctx, int pe, uint64_t token) { return ucx(ctx).cancelData(pe, token); }
+Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n) {
+  return ucx(ctx).sendData(pe, token, src, n);
 }
 Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signalPost(pe, sig, value, op);
@@ -313,7 +331,7 @@ Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 
 const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
-    ucxSignalPost, ucxPutFlagged, ucxExportMem, ucxUnexportMem, ucxGetExported,
+    ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
@@ -370,12 +388,19 @@ Status UcxProvider::makeWorker(int npes) {
 }
 
 Status UcxProvider::setAmHandlers() {
-  for (unsigned id : {kAmOwnerRequest, kAmOwnerReply, kAmFlaggedPut}) {
+  for (unsigned id : {kAmOwnerRequest, kAmOwnerReply, kAmFlaggedPut, kAmData}) {
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = id;
-    hp.cb = id == kAmOwnerRequest ? onOwnerRequest : id == kAmOwnerReply ? onOwnerReply : onFlaggedPut;
+    hp.cb = id == kAmOwnerRequest ? onOwnerRequest
+            : id == kAmOwnerReply ? onOwnerReply
+            : id == kAmFlaggedPut ? onFlaggedPut
+                                  : onData;
     hp.arg = this;
+    if (id == kAmData) {  // one callback per message (eager data of many fragments assembled first)
+      hp.field_mask |= UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+      hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    }
     ucs_status_t s = ucp_worker_set_am_recv_handler(worker_, &hp);
     if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_worker_set_am_recv_handler: %s", ucs_status_string(s));
   }
@@ -593,7 +618,7 @@ std::string UcxProvider::failedPeers() const {
   return out;
 }
 
-Status UcxProvider::wait(ucs_status_ptr_t r, int pe, const char* what) {
+Status UcxProvider::wait(ucs_status_ptr_t r, int pe, const char* what, ucs_status_t alsoOk) {
   if (r == nullptr) return Status::ok();
   if (UCS_PTR_IS_ERR(r)) return failure(pe, UCS_PTR_STATUS(r), what);
   SpinWait spin(opts_.timeoutSeconds);
@@ -613,7 +638,7 @@ Status UcxProvider::wait(ucs_status_ptr_t r, int pe, const char* what) {
     }
   }
   ucp_request_free(r);
-  if (s != UCS_OK) return failure(pe, s, what);
+  if (s != UCS_OK && s != alsoOk) return failure(pe, s, what);
   return Status::ok();
 }
 
@@ -785,62 +810,98 @@ Status UcxProvider::putFlagged(int pe, const RemoteAddr& dst, const void* src, s
   return wait(ucp_am_send_nbx(t.ep, kAmFlaggedPut, &h, sizeof h, src, n, &prm), pe, "flagged put");
 }
 
-Status UcxProvider::exportMem(const void* ptr, size_t n, std::vector<char>* blob, void** handle) {
-  *handle = nullptr;
-  blob->clear();
-  if (!worker_) TETHER_FAIL(TETHER_ERR_UNREACHABLE, "ucx: PE %d has no UCX worker (%s)", me_, unusable_.c_str());
-  ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-  mp.address = const_cast<void*>(ptr);
-  mp.length = std::max<size_t>(n, 1);
-  ucp_mem_h memh = nullptr;
-  ucs_status_t s = ucp_mem_map(context_, &mp, &memh);
-  if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_mem_map of %p + %zu bytes: %s", ptr, n, ucs_status_string(s));
-  void* packed = nullptr;
-  size_t packedLen = 0;
-  s = ucp_rkey_pack(context_, memh, &packed, &packedLen);
-  if (s != UCS_OK) {
-    ucp_mem_unmap(context_, memh);
-    TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_rkey_pack of %p + %zu bytes: %s", ptr, n, ucs_status_string(s));
-  }
-  const ExportHeader h{reinterpret_cast<uint64_t>(ptr), n};
-  blob->resize(sizeof h + packedLen);
-  std::memcpy(blob->data(), &h, sizeof h);
-  std::memcpy(blob->data() + sizeof h, packed, packedLen);
-  ucp_rkey_buffer_release(packed);
-  *handle = memh;
+Status UcxProvider::expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done) {
+  std::lock_guard<std::mutex> lock(expectedMu_);
+  if (!expected_.emplace(std::make_pair(pe, token), Expected{dst, n, done, false}).second)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx: data with token %llu from PE %d is expected twice",
+                static_cast<unsigned long long>(token), pe);
   return Status::ok();
 }
 
-void UcxProvider::unexportMem(void* handle) {
-  if (handle) ucp_mem_unmap(context_, static_cast<ucp_mem_h>(handle));
+bool UcxProvider::cancelData(int pe, uint64_t token) {
+  std::lock_guard<std::mutex> lock(expectedMu_);
+  auto it = expected_.find(std::make_pair(pe, token));
+  if (it == expected_.end()) return true;  // landed already (or never expected)
+  if (it->second.receiving) return false;
+  expected_.erase(it);
+  return true;
 }
 
-Status UcxProvider::getExported(int pe, void* dst, const char* blob, size_t blobBytes, size_t off, size_t n) {
-  ExportHeader h{};
-  if (blobBytes <= sizeof h)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "ucx get from PE %d's exported memory: a blob of %zu bytes (not one of "
-                "exportMem's)", pe, blobBytes);
-  std::memcpy(&h, blob, sizeof h);
-  if (off > h.bytes || n > h.bytes - off)
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "ucx get from PE %d's exported memory: offset %zu + %zu bytes outside its %llu "
-                "bytes", pe, off, n, static_cast<unsigned long long>(h.bytes));
-  if (n == 0) return Status::ok();
+Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n) {
   ucp_request_param_t prm{};
-  TETHER_TRY(localBuffer(dst, "get (exported memory)", pe, &prm));
+  TETHER_TRY(localBuffer(src, "data send", pe, &prm));
   Peer& p = *peers_[static_cast<size_t>(pe)];
   ucp_ep_h ep = nullptr;
-  ucp_rkey_h rkey = nullptr;
   {
     std::lock_guard<std::mutex> lock(p.mu);
-    TETHER_TRY(endpoint(p, pe, "get (exported memory)"));
+    TETHER_TRY(endpoint(p, pe, "data send"));
     ep = p.ep;
-    const ucs_status_t s = ucp_ep_rkey_unpack(ep, blob + sizeof h, &rkey);
-    if (s != UCS_OK) return failure(pe, s, "remote key unpack (exported memory)");
   }
-  const Status st = wait(ucp_get_nbx(ep, dst, n, h.base + off, rkey, &prm), pe, "get (exported memory)");
-  ucp_rkey_destroy(rkey);
-  return st;
+  const DataHeader h{token, me_, 0};
+  // CANCELED: the receiver dropped a rendezvous (its receive was withdrawn, cancelData): the send is over all the same.
+  return wait(ucp_am_send_nbx(ep, kAmData, &h, sizeof h, src, n, &prm), pe, "data send", UCS_ERR_CANCELED);
+}
+
+void UcxProvider::dataLanded(int from, uint64_t token, uint64_t value) {
+  uint64_t* done = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(expectedMu_);
+    auto it = expected_.find(std::make_pair(from, token));
+    if (it == expected_.end()) return;
+    done = it->second.done;
+    expected_.erase(it);
+  }
+  __atomic_store_n(done, value, __ATOMIC_RELEASE);
+}
+
+// Runs in whichever thread progresses the worker. Eager data is copied at once; a rendezvous is received into the
+// expected buffer (UCX fetches the bytes; the callback, or an immediate completion, stores *done). Data nobody
+// expects (its receive withdrawn) is dropped: a rendezvous descriptor released, so the sender's send completes.
+ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen, void* data, size_t len,
+                                 const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxProvider*>(arg);
+  DataHeader h{};
+  if (headerLen != sizeof h) return UCS_OK;
+  std::memcpy(&h, header, sizeof h);
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  Expected e{};
+  {
+    std::lock_guard<std::mutex> lock(self->expectedMu_);
+    auto it = self->expected_.find(std::make_pair(static_cast<int>(h.from), h.token));
+    if (it == self->expected_.end()) {
+      if (rndv) ucp_am_data_release(self->worker_, data);
+      return UCS_OK;
+    }
+    e = it->second;
+    if (rndv) it->second.receiving = true;
+  }
+  const size_t n = std::min(len, e.n);
+  if (!rndv) {
+    std::memcpy(e.dst, data, n);
+    self->dataLanded(h.from, h.token, n + 1);
+    return UCS_OK;
+  }
+  struct Landing {
+    UcxProvider* self;
+    int from;
+    uint64_t token;
+    size_t n;
+  };
+  auto* l = new Landing{self, h.from, h.token, n};
+  ucp_request_param_t prm{};
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.recv_am = [](void* request, ucs_status_t status, size_t, void* user) {
+    auto* done = static_cast<Landing*>(user);
+    done->self->dataLanded(done->from, done->token, status == UCS_OK ? done->n + 1 : kDataFailed);
+    delete done;
+    ucp_request_free(request);
+  };
+  prm.user_data = l;
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, e.dst, n, &prm);
+  if (UCS_PTR_IS_PTR(r)) return UCS_OK;  // the callback finishes it
+  self->dataLanded(h.from, h.token, UCS_PTR_IS_ERR(r) ? kDataFailed : n + 1);
+  delete l;
+  return UCS_OK;
 }
 
 // Runs in whichever thread progresses the worker: the bytes after the flag word, then the flag (release), into this
