@@ -17,7 +17,9 @@
 // Slot kinds:
 //   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes;
 //   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
-//   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes;
+//   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes (as DATA slots, or --
+//                                     `how` kByData: PEs on different hosts, host buffers -- by the transport's
+//                                     sendData straight into the receive buffer, which expects them: expectByData);
 //   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer.
 //   CANCEL{recv id}                   a withdrawn rendezvous send (its blocking call failed): the receive fails.
 // Matching (MPI's): an arriving EAGER/RTS goes to the first posted receive that fits, else to the unexpected list (an
