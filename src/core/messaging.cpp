@@ -1590,8 +1590,9 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     *did = true;
     if (next - published_[static_cast<size_t>(src)] >= slots_ / 2) TETHER_TRY(publishAck(call, src));
     // A direct rendezvous read (an RTS_DIRECT), or a send by the transport (a CTS by data), takes a while: send what
-    // waits for credit before the next one, so the peers get this PE's own RTS while it reads theirs (else, both directions at once, each side's RTS wait for
-    // its reads to end, the other side runs dry, and the two directions alternate: bibw at unidirectional rate).
+    // waits for credit before the next one, so the peers get this PE's own RTS while it reads theirs (else, both
+    // directions at once, each side's RTS wait for its reads to end, the other side runs dry, and the two directions
+    // alternate: bibw at unidirectional rate).
     if (h.kind == kRtsDirect || (h.kind == kCts && h.how == kByData)) TETHER_TRY(pushAll(call, did));
   }
   return Status::ok();

@@ -156,7 +156,7 @@ struct Expected {
   void* dst;
   size_t n;
   uint64_t* done;
-  bool receiving;  // a rendezvous receive into dst is under way
+  bool receiving;  // the handler is writing into dst (a copy, or a rendezvous receive under way)
 };
 
 struct Peer {
@@ -842,16 +842,14 @@ Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n) 
   return wait(ucp_am_send_nbx(ep, kAmData, &h, sizeof h, src, n, &prm), pe, "data send", UCS_ERR_CANCELED);
 }
 
+// *done is stored under the lock: once cancelData finds no expectation, the word is no longer written (its owner may
+// reuse it).
 void UcxProvider::dataLanded(int from, uint64_t token, uint64_t value) {
-  uint64_t* done = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(expectedMu_);
-    auto it = expected_.find(std::make_pair(from, token));
-    if (it == expected_.end()) return;
-    done = it->second.done;
-    expected_.erase(it);
-  }
-  __atomic_store_n(done, value, __ATOMIC_RELEASE);
+  std::lock_guard<std::mutex> lock(expectedMu_);
+  auto it = expected_.find(std::make_pair(from, token));
+  if (it == expected_.end()) return;
+  __atomic_store_n(it->second.done, value, __ATOMIC_RELEASE);
+  expected_.erase(it);
 }
 
 // Runs in whichever thread progresses the worker. Eager data is copied at once; a rendezvous is received into the
@@ -873,7 +871,7 @@ ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen
       return UCS_OK;
     }
     e = it->second;
-    if (rndv) it->second.receiving = true;
+    it->second.receiving = true;  // cancelData now waits for *done: the bytes are being written into dst
   }
   const size_t n = std::min(len, e.n);
   if (!rndv) {
