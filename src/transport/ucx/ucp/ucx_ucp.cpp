@@ -30,6 +30,9 @@
 // (FlushTracker::peerFlushNeeded; blocking puts are complete already), so a barrier round costs one round trip.
 // Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
 // connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
+// Two-sided data (TransportOps::expectData/cancelData/sendData, messaging's rendezvous to other hosts): one active
+// message kAmData per transfer, eager or rendezvous as UCX picks; the receiver's expectations live in expected_ (its
+// own mutex), and the handler copies or ucp_am_recv_data_nbx's into the expected buffer (onData).
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
