@@ -139,7 +139,9 @@ struct Messaging::Req {
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
   uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
-  uint32_t landing = kNoWord;    // a receive expecting its bytes by the transport's sendData: the word it sets
+  // A receive expecting its bytes by the transport's sendData: the word the transport sets (kNoWord unless r is in
+  // landings_; freed when the bytes landed or the expectation was cancelled).
+  uint32_t landing = kNoWord;
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
   // A receive waiting for a message: its links in the posted list (Messaging::Posted), in the order posted.
@@ -546,11 +548,7 @@ Status Messaging::takeWord(const char* call, uint32_t* index) {
 
 void Messaging::releaseWords(Req& r) {
   if (r.trig != kNoWord) freeWords_.push_back(r.trig);
-  if (r.landing != kNoWord) {  // (dropped while its bytes may still come: the transport must not write the word)
-    if (std::find(landings_.begin(), landings_.end(), &r) != landings_.end()) awaitLanding(r);
-    freeWords_.push_back(r.landing);
-    r.landing = kNoWord;
-  }
+  if (r.landing != kNoWord) awaitLanding(r);  // dropped while its bytes may still come
   if (r.claim != kNoWord) {
     freeWords_.push_back(r.claim);
     directs_.remove(&r);
@@ -1098,10 +1096,6 @@ Status Messaging::startRound(const char* call, Req& r, const Status& packed) {
     directs_.remove(&r);
     r.claim = kNoWord;
   }
-  if (r.landing != kNoWord) {  // the last round's bytes landed
-    freeWords_.push_back(r.landing);
-    r.landing = kNoWord;
-  }
   r.ipc.reset();  // offerDirect exports the buffer again for this round (a cached lookup)
   if (!packed.isOk()) {  // a typed send that could not pack: the round fails, nothing sent
     complete(r, packed);
@@ -1423,6 +1417,8 @@ void Messaging::pollLandings(bool* did) {
       continue;
     }
     it = landings_.erase(it);
+    freeWords_.push_back(r.landing);
+    r.landing = kNoWord;
     *did = true;
     r.moved = v == kDataFailed ? 0 : static_cast<size_t>(v - 1);
     complete(r, r.moved == r.allowed
@@ -1435,7 +1431,8 @@ void Messaging::pollLandings(bool* did) {
 }
 
 // A receive dropped while it expects bytes from the transport (destroy, a failed round): the expectation withdrawn, or
-// (its bytes landing now) waited for, bounded by TETHER_TIMEOUT while progressing the transport.
+// (its bytes landing now) waited for, bounded by TETHER_TIMEOUT while progressing the transport (after which its word
+// is never reused: the transport may still store it).
 void Messaging::awaitLanding(Req& r) {
   SpinWait spin(w_.timeout());
   while (!cancelLanding(r)) {
@@ -1444,18 +1441,21 @@ void Messaging::awaitLanding(Req& r) {
       TETHER_LOG_WARN(LogSys::Core, "PE %d: a receive from PE %d was dropped while its %zu bytes were still landing",
                       me_, r.fromPe, r.allowed);
       landings_.remove(&r);
+      r.landing = kNoWord;
       return;
     }
   }
 }
 
 // A receive expecting its bytes by the transport gives that up: true when nothing will be written into its buffer any
-// more (it left landings_), false while the bytes are landing (its landing word follows).
+// more (it left landings_, its word is free again), false while the bytes are landing (its landing word follows).
 bool Messaging::cancelLanding(Req& r) {
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(r.fromPe, SegKind::Host, &ctx);
   if (!ops.cancelData(ctx, r.fromPe, r.id) && !__atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE)) return false;
   landings_.remove(&r);
+  freeWords_.push_back(r.landing);
+  r.landing = kNoWord;
   return true;
 }
 
@@ -1778,8 +1778,7 @@ bool Messaging::withdraw(uint64_t id) {
   if (!r.send) {
     if (r.inPosted) {
       forget(r);
-    } else if (r.landing != kNoWord && landings_.size() && std::find(landings_.begin(), landings_.end(), &r) !=
-                                                             landings_.end()) {
+    } else if (r.landing != kNoWord) {
       if (!cancelLanding(r)) return true;  // the bytes are landing in the buffer now: wait for them
       // Nothing more reaches the buffer (the transport drops the bytes if they come); the sender may still answer
       // with a CANCEL, which then finds no request.

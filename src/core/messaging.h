@@ -248,7 +248,7 @@ class Messaging {
   // matchRts: r (matched to src's RTS) expects its bytes by the transport's sendData (a CTS by data), if it can.
   bool expectByData(const char* call, Req& r, int src);
   void pollLandings(bool* did);  // progress: receives whose bytes the transport landed complete
-  bool cancelLanding(Req& r);    // true: nothing more is written into r's buffer (r left landings_)
+  bool cancelLanding(Req& r);    // true: nothing more is written into r's buffer (r left landings_, its word freed)
   void awaitLanding(Req& r);     // releaseWords: r is dropped while expecting bytes
   bool exportIpc(Req& r);                 // offerDirect: a private GPU send buffer by CUDA IPC (r.ipc), if it can
   void pollDirect(bool* did);             // progress: direct sends whose receiver is done complete
