@@ -284,7 +284,7 @@ class Messaging {
   const bool directOn_;               // TETHER_MSG_DIRECT
   std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
   const bool ipcOn_;                  // TETHER_MSG_IPC (and TETHER_MSG_DIRECT): private GPU send buffers go direct
-  const size_t remoteRndvMin_;        // TETHER_MSG_REMOTE_RNDV: from this many bytes, sendData to other hosts (0: never)
+  const size_t remoteRndvMin_;        // TETHER_MSG_REMOTE_RNDV: from these bytes, sendData to other hosts (0: never)
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
