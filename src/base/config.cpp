@@ -124,6 +124,12 @@ const std::vector<ConfigVar>& configVars() {
        "different hosts moves by the network transport's own protocol straight into the posted buffer (UCX: one "
        "active message, eager or rendezvous as UCX picks) instead of in ring fragments; 0 = always the ring",
        0, 1024.0 * 1024 * 1024 * 1024},
+      {"TETHER_MSG_REMOTE_INFLIGHT", ConfigType::Size, "1M",
+       "Two-sided messaging, with TETHER_MSG_REMOTE_RNDV: bytes of such transfers under way from a PE to one other PE "
+       "at a time (one larger message still goes, alone); the next start as earlier ones complete. Over UCX on TCP "
+       "many rendezvous at once move slower than a few in a row "
+       "(bench/results/cpu-2core-vm/msg_remote_inflight_ab.txt)",
+       1, 1024.0 * 1024 * 1024 * 1024},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
        "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",

@@ -139,8 +139,8 @@ struct Messaging::Req {
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
   uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
-  // A receive expecting its bytes by the transport's sendData: the word the transport sets (kNoWord unless r is in
-  // landings_; freed when the bytes landed or the expectation was cancelled).
+  // A request whose bytes the transport moves (a receive expecting them by sendData, a send by sendData): the word
+  // the transport sets (kNoWord unless r is in landings_; freed when the bytes moved or the expectation was cancelled).
   uint32_t landing = kNoWord;
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
@@ -278,9 +278,12 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       next_(static_cast<size_t>(n_)),
       published_(static_cast<size_t>(n_)),
       out_(static_cast<size_t>(n_)),
+      byData_(static_cast<size_t>(n_)),
+      byDataInFlight_(static_cast<size_t>(n_)),
       directOn_(w.config().flag("TETHER_MSG_DIRECT")),
       ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
       remoteRndvMin_(w.config().size("TETHER_MSG_REMOTE_RNDV")),
+      byDataCap_(w.config().size("TETHER_MSG_REMOTE_INFLIGHT")),
       staging_(slotBytes_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
@@ -1407,7 +1410,44 @@ bool Messaging::expectByData(const char* call, Req& r, int src) {
   return true;
 }
 
-// Receives whose bytes the transport has landed complete (the landing word: bytes + 1, or kDataFailed).
+// A send whose receiver expects the bytes by the transport (a CTS by data, for its request recvId): sendData started,
+// its completion in r's landing word (r joins landings_). False: not now, nothing started (the caller queues it in
+// byData_): every stream word is in use, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst are under way already. A
+// transport that fails to start it fails r.
+bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId) {
+  void* ctx = nullptr;
+  const TransportOps& ops = opsTo(dst, SegKind::Host, &ctx);
+  if (!ops.sendData) {
+    complete(r, Status(TETHER_ERR_INTERNAL, strprintf("%s: PE %d expects data by a transport operation the path "
+                                                      "from PE %d lacks", call, dst, me_)));
+    return true;
+  }
+  size_t& inFlight = byDataInFlight_[static_cast<size_t>(dst)];
+  if (freeWords_.empty() || (inFlight && inFlight + r.allowed > byDataCap_)) return false;
+  const uint32_t word = freeWords_.back();
+  __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
+  const Status s = ops.sendData(ctx, dst, recvId, r.src, r.allowed, triggers_ + word);
+  if (!s.isOk()) {
+    complete(r, s.withContext(call));
+    return true;
+  }
+  freeWords_.pop_back();
+  inFlight += r.allowed;
+  r.landing = word;
+  landings_.push_back(&r);
+  return true;
+}
+
+// r's bytes moved (or its expectation was withdrawn): r leaves landings_, its word is free again.
+void Messaging::landed(Req& r) {
+  landings_.remove(&r);
+  freeWords_.push_back(r.landing);
+  r.landing = kNoWord;
+  if (r.send) byDataInFlight_[static_cast<size_t>(r.pe)] -= r.allowed;
+}
+
+// Requests whose bytes the transport has moved complete: receives (the landing word: bytes + 1, or kDataFailed) and
+// sends (1, or kDataFailed).
 void Messaging::pollLandings(bool* did) {
   for (auto it = landings_.begin(); it != landings_.end();) {
     Req& r = **it;
@@ -1416,10 +1456,16 @@ void Messaging::pollLandings(bool* did) {
       ++it;
       continue;
     }
-    it = landings_.erase(it);
-    freeWords_.push_back(r.landing);
-    r.landing = kNoWord;
+    ++it;
+    landed(r);
     *did = true;
+    if (r.send) {
+      complete(r, v == kDataFailed ? Status(TETHER_ERR_SYSTEM, strprintf("tether_send: the %zu bytes to PE %d (tag %d) "
+                                                                         "by the transport failed: its log says why",
+                                                                         r.allowed, r.pe, r.tag))
+                                   : Status::ok());
+      continue;
+    }
     r.moved = v == kDataFailed ? 0 : static_cast<size_t>(v - 1);
     complete(r, r.moved == r.allowed
                     ? Status::ok()
@@ -1430,16 +1476,16 @@ void Messaging::pollLandings(bool* did) {
   }
 }
 
-// A receive dropped while it expects bytes from the transport (destroy, a failed round): the expectation withdrawn, or
-// (its bytes landing now) waited for, bounded by TETHER_TIMEOUT while progressing the transport (after which its word
-// is never reused: the transport may still store it).
+// A request dropped while the transport moves its bytes (destroy, a failed round): a receive's expectation withdrawn,
+// or (its bytes landing now) waited for, as a send is; bounded by TETHER_TIMEOUT while progressing the transport (after
+// which its word is never reused: the transport may still store it).
 void Messaging::awaitLanding(Req& r) {
   SpinWait spin(w_.timeout());
   while (!cancelLanding(r)) {
     w_.paths().progress();
     if (!spin.next()) {
-      TETHER_LOG_WARN(LogSys::Core, "PE %d: a receive from PE %d was dropped while its %zu bytes were still landing",
-                      me_, r.fromPe, r.allowed);
+      TETHER_LOG_WARN(LogSys::Core, "PE %d: a %s PE %d was dropped while its %zu bytes were still moving", me_,
+                      r.send ? "send to" : "receive from", r.send ? r.pe : r.fromPe, r.allowed);
       landings_.remove(&r);
       r.landing = kNoWord;
       return;
@@ -1447,15 +1493,15 @@ void Messaging::awaitLanding(Req& r) {
   }
 }
 
-// A receive expecting its bytes by the transport gives that up: true when nothing will be written into its buffer any
-// more (it left landings_, its word is free again), false while the bytes are landing (its landing word follows).
+// A request whose bytes the transport moves gives that up: true when its buffer is no longer touched (it left
+// landings_, its word is free again), false while the bytes are moving (its landing word follows). A receive's
+// expectation is withdrawn; a send cannot be: it is over when its word is set.
 bool Messaging::cancelLanding(Req& r) {
   void* ctx = nullptr;
-  const TransportOps& ops = opsTo(r.fromPe, SegKind::Host, &ctx);
-  if (!ops.cancelData(ctx, r.fromPe, r.id) && !__atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE)) return false;
-  landings_.remove(&r);
-  freeWords_.push_back(r.landing);
-  r.landing = kNoWord;
+  const TransportOps& ops = opsTo(r.send ? r.pe : r.fromPe, SegKind::Host, &ctx);
+  const bool over = r.send ? false : ops.cancelData(ctx, r.fromPe, r.id);
+  if (!over && !__atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE)) return false;
+  landed(r);
   return true;
 }
 
@@ -1570,8 +1616,14 @@ Status Messaging::progress(const char* call, bool* did) {
 }
 
 Status Messaging::pushAll(const char* call, bool* did) {
-  for (int d = 0; d < n_; ++d)
+  for (int d = 0; d < n_; ++d) {
+    auto& q = byData_[static_cast<size_t>(d)];
+    while (!q.empty() && startByData(call, d, *q.front().req, q.front().h.a)) {
+      q.pop_front();
+      *did = true;
+    }
     if (!out_[static_cast<size_t>(d)].empty()) TETHER_TRY(push(call, d, did));
+  }
   return Status::ok();
 }
 
@@ -1682,19 +1734,16 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
         complete(r, Status::ok());
         return Status::ok();
       }
-      if (h.how == kByData) {  // the receiver expects the bytes by the transport's protocol (expectByData)
-        void* ctx = nullptr;
-        const TransportOps& ops = opsTo(src, SegKind::Host, &ctx);
-        complete(r, ops.sendData ? ops.sendData(ctx, src, h.b, r.src, r.allowed).withContext(call)
-                                 : Status(TETHER_ERR_INTERNAL, strprintf("%s: PE %d expects data by a transport "
-                                                                         "operation the path from PE %d lacks", call,
-                                                                         src, me_)));
-        return Status::ok();
-      }
       Out o{};
       o.h.kind = kData;
       o.h.a = h.b;
       o.req = &r;
+      if (h.how == kByData) {  // the receiver expects the bytes by the transport's protocol (expectByData)
+        auto& q = byData_[static_cast<size_t>(src)];
+        if (q.empty() && startByData(call, src, r, h.b)) return Status::ok();
+        q.push_back(o);  // started by pushAll in its turn (startByData)
+        return Status::ok();
+      }
       out_[static_cast<size_t>(src)].push_back(o);
       return Status::ok();
     }
@@ -1787,6 +1836,15 @@ bool Messaging::withdraw(uint64_t id) {
     } else {
       r.abandoned = true;
     }
+    return false;
+  }
+  if (r.landing != kNoWord) return true;  // the transport is reading the buffer (startByData): wait for it
+  auto& bq = byData_[static_cast<size_t>(r.pe)];
+  for (auto o = bq.begin(); o != bq.end(); ++o) {  // by data, not started: the receiver is told instead
+    if (o->req != &r) continue;
+    queueCancel(r.pe, o->h.a);
+    bq.erase(o);
+    forget(r);
     return false;
   }
   for (auto o = q.begin(); o != q.end(); ++o) {

@@ -19,7 +19,9 @@
 //   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
 //   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes (as DATA slots, or --
 //                                     `how` kByData: PEs on different hosts, host buffers -- by the transport's
-//                                     sendData straight into the receive buffer, which expects them: expectByData);
+//                                     sendData straight into the receive buffer, which expects them: expectByData;
+//                                     the sender's sendData posted (startByData), a few bytes under way per
+//                                     destination, the rest queued in byData_);
 //   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer.
 //   CANCEL{recv id}                   a withdrawn rendezvous send (its blocking call failed): the receive fails.
 // Matching (MPI's): an arriving EAGER/RTS goes to the first posted receive that fits, else to the unexpected list (an
@@ -247,9 +249,12 @@ class Messaging {
   void offerDirect(Req& r, SlotHead* h);  // queueSend: an RTS becomes RTS_DIRECT where the receiver can read
   // matchRts: r (matched to src's RTS) expects its bytes by the transport's sendData (a CTS by data), if it can.
   bool expectByData(const char* call, Req& r, int src);
-  void pollLandings(bool* did);  // progress: receives whose bytes the transport landed complete
-  bool cancelLanding(Req& r);    // true: nothing more is written into r's buffer (r left landings_, its word freed)
-  void awaitLanding(Req& r);     // releaseWords: r is dropped while expecting bytes
+  // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: no word free.
+  bool startByData(const char* call, int dst, Req& r, uint64_t recvId);
+  void landed(Req& r);           // r leaves landings_ (its word freed; a send's bytes leave byDataInFlight_)
+  void pollLandings(bool* did);  // progress: requests whose bytes the transport moved complete
+  bool cancelLanding(Req& r);    // true: r's buffer is no longer touched (r left landings_, its word freed)
+  void awaitLanding(Req& r);     // releaseWords: r is dropped while the transport moves its bytes
   bool exportIpc(Req& r);                 // offerDirect: a private GPU send buffer by CUDA IPC (r.ipc), if it can
   void pollDirect(bool* did);             // progress: direct sends whose receiver is done complete
   static bool cmaRead(pid_t pid, uint64_t from, void* to, size_t n);
@@ -281,14 +286,17 @@ class Messaging {
   std::vector<uint64_t> next_;       // per source: slots consumed
   std::vector<uint64_t> published_;  // per source: the consumed count last published
   std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
+  std::vector<std::deque<Out>> byData_;  // per destination: sends by data (startByData) waiting for their turn
+  std::vector<size_t> byDataInFlight_;   // per destination: bytes of sends by data under way
   const bool directOn_;               // TETHER_MSG_DIRECT
   std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
   const bool ipcOn_;                  // TETHER_MSG_IPC (and TETHER_MSG_DIRECT): private GPU send buffers go direct
   const size_t remoteRndvMin_;        // TETHER_MSG_REMOTE_RNDV: from these bytes, sendData to other hosts (0: never)
+  const size_t byDataCap_;            // TETHER_MSG_REMOTE_INFLIGHT: bytes by sendData under way per destination
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
-  std::list<Req*> landings_;          // receives expecting their bytes by the transport's sendData (expectByData)
+  std::list<Req*> landings_;          // requests whose bytes the transport's sendData moves (expectByData, startByData)
   // Receive ids withdrawn after a CTS by data (withdraw): their sender may still answer with a CANCEL (bounded).
   std::set<uint64_t> withdrawnLandings_;
   static constexpr size_t kWithdrawnMax = 4096;

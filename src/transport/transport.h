@@ -77,14 +77,16 @@ struct TransportOps {
   // most n), then *done (a word of the receiver's, 0 until then) is stored with release order: bytes + 1, or
   // kDataFailed. cancelData withdraws an expectation: true when nothing will be written into dst or *done any more
   // (data that comes later is dropped), false while the bytes are being written (*done follows). sendData (the
-  // sender, after the receiver said it expects them) moves n bytes from src and returns once src is reusable and the
-  // receiver has taken them.
+  // sender, after the receiver said it expects them) starts moving n bytes from src and returns: *sent (a word of the
+  // sender's, 0 until then) is stored with release order once src is reusable and the receiver has taken the bytes
+  // (or dropped them): 1, or kDataFailed (the log says why). The caller keeps src and *sent until then; an error
+  // returned means nothing started and *sent is never written. Several may be under way at once, to any PEs.
   Status (*expectData)(void* ctx, int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
   bool (*cancelData)(void* ctx, int pe, uint64_t token);
-  Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n);
+  Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n, uint64_t* sent);
 };
 constexpr size_t kFlaggedPutMax = size_t{64} << 10;
-constexpr uint64_t kDataFailed = ~uint64_t{0};  // expectData's *done when the transfer failed
+constexpr uint64_t kDataFailed = ~uint64_t{0};  // expectData's *done, sendData's *sent: the transfer failed
 
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.
 const TransportOps& shmTransportOps();

@@ -31,8 +31,9 @@
 // Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
 // connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
 // Two-sided data (TransportOps::expectData/cancelData/sendData, messaging's rendezvous to other hosts): one active
-// message kAmData per transfer, eager or rendezvous as UCX picks; the receiver's expectations live in expected_ (its
-// own mutex), and the handler copies or ucp_am_recv_data_nbx's into the expected buffer (onData).
+// message kAmData per transfer, eager or rendezvous as UCX picks, posted (its completion callback stores the sender's
+// word); the receiver's expectations live in expected_ (its own mutex), and the handler copies or
+// ucp_am_recv_data_nbx's into the expected buffer (onData).
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
@@ -154,6 +155,15 @@ struct DataHeader {
   uint32_t pad;
 };
 
+// A sendData under way: its header (UCX reads it until the send completes: a queued send goes out later) and the
+// caller's word, stored by the send's callback.
+struct DataSend {
+  DataHeader h;
+  class UcxProvider* self;
+  int pe;
+  uint64_t* sent;
+};
+
 // An expected sendData (expectData), by (sender, token).
 struct Expected {
   void* dst;
@@ -224,10 +234,11 @@ class UcxProvider final : public Provider {
   Status putFlagged(int pe, const RemoteAddr& dst, const void* src, size_t n);
   // TransportOps::expectData / cancelData / sendData: one active message (kAmData) whose protocol UCX picks (eager
   // or rendezvous, as for its tag messages); the receiver's handler finds the expectation by (sender, token) and
-  // copies the bytes (eager) or receives them into dst (ucp_am_recv_data_nbx), then stores *done.
+  // copies the bytes (eager) or receives them into dst (ucp_am_recv_data_nbx), then stores *done. sendData posts the
+  // message and returns; its completion callback stores *sent.
   Status expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
   bool cancelData(int pe, uint64_t token);
-  Status sendData(int pe, uint64_t token, const void* src, size_t n);
+  Status sendData(int pe, uint64_t token, const void* src, size_t n, uint64_t* sent);
 
  private:
   Status makeWorker(int npes);
@@ -320,8 +331,8 @@ Status ucxExpectData(void* ctx, int pe, uint64_t token, void* dst, size_t n, uin
   return ucx(ctx).expectData(pe, token, dst, n, done);
 }
 bool ucxCancelData(void* ctx, int pe, uint64_t token) { return ucx(ctx).cancelData(pe, token); }
-Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n) {
-  return ucx(ctx).sendData(pe, token, src, n);
+Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n, uint64_t* sent) {
+  return ucx(ctx).sendData(pe, token, src, n, sent);
 }
 Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signalPost(pe, sig, value, op);
@@ -830,7 +841,7 @@ bool UcxProvider::cancelData(int pe, uint64_t token) {
   return true;
 }
 
-Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n) {
+Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, uint64_t* sent) {
   ucp_request_param_t prm{};
   TETHER_TRY(localBuffer(src, "data send", pe, &prm));
   Peer& p = *peers_[static_cast<size_t>(pe)];
@@ -840,9 +851,25 @@ Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n) 
     TETHER_TRY(endpoint(p, pe, "data send"));
     ep = p.ep;
   }
-  const DataHeader h{token, me_, 0};
-  // CANCELED: the receiver dropped a rendezvous (its receive was withdrawn, cancelData): the send is over all the same.
-  return wait(ucp_am_send_nbx(ep, kAmData, &h, sizeof h, src, n, &prm), pe, "data send", UCS_ERR_CANCELED);
+  auto* d = new DataSend{DataHeader{token, me_, 0}, this, pe, sent};
+  prm.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.send = [](void* request, ucs_status_t status, void* user) {
+    auto* ds = static_cast<DataSend*>(user);
+    // CANCELED: the receiver dropped a rendezvous (its receive was withdrawn, cancelData): the send is over as well.
+    const bool ok = status == UCS_OK || status == UCS_ERR_CANCELED;
+    if (!ok)
+      TETHER_LOG_ERROR(LogSys::Transport, "%s", ds->self->failure(ds->pe, status, "data send").message().c_str());
+    __atomic_store_n(ds->sent, ok ? uint64_t{1} : kDataFailed, __ATOMIC_RELEASE);
+    delete ds;
+    ucp_request_free(request);
+  };
+  prm.user_data = d;
+  const ucs_status_ptr_t r = ucp_am_send_nbx(ep, kAmData, &d->h, sizeof d->h, src, n, &prm);
+  if (UCS_PTR_IS_PTR(r)) return Status::ok();  // the callback finishes it
+  delete d;
+  if (UCS_PTR_IS_ERR(r)) return failure(pe, UCS_PTR_STATUS(r), "data send");
+  __atomic_store_n(sent, uint64_t{1}, __ATOMIC_RELEASE);
+  return Status::ok();
 }
 
 // *done is stored under the lock: once cancelData finds no expectation, the word is no longer written (its owner may
