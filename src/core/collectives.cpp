@@ -316,6 +316,33 @@ Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, P
 
 // ---- barriers ----------------------------------------------------------------------------------------------------
 
+// A token team's closing: this PE stores its close word (the calls it entered << 1 | failed) and waits for every
+// other member's to reach this call -- one store and one pass over the members instead of log2(n) barrier rounds that
+// depend on each other (each a wake-up of another PE where PEs share cores). A member's close word moves on only at the
+// closing of a later call, which needs every member's token of that call (the agreement), so nobody misses a value.
+Status Collectives::closeByWords(const char* call, Team& t, bool failed, bool* flagged) {
+  const uint64_t want = t.callSeq << 1;
+  __atomic_store_n(closeWord(t, static_cast<size_t>(t.me)), want | uint64_t{failed}, __ATOMIC_RELEASE);
+  bool any = failed;
+  for (size_t m = 0; m < t.pes.size(); ++m) {
+    if (m == static_cast<size_t>(t.me)) continue;
+    const uint64_t* word = closeWord(t, m);
+    uint64_t got = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if (got < want) {
+      SpinWait spin(w_.timeout());
+      while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < want) {
+        if (!spin.next())
+          TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team "
+                      "index %d) waiting for team PE %zu (world PE %d) to finish moving data; did it exit?", call,
+                      w_.timeout(), w_.myPe(), t.me, t.slot, m, t.pes[m]);
+      }
+    }
+    if (got & 1) any = true;
+  }
+  *flagged = any;
+  return Status::ok();
+}
+
 Status Collectives::rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged) {
   *flagged = raise;
   if (t.pes.size() == 1) return Status::ok();
@@ -552,7 +579,10 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
     default:
       break;
   }
-  TETHER_TRY(rounds(call, t, kTagClose, !err.isOk() || flagged, &flagged));
+  if (tokenTeam(t))
+    TETHER_TRY(w_.teams().lose(t, closeByWords(call, t, !err.isOk() || flagged, &flagged)));
+  else
+    TETHER_TRY(rounds(call, t, kTagClose, !err.isOk() || flagged, &flagged));
   if (flagged) return failedTogether(call, t, err);
   if (!temp.empty()) TETHER_TRY(writeLocal(call, dest, temp.data(), B, destDevice));
   return Status::ok();
@@ -701,6 +731,7 @@ bool Collectives::tokenTeam(Team& t) const {
 }
 
 uint64_t* Collectives::doneWord(const Team& t, size_t m) const { return t.rings[m]; }
+uint64_t* Collectives::closeWord(const Team& t, size_t m) const { return t.rings[m] + 1; }
 
 Status Collectives::settle(const char* call, Team& t) {
   if (t.tokens != 1 || t.minDone >= t.callSeq) return Status::ok();  // no token calls, or all known to be done

@@ -116,7 +116,8 @@ constexpr uint64_t kDeviceTeamSyncOffset = 8192;
 // at kCollStageOffset (after the ControlBlock, inside kControlBytes).
 constexpr uint64_t kCollStageOffset = 64 * 1024;
 constexpr size_t kCollStageBytes = 2048;
-// Token rings (protocol above): per team slot a 64-byte line whose first word is this PE's done count, then
+// Token rings (protocol above): per team slot a 64-byte line whose first word is this PE's done count (the second its
+// close word: Collectives::closeByWords), then
 // kEagerDepth slots of kEagerSlotBytes (a 24-byte head, up to kEagerDataBytes of inline data right after it, the full
 // record in the last cache line; kEagerHeadBytes is what is not data), in the HOST segment at kEagerOffset (after the
 // staging buffers, inside kControlBytes).
@@ -213,6 +214,9 @@ class Collectives {
   bool tokenTeam(Team& t) const;  // cached in the Team: every member load/store mapped, 2+ members
   uint64_t* tokenSlot(const Team& t, size_t m, uint64_t c) const;  // member m's slot of call c (mapped)
   uint64_t* doneWord(const Team& t, size_t m) const;
+  uint64_t* closeWord(const Team& t, size_t m) const;  // the word after it: closeByWords
+  // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as rounds'.
+  Status closeByWords(const char* call, Team& t, bool failed, bool* flagged);
   char* stageBuffer(const Team& t, size_t m, uint64_t off) const;  // member m's staging ring at off (mapped)
   // Room for bytes in this PE's staging ring of t for call c (protocol above): *off, once the calls whose copies it
   // overwrites are done on every member (waitDone).
