@@ -22,7 +22,7 @@
 //     usable (every member agreed). Flag down: the data phase, then a closing barrier (its flag carries a data-phase
 //     failure of any member to all of them; state stays intact). The barriers also order memory: a member's sources
 //     are ready before anyone reads them and stay unread after the closing barrier (on token teams: the close words,
-     closeByWords).
+//     closeByWords).
 //  One-shot (small, HOST memory): each member first copies what the others need (its src; for alltoall and
 //     reduce_scatter all of it) into its staging buffer of the team (kCollStageBytes, two used alternately), then
 //     the agreement barrier, then every member reads the others' staging buffers and returns: no closing barrier.

@@ -1488,6 +1488,7 @@ void Messaging::awaitLanding(Req& r) {
                       r.send ? "send to" : "receive from", r.send ? r.pe : r.fromPe, r.allowed);
       landings_.remove(&r);
       r.landing = kNoWord;
+      if (r.send) byDataInFlight_[static_cast<size_t>(r.pe)] -= r.allowed;  // (later sends to r.pe must not wait)
       return;
     }
   }

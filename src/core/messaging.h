@@ -249,7 +249,8 @@ class Messaging {
   void offerDirect(Req& r, SlotHead* h);  // queueSend: an RTS becomes RTS_DIRECT where the receiver can read
   // matchRts: r (matched to src's RTS) expects its bytes by the transport's sendData (a CTS by data), if it can.
   bool expectByData(const char* call, Req& r, int src);
-  // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: no word free.
+  // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: not now (no
+  // word free, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst under way).
   bool startByData(const char* call, int dst, Req& r, uint64_t recvId);
   void landed(Req& r);           // r leaves landings_ (its word freed; a send's bytes leave byDataInFlight_)
   void pollLandings(bool* did);  // progress: requests whose bytes the transport moved complete
