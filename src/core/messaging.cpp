@@ -1438,10 +1438,10 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId) 
   return true;
 }
 
-// r's bytes moved (or its expectation was withdrawn): r leaves landings_, its word is free again.
-void Messaging::landed(Req& r) {
-  landings_.remove(&r);
-  freeWords_.push_back(r.landing);
+// r, just taken out of landings_, is done with the transport: its word is free again (unless the transport may still
+// store it: wordReusable false), and a send's bytes are no longer under way.
+void Messaging::landed(Req& r, bool wordReusable) {
+  if (wordReusable) freeWords_.push_back(r.landing);
   r.landing = kNoWord;
   if (r.send) byDataInFlight_[static_cast<size_t>(r.pe)] -= r.allowed;
 }
@@ -1456,8 +1456,8 @@ void Messaging::pollLandings(bool* did) {
       ++it;
       continue;
     }
-    ++it;
-    landed(r);
+    it = landings_.erase(it);
+    landed(r, true);
     *did = true;
     if (r.send) {
       complete(r, v == kDataFailed ? Status(TETHER_ERR_SYSTEM, strprintf("tether_send: the %zu bytes to PE %d (tag %d) "
@@ -1487,8 +1487,7 @@ void Messaging::awaitLanding(Req& r) {
       TETHER_LOG_WARN(LogSys::Core, "PE %d: a %s PE %d was dropped while its %zu bytes were still moving", me_,
                       r.send ? "send to" : "receive from", r.send ? r.pe : r.fromPe, r.allowed);
       landings_.remove(&r);
-      r.landing = kNoWord;
-      if (r.send) byDataInFlight_[static_cast<size_t>(r.pe)] -= r.allowed;  // (later sends to r.pe must not wait)
+      landed(r, false);
       return;
     }
   }
@@ -1502,7 +1501,8 @@ bool Messaging::cancelLanding(Req& r) {
   const TransportOps& ops = opsTo(r.send ? r.pe : r.fromPe, SegKind::Host, &ctx);
   const bool over = r.send ? false : ops.cancelData(ctx, r.fromPe, r.id);
   if (!over && !__atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE)) return false;
-  landed(r);
+  landings_.remove(&r);
+  landed(r, true);
   return true;
 }
 

@@ -252,7 +252,8 @@ class Messaging {
   // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: not now (no
   // word free, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst under way).
   bool startByData(const char* call, int dst, Req& r, uint64_t recvId);
-  void landed(Req& r);           // r leaves landings_ (its word freed; a send's bytes leave byDataInFlight_)
+  // r, taken out of landings_: its word freed (if reusable), a send's bytes out of byDataInFlight_.
+  void landed(Req& r, bool wordReusable);
   void pollLandings(bool* did);  // progress: requests whose bytes the transport moved complete
   bool cancelLanding(Req& r);    // true: r's buffer is no longer touched (r left landings_, its word freed)
   void awaitLanding(Req& r);     // releaseWords: r is dropped while the transport moves its bytes
