@@ -15,7 +15,8 @@
 // handle is DIRECT (all PEs on this host, uniform views), else one read of the GPU-resident peer table.
 //
 // Scopes. Functions templated on Scope are collective over the calling group: Scope::Thread (the thread alone),
-// Scope::Warp (all 32 lanes of a warp call with the same arguments), Scope::Block (every thread of the block). Bulk
+// Scope::Warp (all 32 lanes of a warp call with the same arguments), Scope::Block (every thread of the block),
+// Scope::Grid (every thread of a kernel started with launch_cooperative: its group barrier is a grid barrier). Bulk
 // copies are spread over the group in 16-byte vectors (8/4/1-byte when the relative alignment of source and target
 // forbids), 8 vectors per thread in flight. On the CPU, a group is the set of threads registered with HostScope
 // (default: the calling thread alone); its members split the bytes the same way.
@@ -97,7 +98,7 @@ namespace device {
 
 using Handle = tether_device_handle_t;
 
-enum class Scope { Thread, Warp, Block };
+enum class Scope { Thread, Warp, Block, Grid };
 enum class SignalOp : int { Set = TETHER_SIGNAL_SET, Add = TETHER_SIGNAL_ADD };
 enum class Cmp : int { EQ = TETHER_CMP_EQ, NE = TETHER_CMP_NE, GT = TETHER_CMP_GT, GE = TETHER_CMP_GE,
                        LT = TETHER_CMP_LT, LE = TETHER_CMP_LE };
@@ -112,7 +113,7 @@ struct HostGroup {
 };
 namespace detail {
 inline HostGroup& hostGroup(Scope s) {
-  static thread_local HostGroup groups[3];  // per CPU thread: the host stand-in for threadIdx/blockDim
+  static thread_local HostGroup groups[4];  // per CPU thread: the host stand-in for threadIdx/blockDim
   return groups[static_cast<int>(s)];
 }
 }  // namespace detail
@@ -166,7 +167,10 @@ TETHER_HD int groupRank() {
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
     return static_cast<int>(lane);
   }
-  return static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  const int inBlock = static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  if (S == Scope::Block) return inBlock;
+  const int block = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  return block * static_cast<int>(blockDim.x * blockDim.y * blockDim.z) + inBlock;
 #else
   return S == Scope::Thread ? 0 : hostGroup(S).rank;
 #endif
@@ -176,7 +180,8 @@ TETHER_HD int groupSize() {
 #if defined(__CUDA_ARCH__)
   if (S == Scope::Thread) return 1;
   if (S == Scope::Warp) return 32;
-  return static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+  const int block = static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+  return S == Scope::Block ? block : block * static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
 #else
   return S == Scope::Thread ? 1 : hostGroup(S).size;
 #endif
@@ -186,6 +191,7 @@ TETHER_HD void groupSync() {
 #if defined(__CUDA_ARCH__)
   if (S == Scope::Warp) __syncwarp();
   if (S == Scope::Block) __syncthreads();
+  if (S == Scope::Grid) cooperative_groups::this_grid().sync();  // needs a cooperative launch
 #else
   if (S != Scope::Thread) {
     HostGroup& g = hostGroup(S);
@@ -1239,11 +1245,38 @@ TETHER_HD void teamReduce(const Handle& h, const Team& t, T* dest, const T* src,
 }
 }  // namespace detail
 
+// How team_allreduce combines. OneShot: every member reads every member's whole src (n - 1 remote reads of the
+// vector per member, no sync between reading and writing out of place). TwoShot: member m combines slice m of the
+// elements into its own dest (reduce-scatter), a team sync, then every member reads the other slices from their
+// owners' dest (allgather): 2 (n - 1) / n remote reads of the vector per member and one more team sync; in place it
+// needs no per-chunk syncs (each slice of src is written only by its owner, after every member has read it).
+// Auto: TwoShot from kTwoShotMinBytes with 3 or more members (2 members read the same amount either way).
+enum class ReduceAlgo : int { Auto = 0, OneShot = 1, TwoShot = 2 };
+constexpr size_t kTwoShotMinBytes = 256 * 1024;
+
 // dest[i] = op over every member's src[i], i < count, on every member. In place: dest == src.
 template <Scope S = Scope::Thread, typename T>
-TETHER_HD void team_allreduce(const Handle& h, const Team& t, T* dest, const T* src, size_t count, RedOp op) {
+TETHER_HD void team_allreduce(const Handle& h, const Team& t, T* dest, const T* src, size_t count, RedOp op,
+                              ReduceAlgo algo = ReduceAlgo::Auto) {
+  if (algo == ReduceAlgo::Auto)
+    algo = t.n_pes >= 3 && count * sizeof(T) >= kTwoShotMinBytes ? ReduceAlgo::TwoShot : ReduceAlgo::OneShot;
   team_sync<S>(h, t);
-  detail::teamReduce<S>(h, t, dest, src, 0, count, op);
+  if (algo == ReduceAlgo::OneShot || t.n_pes == 1) {
+    detail::teamReduce<S>(h, t, dest, src, 0, count, op);
+  } else {
+    // Member m owns elements [lo(m), lo(m + 1)): count / n each, the first count % n members one more.
+    const size_t n = static_cast<size_t>(t.n_pes), q = count / n, r = count % n;
+    auto lo = [&](size_t m) { return m * q + (m < r ? m : r); };
+    const size_t me = static_cast<size_t>(t.my_pe);
+    detail::teamReduce<S>(h, t, dest + lo(me), src, lo(me), lo(me + 1) - lo(me), op, false);
+    team_sync<S>(h, t);  // every slice is combined in its owner's dest
+    T* d = detail::local(h, dest);
+    for (size_t k = 1; k < n; ++k) {  // starting after this member: not everyone reads member 0 first
+      const size_t m = (me + k) % n;
+      const int pe = team_world_pe(t, static_cast<int>(m));
+      detail::getBytes<S>(h, d + lo(m), dest + lo(m), (lo(m + 1) - lo(m)) * sizeof(T), pe, true);
+    }
+  }
   team_sync<S>(h, t);
 }
 

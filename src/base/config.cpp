@@ -72,6 +72,17 @@ const std::vector<ConfigVar>& configVars() {
        "Host collectives on one host: 1 = stage larger contributions and eager broadcasts (up to 32 KiB) so calls "
        "need one wait, as where PEs outnumber cores; 0 = pull and close with a barrier above 2 KiB (4 KiB eager); "
        "auto = 1 when the host runs more PEs than online CPUs. Must be the same on every PE of a host"},
+      {"TETHER_COLL_GPU", ConfigType::Bool, "1",
+       "1: host team collectives on DEVICE objects run on this PE's GPU, as the stream form's kernel on an internal "
+       "stream (after the host agreement), where every member is load/store reachable; 0: the CPU pulls and "
+       "combines. Must be the same on every PE (a difference is reported as a mismatch)"},
+      {"TETHER_COLL_TWO_SHOT", ConfigType::Size, "256K",
+       "GPU allreduce (stream and host forms, 3+ members): reduce-scatter + allgather from this many bytes, "
+       "one-shot below", 0, kMaxHeapBytes},
+      {"TETHER_COLL_BLOCKS", ConfigType::Int, "32",
+       "GPU collectives: the most blocks of 512 threads one collective uses (1: always one block)", 1, 4096},
+      {"TETHER_COLL_BLOCK_BYTES", ConfigType::Size, "64K",
+       "GPU collectives: one block per this many bytes of the result (up to TETHER_COLL_BLOCKS)", 1, kMaxHeapBytes},
       {"TETHER_HOST_SERVICE", ConfigType::String, "auto",
        "Host atomics and signals on GPU words: 1 = executed by a resident one-warp kernel answering a mailbox "
        "(started at first use, gone after TETHER_HOST_SERVICE_IDLE without requests); 0 = one kernel launch each; "

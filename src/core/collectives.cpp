@@ -37,6 +37,7 @@ enum : size_t { kTokSeq, kTokMeta, kTokHash, kTokData };
 constexpr size_t kTokRec = (kEagerSlotBytes - 64) / sizeof(uint64_t);
 constexpr uint64_t kTokEager = 1, kTokInline = 2, kTokValid = 4, kTokStaged = 8;
 constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager broadcast form
+constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data phase runs on the GPU engine
 
 const char* kindName(CollKind k) {
   static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
@@ -66,6 +67,9 @@ struct Collectives::Plan {
   uint64_t tokenCall = 0;           // one-shot from the tokens of call tokenCall - 1 (0: from the staging buffers)
   uint64_t ringCall = 0;            // one-shot from the members' staging rings (the offsets in their tokens of call
                                     // ringCall - 1): contributions over kCollStageBytes, token teams, crowded host
+  bool gpu = false;                 // the GPU engine runs the data phase (gpuPlan): with this handle and view
+  tether_device_handle_t gh{};
+  tether_device_team_t gv{};
 };
 
 // What the members agree on (and, when they do not, what they publish to say why).
@@ -120,7 +124,11 @@ Status Collectives::deviceView(const char* call, TeamRef ref, const tether_devic
                                tether_device_team_t* out) {
   std::shared_ptr<Team> team;
   TETHER_TRY(w_.teams().find(call, "team", ref, &team));
-  const Team& t = *team;
+  return viewOf(call, *team, h, out);
+}
+
+Status Collectives::viewOf(const char* call, const Team& t, const tether_device_handle_t& h,
+                           tether_device_team_t* out) const {
   if (h.my_pe != w_.myPe() || h.n_pes != w_.nPes())
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the handle is not one of this instance on this PE", call);
   const int n = static_cast<int>(t.pes.size());
@@ -199,14 +207,7 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
   Plan p;
   if (!syncOnly) {
     TETHER_TRY(check(call, t, a, &p));
-    c.kind = streamKind(a.kind);
-    c.elem = streamElem(a.type);
-    c.op = a.op;
-    c.root = a.root;
-    c.dest = a.dest;
-    c.src = a.src;
-    c.count = a.count;
-    c.elemBytes = p.es;
+    c = streamCall(p);
   }
   StreamOps* so = nullptr;
   TETHER_TRY(w_.streams().ops(&so).withContext(call));
@@ -225,10 +226,63 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
   tether_device_handle_t h;
   TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));
   tether_device_team_t v;
-  TETHER_TRY(deviceView(call, ref, h, &v));
-  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu: one %s on the stream (the device form)", call,
-                  t.slot, t.pes.size(), c.count, so->gpuAddresses() ? "kernel of one block" : "emulated step");
+  TETHER_TRY(viewOf(call, t, h, &v));
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu: on the stream (the device form), %s%s", call,
+                  t.slot, t.pes.size(), c.count,
+                  !so->gpuAddresses() ? "an emulated step" : c.blocks > 1 ? "a cooperative grid" : "one block",
+                  c.algo == StreamCollCall::TwoShot   ? ", two-shot"
+                  : c.algo == StreamCollCall::OneShot ? ", one-shot"
+                                                      : "");
   return so->coll(stream, h, v, c);
+}
+
+StreamCollCall Collectives::streamCall(const Plan& p) const {
+  StreamCollCall c;
+  const CollArgs& a = p.a;
+  c.kind = streamKind(a.kind);
+  c.elem = streamElem(a.type);
+  c.op = a.op;
+  c.root = a.root;
+  c.dest = a.dest;
+  c.src = a.src;
+  c.count = a.count;
+  c.elemBytes = p.es;
+  if (a.kind == CollKind::Allreduce)
+    c.algo = p.n >= 3 && p.block >= gpu_.twoShot ? StreamCollCall::TwoShot : StreamCollCall::OneShot;
+  const size_t want = std::max<size_t>(1, p.destBytes / gpu_.blockBytes + (p.destBytes % gpu_.blockBytes != 0));
+  c.blocks = static_cast<unsigned>(std::min<size_t>(want, gpu_.maxBlocks));
+  return c;
+}
+
+// ---- the GPU engine (host forms on GPU memory) -------------------------------------------------------------------
+
+Status Collectives::gpuPlan(const char* call, const Team& t, Plan* p) {
+  p->gpu = false;
+  if (!gpu_.host || !w_.gpu() || p->block == 0 || p->a.kind == CollKind::Alltoallv) return Status::ok();
+  // From agreed values only: a broadcast's dest is each member's own affair (the kernel writes any kind of it).
+  if (p->sref.kind != SegKind::Device || (p->a.kind != CollKind::Broadcast && p->dref.kind != SegKind::Device))
+    return Status::ok();
+  if (w_.forceProxy()) return Status::ok();
+  for (int pe : t.pes) {
+    const SegPath& sp = w_.path(pe, SegKind::Device);
+    if (pe != w_.myPe() && (!sp.ops || !(sp.ops->caps & kCapLoadStore) || !sp.base)) return Status::ok();
+  }
+  StreamOps* so = nullptr;
+  void* stream = nullptr;
+  TETHER_TRY(w_.streams().engineStream(&so, &stream).withContext(call));
+  if (!so->gpuAddresses()) return Status::ok();
+  TETHER_TRY(w_.deviceHandle(true, &p->gh).withContext(call));
+  TETHER_TRY(viewOf(call, t, p->gh, &p->gv));
+  p->gpu = true;
+  return Status::ok();
+}
+
+Status Collectives::gpuData(const char* call, const Plan& p) {
+  StreamOps* so = nullptr;
+  void* stream = nullptr;
+  TETHER_TRY(w_.streams().engineStream(&so, &stream).withContext(call));
+  TETHER_TRY(so->coll(stream, p.gh, p.gv, streamCall(p)).withContext(call));
+  return so->synchronize(stream).withContext(call);
 }
 
 // ---- local checks ------------------------------------------------------------------------------------------------
@@ -426,6 +480,12 @@ Status Collectives::mismatch(const char* call, const Team& t, const Record& mine
   if (!theirs.valid())
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
                 "which)", call, m, t.pes[m]);
+  if ((theirs.w[Record::kHead] ^ mine.w[Record::kHead]) == kHeadGpu)
+    TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the same arguments, but team PE %d (world PE %d) runs this call on %s and "
+                "team PE %zu (world PE %d) on %s: TETHER_COLL_GPU, TETHER_FORCE_PROXY or the GPUs' peer access differ "
+                "between them (they must be the same on every member)", call, t.me, w_.myPe(),
+                (mine.w[Record::kHead] & kHeadGpu) ? "its GPU" : "the CPU", m, t.pes[m],
+                (theirs.w[Record::kHead] & kHeadGpu) ? "its GPU" : "the CPU");
   for (size_t f = 0; f < Record::kWords; ++f) {
     if (theirs.w[f] == mine.w[f]) continue;
     auto show = [&](const Record& r) {
@@ -600,6 +660,10 @@ Status Collectives::setUp(const Config& config, int localPes) {
   }
   TETHER_LOG_INFO(LogSys::Core, "collectives: %s host (%d PEs here, TETHER_COLL_CROWDED=%s)",
                   crowded_ ? "crowded" : "uncrowded", localPes, mode.c_str());
+  gpu_.host = config.flag("TETHER_COLL_GPU");
+  gpu_.twoShot = config.size("TETHER_COLL_TWO_SHOT");
+  gpu_.maxBlocks = static_cast<unsigned>(config.integer("TETHER_COLL_BLOCKS"));
+  gpu_.blockBytes = config.size("TETHER_COLL_BLOCK_BYTES");
   return Status::ok();
 }
 
@@ -960,6 +1024,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   if (p.local.isOk() && w_.gpu() &&
       (p.sref.kind == SegKind::Device || p.dref.kind == SegKind::Device || p.scRef.kind == SegKind::Device ||
        p.sdRef.kind == SegKind::Device)) p.local = w_.gpu()->settleDefaultStream().withContext(call);
+  if (p.local.isOk() && !(a.eager && a.kind == CollKind::Broadcast)) p.local = gpuPlan(call, t, &p);
   Record mine;
   if (p.local.isOk()) {
     // Broadcast: every member pulls from the root's src, so only src must be the same object everywhere; each
@@ -969,7 +1034,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
-                          (bcast && a.eager ? kHeadEager : 0);
+                          (bcast && a.eager ? kHeadEager : 0) | (p.gpu ? kHeadGpu : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
     mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;
@@ -1013,6 +1078,11 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     bool flagged = false;
     TETHER_TRY(rounds(call, t, mine.hash(), !p.local.isOk(), &flagged));
     if (flagged) return explain(call, t, mine, p.local);
+  }
+  if (p.gpu) {
+    TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: on the GPU (the stream form's kernel "
+                    "on the engine stream)", call, t.slot, p.n, a.count, dtypeInfo(a.type).name);
+    return gpuData(call, p);
   }
   if (small) {
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the %s", call,

@@ -98,6 +98,8 @@
 
 namespace tether {
 
+struct StreamCollCall;  // core/stream_ops.h
+
 class Config;
 class World;
 struct SymRef;
@@ -167,7 +169,7 @@ class Collectives {
   explicit Collectives(World& w) : w_(w) {}
   // At init: whether this host is crowded (TETHER_COLL_CROWDED: auto = more PEs on the host, localPes, than online
   // CPUs; sysconf, the same for every process of the host, so every member of a token team agrees). An invalid value
-  // is TETHER_ERR_INVALID_ARG.
+  // is TETHER_ERR_INVALID_ARG. The GPU engine's settings (TETHER_COLL_GPU, _TWO_SHOT, _BLOCKS, _BLOCK_BYTES).
   Status setUp(const Config& config, int localPes);
 
   // Collective over the team (every member, same order): runs a (rules above and in tether.h).
@@ -242,6 +244,17 @@ class Collectives {
   // member's code naming it.
   Status failedTogether(const char* call, Team& t, const Status& mine);
   Status dataPhase(const char* call, Team& t, const Plan& p);
+  // ---- the GPU engine: collectives on GPU memory as the device form on a stream
+  // The stream record of p's call (one encoding for the stream forms and the host GPU engine): the allreduce
+  // algorithm and the block count by size (TETHER_COLL_TWO_SHOT, _BLOCKS, _BLOCK_BYTES).
+  StreamCollCall streamCall(const Plan& p) const;
+  // Whether a host form runs on the GPU engine, from agreed values (object kinds, kind of call) and this PE's setup
+  // (TETHER_COLL_GPU, a GPU stream layer, every member load/store reachable); a difference between members shows as
+  // a record mismatch. Fills p's handle and view (failing as p.local does, before the agreement).
+  Status gpuPlan(const char* call, const Team& t, Plan* p);
+  // After the agreement: the device form on the engine stream, waited for. Its closing team sync is the close.
+  Status gpuData(const char* call, const Plan& p);
+  Status viewOf(const char* call, const Team& t, const tether_device_handle_t& h, tether_device_team_t* out) const;
   // One-shot path (protocol above): bytes this PE stages (0: not one-shot), staging before and reading after the
   // agreement barrier.
   size_t stagedBytes(const Plan& p, bool tokens) const;
@@ -262,6 +275,12 @@ class Collectives {
   // PEs outnumber cores on this host (setUp): waiting for the others costs more than copying, so the staged one-shot
   // paths go further (protocol above).
   bool crowded_ = false;
+  struct GpuSettings {
+    bool host = true;                 // TETHER_COLL_GPU
+    size_t twoShot = 256 * 1024;      // TETHER_COLL_TWO_SHOT
+    unsigned maxBlocks = 32;          // TETHER_COLL_BLOCKS
+    size_t blockBytes = 64 * 1024;    // TETHER_COLL_BLOCK_BYTES
+  } gpu_;
 };
 
 }  // namespace tether

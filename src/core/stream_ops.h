@@ -70,7 +70,10 @@ struct StreamMemOp {
 // device view (core/stream/stream_coll_call.h), checked by the caller (core/collectives.cpp): dest/src are symmetric
 // addresses as the program names them, addressable by this layer (CPU: HOST/STATIC), reductions only where every
 // member is load/store reachable, elem one of the C types below. Complete (every member's part of it, and visible)
-// before the stream's next operation starts: it ends with the team's device sync.
+// before the stream's next operation starts: it ends with the team's device sync. blocks > 1 asks for a grid of that
+// many blocks (a cooperative launch, the device form at Scope::Grid; the GPU layer clamps it to what can be resident
+// at once; the CPU emulation runs one thread whatever it says); every member must ask for the same shape of work
+// (same algo), not necessarily the same number of blocks.
 struct StreamCollCall {
   enum Kind : uint8_t { Sync, Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall } kind = Sync;
   enum Elem : uint8_t { I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, F16, BF16 } elem = U8;
@@ -80,8 +83,10 @@ struct StreamCollCall {
   const void* src = nullptr;
   size_t count = 0;      // elements (per member block for allgather, reduce_scatter, alltoall)
   size_t elemBytes = 1;  // bytes per element
+  enum Algo : uint8_t { Auto, OneShot, TwoShot } algo = Auto;  // allreduce: tether::device::ReduceAlgo's values
+  unsigned blocks = 1;   // GPU: blocks of kCollBlockThreads threads (above 1: one cooperative grid)
 };
-constexpr int kCollBlockThreads = 512;  // GPU: the block that runs a stream collective
+constexpr int kCollBlockThreads = 512;  // GPU: threads per block of a stream collective
 
 class StreamOps {
  public:

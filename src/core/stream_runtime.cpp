@@ -6,6 +6,10 @@ namespace tether {
 
 Status StreamRuntime::ops(StreamOps** out) {
   std::lock_guard<std::mutex> lock(mu_);
+  return opsLocked(out);
+}
+
+Status StreamRuntime::opsLocked(StreamOps** out) {
   if (!ops_) {
     if (!gpu_)
       TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "stream operations need a GPU on PE %d (host-only build, no visible GPU, "
@@ -17,14 +21,29 @@ Status StreamRuntime::ops(StreamOps** out) {
   return Status::ok();
 }
 
+Status StreamRuntime::engineStream(StreamOps** ops, void** stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TETHER_TRY(opsLocked(ops));
+  if (!engine_) TETHER_TRY((*ops)->createStream(&engine_));
+  *stream = engine_;
+  return Status::ok();
+}
+
 void StreamRuntime::install(std::unique_ptr<StreamOps> ops) {
   std::lock_guard<std::mutex> lock(mu_);
+  dropEngineLocked();
   ops_ = std::move(ops);
 }
 
 void StreamRuntime::close() {
   std::lock_guard<std::mutex> lock(mu_);
+  dropEngineLocked();
   ops_.reset();
+}
+
+void StreamRuntime::dropEngineLocked() {
+  if (engine_ && ops_) TETHER_WARN_ON_FAIL(ops_->destroyStream(engine_));
+  engine_ = nullptr;
 }
 
 }  // namespace tether

@@ -36,6 +36,9 @@ class StreamRuntime {
   }
   // *out: the stream-op layer, made on first use; TETHER_ERR_UNSUPPORTED when there is no GPU and none installed.
   Status ops(StreamOps** out);
+  // The library's own stream on that layer, made on first use: host calls that run GPU work and wait for it (the
+  // host collectives' GPU engine) enqueue there, one caller at a time (the caller serialises). Destroyed by close().
+  Status engineStream(StreamOps** ops, void** stream);
   // Installs a stream-op layer (owned here; tests: the CPU emulation on a GPU-less PE).
   void install(std::unique_ptr<StreamOps> ops);
   // Epochs of stream barriers, one per barrier in enqueue order (collective: every PE enqueues the same sequence).
@@ -44,10 +47,14 @@ class StreamRuntime {
   void close();
 
  private:
+  Status opsLocked(StreamOps** out);
+  void dropEngineLocked();
+
   GpuContext* gpu_ = nullptr;
   int myPe_ = 0;
   std::mutex mu_;  // creation of ops_
   std::unique_ptr<StreamOps> ops_;
+  void* engine_ = nullptr;  // engineStream's, on ops_
   GpuStreamOpsOptions gpuOpts_;
   std::atomic<uint64_t> barrierEpoch_{0};
 };

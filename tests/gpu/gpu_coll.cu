@@ -1,6 +1,7 @@
-// Team collectives on GPU memory (issue #21): the host forms (tether_team_*) on DEVICE objects, and the device forms
-// (tether::device::team_*) in kernels at block and warp scope, and the stream forms (tether_team_*_on_stream) on a
-// blocking stream, on the world team, the even PEs and the world reversed;
+// Team collectives on GPU memory (issue #21): the host forms (tether_team_*) on DEVICE objects (the GPU engine, or the
+// CPU path under TETHER_COLL_GPU=0), and the device forms (tether::device::team_*) in kernels at block, warp and grid
+// scope (a cooperative launch of 4 blocks), and the stream forms (tether_team_*_on_stream: one block, or a grid from
+// TETHER_COLL_BLOCK_BYTES per block) on a blocking stream, on the world team, the even PEs and the world reversed;
 // int64/double/uint8 reductions with their ops, in place and not; broadcast, allgather, alltoall. Results against a
 // reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
 #include <cinttypes>
@@ -54,7 +55,9 @@ __global__ void kMovers(tether_device_handle_t h, tether_device_team_t t, char* 
 uint64_t caseNo = 0;
 const bool small = std::getenv("GPU_COLL_SMALL") != nullptr;  // small cases only (for the compute-sanitizer run)
 
-// 0: host form, 1: device form at block scope, 2: device form at warp scope, 3: stream form (on st).
+// 0: host form, 1: device form at block scope, 2: device form at warp scope, 3: stream form (on st), 4: device form
+// at grid scope (4 blocks of 256 threads, cooperative).
+constexpr int kForms = 5;
 template <typename T>
 void allreduceCase(tether_team_t team, const tether_device_handle_t& h, const tether_device_team_t& t, RedOp op,
                    size_t count, bool inPlace, int form) {
@@ -75,7 +78,9 @@ void allreduceCase(tether_team_t team, const tether_device_handle_t& h, const te
     CK(cudaStreamSynchronize(st));
   } else {
     if (form == 1) kAllreduce<Scope::Block><<<1, 256>>>(h, t, dst, src, count, op);
-    else kAllreduce<Scope::Warp><<<1, 32>>>(h, t, dst, src, count, op);
+    else if (form == 2) kAllreduce<Scope::Warp><<<1, 32>>>(h, t, dst, src, count, op);
+    else CK(dev::launch_cooperative(kAllreduce<Scope::Grid, T>, dim3(4), dim3(256), 0, nullptr, h, t, dst,
+                                    static_cast<const T*>(src), count, op));
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
   }
@@ -115,7 +120,9 @@ void moversCase(tether_team_t team, const tether_device_handle_t& h, const tethe
     CK(cudaStreamSynchronize(st));
   } else {
     if (form == 1) kMovers<Scope::Block><<<1, 256>>>(h, t, dA, dB, bytes, root, which);
-    else kMovers<Scope::Warp><<<1, 32>>>(h, t, dA, dB, bytes, root, which);
+    else if (form == 2) kMovers<Scope::Warp><<<1, 32>>>(h, t, dA, dB, bytes, root, which);
+    else CK(dev::launch_cooperative(kMovers<Scope::Grid>, dim3(4), dim3(256), 0, nullptr, h, t, dA, dB, bytes, root,
+                                    which));
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
   }
@@ -142,7 +149,7 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
   MP_OK(tether_team_device_view(team, &h, &t));
   caseNo = 0;
   const int n = tether_team_n_pes(team);
-  for (int form = 0; form < 4; ++form) {
+  for (int form = 0; form < kForms; ++form) {
     for (RedOp op : {RedOp::Sum, RedOp::Min, RedOp::Xor})
       for (size_t count : {size_t{1}, size_t{1000}, size_t{60000}})
         for (bool inPlace : {false, true}) {
@@ -156,7 +163,7 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
       for (size_t bytes : {size_t{4}, size_t{1024}, kBytes / 4 / static_cast<size_t>(n) / 4 * 4})
         if (!small || bytes <= 1024) moversCase(team, h, t, bytes, which, form);
   }
-  if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host, device and stream team collectives OK\n", me, label, n);
+  if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host, device (block, warp, grid) and stream team collectives OK\n", me, label, n);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // The device API's team collectives (include/tether/device.cuh: team_sync, team_broadcast, team_allgather,
 // team_alltoall, team_allreduce, team_reduce_scatter; issue #21) compiled for the host: CPU threads run the same code
 // kernels run, over HOST segments, with a CPU device handle and tether_team_device_view. Each PE runs the collectives
-// once per scope: Scope::Thread (one thread) and Scope::Block (kThreads CPU threads as one group, HostScope), on the
-// world team, the even PEs, the world reversed (stride -1) and the rows of a 2-wide grid; in place and not; element
-// types int64, int32, uint8, double with every op they take; results against a reference from the inputs every
+// once per scope: Scope::Thread (one thread), Scope::Block and Scope::Grid (kThreads CPU threads as one group,
+// HostScope; a kernel's grid on a GPU), on the world team, the even PEs, the world reversed (stride -1) and the rows of a 2-wide grid; in place and not; element
+// types int64, int32, uint8, double with every op they take, allreduce one-shot and two-shot (reduce-scatter +
+// allgather, slices of unequal and zero length); results against a reference from the inputs every
 // member generates from the seed (MP_SEED, printed). Then slot reuse: a team destroyed after device syncs and a new
 // team in its slot (the sync words are reset at destroy, else the epochs would disagree and the sync hang).
 // Under TETHER_FORCE_PROXY=1 (every peer through the proxy ring) the data movers and sync run through the ring and
@@ -54,7 +55,7 @@ T refOp(RedOp op, T a, T b) {
   mp::fail(__FILE__, __LINE__, "device team collective", msg);
 }
 
-// Runs body(rank) on `threads` CPU threads forming one Scope::Block group (threads == 1: Scope::Thread, this thread).
+// Runs body(rank) on kThreads CPU threads forming one group of scope S (Scope::Thread: this thread alone).
 template <Scope S, typename F>
 void group(F&& body) {
   if (S == Scope::Thread) return body(0);
@@ -62,7 +63,7 @@ void group(F&& body) {
   std::vector<std::thread> ts;
   for (int r = 0; r < kThreads; ++r)
     ts.emplace_back([&, r] {
-      dev::HostScope<Scope::Block> scope(r, kThreads, &barrier);
+      dev::HostScope<S> scope(r, kThreads, &barrier);
       body(r);
     });
   for (auto& t : ts) t.join();
@@ -81,12 +82,15 @@ void reductions(const dev::Handle& h, const dev::Team& t, const char* sname) {
         const uint64_t c = ++caseNo;
         T* src = reinterpret_cast<T*>(bufA);
         T* dst = inPlace ? src : reinterpret_cast<T*>(bufB);
-        for (size_t i = 0; i < count; ++i) src[i] = input<T>(c, my, i);
-        group<S>([&](int) { dev::team_allreduce<S>(h, t, dst, src, count, op); });
-        for (size_t i = 0; i < count; ++i) {
-          T want = input<T>(c, 0, i);
-          for (int m = 1; m < n; ++m) want = refOp(op, want, input<T>(c, m, i));
-          if (std::memcmp(&dst[i], &want, sizeof(T)) != 0) bad("team_allreduce", c, i, sname);
+        for (dev::ReduceAlgo algo : {dev::ReduceAlgo::OneShot, dev::ReduceAlgo::TwoShot}) {
+          for (size_t i = 0; i < count; ++i) src[i] = input<T>(c, my, i);
+          group<S>([&](int) { dev::team_allreduce<S>(h, t, dst, src, count, op, algo); });
+          for (size_t i = 0; i < count; ++i) {
+            T want = input<T>(c, 0, i);
+            for (int m = 1; m < n; ++m) want = refOp(op, want, input<T>(c, m, i));
+            if (std::memcmp(&dst[i], &want, sizeof(T)) != 0)
+              bad(algo == dev::ReduceAlgo::TwoShot ? "team_allreduce (two-shot)" : "team_allreduce", c, i, sname);
+          }
         }
         // reduce_scatter: count per member, src holds n * count
         const uint64_t c2 = ++caseNo;
@@ -152,7 +156,7 @@ void all(const dev::Handle& h, tether_team_t team, const char* label, const char
   for (int m = 0; m < t.n_pes; ++m) MP_CHECK(dev::team_world_pe(t, m) == tether_team_world_pe(team, m));
   caseNo = 0;  // members of different teams ran different numbers of cases before
   movers<S>(h, t, sname);
-  if (loads) {  // every type at thread scope; the group split (block scope) on two of them
+  if (loads) {  // every type at thread scope; the group split (block and grid scope) on two of them
     reductions<S, int64_t>(h, t, sname);
     reductions<S, double>(h, t, sname);
     if (S == Scope::Thread) {
@@ -220,6 +224,7 @@ int main() {
   MP_EXPECT_STATUS(tether_team_device_view(TETHER_TEAM_INVALID, &h, &t), TETHER_ERR_INVALID_ARG);
   everyTeam<Scope::Thread>(h, "thread");
   everyTeam<Scope::Block>(h, "block");
+  everyTeam<Scope::Grid>(h, "grid");
   slotReuse(h);
   return mp::finish();
 }

@@ -10,6 +10,11 @@
 namespace tether {
 namespace streamdetail {
 
+static_assert(static_cast<int>(StreamCollCall::OneShot) == static_cast<int>(device::ReduceAlgo::OneShot) &&
+                  static_cast<int>(StreamCollCall::TwoShot) == static_cast<int>(device::ReduceAlgo::TwoShot) &&
+                  static_cast<int>(StreamCollCall::Auto) == static_cast<int>(device::ReduceAlgo::Auto),
+              "the record's algorithms are the device API's");
+
 template <device::Scope S, typename T>
 TETHER_HD void runReduction(const tether_device_handle_t& h, const tether_device_team_t& t, const StreamCollCall& c) {
   namespace dv = tether::device;
@@ -19,7 +24,7 @@ TETHER_HD void runReduction(const tether_device_handle_t& h, const tether_device
   switch (c.kind) {
     case StreamCollCall::Reduce: dv::team_reduce<S>(h, t, d, s, c.count, op, c.root); break;
     case StreamCollCall::ReduceScatter: dv::team_reduce_scatter<S>(h, t, d, s, c.count, op); break;
-    default: dv::team_allreduce<S>(h, t, d, s, c.count, op); break;
+    default: dv::team_allreduce<S>(h, t, d, s, c.count, op, static_cast<dv::ReduceAlgo>(c.algo)); break;
   }
 }
 

@@ -172,16 +172,40 @@ __global__ void __launch_bounds__(kCollBlockThreads)
     collCallKernel(tether_device_handle_t h, tether_device_team_t t, StreamCollCall c) {
   streamdetail::runCollCall<device::Scope::Block>(h, t, c);
 }
+__global__ void __launch_bounds__(kCollBlockThreads)
+    collGridKernel(tether_device_handle_t h, tether_device_team_t t, StreamCollCall c) {
+  streamdetail::runCollCall<device::Scope::Grid>(h, t, c);
+}
+
+// Blocks of collGridKernel the current device holds resident at once (0 on error): the most a cooperative launch takes.
+unsigned residentGridBlocks() {
+  int dev = 0, sms = 0, perSm = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, collGridKernel, kCollBlockThreads, 0) != cudaSuccess)
+    return 0;
+  return static_cast<unsigned>(sms) * static_cast<unsigned>(perSm);
+}
 }  // namespace
 
 cudaError_t launchCollCall(cudaStream_t stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
                            const StreamCollCall& call) {
-  collCallKernel<<<1, kCollBlockThreads, 0, stream>>>(handle, team, call);
-  return cudaGetLastError();
+  unsigned blocks = call.blocks;
+  if (blocks > 1) {
+    static const unsigned resident = residentGridBlocks();  // one device per process (the PE's GPU)
+    blocks = blocks < resident ? blocks : resident;
+  }
+  if (blocks <= 1) {
+    collCallKernel<<<1, kCollBlockThreads, 0, stream>>>(handle, team, call);
+    return cudaGetLastError();
+  }
+  return device::launch_cooperative(collGridKernel, dim3(blocks), dim3(kCollBlockThreads), 0, stream, handle, team,
+                                    call);
 }
 
 cudaError_t preloadStreamKernels() {
   const void* const kernels[] = {reinterpret_cast<const void*>(collCallKernel),
+                                 reinterpret_cast<const void*>(collGridKernel),
                                  reinterpret_cast<const void*>(storeKernel),
                                  reinterpret_cast<const void*>(streamAmoKernel),
                                  reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(fenceKernel),
