@@ -16,7 +16,8 @@
 //
 // Scopes. Functions templated on Scope are collective over the calling group: Scope::Thread (the thread alone),
 // Scope::Warp (all 32 lanes of a warp call with the same arguments), Scope::Block (every thread of the block),
-// Scope::Grid (every thread of a kernel started with launch_cooperative: its group barrier is a grid barrier). Bulk
+// Scope::Grid (every thread of the kernel: started with launch_cooperative when it has more than one block, since its
+// group barrier is then a grid barrier). Bulk
 // copies are spread over the group in 16-byte vectors (8/4/1-byte when the relative alignment of source and target
 // forbids), 8 vectors per thread in flight. On the CPU, a group is the set of threads registered with HostScope
 // (default: the calling thread alone); its members split the bytes the same way.
@@ -89,8 +90,11 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #define TETHER_HD __host__ __device__ __forceinline__
+// Large bodies with several call sites per kernel (the team reductions' loop): one copy per instantiation.
+#define TETHER_HD_OUTLINE __host__ __device__ __noinline__
 #else
 #define TETHER_HD inline
+#define TETHER_HD_OUTLINE inline
 #endif
 
 namespace tether {
@@ -191,7 +195,12 @@ TETHER_HD void groupSync() {
 #if defined(__CUDA_ARCH__)
   if (S == Scope::Warp) __syncwarp();
   if (S == Scope::Block) __syncthreads();
-  if (S == Scope::Grid) cooperative_groups::this_grid().sync();  // needs a cooperative launch
+  if (S == Scope::Grid) {  // a grid of one block is a block (no cooperative launch needed); else it needs one
+    if (gridDim.x * gridDim.y * gridDim.z == 1)
+      __syncthreads();
+    else
+      cooperative_groups::this_grid().sync();
+  }
 #else
   if (S != Scope::Thread) {
     HostGroup& g = hostGroup(S);
@@ -1211,8 +1220,8 @@ TETHER_HD T redApply(RedOp op, T a, T b) {
 // chunkSync: in place, synchronise the team between reading and writing each chunk (all members call with the same
 // count and group size); false when no other member reads dest's elements (the rooted reduce).
 template <Scope S, typename T>
-TETHER_HD void teamReduce(const Handle& h, const Team& t, T* dest, const T* src, size_t first, size_t count, RedOp op,
-                          bool chunkSync = true) {
+TETHER_HD_OUTLINE void teamReduce(const Handle& h, const Team& t, T* dest, const T* src, size_t first, size_t count,
+                                  RedOp op, bool chunkSync = true) {
   static_assert(std::is_arithmetic<T>::value || kNarrowFloat<T>,
                 "team reductions take integer, floating-point, Half and BFloat16 element types");
   if (!std::is_integral<T>::value && (op == RedOp::And || op == RedOp::Or || op == RedOp::Xor))

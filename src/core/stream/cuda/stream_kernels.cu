@@ -168,21 +168,19 @@ cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& h
 }
 
 namespace {
+// One kernel for every shape (one instantiation of the collectives: they are most of this file's compile time): a
+// grid of one block is launched plainly (Scope::Grid's barrier is then __syncthreads), a larger one cooperatively.
 __global__ void __launch_bounds__(kCollBlockThreads)
     collCallKernel(tether_device_handle_t h, tether_device_team_t t, StreamCollCall c) {
-  streamdetail::runCollCall<device::Scope::Block>(h, t, c);
-}
-__global__ void __launch_bounds__(kCollBlockThreads)
-    collGridKernel(tether_device_handle_t h, tether_device_team_t t, StreamCollCall c) {
   streamdetail::runCollCall<device::Scope::Grid>(h, t, c);
 }
 
-// Blocks of collGridKernel the current device holds resident at once (0 on error): the most a cooperative launch takes.
+// Blocks of collCallKernel the current device holds resident at once (0 on error): the most a cooperative launch takes.
 unsigned residentGridBlocks() {
   int dev = 0, sms = 0, perSm = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, collGridKernel, kCollBlockThreads, 0) != cudaSuccess)
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, collCallKernel, kCollBlockThreads, 0) != cudaSuccess)
     return 0;
   return static_cast<unsigned>(sms) * static_cast<unsigned>(perSm);
 }
@@ -199,13 +197,12 @@ cudaError_t launchCollCall(cudaStream_t stream, const tether_device_handle_t& ha
     collCallKernel<<<1, kCollBlockThreads, 0, stream>>>(handle, team, call);
     return cudaGetLastError();
   }
-  return device::launch_cooperative(collGridKernel, dim3(blocks), dim3(kCollBlockThreads), 0, stream, handle, team,
+  return device::launch_cooperative(collCallKernel, dim3(blocks), dim3(kCollBlockThreads), 0, stream, handle, team,
                                     call);
 }
 
 cudaError_t preloadStreamKernels() {
   const void* const kernels[] = {reinterpret_cast<const void*>(collCallKernel),
-                                 reinterpret_cast<const void*>(collGridKernel),
                                  reinterpret_cast<const void*>(storeKernel),
                                  reinterpret_cast<const void*>(streamAmoKernel),
                                  reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(fenceKernel),
