@@ -1054,9 +1054,10 @@ TETHER_HD void barrier_all(const Handle& h) {
 // Data movers work on every path the handle reaches (load/store or the proxy ring); reductions read members' src
 // with loads, so every member must be load/store reachable (a proxied member fails). Reductions combine in team
 // order (the same bits on every member); integer sum/prod wrap; for floats min/max keep the earlier member's value
-// when the comparison is false. Cost: a team sync before (sources ready) and after (sources free again); in-place
-// reductions also sync once per chunk of 8 elements per thread of the group, between reading and writing it, so
-// in place every member's group must have the same size (same scope and block size).
+// when the comparison is false. Cost: a team sync before (sources ready) and after (sources free again); one-shot
+// in-place reductions also sync once per chunk of 8 elements per thread of the group, between reading and writing
+// it, so in place every member's group must have the same size (same scope and block/grid size); the two-shot
+// allreduce syncs once more, between its halves. At Scope::Grid a group is the whole kernel (cooperative launch).
 
 // 16-bit floating-point elements of the team reductions (TETHER_HALF, TETHER_BFLOAT16): the bits, with conversions
 // to and from float (round to nearest even, overflow to infinity, NaN stays NaN), host and device alike. Reductions

@@ -384,7 +384,10 @@ tether_status_t tether_team_barrier(tether_team_t team);
  * collective that fails part-way loses the team's collective state (later ones fail at once). Memory ordering: like
  * tether_team_sync at entry (stores made before the call by any member are seen by the collective). GPU objects:
  * each member first waits for its legacy default stream (a cudaMemcpy into src from pageable memory has landed before
- * any peer reads it); work on other streams must be synchronised by the caller. */
+ * any peer reads it); work on other streams must be synchronised by the caller. DEVICE objects (src, and dest except
+ * a broadcast's) are moved and combined on the GPU after the agreement (the stream form's kernel on a stream of
+ * tether's, waited for; TETHER_COLL_GPU=0: by the CPU), where every member is load/store reachable; alltoallv always
+ * by the CPU. docs/collectives.md "GPU engine". */
 typedef enum tether_red_op {
   TETHER_RED_SUM = 0, TETHER_RED_PROD, TETHER_RED_MIN, TETHER_RED_MAX, TETHER_RED_AND, TETHER_RED_OR, TETHER_RED_XOR,
   TETHER_RED_COUNT,
@@ -424,8 +427,9 @@ tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size
                                       tether_dtype_t type);
 
 /* Stream-ordered forms (stream: a cudaStream_t, NULL = the legacy default stream): enqueued, return at once; on the
- * stream each runs as one kernel (the device form, tether::device::team_*, in one block) after the stream's earlier
- * work, and is complete on every member before the stream's later work starts. Graph-capturable. Arguments are
+ * stream each runs as one kernel (the device form, tether::device::team_*, at grid scope: one block of 512 threads,
+ * or a cooperative grid of one block per TETHER_COLL_BLOCK_BYTES of result up to TETHER_COLL_BLOCKS; an allreduce of
+ * 3+ members two-shot from TETHER_COLL_TWO_SHOT bytes) after the stream's earlier work, and is complete on every member before the stream's later work starts. Graph-capturable. Arguments are
  * checked on this PE at the call (the same local errors as the host forms); they are NOT compared across members (the
  * call returns before the others call), so different arguments on different members are undefined, as in NCCL.
  * Teams: members at a fixed world-PE stride (tether_team_device_view). Every tether_dtype_t; reductions need every
