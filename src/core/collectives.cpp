@@ -37,7 +37,9 @@ enum : size_t { kTokSeq, kTokMeta, kTokHash, kTokData };
 constexpr size_t kTokRec = (kEagerSlotBytes - 64) / sizeof(uint64_t);
 constexpr uint64_t kTokEager = 1, kTokInline = 2, kTokValid = 4, kTokStaged = 8;
 constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager broadcast form
-constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data phase runs on the GPU engine
+constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data phase runs on the GPU engine,
+constexpr int kHeadAlgoShift = 28;                   // with this allreduce algorithm (StreamCollCall::Algo, 2 bits)
+constexpr uint64_t kHeadEngine = kHeadGpu | uint64_t{3} << kHeadAlgoShift;
 
 const char* kindName(CollKind k) {
   static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
@@ -480,12 +482,20 @@ Status Collectives::mismatch(const char* call, const Team& t, const Record& mine
   if (!theirs.valid())
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
                 "which)", call, m, t.pes[m]);
-  if ((theirs.w[Record::kHead] ^ mine.w[Record::kHead]) == kHeadGpu)
+  const uint64_t engineDiff = (theirs.w[Record::kHead] ^ mine.w[Record::kHead]) & kHeadEngine;
+  if (engineDiff && engineDiff == (theirs.w[Record::kHead] ^ mine.w[Record::kHead])) {
+    auto engine = [](uint64_t head) {
+      const uint64_t algo = (head >> kHeadAlgoShift) & 3;
+      return !(head & kHeadGpu) ? "the CPU"
+             : algo == StreamCollCall::TwoShot ? "its GPU, two-shot"
+             : algo == StreamCollCall::OneShot ? "its GPU, one-shot"
+                                               : "its GPU";
+    };
     TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the same arguments, but team PE %d (world PE %d) runs this call on %s and "
-                "team PE %zu (world PE %d) on %s: TETHER_COLL_GPU, TETHER_FORCE_PROXY or the GPUs' peer access differ "
-                "between them (they must be the same on every member)", call, t.me, w_.myPe(),
-                (mine.w[Record::kHead] & kHeadGpu) ? "its GPU" : "the CPU", m, t.pes[m],
-                (theirs.w[Record::kHead] & kHeadGpu) ? "its GPU" : "the CPU");
+                "team PE %zu (world PE %d) on %s: TETHER_COLL_GPU, TETHER_COLL_TWO_SHOT, TETHER_FORCE_PROXY or the "
+                "GPUs' peer access differ between them (they must be the same on every member)", call, t.me,
+                w_.myPe(), engine(mine.w[Record::kHead]), m, t.pes[m], engine(theirs.w[Record::kHead]));
+  }
   for (size_t f = 0; f < Record::kWords; ++f) {
     if (theirs.w[f] == mine.w[f]) continue;
     auto show = [&](const Record& r) {
@@ -1034,7 +1044,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
-                          (bcast && a.eager ? kHeadEager : 0) | (p.gpu ? kHeadGpu : 0);
+                          (bcast && a.eager ? kHeadEager : 0) |
+                          (p.gpu ? kHeadGpu | uint64_t{streamCall(p).algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
     mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;
