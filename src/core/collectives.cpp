@@ -376,8 +376,10 @@ Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, P
 // other member's to reach this call -- one store and one pass over the members instead of log2(n) barrier rounds that
 // depend on each other (each a wake-up of another PE where PEs share cores). A member's close word moves on only at the
 // closing of a later call, which needs every member's token of that call (the agreement), so nobody misses a value.
-Status Collectives::closeByWords(const char* call, Team& t, bool failed, bool* flagged) {
-  const uint64_t want = t.callSeq << 1;
+Status Collectives::closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged) {
+  // (call << 2) | (phase << 1) | failed, phase 0 the middle, 1 the close: one member's values only grow, and a member
+  // past the middle of call c shows a value at least its middle's (a failed middle makes its close fail too).
+  const uint64_t want = t.callSeq << 2 | uint64_t{!middle} << 1;
   __atomic_store_n(closeWord(t, static_cast<size_t>(t.me)), want | uint64_t{failed}, __ATOMIC_RELEASE);
   bool any = failed;
   for (size_t m = 0; m < t.pes.size(); ++m) {
@@ -389,8 +391,9 @@ Status Collectives::closeByWords(const char* call, Team& t, bool failed, bool* f
       while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < want) {
         if (!spin.next())
           TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team "
-                      "index %d) waiting for team PE %zu (world PE %d) to finish moving data; did it exit?", call,
-                      w_.timeout(), w_.myPe(), t.me, t.slot, m, t.pes[m]);
+                      "index %d) waiting for team PE %zu (world PE %d) to %s; did it exit?", call,
+                      w_.timeout(), w_.myPe(), t.me, t.slot, m, t.pes[m],
+                      middle ? "finish the reduce-scatter half of a two-shot allreduce" : "finish moving data");
       }
     }
     if (got & 1) any = true;
@@ -638,7 +641,10 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
         const size_t q = p.a.count / n, r = p.a.count % n;
         auto lo = [&](size_t k) { return k * q + std::min(k, r); };
         err = reduceSlice(call, t, p, lo(me), lo(me + 1) - lo(me), at(dest, lo(me) * p.es), destDevice);
-        TETHER_TRY(rounds(call, t, kTagMiddle, !err.isOk(), &flagged));
+        if (tokenTeam(t))
+          TETHER_TRY(w_.teams().lose(t, closeByWords(call, t, true, !err.isOk(), &flagged)));
+        else
+          TETHER_TRY(rounds(call, t, kTagMiddle, !err.isOk(), &flagged));
         if (err.isOk() && flagged) break;
         visit([&](size_t k) {
           if (k == me) return Status::ok();
@@ -650,7 +656,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
       break;
   }
   if (tokenTeam(t))
-    TETHER_TRY(w_.teams().lose(t, closeByWords(call, t, !err.isOk() || flagged, &flagged)));
+    TETHER_TRY(w_.teams().lose(t, closeByWords(call, t, false, !err.isOk() || flagged, &flagged)));
   else
     TETHER_TRY(rounds(call, t, kTagClose, !err.isOk() || flagged, &flagged));
   if (flagged) return failedTogether(call, t, err);

@@ -22,7 +22,7 @@
 //     usable (every member agreed). Flag down: the data phase, then a closing barrier (its flag carries a data-phase
 //     failure of any member to all of them; state stays intact). The barriers also order memory: a member's sources
 //     are ready before anyone reads them and stay unread after the closing barrier (on token teams: the close words,
-//     closeByWords).
+//     closeByWords, which also stand in for the barrier between the two halves of a two-shot allreduce).
 //  One-shot (small, HOST memory): each member first copies what the others need (its src; for alltoall and
 //     reduce_scatter all of it) into its staging buffer of the team (kCollStageBytes, two used alternately), then
 //     the agreement barrier, then every member reads the others' staging buffers and returns: no closing barrier.
@@ -219,7 +219,8 @@ class Collectives {
   uint64_t* doneWord(const Team& t, size_t m) const;
   uint64_t* closeWord(const Team& t, size_t m) const;  // the word after it: closeByWords
   // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as rounds'.
-  Status closeByWords(const char* call, Team& t, bool failed, bool* flagged);
+  // middle: the barrier between a two-shot allreduce's halves instead (a lower value of the same word).
+  Status closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged);
   char* stageBuffer(const Team& t, size_t m, uint64_t off) const;  // member m's staging ring at off (mapped)
   // Room for bytes in this PE's staging ring of t for call c (protocol above): *off, once the calls whose copies it
   // overwrites are done on every member (waitDone).
