@@ -4,6 +4,8 @@
 // TETHER_COLL_BLOCK_BYTES per block) on a blocking stream, on the world team, the even PEs and the world reversed;
 // int64/double/uint8 reductions with their ops, in place and not; broadcast, allgather, alltoall. Results against a
 // reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
+// GPU_COLL_MISMATCH=1: rank 1 starts with TETHER_COLL_GPU=0, so a host allreduce on DEVICE objects runs on the GPU on
+// every member but that one: every member must fail with TETHER_ERR_MISMATCH (and the team stay usable).
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>
@@ -168,12 +170,27 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
 
 }  // namespace
 
+// GPU_COLL_MISMATCH: the members disagree about the GPU engine; the call fails alike everywhere, then a sync works.
+int mismatchCase() {
+  int64_t* x = static_cast<int64_t*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, 1 << 16));
+  MP_EXPECT_STATUS(tether_team_allreduce(tether_team_world(w), x, x, 1000, TETHER_INT64, TETHER_RED_SUM),
+                   TETHER_ERR_MISMATCH);
+  MP_OK(tether_team_sync(tether_team_world(w)));
+  if (me == 0) std::printf("PE 0: GPU engine disagreement -> TETHER_ERR_MISMATCH on every member: OK\n");
+  MP_OK(tether_free(w, x));
+  return mp::finish();
+}
+
 int main() {
+  const char* rank = std::getenv("TETHER_RANK");
+  const bool mismatch = std::getenv("GPU_COLL_MISMATCH") != nullptr;
+  if (mismatch && rank && std::strcmp(rank, "1") == 0) setenv("TETHER_COLL_GPU", "0", 1);
   int ndev = 0;
   if (!gpu_test::initWithGpu(&ndev)) return 77;
   w = mp::world();
   me = tether_my_pe(w);
   npes = tether_n_pes(w);
+  if (mismatch) return mismatchCase();
   seed = coll_ref::seedFromEnv("gpu_coll", me);
   dA = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
   dB = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
