@@ -175,6 +175,7 @@ int mismatchCase() {
   int64_t* x = static_cast<int64_t*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, 1 << 16));
   MP_EXPECT_STATUS(tether_team_allreduce(tether_team_world(w), x, x, 1000, TETHER_INT64, TETHER_RED_SUM),
                    TETHER_ERR_MISMATCH);
+  std::printf("PE %d: %s\n", me, tether_last_error());
   MP_OK(tether_team_sync(tether_team_world(w)));
   if (me == 0) std::printf("PE 0: GPU engine disagreement -> TETHER_ERR_MISMATCH on every member: OK\n");
   MP_OK(tether_free(w, x));
