@@ -73,9 +73,9 @@ const std::vector<ConfigVar>& configVars() {
        "need one wait, as where PEs outnumber cores; 0 = pull and close with a barrier above 2 KiB (4 KiB eager); "
        "auto = 1 when the host runs more PEs than online CPUs. Must be the same on every PE of a host"},
       {"TETHER_COLL_GPU", ConfigType::Bool, "1",
-       "1: host team collectives on DEVICE objects run on this PE's GPU, as the stream form's kernel on an internal "
-       "stream (after the host agreement), where every member is load/store reachable; 0: the CPU pulls and "
-       "combines. Must be the same on every PE (a difference is reported as a mismatch)"},
+       "1: host team collectives on DEVICE objects (not broadcast, alltoallv) run on this PE's GPU, as the stream "
+       "form's kernel on an internal stream (after the host agreement), where every member is load/store reachable; "
+       "0: the CPU pulls and combines. Must be the same on every PE (a difference is reported as a mismatch)"},
       {"TETHER_COLL_TWO_SHOT", ConfigType::Size, "256K",
        "GPU allreduce (stream and host forms, 3+ members): reduce-scatter + allgather from this many bytes, "
        "one-shot below", 0, kMaxHeapBytes},
