@@ -260,11 +260,9 @@ StreamCollCall Collectives::streamCall(const Plan& p) const {
 
 Status Collectives::gpuPlan(const char* call, const Team& t, Plan* p) {
   p->gpu = false;
-  // Not a broadcast: its dest is each member's own affair (not agreed, any kind), and each member's one copy from the
-  // root by the CPU path is a copy-engine transfer already. Not alltoallv (no device form).
-  if (!gpu_.host || !w_.gpu() || p->block == 0 || p->a.kind == CollKind::Alltoallv ||
-      p->a.kind == CollKind::Broadcast)
-    return Status::ok();
+  // Never called for a broadcast (run()): its dest is each member's own affair (not agreed, any kind), and each
+  // member's one copy from the root by the CPU path is a copy-engine transfer already. Not alltoallv (no device form).
+  if (!gpu_.host || !w_.gpu() || p->block == 0 || p->a.kind == CollKind::Alltoallv) return Status::ok();
   if (p->sref.kind != SegKind::Device || p->dref.kind != SegKind::Device) return Status::ok();  // agreed values
   if (w_.forceProxy()) return Status::ok();
   for (int pe : t.pes) {
@@ -1042,7 +1040,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   if (p.local.isOk() && w_.gpu() &&
       (p.sref.kind == SegKind::Device || p.dref.kind == SegKind::Device || p.scRef.kind == SegKind::Device ||
        p.sdRef.kind == SegKind::Device)) p.local = w_.gpu()->settleDefaultStream().withContext(call);
-  if (p.local.isOk()) p.local = gpuPlan(call, t, &p);
+  // Not a broadcast (see gpuPlan; and the eager broadcast's path stays as short as it was).
+  if (p.local.isOk() && a.kind != CollKind::Broadcast) p.local = gpuPlan(call, t, &p);
   Record mine;
   if (p.local.isOk()) {
     // Broadcast: every member pulls from the root's src, so only src must be the same object everywhere; each
