@@ -271,7 +271,7 @@ Status Collectives::gpuPlan(const char* call, const Team& t, Plan* p) {
   }
   StreamOps* so = nullptr;
   void* stream = nullptr;
-  TETHER_TRY(w_.streams().engineStream(&so, &stream).withContext(call));
+  TETHER_TRY(w_.streams().engineStream(t.slot, &so, &stream).withContext(call));
   if (!so->gpuAddresses()) return Status::ok();
   TETHER_TRY(w_.deviceHandle(true, &p->gh).withContext(call));
   TETHER_TRY(viewOf(call, t, p->gh, &p->gv));
@@ -282,7 +282,7 @@ Status Collectives::gpuPlan(const char* call, const Team& t, Plan* p) {
 Status Collectives::gpuData(const char* call, const Plan& p) {
   StreamOps* so = nullptr;
   void* stream = nullptr;
-  TETHER_TRY(w_.streams().engineStream(&so, &stream).withContext(call));
+  TETHER_TRY(w_.streams().engineStream(p.gv.index, &so, &stream).withContext(call));
   TETHER_TRY(so->coll(stream, p.gh, p.gv, streamCall(p)).withContext(call));
   return so->synchronize(stream).withContext(call);
 }

@@ -21,11 +21,14 @@ Status StreamRuntime::opsLocked(StreamOps** out) {
   return Status::ok();
 }
 
-Status StreamRuntime::engineStream(StreamOps** ops, void** stream) {
+Status StreamRuntime::engineStream(int lane, StreamOps** ops, void** stream) {
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(opsLocked(ops));
-  if (!engine_) TETHER_TRY((*ops)->createStream(&engine_));
-  *stream = engine_;
+  if (lane < 0) TETHER_FAIL(TETHER_ERR_INTERNAL, "engineStream: lane %d", lane);
+  const size_t k = static_cast<size_t>(lane);
+  if (engines_.size() <= k) engines_.resize(k + 1, nullptr);
+  if (!engines_[k]) TETHER_TRY((*ops)->createStream(&engines_[k]));
+  *stream = engines_[k];
   return Status::ok();
 }
 
@@ -42,8 +45,9 @@ void StreamRuntime::close() {
 }
 
 void StreamRuntime::dropEngineLocked() {
-  if (engine_ && ops_) TETHER_WARN_ON_FAIL(ops_->destroyStream(engine_));
-  engine_ = nullptr;
+  for (void* s : engines_)
+    if (s && ops_) TETHER_WARN_ON_FAIL(ops_->destroyStream(s));
+  engines_.clear();
 }
 
 }  // namespace tether

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/status.h"
 #include "core/stream_ops.h"
@@ -36,9 +37,11 @@ class StreamRuntime {
   }
   // *out: the stream-op layer, made on first use; TETHER_ERR_UNSUPPORTED when there is no GPU and none installed.
   Status ops(StreamOps** out);
-  // The library's own stream on that layer, made on first use: host calls that run GPU work and wait for it (the
-  // host collectives' GPU engine) enqueue there, one caller at a time (the caller serialises). Destroyed by close().
-  Status engineStream(StreamOps** ops, void** stream);
+  // The library's own streams on that layer, one per lane (>= 0), made on first use: host calls that run GPU work
+  // and wait for it enqueue there (the host collectives' GPU engine: lane = team index), one caller per lane at a
+  // time (the caller serialises). Separate lanes keep one lane's waiting kernel (a team sync for members that are
+  // still in another team's call, on other threads) from holding another lane's work back. Destroyed by close().
+  Status engineStream(int lane, StreamOps** ops, void** stream);
   // Installs a stream-op layer (owned here; tests: the CPU emulation on a GPU-less PE).
   void install(std::unique_ptr<StreamOps> ops);
   // Epochs of stream barriers, one per barrier in enqueue order (collective: every PE enqueues the same sequence).
@@ -54,7 +57,7 @@ class StreamRuntime {
   int myPe_ = 0;
   std::mutex mu_;  // creation of ops_
   std::unique_ptr<StreamOps> ops_;
-  void* engine_ = nullptr;  // engineStream's, on ops_
+  std::vector<void*> engines_;  // engineStream's, by lane, on ops_ (nullptr: not made yet)
   GpuStreamOpsOptions gpuOpts_;
   std::atomic<uint64_t> barrierEpoch_{0};
 };
