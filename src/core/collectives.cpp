@@ -69,9 +69,12 @@ struct Collectives::Plan {
   uint64_t tokenCall = 0;           // one-shot from the tokens of call tokenCall - 1 (0: from the staging buffers)
   uint64_t ringCall = 0;            // one-shot from the members' staging rings (the offsets in their tokens of call
                                     // ringCall - 1): contributions over kCollStageBytes, token teams, crowded host
-  bool gpu = false;                 // the GPU engine runs the data phase (gpuPlan): with this handle and view
+  bool gpu = false;                 // the GPU engine runs the data phase (gpuPlan): this record with this handle and
+  StreamCollCall gcall;             // view on this stream
   tether_device_handle_t gh{};
   tether_device_team_t gv{};
+  StreamOps* gops = nullptr;
+  void* gstream = nullptr;
 };
 
 // What the members agree on (and, when they do not, what they publish to say why).
@@ -218,13 +221,9 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only", call);
   // Reductions load every member's elements: each member must be load/store reachable from the stream.
   if (!syncOnly && isReduction(a.kind) && p.block != 0)
-    for (int pe : t.pes) {
-      if (pe == w_.myPe()) continue;
-      const SegPath& sp = w_.path(pe, p.sref.kind);
-      if (w_.forceProxy() || !sp.ops || !(sp.ops->caps & kCapLoadStore) || !sp.base)
-        TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: reductions on a stream need every member reachable by loads and "
-                    "stores; world PE %d is not (the host form takes it)", call, pe);
-    }
+    if (const int pe = unreachableMember(t, p.sref.kind); pe >= 0)
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: reductions on a stream need every member reachable by loads and "
+                  "stores; world PE %d is not (the host form takes it)", call, pe);
   tether_device_handle_t h;
   TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));
   tether_device_team_t v;
@@ -264,27 +263,28 @@ Status Collectives::gpuPlan(const char* call, const Team& t, Plan* p) {
   // member's one copy from the root by the CPU path is a copy-engine transfer already. Not alltoallv (no device form).
   if (!gpu_.host || !w_.gpu() || p->block == 0 || p->a.kind == CollKind::Alltoallv) return Status::ok();
   if (p->sref.kind != SegKind::Device || p->dref.kind != SegKind::Device) return Status::ok();  // agreed values
-  if (w_.forceProxy()) return Status::ok();
-  for (int pe : t.pes) {
-    const SegPath& sp = w_.path(pe, SegKind::Device);
-    if (pe != w_.myPe() && (!sp.ops || !(sp.ops->caps & kCapLoadStore) || !sp.base)) return Status::ok();
-  }
-  StreamOps* so = nullptr;
-  void* stream = nullptr;
-  TETHER_TRY(w_.streams().engineStream(t.slot, &so, &stream).withContext(call));
-  if (!so->gpuAddresses()) return Status::ok();
+  if (unreachableMember(t, SegKind::Device) >= 0) return Status::ok();
+  TETHER_TRY(w_.streams().engineStream(t.slot, &p->gops, &p->gstream).withContext(call));
+  if (!p->gops->gpuAddresses()) return Status::ok();
   TETHER_TRY(w_.deviceHandle(true, &p->gh).withContext(call));
   TETHER_TRY(viewOf(call, t, p->gh, &p->gv));
+  p->gcall = streamCall(*p);
   p->gpu = true;
   return Status::ok();
 }
 
 Status Collectives::gpuData(const char* call, const Plan& p) {
-  StreamOps* so = nullptr;
-  void* stream = nullptr;
-  TETHER_TRY(w_.streams().engineStream(p.gv.index, &so, &stream).withContext(call));
-  TETHER_TRY(so->coll(stream, p.gh, p.gv, streamCall(p)).withContext(call));
-  return so->synchronize(stream).withContext(call);
+  TETHER_TRY(p.gops->coll(p.gstream, p.gh, p.gv, p.gcall).withContext(call));
+  return p.gops->synchronize(p.gstream).withContext(call);
+}
+
+int Collectives::unreachableMember(const Team& t, SegKind kind) const {
+  for (int pe : t.pes) {
+    if (pe == w_.myPe()) continue;
+    const SegPath& sp = w_.path(pe, kind);
+    if (w_.forceProxy() || !sp.ops || !(sp.ops->caps & kCapLoadStore) || !sp.base) return pe;
+  }
+  return -1;
 }
 
 // ---- local checks ------------------------------------------------------------------------------------------------
@@ -372,10 +372,15 @@ Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, P
 
 // ---- barriers ----------------------------------------------------------------------------------------------------
 
-// A token team's closing: this PE stores its close word (the calls it entered << 1 | failed) and waits for every
-// other member's to reach this call -- one store and one pass over the members instead of log2(n) barrier rounds that
+// A token team's closing (or a two-shot allreduce's middle): this PE stores its close word (encoding below) and waits
+// for every other member's to reach this call's phase -- one store and one pass over the members instead of log2(n) barrier rounds that
 // depend on each other (each a wake-up of another PE where PEs share cores). A member's close word moves on only at the
 // closing of a later call, which needs every member's token of that call (the agreement), so nobody misses a value.
+Status Collectives::phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged) {
+  if (tokenTeam(t)) return w_.teams().lose(t, closeByWords(call, t, middle, raise, flagged));
+  return rounds(call, t, middle ? kTagMiddle : kTagClose, raise, flagged);
+}
+
 Status Collectives::closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged) {
   // (call << 2) | (phase << 1) | failed, phase 0 the middle, 1 the close: one member's values only grow, and a member
   // past the middle of call c shows a value at least its middle's (a failed middle makes its close fail too).
@@ -641,10 +646,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
         const size_t q = p.a.count / n, r = p.a.count % n;
         auto lo = [&](size_t k) { return k * q + std::min(k, r); };
         err = reduceSlice(call, t, p, lo(me), lo(me + 1) - lo(me), at(dest, lo(me) * p.es), destDevice);
-        if (tokenTeam(t))
-          TETHER_TRY(w_.teams().lose(t, closeByWords(call, t, true, !err.isOk(), &flagged)));
-        else
-          TETHER_TRY(rounds(call, t, kTagMiddle, !err.isOk(), &flagged));
+        TETHER_TRY(phaseBarrier(call, t, true, !err.isOk(), &flagged));
         if (err.isOk() && flagged) break;
         visit([&](size_t k) {
           if (k == me) return Status::ok();
@@ -655,10 +657,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
     default:
       break;
   }
-  if (tokenTeam(t))
-    TETHER_TRY(w_.teams().lose(t, closeByWords(call, t, false, !err.isOk() || flagged, &flagged)));
-  else
-    TETHER_TRY(rounds(call, t, kTagClose, !err.isOk() || flagged, &flagged));
+  TETHER_TRY(phaseBarrier(call, t, false, !err.isOk() || flagged, &flagged));
   if (flagged) return failedTogether(call, t, err);
   if (!temp.empty()) TETHER_TRY(writeLocal(call, dest, temp.data(), B, destDevice));
   return Status::ok();
@@ -1052,7 +1051,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
                           (bcast && a.eager ? kHeadEager : 0) |
-                          (p.gpu ? kHeadGpu | uint64_t{streamCall(p).algo} << kHeadAlgoShift : 0);
+                          (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
     mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;

@@ -103,6 +103,7 @@ struct StreamCollCall;  // core/stream_ops.h
 class Config;
 class World;
 struct SymRef;
+enum class SegKind;  // topology/topology.h
 
 constexpr size_t kCollRounds = 16;  // rounds per barrier: teams of up to 2^16 members
 constexpr size_t kCollValueWords = 8;
@@ -221,6 +222,9 @@ class Collectives {
   // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as rounds'.
   // middle: the barrier between a two-shot allreduce's halves instead (a lower value of the same word).
   Status closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged);
+  // The data phase's closing barrier (middle: the one between a two-shot allreduce's halves), raising the flag when
+  // raise: close words on a token team, else the dissemination rounds. *flagged as rounds'.
+  Status phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged);
   char* stageBuffer(const Team& t, size_t m, uint64_t off) const;  // member m's staging ring at off (mapped)
   // Room for bytes in this PE's staging ring of t for call c (protocol above): *off, once the calls whose copies it
   // overwrites are done on every member (waitDone).
@@ -256,6 +260,9 @@ class Collectives {
   // After the agreement: the device form on the engine stream, waited for. Its closing team sync is the close.
   Status gpuData(const char* call, const Plan& p);
   Status viewOf(const char* call, const Team& t, const tether_device_handle_t& h, tether_device_team_t* out) const;
+  // The first member (world PE) this PE cannot reach by loads and stores in kind's segment (TETHER_FORCE_PROXY: any
+  // other), or -1.
+  int unreachableMember(const Team& t, SegKind kind) const;
   // One-shot path (protocol above): bytes this PE stages (0: not one-shot), staging before and reading after the
   // agreement barrier.
   size_t stagedBytes(const Plan& p, bool tokens) const;
