@@ -6,10 +6,16 @@
 // reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
 // GPU_COLL_MISMATCH=1: rank 1 starts with TETHER_COLL_GPU=0, so a host allreduce on DEVICE objects runs on the GPU on
 // every member but that one: every member must fail with TETHER_ERR_MISMATCH (and the team stay usable).
+// GPU_COLL_THREADS=1: two teams of every PE (the world in order and reversed), each driven by its own thread of every
+// PE: host allreduces on DEVICE objects (the GPU engine) on both teams at once, the even PEs' threads starting in one
+// order and the odd PEs' in the other, with jitter, so the kernels of the two teams reach a PE's GPU in either order.
+// One engine stream per PE would queue one team's kernel behind the other's and hang (until TETHER_TIMEOUT).
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <random>
+#include <thread>
 #include <type_traits>
 #include <tuple>
 #include <utility>
@@ -182,6 +188,54 @@ int mismatchCase() {
   return mp::finish();
 }
 
+// GPU_COLL_THREADS: see the file comment.
+int threadsCase() {
+  constexpr int kIters = 40;
+  constexpr size_t kCount = 20000;  // int64: 160 KB per call, one block
+  tether_team_t teams[2] = {TETHER_TEAM_INVALID, TETHER_TEAM_INVALID};
+  MP_OK(tether_team_split_strided(tether_team_world(w), 0, 1, npes, nullptr, &teams[0]));
+  MP_OK(tether_team_split_strided(tether_team_world(w), npes - 1, -1, npes, nullptr, &teams[1]));
+  int64_t* bufs[2];
+  for (auto& b : bufs) b = static_cast<int64_t*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, 2 * kCount * 8));
+  auto drive = [&](int k) {
+    const tether_team_t team = teams[k];
+    const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+    std::mt19937_64 rng(seed ^ (uint64_t(k) << 32));
+    std::vector<int64_t> in(kCount), out(kCount);
+    int64_t* src = bufs[k];
+    int64_t* dst = bufs[k] + kCount;
+    for (int it = 0; it < kIters; ++it) {
+      const uint64_t c = uint64_t(k) * 1000 + uint64_t(it);
+      for (size_t i = 0; i < kCount; ++i) in[i] = input<int64_t>(c, my, i);
+      CK(cudaMemcpy(src, in.data(), kCount * 8, cudaMemcpyHostToDevice));
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
+      MP_OK(tether_team_allreduce(team, dst, src, kCount, TETHER_INT64, TETHER_RED_SUM));
+      CK(cudaMemcpy(out.data(), dst, kCount * 8, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < kCount; ++i) {
+        int64_t want = input<int64_t>(c, 0, i);
+        for (int m = 1; m < n; ++m) want = refOp(RedOp::Sum, want, input<int64_t>(c, m, i));
+        if (out[i] != want) {
+          char msg[160];
+          std::snprintf(msg, sizeof msg, "team %d call %d element %zu (MP_SEED=%" PRIu64 ")", k, it, i, seed);
+          mp::fail(__FILE__, __LINE__, "threads: result", msg);
+        }
+      }
+    }
+  };
+  // Even PEs start team 0's thread first, odd PEs team 1's; the other follows 5 ms later.
+  const int first = me % 2;
+  std::thread a([&] { drive(first); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::thread b([&] { drive(1 - first); });
+  a.join();
+  b.join();
+  MP_OK(tether_barrier_all(w));
+  for (auto& b2 : bufs) MP_OK(tether_free(w, b2));
+  for (auto& t : teams) MP_OK(tether_team_destroy(t));
+  if (me == 0) std::printf("PE 0: host collectives on two teams from two threads, in opposite orders: OK\n");
+  return mp::finish();
+}
+
 int main() {
   const char* rank = std::getenv("TETHER_RANK");
   const bool mismatch = std::getenv("GPU_COLL_MISMATCH") != nullptr;
@@ -193,6 +247,7 @@ int main() {
   npes = tether_n_pes(w);
   if (mismatch) return mismatchCase();
   seed = coll_ref::seedFromEnv("gpu_coll", me);
+  if (std::getenv("GPU_COLL_THREADS")) return threadsCase();
   dA = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
   dB = static_cast<char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kBytes));
   CK(cudaStreamCreate(&st));
