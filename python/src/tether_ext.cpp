@@ -779,6 +779,120 @@ uint64_t* signalWord(const char* call, const ArrayBase& s) {
   return reinterpret_cast<uint64_t*>(scalarPtr(call, s));
 }
 
+// ---- team collectives ----------------------------------------------------------------------------------------
+
+// The tether_dtype_t of a team collective's elements: every integer width of 8 to 64 bits, float16, bfloat16, float32,
+// float64 (docs/python.md "Collectives"); TETHER_DTYPE_COUNT for anything else.
+tether_dtype_t collDtypeOf(const nb::dlpack::dtype& d) {
+  using C = nb::dlpack::dtype_code;
+  const uint8_t c = d.code;
+  if (d.lanes != 1) return TETHER_DTYPE_COUNT;
+  if (c == static_cast<uint8_t>(C::Int) || c == static_cast<uint8_t>(C::UInt)) {
+    const bool u = c == static_cast<uint8_t>(C::UInt);
+    switch (d.bits) {
+      case 8: return u ? TETHER_UINT8 : TETHER_INT8;
+      case 16: return u ? TETHER_USHORT : TETHER_SHORT;
+      case 32: return u ? TETHER_UINT32 : TETHER_INT32;
+      case 64: return u ? TETHER_UINT64 : TETHER_INT64;
+      default: return TETHER_DTYPE_COUNT;
+    }
+  }
+  if (c == static_cast<uint8_t>(C::Float)) {
+    if (d.bits == 16) return TETHER_HALF;
+    if (d.bits == 32) return TETHER_FLOAT;
+    if (d.bits == 64) return TETHER_DOUBLE;
+  }
+  if (c == static_cast<uint8_t>(C::Bfloat) && d.bits == 16) return TETHER_BFLOAT16;
+  return TETHER_DTYPE_COUNT;
+}
+
+// The collectives, in the order of python/tether/_api.py's kinds.
+enum class Coll { Broadcast = 0, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall };
+
+// The blocking host form of collective k (its caller releases the GIL).
+tether_status_t hostColl(Coll k, tether_team_t t, void* d, const void* x, size_t count, tether_dtype_t type,
+                         tether_red_op_t o, int root) {
+  switch (k) {
+    case Coll::Broadcast: return tether_team_broadcast(t, d, x, count, type, root);
+    case Coll::Reduce: return tether_team_reduce(t, d, x, count, type, o, root);
+    case Coll::Allreduce: return tether_team_allreduce(t, d, x, count, type, o);
+    case Coll::Allgather: return tether_team_allgather(t, d, x, count, type);
+    case Coll::ReduceScatter: return tether_team_reduce_scatter(t, d, x, count, type, o);
+    default: return tether_team_alltoall(t, d, x, count, type);
+  }
+}
+
+// One team collective on symmetric arrays (contiguous, same dtype, of the team's instance). The count comes from the
+// arrays: broadcast/reduce/allreduce dest.size (src the same size), allgather src.size (dest n_pes times it),
+// reduce_scatter dest.size (src n_pes times it), alltoall src.size / n_pes (dest the same size). The host forms
+// release the GIL while they wait on the other members; the stream forms return once enqueued.
+// A problem only these arrays show (shapes, dtypes, layout) still takes part in the host form's agreement, as a call
+// with an invalid element type, so that every member fails (the others with "team PE k passed invalid arguments")
+// instead of waiting for this one until TETHER_TIMEOUT; this PE then raises the problem itself. The stream forms are
+// not agreed (docs/collectives.md): their errors are this PE's alone, as in the C API.
+void teamColl(const Team& team, int kind, const ArrayBase& dest, const ArrayBase& src, int op, int root,
+              uintptr_t stream, bool onStream) {
+  static const char* const kNames[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+  if (kind < 0 || kind > static_cast<int>(Coll::Alltoall)) fail(TETHER_ERR_INVALID_ARG, "collective: bad kind");
+  const std::string call = kNames[kind];
+  const tether_team_t t = team.live(call.c_str());
+  const Coll k = static_cast<Coll>(kind);
+  const size_t n = static_cast<size_t>(Team::answer(tether_team_n_pes(t)));
+  const size_t nd = dest.count(), ns = src.count();
+  const tether_dtype_t type = collDtypeOf(dest.dtype);
+  std::string bad;  // this PE's own problem with the arrays, if any
+  size_t count = nd;
+  auto sizes = [&](bool ok, const char* what) {
+    if (!ok && bad.empty())
+      bad = std::string(what) + " (dest has " + std::to_string(nd) + " elements, src " + std::to_string(ns) +
+            ", the team " + std::to_string(n) + " PEs)";
+  };
+  if (dest.alloc->state != team.state || src.alloc->state != team.state) {
+    bad = "the arrays and the team belong to different tether instances";
+  } else if (dest.dtype != src.dtype) {
+    bad = "dest and src have different dtypes";
+  } else if (type == TETHER_DTYPE_COUNT) {
+    bad = "dtype code " + std::to_string(dest.dtype.code) + "/" + std::to_string(dest.dtype.bits) +
+          " bits is not a collective element type (int8-64, uint8-64, float16, bfloat16, float32, float64)";
+  } else if (!dest.contiguous() || !src.contiguous()) {
+    bad = "dest and src must be contiguous (a collective moves whole arrays; copy a strided view into a contiguous "
+          "one first)";
+  } else if (k == Coll::Allgather) {
+    count = ns;
+    sizes(nd == n * ns, "dest must hold n_pes times src's elements");
+  } else if (k == Coll::ReduceScatter) {
+    sizes(ns == n * nd, "src must hold n_pes times dest's elements");
+  } else if (k == Coll::Alltoall) {
+    count = ns / n;
+    sizes(nd == ns && ns % n == 0, "dest and src must have the same size, a multiple of n_pes");
+  } else {
+    sizes(nd == ns, "dest and src must have the same size");
+  }
+  void* d = dest.data();
+  const void* x = src.data();
+  const auto o = static_cast<tether_red_op_t>(op);
+  void* s = reinterpret_cast<void*>(stream);
+  if (!bad.empty()) {
+    if (!onStream) {  // the agreement: every member fails (see above); this PE's status is the invalid type's
+      nb::gil_scoped_release unlocked;
+      (void)hostColl(k, t, d, x, 0, TETHER_DTYPE_COUNT, o, root);
+    }
+    fail(TETHER_ERR_INVALID_ARG, call + ": " + bad);
+  }
+  if (onStream) {
+    switch (k) {
+      case Coll::Broadcast: check(tether_team_broadcast_on_stream(t, d, x, count, type, root, s)); break;
+      case Coll::Reduce: check(tether_team_reduce_on_stream(t, d, x, count, type, o, root, s)); break;
+      case Coll::Allreduce: check(tether_team_allreduce_on_stream(t, d, x, count, type, o, s)); break;
+      case Coll::Allgather: check(tether_team_allgather_on_stream(t, d, x, count, type, s)); break;
+      case Coll::ReduceScatter: check(tether_team_reduce_scatter_on_stream(t, d, x, count, type, o, s)); break;
+      case Coll::Alltoall: check(tether_team_alltoall_on_stream(t, d, x, count, type, s)); break;
+    }
+    return;
+  }
+  checkWithoutGil([&] { return hostColl(k, t, d, x, count, type, o, root); });
+}
+
 }  // namespace
 
 NB_MODULE(_tether, m) {
@@ -954,6 +1068,8 @@ NB_MODULE(_tether, m) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   });
 
+  m.def("team_coll", &teamColl, nb::arg("team"), nb::arg("kind"), nb::arg("dest"), nb::arg("src"), nb::arg("op"),
+        nb::arg("root"), nb::arg("stream") = 0, nb::arg("on_stream") = false);
   m.def("atomic", &atomic, nb::arg("dest"), nb::arg("op"), nb::arg("value").none(), nb::arg("cond").none(),
         nb::arg("pe"));
   m.def("wait_until", [](const ArrayBase& a, int cmp, nb::handle v) { waitOrTest(a, cmp, v, true); });

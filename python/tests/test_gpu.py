@@ -120,3 +120,28 @@ def test_cupy_put_get_and_atomics():
     del c
     tether.barrier()
     a.free()
+
+
+def test_torch_collectives_host_and_stream():
+    torch = pytest.importorskip("torch")
+    me, n = me_n()
+    a = tether.zeros(1000, "float32", device="cuda")
+    g = tether.zeros(1000 * n, "float32", device="cuda")
+    ta = torch.from_dlpack(a)
+    base = torch.arange(1000, dtype=torch.float32, device="cuda")
+    ta.copy_(base + me)
+    torch.cuda.synchronize()
+    tether.allreduce(a)  # blocking, in place: on GPU memory the C API's GPU engine
+    assert torch.equal(ta, n * base + n * (n - 1) // 2)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        ta.fill_(me + 1)
+        tether.allgather(g, a, stream=s)  # enqueued behind the fill
+        tether.allreduce(a, op="max", stream=s)
+    s.synchronize()
+    want = torch.arange(1, n + 1, dtype=torch.float32, device="cuda").repeat_interleave(1000)
+    assert torch.equal(torch.from_dlpack(g), want) and torch.equal(ta, torch.full_like(ta, n))
+    del ta
+    tether.barrier()
+    g.free()
+    a.free()

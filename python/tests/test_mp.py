@@ -366,3 +366,131 @@ def test_team_use_after_destroy():
         with pytest.raises(tether.Error, match="destroyed"):
             call()
     w.barrier()
+
+
+# ---- team collectives (tether.allreduce & co.: docs/python.md "Collectives") ----------------------------------------
+
+SEED = int(os.environ.get("MP_SEED", "1"))
+print("test_mp.py collectives: MP_SEED=%d" % SEED)
+_REF = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+        "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def inputs(case, pe, count, dtype):
+    """Team PE pe's input of a case: any bits for integers; small integers for floats (exact sums and products)."""
+    rng = np.random.default_rng([SEED, case, pe])
+    if np.dtype(dtype).kind == "f":
+        return rng.integers(-2, 3, count).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
+
+
+def reference(op, case, n, count, dtype, block=None):
+    """op over team PEs 0..n-1 in team order (block: the elements [block*count, (block+1)*count) of each input)."""
+    with np.errstate(over="ignore"):
+        r = None
+        for pe in range(n):
+            x = inputs(case, pe, count * (n if block is not None else 1), dtype)
+            if block is not None:
+                x = x[block * count:(block + 1) * count]
+            r = x if r is None else _REF[op](r, x).astype(dtype)
+    return r
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                   "float16", "float32", "float64"])
+def test_allreduce_every_dtype_and_op(dtype):
+    me, n = me_n()
+    ops = ["sum", "prod", "min", "max"] + (["and", "or", "xor"] if np.dtype(dtype).kind != "f" else [])
+    count = 37
+    src, dest = tether.zeros(count, dtype), tether.zeros(count, dtype)
+    for i, op in enumerate(ops):
+        case = 1000 + i
+        src.numpy()[:] = inputs(case, me, count, dtype)
+        tether.allreduce(dest, src, op=op)
+        assert np.array_equal(dest.numpy(), reference(op, case, n, count, dtype)), (dtype, op, SEED)
+        tether.allreduce(src, op=op)  # in place
+        assert np.array_equal(src.numpy(), reference(op, case, n, count, dtype)), (dtype, op, "in place", SEED)
+    tether.barrier()
+    dest.free()
+    src.free()
+
+
+def test_movers_and_rooted_collectives():
+    me, n = me_n()
+    count = 5
+    root = n - 1
+    a, b = tether.zeros(count * n, "int32"), tether.zeros(count * n, "int32")
+    mine = inputs(1, me, count * n, "int32")
+    a.numpy()[:] = mine
+    tether.broadcast(b[:count], a[:count], root)
+    assert np.array_equal(b.numpy()[:count], inputs(1, root, count * n, "int32")[:count])
+    b.numpy()[:] = 0
+    tether.reduce(b[:count], a[:count], root, op="max")
+    want = reference("max", 1, n, count * n, "int32")[:count]
+    assert np.array_equal(b.numpy()[:count], want if me == root else np.zeros(count, "int32"))
+    tether.allgather(b, a[:count])
+    assert np.array_equal(b.numpy(), np.concatenate([inputs(1, p, count * n, "int32")[:count] for p in range(n)]))
+    tether.reduce_scatter(b[:count], a, op="sum")
+    assert np.array_equal(b.numpy()[:count], reference("sum", 1, n, count, "int32", block=me))
+    tether.alltoall(b, a)
+    assert np.array_equal(b.numpy(), np.concatenate([inputs(1, p, count * n, "int32")[me * count:(me + 1) * count]
+                                                     for p in range(n)]))
+    tether.barrier()
+    b.free()
+    a.free()
+
+
+def test_collectives_on_a_split_team():
+    me, n = me_n()
+    w = tether.team_world()
+    rev = w.split_strided(n - 1, -1, n)  # team PE k = world PE n-1-k
+    odd = w.split_strided(1, 2, n // 2)
+    a, b = tether.zeros(4 * n, "float64"), tether.zeros(4 * n, "float64")
+    a.numpy()[:] = inputs(2, rev.my_pe(), 4 * n, "float64")
+    tether.allgather(b[:4 * n], a[:4], team=rev)
+    assert np.array_equal(b.numpy(), np.concatenate([inputs(2, k, 4 * n, "float64")[:4] for k in range(n)]))
+    if odd is not None:
+        m = odd.n_pes()
+        a.numpy()[:4] = inputs(3, odd.my_pe(), 4, "float64")
+        tether.allreduce(b[:4], a[:4], op="sum", team=odd)
+        assert np.array_equal(b.numpy()[:4], reference("sum", 3, m, 4, "float64"))
+        odd.destroy()
+    rev.destroy()
+    w.barrier()
+    b.free()
+    a.free()
+
+
+def test_collective_bad_input_fails_on_every_pe():
+    me, n = me_n()
+    a, b = tether.zeros(8 * n, "int64"), tether.zeros(8 * n, "float64")
+    # Only PE 0's arrays are wrong: every PE fails (the others through the agreement), none waits for a timeout.
+    dest = a[:7] if me == 0 else a[:8]
+    with pytest.raises(tether.Error) as e:
+        tether.allreduce(dest, a[8:16])
+    assert e.value.status_name == "TETHER_ERR_INVALID_ARG"
+    if me == 0:
+        assert "same size" in e.value.message
+    with pytest.raises(tether.Error) as e:
+        tether.allgather(a, b[:8] if me == 0 else a[:8])  # dtypes differ on PE 0
+    assert e.value.status_name == "TETHER_ERR_INVALID_ARG"
+    # Different counts on different PEs: a mismatch, on every PE.
+    with pytest.raises(tether.Error) as e:
+        tether.allreduce(a[:4 + me], a[8:12 + me])
+    assert e.value.status_name == "TETHER_ERR_MISMATCH"
+    # Local argument errors raised before anything is sent (every PE passes them alike).
+    with pytest.raises(tether.Error, match="reduction op"):
+        tether.allreduce(a, op="avg")
+    with pytest.raises(tether.Error, match="integer"):
+        tether.allreduce(b[:8], op="xor")  # bitwise op on floats: refused by tether on every PE
+    with pytest.raises(tether.Error, match="contiguous"):
+        tether.allreduce(a[::2], a[1::2])
+    with pytest.raises(tether.Error, match="n_pes times"):
+        tether.allgather(a[:8], a[8:16])
+    with pytest.raises(tether.Error, match="SymmetricArray"):
+        tether.allreduce(np.zeros(4), np.zeros(4))
+    tether.allreduce(a[:8], a[8:16])  # the world team is still usable
+    tether.barrier()
+    b.free()
+    a.free()

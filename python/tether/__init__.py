@@ -1,4 +1,5 @@
-"""tether from Python: symmetric arrays, one-sided put/get, atomics, signals, barriers, teams (docs/python.md).
+"""tether from Python: symmetric arrays, one-sided put/get, atomics, signals, barriers, teams and their collectives
+(docs/python.md).
 
     import numpy as np, tether
     with tether.init():                       # under tetherrun (or alone: a job of 1 PE)
@@ -17,6 +18,7 @@ from ._api import (init, finalize, is_initialized, world, my_pe, n_pes, local_pe
                    fence, team_world, team_shared, empty, zeros, free, put, get, put_nbi, get_nbi, putmem, getmem, put_signal, signal_op,
                    signal_fetch, signal_wait_until, wait_until, test, fetch, set, swap, compare_swap, inc, fetch_inc,
                    add, fetch_add, and_, fetch_and, or_, fetch_or, xor, fetch_xor, version, build_info,
+                   broadcast, reduce, allreduce, allgather, reduce_scatter, alltoall,
                    SIGNAL_SET, SIGNAL_ADD, CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE)
 
 Team = _tether.Team

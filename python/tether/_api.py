@@ -518,3 +518,63 @@ def xor(dest, value, pe):
 
 def fetch_xor(dest, value, pe):
     return _amo(dest, _FETCH_XOR, value, None, pe)
+
+
+# ---- team collectives (docs/python.md "Collectives") --------------------------------------------------------------
+
+# tether_red_op_t; _COLL: the extension's collective kinds.
+_RED_OPS = {"sum": 0, "prod": 1, "min": 2, "max": 3, "and": 4, "or": 5, "xor": 6}
+_BROADCAST, _REDUCE, _ALLREDUCE, _ALLGATHER, _REDUCE_SCATTER, _ALLTOALL = range(6)
+
+
+def _red_op(op):
+    if op in _RED_OPS:
+        return _RED_OPS[op]
+    raise Error(INVALID_ARG, "reduction op %r: use one of %s" % (op, ", ".join(_RED_OPS)))
+
+
+def _coll(kind, call, dest, src, op, root, team, stream):
+    _symmetric(dest, call)
+    _symmetric(src, call)
+    t = team_world() if team is None else team
+    if not isinstance(t, _tether.Team):
+        raise Error(INVALID_ARG, "%s: team=%r is not a tether.Team" % (call, t))
+    if stream is None:
+        _tether.team_coll(t, kind, dest, src, op, root)
+    else:
+        _tether.team_coll(t, kind, dest, src, op, root, _stream_handle(stream), True)
+
+
+def broadcast(dest, src, root, team=None, stream=None):
+    """Collective over team (default: the world): dest on every member <- src of team PE root. dest and src are
+    contiguous symmetric arrays of one dtype and size (in place: the same array). Blocking; with stream=, enqueued on
+    it (GPU memory; tether_team_broadcast_on_stream)."""
+    _coll(_BROADCAST, "broadcast", dest, src, 0, root, team, stream)
+
+
+def reduce(dest, src, root, op="sum", team=None, stream=None):
+    """Collective: dest of team PE root <- op over every member's src, element by element (others' dest untouched).
+    op: 'sum', 'prod', 'min', 'max', and 'and', 'or', 'xor' on integer dtypes."""
+    _coll(_REDUCE, "reduce", dest, src, _red_op(op), root, team, stream)
+
+
+def allreduce(dest, src=None, op="sum", team=None, stream=None):
+    """Collective: dest on every member <- op over every member's src (src=None: in place, src = dest)."""
+    _coll(_ALLREDUCE, "allreduce", dest, dest if src is None else src, _red_op(op), 0, team, stream)
+
+
+def allgather(dest, src, team=None, stream=None):
+    """Collective: dest (n_pes times src's elements, in team order) <- every member's src."""
+    _coll(_ALLGATHER, "allgather", dest, src, 0, 0, team, stream)
+
+
+def reduce_scatter(dest, src, op="sum", team=None, stream=None):
+    """Collective: dest of team PE m <- op over every member's block m of src (src holds n_pes times dest's
+    elements)."""
+    _coll(_REDUCE_SCATTER, "reduce_scatter", dest, src, _red_op(op), 0, team, stream)
+
+
+def alltoall(dest, src, team=None, stream=None):
+    """Collective: block m of dest <- block my_pe of team PE m's src (n_pes equal blocks; dest and src do not
+    overlap)."""
+    _coll(_ALLTOALL, "alltoall", dest, src, 0, 0, team, stream)
