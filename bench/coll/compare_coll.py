@@ -5,9 +5,9 @@
 
 COLL_JSONL is tether_bench_coll's --json output (tether and NCCL rows of one run), NVSHMEM_COLL_JSONL
 tether_bench_nvshmem_coll's (NVSHMEM rows); without it the NVSHMEM columns are "-". Each file is a run record, then
-one line per row. A row's column comes from its own "impl" field (tether, nccl, nvshmem; a suffixed form such as
-"tether_device" counts as its first word), not from the file it is in. Rows are joined on (op, model, bytes) and
-listed per (op, model) group, groups in first-seen order (COLL_JSONL first), sizes ascending; where two rows of one
+one line per row. A row's column comes from its own "impl" field (tether, nccl, nvshmem; other impls are left out
+with a warning; the "model" field says stream, host or device), not from the file it is in. Rows are joined on
+(op, model, bytes) and listed per (op, model) group, groups in first-seen order (COLL_JSONL first), sizes ascending; where two rows of one
 impl share a key the first counts.
 Columns: time = time_us, mean microseconds per call over the PEs (lower is better); busbw = busbw_GBps, nccl-tests'
 bus bandwidth (higher is better; "-" for the device rows, which have none); vs_nccl = nccl_us / tether_us and
@@ -33,13 +33,8 @@ def is_row(rec):
 
 
 def impl_of(rec):
-    """The column of a row: its impl, or its impl's first word ("tether_device" -> "tether"); None if neither is
-    one of IMPLS."""
-    impl = rec["impl"]
-    if impl in IMPLS:
-        return impl
-    base = impl.split("_", 1)[0]
-    return base if base in IMPLS else None
+    """The column of a row: its impl when it is one of IMPLS, else None."""
+    return rec["impl"] if rec["impl"] in IMPLS else None
 
 
 def pe_counts(rows):

@@ -72,7 +72,7 @@ def main():
                row("allreduce", "nccl", "stream", 8, 6.0, busbw=0.00133),
                row("allreduce", "tether", "host", 1024, 20.0, busbw=0.05),
                row("allreduce", "nccl", "host", 1024, 25.0, busbw=0.04),
-               row("device_allreduce", "tether_device", "device", 8, 4.0),  # today's impl name for device rows
+               row("device_allreduce", "tether", "device", 8, 4.0),
                row("broadcast", "tether", "stream", 4096, 5.0, busbw=0.8)])  # tether only
         nrows = [row("allreduce", "nvshmem", "stream", 1024, 30.0, busbw=0.05),
                  row("allreduce", "nvshmem", "stream", 8, 2.0, busbw=0.004),

@@ -686,23 +686,39 @@ void transfer(tether_t w, Dir dir, const Side& sym, const Side& local, int pe, b
 
 // ---- scalars: atomics, waits, signals ---------------------------------------------------------------------------
 
-// The tether_dtype_t of an array's element type (atomics and waits).
-tether_dtype_t dtypeOf(const nb::dlpack::dtype& d) {
+// The tether_dtype_t of a team collective's elements: every integer width of 8 to 64 bits, float16, bfloat16, float32,
+// float64 (docs/python.md "Collectives"); TETHER_DTYPE_COUNT for anything else.
+tether_dtype_t collDtypeOf(const nb::dlpack::dtype& d) {
   using C = nb::dlpack::dtype_code;
-  if (d.code == static_cast<uint8_t>(C::Int)) {
-    if (d.bits == 16) return TETHER_SHORT;
-    if (d.bits == 32) return TETHER_INT32;
-    if (d.bits == 64) return TETHER_INT64;
-  } else if (d.code == static_cast<uint8_t>(C::UInt)) {
-    if (d.bits == 16) return TETHER_USHORT;
-    if (d.bits == 32) return TETHER_UINT32;
-    if (d.bits == 64) return TETHER_UINT64;
-  } else if (d.code == static_cast<uint8_t>(C::Float)) {
+  const uint8_t c = d.code;
+  if (d.lanes != 1) return TETHER_DTYPE_COUNT;
+  if (c == static_cast<uint8_t>(C::Int) || c == static_cast<uint8_t>(C::UInt)) {
+    const bool u = c == static_cast<uint8_t>(C::UInt);
+    switch (d.bits) {
+      case 8: return u ? TETHER_UINT8 : TETHER_INT8;
+      case 16: return u ? TETHER_USHORT : TETHER_SHORT;
+      case 32: return u ? TETHER_UINT32 : TETHER_INT32;
+      case 64: return u ? TETHER_UINT64 : TETHER_INT64;
+      default: return TETHER_DTYPE_COUNT;
+    }
+  }
+  if (c == static_cast<uint8_t>(C::Float)) {
+    if (d.bits == 16) return TETHER_HALF;
     if (d.bits == 32) return TETHER_FLOAT;
     if (d.bits == 64) return TETHER_DOUBLE;
   }
-  fail(TETHER_ERR_INVALID_ARG, "dtype code " + std::to_string(d.code) + "/" + std::to_string(d.bits) +
-                                   " bits has no atomic or wait form (int16/32/64, uint16/32/64, float32/64)");
+  if (c == static_cast<uint8_t>(C::Bfloat) && d.bits == 16) return TETHER_BFLOAT16;
+  return TETHER_DTYPE_COUNT;
+}
+
+// The tether_dtype_t of an array's element type (atomics and waits): the collectives' types but int8, uint8,
+// float16 and bfloat16.
+tether_dtype_t dtypeOf(const nb::dlpack::dtype& d) {
+  const tether_dtype_t t = collDtypeOf(d);
+  if (t == TETHER_DTYPE_COUNT || t == TETHER_INT8 || t == TETHER_UINT8 || t == TETHER_HALF || t == TETHER_BFLOAT16)
+    fail(TETHER_ERR_INVALID_ARG, "dtype code " + std::to_string(d.code) + "/" + std::to_string(d.bits) +
+                                     " bits has no atomic or wait form (int16/32/64, uint16/32/64, float32/64)");
+  return t;
 }
 
 // A scalar of the element type, from a Python int or float (range-checked by the cast).
@@ -780,31 +796,6 @@ uint64_t* signalWord(const char* call, const ArrayBase& s) {
 }
 
 // ---- team collectives ----------------------------------------------------------------------------------------
-
-// The tether_dtype_t of a team collective's elements: every integer width of 8 to 64 bits, float16, bfloat16, float32,
-// float64 (docs/python.md "Collectives"); TETHER_DTYPE_COUNT for anything else.
-tether_dtype_t collDtypeOf(const nb::dlpack::dtype& d) {
-  using C = nb::dlpack::dtype_code;
-  const uint8_t c = d.code;
-  if (d.lanes != 1) return TETHER_DTYPE_COUNT;
-  if (c == static_cast<uint8_t>(C::Int) || c == static_cast<uint8_t>(C::UInt)) {
-    const bool u = c == static_cast<uint8_t>(C::UInt);
-    switch (d.bits) {
-      case 8: return u ? TETHER_UINT8 : TETHER_INT8;
-      case 16: return u ? TETHER_USHORT : TETHER_SHORT;
-      case 32: return u ? TETHER_UINT32 : TETHER_INT32;
-      case 64: return u ? TETHER_UINT64 : TETHER_INT64;
-      default: return TETHER_DTYPE_COUNT;
-    }
-  }
-  if (c == static_cast<uint8_t>(C::Float)) {
-    if (d.bits == 16) return TETHER_HALF;
-    if (d.bits == 32) return TETHER_FLOAT;
-    if (d.bits == 64) return TETHER_DOUBLE;
-  }
-  if (c == static_cast<uint8_t>(C::Bfloat) && d.bits == 16) return TETHER_BFLOAT16;
-  return TETHER_DTYPE_COUNT;
-}
 
 // The collectives, in the order of python/tether/_api.py's kinds.
 enum class Coll { Broadcast = 0, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall };
