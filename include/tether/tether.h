@@ -428,7 +428,8 @@ tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size
 
 /* Stream-ordered forms (stream: a cudaStream_t, NULL = the legacy default stream): enqueued, return at once; on the
  * stream each runs as one kernel (the device form, tether::device::team_*, at grid scope: one block of 512 threads,
- * or a cooperative grid of one block per TETHER_COLL_BLOCK_BYTES of result up to TETHER_COLL_BLOCKS; an allreduce of
+ * or a cooperative grid of one block per TETHER_COLL_BLOCK_BYTES of result, up to the blocks the GPU holds resident
+ * and to TETHER_COLL_BLOCKS when set; an allreduce of
  * 3+ members two-shot from TETHER_COLL_TWO_SHOT bytes) after the stream's earlier work, and is complete on every member before the stream's later work starts. Graph-capturable. Arguments are
  * checked on this PE at the call (the same local errors as the host forms); they are NOT compared across members (the
  * call returns before the others call), so different arguments on different members are undefined, as in NCCL.

@@ -79,8 +79,9 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_COLL_TWO_SHOT", ConfigType::Size, "256K",
        "GPU allreduce (stream and host forms, 3+ members): reduce-scatter + allgather from this many bytes, "
        "one-shot below", 0, kMaxHeapBytes},
-      {"TETHER_COLL_BLOCKS", ConfigType::Int, "32",
-       "GPU collectives: the most blocks of 512 threads one collective uses (1: always one block)", 1, 4096},
+      {"TETHER_COLL_BLOCKS", ConfigType::Int, "0",
+       "GPU collectives: the most blocks of 512 threads one collective uses (1: always one block; 0: as many as the "
+       "GPU holds resident at once, one per multiprocessor)", 0, 4096},
       {"TETHER_COLL_BLOCK_BYTES", ConfigType::Size, "64K",
        "GPU collectives: one block per this many bytes of the result (up to TETHER_COLL_BLOCKS)", 1, kMaxHeapBytes},
       {"TETHER_HOST_SERVICE", ConfigType::String, "auto",

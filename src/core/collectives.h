@@ -286,7 +286,7 @@ class Collectives {
   struct GpuSettings {
     bool host = true;                 // TETHER_COLL_GPU
     size_t twoShot = 256 * 1024;      // TETHER_COLL_TWO_SHOT
-    unsigned maxBlocks = 32;          // TETHER_COLL_BLOCKS
+    unsigned maxBlocks = 0;           // TETHER_COLL_BLOCKS (0: no limit but the GPU's resident blocks)
     size_t blockBytes = 64 * 1024;    // TETHER_COLL_BLOCK_BYTES
   } gpu_;
 };

@@ -2,7 +2,8 @@
 // CPU path under TETHER_COLL_GPU=0), and the device forms (tether::device::team_*) in kernels at block, warp and grid
 // scope (a cooperative launch of 4 blocks), and the stream forms (tether_team_*_on_stream: one block, or a grid from
 // TETHER_COLL_BLOCK_BYTES per block) on a blocking stream, on the world team, the even PEs and the world reversed;
-// int64/double/uint8 reductions with their ops, in place and not; broadcast, allgather, alltoall. Results against a
+// int64/double/uint8 allreduce with their ops, in place and not; int32/uint8 reduce and reduce_scatter (slices on
+// different 16-byte phases); broadcast, allgather, alltoall. Results against a
 // reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
 // GPU_COLL_MISMATCH=1: rank 1 starts with TETHER_COLL_GPU=0, so a host allreduce on DEVICE objects runs on the GPU on
 // every member but that one: every member must fail with TETHER_ERR_MISMATCH (and the team stay usable).
@@ -51,6 +52,12 @@ T refOp(RedOp op, T a, T b) {
 template <Scope S, typename T>
 __global__ void kAllreduce(tether_device_handle_t h, tether_device_team_t t, T* d, const T* s, size_t n, RedOp op) {
   dev::team_allreduce<S>(h, t, d, s, n, op);
+}
+template <Scope S, typename T>
+__global__ void kRooted(tether_device_handle_t h, tether_device_team_t t, T* d, const T* s, size_t n, RedOp op,
+                        int root) {
+  if (root >= 0) dev::team_reduce<S>(h, t, d, s, n, op, root);
+  else dev::team_reduce_scatter<S>(h, t, d, s, n, op);
 }
 template <Scope S>
 __global__ void kMovers(tether_device_handle_t h, tether_device_team_t t, char* a, char* b, size_t bytes, int root,
@@ -104,6 +111,60 @@ void allreduceCase(tether_team_t team, const tether_device_handle_t& h, const te
     }
   }
   // The team must be done reading src before the next case overwrites it (host forms end with a barrier already).
+  MP_OK(tether_team_sync(team));
+}
+
+// reduce (root >= 0: the team PE whose dest gets the result) or reduce_scatter (root < 0: count per member, src holds
+// n * count; in place: dest = src + my * count), in every form. Counts that are not multiples of 16 bytes put the
+// members' slices of reduce_scatter on different 16-byte phases, so members take different paths of the reduction
+// loop (vectors or elements) in the same call.
+template <typename T>
+void rootedCase(tether_team_t team, const tether_device_handle_t& h, const tether_device_team_t& t, RedOp op,
+                size_t count, bool inPlace, int root, int form) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  const size_t total = root >= 0 ? count : count * static_cast<size_t>(n);
+  std::vector<T> in(total), out(count);
+  for (size_t i = 0; i < total; ++i) in[i] = input<T>(c, my, i);
+  T* src = reinterpret_cast<T*>(dA);
+  T* dst = !inPlace ? reinterpret_cast<T*>(dB) : root >= 0 ? src : src + static_cast<size_t>(my) * count;
+  CK(cudaMemcpy(src, in.data(), total * sizeof(T), cudaMemcpyHostToDevice));
+  const T mark = input<T>(c + 1000000, my, 0);  // a non-root's dest must stay as it was (not in place)
+  if (!inPlace) CK(cudaMemcpy(dst, &mark, sizeof(T), cudaMemcpyHostToDevice));
+  const tether_dtype_t dt = sizeof(T) == 1 ? TETHER_UINT8 : TETHER_INT32;
+  const auto rop = static_cast<tether_red_op_t>(op);
+  if (form == 0) {
+    if (root >= 0) MP_OK(tether_team_reduce(team, dst, src, count, dt, rop, root));
+    else MP_OK(tether_team_reduce_scatter(team, dst, src, count, dt, rop));
+  } else if (form == 3) {
+    if (root >= 0) MP_OK(tether_team_reduce_on_stream(team, dst, src, count, dt, rop, root, st));
+    else MP_OK(tether_team_reduce_scatter_on_stream(team, dst, src, count, dt, rop, st));
+    CK(cudaStreamSynchronize(st));
+  } else {
+    if (form == 1) kRooted<Scope::Block><<<1, 256>>>(h, t, dst, src, count, op, root);
+    else if (form == 2) kRooted<Scope::Warp><<<1, 32>>>(h, t, dst, src, count, op, root);
+    else CK(dev::launch_cooperative(kRooted<Scope::Grid, T>, dim3(4), dim3(256), 0, nullptr, h, t, dst,
+                                    static_cast<const T*>(src), count, op, root));
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+  }
+  CK(cudaMemcpy(out.data(), dst, count * sizeof(T), cudaMemcpyDeviceToHost));
+  auto fail = [&](size_t i, const char* what) {
+    char msg[200];
+    std::snprintf(msg, sizeof msg, "%s form %d case %" PRIu64 " count %zu element %zu%s (MP_SEED=%" PRIu64 ")",
+                  root >= 0 ? "reduce" : "reduce_scatter", form, c, count, i, what, seed);
+    mp::fail(__FILE__, __LINE__, "result", msg);
+  };
+  if (root >= 0 && my != root) {
+    if (!inPlace && std::memcmp(&out[0], &mark, sizeof(T)) != 0) fail(0, " (a non-root's dest was written)");
+  } else {
+    const size_t first = root >= 0 ? 0 : static_cast<size_t>(my) * count;
+    for (size_t i = 0; i < count; ++i) {
+      T want = input<T>(c, 0, first + i);
+      for (int m = 1; m < n; ++m) want = refOp(op, want, input<T>(c, m, first + i));
+      if (std::memcmp(&out[i], &want, sizeof(T)) != 0) fail(i, "");
+    }
+  }
   MP_OK(tether_team_sync(team));
 }
 
@@ -167,11 +228,20 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
         }
     for (RedOp op : {RedOp::Sum, RedOp::Prod, RedOp::Max})
       for (size_t count : {size_t{7}, size_t{4096}}) allreduceCase<double>(team, h, t, op, count, false, form);
+    for (RedOp op : {RedOp::Sum, RedOp::Max})
+      for (size_t count : {size_t{1}, size_t{13}, size_t{5000}})
+        for (bool inPlace : {false, true}) {
+          if (small && count > 13) continue;
+          rootedCase<int32_t>(team, h, t, op, count, inPlace, n - 1, form);
+          rootedCase<int32_t>(team, h, t, op, count, inPlace, -1, form);
+          rootedCase<uint8_t>(team, h, t, op, count * 3, inPlace, -1, form);
+        }
     for (int which = 0; which < 3; ++which)
       for (size_t bytes : {size_t{4}, size_t{1024}, kBytes / 4 / static_cast<size_t>(n) / 4 * 4})
         if (!small || bytes <= 1024) moversCase(team, h, t, bytes, which, form);
   }
-  if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host, device (block, warp, grid) and stream team collectives OK\n", me, label, n);
+  if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host, device (block, warp, grid) and stream team collectives OK "
+                                            "(allreduce, reduce, reduce_scatter, broadcast, allgather, alltoall)\n", me, label, n);
 }
 
 }  // namespace
