@@ -251,7 +251,8 @@ StreamCollCall Collectives::streamCall(const Plan& p) const {
   if (a.kind == CollKind::Allreduce)
     c.algo = p.n >= 3 && p.block >= gpu_.twoShot ? StreamCollCall::TwoShot : StreamCollCall::OneShot;
   const size_t want = std::max<size_t>(1, p.destBytes / gpu_.blockBytes + (p.destBytes % gpu_.blockBytes != 0));
-  c.blocks = static_cast<unsigned>(gpu_.maxBlocks == 0 ? want : std::min<size_t>(want, gpu_.maxBlocks));
+  // 0: no limit of ours (the launch clamps to the resident blocks); the limit keeps the count an unsigned.
+  c.blocks = static_cast<unsigned>(std::min<size_t>(want, gpu_.maxBlocks ? gpu_.maxBlocks : UINT32_MAX));
   return c;
 }
 
