@@ -39,6 +39,7 @@ class NullStreamOps : public tether::StreamOps {
   Status coll(void*, const tether_device_handle_t&, const tether_device_team_t&, const tether::StreamCollCall&) override {
     return Status::ok();
   }
+  Status follow(void*, void*) override { return Status::ok(); }
   Status hostCall(void*, std::function<void()>) override { return Status::ok(); }
   Status createStream(void** out) override {
     *out = this;

@@ -38,7 +38,8 @@
 //  - Atomics (atomic_*) are relaxed system-scope RMW operations, atomic against every other tether atomic on the word
 //    (GPU and host API AMOs on DEVICE words; on HOST words from a GPU only where the platform has native host
 //    atomics). Order them with fence/quiet. They are single-thread operations (call from one thread).
-//  - sync_all<S>: every thread fences, the group synchronises, the leader runs a dissemination barrier over all PEs
+//  - sync_all<S> (and team_sync): the group synchronises, the leader fences (fence.sc.sys: cumulative, so it covers
+//    every store the group made before the group barrier) and runs a dissemination barrier over all PEs
 //    (one release store per round into the peer's round word, acquire-wait on its own), then the group synchronises:
 //    stores before it by any thread of the group on any PE are visible after it. barrier_all = quiet + sync_all (the
 //    same thing on load/store paths). One group per PE may be in a device barrier at a time (a whole grid: use
@@ -1019,10 +1020,13 @@ TETHER_HD void fence(const Handle& h) {
 // ================================================================================================================
 // Device barrier over all PEs, run by one group per PE (see the memory model above).
 
+// The group's stores reach the leader's fence through the group barrier before it (the fence is cumulative), so one
+// fence by the leader publishes them all: on one H200, with 512 threads, a fence by every thread cost ~0.45 us more
+// per barrier than the leader's (bench/results/h200/coll_threads_2026-12-04.txt). team_sync does the same.
 template <Scope S = Scope::Thread>
 TETHER_HD void sync_all(const Handle& h) {
-  detail::fenceSc();
   detail::groupSync<S>();
+  if (detail::groupRank<S>() == 0) detail::fenceSc();
   if (detail::groupRank<S>() == 0 && h.n_pes > 1) {
     tether_device_barrier_t* mine = detail::local(h, h.barrier);
     const uint64_t epoch = mine->epoch + 1;  // written by this PE's leader only; ordered by the group barriers
@@ -1127,8 +1131,8 @@ TETHER_HD int team_world_pe(const Team& t, int m) { return t.start + m * t.strid
 // group on any member are visible to every member's group after it.
 template <Scope S = Scope::Thread>
 TETHER_HD void team_sync(const Handle& h, const Team& t) {
-  detail::fenceSc();
   detail::groupSync<S>();
+  if (detail::groupRank<S>() == 0) detail::fenceSc();  // the group's stores, through the barrier (see sync_all)
   if (detail::groupRank<S>() == 0 && t.n_pes > 1) {
     uint64_t* mine = detail::local(h, t.sync);
     const uint64_t epoch = mine[0] + 1;  // this PE's leader only; ordered by the group barriers

@@ -383,8 +383,8 @@ tether_status_t tether_team_barrier(tether_team_t team);
  * either. A non-member holds no valid handle: its call fails at once. Waits are bounded by TETHER_TIMEOUT; a
  * collective that fails part-way loses the team's collective state (later ones fail at once). Memory ordering: like
  * tether_team_sync at entry (stores made before the call by any member are seen by the collective). GPU objects:
- * each member first waits for its legacy default stream (a cudaMemcpy into src from pageable memory has landed before
- * any peer reads it); work on other streams must be synchronised by the caller. Collectives on DEVICE objects (dest
+ * each member's part runs after the work queued on its legacy default stream (a cudaMemcpy into src from pageable
+ * memory has landed before any peer reads it); work on other streams must be synchronised by the caller. Collectives on DEVICE objects (dest
  * and src) are moved and combined on the GPU after the agreement (the stream form's kernel on a stream of tether's,
  * waited for; TETHER_COLL_GPU=0: by the CPU), where every member is load/store reachable; broadcast and alltoallv by
  * the CPU (peer copies). docs/collectives.md "GPU engine". */
@@ -427,8 +427,8 @@ tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size
                                       tether_dtype_t type);
 
 /* Stream-ordered forms (stream: a cudaStream_t, NULL = the legacy default stream): enqueued, return at once; on the
- * stream each runs as one kernel (the device form, tether::device::team_*, at grid scope: one block of 512 threads,
- * or a cooperative grid of one block per TETHER_COLL_BLOCK_BYTES of result, up to the blocks the GPU holds resident
+ * stream each runs as one kernel (the device form, tether::device::team_*, at grid scope: one block of a thread per
+ * 64 bytes of result in whole warps, 32 to 512, or a cooperative grid of 512-thread blocks of one block per TETHER_COLL_BLOCK_BYTES of result, up to the blocks the GPU holds resident
  * and to TETHER_COLL_BLOCKS when set; an allreduce of
  * 3+ members two-shot from TETHER_COLL_TWO_SHOT bytes) after the stream's earlier work, and is complete on every member before the stream's later work starts. Graph-capturable. Arguments are
  * checked on this PE at the call (the same local errors as the host forms); they are NOT compared across members (the

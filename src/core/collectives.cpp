@@ -253,6 +253,13 @@ StreamCollCall Collectives::streamCall(const Plan& p) const {
   const size_t want = std::max<size_t>(1, p.destBytes / gpu_.blockBytes + (p.destBytes % gpu_.blockBytes != 0));
   // 0: no limit of ours (the launch clamps to the resident blocks); the limit keeps the count an unsigned.
   c.blocks = static_cast<unsigned>(std::min<size_t>(want, gpu_.maxBlocks ? gpu_.maxBlocks : UINT32_MAX));
+  // One block: a thread per 64 bytes of dest (a chunk of the reductions' vector loop; four 16-byte copies of the
+  // movers), in whole warps, 32 .. kCollBlockThreads. Every thread pays the kernel's per-thread costs (its share of
+  // the parameters in local memory, the fences of the team syncs): on one H200 an 8 B allreduce kernel took ~2.5 us
+  // more GPU time with 512 threads than with 32 (bench/results/h200/coll_threads_2026-12-04.txt). From agreed values
+  // only (destBytes), as in-place reductions need.
+  const size_t warps = (p.destBytes + 32 * 64 - 1) / (32 * 64);
+  c.threads = static_cast<unsigned>(std::min<size_t>(kCollBlockThreads, 32 * std::max<size_t>(1, warps)));
   return c;
 }
 
@@ -275,6 +282,9 @@ Status Collectives::gpuPlan(const char* call, const Team& t, Plan* p) {
 }
 
 Status Collectives::gpuData(const char* call, const Plan& p) {
+  // The legacy default stream's work so far (run() settles it on the host for the CPU paths) lands before the kernel
+  // starts, so before its first team sync: the earliest a peer touches this member's objects. The host does not wait.
+  TETHER_TRY(p.gops->follow(p.gstream, nullptr).withContext(call));
   TETHER_TRY(p.gops->coll(p.gstream, p.gh, p.gv, p.gcall).withContext(call));
   return p.gops->synchronize(p.gstream).withContext(call);
 }
@@ -1035,13 +1045,14 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   }
   Plan p;
   p.local = check(call, t, a, &p);
-  // Peers read this member's GPU objects once the agreement barrier passes: what the program queued on the legacy
-  // default stream (a cudaMemcpy from pageable memory returns before its DMA lands) must have landed by then.
-  if (p.local.isOk() && w_.gpu() &&
-      (p.sref.kind == SegKind::Device || p.dref.kind == SegKind::Device || p.scRef.kind == SegKind::Device ||
-       p.sdRef.kind == SegKind::Device)) p.local = w_.gpu()->settleDefaultStream().withContext(call);
   // Not a broadcast (see gpuPlan; and the eager broadcast's path stays as short as it was).
   if (p.local.isOk() && a.kind != CollKind::Broadcast) p.local = gpuPlan(call, t, &p);
+  // Peers read this member's GPU objects once the agreement barrier passes: what the program queued on the legacy
+  // default stream (a cudaMemcpy from pageable memory returns before its DMA lands) must have landed by then. The GPU
+  // engine orders its kernel after that work on the GPU instead (gpuData).
+  if (p.local.isOk() && !p.gpu && w_.gpu() &&
+      (p.sref.kind == SegKind::Device || p.dref.kind == SegKind::Device || p.scRef.kind == SegKind::Device ||
+       p.sdRef.kind == SegKind::Device)) p.local = w_.gpu()->settleDefaultStream().withContext(call);
   Record mine;
   if (p.local.isOk()) {
     // Broadcast: every member pulls from the root's src, so only src must be the same object everywhere; each

@@ -257,7 +257,8 @@ class Collectives {
   // (TETHER_COLL_GPU, a GPU stream layer, every member load/store reachable); a difference between members shows as
   // a record mismatch. Fills p's handle and view (failing as p.local does, before the agreement).
   Status gpuPlan(const char* call, const Team& t, Plan* p);
-  // After the agreement: the device form on the engine stream, waited for. Its closing team sync is the close.
+  // After the agreement: the device form on the engine stream (after the legacy default stream's work so far, on the
+  // GPU), waited for. Its closing team sync is the close.
   Status gpuData(const char* call, const Plan& p);
   Status viewOf(const char* call, const Team& t, const tether_device_handle_t& h, tether_device_team_t* out) const;
   // The first member (world PE) this PE cannot reach by loads and stores in kind's segment (TETHER_FORCE_PROXY: any

@@ -73,7 +73,10 @@ struct StreamMemOp {
 // before the stream's next operation starts: it ends with the team's device sync. blocks > 1 asks for a grid of that
 // many blocks (a cooperative launch, the device form at Scope::Grid; the GPU layer clamps it to what can be resident
 // at once; the CPU emulation runs one thread whatever it says); every member must ask for the same shape of work
-// (same algo), not necessarily the same number of blocks.
+// (same algo), not necessarily the same number of blocks. threads: the block's threads when blocks is 1 (1 ..
+// kCollBlockThreads; a grid's blocks have kCollBlockThreads); in-place reductions need the same on every member (their
+// per-chunk team syncs depend on the group's size), so callers derive it from agreed values.
+constexpr unsigned kCollBlockThreads = 512;  // GPU: most threads per block of a stream collective
 struct StreamCollCall {
   enum Kind : uint8_t { Sync, Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall } kind = Sync;
   enum Elem : uint8_t { I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, F16, BF16 } elem = U8;
@@ -84,9 +87,9 @@ struct StreamCollCall {
   size_t count = 0;      // elements (per member block for allgather, reduce_scatter, alltoall)
   size_t elemBytes = 1;  // bytes per element
   enum Algo : uint8_t { Auto, OneShot, TwoShot } algo = Auto;  // allreduce: tether::device::ReduceAlgo's values
-  unsigned blocks = 1;   // GPU: blocks of kCollBlockThreads threads (above 1: one cooperative grid)
+  unsigned blocks = 1;   // GPU: blocks (above 1: one cooperative grid of kCollBlockThreads threads per block)
+  unsigned threads = 32;  // GPU: threads of the block when blocks is 1 (a Sync needs no more than a warp)
 };
-constexpr int kCollBlockThreads = 512;  // GPU: threads per block of a stream collective
 
 class StreamOps {
  public:
@@ -130,6 +133,11 @@ class StreamOps {
   // address space).
   virtual Status coll(void* stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
                       const StreamCollCall& call) = 0;
+  // The stream's later work starts only once everything enqueued on `other` before this call is complete; the host
+  // does not wait (CUDA: an event recorded on other and waited for by stream; other nullptr = the legacy default
+  // stream. CPU: a marker on other that stream's next operation waits for, bounded by the timeout, failing if other
+  // failed first).
+  virtual Status follow(void* stream, void* other) = 0;
   // Runs fn on a CPU thread in stream order, its memory effects visible before the next operation starts (CUDA:
   // cudaLaunchHostFunc). fn must not call CUDA or wait on any stream; it cannot fail.
   virtual Status hostCall(void* stream, std::function<void()> fn) = 0;

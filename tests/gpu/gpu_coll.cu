@@ -3,7 +3,8 @@
 // scope (a cooperative launch of 4 blocks), and the stream forms (tether_team_*_on_stream: one block, or a grid from
 // TETHER_COLL_BLOCK_BYTES per block) on a blocking stream, on the world team, the even PEs and the world reversed;
 // int64/double/uint8 allreduce with their ops, in place and not; int32/uint8 reduce and reduce_scatter (slices on
-// different 16-byte phases); broadcast, allgather, alltoall. Results against a
+// different 16-byte phases); broadcast, allgather, alltoall; a host allreduce whose src a kernel on the legacy default
+// stream fills late (legacyOrderCase). Results against a
 // reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
 // GPU_COLL_MISMATCH=1: rank 1 starts with TETHER_COLL_GPU=0, so a host allreduce on DEVICE objects runs on the GPU on
 // every member but that one: every member must fail with TETHER_ERR_MISMATCH (and the team stay usable).
@@ -213,11 +214,53 @@ void moversCase(tether_team_t team, const tether_device_handle_t& h, const tethe
   MP_OK(tether_team_sync(team));
 }
 
+// Copies bytes from src to dst after delayNs of spinning: work the program queued on the legacy default stream.
+__global__ void kLateCopy(char* dst, const char* src, size_t bytes, uint64_t delayNs) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < delayNs);
+  for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
+}
+
+// A host form reads this member's src only after what the program queued on the legacy default stream before the
+// call (tether.h): a kernel there that fills src 3 ms late must be seen by every member, not the zeros before it. The
+// GPU engine orders its kernel after that work on the GPU (no host wait); the CPU path settles it on the host.
+void legacyOrderCase(tether_team_t team) {
+  const uint64_t c = ++caseNo;
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  constexpr size_t kCount = 4096, kB = kCount * sizeof(int64_t);
+  std::vector<int64_t> in(kCount), out(kCount);
+  for (size_t i = 0; i < kCount; ++i) in[i] = input<int64_t>(c, my, i);
+  char* src = dA;
+  char* dst = dA + kB;
+  char* staged = dB;
+  CK(cudaMemcpy(staged, in.data(), kB, cudaMemcpyHostToDevice));
+  CK(cudaMemset(src, 0, kB));
+  CK(cudaDeviceSynchronize());
+  MP_OK(tether_team_sync(team));  // every member's src is zero now
+  kLateCopy<<<1, 256>>>(src, staged, kB, 3000000);
+  CK(cudaGetLastError());
+  MP_OK(tether_team_allreduce(team, dst, src, kCount, TETHER_INT64, TETHER_RED_SUM));
+  CK(cudaMemcpy(out.data(), dst, kB, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < kCount; ++i) {
+    int64_t want = input<int64_t>(c, 0, i);
+    for (int m = 1; m < n; ++m) want = refOp(RedOp::Sum, want, input<int64_t>(c, m, i));
+    if (out[i] != want) {
+      char msg[200];
+      std::snprintf(msg, sizeof msg, "element %zu: a member read its src before the legacy stream's kernel filled it "
+                    "(MP_SEED=%" PRIu64 ")", i, seed);
+      mp::fail(__FILE__, __LINE__, "legacy-stream order", msg);
+    }
+  }
+  MP_OK(tether_team_sync(team));
+}
+
 void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* label) {
   tether_device_team_t t;
   MP_OK(tether_team_device_view(team, &h, &t));
   caseNo = 0;
   const int n = tether_team_n_pes(team);
+  legacyOrderCase(team);
   for (int form = 0; form < kForms; ++form) {
     for (RedOp op : {RedOp::Sum, RedOp::Min, RedOp::Xor})
       for (size_t count : {size_t{1}, size_t{1000}, size_t{60000}})
@@ -241,7 +284,8 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
         if (!small || bytes <= 1024) moversCase(team, h, t, bytes, which, form);
   }
   if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host, device (block, warp, grid) and stream team collectives OK "
-                                            "(allreduce, reduce, reduce_scatter, broadcast, allgather, alltoall)\n", me, label, n);
+                                            "(allreduce, reduce, reduce_scatter, broadcast, allgather, alltoall; host "
+                                            "forms after the legacy stream's work)\n", me, label, n);
 }
 
 }  // namespace

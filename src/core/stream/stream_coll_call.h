@@ -1,6 +1,6 @@
 // Executes one team collective enqueued on a stream (tether_team_*_on_stream, issue #21) with the device API's team
 // collectives (include/tether/device.cuh), so the stream forms are the device forms: compiled for the GPU (one block
-// of kCollBlockThreads threads, core/stream/cuda/stream_kernels.cu) and for the CPU (the emulated stream's worker
+// of up to kCollBlockThreads threads or a cooperative grid, core/stream/cuda/stream_kernels.cu) and for the CPU (the emulated stream's worker
 // thread, core/stream/stream_ops_cpu.cpp, Scope::Thread). Contract of the record: core/stream_ops.h (StreamOps::coll).
 #pragma once
 

@@ -52,13 +52,19 @@ class CpuStream {
     cv_.notify_all();
     thread_.join();
   }
-  void push(std::function<Status()> op) {
+  // always: op runs even after a failure (follow()'s marker must report it rather than never run).
+  void push(std::function<Status()> op, bool always = false) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(op));
+      queue_.push_back(Entry{std::move(op), always});
       ++enqueued_;
     }
     cv_.notify_all();
+  }
+  // The stream's first failure so far (ok if none).
+  Status error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
   }
   Status synchronize() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -73,11 +79,11 @@ class CpuStream {
     for (;;) {
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stop_ with nothing left
-      std::function<Status()> op = std::move(queue_.front());
+      Entry e = std::move(queue_.front());
       queue_.pop_front();
-      const bool skip = !error_.isOk();
+      const bool skip = !error_.isOk() && !e.always;
       lock.unlock();
-      Status s = skip ? Status::ok() : op();
+      Status s = skip ? Status::ok() : e.op();
       lock.lock();
       if (!s.isOk() && error_.isOk()) error_ = s;
       ++finished_;
@@ -87,7 +93,11 @@ class CpuStream {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<Status()>> queue_;
+  struct Entry {
+    std::function<Status()> op;
+    bool always;
+  };
+  std::deque<Entry> queue_;
   uint64_t enqueued_ = 0, finished_ = 0;
   Status error_;
   bool stop_ = false;
@@ -251,6 +261,33 @@ class CpuStreamOps : public StreamOps {
       streamdetail::runCollCall<device::Scope::Thread>(handle, team, call);  // failures abort, as a GPU kernel traps
       return Status::ok();
     });
+  }
+
+  Status follow(void* stream, void* other) override {
+    CpuStream *s = nullptr, *o = nullptr;
+    TETHER_TRY(lookup(stream, &s));
+    TETHER_TRY(lookup(other, &o));
+    if (s == o) return Status::ok();
+    struct Marker {
+      Status otherError;          // written before reached's release store
+      std::atomic<bool> reached{false};
+    };
+    auto mark = std::make_shared<Marker>();
+    o->push([mark, o] {
+      mark->otherError = o->error();
+      mark->reached.store(true, std::memory_order_release);
+      return Status::ok();
+    }, true);
+    const double timeout = timeout_;
+    s->push([mark, timeout] {
+      SpinWait spin(timeout);
+      while (!mark->reached.load(std::memory_order_acquire))
+        if (!spin.next())
+          TETHER_FAIL(TETHER_ERR_TIMEOUT, "stream follow (CPU emulation): timed out after %.1f s (TETHER_TIMEOUT) "
+                      "waiting for the stream it follows", timeout);
+      return mark->otherError.withContext("stream follow (CPU emulation): the stream it follows failed");
+    });
+    return Status::ok();
   }
 
   Status hostCall(void* stream, std::function<void()> fn) override {

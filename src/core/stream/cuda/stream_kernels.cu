@@ -194,7 +194,8 @@ cudaError_t launchCollCall(cudaStream_t stream, const tether_device_handle_t& ha
     blocks = blocks < resident ? blocks : resident;
   }
   if (blocks <= 1) {
-    collCallKernel<<<1, kCollBlockThreads, 0, stream>>>(handle, team, call);
+    const unsigned threads = call.threads < 1 ? 1 : call.threads < kCollBlockThreads ? call.threads : kCollBlockThreads;
+    collCallKernel<<<1, threads, 0, stream>>>(handle, team, call);
     return cudaGetLastError();
   }
   return device::launch_cooperative(collCallKernel, dim3(blocks), dim3(kCollBlockThreads), 0, stream, handle, team,

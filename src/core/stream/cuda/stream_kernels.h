@@ -35,8 +35,8 @@ cudaError_t launchFence(cudaStream_t stream);
 // Runs one proxy call (an Op, core/op.h) through the device API's proxy ring (core/stream/stream_proxy_call.h).
 cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const Op& call);
 // Runs one team collective (core/stream/stream_coll_call.h), the device form at Scope::Grid: one block of
-// kCollBlockThreads threads when call.blocks <= 1, else a cooperative grid of min(call.blocks, what the device holds
-// resident at once) such blocks.
+// call.threads threads (at most kCollBlockThreads) when call.blocks <= 1, else a cooperative grid of min(call.blocks,
+// what the device holds resident at once) blocks of kCollBlockThreads.
 cudaError_t launchCollCall(cudaStream_t stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
                            const StreamCollCall& call);
 // Loads the kernels above into the current device's context now, as kernels.h's preload: none of them may be loaded

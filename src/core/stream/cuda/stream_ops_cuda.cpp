@@ -62,6 +62,7 @@ class CudaStreamOps : public StreamOps {
   ~CudaStreamOps() override {
     cudaSetDevice(gpu_.device());
     for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+    if (follow_) cudaEventDestroy(follow_);
   }
 
   Status init() {
@@ -234,6 +235,18 @@ class CudaStreamOps : public StreamOps {
     return Status::ok();
   }
 
+  Status follow(void* stream, void* other) override {
+    if (stream == other) return Status::ok();
+    STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
+    // One event for every call: record and wait as a pair under the lock (a record by another thread in between, on
+    // another stream, would be waited for instead).
+    std::lock_guard<std::mutex> lock(followMu_);
+    if (!follow_) STREAM_CUDA_TRY(cudaEventCreateWithFlags(&follow_, cudaEventDisableTiming));
+    STREAM_CUDA_TRY(cudaEventRecord(follow_, cuda(other)));
+    STREAM_CUDA_TRY(cudaStreamWaitEvent(cuda(stream), follow_, 0));
+    return Status::ok();
+  }
+
   Status hostCall(void* stream, std::function<void()> fn) override {
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
     // Run once: the callback frees its closure. Captured into a graph (replayed any number of times): the closure
@@ -316,6 +329,8 @@ class CudaStreamOps : public StreamOps {
   std::mutex mu_;
   std::vector<cudaStream_t> streams_;
   std::vector<std::unique_ptr<HostFn>> kept_;  // closures captured into graphs
+  std::mutex followMu_;
+  cudaEvent_t follow_ = nullptr;  // follow()'s event, made at its first call
 };
 
 }  // namespace
