@@ -384,8 +384,8 @@ tether_status_t tether_team_barrier(tether_team_t team);
  * collective that fails part-way loses the team's collective state (later ones fail at once). Memory ordering: like
  * tether_team_sync at entry (stores made before the call by any member are seen by the collective). GPU objects:
  * each member's part runs after the work queued on its legacy default stream (a cudaMemcpy into src from pageable
- * memory has landed before any peer reads it); work on other streams must be synchronised by the caller. Collectives on DEVICE objects (dest
- * and src) are moved and combined on the GPU after the agreement (the stream form's kernel on a stream of tether's,
+ * memory has landed before any peer reads it); work on other streams must be synchronised by the caller.
+ * Collectives on DEVICE objects (dest and src) are moved and combined on the GPU after the agreement (the stream form's kernel on a stream of tether's,
  * waited for; TETHER_COLL_GPU=0: by the CPU), where every member is load/store reachable; broadcast and alltoallv by
  * the CPU (peer copies). docs/collectives.md "GPU engine". */
 typedef enum tether_red_op {
@@ -427,11 +427,11 @@ tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size
                                       tether_dtype_t type);
 
 /* Stream-ordered forms (stream: a cudaStream_t, NULL = the legacy default stream): enqueued, return at once; on the
- * stream each runs as one kernel (the device form, tether::device::team_*, at grid scope: one block of a thread per
- * 64 bytes of result in whole warps, 32 to 512, or a cooperative grid of 512-thread blocks of one block per TETHER_COLL_BLOCK_BYTES of result, up to the blocks the GPU holds resident
- * and to TETHER_COLL_BLOCKS when set; an allreduce of
- * 3+ members two-shot from TETHER_COLL_TWO_SHOT bytes) after the stream's earlier work, and is complete on every member before the stream's later work starts. Graph-capturable. Arguments are
- * checked on this PE at the call (the same local errors as the host forms); they are NOT compared across members (the
+ * stream each runs as one kernel (the device form, tether::device::team_*, at grid scope: one block with a thread
+ * per 64 bytes of result in whole warps, 32 to 512, or a cooperative grid of 512-thread blocks, one per
+ * TETHER_COLL_BLOCK_BYTES of result, up to the blocks the GPU holds resident and to TETHER_COLL_BLOCKS when set; an
+ * allreduce of 3+ members two-shot from TETHER_COLL_TWO_SHOT bytes) after the stream's earlier work, and is complete
+ * on every member before the stream's later work starts. Graph-capturable. Arguments are checked on this PE at the call (the same local errors as the host forms); they are NOT compared across members (the
  * call returns before the others call), so different arguments on different members are undefined, as in NCCL.
  * Teams: members at a fixed world-PE stride (tether_team_device_view). Every tether_dtype_t; reductions need every
  * member reachable by loads and stores (one host; TETHER_ERR_UNSUPPORTED otherwise). sync_on_stream: the team's

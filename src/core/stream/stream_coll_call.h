@@ -1,7 +1,7 @@
 // Executes one team collective enqueued on a stream (tether_team_*_on_stream, issue #21) with the device API's team
 // collectives (include/tether/device.cuh), so the stream forms are the device forms: compiled for the GPU (one block
-// of up to kCollBlockThreads threads or a cooperative grid, core/stream/cuda/stream_kernels.cu) and for the CPU (the emulated stream's worker
-// thread, core/stream/stream_ops_cpu.cpp, Scope::Thread). Contract of the record: core/stream_ops.h (StreamOps::coll).
+// of up to kCollBlockThreads threads or a cooperative grid, core/stream/cuda/stream_kernels.cu) and for the CPU (the
+// emulated stream's worker thread, core/stream/stream_ops_cpu.cpp, Scope::Thread). Contract of the record: core/stream_ops.h (StreamOps::coll).
 #pragma once
 
 #include "core/stream_ops.h"
