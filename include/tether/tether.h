@@ -385,9 +385,9 @@ tether_status_t tether_team_barrier(tether_team_t team);
  * tether_team_sync at entry (stores made before the call by any member are seen by the collective). GPU objects:
  * each member's part runs after the work queued on its legacy default stream (a cudaMemcpy into src from pageable
  * memory has landed before any peer reads it); work on other streams must be synchronised by the caller.
- * Collectives on DEVICE objects (dest and src) are moved and combined on the GPU after the agreement (the stream form's kernel on a stream of tether's,
- * waited for; TETHER_COLL_GPU=0: by the CPU), where every member is load/store reachable; broadcast and alltoallv by
- * the CPU (peer copies). docs/collectives.md "GPU engine". */
+ * Collectives on DEVICE objects (dest and src) are moved and combined on the GPU after the agreement (the stream
+ * form's kernel on a stream of tether's, waited for; TETHER_COLL_GPU=0: by the CPU), where every member is
+ * load/store reachable; broadcast and alltoallv by the CPU (peer copies). docs/collectives.md "GPU engine". */
 typedef enum tether_red_op {
   TETHER_RED_SUM = 0, TETHER_RED_PROD, TETHER_RED_MIN, TETHER_RED_MAX, TETHER_RED_AND, TETHER_RED_OR, TETHER_RED_XOR,
   TETHER_RED_COUNT,
