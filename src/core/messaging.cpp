@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <new>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -30,10 +31,11 @@ namespace {
 enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6 };
 // How the receiver of a kRtsDirect reads the send buffer.
 enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2, kViaIpc = 3 };
-// An RTS's `how`: kHostPayload, the send buffer is host memory (the sender can move it by the transport's sendData).
+// An RTS's `how`: kTransportPayload, the sender can move the send buffer by the transport's sendData (host memory; GPU
+// memory through a host copy of its own, startByData).
 // A CTS's `how`: kByData, the receiver expects the bytes by the transport's sendData (TransportOps::expectData), not
-// as DATA slots.
-constexpr uint64_t kHostPayload = 1, kByData = 1;
+// as DATA slots; with kByDataToGpu its receive buffer is GPU memory (the sender passes sendData's toGpu).
+constexpr uint64_t kTransportPayload = 1, kByData = 1, kByDataToGpu = 2;
 // A send's claim word (in the sender's stream area): kClaimOpen until the receiver claims the read or the sender
 // withdraws the message, whichever comes first (compare-and-swap on the sender's mapped word); the receiver stores
 // kClaimDone once the bytes are in its buffer (the sender's send completes when a progress pass sees it: no ring slot,
@@ -89,7 +91,7 @@ struct Messaging::SlotHead {
                    //   (kViaCma, kViaIpc: its address in the sender; kViaGet: its offset in the segment named by
                    //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
   uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region)
-  uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kHostPayload; CTS: kByData
+  uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kTransportPayload; CTS: kByData..
   uint64_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
 };
 
@@ -142,6 +144,9 @@ struct Messaging::Req {
   // A request whose bytes the transport moves (a receive expecting them by sendData, a send by sendData): the word
   // the transport sets (kNoWord unless r is in landings_; freed when the bytes moved or the expectation was cancelled).
   uint32_t landing = kNoWord;
+  // A send by the transport from GPU memory: the bytes copied to host memory first (startByData), since a network
+  // transport moves host bytes faster than it stages GPU memory itself; freed when the transport is done with them.
+  std::unique_ptr<char[]> bounce;
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
   // A receive waiting for a message: its links in the posted list (Messaging::Posted), in the order posted.
@@ -469,7 +474,7 @@ void Messaging::queueSend(Req& r) {
   o.h.a = r.id;
   o.req = &r;
   if (o.h.kind == kRts) {
-    o.h.how = r.gpu ? 0 : kHostPayload;
+    o.h.how = transportTakes(r.pe, false) ? kTransportPayload : 0;  // a GPU buffer is staged (startByData)
     offerDirect(r, &o.h);
   }
   out_[static_cast<size_t>(r.pe)].push_back(o);
@@ -1378,24 +1383,34 @@ Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h,
   o.h.bytes = r.allowed;
   o.h.a = h.a;
   o.h.b = r.id;
-  if (h.kind == kRts && (h.how & kHostPayload) && expectByData(call, r, src)) o.h.how = kByData;
+  if (h.kind == kRts && (h.how & kTransportPayload) && expectByData(call, r, src))
+    o.h.how = kByData | (r.gpu ? kByDataToGpu : 0);
   out_[static_cast<size_t>(src)].push_back(o);
   if (r.allowed == 0) complete(r, Status::ok());
   bool did = false;
   return push(call, src, &did);
 }
 
-// A rendezvous message from another host's host buffer into a host buffer here, of at least TETHER_MSG_REMOTE_RNDV
-// bytes: the transport's own protocol moves it straight into r's buffer (UCX: one active message, eager or
-// rendezvous as UCX picks, like its tag messages) instead of DATA slots through the ring. r takes a landing word,
-// which the transport sets when the bytes are in (pollLandings completes r). False: the ring carries it.
+// Whether this PE's transport to pe can move a buffer of this process by sendData/expectData: host memory where it
+// has them, GPU memory where it also carries kCapDataGpu (a CUDA-aware UCX).
+bool Messaging::transportTakes(int pe, bool gpu) const {
+  void* ctx = nullptr;
+  const TransportOps& ops = opsTo(pe, SegKind::Host, &ctx);
+  return ops.expectData && ops.cancelData && ops.sendData && (!gpu || (ops.caps & kCapDataGpu));
+}
+
+// A rendezvous message from another host's PE (whose transport can send its buffer: the RTS's kTransportPayload),
+// of at least TETHER_MSG_REMOTE_RNDV bytes, into a buffer here that this PE's transport can fill (host memory; GPU
+// memory with a CUDA-aware UCX): the transport's own protocol moves it straight into r's buffer (UCX: one active
+// message, eager or rendezvous as UCX picks, like its tag messages; rendezvous into GPU memory) instead of DATA slots
+// through the ring. r takes a landing word, which the transport sets when the bytes are in (pollLandings completes
+// r). False: the ring carries it.
 bool Messaging::expectByData(const char* call, Req& r, int src) {
-  if (direct_[static_cast<size_t>(src)] || r.gpu || r.allowed == 0 || remoteRndvMin_ == 0 ||
-      r.allowed < remoteRndvMin_ || freeWords_.empty())
+  if (direct_[static_cast<size_t>(src)] || r.allowed == 0 || remoteRndvMin_ == 0 || r.allowed < remoteRndvMin_ ||
+      freeWords_.empty() || !transportTakes(src, r.gpu))
     return false;
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(src, SegKind::Host, &ctx);
-  if (!ops.expectData || !ops.cancelData || !ops.sendData) return false;
   const uint32_t word = freeWords_.back();
   __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
   const Status s = ops.expectData(ctx, src, r.id, r.dst, r.allowed, triggers_ + word);
@@ -1410,11 +1425,13 @@ bool Messaging::expectByData(const char* call, Req& r, int src) {
   return true;
 }
 
-// A send whose receiver expects the bytes by the transport (a CTS by data, for its request recvId): sendData started,
-// its completion in r's landing word (r joins landings_). False: not now, nothing started (the caller queues it in
-// byData_): every stream word is in use, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst are under way already. A
-// transport that fails to start it fails r.
-bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId) {
+// A send whose receiver expects the bytes by the transport (a CTS by data, for its request recvId; toGpu: into GPU
+// memory): sendData started, its completion in r's landing word (r joins landings_). A GPU send buffer is copied into
+// host memory of r's own first (r.bounce, a copy-engine copy on the sibling context; at most
+// TETHER_MSG_REMOTE_INFLIGHT bytes per destination, or one larger message, are under way, so as many are held). False:
+// not now, nothing started (the caller queues it in byData_): every stream word is in use, or
+// TETHER_MSG_REMOTE_INFLIGHT bytes to dst are under way already. A transport that fails to start it fails r.
+bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, bool toGpu) {
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(dst, SegKind::Host, &ctx);
   if (!ops.sendData) {
@@ -1424,10 +1441,24 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId) 
   }
   size_t& inFlight = byDataInFlight_[static_cast<size_t>(dst)];
   if (freeWords_.empty() || (inFlight && inFlight + r.allowed > byDataCap_)) return false;
+  const void* from = r.src;
+  if (r.gpu) {
+    r.bounce.reset(new (std::nothrow) char[r.allowed]);
+    Status c = r.bounce ? paths_->gpu()->copy(r.bounce.get(), r.src, r.allowed, false).withContext(call)
+                        : Status(TETHER_ERR_NO_MEMORY, strprintf("%s: no host memory to stage the %zu bytes of a GPU "
+                                                                 "send buffer to PE %d", call, r.allowed, dst));
+    if (!c.isOk()) {
+      r.bounce.reset();
+      complete(r, c);
+      return true;
+    }
+    from = r.bounce.get();
+  }
   const uint32_t word = freeWords_.back();
   __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
-  const Status s = ops.sendData(ctx, dst, recvId, r.src, r.allowed, triggers_ + word);
+  const Status s = ops.sendData(ctx, dst, recvId, from, r.allowed, toGpu, triggers_ + word);
   if (!s.isOk()) {
+    r.bounce.reset();
     complete(r, s.withContext(call));
     return true;
   }
@@ -1442,6 +1473,8 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId) 
 // store it: wordReusable false), and a send's bytes are no longer under way.
 void Messaging::landed(Req& r, bool wordReusable) {
   if (wordReusable) freeWords_.push_back(r.landing);
+  else (void)r.bounce.release();  // the transport may still read it: left alone (a send given up after TETHER_TIMEOUT)
+  r.bounce.reset();
   r.landing = kNoWord;
   if (r.send) byDataInFlight_[static_cast<size_t>(r.pe)] -= r.allowed;
 }
@@ -1619,7 +1652,7 @@ Status Messaging::progress(const char* call, bool* did) {
 Status Messaging::pushAll(const char* call, bool* did) {
   for (int d = 0; d < n_; ++d) {
     auto& q = byData_[static_cast<size_t>(d)];
-    while (!q.empty() && startByData(call, d, *q.front().req, q.front().h.a)) {
+    while (!q.empty() && startByData(call, d, *q.front().req, q.front().h.a, q.front().h.how & kByDataToGpu)) {
       q.pop_front();
       *did = true;
     }
@@ -1646,7 +1679,7 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     // waits for credit before the next one, so the peers get this PE's own RTS while it reads theirs (else, both
     // directions at once, each side's RTS wait for its reads to end, the other side runs dry, and the two directions
     // alternate: bibw at unidirectional rate).
-    if (h.kind == kRtsDirect || (h.kind == kCts && h.how == kByData)) TETHER_TRY(pushAll(call, did));
+    if (h.kind == kRtsDirect || (h.kind == kCts && (h.how & kByData))) TETHER_TRY(pushAll(call, did));
   }
   return Status::ok();
 }
@@ -1739,9 +1772,10 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       o.h.kind = kData;
       o.h.a = h.b;
       o.req = &r;
-      if (h.how == kByData) {  // the receiver expects the bytes by the transport's protocol (expectByData)
+      if (h.how & kByData) {  // the receiver expects the bytes by the transport's protocol (expectByData)
+        o.h.how = h.how;
         auto& q = byData_[static_cast<size_t>(src)];
-        if (q.empty() && startByData(call, src, r, h.b)) return Status::ok();
+        if (q.empty() && startByData(call, src, r, h.b, h.how & kByDataToGpu)) return Status::ok();
         q.push_back(o);  // started by pushAll in its turn (startByData)
         return Status::ok();
       }
@@ -1952,12 +1986,16 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
     std::memcpy(direct + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body);
     if (n) std::memcpy(direct + sizeof(SlotHead), payload, n);
     __atomic_store_n(reinterpret_cast<uint64_t*>(direct), sent + 1, __ATOMIC_RELEASE);
-  } else if (cpuPayload && ops.putFlagged && sizeof(SlotHead) + n <= kFlaggedPutMax) {
-    // Another host: the whole slot as one flagged put (one message, seq visible last), built in staging_.
+  } else if (!direct && ops.putFlagged && sizeof(SlotHead) + n <= kFlaggedPutMax) {
+    // Another host: the whole slot as one flagged put (one message, seq visible last), built in staging_; a GPU
+    // payload is copied there first by the copy engine (sibling context: never behind the legacy stream), since a
+    // network transport moves host bytes much faster than it stages GPU memory itself (UCX over TCP, measured in
+    // docs/msg.md).
     const uint64_t seq = sent + 1;
     std::memcpy(staging_.data(), &h, sizeof h);
     std::memcpy(staging_.data(), &seq, sizeof seq);
-    if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
+    if (!cpuPayload) TETHER_TRY(paths_->gpu()->copy(staging_.data() + sizeof h, payload, n, false).withContext(call));
+    else if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
     SymRef ref;
     TETHER_TRY(wordRef(call, dst, remote, &ref));
     TETHER_TRY(ops.putFlagged(ctx, dst, w_.remote(dst, ref), staging_.data(), sizeof(SlotHead) + n).withContext(call));

@@ -9,16 +9,19 @@
 //            CUDA IPC carries the send buffer's GpuIpcRef there).
 // The sender of its n-th slot message to PE d writes head + payload into d's inbox[me][n % K] and then sets the
 // slot's seq to n + 1, so seq is the flag that the rest has landed: stores and a release store when d's region is
-// mapped here; for another host's PE (a CPU payload) one flagged put of the whole slot (TransportOps::putFlagged: one
-// UCX active message whose handler stores seq last), else (no flagged put, a slot over kFlaggedPutMax, a GPU
-// payload) blocking puts, seq by a put-with-signal. It may write slot n only while n - acked[d] < K: d consumes its slots in order and
+// mapped here; for another host's PE one flagged put of the whole slot (TransportOps::putFlagged: one UCX active
+// message whose handler stores seq last; a GPU payload copied into the host slot image first by the copy engine),
+// else (no flagged put, a slot over kFlaggedPutMax, a GPU payload to a PE whose ring is mapped here) blocking puts,
+// seq by a put-with-signal. It may write slot n only while n - acked[d] < K: d consumes its slots in order and
 // publishes how many it consumed into the sender's acked[d] word (a store, or to another host a posted ADD of the
 // count since the last one) once half a ring is consumed since it last did (a full ring always gets there).
 // Slot kinds:
 //   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes;
 //   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
 //   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes (as DATA slots, or --
-//                                     `how` kByData: PEs on different hosts, host buffers -- by the transport's
+//                                     `how` kByData: PEs on different hosts; a GPU send buffer staged in host
+//                                     memory, a GPU receive buffer where the transport writes GPU memory (a
+//                                     CUDA-aware UCX) -- by the transport's
 //                                     sendData straight into the receive buffer, which expects them: expectByData;
 //                                     the sender's sendData posted (startByData), a few bytes under way per
 //                                     destination, the rest queued in byData_);
@@ -251,7 +254,9 @@ class Messaging {
   bool expectByData(const char* call, Req& r, int src);
   // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: not now (no
   // word free, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst under way).
-  bool startByData(const char* call, int dst, Req& r, uint64_t recvId);
+  bool startByData(const char* call, int dst, Req& r, uint64_t recvId, bool toGpu);
+  // This PE's transport to pe moves a buffer of this process by sendData/expectData (gpu: a GPU buffer).
+  bool transportTakes(int pe, bool gpu) const;
   // r, taken out of landings_: its word freed (if reusable), a send's bytes out of byDataInFlight_.
   void landed(Req& r, bool wordReusable);
   void pollLandings(bool* did);  // progress: requests whose bytes the transport moved complete

@@ -33,6 +33,9 @@ enum TransportCap : uint32_t {
   // A blocking signal() returns only once every earlier put of the same ctx, nbi ones included, is complete: a
   // blocking put-with-signal whose put and signal share the ctx posts its put and waits once, at the signal.
   kCapSignalCompletesPuts = 1u << 4,
+  // expectData and sendData (below) also take this process's GPU memory (a CUDA-aware network transport): a receive
+  // buffer in GPU memory is written by the transport's own GPU-aware protocol (sendData's toGpu), never by the CPU.
+  kCapDataGpu = 1u << 5,
 };
 
 // Target of an operation: the segment kind and symmetric offset (always) and, where the peer's segment is mapped
@@ -72,7 +75,7 @@ struct TransportOps {
   // messaging room's slots to other hosts (core/messaging.cpp); n at most kFlaggedPutMax.
   Status (*putFlagged)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
   // Optional (all three or none): a two-sided transfer by the transport's own protocol into memory the receiver names
-  // (any host memory of its process, not a segment): the messaging room's rendezvous data to other hosts
+  // (any host memory of its process, not a segment; GPU memory with kCapDataGpu): the messaging room's rendezvous data to other hosts
   // (core/messaging.cpp). The receiver calls expectData first: the bytes PE pe sends with `token` land in dst (at
   // most n), then *done (a word of the receiver's, 0 until then) is stored with release order: bytes + 1, or
   // kDataFailed. cancelData withdraws an expectation: true when nothing will be written into dst or *done any more
@@ -81,9 +84,12 @@ struct TransportOps {
   // sender's, 0 until then) is stored with release order once src is reusable and the receiver has taken the bytes
   // (or dropped them): 1, or kDataFailed (the log says why). The caller keeps src and *sent until then; an error
   // returned means nothing started and *sent is never written. Several may be under way at once, to any PEs.
+  // GPU memory (src, dst) only where the ops carry kCapDataGpu; the sender passes toGpu when the receiver's dst is
+  // GPU memory (the receiver said so), and the transport then delivers by a protocol that writes dst itself (UCX:
+  // rendezvous); bytes that reach a GPU dst otherwise are dropped and *done reports kDataFailed.
   Status (*expectData)(void* ctx, int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
   bool (*cancelData)(void* ctx, int pe, uint64_t token);
-  Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n, uint64_t* sent);
+  Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent);
 };
 constexpr size_t kFlaggedPutMax = size_t{64} << 10;
 constexpr uint64_t kDataFailed = ~uint64_t{0};  // expectData's *done, sendData's *sent: the transfer failed

@@ -33,7 +33,9 @@
 // Two-sided data (TransportOps::expectData/cancelData/sendData, messaging's rendezvous to other hosts): one active
 // message kAmData per transfer, eager or rendezvous as UCX picks, posted (its completion callback stores the sender's
 // word); the receiver's expectations live in expected_ (its own mutex), and the handler copies or
-// ucp_am_recv_data_nbx's into the expected buffer (onData).
+// ucp_am_recv_data_nbx's into the expected buffer (onData). With CUDA memory the HOST paths carry kCapDataGpu
+// (kUcxCudaOps): GPU sources and destinations are legal, and a GPU destination is filled only by a rendezvous (the
+// sender forces it, toGpu), which UCX completes with its own CUDA copies.
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
@@ -170,6 +172,7 @@ struct Expected {
   size_t n;
   uint64_t* done;
   bool receiving;  // the handler is writing into dst (a copy, or a rendezvous receive under way)
+  bool gpu;        // dst is GPU memory: only a rendezvous (UCX writes it) may fill it, never the handler's memcpy
 };
 
 struct Peer {
@@ -235,10 +238,12 @@ class UcxProvider final : public Provider {
   // TransportOps::expectData / cancelData / sendData: one active message (kAmData) whose protocol UCX picks (eager
   // or rendezvous, as for its tag messages); the receiver's handler finds the expectation by (sender, token) and
   // copies the bytes (eager) or receives them into dst (ucp_am_recv_data_nbx), then stores *done. sendData posts the
-  // message and returns; its completion callback stores *sent.
+  // message and returns; its completion callback stores *sent. GPU buffers with a CUDA-aware UCX (kCapDataGpu): a
+  // source's memory type is named to UCX; toGpu (the receiver's dst is GPU memory) forces the rendezvous protocol, so
+  // UCX itself moves the bytes into dst (its CUDA copies) and the handler never touches GPU memory.
   Status expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
   bool cancelData(int pe, uint64_t token);
-  Status sendData(int pe, uint64_t token, const void* src, size_t n, uint64_t* sent);
+  Status sendData(int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent);
 
  private:
   Status makeWorker(int npes);
@@ -331,8 +336,8 @@ Status ucxExpectData(void* ctx, int pe, uint64_t token, void* dst, size_t n, uin
   return ucx(ctx).expectData(pe, token, dst, n, done);
 }
 bool ucxCancelData(void* ctx, int pe, uint64_t token) { return ucx(ctx).cancelData(pe, token); }
-Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n, uint64_t* sent) {
-  return ucx(ctx).sendData(pe, token, src, n, sent);
+Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent) {
+  return ucx(ctx).sendData(pe, token, src, n, toGpu, sent);
 }
 Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signalPost(pe, sig, value, op);
@@ -346,6 +351,11 @@ Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
     ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData,
+};
+// HOST segments where this PE's UCX moves CUDA memory: the same, and two-sided data from and into GPU buffers.
+const TransportOps kUcxCudaOps = {
+    "ucx", kCapAtomics | kCapHostSegment | kCapDataGpu, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
+    ucxPutLocal, ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
@@ -532,7 +542,7 @@ Status UcxProvider::connect(const Topology&, int me, int peer, SegKind kind, Con
   if (addressLens_[static_cast<size_t>(peer)] == 0)
     TETHER_FAIL(TETHER_ERR_UNREACHABLE, "ucx: PE %d has no UCX worker (UCX failed to start there: its log says why)",
                 peer);
-  *out = Connection{kind == SegKind::Device ? &kUcxDeviceOps : &kUcxOps, this};
+  *out = Connection{kind == SegKind::Device ? &kUcxDeviceOps : cuda_ ? &kUcxCudaOps : &kUcxOps, this};
   return Status::ok();
 }
 
@@ -825,8 +835,11 @@ Status UcxProvider::putFlagged(int pe, const RemoteAddr& dst, const void* src, s
 }
 
 Status UcxProvider::expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done) {
+  ucp_request_param_t prm{};
+  TETHER_TRY(localBuffer(dst, "data receive", pe, &prm));  // GPU memory only with a CUDA-aware UCX
+  const bool gpu = (prm.op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) != 0;
   std::lock_guard<std::mutex> lock(expectedMu_);
-  if (!expected_.emplace(std::make_pair(pe, token), Expected{dst, n, done, false}).second)
+  if (!expected_.emplace(std::make_pair(pe, token), Expected{dst, n, done, false, gpu}).second)
     TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx: data with token %llu from PE %d is expected twice",
                 static_cast<unsigned long long>(token), pe);
   return Status::ok();
@@ -841,9 +854,13 @@ bool UcxProvider::cancelData(int pe, uint64_t token) {
   return true;
 }
 
-Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, uint64_t* sent) {
+Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent) {
   ucp_request_param_t prm{};
   TETHER_TRY(localBuffer(src, "data send", pe, &prm));
+  if (toGpu) {  // the receiver's buffer is GPU memory: UCX's rendezvous writes it (the handler never copies into it)
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = UCP_AM_SEND_FLAG_RNDV;
+  }
   Peer& p = *peers_[static_cast<size_t>(pe)];
   ucp_ep_h ep = nullptr;
   {
@@ -904,6 +921,13 @@ ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen
     it->second.receiving = true;  // cancelData now waits for *done: the bytes are being written into dst
   }
   const size_t n = std::min(len, e.n);
+  if (!rndv && e.gpu) {  // a sender that did not ask for the rendezvous (sendData's toGpu): refused, not memcpy'd
+    TETHER_LOG_ERROR(LogSys::Transport, "ucx: PE %d sent %zu bytes eagerly into a GPU receive buffer (token %llu); "
+                     "a GPU destination takes the rendezvous protocol only: dropped", h.from, len,
+                     static_cast<unsigned long long>(h.token));
+    self->dataLanded(h.from, h.token, kDataFailed);
+    return UCS_OK;
+  }
   if (!rndv) {
     std::memcpy(e.dst, data, n);
     self->dataLanded(h.from, h.token, n + 1);
@@ -925,6 +949,10 @@ ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen
     ucp_request_free(request);
   };
   prm.user_data = l;
+  if (e.gpu) {  // named, sparing UCX its detection
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
   ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, e.dst, n, &prm);
   if (UCS_PTR_IS_PTR(r)) return UCS_OK;  // the callback finishes it
   self->dataLanded(h.from, h.token, UCS_PTR_IS_ERR(r) ? kDataFailed : n + 1);
