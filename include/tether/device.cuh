@@ -39,8 +39,10 @@
 //    (GPU and host API AMOs on DEVICE words; on HOST words from a GPU only where the platform has native host
 //    atomics). Order them with fence/quiet. They are single-thread operations (call from one thread).
 //  - sync_all<S> (and team_sync): the group synchronises, the leader fences (fence.sc.sys: cumulative, so it covers
-//    every store the group made before the group barrier) and runs a dissemination barrier over all PEs
-//    (one release store per round into the peer's round word, acquire-wait on its own), then the group synchronises:
+//    every store the group made before the group barrier) and runs a barrier over all PEs -- one round up to
+//    h.barrier_flat_max PEs (TETHER_BARRIER_FLAT_MAX: a release store into a word of every other PE, then
+//    acquire-waits on its own n - 1 words), dissemination above (one release store per round into the peer's round
+//    word, acquire-wait on its own) --, then the group synchronises:
 //    stores before it by any thread of the group on any PE are visible after it. barrier_all = quiet + sync_all (the
 //    same thing on load/store paths). One group per PE may be in a device barrier at a time (a whole grid: use
 //    barrier_all_grid from a kernel started with launch_cooperative).
@@ -1020,6 +1022,33 @@ TETHER_HD void fence(const Handle& h) {
 // ================================================================================================================
 // Device barrier over all PEs, run by one group per PE (see the memory model above).
 
+namespace detail {
+
+// The leader's part of a barrier of n members (member m = world PE start + m * pstride; this PE is member me), over
+// symmetric round words words[i * wstride] that only this barrier uses: up to h.barrier_flat_max members ONE round --
+// member me stores epoch into word d - 1 of member me + d for every d in 1 .. n-1, then waits for its own n - 1 words
+// (word d - 1 is written only by member me - d) -- above it dissemination, log2(n) rounds of one store and one wait
+// (word r only by member me - 2^r). Epochs only grow and each word has one writer, so a stale word never satisfies a
+// wait. A peer that is not load/store reachable gets a SET signal through the ring, after every descriptor this PE
+// posted before.
+TETHER_HD void barrierRounds(const Handle& h, int n, int me, int start, int pstride, const uint64_t* words,
+                             int wstride, uint64_t epoch, const char* what) {
+  const bool flat = n <= h.barrier_flat_max;
+  for (int d = 1, r = 0; d < n; d = flat ? d + 1 : d << 1, ++r) {
+    const int to = start + ((me + d) % n) * pstride;
+    const Target t = target(h, words + r * wstride, to);
+    if (t.ptr)
+      storeRelease(reinterpret_cast<uint64_t*>(t.ptr), epoch);
+    else
+      proxySignal(h, to, t, epoch, SignalOp::Set);
+    if (!flat) (void)waitValue(h, words + r * wstride, Cmp::GE, epoch, what);
+  }
+  if (flat)
+    for (int r = 0; r + 1 < n; ++r) (void)waitValue(h, words + r * wstride, Cmp::GE, epoch, what);
+}
+
+}  // namespace detail
+
 // The group's stores reach the leader's fence through the group barrier before it (the fence is cumulative), so one
 // fence by the leader publishes them all: on one H200, with 512 threads, a fence by every thread cost ~0.45 us more
 // per barrier than the leader's (bench/results/h200/coll_threads_2026-12-04.txt). team_sync does the same.
@@ -1031,16 +1060,8 @@ TETHER_HD void sync_all(const Handle& h) {
     tether_device_barrier_t* mine = detail::local(h, h.barrier);
     const uint64_t epoch = mine->epoch + 1;  // written by this PE's leader only; ordered by the group barriers
     mine->epoch = epoch;
-    int round = 0;
-    for (int dist = 1; dist < h.n_pes; dist <<= 1, ++round) {
-      const int to = (h.my_pe + dist) % h.n_pes;
-      const detail::Target t = detail::target(h, &h.barrier->round[round].value, to);
-      if (t.ptr)
-        detail::storeRelease(reinterpret_cast<uint64_t*>(t.ptr), epoch);
-      else  // a SET signal through the ring, after every descriptor the PE posted before
-        detail::proxySignal(h, to, t, epoch, SignalOp::Set);
-      (void)detail::waitValue(h, &h.barrier->round[round].value, Cmp::GE, epoch, "device barrier");
-    }
+    detail::barrierRounds(h, h.n_pes, h.my_pe, 0, 1, &h.barrier->round[0].value,
+                          static_cast<int>(sizeof(h.barrier->round[0]) / sizeof(uint64_t)), epoch, "device barrier");
   }
   detail::groupSync<S>();
 }
@@ -1127,8 +1148,9 @@ TETHER_HD int team_my_pe(const Team& t) { return t.my_pe; }
 TETHER_HD int team_n_pes(const Team& t) { return t.n_pes; }
 TETHER_HD int team_world_pe(const Team& t, int m) { return t.start + m * t.stride; }
 
-// Dissemination barrier over the members (one group per PE), like sync_all: stores before it by any thread of the
-// group on any member are visible to every member's group after it.
+// Barrier over the members (one group per PE; one round up to h.barrier_flat_max members, else dissemination: see
+// detail::barrierRounds), like sync_all: stores before it by any thread of the group on any member are visible to
+// every member's group after it.
 template <Scope S = Scope::Thread>
 TETHER_HD void team_sync(const Handle& h, const Team& t) {
   detail::groupSync<S>();
@@ -1137,15 +1159,7 @@ TETHER_HD void team_sync(const Handle& h, const Team& t) {
     uint64_t* mine = detail::local(h, t.sync);
     const uint64_t epoch = mine[0] + 1;  // this PE's leader only; ordered by the group barriers
     mine[0] = epoch;
-    for (int dist = 1, round = 1; dist < t.n_pes; dist <<= 1, ++round) {
-      const int to = team_world_pe(t, (t.my_pe + dist) % t.n_pes);
-      const detail::Target x = detail::target(h, t.sync + round, to);
-      if (x.ptr)
-        detail::storeRelease(reinterpret_cast<uint64_t*>(x.ptr), epoch);
-      else
-        detail::proxySignal(h, to, x, epoch, SignalOp::Set);
-      (void)detail::waitValue(h, t.sync + round, Cmp::GE, epoch, "device team sync");
-    }
+    detail::barrierRounds(h, t.n_pes, t.my_pe, t.start, t.stride, t.sync + 1, 1, epoch, "device team sync");
   }
   detail::groupSync<S>();
 }

@@ -538,7 +538,8 @@ typedef struct tether_device_peer_s {
 } tether_device_peer_t;
 
 /* Internal words of the device barrier (one block per PE, in its DEVICE segment when there is one, else in the HOST
- * control block). round[r] is written only by PE (me - 2^r) mod n, epoch only by this PE. */
+ * control block). round[r] is written only by PE (me - 2^r) mod n (dissemination, n > barrier_flat_max) or by PE
+ * (me - r - 1) mod n (one round, n <= barrier_flat_max), epoch only by this PE. */
 typedef struct tether_device_barrier_s {
   uint64_t epoch;
   uint64_t pad_[7];
@@ -550,6 +551,8 @@ typedef struct tether_device_handle_s {
   int32_t my_local, local_size;
   uint32_t flags;
   uint32_t barrier_seg;                  /* segment holding the barrier words */
+  int32_t barrier_flat_max;              /* barriers of up to this many PEs take one round (TETHER_BARRIER_FLAT_MAX) */
+  uint32_t reserved_;
   uint64_t timeout_ns;                   /* device spin-wait bound (TETHER_TIMEOUT); 0 = unbounded */
   tether_device_segment_t seg[TETHER_DEVICE_SEGS];
   const tether_device_peer_t* peers;     /* n_pes entries (GPU memory for the GPU handle, host memory for the CPU one) */
@@ -571,9 +574,9 @@ tether_status_t tether_device_handle_cpu(tether_t world, tether_device_handle_t*
  * passed to kernels by value. Its members must sit at a fixed world-PE stride -- the world team, every team that
  * split_strided or split_2d makes of it (and of those), the shared team when its PEs are evenly spaced: member m is
  * world PE start + m*stride (TETHER_ERR_UNSUPPORTED otherwise). `sync` are the team's device sync words in the
- * handle's barrier segment (1 epoch word written by this PE, then one word per dissemination round), so a view goes
- * with handles of that barrier segment (every GPU handle of this PE, or every CPU handle). Local; the words are reset
- * when the team is destroyed. */
+ * handle's barrier segment (1 epoch word written by this PE, then the round words: one per other member up to the
+ * handle's barrier_flat_max members, else one per dissemination round), so a view goes with handles of that barrier
+ * segment (every GPU handle of this PE, or every CPU handle). Local; the words are reset when the team is destroyed. */
 #define TETHER_DEVICE_TEAM_ROUNDS 16 /* teams of up to 65536 members */
 typedef struct tether_device_team_s {
   int32_t my_pe, n_pes;  /* this PE's team PE number; members */

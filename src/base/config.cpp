@@ -79,6 +79,9 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_COLL_TWO_SHOT", ConfigType::Size, "256K",
        "GPU allreduce (stream and host forms, 3+ members): reduce-scatter + allgather from this many bytes, "
        "one-shot below", 0, kMaxHeapBytes},
+      {"TETHER_BARRIER_FLAT_MAX", ConfigType::Int, "8",
+       "device, stream and team barriers of up to this many PEs take one round (every PE signals every other, then "
+       "waits for all); larger ones take log2(n) dissemination rounds (1: always dissemination)", 1, 16},
       {"TETHER_COLL_BLOCKS", ConfigType::Int, "0",
        "GPU collectives: the most blocks of 512 threads one collective uses (1: always one block; 0: as many as the "
        "GPU holds resident at once, one per multiprocessor)", 0, 4096},

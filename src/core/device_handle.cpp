@@ -22,6 +22,7 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
   h.local_size = localSize_;
   h.flags = forGpu ? TETHER_DEVICE_GPU : 0u;
   h.timeout_ns = timeout_ > 0 ? static_cast<uint64_t>(timeout_ * 1e9) : 0;
+  h.barrier_flat_max = static_cast<int32_t>(config_.integer("TETHER_BARRIER_FLAT_MAX"));
 
   // View of local PE j's copy of segment k in the handle's address space (0: none).
   const SymmetricHeap& heap = heap_;

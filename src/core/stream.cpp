@@ -360,30 +360,41 @@ class StreamPlanner {
     const SegKind kind = dev ? SegKind::Device : SegKind::Host;
     const uint64_t block = dev ? kDeviceStreamBarrierOffset : offsetof(ControlBlock, streamBarrier);
     char* symBase = dev ? w_.heap().device()->myBase() : w_.heap().host()->myBase();
+    // The device barrier's schedule (tether::device::detail::barrierRounds): up to TETHER_BARRIER_FLAT_MAX PEs one
+    // round -- a store into word d - 1 of PE me + d for every d, then the waits on this PE's n - 1 words --, above it
+    // dissemination (word r from PE me - 2^r, a store then a wait per round).
+    const bool flat = n <= static_cast<int>(w_.config().integer("TETHER_BARRIER_FLAT_MAX"));
+    auto wordOff = [&](int r) {
+      return block + offsetof(tether_device_barrier_t, round) +
+             static_cast<uint64_t>(r) * sizeof(tether_device_barrier_t::round[0]);
+    };
+    auto waitOwn = [&](int r) {
+      char* mine = nullptr;
+      TETHER_TRY(route(me, SymRef{kind, wordOff(r)}, &mine));
+      if (!mine) TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: own barrier word not addressable from the stream", call_);
+      memop(wait(mine, StreamCond::Geq, 0), MemPatch{0, index});
+      return Status::ok();
+    };
     int round = 0;
-    for (int dist = 1; dist < n; dist <<= 1, ++round) {
+    for (int dist = 1; dist < n; dist = flat ? dist + 1 : dist << 1, ++round) {
       if (round >= TETHER_DEVICE_MAX_ROUNDS)
         TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: more than %d barrier rounds", call_, TETHER_DEVICE_MAX_ROUNDS);
       const int to = (me + dist) % n;
-      const uint64_t off = block + offsetof(tether_device_barrier_t, round) +
-                           static_cast<uint64_t>(round) * sizeof(tether_device_barrier_t::round[0]);
       char* toAddr = nullptr;
-      TETHER_TRY(route(to, SymRef{kind, off}, &toAddr));
+      TETHER_TRY(route(to, SymRef{kind, wordOff(round)}, &toAddr));
       if (toAddr) {
         memop(write(toAddr, 0, true), MemPatch{0, index});
       } else {
         Op c;
         c.kind = Op::Signal;
         c.pe = to;
-        c.sig = reinterpret_cast<uint64_t*>(symBase + off);
+        c.sig = reinterpret_cast<uint64_t*>(symBase + wordOff(round));
         c.sigOp = TETHER_SIGNAL_SET;
         proxyStep(c, 0, index);
       }
-      char* mine = nullptr;
-      TETHER_TRY(route(me, SymRef{kind, off}, &mine));
-      if (!mine) TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: own barrier word not addressable from the stream", call_);
-      memop(wait(mine, StreamCond::Geq, 0), MemPatch{0, index});
+      if (!flat) TETHER_TRY(waitOwn(round));
     }
+    for (int r = 0; flat && r < round; ++r) TETHER_TRY(waitOwn(r));
     return Status::ok();
   }
 
