@@ -1430,7 +1430,8 @@ bool Messaging::expectByData(const char* call, Req& r, int src) {
 // host memory of r's own first (r.bounce, a copy-engine copy on the sibling context; at most
 // TETHER_MSG_REMOTE_INFLIGHT bytes per destination, or one larger message, are under way, so as many are held). False:
 // not now, nothing started (the caller queues it in byData_): every stream word is in use, or
-// TETHER_MSG_REMOTE_INFLIGHT bytes to dst are under way already. A transport that fails to start it fails r.
+// TETHER_MSG_REMOTE_INFLIGHT bytes to dst are under way already. A staging copy or a transport that fails to start
+// fails r and sends the receiver a CANCEL (its receive fails too).
 bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, bool toGpu) {
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(dst, SegKind::Host, &ctx);
@@ -1449,6 +1450,7 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
                                                                  "send buffer to PE %d", call, r.allowed, dst));
     if (!c.isOk()) {
       r.bounce.reset();
+      queueCancel(dst, recvId);  // the receiver's receive fails now, not at its timeout
       complete(r, c);
       return true;
     }
@@ -1459,6 +1461,7 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
   const Status s = ops.sendData(ctx, dst, recvId, from, r.allowed, toGpu, triggers_ + word);
   if (!s.isOk()) {
     r.bounce.reset();
+    queueCancel(dst, recvId);
     complete(r, s.withContext(call));
     return true;
   }
@@ -1791,8 +1794,9 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       Req& r = *rq;
       if (r.landing != kNoWord) cancelLanding(r);  // nothing comes (the sender never sends it)
       complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d) "
-                                                       "after %zu bytes: its blocking send failed (timed out)", src,
-                                                       r.msgBytes, r.fromTag, r.moved)));
+                                                       "after %zu bytes: its send failed (a blocking send that timed "
+                                                       "out, or bytes its transport could not start: see PE %d's log)",
+                                                       src, r.msgBytes, r.fromTag, r.moved, src)));
       return Status::ok();
     }
     case kData: {
