@@ -1395,7 +1395,10 @@ Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h,
 // has them, GPU memory where it also carries kCapDataGpu (a CUDA-aware UCX).
 bool Messaging::transportTakes(int pe, bool gpu) const {
   void* ctx = nullptr;
-  const TransportOps& ops = opsTo(pe, SegKind::Host, &ctx);
+  return takes(opsTo(pe, SegKind::Host, &ctx), gpu);
+}
+
+bool Messaging::takes(const TransportOps& ops, bool gpu) {
   return ops.expectData && ops.cancelData && ops.sendData && (!gpu || (ops.caps & kCapDataGpu));
 }
 
@@ -1407,10 +1410,11 @@ bool Messaging::transportTakes(int pe, bool gpu) const {
 // r). False: the ring carries it.
 bool Messaging::expectByData(const char* call, Req& r, int src) {
   if (direct_[static_cast<size_t>(src)] || r.allowed == 0 || remoteRndvMin_ == 0 || r.allowed < remoteRndvMin_ ||
-      freeWords_.empty() || !transportTakes(src, r.gpu))
+      freeWords_.empty())
     return false;
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(src, SegKind::Host, &ctx);
+  if (!takes(ops, r.gpu)) return false;
   const uint32_t word = freeWords_.back();
   __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
   const Status s = ops.expectData(ctx, src, r.id, r.dst, r.allowed, triggers_ + word);

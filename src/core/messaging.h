@@ -255,8 +255,10 @@ class Messaging {
   // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: not now (no
   // word free, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst under way).
   bool startByData(const char* call, int dst, Req& r, uint64_t recvId, bool toGpu);
-  // This PE's transport to pe moves a buffer of this process by sendData/expectData (gpu: a GPU buffer).
+  // This PE's transport to pe (takes: the transport ops) moves a buffer of this process by sendData/expectData
+  // (gpu: a GPU buffer).
   bool transportTakes(int pe, bool gpu) const;
+  static bool takes(const TransportOps& ops, bool gpu);
   // r, taken out of landings_: its word freed (if reusable), a send's bytes out of byDataInFlight_.
   void landed(Req& r, bool wordReusable);
   void pollLandings(bool* did);  // progress: requests whose bytes the transport moved complete

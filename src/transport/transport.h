@@ -75,17 +75,17 @@ struct TransportOps {
   // messaging room's slots to other hosts (core/messaging.cpp); n at most kFlaggedPutMax.
   Status (*putFlagged)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
   // Optional (all three or none): a two-sided transfer by the transport's own protocol into memory the receiver names
-  // (any host memory of its process, not a segment; GPU memory with kCapDataGpu): the messaging room's rendezvous data to other hosts
-  // (core/messaging.cpp). The receiver calls expectData first: the bytes PE pe sends with `token` land in dst (at
-  // most n), then *done (a word of the receiver's, 0 until then) is stored with release order: bytes + 1, or
-  // kDataFailed. cancelData withdraws an expectation: true when nothing will be written into dst or *done any more
-  // (data that comes later is dropped), false while the bytes are being written (*done follows). sendData (the
-  // sender, after the receiver said it expects them) starts moving n bytes from src and returns: *sent (a word of the
-  // sender's, 0 until then) is stored with release order once src is reusable and the receiver has taken the bytes
-  // (or dropped them): 1, or kDataFailed (the log says why). The caller keeps src and *sent until then; an error
-  // returned means nothing started and *sent is never written. Several may be under way at once, to any PEs.
-  // GPU memory (src, dst) only where the ops carry kCapDataGpu; the sender passes toGpu when the receiver's dst is
-  // GPU memory (the receiver said so), and the transport then delivers by a protocol that writes dst itself (UCX:
+  // (any host memory of its process, not a segment; GPU memory with kCapDataGpu): the messaging room's rendezvous
+  // data to other hosts (core/messaging.cpp). The receiver calls expectData first: the bytes PE pe sends with
+  // `token` land in dst (at most n), then *done (a word of the receiver's, 0 until then) is stored with release
+  // order: bytes + 1, or kDataFailed. cancelData withdraws an expectation: true when nothing will be written into dst
+  // or *done any more (data that comes later is dropped), false while the bytes are being written (*done follows).
+  // sendData (the sender, after the receiver said it expects them) starts moving n bytes from src and returns: *sent (a
+  // word of the sender's, 0 until then) is stored with release order once src is reusable and the receiver has taken
+  // the bytes (or dropped them): 1, or kDataFailed (the log says why). The caller keeps src and *sent until then; an
+  // error returned means nothing started and *sent is never written. Several may be under way at once, to any PEs. GPU
+  // memory (src, dst) only where the ops carry kCapDataGpu; the sender passes toGpu when the receiver's dst is GPU
+  // memory (the receiver said so), and the transport then delivers by a protocol that writes dst itself (UCX:
   // rendezvous); bytes that reach a GPU dst otherwise are dropped and *done reports kDataFailed.
   Status (*expectData)(void* ctx, int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
   bool (*cancelData)(void* ctx, int pe, uint64_t token);
