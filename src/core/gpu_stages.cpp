@@ -22,7 +22,8 @@ Status GpuStages::acquire(GpuContext& gpu, size_t bytes, const char* what, Stage
   }
   std::unique_ptr<Stage> s(new Stage());
   s->bytes = std::max(bytes, minBytes_);
-  TETHER_TRY(gpu.allocDevice(s->bytes, &s->p).withContext(what));
+  TETHER_TRY((memory_ == Memory::Device ? gpu.allocDevice(s->bytes, &s->p) : gpu.allocPinned(s->bytes, &s->p))
+                 .withContext(what));
   s->busy.store(true);
   *out = s.get();
   stages_.push_back(std::move(s));

@@ -1,14 +1,19 @@
-// GpuStages: GPU staging buffers for stream-ordered work that must not wait for an allocation or a free on the stream
-// (typed RMA's staged route on a stream, core/rma_typed.cpp; typed sends on a stream, core/messaging.cpp).
+// GpuStages: staging buffers for GPU work that must not wait for an allocation or a free: GPU memory for
+// stream-ordered work (typed RMA's staged route on a stream, core/rma_typed.cpp; typed sends on a stream,
+// core/messaging.cpp), or pinned host memory that a copy engine fills at full speed (a GPU send buffer staged for a
+// network transport, core/messaging.cpp: a fresh pageable buffer per message cost page faults and the driver's own
+// staging on every copy).
 //
-// A stage is plain cudaMalloc memory (GpuContext::allocDevice), not stream-ordered pool memory, which the transports
+// A GPU stage is plain cudaMalloc memory (GpuContext::allocDevice), not stream-ordered pool memory, which the transports
 // may not handle (UCX 1.22 with CUDA 13 crashed probing pool allocations, gpu_netns_rma_typed 2026-11-26;
-// rapidsai/ucxx#749), and it keeps its address, so a peer's CUDA IPC mapping of it stays cached across uses.
+// rapidsai/ucxx#749), and it keeps its address, so a peer's CUDA IPC mapping of it stays cached across uses. A host
+// stage is portable pinned memory (GpuContext::allocPinned).
 // Contract: acquire hands out a stage no one else holds (busy) of at least the bytes asked (the smallest idle one);
 // the holder releases it once nothing will touch it any more -- a stream host call enqueued after the stream's last
 // use (release is one atomic store, allowed there), or the host once the work that reads it is complete. A stage whose release never
 // comes (an enqueue that failed half-way: the stream may still use it) stays busy: memory kept, never reused early.
-// Stages are freed with the GPU context, not before (no cudaFree on the way).
+// Stages are freed with the GPU context, not before (no cudaFree on the way): the memory is the peak of what was held
+// at once, for the context's life (also past this object's, which a later owner does not reuse).
 // Thread-safety: acquire from any thread (one mutex); release from any thread.
 #pragma once
 
@@ -32,14 +37,16 @@ class GpuStages {
     std::atomic<bool> busy{false};
     void release() { busy.store(false, std::memory_order_release); }
   };
+  enum class Memory { Device, PinnedHost };
   // minBytes: the smallest stage made (fewer, reusable stages for small requests).
-  explicit GpuStages(size_t minBytes) : minBytes_(minBytes) {}
+  explicit GpuStages(size_t minBytes, Memory memory = Memory::Device) : minBytes_(minBytes), memory_(memory) {}
   // *out: a free stage of at least bytes (busy now), else a new one of max(bytes, minBytes) from gpu. what names the
   // user in an allocation failure.
   Status acquire(GpuContext& gpu, size_t bytes, const char* what, Stage** out);
 
  private:
   const size_t minBytes_;
+  const Memory memory_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Stage>> stages_;  // (mu_)
 };

@@ -144,8 +144,10 @@ struct Messaging::Req {
   // A request whose bytes the transport moves (a receive expecting them by sendData, a send by sendData): the word
   // the transport sets (kNoWord unless r is in landings_; freed when the bytes moved or the expectation was cancelled).
   uint32_t landing = kNoWord;
-  // A send by the transport from GPU memory: the bytes copied to host memory first (startByData), since a network
-  // transport moves host bytes faster than it stages GPU memory itself; freed when the transport is done with them.
+  // A send by the transport from GPU memory: the bytes copied to host memory first (stageSend), since a network
+  // transport moves host bytes faster than it stages GPU memory itself: into a pinned stage of hostStages_, else (no
+  // pinned memory to be had) into host memory of r's own; given back when the transport is done with them (unstage).
+  GpuStages::Stage* hostStage = nullptr;
   std::unique_ptr<char[]> bounce;
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
@@ -1431,7 +1433,7 @@ bool Messaging::expectByData(const char* call, Req& r, int src) {
 
 // A send whose receiver expects the bytes by the transport (a CTS by data, for its request recvId; toGpu: into GPU
 // memory): sendData started, its completion in r's landing word (r joins landings_). A GPU send buffer is copied into
-// host memory of r's own first (r.bounce, a copy-engine copy on the sibling context; at most
+// host memory first (stageSend: a copy-engine copy on the sibling context into a pinned stage; at most
 // TETHER_MSG_REMOTE_INFLIGHT bytes per destination, or one larger message, are under way, so as many are held). False:
 // not now, nothing started (the caller queues it in byData_): every stream word is in use, or
 // TETHER_MSG_REMOTE_INFLIGHT bytes to dst are under way already. A staging copy or a transport that fails to start
@@ -1448,23 +1450,19 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
   if (freeWords_.empty() || (inFlight && inFlight + r.allowed > byDataCap_)) return false;
   const void* from = r.src;
   if (r.gpu) {
-    r.bounce.reset(new (std::nothrow) char[r.allowed]);
-    Status c = r.bounce ? paths_->gpu()->copy(r.bounce.get(), r.src, r.allowed, false).withContext(call)
-                        : Status(TETHER_ERR_NO_MEMORY, strprintf("%s: no host memory to stage the %zu bytes of a GPU "
-                                                                 "send buffer to PE %d", call, r.allowed, dst));
+    const Status c = stageSend(call, r, dst, &from);
     if (!c.isOk()) {
-      r.bounce.reset();
+      unstage(r, true);
       queueCancel(dst, recvId);  // the receiver's receive fails now, not at its timeout
       complete(r, c);
       return true;
     }
-    from = r.bounce.get();
   }
   const uint32_t word = freeWords_.back();
   __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
   const Status s = ops.sendData(ctx, dst, recvId, from, r.allowed, toGpu, triggers_ + word);
   if (!s.isOk()) {
-    r.bounce.reset();
+    unstage(r, true);
     queueCancel(dst, recvId);
     complete(r, s.withContext(call));
     return true;
@@ -1476,12 +1474,47 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
   return true;
 }
 
+// r's GPU send buffer, copied into host memory (*from): a pinned stage of hostStages_ (reused, so the copy engine writes
+// pinned pages at full speed), else -- pinned memory refused, logged once -- host memory of r's own.
+Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from) {
+  void* p = nullptr;
+  const Status pinned = hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage", &r.hostStage);
+  if (pinned.isOk()) {
+    p = r.hostStage->p;
+  } else {
+    r.hostStage = nullptr;
+    if (!pinnedRefused_) {
+      pinnedRefused_ = true;
+      TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: a GPU send buffer to PE %d is staged in pageable host memory (%s); "
+                      "said once", call, me_, dst, pinned.message().c_str());
+    }
+    r.bounce.reset(new (std::nothrow) char[r.allowed]);
+    if (!r.bounce)
+      return Status(TETHER_ERR_NO_MEMORY, strprintf("%s: no host memory to stage the %zu bytes of a GPU send buffer "
+                                                    "to PE %d", call, r.allowed, dst));
+    p = r.bounce.get();
+  }
+  *from = p;
+  return paths_->gpu()->copy(p, r.src, r.allowed, false).withContext(call);
+}
+
+// r's staged bytes are no longer needed (reusable), or may still be read by the transport (!reusable: a send given
+// up after TETHER_TIMEOUT): then they are left alone -- the stage stays busy, never handed out again.
+void Messaging::unstage(Req& r, bool reusable) {
+  if (reusable) {
+    if (r.hostStage) r.hostStage->release();
+    r.bounce.reset();
+  } else {
+    (void)r.bounce.release();
+  }
+  r.hostStage = nullptr;
+}
+
 // r, just taken out of landings_, is done with the transport: its word is free again (unless the transport may still
 // store it: wordReusable false), and a send's bytes are no longer under way.
 void Messaging::landed(Req& r, bool wordReusable) {
   if (wordReusable) freeWords_.push_back(r.landing);
-  else (void)r.bounce.release();  // the transport may still read it: left alone (a send given up after TETHER_TIMEOUT)
-  r.bounce.reset();
+  unstage(r, wordReusable);
   r.landing = kNoWord;
   if (r.send) byDataInFlight_[static_cast<size_t>(r.pe)] -= r.allowed;
 }

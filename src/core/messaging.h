@@ -255,6 +255,8 @@ class Messaging {
   // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: not now (no
   // word free, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst under way).
   bool startByData(const char* call, int dst, Req& r, uint64_t recvId, bool toGpu);
+  Status stageSend(const char* call, Req& r, int dst, const void** from);  // r's GPU bytes into host memory (*from)
+  void unstage(Req& r, bool reusable);  // r's staged bytes given back (reusable), else left to the transport
   // This PE's transport to pe (takes: the transport ops) moves a buffer of this process by sendData/expectData
   // (gpu: a GPU buffer).
   bool transportTakes(int pe, bool gpu) const;
@@ -313,6 +315,9 @@ class Messaging {
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.
   GpuStages stages_{size_t{64} << 10};
+  // GPU send buffers to another host, staged in pinned host memory for the transport (stageSend; 64 KiB and up).
+  GpuStages hostStages_{size_t{64} << 10, GpuStages::Memory::PinnedHost};
+  bool pinnedRefused_ = false;  // a pinned stage was refused (logged once): that send staged in pageable memory
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   // Receives waiting for a message, in the order posted (MPI's matching order), linked through the requests
   // themselves: posting and matching allocate nothing, and a withdrawn receive unlinks in O(1).

@@ -15,6 +15,7 @@
 #include "core/symmetric_heap.h"
 #include "gpu/gpu.h"
 #include "topology/topology.h"
+#include "null_gpu.h"
 
 using namespace tether;
 
@@ -42,39 +43,13 @@ class LoneBootstrap final : public Bootstrap {
 };
 
 // Registration only: the alias is never dereferenced.
-class AliasGpu final : public GpuContext {
+class AliasGpu final : public NullGpu {
  public:
-  int device() const override { return 0; }
-  std::string busId() const override { return "0000:01:00.0"; }
   Status registerHost(void* p, size_t, char** alias) override {
     *alias = static_cast<char*>(p) + kAliasDelta;
     return Status::ok();
   }
   Status unregisterHost(void*) override { return Status::ok(); }
-  bool isDeviceMemory(const void*) override { return false; }
-  Status copy(void*, const void*, size_t, bool) override { return no(); }
-  Status quiet() override { return Status::ok(); }
-  Status settleDefaultStream() override { return Status::ok(); }
-  Status atomic(void*, const AmoArgs&, uint64_t*) override { return no(); }
-  Status signal(void*, uint64_t, tether_signal_op_t) override { return no(); }
-  bool hostService() const override { return false; }
-  Status putSmall(void*, const void*, size_t, bool) override { return Status(TETHER_ERR_UNSUPPORTED, "no service"); }
-  Status getSmall(void*, const void*, size_t) override { return Status(TETHER_ERR_UNSUPPORTED, "no service"); }
-  void noteGpuShared(int) override {}
-  Status deviceByBusId(const std::string&, int*) override { return no(); }
-  int deviceOf(const void*) override { return -1; }
-  Status createStream(int, GpuStream**) override { return no(); }
-  Status allocPinned(size_t, void**) override { return no(); }
-  Status memset(void*, int, size_t) override { return no(); }
-  Status allocDevice(size_t, void**) override { return no(); }
-  Status allocHostMapped(size_t, void**, void**) override { return no(); }
-  Status createSibling(std::unique_ptr<GpuContext>*) override { return no(); }
-  Status createDeviceHeap(const DeviceHeapParams&, Bootstrap&, std::unique_ptr<DeviceHeap>*) override { return no(); }
-  Status exportRegion(const void*, size_t, GpuIpcRef*) override { return no(); }
-  Status openRegion(uint64_t, const GpuIpcRef&, char**) override { return no(); }
-
- private:
-  static Status no() { return Status(TETHER_ERR_UNSUPPORTED, "not in the fake"); }
 };
 
 TEST(HeapAlias, NetworkPeerHasNoGpuViewOfItsHostSegment) {
