@@ -5,7 +5,7 @@
 // HostScope; a kernel's grid on a GPU), on the world team, the even PEs, the world reversed (stride -1) and the rows of a 2-wide grid; in place and not; element
 // types int64, int32, uint8, double with every op they take, allreduce one-shot and two-shot (reduce-scatter +
 // allgather, slices of unequal and zero length); results against a reference from the inputs every
-// member generates from the seed (MP_SEED, printed). Then slot reuse: a team destroyed after device syncs and a new
+// member generates from the seed (MP_SEED, printed). Then in-place order (inPlaceOrder) and slot reuse: a team destroyed after device syncs and a new
 // team in its slot (the sync words are reset at destroy, else the epochs would disagree and the sync hang).
 // Under TETHER_FORCE_PROXY=1 (every peer through the proxy ring) the data movers and sync run through the ring and
 // the reductions, which need loads, are skipped.
@@ -183,6 +183,29 @@ void everyTeam(const dev::Handle& h, const char* sname) {
   MP_OK(tether_barrier_all(w));
 }
 
+// In place, each member writes its dest (= its src) only after every member has read that element of it: the per-chunk
+// team sync of the reduction loops. Short vectors (the short loop) many times over on the world team: the members
+// leave the entry sync at different times, so a member that wrote too early is read by a later one (the short loop
+// without its sync failed here at 2, 3 and 4 PEs in each of 2 runs on the 2-core VM, 2026-12-04; so did the
+// reductions above, in 3 of 3 runs).
+void inPlaceOrder(const dev::Handle& h) {
+  dev::Team t;
+  MP_OK(tether_team_device_view(tether_team_world(w), &h, &t));
+  auto* v = reinterpret_cast<int64_t*>(bufA);
+  for (int k = 0; k < 400; ++k) {
+    const size_t count = 1 + static_cast<size_t>(k) % 7;
+    const uint64_t c = 1000000 + static_cast<uint64_t>(k);
+    for (size_t i = 0; i < count; ++i) v[i] = input<int64_t>(c, me, i);
+    dev::team_allreduce(h, t, v, v, count, RedOp::Sum);
+    for (size_t i = 0; i < count; ++i) {
+      int64_t want = 0;
+      for (int m = 0; m < npes; ++m) want += input<int64_t>(c, m, i);
+      if (v[i] != want) bad("team_allreduce in place (read before written)", c, i, "thread");
+    }
+  }
+  if (me == 0) std::printf("PE 0: in-place order OK\n");
+}
+
 // A team's slot reused by a team of other members: destroy resets the device sync words, so the epochs agree.
 void slotReuse(const dev::Handle& h) {
   tether_team_t world = tether_team_world(w), even = TETHER_TEAM_INVALID, all = TETHER_TEAM_INVALID;
@@ -225,6 +248,7 @@ int main() {
   everyTeam<Scope::Thread>(h, "thread");
   everyTeam<Scope::Block>(h, "block");
   everyTeam<Scope::Grid>(h, "grid");
+  if (loads) inPlaceOrder(h);
   slotReuse(h);
   return mp::finish();
 }
