@@ -4,8 +4,8 @@
 // network transport, core/messaging.cpp: a fresh pageable buffer per message cost page faults and the driver's own
 // staging on every copy).
 //
-// A GPU stage is plain cudaMalloc memory (GpuContext::allocDevice), not stream-ordered pool memory, which the transports
-// may not handle (UCX 1.22 with CUDA 13 crashed probing pool allocations, gpu_netns_rma_typed 2026-11-26;
+// A GPU stage is plain cudaMalloc memory (GpuContext::allocDevice), not stream-ordered pool memory, which the
+// transports may not handle (UCX 1.22 with CUDA 13 crashed probing pool allocations, gpu_netns_rma_typed 2026-11-26;
 // rapidsai/ucxx#749), and it keeps its address, so a peer's CUDA IPC mapping of it stays cached across uses. A host
 // stage is portable pinned memory (GpuContext::allocPinned).
 // Contract: acquire hands out a stage no one else holds (busy) of at least the bytes asked (the smallest idle one);

@@ -1474,16 +1474,21 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
   return true;
 }
 
-// r's GPU send buffer, copied into host memory (*from): a pinned stage of hostStages_ (reused, so the copy engine writes
-// pinned pages at full speed), else -- pinned memory refused, logged once -- host memory of r's own.
+// r's GPU send buffer, copied into host memory (*from): a pinned stage of hostStages_ (reused, so the copy engine
+// writes pinned pages at full speed) below kPinnedStageMax bytes, else -- that size or more, or pinned memory refused
+// (logged once) -- host memory of r's own. The cap bounds what stays pinned: a stage is kept for the GPU context's
+// life, and about one per destination is in use at once (TETHER_MSG_REMOTE_INFLIGHT).
 Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from) {
+  constexpr size_t kPinnedStageMax = size_t{16} << 20;
   void* p = nullptr;
-  const Status pinned = hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage", &r.hostStage);
+  const Status pinned = r.allowed >= kPinnedStageMax
+                            ? Status(TETHER_ERR_UNSUPPORTED, "larger than a pinned stage")
+                            : hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage", &r.hostStage);
   if (pinned.isOk()) {
     p = r.hostStage->p;
   } else {
     r.hostStage = nullptr;
-    if (!pinnedRefused_) {
+    if (r.allowed < kPinnedStageMax && !pinnedRefused_) {
       pinnedRefused_ = true;
       TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: a GPU send buffer to PE %d is staged in pageable host memory (%s); "
                       "said once", call, me_, dst, pinned.message().c_str());

@@ -315,7 +315,7 @@ class Messaging {
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.
   GpuStages stages_{size_t{64} << 10};
-  // GPU send buffers to another host, staged in pinned host memory for the transport (stageSend; 64 KiB and up).
+  // GPU send buffers to another host, staged in pinned host memory for the transport (stageSend; below 16 MiB).
   GpuStages hostStages_{size_t{64} << 10, GpuStages::Memory::PinnedHost};
   bool pinnedRefused_ = false;  // a pinned stage was refused (logged once): that send staged in pageable memory
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled

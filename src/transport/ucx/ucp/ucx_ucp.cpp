@@ -481,7 +481,7 @@ Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov,
 // kDrainCalls calls: under steady traffic it would otherwise keep the worker lock for as long as events arrive,
 // while the PE's own calls (and the device-API proxy) spin on that lock.
 // While the PE stays active the sleep between looks doubles, up to kMaxSleepPeriods periods, and it is one period
-// again once a look finds the PE gone (so a PE that starts computing is served within 16 periods, then on events):
+// again once a look finds the PE gone (so a PE that starts computing is served within 32 periods, then on events):
 // each look wakes this thread, which on a host with no idle core takes a core from a spinning PE. On the 2-core VM
 // (two namespace hosts, 1 MiB ping-pong one-way over TCP, 2026-12-04) a look every 1 ms gave 330-570 us, none or
 // one every 16 ms 176-186 us.
