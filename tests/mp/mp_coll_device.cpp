@@ -198,8 +198,8 @@ void inPlaceOrder(const dev::Handle& h) {
     for (size_t i = 0; i < count; ++i) v[i] = input<int64_t>(c, me, i);
     dev::team_allreduce(h, t, v, v, count, RedOp::Sum);
     for (size_t i = 0; i < count; ++i) {
-      int64_t want = 0;
-      for (int m = 0; m < npes; ++m) want += input<int64_t>(c, m, i);
+      int64_t want = input<int64_t>(c, 0, i);
+      for (int m = 1; m < npes; ++m) want = refOp(RedOp::Sum, want, input<int64_t>(c, m, i));  // wraps, as the sum does
       if (v[i] != want) bad("team_allreduce in place (read before written)", c, i, "thread");
     }
   }
