@@ -92,7 +92,8 @@ struct Messaging::SlotHead {
                    //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
   uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region)
   uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kTransportPayload; CTS: kByData..
-  uint64_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
+  uint32_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
+  uint32_t ack;    // every slot: the low 32 bits of how many of the receiver's slots to the writer it has consumed
 };
 
 // A persistent request's rounds (tether_send_init / tether_recv_init). Its word index, kept for its life, has a start
@@ -284,6 +285,8 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       sent_(static_cast<size_t>(n_)),
       next_(static_cast<size_t>(n_)),
       published_(static_cast<size_t>(n_)),
+      carried_(static_cast<size_t>(n_)),
+      heard_(static_cast<size_t>(n_)),
       out_(static_cast<size_t>(n_)),
       byData_(static_cast<size_t>(n_)),
       byDataInFlight_(static_cast<size_t>(n_)),
@@ -508,7 +511,7 @@ void Messaging::offerDirect(Req& r, SlotHead* h) {
   h->b = (how & 0xff) == kViaGet ? ref.offset : reinterpret_cast<uint64_t>(r.src);
   h->c = static_cast<uint64_t>(reinterpret_cast<char*>(triggers_ + r.claim) - region_);
   h->how = how;
-  h->pid = static_cast<uint64_t>(getpid());
+  h->pid = static_cast<uint32_t>(getpid());
   directs_.push_back(&r);
 }
 
@@ -1714,12 +1717,17 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     if (seq != next + 1) break;
     SlotHead h;
     std::memcpy(&h, s, sizeof h);
+    // The count src carries of this PE's slots it consumed: slots from src are read in the order written, so the
+    // counts only grow; from the low 32 bits, a step of 2^32 or more would read smaller (credit under-counted: safe).
+    uint64_t& heard = heard_[static_cast<size_t>(src)];
+    heard += static_cast<uint32_t>(h.ack - static_cast<uint32_t>(heard));
     bool consumed = false;
     TETHER_TRY(handle(call, src, h, s + sizeof(SlotHead), &consumed));
     if (!consumed) break;  // the pool is full: this source waits for a receive
     ++next;
     *did = true;
-    if (next - published_[static_cast<size_t>(src)] >= slots_ / 2) TETHER_TRY(publishAck(call, src));
+    if (next - std::max(published_[static_cast<size_t>(src)], carried_[static_cast<size_t>(src)]) >= slots_ / 2)
+      TETHER_TRY(publishAck(call, src));
     // A direct rendezvous read (an RTS_DIRECT), or a send by the transport (a CTS by data), takes a while: send what
     // waits for credit before the next one, so the peers get this PE's own RTS while it reads theirs (else, both
     // directions at once, each side's RTS wait for its reads to end, the other side runs dry, and the two directions
@@ -1956,9 +1964,16 @@ bool Messaging::withdraw(uint64_t id) {
 }
 
 // Writes what credit allows from dst's queue.
+// How many of this PE's slots to dst dst has consumed, as far as this PE knows: the larger of its ack word (dst's
+// posted ADDs or stores) and the count dst carried in its last slot here (heard_). Both only grow and never exceed
+// the truth, so neither can free a slot dst still has to read.
+uint64_t Messaging::credit(int dst) const {
+  return std::max(__atomic_load_n(acked_ + dst, __ATOMIC_ACQUIRE), heard_[static_cast<size_t>(dst)]);
+}
+
 Status Messaging::push(const char* call, int dst, bool* did) {
   auto& q = out_[static_cast<size_t>(dst)];
-  while (!q.empty() && sent_[static_cast<size_t>(dst)] - __atomic_load_n(acked_ + dst, __ATOMIC_ACQUIRE) < slots_) {
+  while (!q.empty() && sent_[static_cast<size_t>(dst)] - credit(dst) < slots_) {
     Out& o = q.front();
     Req* r = o.req;
     *did = true;
@@ -2017,8 +2032,11 @@ Status Messaging::wordRef(const char* call, int pe, void* at, SymRef* ref) {
   return checkOp(w_, call, o, nullptr, ref);
 }
 
-Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n,
+Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, const void* payload, size_t n,
                             bool payloadGpu) {
+  SlotHead h = head;
+  const uint64_t consumed = next_[static_cast<size_t>(dst)];  // of dst's slots to this PE: carried back (its credit)
+  h.ack = static_cast<uint32_t>(consumed);
   uint64_t& sent = sent_[static_cast<size_t>(dst)];
   char* remote = slot(me_, sent);  // my ring at dst: the same symmetric address on every PE
   auto* sig = reinterpret_cast<uint64_t*>(remote);
@@ -2060,6 +2078,7 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& h, const 
                     sig, sent + 1));
   }
   ++sent;
+  carried_[static_cast<size_t>(dst)] = consumed;
   return Status::ok();
 }
 

@@ -12,9 +12,10 @@
 // mapped here; for another host's PE one flagged put of the whole slot (TransportOps::putFlagged: one UCX active
 // message whose handler stores seq last; a GPU payload copied into the host slot image first by the copy engine),
 // else (no flagged put, a slot over kFlaggedPutMax, a GPU payload to a PE whose ring is mapped here) blocking puts,
-// seq by a put-with-signal. It may write slot n only while n - acked[d] < K: d consumes its slots in order and
-// publishes how many it consumed into the sender's acked[d] word (a store, or to another host a posted ADD of the
-// count since the last one) once half a ring is consumed since it last did (a full ring always gets there).
+// seq by a put-with-signal. It may write slot n only while n - credit < K: d consumes its slots in order, carries
+// how many it consumed in the head of every slot it writes back (SlotHead::ack), and publishes the count into the
+// sender's acked[d] word (a store, or to another host a posted ADD of the count since the last one) once the sender
+// knows of neither for half a ring (a full ring always gets there); credit = the larger of the two.
 // Slot kinds:
 //   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes;
 //   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
@@ -235,6 +236,7 @@ class Messaging {
   Status pushAll(const char* call, bool* did);  // push to every destination with slot messages waiting
   Status writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n, bool payloadGpu);
   Status publishAck(const char* call, int src);
+  uint64_t credit(int dst) const;  // dst's consumed count of this PE's slots, as far as this PE knows
   // A signal on the region word `at` of PE pe, posted where its transport can (publishAck).
   Status postSignal(const char* call, int pe, void* at, uint64_t value, tether_signal_op_t op);
   // The transport serving pe's `kind` segment, *ctx its context for this room (GPU work on the sibling context).
@@ -295,7 +297,9 @@ class Messaging {
   std::unique_ptr<Pool> pool_;
   std::vector<uint64_t> sent_;       // per destination: slots written
   std::vector<uint64_t> next_;       // per source: slots consumed
-  std::vector<uint64_t> published_;  // per source: the consumed count last published
+  std::vector<uint64_t> published_;  // per source: the consumed count last published (ack word: the ADDs' sum)
+  std::vector<uint64_t> carried_;    // per source: the consumed count carried in the last slot written to it
+  std::vector<uint64_t> heard_;      // per destination: the count of its slots consumed that it carried here last
   std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
   std::vector<std::deque<Out>> byData_;  // per destination: sends by data (startByData) waiting for their turn
   std::vector<size_t> byDataInFlight_;   // per destination: bytes of sends by data under way
