@@ -103,7 +103,7 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_UCX_PROGRESS_US", ConfigType::Int, "1000",
        "Period in microseconds of the UCX progress thread, which moves remote puts and atomics targeting this PE on "
        "while it computes without calling tether (over TCP they land only when the target's worker progresses; "
-       "while tether calls progress the worker it looks less often, up to every 16 periods); "
+       "while tether calls progress the worker it looks less often, up to every 16 periods or 16 ms); "
        "0 = no thread (waits, barriers and the proxy still progress). Only in jobs that use the network path",
        0, 1000000},
       {"TETHER_UCX_WAKEUP", ConfigType::Bool, "1",

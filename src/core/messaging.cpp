@@ -1484,18 +1484,17 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
 Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from) {
   constexpr size_t kPinnedStageMax = size_t{16} << 20;
   void* p = nullptr;
-  const Status pinned = r.allowed >= kPinnedStageMax
-                            ? Status(TETHER_ERR_UNSUPPORTED, "larger than a pinned stage")
-                            : hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage", &r.hostStage);
-  if (pinned.isOk()) {
-    p = r.hostStage->p;
-  } else {
-    r.hostStage = nullptr;
-    if (r.allowed < kPinnedStageMax && !pinnedRefused_) {
+  if (r.allowed < kPinnedStageMax) {
+    const Status pinned = hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage", &r.hostStage);
+    if (pinned.isOk()) {
+      p = r.hostStage->p;
+    } else if (!pinnedRefused_) {
       pinnedRefused_ = true;
       TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: a GPU send buffer to PE %d is staged in pageable host memory (%s); "
                       "said once", call, me_, dst, pinned.message().c_str());
     }
+  }
+  if (!p) {
     r.bounce.reset(new (std::nothrow) char[r.allowed]);
     if (!r.bounce)
       return Status(TETHER_ERR_NO_MEMORY, strprintf("%s: no host memory to stage the %zu bytes of a GPU send buffer "
@@ -1963,7 +1962,6 @@ bool Messaging::withdraw(uint64_t id) {
   return false;
 }
 
-// Writes what credit allows from dst's queue.
 // How many of this PE's slots to dst dst has consumed, as far as this PE knows: the larger of its ack word (dst's
 // posted ADDs or stores) and the count dst carried in its last slot here (heard_). Both only grow and never exceed
 // the truth, so neither can free a slot dst still has to read.
@@ -1971,6 +1969,7 @@ uint64_t Messaging::credit(int dst) const {
   return std::max(__atomic_load_n(acked_ + dst, __ATOMIC_ACQUIRE), heard_[static_cast<size_t>(dst)]);
 }
 
+// Writes what credit allows from dst's queue.
 Status Messaging::push(const char* call, int dst, bool* did) {
   auto& q = out_[static_cast<size_t>(dst)];
   while (!q.empty() && sent_[static_cast<size_t>(dst)] - credit(dst) < slots_) {

@@ -480,15 +480,18 @@ Status UcxProvider::start(const Topology& topo, int me, const PathOverrides& ov,
 // The drain itself stops as soon as a tether call progresses (re-checked after every ucp_worker_progress) and after
 // kDrainCalls calls: under steady traffic it would otherwise keep the worker lock for as long as events arrive,
 // while the PE's own calls (and the device-API proxy) spin on that lock.
-// While the PE stays active the sleep between looks doubles, up to kMaxSleepPeriods periods, and it is one period
-// again once a look finds the PE gone (so a PE that starts computing is served within 32 periods, then on events):
+// While the PE stays active the sleep between looks doubles, up to kMaxSleepPeriods periods but no longer than
+// kMaxBackOff (or one period, if longer: shutdown joins this thread after its sleep), and it is one period again once
+// a look finds the PE gone (so a PE that starts computing is served within 32 ms at the default, then on events):
 // each look wakes this thread, which on a host with no idle core takes a core from a spinning PE. On the 2-core VM
 // (two namespace hosts, 1 MiB ping-pong one-way over TCP, 2026-12-04) a look every 1 ms gave 330-570 us, none or
 // one every 16 ms 176-186 us.
 void UcxProvider::progressLoop() {
   constexpr int kDrainCalls = 64;
   constexpr int kMaxSleepPeriods = 16;
+  constexpr auto kMaxBackOff = std::chrono::milliseconds(16);
   const auto period = std::chrono::microseconds(opts_.progressUs);
+  const auto longest = std::max<std::chrono::microseconds>(period, kMaxBackOff);
   // Someone else progresses the worker: a tether call, or the proxy between descriptors.
   auto others = [this] {
     return userProgress_.load(std::memory_order_relaxed) + idleProgress_.load(std::memory_order_relaxed);
@@ -499,7 +502,7 @@ void UcxProvider::progressLoop() {
   while (!stop_.load(std::memory_order_relaxed)) {
     // While the PE is served otherwise, sleep (longer each time); if not, wait for events (or the period).
     if (userActive) {
-      std::this_thread::sleep_for(period * sleepPeriods);
+      std::this_thread::sleep_for(std::min<std::chrono::microseconds>(period * sleepPeriods, longest));
       sleepPeriods = std::min(2 * sleepPeriods, kMaxSleepPeriods);
     } else if (!waitEvents(period)) {
       std::this_thread::sleep_for(period);
