@@ -10,10 +10,15 @@
 // stage is portable pinned memory (GpuContext::allocPinned).
 // Contract: acquire hands out a stage no one else holds (busy) of at least the bytes asked (the smallest idle one);
 // the holder releases it once nothing will touch it any more -- a stream host call enqueued after the stream's last
-// use (release is one atomic store, allowed there), or the host once the work that reads it is complete. A stage whose release never
-// comes (an enqueue that failed half-way: the stream may still use it) stays busy: memory kept, never reused early.
-// Stages are freed with the GPU context, not before (no cudaFree on the way): the memory is the peak of what was held
-// at once, for the context's life (also past this object's, which a later owner does not reuse).
+// use (release is one atomic store, allowed there), or the host once the work that reads it is complete. A stage whose
+// release never comes (an enqueue that failed half-way: the stream may still use it) stays busy: memory kept, never
+// reused early.
+// Lifetime of the memory: GPU stages are freed with the GPU context, not before (no cudaFree on the way: a peer may
+// hold an IPC mapping), so they come to the peak of what was held at once, for the context's life (also past this
+// object's, which a later owner does not reuse). Pinned stages may have a budget (maxBytes, PinnedHost only): a new
+// stage that would bring the pinned bytes over it first frees idle stages, the largest first
+// (GpuContext::freePinned), and is refused (TETHER_ERR_NO_MEMORY) when the busy ones leave no room or it alone is
+// larger; without a budget they stay until the context goes, like GPU stages.
 // Thread-safety: acquire from any thread (one mutex); release from any thread.
 #pragma once
 
@@ -38,17 +43,25 @@ class GpuStages {
     void release() { busy.store(false, std::memory_order_release); }
   };
   enum class Memory { Device, PinnedHost };
-  // minBytes: the smallest stage made (fewer, reusable stages for small requests).
-  explicit GpuStages(size_t minBytes, Memory memory = Memory::Device) : minBytes_(minBytes), memory_(memory) {}
+  // minBytes: the smallest stage made (fewer, reusable stages for small requests). maxBytes: the budget of a
+  // PinnedHost pool (0: none; a Device pool takes none).
+  explicit GpuStages(size_t minBytes, Memory memory = Memory::Device, size_t maxBytes = 0);
   // *out: a free stage of at least bytes (busy now), else a new one of max(bytes, minBytes) from gpu. what names the
-  // user in an allocation failure.
+  // user in an allocation failure or a refusal by the budget.
   Status acquire(GpuContext& gpu, size_t bytes, const char* what, Stage** out);
+  size_t heldBytes() const;  // the bytes of every stage made and not freed (busy or idle)
 
  private:
+  // Frees idle stages, the largest first, until `bytes` more fit the budget. False: they do not (nothing is freed
+  // then when no amount of idle stages would do). Under mu_.
+  bool makeRoom(GpuContext& gpu, size_t bytes, const char* what, Status* err);
+
   const size_t minBytes_;
   const Memory memory_;
-  std::mutex mu_;
+  const size_t maxBytes_;
+  mutable std::mutex mu_;
   std::vector<std::unique_ptr<Stage>> stages_;  // (mu_)
+  size_t held_ = 0;                              // (mu_) the stages' bytes
 };
 
 }  // namespace tether

@@ -294,7 +294,9 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
       remoteRndvMin_(w.config().size("TETHER_MSG_REMOTE_RNDV")),
       byDataCap_(w.config().size("TETHER_MSG_REMOTE_INFLIGHT")),
-      staging_(slotBytes_) {
+      staging_(slotBytes_),
+      pinnedMax_(w.config().size("TETHER_MSG_PINNED_MAX")),
+      hostStages_(size_t{64} << 10, GpuStages::Memory::PinnedHost, pinnedMax_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
   cmaOk_.assign(static_cast<size_t>(n_), 1);
@@ -1478,14 +1480,15 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
 }
 
 // r's GPU send buffer, copied into host memory (*from): a pinned stage of hostStages_ (reused, so the copy engine
-// writes pinned pages at full speed) below kPinnedStageMax bytes, else -- that size or more, or pinned memory refused
-// (logged once) -- host memory of r's own. The cap bounds what stays pinned: a stage is kept for the GPU context's
-// life, and about one per destination is in use at once (TETHER_MSG_REMOTE_INFLIGHT).
+// writes pinned pages at full speed), else -- TETHER_MSG_PINNED_MAX is 0, the stage would not fit it, or pinned memory
+// is refused (logged once) -- host memory of r's own (pageable: 32 MiB GPU to GPU over TCP 0.68 GB/s against 1.7-1.9
+// pinned at 4-16 MiB, bench/results/h200/msg_gpu_netns_2026-12-04.txt). About one stage per destination is in use at
+// once (TETHER_MSG_REMOTE_INFLIGHT); the budget bounds what stays pinned.
 Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from) {
-  constexpr size_t kPinnedStageMax = size_t{16} << 20;
   void* p = nullptr;
-  if (r.allowed < kPinnedStageMax) {
-    const Status pinned = hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage", &r.hostStage);
+  if (pinnedMax_) {
+    const Status pinned = hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage (TETHER_MSG_PINNED_MAX)",
+                                              &r.hostStage);
     if (pinned.isOk()) {
       p = r.hostStage->p;
     } else if (!pinnedRefused_) {

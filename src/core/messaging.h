@@ -319,8 +319,10 @@ class Messaging {
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.
   GpuStages stages_{size_t{64} << 10};
-  // GPU send buffers to another host, staged in pinned host memory for the transport (stageSend; below 16 MiB).
-  GpuStages hostStages_{size_t{64} << 10, GpuStages::Memory::PinnedHost};
+  // GPU send buffers to another host, staged in pinned host memory for the transport (stageSend), at most
+  // TETHER_MSG_PINNED_MAX bytes of it (0: none).
+  const size_t pinnedMax_;
+  GpuStages hostStages_;
   bool pinnedRefused_ = false;  // a pinned stage was refused (logged once): that send staged in pageable memory
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   // Receives waiting for a message, in the order posted (MPI's matching order), linked through the requests
