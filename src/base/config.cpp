@@ -148,8 +148,8 @@ const std::vector<ConfigVar>& configVars() {
        1, 1024.0 * 1024 * 1024 * 1024},
       {"TETHER_MSG_PINNED_MAX", ConfigType::Size, "64M",
        "Two-sided messaging: the most bytes of pinned host memory a PE keeps for staging GPU send buffers to other "
-       "hosts (reused from message to message; idle ones freed, the largest first, to make room); a message larger "
-       "than it, or while busy stages hold it, is staged in pageable memory (slower); 0 = always pageable",
+       "hosts (reused from message to message, kept until finalize); a message for which no idle stage fits and a new "
+       "one would exceed it is staged in pageable memory (slower); 0 = always pageable",
        0, 1024.0 * 1024 * 1024 * 1024},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "

@@ -13,12 +13,12 @@
 // use (release is one atomic store, allowed there), or the host once the work that reads it is complete. A stage whose
 // release never comes (an enqueue that failed half-way: the stream may still use it) stays busy: memory kept, never
 // reused early.
-// Lifetime of the memory: GPU stages are freed with the GPU context, not before (no cudaFree on the way: a peer may
-// hold an IPC mapping), so they come to the peak of what was held at once, for the context's life (also past this
-// object's, which a later owner does not reuse). Pinned stages may have a budget (maxBytes, PinnedHost only): a new
-// stage that would bring the pinned bytes over it first frees idle stages, the largest first
-// (GpuContext::freePinned), and is refused (TETHER_ERR_NO_MEMORY) when the busy ones leave no room or it alone is
-// larger; without a budget they stay until the context goes, like GPU stages.
+// Lifetime of the memory: stages are freed with the GPU context, not before -- no cudaFree / cudaFreeHost on the way:
+// a peer may hold an IPC mapping of a GPU stage, and freeing memory may wait for the whole GPU, where a kernel can
+// be waiting for this PE's next message (a pinned pool that freed idle stages to make room ran gpu_msg's netns test,
+// 5 s otherwise, past 65 s without finishing, 2026-12-04; likely that). So the memory is the peak of what was held at once, for the context's life (also
+// past this object's, which a later owner does not reuse). A pinned pool may have a budget (maxBytes): a new stage
+// that would bring its bytes over it is refused (TETHER_ERR_NO_MEMORY); idle stages that fit are still reused.
 // Thread-safety: acquire from any thread (one mutex); release from any thread.
 #pragma once
 
@@ -43,8 +43,8 @@ class GpuStages {
     void release() { busy.store(false, std::memory_order_release); }
   };
   enum class Memory { Device, PinnedHost };
-  // minBytes: the smallest stage made (fewer, reusable stages for small requests). maxBytes: the budget of a
-  // PinnedHost pool (0: none; a Device pool takes none).
+  // minBytes: the smallest stage made (fewer, reusable stages for small requests). maxBytes: the most bytes of
+  // stages made (0: no limit).
   explicit GpuStages(size_t minBytes, Memory memory = Memory::Device, size_t maxBytes = 0);
   // *out: a free stage of at least bytes (busy now), else a new one of max(bytes, minBytes) from gpu. what names the
   // user in an allocation failure or a refusal by the budget.
@@ -52,10 +52,6 @@ class GpuStages {
   size_t heldBytes() const;  // the bytes of every stage made and not freed (busy or idle)
 
  private:
-  // Frees idle stages, the largest first, until `bytes` more fit the budget. False: they do not (nothing is freed
-  // then when no amount of idle stages would do). Under mu_.
-  bool makeRoom(GpuContext& gpu, size_t bytes, const char* what, Status* err);
-
   const size_t minBytes_;
   const Memory memory_;
   const size_t maxBytes_;

@@ -135,13 +135,11 @@ class GpuContext {
   //  - createStream: a new stream on GPU `dev` of this process (blocking like the pool, non-blocking in a sibling),
   //    with the atomic/signal kernels loaded in dev's context; owned by this context, which quiet() covers;
   //  - allocPinned: portable pinned host memory (staging a copy between two GPUs that cannot address each other's
-  //    memory: one copy engine writes it, the other reads it); freed with the context, or earlier by freePinned
-  //    (p from allocPinned, no copy using it under way or enqueued any more; it may wait for the GPU).
+  //    memory: one copy engine writes it, the other reads it); freed with the context.
   virtual Status deviceByBusId(const std::string& busId, int* dev) = 0;
   virtual int deviceOf(const void* p) = 0;
   virtual Status createStream(int dev, GpuStream** out) = 0;
   virtual Status allocPinned(size_t n, void** out) = 0;
-  virtual Status freePinned(void* p) = 0;
   virtual Status memset(void* dst, int value, size_t n) = 0;  // blocking
   // Plain GPU memory of this PE's GPU for internal tables (the device handle's peer table); freed with the context.
   virtual Status allocDevice(size_t n, void** out) = 0;

@@ -29,7 +29,6 @@ class NullGpu : public GpuContext {
   int deviceOf(const void*) override { return -1; }
   Status createStream(int, GpuStream**) override { return no(); }
   Status allocPinned(size_t, void**) override { return no(); }
-  Status freePinned(void*) override { return no(); }
   Status memset(void*, int, size_t) override { return no(); }
   Status allocDevice(size_t, void**) override { return no(); }
   Status allocHostMapped(size_t, void**, void**) override { return no(); }

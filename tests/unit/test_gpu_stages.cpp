@@ -1,12 +1,10 @@
 // GpuStages (core/gpu_stages.h): stages come from the memory kind asked for (GPU memory or pinned host memory), the
-// smallest idle one that fits is reused, a busy one never is, and an allocation failure names the user. A pinned
-// pool with a budget frees idle stages (the largest first) to make room, never a busy one, and refuses what does not
-// fit.
+// smallest idle one that fits is reused, a busy one never is, and an allocation failure names the user. A pool with
+// a budget refuses a new stage beyond it (and frees nothing).
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/gpu_stages.h"
@@ -23,27 +21,16 @@ class AllocGpu final : public NullGpu {
   bool refuse = false;
   Status allocDevice(size_t n, void** out) override { return alloc("device", n, out); }
   Status allocPinned(size_t n, void** out) override { return alloc("pinned", n, out); }
-  std::vector<size_t> freed;  // the sizes freePinned was called with, in order
-  Status freePinned(void* p) override {
-    for (auto it = blocks_.begin(); it != blocks_.end(); ++it)
-      if (it->first.get() == p) {
-        freed.push_back(it->second);
-        blocks_.erase(it);
-        return Status::ok();
-      }
-    ADD_FAILURE() << "freePinned of a pointer the fake never handed out";
-    return Status(TETHER_ERR_INVALID_ARG, "unknown pointer");
-  }
 
  private:
   Status alloc(const char* kind, size_t n, void** out) {
     if (refuse) return Status(TETHER_ERR_NO_MEMORY, "the fake refuses");
     kinds.push_back(std::string(kind) + " " + std::to_string(n));
-    blocks_.emplace_back(std::unique_ptr<char[]>(new char[n]), n);
-    *out = blocks_.back().first.get();
+    blocks_.emplace_back(new char[n]);
+    *out = blocks_.back().get();
     return Status::ok();
   }
-  std::vector<std::pair<std::unique_ptr<char[]>, size_t>> blocks_;
+  std::vector<std::unique_ptr<char[]>> blocks_;
 };
 
 TEST(GpuStages, MemoryKindAndMinimumSize) {
@@ -89,61 +76,50 @@ TEST(GpuStages, RefusalNamesTheUser) {
   EXPECT_EQ(s, nullptr);
 }
 
-TEST(GpuStages, BudgetFreesIdleStagesLargestFirst) {
-  AllocGpu gpu;
-  GpuStages stages(64, GpuStages::Memory::PinnedHost, 1000);
-  GpuStages::Stage *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
-  ASSERT_TRUE(stages.acquire(gpu, 100, "test", &a).isOk());
-  ASSERT_TRUE(stages.acquire(gpu, 300, "test", &b).isOk());
-  ASSERT_TRUE(stages.acquire(gpu, 400, "test", &c).isOk());
-  EXPECT_EQ(stages.heldBytes(), 800u);
-  a->release();
-  b->release();
-  c->release();
-  // 500 more: 300 over the budget; freeing the largest idle one (400) is enough, the small ones stay
-  ASSERT_TRUE(stages.acquire(gpu, 500, "test", &d).isOk());
-  EXPECT_EQ(gpu.freed, (std::vector<size_t>{400}));
-  EXPECT_EQ(stages.heldBytes(), 900u);
-  EXPECT_EQ(gpu.kinds.back(), "pinned 500");
-  GpuStages::Stage* again = nullptr;  // the idle 100 and 300 are still there to reuse
-  ASSERT_TRUE(stages.acquire(gpu, 80, "test", &again).isOk());
-  EXPECT_EQ(again->bytes, 100u);
-  EXPECT_EQ(gpu.kinds.size(), 4u);
-}
-
-TEST(GpuStages, BudgetNeverFreesBusyStages) {
+TEST(GpuStages, BudgetRefusesNewStagesBeyondItAndNeverFrees) {
   AllocGpu gpu;
   GpuStages stages(64, GpuStages::Memory::PinnedHost, 1000);
   GpuStages::Stage *a = nullptr, *b = nullptr, *c = nullptr;
   ASSERT_TRUE(stages.acquire(gpu, 600, "test", &a).isOk());
-  ASSERT_TRUE(stages.acquire(gpu, 200, "test", &b).isOk());
+  ASSERT_TRUE(stages.acquire(gpu, 300, "test", &b).isOk());
+  EXPECT_EQ(stages.heldBytes(), 900u);
   b->release();
-  // 600 busy: 500 more cannot fit even with the idle 200 freed -- refused, and the idle one is not freed for nothing
-  const Status st = stages.acquire(gpu, 500, "a pinned stage", &c);
+  // 200: no idle stage fits (300 does: best fit takes it, nothing new)
+  ASSERT_TRUE(stages.acquire(gpu, 200, "test", &c).isOk());
+  EXPECT_EQ(c, b);
+  c->release();
+  // 400: no idle stage fits, and a new one would bring the pool to 1300: refused, naming the user and the budget
+  GpuStages::Stage* d = nullptr;
+  const Status st = stages.acquire(gpu, 400, "a pinned stage", &d);
   EXPECT_EQ(st.code(), TETHER_ERR_NO_MEMORY);
   EXPECT_NE(st.message().find("a pinned stage"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("600 held by stages in use"), std::string::npos) << st.message();
-  EXPECT_EQ(c, nullptr);
-  EXPECT_TRUE(gpu.freed.empty());
-  EXPECT_EQ(stages.heldBytes(), 800u);
-  // 400 fits once the idle 200 goes
-  ASSERT_TRUE(stages.acquire(gpu, 400, "test", &c).isOk());
-  EXPECT_EQ(gpu.freed, (std::vector<size_t>{200}));
+  EXPECT_NE(st.message().find("budget of 1000"), std::string::npos) << st.message();
+  EXPECT_EQ(d, nullptr);
+  EXPECT_EQ(stages.heldBytes(), 900u);
+  EXPECT_EQ(gpu.kinds.size(), 2u);
+  // exactly up to the budget is allowed
+  ASSERT_TRUE(stages.acquire(gpu, 100, "test", &d).isOk());
+  EXPECT_EQ(d, b);  // the idle 300 first
+  GpuStages::Stage* e = nullptr;
+  ASSERT_TRUE(stages.acquire(gpu, 100, "test", &e).isOk());  // both busy: a new 100 makes 1000
   EXPECT_EQ(stages.heldBytes(), 1000u);
-  EXPECT_TRUE(a->busy.load());
+  EXPECT_EQ(gpu.kinds.back(), "pinned 100");
+  GpuStages::Stage* f = nullptr;
+  EXPECT_EQ(stages.acquire(gpu, 1, "test", &f).code(), TETHER_ERR_NO_MEMORY);  // 64 more (the minimum): over
+  GpuStages unbounded(64, GpuStages::Memory::PinnedHost);
+  ASSERT_TRUE(unbounded.acquire(gpu, 5000, "test", &f).isOk());
+  EXPECT_EQ(unbounded.heldBytes(), 5000u);
 }
 
 TEST(GpuStages, BudgetRefusesWhatIsLargerThanIt) {
   AllocGpu gpu;
   GpuStages stages(64, GpuStages::Memory::PinnedHost, 1000);
-  GpuStages::Stage *a = nullptr, *big = nullptr;
-  ASSERT_TRUE(stages.acquire(gpu, 100, "test", &a).isOk());
-  a->release();
+  GpuStages::Stage *small = nullptr, *big = nullptr;
+  ASSERT_TRUE(stages.acquire(gpu, 10, "test", &small).isOk());  // 64 held
   EXPECT_EQ(stages.acquire(gpu, 1001, "test", &big).code(), TETHER_ERR_NO_MEMORY);
-  EXPECT_TRUE(gpu.freed.empty());  // the idle stage stays: freeing it would not have helped
-  GpuStages::Stage* exact = nullptr;  // exactly the budget: the idle 100 makes way
-  ASSERT_TRUE(stages.acquire(gpu, 1000, "test", &exact).isOk());
-  EXPECT_EQ(gpu.freed, (std::vector<size_t>{100}));
+  EXPECT_EQ(stages.acquire(gpu, ~size_t{0}, "test", &big).code(), TETHER_ERR_NO_MEMORY);  // 64 + that: no wrap-around
+  EXPECT_EQ(gpu.kinds.size(), 1u);
+  ASSERT_TRUE(stages.acquire(gpu, 936, "test", &big).isOk());
 }
 
 }  // namespace

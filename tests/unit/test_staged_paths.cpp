@@ -141,7 +141,6 @@ class FakeGpu : public GpuContext {
     *out = pinned_.back()->data();
     return Status::ok();
   }
-  Status freePinned(void*) override { return unsupported(); }
   Status memset(void*, int, size_t) override { return unsupported(); }
   Status allocDevice(size_t, void**) override { return unsupported(); }
   Status allocHostMapped(size_t, void**, void**) override { return unsupported(); }

@@ -555,19 +555,6 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
-  Status freePinned(void* p) override {
-    {
-      std::lock_guard<std::mutex> lock(madeMu_);
-      auto it = std::find(hostAllocs_.begin(), hostAllocs_.end(), p);
-      if (it == hostAllocs_.end())
-        TETHER_FAIL(TETHER_ERR_INVALID_ARG, "freePinned: %p is not pinned memory of this GPU context", p);
-      hostAllocs_.erase(it);
-    }
-    CUDA_TRY(cudaSetDevice(device_));
-    CUDA_TRY(cudaFreeHost(p));
-    return Status::ok();
-  }
-
   Status allocDevice(size_t n, void** out) override {
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaMalloc(out, n));
