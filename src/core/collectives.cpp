@@ -708,7 +708,17 @@ size_t Collectives::stagedBytes(const Plan& p, bool tokens) const {
     default:
       return 0;
   }
-  return bytes <= (tokens && crowded_ ? kRingStageBytes : kCollStageBytes) ? bytes : 0;
+  if (bytes <= kCollStageBytes) return bytes;
+  return tokens && crowded_ && bytes <= kRingStageBytes && p.block <= ringBlockMax(p.a.kind, p.n) ? bytes : 0;
+}
+
+size_t ringBlockMax(CollKind kind, size_t n) {
+  switch (kind) {
+    case CollKind::Broadcast: return n <= 4 ? 8192 : kRingStageBytes;  // one copy, n - 1 readers
+    case CollKind::Allgather: return 4096;
+    case CollKind::Alltoall: case CollKind::ReduceScatter: return 2048;  // n blocks staged
+    default: return 0;
+  }
 }
 
 uint64_t Collectives::stageOffset(const Team& t) const {
@@ -950,9 +960,9 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   // Two members stage only up to 2 KiB: at 4 KiB the one reader pulling straight from src was faster than the
   // root's extra copy (2-core VM, interleaved A/B, 15 runs: 0.67 vs 0.92 us per call); at 3+ members the root's wait
   // for every reader costs more (4 PEs on 2 cores: 2.2 us staged vs 7-16 us pull under load at 4 KiB; 8 KiB 5.8 ->
-  // 1.5 us, 32 KiB 6.0 -> 4.9 us staged, bench/results/cpu-2core-vm/coll_ring_ab.txt), so a crowded host stages up
-  // to half a ring.
-  const size_t limit = p.n == 2 ? kEagerStagePairBytes : crowded_ ? kRingStageBytes : kEagerStageBytes;
+  // 1.5 us staged, bench/results/cpu-2core-vm/coll_ring_ab.txt), so a crowded host stages up to ringBlockMax (at 4
+  // PEs 16-32 KiB pulled are now faster than staged, 0.6-0.9x: coll_ring_block_ab.txt).
+  const size_t limit = p.n == 2 ? kEagerStagePairBytes : crowded_ ? ringBlockMax(p.a.kind, p.n) : kEagerStageBytes;
   const bool staged = host && !inl && p.block <= limit;
   uint64_t off = 0;  // staged: where the copy lies in this PE's staging ring (the token's data carries it)
   if (staged) {

@@ -31,12 +31,15 @@
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
 //     agreement succeeded, so every member takes the same path and the same buffer. On token teams of a crowded
 //     host (crowded_: more PEs on the host than online CPUs, or TETHER_COLL_CROWDED) contributions over
-//     kCollStageBytes up to kRingStageBytes are one-shot too, staged in the member's staging ring of the team (the
-//     eager broadcast's, below: stageRoom reserves the room once every member is done with the calls whose copies it
-//     overwrites), the copy's offset in the member's token. There a second sync point costs more than the copy (4
-//     PEs on 2 cores, alltoall of 1 KiB blocks: 8.7 us with the closing barrier, 4.5 us one-shot); with a core per
-//     PE it is the other way round (2 PEs on 2 cores: 1.4-3x slower one-shot from 2 KiB on; bench/results/
-//     cpu-2core-vm/coll_ring_ab.txt). Every member of a token team is on one host, so all reach the same answer
+//     kCollStageBytes up to kRingStageBytes are one-shot too while the block stays within ringBlockMax (by kind:
+//     alltoall 2 KiB, allgather 4 KiB, broadcast 8 KiB up to 4 members, reductions none), staged in the member's
+//     staging ring of the team (the eager broadcast's, below: stageRoom reserves the room once every member is done
+//     with the calls whose copies it overwrites), the copy's offset in the member's token. There, for small blocks,
+//     a second sync point costs more than the copy (4 PEs on 2 cores, alltoall of 1-2 KiB blocks 0.83-0.91x the
+//     time of pull + close); for larger ones a member that returned early competes for the cores with those still
+//     reading (4 KiB blocks 1.2x, reductions of 4-32 KiB 1.3-2.2x slower staged: bench/results/cpu-2core-vm/
+//     coll_ring_block_ab.txt); with a core per PE pulling wins from 2 KiB on (2 PEs on 2 cores: 1.4-3x;
+//     coll_ring_ab.txt). Every member of a token team is on one host, so all reach the same answer
 //     (TETHER_COLL_CROWDED must be alike on a host).
 //  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at the
 //     start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own ring
@@ -137,8 +140,8 @@ constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
 // Staging rings (protocol above: the eager broadcast's sizes over kEagerDataBytes, and on crowded hosts the one-shot
 // contributions over kCollStageBytes): per team slot kEagerStageTeamBytes, in the HOST segment at kEagerStageOffset
 // (after the token rings, inside kControlBytes). What an eager root stages: up to kEagerStagePairBytes on teams of
-// two, kEagerStageBytes on larger ones, kRingStageBytes on larger ones of a crowded host; a one-shot contribution:
-// up to kRingStageBytes on a crowded host. (Half a ring at most: two calls' copies fit, so a call rarely waits for
+// two, kEagerStageBytes on larger ones, ringBlockMax on larger ones of a crowded host; a one-shot contribution:
+// up to kRingStageBytes on a crowded host, of blocks up to ringBlockMax. (Half a ring at most: two calls' copies fit, so a call rarely waits for
 // the one before it.)
 constexpr uint64_t kEagerStageOffset = kEagerOffset + kTeamSlots * kEagerTeamBytes;
 constexpr size_t kEagerStageTeamBytes = 64 * 1024;
@@ -147,6 +150,11 @@ constexpr size_t kEagerStageBytes = 4096;
 constexpr size_t kRingStageBytes = kEagerStageTeamBytes / 2;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
+
+// The largest member block a crowded host stages in the rings, by kind (n members): beyond it pulling and closing is
+// faster, since a member that returns early competes for the cores with the members still reading (2-core VM, 4 and
+// 8 PEs: bench/results/cpu-2core-vm/coll_ring_block_ab.txt). Reductions never (their one-shot is kCollStageBytes).
+size_t ringBlockMax(CollKind kind, size_t n);
 
 struct CollArgs {
   CollKind kind = CollKind::Broadcast;

@@ -349,18 +349,21 @@ void runAll(tether_team_t team, const char* label) {
           for (bool inPlace : {false, true}) allgatherCase(team, ti, count, inPlace);
           alltoallCase(team, ti, count);
         }
-  // One-shot through the staging rings (token teams on a crowded host: 2-32 KiB staged per member; elsewhere the
-  // staging buffers and pulls): enough calls in a row that every member's ring wraps several times, sizes varying so
-  // that copies straddle the ring's end, interleaved with eager broadcasts staged in the same rings.
+  // One-shot through the staging rings (token teams on a crowded host, core/collectives.h ringBlockMax: alltoall
+  // blocks up to 2 KiB, allgather 4 KiB, broadcasts 8 KiB on up to 4 members; elsewhere the staging buffers and pulls):
+  // enough calls in a row that every member's 64 KiB ring wraps several times, sizes varying so that copies straddle
+  // the ring's end, interleaved with eager broadcasts staged in the same rings and reductions that pull.
   const size_t nTypes = sizeof kTypes / sizeof kTypes[0];
-  for (size_t k = 0; k < 40; ++k) {
+  for (size_t k = 0; k < 80; ++k) {
     const TypeInfo& ti = kTypes[k % nTypes];
-    const size_t bytes = 2100 + 701 * k;  // staged per member: 2100 .. 29439
-    alltoallCase(team, ti, std::max<size_t>(1, bytes / (static_cast<size_t>(n) * ti.size)));
-    allgatherCase(team, ti, bytes / ti.size, k % 2 == 1);
-    if (k % 3 == 0) broadcastCase(team, ti, bytes / 2 / ti.size, false, static_cast<int>(k) % n, true);
-    if (k % 4 == 1) allreduceCase(team, ti, TETHER_RED_MIN, bytes / ti.size, k % 8 == 1);
-    if (k % 5 == 2) broadcastCase(team, ti, bytes / ti.size, false, static_cast<int>(k / 5) % n);
+    const size_t block = 1100 + (37 * k) % 948;    // alltoall: 1100 .. 2047 bytes per block (over 2 KiB staged)
+    const size_t gather = 2100 + (97 * k) % 1996;  // allgather: 2100 .. 4095
+    const size_t bcast = 2100 + (331 * k) % 6092;  // broadcasts: 2100 .. 8191
+    alltoallCase(team, ti, std::max<size_t>(1, block / ti.size));
+    allgatherCase(team, ti, gather / ti.size, k % 2 == 1);
+    if (k % 3 == 0) broadcastCase(team, ti, bcast / ti.size, false, static_cast<int>(k) % n, true);
+    if (k % 4 == 1) allreduceCase(team, ti, TETHER_RED_MIN, gather / ti.size, k % 8 == 1);
+    if (k % 5 == 2) broadcastCase(team, ti, bcast / ti.size, false, static_cast<int>(k / 5) % n);
   }
   for (const TypeInfo& ti : kTypes)
     if (ti.t == TETHER_UINT8 || ti.t == TETHER_INT32 || ti.t == TETHER_DOUBLE)
