@@ -141,8 +141,8 @@ constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
 // contributions over kCollStageBytes): per team slot kEagerStageTeamBytes, in the HOST segment at kEagerStageOffset
 // (after the token rings, inside kControlBytes). What an eager root stages: up to kEagerStagePairBytes on teams of
 // two, kEagerStageBytes on larger ones, ringBlockMax on larger ones of a crowded host; a one-shot contribution:
-// up to kRingStageBytes on a crowded host, of blocks up to ringBlockMax. (Half a ring at most: two calls' copies fit, so a call rarely waits for
-// the one before it.)
+// up to kRingStageBytes on a crowded host, of blocks up to ringBlockMax. (Half a ring at most: two calls' copies
+// fit, so a call rarely waits for the one before it.)
 constexpr uint64_t kEagerStageOffset = kEagerOffset + kTeamSlots * kEagerTeamBytes;
 constexpr size_t kEagerStageTeamBytes = 64 * 1024;
 constexpr size_t kEagerStagePairBytes = 2048;
