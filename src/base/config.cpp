@@ -109,7 +109,8 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_UCX_WAKEUP", ConfigType::Bool, "1",
        "UCX provider: idle threads that progress the worker (the progress thread, the idle device-API proxy) wait on "
        "its event file descriptor (UCP_FEATURE_WAKEUP), so traffic to a PE that computes outside tether is served "
-       "when it arrives instead of at the next period; 0 = poll every period"},
+       "when it arrives instead of at the next period; 0 = poll every period (small remote messages were ~1 us faster "
+       "so on a 16-core H200 machine, level on a 2-core VM)"},
       {"TETHER_UCX_AMO", ConfigType::String, "owner",
        "UCX provider: who executes atomics and signals on HOST/STATIC words of network peers: owner (an active "
        "message the owning PE applies with its local atomics, so they are atomic against same-host PEs' CPU atomics; "
