@@ -16,9 +16,10 @@
 // Lifetime of the memory: stages are freed with the GPU context, not before -- no cudaFree / cudaFreeHost on the way:
 // a peer may hold an IPC mapping of a GPU stage, and freeing memory may wait for the whole GPU, where a kernel can
 // be waiting for this PE's next message (a pinned pool that freed idle stages to make room ran gpu_msg's netns test,
-// 5 s otherwise, past 65 s without finishing, 2026-12-04; likely that). So the memory is the peak of what was held at once, for the context's life (also
-// past this object's, which a later owner does not reuse). A pinned pool may have a budget (maxBytes): a new stage
-// that would bring its bytes over it is refused (TETHER_ERR_NO_MEMORY); idle stages that fit are still reused.
+// 5 s otherwise, past 65 s without finishing, 2026-12-04; likely that). So the memory is the peak of what was held
+// at once, for the context's life (also past this object's, which a later owner does not reuse). A pool may have a
+// budget (maxBytes): a new stage that would bring its bytes over it is refused (TETHER_ERR_NO_MEMORY); idle stages
+// that fit are still reused.
 // Thread-safety: acquire from any thread (one mutex); release from any thread.
 #pragma once
 
