@@ -350,15 +350,17 @@ void runAll(tether_team_t team, const char* label) {
           alltoallCase(team, ti, count);
         }
   // One-shot through the staging rings (token teams on a crowded host, core/collectives.h ringBlockMax: alltoall
-  // blocks up to 2 KiB, allgather 4 KiB, broadcasts 8 KiB on up to 4 members; elsewhere the staging buffers and pulls):
+  // blocks up to 2 KiB, allgather 4 KiB, broadcasts 8 KiB on up to 4 members and 32 KiB on more; elsewhere the staging
+  // buffers and pulls):
   // enough calls in a row that every member's 64 KiB ring wraps several times, sizes varying so that copies straddle
   // the ring's end, interleaved with eager broadcasts staged in the same rings and reductions that pull.
   const size_t nTypes = sizeof kTypes / sizeof kTypes[0];
+  const size_t bcastMax = n <= 4 ? 8192 : 32768;  // ringBlockMax's broadcast limit (exclusive here)
   for (size_t k = 0; k < 80; ++k) {
     const TypeInfo& ti = kTypes[k % nTypes];
     const size_t block = 1100 + (37 * k) % 948;    // alltoall: 1100 .. 2047 bytes per block (over 2 KiB staged)
     const size_t gather = 2100 + (97 * k) % 1996;  // allgather: 2100 .. 4095
-    const size_t bcast = 2100 + (331 * k) % 6092;  // broadcasts: 2100 .. 8191
+    const size_t bcast = 2100 + (331 * k) % (bcastMax - 2100);  // broadcasts: 2100 .. up to the ring's limit
     alltoallCase(team, ti, std::max<size_t>(1, block / ti.size));
     allgatherCase(team, ti, gather / ti.size, k % 2 == 1);
     if (k % 3 == 0) broadcastCase(team, ti, bcast / ti.size, false, static_cast<int>(k) % n, true);
