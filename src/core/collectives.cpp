@@ -54,6 +54,18 @@ bool hasRoot(CollKind k) { return k == CollKind::Broadcast || k == CollKind::Red
 const char* at(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
 char* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
+// The largest member block a crowded host stages in the rings, by kind (n members): beyond it pulling and closing is
+// faster, since a member that returns early competes for the cores with the members still reading (2-core VM, 4 and
+// 8 PEs: bench/results/cpu-2core-vm/coll_ring_block_ab.txt). Reductions never (their one-shot is kCollStageBytes).
+size_t ringBlockMax(CollKind kind, size_t n) {
+  switch (kind) {
+    case CollKind::Broadcast: return n <= 4 ? 8192 : kRingStageBytes;  // one copy, n - 1 readers
+    case CollKind::Allgather: return 4096;
+    case CollKind::Alltoall: case CollKind::ReduceScatter: return 2048;  // n blocks staged
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 // The checked arguments of one call on this PE.
@@ -710,15 +722,6 @@ size_t Collectives::stagedBytes(const Plan& p, bool tokens) const {
   }
   if (bytes <= kCollStageBytes) return bytes;
   return tokens && crowded_ && bytes <= kRingStageBytes && p.block <= ringBlockMax(p.a.kind, p.n) ? bytes : 0;
-}
-
-size_t ringBlockMax(CollKind kind, size_t n) {
-  switch (kind) {
-    case CollKind::Broadcast: return n <= 4 ? 8192 : kRingStageBytes;  // one copy, n - 1 readers
-    case CollKind::Allgather: return 4096;
-    case CollKind::Alltoall: case CollKind::ReduceScatter: return 2048;  // n blocks staged
-    default: return 0;
-  }
 }
 
 uint64_t Collectives::stageOffset(const Team& t) const {

@@ -31,7 +31,7 @@
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
 //     agreement succeeded, so every member takes the same path and the same buffer. On token teams of a crowded
 //     host (crowded_: more PEs on the host than online CPUs, or TETHER_COLL_CROWDED) contributions over
-//     kCollStageBytes up to kRingStageBytes are one-shot too while the block stays within ringBlockMax (by kind:
+//     kCollStageBytes up to kRingStageBytes are one-shot too while the block stays within ringBlockMax (collectives.cpp; by kind:
 //     alltoall 2 KiB, allgather 4 KiB, broadcast 8 KiB up to 4 members, reductions none), staged in the member's
 //     staging ring of the team (the eager broadcast's, below: stageRoom reserves the room once every member is done
 //     with the calls whose copies it overwrites), the copy's offset in the member's token. There, for small blocks,
@@ -150,11 +150,6 @@ constexpr size_t kEagerStageBytes = 4096;
 constexpr size_t kRingStageBytes = kEagerStageTeamBytes / 2;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
-
-// The largest member block a crowded host stages in the rings, by kind (n members): beyond it pulling and closing is
-// faster, since a member that returns early competes for the cores with the members still reading (2-core VM, 4 and
-// 8 PEs: bench/results/cpu-2core-vm/coll_ring_block_ab.txt). Reductions never (their one-shot is kCollStageBytes).
-size_t ringBlockMax(CollKind kind, size_t n);
 
 struct CollArgs {
   CollKind kind = CollKind::Broadcast;
