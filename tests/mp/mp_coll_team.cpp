@@ -349,7 +349,7 @@ void runAll(tether_team_t team, const char* label) {
           for (bool inPlace : {false, true}) allgatherCase(team, ti, count, inPlace);
           alltoallCase(team, ti, count);
         }
-  // One-shot through the staging rings (token teams on a crowded host, core/collectives.h ringBlockMax: alltoall
+  // One-shot through the staging rings (token teams on a crowded host, core/collectives.cpp ringBlockMax: alltoall
   // blocks up to 2 KiB, allgather 4 KiB, broadcasts 8 KiB on up to 4 members and 32 KiB on more; elsewhere the staging
   // buffers and pulls):
   // enough calls in a row that every member's 64 KiB ring wraps several times, sizes varying so that copies straddle
