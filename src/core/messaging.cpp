@@ -28,7 +28,7 @@ namespace tether {
 
 namespace {
 
-enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6 };
+enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6, kSkip = 7 };
 // How the receiver of a kRtsDirect reads the send buffer.
 enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2, kViaIpc = 3 };
 // An RTS's `how`: kTransportPayload, the sender can move the send buffer by the transport's sendData (host memory; GPU
@@ -90,7 +90,8 @@ struct Messaging::SlotHead {
   uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: the send buffer
                    //   (kViaCma, kViaIpc: its address in the sender; kViaGet: its offset in the segment named by
                    //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
-  uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region)
+  uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region); EAGER, SKIP: the slots it takes (a
+                   //   spanning EAGER's payload runs on through the next slots' memory; 0 reads as 1)
   uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kTransportPayload; CTS: kByData..
   uint32_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
   uint32_t ack;    // every slot: the low 32 bits of how many of the receiver's slots to the writer it has consumed
@@ -294,7 +295,8 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
       remoteRndvMin_(w.config().size("TETHER_MSG_REMOTE_RNDV")),
       byDataCap_(w.config().size("TETHER_MSG_REMOTE_INFLIGHT")),
-      staging_(slotBytes_),
+      remoteEager_(spanEagerMax(w.config().size("TETHER_MSG_REMOTE_EAGER"))),
+      staging_(std::max(slotBytes_, sizeof(SlotHead) + remoteEager_)),
       pinnedMax_(w.config().size("TETHER_MSG_PINNED_MAX")),
       hostStages_(size_t{64} << 10, GpuStages::Memory::PinnedHost, pinnedMax_) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
@@ -373,7 +375,27 @@ Status Messaging::setUp(const char* call) {
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
   direct_.resize(static_cast<size_t>(n_));
   for (int pe = 0; pe < n_; ++pe) direct_[static_cast<size_t>(pe)] = static_cast<char*>(w_.ptr(region_, pe));
+  // Eager sizes per destination: a PE written by one flagged put per slot message (another host) takes eager messages
+  // up to remoteEager_ in consecutive slots (one network message, as UCX's own eager tag send), everyone else up to
+  // eager_ in one slot.
+  eagerTo_.assign(static_cast<size_t>(n_), eager_);
+  for (int pe = 0; pe < n_; ++pe) {
+    void* ctx = nullptr;
+    if (!direct_[static_cast<size_t>(pe)] && opsTo(pe, SegKind::Host, &ctx).putFlagged)
+      eagerTo_[static_cast<size_t>(pe)] = std::max(eager_, remoteEager_);
+  }
   return Status::ok();
+}
+
+// TETHER_MSG_REMOTE_EAGER clamped to what one flagged put carries (head + payload) and to half a ring, so a spanning
+// message always fits (after a SKIP to the ring's start) and leaves room for the control slots behind it.
+size_t Messaging::spanEagerMax(size_t want) const {
+  const size_t ring = slots_ / 2 * slotBytes_ - sizeof(SlotHead);
+  return std::min({want, kFlaggedPutMax - sizeof(SlotHead), ring});
+}
+
+uint64_t Messaging::spanOf(size_t bytes) const {
+  return std::max<uint64_t>(1, (bytes + sizeof(SlotHead) + slotBytes_ - 1) / slotBytes_);
 }
 
 Messaging::~Messaging() {
@@ -475,7 +497,7 @@ void Messaging::arm(Req& r) {
 
 void Messaging::queueSend(Req& r) {
   Out o{};
-  o.h.kind = r.cap <= eager_ ? kEager : kRts;
+  o.h.kind = r.cap <= eagerTo_[static_cast<size_t>(r.pe)] ? kEager : kRts;
   o.h.tag = r.tag;
   o.h.bytes = r.cap;
   o.h.a = r.id;
@@ -1723,10 +1745,20 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     // counts only grow; from the low 32 bits, a step of 2^32 or more would read smaller (credit under-counted: safe).
     uint64_t& heard = heard_[static_cast<size_t>(src)];
     heard += static_cast<uint32_t>(h.ack - static_cast<uint32_t>(heard));
+    const uint64_t span = (h.kind == kEager || h.kind == kSkip) && h.c > 1 ? h.c : 1;
+    if (span > slots_ - next % slots_)
+      TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: slot %llu from PE %d says it takes %llu slots; %llu are left before the "
+                  "ring's end", call, static_cast<unsigned long long>(next), src, static_cast<unsigned long long>(span),
+                  static_cast<unsigned long long>(slots_ - next % slots_));
     bool consumed = false;
     TETHER_TRY(handle(call, src, h, s + sizeof(SlotHead), &consumed));
     if (!consumed) break;  // the pool is full: this source waits for a receive
-    ++next;
+    // A spanning message's payload overwrote the seq words of the slots after its first: clear them before the
+    // credit for them can reach the sender (below, or in the next slot written back), so no payload bytes can ever
+    // read as the seq of a later lap.
+    for (uint64_t k = 1; k < span; ++k)
+      __atomic_store_n(reinterpret_cast<uint64_t*>(slot(src, next + k)), uint64_t{0}, __ATOMIC_RELAXED);
+    next += span;
     *did = true;
     if (next - std::max(published_[static_cast<size_t>(src)], carried_[static_cast<size_t>(src)]) >= slots_ / 2)
       TETHER_TRY(publishAck(call, src));
@@ -1851,6 +1883,8 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
                                                        src, r.msgBytes, r.fromTag, r.moved, src)));
       return Status::ok();
     }
+    case kSkip:  // the sender's next message did not fit before the ring's end
+      return Status::ok();
     case kData: {
       Req* rq = reqs_.find(h.a);
       if (!rq || rq->send)
@@ -1975,16 +2009,29 @@ uint64_t Messaging::credit(int dst) const {
 // Writes what credit allows from dst's queue.
 Status Messaging::push(const char* call, int dst, bool* did) {
   auto& q = out_[static_cast<size_t>(dst)];
-  while (!q.empty() && sent_[static_cast<size_t>(dst)] - credit(dst) < slots_) {
+  const uint64_t& sent = sent_[static_cast<size_t>(dst)];
+  while (!q.empty() && sent - credit(dst) < slots_) {
     Out& o = q.front();
     Req* r = o.req;
+    if (o.h.kind == kEager) {  // it may span slots: they must be free and run on without wrapping
+      const uint64_t span = spanOf(r->cap), at = sent % slots_, free = slots_ - (sent - credit(dst));
+      if (at + span > slots_) {  // the ring ends first: one SKIP takes its rest, the message then starts at slot 0
+        if (free < slots_ - at) break;
+        SlotHead skip{};
+        skip.kind = kSkip;
+        TETHER_TRY(writeSlot(call, dst, skip, nullptr, 0, false, slots_ - at));
+        *did = true;
+        continue;
+      }
+      if (free < span) break;
+      TETHER_TRY(writeSlot(call, dst, o.h, r->src, r->cap, r->gpu, span));
+      *did = true;
+      complete(*r, Status::ok());
+      q.pop_front();
+      continue;
+    }
     *did = true;
     switch (o.h.kind) {
-      case kEager:
-        TETHER_TRY(writeSlot(call, dst, o.h, r->src, r->cap, r->gpu));
-        complete(*r, Status::ok());
-        q.pop_front();
-        break;
       case kRtsDirect:  // by CUDA IPC to another PE: the region's GpuIpcRef as the payload
         TETHER_TRY(writeSlot(call, dst, o.h, r->ipc.get(), r->ipc ? sizeof(GpuIpcRef) : 0, false));
         q.pop_front();
@@ -2035,8 +2082,9 @@ Status Messaging::wordRef(const char* call, int pe, void* at, SymRef* ref) {
 }
 
 Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, const void* payload, size_t n,
-                            bool payloadGpu) {
+                            bool payloadGpu, uint64_t span) {
   SlotHead h = head;
+  if (span > 1) h.c = span;
   const uint64_t consumed = next_[static_cast<size_t>(dst)];  // of dst's slots to this PE: carried back (its credit)
   h.ack = static_cast<uint32_t>(consumed);
   uint64_t& sent = sent_[static_cast<size_t>(dst)];
@@ -2079,7 +2127,7 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, con
     TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, dst,
                     sig, sent + 1));
   }
-  ++sent;
+  sent += span;
   carried_[static_cast<size_t>(dst)] = consumed;
   return Status::ok();
 }

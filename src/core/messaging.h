@@ -17,7 +17,12 @@
 // sender's acked[d] word (a store, or to another host a posted ADD of the count since the last one) once the sender
 // knows of neither for half a ring (a full ring always gets there); credit = the larger of the two.
 // Slot kinds:
-//   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes;
+//   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes; to a PE written by flagged puts
+//                                     (another host) of up to TETHER_MSG_REMOTE_EAGER (32 KiB) in `c` consecutive
+//                                     slots, its payload running on over the later slots' heads (one network
+//                                     message); the receiver clears those slots' seq words before it credits them,
+//                                     so no payload bytes read as a later lap's seq;
+//   SKIP  {c}                         the rest of the ring up to its end: the next spanning EAGER starts at slot 0;
 //   RTS   {tag, bytes, send id}       a longer message is ready (rendezvous);
 //   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes (as DATA slots, or --
 //                                     `how` kByData: PEs on different hosts; a GPU send buffer staged in host
@@ -234,7 +239,12 @@ class Messaging {
   Status handle(const char* call, int src, const SlotHead& h, const char* payload, bool* consumed);
   Status push(const char* call, int dst, bool* did);
   Status pushAll(const char* call, bool* did);  // push to every destination with slot messages waiting
-  Status writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n, bool payloadGpu);
+  // Writes slot message h (+ payload) into dst's ring at sent_[dst], taking `span` consecutive slots (a spanning
+  // EAGER or a SKIP; the caller checked credit and that they do not wrap).
+  Status writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n, bool payloadGpu,
+                   uint64_t span = 1);
+  size_t spanEagerMax(size_t want) const;  // TETHER_MSG_REMOTE_EAGER as the ring and a flagged put allow
+  uint64_t spanOf(size_t bytes) const;     // slots an EAGER message of `bytes` takes (1 up to payload_)
   Status publishAck(const char* call, int src);
   uint64_t credit(int dst) const;  // dst's consumed count of this PE's slots, as far as this PE knows
   // A signal on the region word `at` of PE pe, posted where its transport can (publishAck).
@@ -308,6 +318,8 @@ class Messaging {
   const bool ipcOn_;                  // TETHER_MSG_IPC (and TETHER_MSG_DIRECT): private GPU send buffers go direct
   const size_t remoteRndvMin_;        // TETHER_MSG_REMOTE_RNDV: from these bytes, sendData to other hosts (0: never)
   const size_t byDataCap_;            // TETHER_MSG_REMOTE_INFLIGHT: bytes by sendData under way per destination
+  const size_t remoteEager_;          // TETHER_MSG_REMOTE_EAGER (clamped): eager bytes to PEs written by flagged puts
+  std::vector<size_t> eagerTo_;       // per destination: the largest eager message (eager_, or remoteEager_ above)
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
@@ -315,7 +327,7 @@ class Messaging {
   // Receive ids withdrawn after a CTS by data (withdraw): their sender may still answer with a CANCEL (bounded).
   std::set<uint64_t> withdrawnLandings_;
   static constexpr size_t kWithdrawnMax = 4096;
-  std::vector<char> staging_;         // head + payload of one slot (another host's: one put, or one flagged put)
+  std::vector<char> staging_;  // head + payload of one slot message (another host's: one put, or one flagged put)
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.
   GpuStages stages_{size_t{64} << 10};

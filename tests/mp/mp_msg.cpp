@@ -18,6 +18,8 @@
 //     test before a message can have arrived leaves the request alone
 //  11 several threads of a PE messaging at once
 //  12 finalize and init again (mismatched attr -> TETHER_ERR_MISMATCH), tether_finalize releases the messaging state
+//  13 eager messages spanning ring slots (PEs on other hosts): stale payload bytes where later slots' sequence words
+//     lie never read as a message; messages that meet the ring's end
 // `mp_msg timeout` (2 PEs, TETHER_TIMEOUT=3): waits of every form time out with a message naming the request and
 // leave it pending (a later wait completes it), the status of a timed-out wait is not garbage; a blocking recv or
 // send that timed out has returned: it no longer writes or reads the caller's buffer.
@@ -1310,6 +1312,99 @@ void finalizeAgain() {
   sectionDone(12);
 }
 
+// ---- 13: eager messages spanning ring slots (to PEs on other hosts) over stale ring bytes ------------------------
+
+// A PE whose ring is written by one flagged put per slot message (another host: UCX) takes eager messages of up to
+// TETHER_MSG_REMOTE_EAGER bytes in consecutive slots; their payload overwrites the later slots' sequence words. Here
+// the messaging layer runs with eager 1 KiB and 16 slots (slot = 64-byte head + 1024 B, kSlotBytes), so a 4000-byte
+// message takes 4 slots, and its payload holds, where the 2nd..4th slot's sequence word lies, exactly the value the
+// receiver expects there one lap later. Then 8-byte ping-pongs walk the next lap slot by slot, the receiver looking at
+// each slot before its sender writes it: a receiver that did not clear those words would take the stale bytes for a
+// message. Last, 3-slot messages sent before the receive is posted: the ring's end forces a SKIP, and they wait for
+// credit. Between PEs of one host (or with the eager size at its default) the same exchange runs on other protocols.
+constexpr size_t kSpanSlotBytes = 64 + 1024, kSpanSlots = 16, kSpanBytes = 4000, kSpanSpan = 4;
+
+std::vector<unsigned char> spanPayload(int src, int dst, size_t j) {
+  std::vector<unsigned char> b(kSpanBytes);
+  fill(b.data(), b.size(), msgKey(130, src, dst, j));
+  for (size_t k = 1; k < kSpanSpan; ++k) {  // slot 4j + k's seq word: the seq of that slot one lap later
+    const uint64_t lapLater = kSpanSlots + kSpanSpan * j + k + 1;
+    std::memcpy(b.data() + k * kSpanSlotBytes - 64, &lapLater, sizeof lapLater);
+  }
+  return b;
+}
+
+void spanningMessages() {
+  section = "eager messages spanning slots";
+  setCase("init with eager 1 KiB, 16 slots");
+  OK(tether_msg_finalize(w));
+  tether_msg_attr_t a;
+  a.eager_bytes = 1024;
+  a.slots = kSpanSlots;
+  a.unexpected_bytes = 0;
+  OK(tether_msg_init(w, &a));
+  const bool sender = me % 2 == 0 && me + 1 < npes, receiver = me % 2 == 1;
+  const int peer = sender ? me + 1 : me - 1;
+  tether_msg_status_t st;
+  // Lap 0: four 4-slot messages.
+  for (size_t j = 0; j < kSpanSlots / kSpanSpan; ++j) {
+    setCase("lap 0: message %zu of %zu B", j, kSpanBytes);
+    if (sender) {
+      const auto out = spanPayload(me, peer, j);
+      OK(tether_send(w, out.data(), out.size(), peer, 13000));
+    } else if (receiver) {
+      std::vector<unsigned char> in(kSpanBytes + kGuardBytes, kGuard);
+      OK(tether_recv(w, in.data(), kSpanBytes, peer, 13000, &st));
+      checkStatus(st, peer, 13000, kSpanBytes, TETHER_SUCCESS, "spanning recv");
+      CHECKF(std::memcmp(in.data(), spanPayload(peer, me, j).data(), kSpanBytes) == 0, "message %zu's bytes differ",
+             j);
+      checkGuard(in.data() + kSpanBytes, kGuardBytes, "spanning recv");
+    }
+  }
+  // Lap 1: one slot at a time, the receiver waiting in each slot before it is written.
+  for (uint64_t i = 0; i < kSpanSlots; ++i) {
+    setCase("lap 1: ping-pong %" PRIu64, i);
+    uint64_t v = 0;
+    if (sender) {
+      v = mix(i + 131);
+      OK(tether_send(w, &v, sizeof v, peer, 13001));
+      OK(tether_recv(w, &v, sizeof v, peer, 13002, &st));
+      checkStatus(st, peer, 13002, sizeof v, TETHER_SUCCESS, "pong");
+      CHECKF(v == i, "pong %" PRIu64 " carried %" PRIu64, i, v);
+    } else if (receiver) {
+      OK(tether_recv(w, &v, sizeof v, peer, 13001, &st));
+      checkStatus(st, peer, 13001, sizeof v, TETHER_SUCCESS, "ping");
+      CHECKF(v == mix(i + 131), "ping %" PRIu64 " carried 0x%" PRIx64, i, v);
+      v = i;
+      OK(tether_send(w, &v, sizeof v, peer, 13002));
+    }
+  }
+  // 3-slot messages, all sent before the receiver posts: the ring's end (a SKIP) and credit waits.
+  const size_t n3 = 7, b3 = 2500;
+  std::vector<std::vector<unsigned char>> outs(n3);
+  std::vector<tether_request_t> reqs(n3, TETHER_REQUEST_NULL);
+  if (sender)
+    for (size_t j = 0; j < n3; ++j) {
+      setCase("3-slot isend %zu", j);
+      outs[j].resize(b3 + 8 * j);
+      fill(outs[j].data(), outs[j].size(), msgKey(131, me, peer, j));
+      OK(tether_isend(w, outs[j].data(), outs[j].size(), peer, 13003, &reqs[j]));
+    }
+  barrier();
+  if (receiver)
+    for (size_t j = 0; j < n3; ++j) {
+      setCase("3-slot recv %zu", j);
+      std::vector<unsigned char> in(b3 + 8 * j + kGuardBytes, kGuard);
+      OK(tether_recv(w, in.data(), b3 + 8 * j, peer, 13003, &st));
+      checkStatus(st, peer, 13003, b3 + 8 * j, TETHER_SUCCESS, "3-slot recv");
+      checkBytes(in.data(), b3 + 8 * j, msgKey(131, peer, me, j), "3-slot recv");
+      checkGuard(in.data() + b3 + 8 * j, kGuardBytes, "3-slot recv");
+    }
+  setCase("3-slot waitall");
+  if (sender) OK(tether_msg_waitall(w, n3, reqs.data(), nullptr));
+  sectionDone(13);
+}
+
 // ---- `mp_msg timeout` (2 PEs, TETHER_TIMEOUT=3): bounded waits, and what a timed-out call leaves behind ---------
 
 // PE 0 times out while PE 1 waits for it (mp::awaitTimeouts: up to 5 TETHER_TIMEOUTs), one counter per phase.
@@ -1608,6 +1703,7 @@ int main(int argc, char** argv) {
   zeroAndNull();
   threads();
   finalizeAgain();
+  spanningMessages();
 
   barrier();
   if (me == 0) std::printf("mp_msg: OK (MP_SEED=%" PRIu64 ")\n", seed);
