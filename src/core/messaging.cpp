@@ -2214,7 +2214,8 @@ Status Messaging::timeout(const char* call, uint64_t id, double waited) {
   if (r.send)
     TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d: a send of %zu bytes to PE "
                 "%d, tag %d (%s)", call, waited, me_, r.cap, r.pe, r.tag,
-                r.cap <= eager_ ? "eager: waiting for a free slot in the destination's ring"
+                r.cap <= eagerTo_[static_cast<size_t>(r.pe)]
+                    ? "eager: waiting for free slots in the destination's ring"
                 : r.allowed == 0 && r.moved == 0 ? "rendezvous: the receiver has not posted a matching receive"
                                                  : "rendezvous: moving the data");
   const std::string from = r.pe < 0 ? std::string("any PE") : strprintf("PE %d", r.pe);
