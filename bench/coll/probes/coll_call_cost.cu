@@ -136,8 +136,8 @@ int main() {
     std::snprintf(name, sizeof name, "device::team_allreduce<Grid> 8 B <<<1,%u>>> (this file's kernel)", th);
     gpuRow(name, [&] { allreduceGrid<<<1, th, 0, st>>>(h, t, d, s, 2); });
   }
-  gpuRow("tether_team_allreduce_on_stream 8 B (libtether: collCallKernel)", lib);
-  gpuRow("tether_team_sync_on_stream (libtether: collCallKernel)", libSync);
+  gpuRow("tether_team_allreduce_on_stream 8 B (libtether: collGroupKernel)", lib);
+  gpuRow("tether_team_sync_on_stream (libtether: collGroupKernel)", libSync);
   hostRow("empty<<<1,512>>>", [&] { empty<<<1, 512, 0, st>>>(); }, false);
   hostRow("allreduceGrid<<<1,512>>> (this file's kernel)", [&] { allreduceGrid<<<1, 512, 0, st>>>(h, t, d, s, 2); },
           false);

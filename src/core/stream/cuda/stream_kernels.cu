@@ -167,43 +167,26 @@ cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& h
   return cudaGetLastError();
 }
 
-namespace {
-// One kernel for every shape (one instantiation of the collectives: they are most of this file's compile time): a
-// grid of one block is launched plainly (Scope::Grid's barrier is then __syncthreads), a larger one cooperatively.
-__global__ void __launch_bounds__(kCollBlockThreads)
-    collCallKernel(tether_device_handle_t h, tether_device_team_t t, StreamCollCall c) {
-  streamdetail::runCollCall<device::Scope::Grid>(h, t, c);
-}
-
-// Blocks of collCallKernel the current device holds resident at once (0 on error): the most a cooperative launch takes.
-unsigned residentGridBlocks() {
-  int dev = 0, sms = 0, perSm = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, collCallKernel, kCollBlockThreads, 0) != cudaSuccess)
-    return 0;
-  return static_cast<unsigned>(sms) * static_cast<unsigned>(perSm);
-}
-}  // namespace
-
 cudaError_t launchCollCall(cudaStream_t stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
                            const StreamCollCall& call) {
-  unsigned blocks = call.blocks;
-  if (blocks > 1) {
-    static const unsigned resident = residentGridBlocks();  // one device per process (the PE's GPU)
-    blocks = blocks < resident ? blocks : resident;
+  using streamdetail::CollGroup;
+  switch (streamdetail::collGroupOf(call)) {
+    case CollGroup::Move: return launchCollGroup<CollGroup::Move>(stream, handle, team, call);
+    case CollGroup::Signed: return launchCollGroup<CollGroup::Signed>(stream, handle, team, call);
+    case CollGroup::Unsigned: return launchCollGroup<CollGroup::Unsigned>(stream, handle, team, call);
+    case CollGroup::Float: return launchCollGroup<CollGroup::Float>(stream, handle, team, call);
+    case CollGroup::Half: break;
   }
-  if (blocks <= 1) {
-    const unsigned threads = call.threads < 1 ? 1 : call.threads < kCollBlockThreads ? call.threads : kCollBlockThreads;
-    collCallKernel<<<1, threads, 0, stream>>>(handle, team, call);
-    return cudaGetLastError();
-  }
-  return device::launch_cooperative(collCallKernel, dim3(blocks), dim3(kCollBlockThreads), 0, stream, handle, team,
-                                    call);
+  return launchCollGroup<CollGroup::Half>(stream, handle, team, call);
 }
 
 cudaError_t preloadStreamKernels() {
-  const void* const kernels[] = {reinterpret_cast<const void*>(collCallKernel),
+  using streamdetail::CollGroup;
+  const void* const kernels[] = {collGroupKernelAddress<CollGroup::Move>(),
+                                 collGroupKernelAddress<CollGroup::Signed>(),
+                                 collGroupKernelAddress<CollGroup::Unsigned>(),
+                                 collGroupKernelAddress<CollGroup::Float>(),
+                                 collGroupKernelAddress<CollGroup::Half>(),
                                  reinterpret_cast<const void*>(storeKernel),
                                  reinterpret_cast<const void*>(streamAmoKernel),
                                  reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(fenceKernel),

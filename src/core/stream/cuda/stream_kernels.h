@@ -10,6 +10,9 @@
 #include "core/stream_ops.h"
 
 namespace tether {
+namespace streamdetail {
+enum class CollGroup : int;  // core/stream/stream_coll_call.h
+}  // namespace streamdetail
 namespace gpukernels {
 
 // Wait modes of launchWait: a tether_cmp_t (0..5, unsigned or signed) or a memop condition.
@@ -36,9 +39,17 @@ cudaError_t launchFence(cudaStream_t stream);
 cudaError_t launchProxyCall(cudaStream_t stream, const tether_device_handle_t& handle, const Op& call);
 // Runs one team collective (core/stream/stream_coll_call.h), the device form at Scope::Grid: one block of
 // call.threads threads (at most kCollBlockThreads) when call.blocks <= 1, else a cooperative grid of min(call.blocks,
-// what the device holds resident at once) blocks of kCollBlockThreads.
+// what the device holds resident at once) blocks of kCollBlockThreads. The kernel of the call's group
+// (launchCollGroup).
 cudaError_t launchCollCall(cudaStream_t stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
                            const StreamCollCall& call);
+// launchCollCall for the calls of group G, and G's kernel; instantiated one group per translation unit
+// (core/stream/cuda/coll_group_*.cu).
+template <streamdetail::CollGroup G>
+cudaError_t launchCollGroup(cudaStream_t stream, const tether_device_handle_t& handle, const tether_device_team_t& team,
+                            const StreamCollCall& call);
+template <streamdetail::CollGroup G>
+const void* collGroupKernelAddress();
 // Loads the kernels above into the current device's context now, as kernels.h's preload: none of them may be loaded
 // lazily at a launch while a stream memop wait of this context (an armed doorbell) is pending. First load error.
 cudaError_t preloadStreamKernels();
