@@ -11,7 +11,7 @@
 #   ROWS=rma           rma: one-sided rows (tether_bench_put_get vs ucp_put_lat / ucp_get / ucp_put_bw);
 #                      msg: two-sided rows (issue #20: tether_bench_msg's latency and bw vs ucx_perftest tag_lat
 #                      and tag_bw -O 64), written to ucx_compare_msg[_netns].{txt,jsonl}
-#   SIZES="8 64 512 4096 32768 262144 1048576"
+#   SIZES="8 64 512 4096 16384 32768 262144 1048576"
 #   TRANSPORTS="tcp shm"   tcp: UCX_TLS=tcp,self UCX_NET_DEVICES=lo for both, tether forced onto ucx (host=ucx);
 #                          shm: ucx_perftest with UCX_TLS=sm,self vs tether's OWN shm path (no UCX at all);
 #                          netns: the two "hosts" of scripts/netns-hosts (needs root): ucx_perftest's server in
@@ -29,7 +29,7 @@ if [[ ${1:-} == --netns-host ]]; then  # internal: this script again, inside one
 fi
 machine=${1:-$(hostname -s)}
 build=${BUILD_DIR:-$root/build/host}
-sizes=${SIZES:-8 64 512 4096 32768 262144 1048576}
+sizes=${SIZES:-8 64 512 4096 16384 32768 262144 1048576}
 transports=${TRANSPORTS:-tcp shm}
 lat_iters=${LAT_ITERS:-10000}
 bw_iters=${BW_ITERS:-2000}
