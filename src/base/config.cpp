@@ -139,8 +139,9 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_MSG_REMOTE_EAGER", ConfigType::Size, "32K",
        "Two-sided messaging: to a PE on another host (one flagged put per slot message), messages up to this many "
        "bytes go eagerly in consecutive ring slots as ONE network message instead of by rendezvous (three network "
-       "legs); at most what one flagged put carries (64 KiB with the slot head) and half a ring; below "
-       "TETHER_MSG_EAGER it changes nothing", 0, 1024.0 * 1024 * 1024},
+       "legs), and rendezvous data through the ring goes in fragments of this size; at most what one flagged put "
+       "carries (64 KiB with the slot head) and half a ring; below TETHER_MSG_EAGER it changes nothing",
+       0, 1024.0 * 1024 * 1024},
       {"TETHER_MSG_REMOTE_RNDV", ConfigType::Size, "1",
        "Two-sided messaging: a rendezvous message of at least this many bytes between host buffers of PEs on "
        "different hosts moves by the network transport's own protocol straight into the posted buffer (UCX: one "

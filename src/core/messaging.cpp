@@ -90,8 +90,9 @@ struct Messaging::SlotHead {
   uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: the send buffer
                    //   (kViaCma, kViaIpc: its address in the sender; kViaGet: its offset in the segment named by
                    //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
-  uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region); EAGER, SKIP: the slots it takes (a
-                   //   spanning EAGER's payload runs on through the next slots' memory; 0 reads as 1)
+  uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region); EAGER, DATA, SKIP: the slots it
+                   //   takes (a spanning EAGER's or DATA's payload runs on through the next slots' memory; 0 reads
+                   //   as 1)
   uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kTransportPayload; CTS: kByData..
   uint32_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
   uint32_t ack;    // every slot: the low 32 bits of how many of the receiver's slots to the writer it has consumed
@@ -1745,7 +1746,7 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     // counts only grow; from the low 32 bits, a step of 2^32 or more would read smaller (credit under-counted: safe).
     uint64_t& heard = heard_[static_cast<size_t>(src)];
     heard += static_cast<uint32_t>(h.ack - static_cast<uint32_t>(heard));
-    const uint64_t span = (h.kind == kEager || h.kind == kSkip) && h.c > 1 ? h.c : 1;
+    const uint64_t span = (h.kind == kEager || h.kind == kData || h.kind == kSkip) && h.c > 1 ? h.c : 1;
     if (span > slots_ - next % slots_)
       TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: slot %llu from PE %d says it takes %llu slots; %llu are left before the "
                   "ring's end", call, static_cast<unsigned long long>(next), src, static_cast<unsigned long long>(span),
@@ -2013,8 +2014,11 @@ Status Messaging::push(const char* call, int dst, bool* did) {
   while (!q.empty() && sent - credit(dst) < slots_) {
     Out& o = q.front();
     Req* r = o.req;
-    if (o.h.kind == kEager) {  // it may span slots: they must be free and run on without wrapping
-      const uint64_t span = spanOf(r->cap), at = sent % slots_, free = slots_ - (sent - credit(dst));
+    if (o.h.kind == kEager || o.h.kind == kData) {  // they may span slots: free ones, without wrapping
+      const bool data = o.h.kind == kData;  // the next fragment of a rendezvous send through the ring
+      const size_t n = data ? std::min(std::max(payload_, eagerTo_[static_cast<size_t>(dst)]), r->allowed - r->moved)
+                            : r->cap;
+      const uint64_t span = spanOf(n), at = sent % slots_, free = slots_ - (sent - credit(dst));
       if (at + span > slots_) {  // the ring ends first: one SKIP takes its rest, the message then starts at slot 0
         if (free < slots_ - at) break;
         SlotHead skip{};
@@ -2024,8 +2028,16 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         continue;
       }
       if (free < span) break;
-      TETHER_TRY(writeSlot(call, dst, o.h, r->src, r->cap, r->gpu, span));
+      SlotHead h = o.h;
+      const char* from = static_cast<const char*>(r->src);
+      if (data) {
+        h.bytes = n;
+        h.b = r->moved;
+        from += r->moved;
+      }
+      TETHER_TRY(writeSlot(call, dst, h, from, n, r->gpu, span));
       *did = true;
+      if (data && (r->moved += n) < r->allowed) continue;
       complete(*r, Status::ok());
       q.pop_front();
       continue;
@@ -2042,19 +2054,6 @@ Status Messaging::push(const char* call, int dst, bool* did) {
         TETHER_TRY(writeSlot(call, dst, o.h, nullptr, 0, false));
         q.pop_front();
         break;
-      case kData: {
-        const size_t n = std::min(payload_, r->allowed - r->moved);
-        SlotHead h = o.h;
-        h.bytes = n;
-        h.b = r->moved;
-        TETHER_TRY(writeSlot(call, dst, h, static_cast<const char*>(r->src) + r->moved, n, r->gpu));
-        r->moved += n;
-        if (r->moved == r->allowed) {
-          complete(*r, Status::ok());
-          q.pop_front();
-        }
-        break;
-      }
       default:
         q.pop_front();
     }

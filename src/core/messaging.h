@@ -31,7 +31,9 @@
 //                                     sendData straight into the receive buffer, which expects them: expectByData;
 //                                     the sender's sendData posted (startByData), a few bytes under way per
 //                                     destination, the rest queued in byData_);
-//   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer.
+//   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer
+//                                     (to a PE written by flagged puts up to TETHER_MSG_REMOTE_EAGER, spanning
+//                                     `c` slots as a spanning EAGER does).
 //   CANCEL{recv id}                   a withdrawn rendezvous send (its blocking call failed): the receive fails.
 // Matching (MPI's): an arriving EAGER/RTS goes to the first posted receive that fits, else to the unexpected list (an
 // EAGER's bytes are copied into the pool, in this PE's region, or into private host memory when the pool is full, so
