@@ -3,8 +3,8 @@
 
 namespace tether {
 namespace gpukernels {
-template cudaError_t launchCollGroup<streamdetail::CollGroup::Signed>(cudaStream_t, const tether_device_handle_t&,
-                                                                      const tether_device_team_t&, const StreamCollCall&);
+template cudaError_t launchCollGroup<streamdetail::CollGroup::Signed>(
+    cudaStream_t, const tether_device_handle_t&, const tether_device_team_t&, const StreamCollCall&);
 template const void* collGroupKernelAddress<streamdetail::CollGroup::Signed>();
 }  // namespace gpukernels
 }  // namespace tether
