@@ -1316,12 +1316,13 @@ void finalizeAgain() {
 
 // A PE whose ring is written by one flagged put per slot message (another host: UCX) takes eager messages of up to
 // TETHER_MSG_REMOTE_EAGER bytes in consecutive slots; their payload overwrites the later slots' sequence words. Here
-// the messaging layer runs with eager 1 KiB and 16 slots (slot = 64-byte head + 1024 B, kSpanSlotBytes), so a 4000-byte
-// message takes 4 slots, and its payload holds, where the 2nd..4th slot's sequence word lies, exactly the value the
-// receiver expects there one lap later. Then 8-byte ping-pongs walk the next lap slot by slot, the receiver looking at
-// each slot before its sender writes it: a receiver that did not clear those words would take the stale bytes for a
-// message. Last, 3-slot messages sent before the receive is posted: the ring's end forces a SKIP, and they wait for
-// credit. Between PEs of one host (or with the eager size at its default) the same exchange runs on other protocols.
+// the messaging layer runs with eager 1 KiB and 16 slots (slot = 64-byte head + 1024 B: kSpanSlotBytes), so a
+// 4000-byte message takes 4 slots, and its payload holds, where the 2nd..4th slot's sequence word lies, exactly the
+// value the receiver expects there one lap later. Then 8-byte ping-pongs walk the next lap slot by slot, the receiver
+// looking at each slot before its sender writes it: a receiver that did not clear those words would take the stale
+// bytes for a message. Last, 3-slot messages sent before the receive is posted: the ring's end forces a SKIP, and
+// they wait for credit. Between PEs of one host (or with the eager size at its default) the same exchange runs on
+// other protocols.
 constexpr size_t kSpanSlotBytes = 64 + 1024, kSpanSlots = 16, kSpanBytes = 4000, kSpanSpan = 4;
 
 std::vector<unsigned char> spanPayload(int src, int dst, size_t j) {

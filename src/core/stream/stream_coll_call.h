@@ -29,7 +29,7 @@ TETHER_HD void runReduction(const tether_device_handle_t& h, const tether_device
 }
 
 // The collectives in groups of one GPU kernel each (core/stream/cuda/coll_group_*.cu, one translation unit per
-// group, so a build compiles them side by side: the single kernel with every type took 136 s of one core of the CI
+// group, so a build compiles them side by side: the single kernel with every type took 129 s of one core of the CI
 // VM and was the longest step of every GPU build). The CPU path runs every group (runCollCall).
 enum class CollGroup : int { Move, Signed, Unsigned, Float, Half };
 
