@@ -136,11 +136,11 @@ const std::vector<ConfigVar>& configVars() {
        "Two-sided messaging, with TETHER_MSG_DIRECT: a rendezvous message from a private GPU buffer (cudaMalloc, not "
        "symmetric) is read by the receiver straight from the send buffer, opened by CUDA IPC (a self-send: copied "
        "from the buffer itself); 0 = such messages cross the ring in fragments"},
-      {"TETHER_MSG_REMOTE_EAGER", ConfigType::Size, "32K",
+      {"TETHER_MSG_REMOTE_EAGER", ConfigType::Size, "64K",
        "Two-sided messaging: to a PE on another host (one flagged put per slot message), messages up to this many "
        "bytes go eagerly in consecutive ring slots as ONE network message instead of by rendezvous (three network "
-       "legs), and rendezvous data through the ring goes in fragments of this size; at most what one flagged put "
-       "carries (64 KiB with the slot head) and half a ring; below TETHER_MSG_EAGER it changes nothing",
+       "legs), and rendezvous data through the ring in fragments of up to this size or 32 KiB; at most what one "
+       "flagged put carries (128 KiB with the slot head) and half a ring; below TETHER_MSG_EAGER it changes nothing",
        0, 1024.0 * 1024 * 1024},
       {"TETHER_MSG_REMOTE_RNDV", ConfigType::Size, "1",
        "Two-sided messaging: a rendezvous message of at least this many bytes between host buffers of PEs on "

@@ -44,6 +44,10 @@ constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDo
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
 constexpr uint32_t kNoWord = UINT32_MAX;
+// Rendezvous DATA fragments through the ring to another host span slots up to this (or TETHER_MSG_REMOTE_EAGER, if
+// less): over TCP 64 KiB fragments took 256-512 KiB messages 1.2-1.3x longer than 32 KiB ones, 1-4 MiB level
+// (bench/results/cpu-2core-vm/msg_remote_span_ab.txt).
+constexpr size_t kSpanFragmentMax = size_t{32} << 10;
 constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
 // The progress thread's idle policy while only persistent requests are pending and none has a start waiting behind
 // its round in flight (threadMain): SpinWait's back-off (spin, then yield) for kIdleNs after the last pass that moved
@@ -2016,8 +2020,8 @@ Status Messaging::push(const char* call, int dst, bool* did) {
     Req* r = o.req;
     if (o.h.kind == kEager || o.h.kind == kData) {  // they may span slots: free ones, without wrapping
       const bool data = o.h.kind == kData;  // the next fragment of a rendezvous send through the ring
-      const size_t n = data ? std::min(std::max(payload_, eagerTo_[static_cast<size_t>(dst)]), r->allowed - r->moved)
-                            : r->cap;
+      const size_t frag = std::max(payload_, std::min(eagerTo_[static_cast<size_t>(dst)], kSpanFragmentMax));
+      const size_t n = data ? std::min(frag, r->allowed - r->moved) : r->cap;
       const uint64_t span = spanOf(n), at = sent % slots_, free = slots_ - (sent - credit(dst));
       if (at + span > slots_) {  // the ring ends first: one SKIP takes its rest, the message then starts at slot 0
         if (free < slots_ - at) break;

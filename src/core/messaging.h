@@ -18,7 +18,7 @@
 // knows of neither for half a ring (a full ring always gets there); credit = the larger of the two.
 // Slot kinds:
 //   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes; to a PE written by flagged puts
-//                                     (another host) of up to TETHER_MSG_REMOTE_EAGER (32 KiB) in `c` consecutive
+//                                     (another host) of up to TETHER_MSG_REMOTE_EAGER (64 KiB) in `c` consecutive
 //                                     slots, its payload running on over the later slots' heads (one network
 //                                     message); the receiver clears those slots' seq words before it credits them,
 //                                     so no payload bytes read as a later lap's seq;
@@ -32,7 +32,7 @@
 //                                     the sender's sendData posted (startByData), a few bytes under way per
 //                                     destination, the rest queued in byData_);
 //   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer
-//                                     (to a PE written by flagged puts up to TETHER_MSG_REMOTE_EAGER, spanning
+//                                     (to a PE written by flagged puts up to kSpanFragmentMax, spanning
 //                                     `c` slots as a spanning EAGER does).
 //   CANCEL{recv id}                   a withdrawn rendezvous send (its blocking call failed): the receive fails.
 // Matching (MPI's): an arriving EAGER/RTS goes to the first posted receive that fits, else to the unexpected list (an

@@ -72,7 +72,8 @@ struct TransportOps {
   // Optional (nullptr: not offered; HOST segments): puts n >= 8 bytes whose first 8 (a flag word, 8-aligned) become
   // visible at the target only after the rest (a reader that acquires the flag sees every byte), in ONE message: src
   // is reusable on return, the put completes at quiet; two flagged puts are not ordered with each other. The
-  // messaging room's slots to other hosts (core/messaging.cpp); n at most kFlaggedPutMax.
+  // messaging room's slots to other hosts (core/messaging.cpp); n at most kFlaggedPutMax (128 KiB: a 64 KiB
+  // message spanning slots with its head).
   Status (*putFlagged)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
   // Optional (all three or none): a two-sided transfer by the transport's own protocol into memory the receiver names
   // (any host memory of its process, not a segment; GPU memory with kCapDataGpu): the messaging room's rendezvous
@@ -91,7 +92,7 @@ struct TransportOps {
   bool (*cancelData)(void* ctx, int pe, uint64_t token);
   Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent);
 };
-constexpr size_t kFlaggedPutMax = size_t{64} << 10;
+constexpr size_t kFlaggedPutMax = size_t{128} << 10;
 constexpr uint64_t kDataFailed = ~uint64_t{0};  // expectData's *done, sendData's *sent: the transfer failed
 
 // The shm transport (also serves the self path): direct loads, stores and CPU atomics on mapped host memory.

@@ -1413,7 +1413,9 @@ void timeoutMode() {
   section = "timeouts";
   MP_CHECK(npes == 2);
   auto* counters = static_cast<uint64_t*>(mp::hostZeroed(w, 8 * sizeof(uint64_t)));
-  const size_t big = 4 * eager + 5;
+  // A rendezvous message on every path: over 4 slots, and over the most an eager message to another host can span
+  // (TETHER_MSG_REMOTE_EAGER is clamped to one flagged put, 128 KiB with the head).
+  const size_t big = std::max<size_t>(4 * eager, size_t{128} << 10) + 5;
   // Buffers outlive every call (a library that kept a timed-out operation would write or read them later).
   auto* keepA = static_cast<unsigned char*>(std::malloc(big + kGuardBytes));
   auto* keepB = static_cast<unsigned char*>(std::malloc(big + kGuardBytes));
