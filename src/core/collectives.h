@@ -31,8 +31,9 @@
 //     the agreed record (kind, count, type, team size, segment kinds), and the buffer in use flips only after an
 //     agreement succeeded, so every member takes the same path and the same buffer. On token teams of a crowded
 //     host (crowded_: more PEs on the host than online CPUs, or TETHER_COLL_CROWDED) contributions over
-//     kCollStageBytes up to kRingStageBytes are one-shot too while the block stays within ringBlockMax (collectives.cpp; by kind:
-//     alltoall 2 KiB, allgather 4 KiB, broadcast 8 KiB up to 4 members, reductions none), staged in the member's
+//     kCollStageBytes up to kRingStageBytes are one-shot too while the block stays within ringBlockMax
+//     (collectives.cpp; by kind: alltoall 2 KiB, allgather 4 KiB, broadcast 8 KiB up to 4 members, reductions
+//     none), staged in the member's
 //     staging ring of the team (the eager broadcast's, below: stageRoom reserves the room once every member is done
 //     with the calls whose copies it overwrites), the copy's offset in the member's token. There, for small blocks,
 //     a second sync point costs more than the copy (4 PEs on 2 cores, alltoall of 1-2 KiB blocks 0.83-0.91x the

@@ -383,11 +383,14 @@ Status Messaging::setUp(const char* call) {
   // Eager sizes per destination: a PE written by one flagged put per slot message (another host) takes eager messages
   // up to remoteEager_ in consecutive slots (one network message, as UCX's own eager tag send), everyone else up to
   // eager_ in one slot.
+  // Rendezvous DATA fragments through the ring: one slot's payload, or spanning slots up to kSpanFragmentMax there.
   eagerTo_.assign(static_cast<size_t>(n_), eager_);
+  fragTo_.assign(static_cast<size_t>(n_), payload_);
   for (int pe = 0; pe < n_; ++pe) {
     void* ctx = nullptr;
-    if (!direct_[static_cast<size_t>(pe)] && opsTo(pe, SegKind::Host, &ctx).putFlagged)
-      eagerTo_[static_cast<size_t>(pe)] = std::max(eager_, remoteEager_);
+    if (direct_[static_cast<size_t>(pe)] || !opsTo(pe, SegKind::Host, &ctx).putFlagged) continue;
+    eagerTo_[static_cast<size_t>(pe)] = std::max(eager_, remoteEager_);
+    fragTo_[static_cast<size_t>(pe)] = std::max(payload_, std::min(remoteEager_, kSpanFragmentMax));
   }
   return Status::ok();
 }
@@ -2020,8 +2023,7 @@ Status Messaging::push(const char* call, int dst, bool* did) {
     Req* r = o.req;
     if (o.h.kind == kEager || o.h.kind == kData) {  // they may span slots: free ones, without wrapping
       const bool data = o.h.kind == kData;  // the next fragment of a rendezvous send through the ring
-      const size_t frag = std::max(payload_, std::min(eagerTo_[static_cast<size_t>(dst)], kSpanFragmentMax));
-      const size_t n = data ? std::min(frag, r->allowed - r->moved) : r->cap;
+      const size_t n = data ? std::min(fragTo_[static_cast<size_t>(dst)], r->allowed - r->moved) : r->cap;
       const uint64_t span = spanOf(n), at = sent % slots_, free = slots_ - (sent - credit(dst));
       if (at + span > slots_) {  // the ring ends first: one SKIP takes its rest, the message then starts at slot 0
         if (free < slots_ - at) break;

@@ -322,6 +322,7 @@ class Messaging {
   const size_t byDataCap_;            // TETHER_MSG_REMOTE_INFLIGHT: bytes by sendData under way per destination
   const size_t remoteEager_;          // TETHER_MSG_REMOTE_EAGER (clamped): eager bytes to PEs written by flagged puts
   std::vector<size_t> eagerTo_;       // per destination: the largest eager message (eager_, or remoteEager_ above)
+  std::vector<size_t> fragTo_;        // per destination: the largest DATA fragment (payload_, or spanning slots)
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
