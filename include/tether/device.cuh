@@ -1079,9 +1079,10 @@ TETHER_HD void barrier_all(const Handle& h) {
 // whole group and src may be reused. dest and src are symmetric addresses (as tether_malloc* gave this PE); counts
 // are bytes for the data movers, elements for reductions. In-place forms as in tether.h.
 // Data movers work on every path the handle reaches (load/store or the proxy ring); reductions read members' src
-// with loads, so every member must be load/store reachable (a proxied member fails). Reductions combine in team
-// order (the same bits on every member); integer sum/prod wrap; for floats min/max keep the earlier member's value
-// when the comparison is false. Cost: a team sync before (sources ready) and after (sources free again); one-shot
+// with loads, and a member they cannot load (another host, TETHER_FORCE_PROXY) chunk by chunk through the proxy ring
+// into this PE's scratch of the team (t.scratch: one get per t.scratch_bytes, so latency-bound). Reductions combine
+// in team order (the same bits on every member); integer sum/prod wrap; for floats min/max keep the earlier member's
+// value when the comparison is false. Cost: a team sync before (sources ready) and after (sources free again); one-shot
 // in-place reductions also sync once per chunk of 8 elements per thread of the group, between reading and writing
 // it, so in place every member's group must have the same size (same scope and block/grid size); the two-shot
 // allreduce syncs once more, between its halves. At Scope::Grid a group is the whole kernel (cooperative launch).
@@ -1240,6 +1241,8 @@ TETHER_HD T redApply(RedOp op, T a, T b) {
 // is a register: 4 vectors of 1- and 2-byte types spilled, ptxas --resource-usage, CUDA 13, 2026-12-03).
 template <typename T>
 constexpr size_t kReduceVecs = 4 * (16 / sizeof(T)) <= 32 ? 4 : 32 / (16 / sizeof(T));
+// Elements per thread and chunk of detail::teamReduceShort.
+constexpr size_t kReduceShortElems = 8;
 
 // 16 bytes of T between p (16-byte aligned) and e[0 .. 16 / sizeof(T)): one vector load or store on the GPU.
 #if defined(__CUDA_ARCH__)
@@ -1270,6 +1273,53 @@ TETHER_HD void store16(T* p, const T* e) {
 #else
   memcpy(p, e, 16);
 #endif
+}
+
+// teamReduce where a member cannot be loaded (ptr() is null: another host, TETHER_FORCE_PROXY). The same chunks as the
+// loop the loaded path takes (Chunk elements per thread: in place, the per-chunk team syncs match whichever path
+// each member takes), elements at the group's stride. Each chunk of a member it cannot load is pulled through the
+// proxy ring into this PE's scratch (t.scratch, t.scratch_bytes per pull: the group posts one get and waits for
+// it, every thread reads its elements of it, a group sync before the next pull rewrites it), then combined in team
+// order like the loaded members' elements. One get per scratch's worth of each such member and chunk.
+template <size_t Chunk, Scope S, typename T>
+TETHER_HD_OUTLINE void teamReduceStaged(const Handle& h, const Team& t, T* d, const T* src, size_t count, RedOp op,
+                                        bool syncChunks) {
+  const size_t rank = static_cast<size_t>(groupRank<S>()), size = static_cast<size_t>(groupSize<S>());
+  const size_t per = t.scratch ? static_cast<size_t>(t.scratch_bytes) / sizeof(T) : 0;  // elements per pull
+  if (per == 0) fail("team reduction with a proxied member: the team view has no scratch", src, h.my_pe);
+  T* scratch = local(h, static_cast<T*>(t.scratch));
+  for (size_t base = 0; base < count; base += size * Chunk) {
+    const size_t end = base + size * Chunk < count ? base + size * Chunk : count;
+    T r[Chunk] = {};
+    for (int m = 0; m < t.n_pes; ++m) {
+      const int pe = team_world_pe(t, m);
+      if (const T* p = ptr(h, src, pe)) {
+        for (size_t j = 0; j < Chunk; ++j) {
+          const size_t i = base + j * size + rank;
+          if (i >= count) break;
+          r[j] = m == 0 ? p[i] : redApply(op, r[j], p[i]);
+        }
+        continue;
+      }
+      for (size_t lo = base; lo < end; lo += per) {
+        const size_t hi = lo + per < end ? lo + per : end;
+        getBytes<S>(h, scratch, src + lo, (hi - lo) * sizeof(T), pe, true);
+        groupSync<S>();  // the whole pull is there for every thread (getBytes' load/store path does not sync)
+        for (size_t j = 0; j < Chunk; ++j) {
+          const size_t i = base + j * size + rank;
+          if (i >= hi) break;
+          if (i >= lo) r[j] = m == 0 ? scratch[i - lo] : redApply(op, r[j], scratch[i - lo]);
+        }
+        groupSync<S>();  // every thread has read the scratch before the next pull rewrites it
+      }
+    }
+    if (syncChunks) team_sync<S>(h, t);  // every member has read this chunk before anyone overwrites it
+    for (size_t j = 0; j < Chunk; ++j) {
+      const size_t i = base + j * size + rank;
+      if (i >= count) break;
+      d[i] = r[j];
+    }
+  }
 }
 
 // teamReduce's chunks, Vec: by 16-byte vectors (every address 16-byte aligned), else by elements. src: the members'
@@ -1337,13 +1387,13 @@ TETHER_HD void teamReduceChunks(const Handle& h, const Team& t, T* d, const T* s
 template <Scope S, typename T>
 TETHER_HD void teamReduceShort(const Handle& h, const Team& t, T* d, const T* src, size_t count, RedOp op,
                                bool syncChunks) {
-  constexpr int K = 8;
+  constexpr int K = static_cast<int>(kReduceShortElems);
   const size_t rank = static_cast<size_t>(groupRank<S>()), size = static_cast<size_t>(groupSize<S>());
   for (size_t base = 0; base < count; base += size * K) {
     T r[K] = {};
     for (int m = 0; m < t.n_pes; ++m) {
       const T* p = ptr(h, src, team_world_pe(t, m));
-      if (!p) fail("team reductions need every member reachable by loads (a member is proxied)", src, h.my_pe);
+      if (!p) fail("team reduction: a member is not reachable by loads", src, h.my_pe);  // teamReduce checked
       for (int j = 0; j < K; ++j) {
         const size_t i = base + static_cast<size_t>(j) * size + rank;
         if (i >= count) break;
@@ -1367,7 +1417,8 @@ TETHER_HD void teamReduceShort(const Handle& h, const Team& t, T* d, const T* sr
 // start on a 16-byte boundary, each thread takes kReduceVecs 16-byte vectors of the chunk (on the GPU one load each,
 // all in flight together, as the movers' copies); otherwise kReduceVecs x V elements at the group's stride. Both walk
 // the same chunks: the per-chunk team syncs of the in-place form must match across members, whose alignment can
-// differ (reduce_scatter's first). Below one chunk per thread: teamReduceShort.
+// differ (reduce_scatter's first). Below one chunk per thread: teamReduceShort. A member that cannot be loaded:
+// teamReduceStaged, on the chunks of the loop it replaces.
 template <Scope S, typename T>
 TETHER_HD_OUTLINE void teamReduce(const Handle& h, const Team& t, T* dest, const T* src, size_t first, size_t count,
                                   RedOp op, bool chunkSync = true) {
@@ -1381,12 +1432,21 @@ TETHER_HD_OUTLINE void teamReduce(const Handle& h, const Team& t, T* dest, const
   const bool syncChunks = chunkSync && db < sb + count * sizeof(T) && sb < db + count * sizeof(T);
   // The choice of loop depends on count and the group's size (the same on every member), then on this member's
   // alignment (both loops of teamReduceChunks walk the same chunks).
-  if (count < static_cast<size_t>(groupSize<S>()) * kReduceVecs<T> * (16 / sizeof(T)))
-    return teamReduceShort<S>(h, t, d, src + first, count, op, syncChunks);
+  const bool shortLoop = count < static_cast<size_t>(groupSize<S>()) * kReduceVecs<T> * (16 / sizeof(T));
+  // Members it cannot load (only where the handle has a proxy ring): the staged loop, on the same chunks. Decided
+  // here, before the loops, so that they hold no call (a call inside them made ptxas spill around it: the float
+  // reductions' kernel 576 -> 896 bytes of stack, CUDA 13, sm_90, 2026-12-05).
+  if (h.proxy_ring)
+    for (int m = 0; m < t.n_pes; ++m)
+      if (!ptr(h, src + first, team_world_pe(t, m)))
+        return shortLoop ? teamReduceStaged<kReduceShortElems, S>(h, t, d, src + first, count, op, syncChunks)
+                         : teamReduceStaged<kReduceVecs<T> * (16 / sizeof(T)), S>(h, t, d, src + first, count, op,
+                                                                                   syncChunks);
+  if (shortLoop) return teamReduceShort<S>(h, t, d, src + first, count, op, syncChunks);
   uintptr_t phase = reinterpret_cast<uintptr_t>(d);
   for (int m = 0; m < t.n_pes; ++m) {
     const T* p = ptr(h, src + first, team_world_pe(t, m));
-    if (!p) fail("team reductions need every member reachable by loads (a member is proxied)", src, h.my_pe);
+    if (!p) fail("team reduction: a member is not reachable by loads", src, h.my_pe);  // checked above
     phase |= reinterpret_cast<uintptr_t>(p);
   }
   if ((phase & 15) == 0)

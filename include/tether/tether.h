@@ -576,7 +576,10 @@ tether_status_t tether_device_handle_cpu(tether_t world, tether_device_handle_t*
  * world PE start + m*stride (TETHER_ERR_UNSUPPORTED otherwise). `sync` are the team's device sync words in the
  * handle's barrier segment (1 epoch word written by this PE, then the round words: one per other member up to the
  * handle's barrier_flat_max members, else one per dissemination round), so a view goes with handles of that barrier
- * segment (every GPU handle of this PE, or every CPU handle). Local; the words are reset when the team is destroyed. */
+ * segment (every GPU handle of this PE, or every CPU handle). Local; the words are reset when the team is destroyed.
+ * `scratch` (scratch_bytes, a multiple of 16) is this PE's own staging area for the team in the same segment: the
+ * reductions pull the elements of members they cannot load (another host, TETHER_FORCE_PROXY) into it through the
+ * proxy ring. One collective per team at a time uses it. */
 #define TETHER_DEVICE_TEAM_ROUNDS 16 /* teams of up to 65536 members */
 typedef struct tether_device_team_s {
   int32_t my_pe, n_pes;  /* this PE's team PE number; members */
@@ -584,6 +587,8 @@ typedef struct tether_device_team_s {
   int32_t index;         /* tether_team_index */
   uint32_t seg;          /* segment of sync (TETHER_DEVICE_SEG_*): the handle's barrier_seg */
   uint64_t* sync;        /* symmetric address: [0] epoch (this PE's own), [1 + r] round r */
+  void* scratch;         /* symmetric address: this PE's staging area for proxied members' elements */
+  uint64_t scratch_bytes;
 } tether_device_team_t;
 tether_status_t tether_team_device_view(tether_team_t team, const tether_device_handle_t* handle,
                                         tether_device_team_t* view);

@@ -87,6 +87,10 @@ const std::vector<ConfigVar>& configVars() {
        "GPU holds resident at once, one per multiprocessor)", 0, 4096},
       {"TETHER_COLL_BLOCK_BYTES", ConfigType::Size, "64K",
        "GPU collectives: one block per this many bytes of the result (up to TETHER_COLL_BLOCKS)", 1, kMaxHeapBytes},
+      {"TETHER_COLL_SCRATCH", ConfigType::Size, "16K",
+       "Device and stream reductions on teams with members they cannot load (another host, TETHER_FORCE_PROXY): "
+       "the bytes of each pull of such a member's elements into this PE's scratch through the proxy ring (a multiple "
+       "of 16; at most the 16 KiB reserved per team)", 16, 16 * 1024},
       {"TETHER_HOST_SERVICE", ConfigType::String, "auto",
        "Host atomics and signals on GPU words: 1 = executed by a resident one-warp kernel answering a mailbox "
        "(started at first use, gone after TETHER_HOST_SERVICE_IDLE without requests); 0 = one kernel launch each; "

@@ -165,10 +165,14 @@ Status Collectives::viewOf(const char* call, const Team& t, const tether_device_
   v.index = t.slot;
   v.seg = h.barrier_seg;
   const uint64_t words = static_cast<uint64_t>(t.slot) * kDeviceTeamWords * sizeof(uint64_t);
+  const uint64_t scratch = static_cast<uint64_t>(t.slot) * kCollScratchBytes;
+  v.scratch_bytes = gpu_.scratch;
   if (h.barrier_seg == TETHER_DEVICE_SEG_DEVICE) {
     v.sync = reinterpret_cast<uint64_t*>(w_.heap().device()->myBase() + kDeviceTeamSyncOffset + words);
+    v.scratch = w_.heap().device()->myBase() + kDeviceCollScratchOffset + scratch;
   } else if (h.barrier_seg == TETHER_DEVICE_SEG_HOST) {
     v.sync = reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + offsetof(ControlBlock, devTeams) + words);
+    v.scratch = w_.heap().host()->myBase() + kCollScratchOffset + scratch;
   } else {
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the handle's barrier segment %u is not a tether handle's", call,
                 h.barrier_seg);
@@ -231,21 +235,21 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
   if (!syncOnly && p.block != 0 && !so->gpuAddresses() &&
       (!isHostMemory(p.dref.kind) || !isHostMemory(p.sref.kind)))
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only", call);
-  // Reductions load every member's elements: each member must be load/store reachable from the stream.
-  if (!syncOnly && isReduction(a.kind) && p.block != 0)
-    if (const int pe = unreachableMember(t, p.sref.kind); pe >= 0)
-      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: reductions on a stream need every member reachable by loads and "
-                  "stores; world PE %d is not (the host form takes it)", call, pe);
   tether_device_handle_t h;
   TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));
   tether_device_team_t v;
   TETHER_TRY(viewOf(call, t, h, &v));
-  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu: on the stream (the device form), %s%s", call,
-                  t.slot, t.pes.size(), c.count,
+  // Reductions pull the members the stream cannot load through the proxy ring (device.cuh, teamReduceStaged); the
+  // arguments are evaluated only when the message is logged.
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu: on the stream (the device form), %s%s%s",
+                  call, t.slot, t.pes.size(), c.count,
                   !so->gpuAddresses() ? "an emulated step" : c.blocks > 1 ? "a cooperative grid" : "one block",
                   c.algo == StreamCollCall::TwoShot   ? ", two-shot"
                   : c.algo == StreamCollCall::OneShot ? ", one-shot"
-                                                      : "");
+                                                      : "",
+                  !syncOnly && isReduction(a.kind) && p.block != 0 && unreachableMember(t, p.sref.kind) >= 0
+                      ? ", proxied members pulled through the team's scratch"
+                      : "");
   return so->coll(stream, h, v, c);
 }
 
@@ -702,6 +706,9 @@ Status Collectives::setUp(const Config& config, int localPes) {
   gpu_.twoShot = config.size("TETHER_COLL_TWO_SHOT");
   gpu_.maxBlocks = static_cast<unsigned>(config.integer("TETHER_COLL_BLOCKS"));
   gpu_.blockBytes = config.size("TETHER_COLL_BLOCK_BYTES");
+  gpu_.scratch = config.size("TETHER_COLL_SCRATCH");
+  if (gpu_.scratch % 16)
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_COLL_SCRATCH=%zu: not a multiple of 16 bytes", gpu_.scratch);
   return Status::ok();
 }
 

@@ -149,6 +149,14 @@ constexpr size_t kEagerStageTeamBytes = 64 * 1024;
 constexpr size_t kEagerStagePairBytes = 2048;
 constexpr size_t kEagerStageBytes = 4096;
 constexpr size_t kRingStageBytes = kEagerStageTeamBytes / 2;
+// Reduction scratch (tether_device_team_t::scratch): where the device and stream reductions pull the elements of
+// members they cannot load (device.cuh, detail::teamReduceStaged), kCollScratchBytes per team slot, this PE's own
+// (nothing remote writes it but its own gets). In the HOST segment at kCollScratchOffset (after the staging rings,
+// inside kControlBytes) for CPU handles and GPU handles without a DEVICE heap, else in the DEVICE control block at
+// kDeviceCollScratchOffset (after the team sync words; not zeroed at start-up).
+constexpr uint64_t kCollScratchOffset = kEagerStageOffset + kTeamSlots * kEagerStageTeamBytes;
+constexpr size_t kCollScratchBytes = 16 * 1024;
+constexpr uint64_t kDeviceCollScratchOffset = 64 * 1024;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -293,6 +301,7 @@ class Collectives {
     size_t twoShot = 256 * 1024;      // TETHER_COLL_TWO_SHOT
     unsigned maxBlocks = 0;           // TETHER_COLL_BLOCKS (0: no limit but the GPU's resident blocks)
     size_t blockBytes = 64 * 1024;    // TETHER_COLL_BLOCK_BYTES
+    size_t scratch = kCollScratchBytes;  // TETHER_COLL_SCRATCH: of the device views (tether_device_team_t)
   } gpu_;
 };
 

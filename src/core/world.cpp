@@ -144,7 +144,7 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
     // The device control words (device barrier) start at zero. Written only now that every PE has finished setting
     // up (a copy into the DEVICE heap while other instances of this process were still registering and mapping
     // failed with cudaErrorOperatingSystem); the barrier after it keeps peers' kernels from signalling earlier.
-    std::vector<char> zeros(kDeviceControlBytes, 0);
+    std::vector<char> zeros(kDeviceCollScratchOffset, 0);  // not the scratch after them
     TETHER_TRY(gpu_->copy(heap_.device()->myBase(), zeros.data(), zeros.size(), false)
                    .withContext("tether_init: device control words"));
     TETHER_TRY(bootstrap_->barrier().withContext("tether_init"));

@@ -234,14 +234,17 @@ struct ControlBlock {
 static_assert(sizeof(ControlBlock) <= kCollStageOffset, "control block too large");
 static_assert(kCollStageOffset + kTeamSlots * 2 * kCollStageBytes <= kEagerOffset, "staging buffers");
 static_assert(kEagerOffset + kTeamSlots * kEagerTeamBytes <= kEagerStageOffset, "token rings");
-static_assert(kEagerStageOffset + kTeamSlots * kEagerStageTeamBytes <= kControlBytes, "eager staging buffers");
+static_assert(kEagerStageOffset + kTeamSlots * kEagerStageTeamBytes <= kCollScratchOffset, "eager staging buffers");
+static_assert(kCollScratchOffset + kTeamSlots * kCollScratchBytes <= kControlBytes, "reduction scratch");
 // The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)
-// at its start, zeroed at start-up; the device team sync words at kDeviceTeamSyncOffset (core/collectives.h).
+// at its start, zeroed at start-up; the device team sync words at kDeviceTeamSyncOffset and the reductions' scratch at
+// kDeviceCollScratchOffset (core/collectives.h).
 // barrier_all_on_stream's round words (a tether_device_barrier_t) in the DEVICE control block, after the device barrier.
 constexpr uint64_t kDeviceStreamBarrierOffset = 4096;
 static_assert(sizeof(tether_device_barrier_t) <= kDeviceStreamBarrierOffset &&
               kDeviceStreamBarrierOffset + sizeof(tether_device_barrier_t) <= kDeviceTeamSyncOffset &&
-              kDeviceTeamSyncOffset + kTeamSlots * kDeviceTeamWords * sizeof(uint64_t) <= kDeviceControlBytes,
+              kDeviceTeamSyncOffset + kTeamSlots * kDeviceTeamWords * sizeof(uint64_t) <= kDeviceCollScratchOffset &&
+              kDeviceCollScratchOffset + kTeamSlots * kCollScratchBytes <= kDeviceControlBytes,
               "device control block layout");
 
 }  // namespace tether

@@ -12,6 +12,8 @@
 // PE: host allreduces on DEVICE objects (the GPU engine) on both teams at once, the even PEs' threads starting in one
 // order and the odd PEs' in the other, with jitter, so the kernels of the two teams reach a PE's GPU in either order.
 // One engine stream per PE would queue one team's kernel behind the other's and hang (until TETHER_TIMEOUT).
+// Under TETHER_FORCE_PROXY=1 (gpu_coll_proxy) and split over two netns hosts (gpu_netns_coll) the device and stream
+// reductions pull the members they cannot load through the proxy ring into the team's scratch.
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>

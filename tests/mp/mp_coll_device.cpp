@@ -7,8 +7,11 @@
 // allgather, slices of unequal and zero length); results against a reference from the inputs every
 // member generates from the seed (MP_SEED, printed). Then in-place order (inPlaceOrder) and slot reuse: a team destroyed after device syncs and a new
 // team in its slot (the sync words are reset at destroy, else the epochs would disagree and the sync hang).
+// MP_PROXY_PE0=1: TETHER_FORCE_PROXY on PE 0 only (see main).
 // Under TETHER_FORCE_PROXY=1 (every peer through the proxy ring) the data movers and sync run through the ring and
-// the reductions, which need loads, are skipped.
+// the reductions pull the other members' elements through it into the team's scratch (detail::teamReduceStaged;
+// with TETHER_COLL_SCRATCH=48 a chunk takes several pulls, the last one short); over two netns hosts (netns_coll_*)
+// the members of the other host are proxied and those of this host loaded.
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -37,7 +40,7 @@ int me, npes;
 uint64_t seed;
 char* bufA;  // symmetric HOST buffers
 char* bufB;
-bool loads = true;  // every PE reachable by loads (not under TETHER_FORCE_PROXY)
+bool loads = true;  // every PE reachable by loads (not under TETHER_FORCE_PROXY, nor over netns hosts)
 
 template <typename T>
 T input(uint64_t c, int m, size_t i) {
@@ -156,15 +159,16 @@ void all(const dev::Handle& h, tether_team_t team, const char* label, const char
   for (int m = 0; m < t.n_pes; ++m) MP_CHECK(dev::team_world_pe(t, m) == tether_team_world_pe(team, m));
   caseNo = 0;  // members of different teams ran different numbers of cases before
   movers<S>(h, t, sname);
-  if (loads) {  // every type at thread scope; the group split (block and grid scope) on two of them
-    reductions<S, int64_t>(h, t, sname);
-    reductions<S, double>(h, t, sname);
-    if (S == Scope::Thread) {
-      reductions<S, int32_t>(h, t, sname);
-      reductions<S, uint8_t>(h, t, sname);
-    }
+  // every type at thread scope; the group split (block and grid scope) on two of them
+  reductions<S, int64_t>(h, t, sname);
+  reductions<S, double>(h, t, sname);
+  if (S == Scope::Thread) {
+    reductions<S, int32_t>(h, t, sname);
+    reductions<S, uint8_t>(h, t, sname);
   }
-  if (t.my_pe == 0) std::printf("PE %d: %s (%d PEs), scope %s: device team collectives OK\n", me, label, t.n_pes, sname);
+  if (t.my_pe == 0)
+    std::printf("PE %d: %s (%d PEs), scope %s: device team collectives OK%s\n", me, label, t.n_pes, sname,
+                loads ? "" : " (some members proxied)");
 }
 
 template <Scope S>
@@ -231,6 +235,10 @@ void slotReuse(const dev::Handle& h) {
 }  // namespace
 
 int main() {
+  // MP_PROXY_PE0=1: only PE 0 reaches the others through the proxy ring (it takes the staged reduction loop, the
+  // others the loaded ones), so in place their per-chunk team syncs must match across the two loops.
+  if (std::getenv("MP_PROXY_PE0") && std::getenv("TETHER_RANK") && std::strcmp(std::getenv("TETHER_RANK"), "0") == 0)
+    setenv("TETHER_FORCE_PROXY", "1", 1);
   mp::init();
   w = mp::world();
   std::tie(me, npes) = std::make_pair(tether_my_pe(w), tether_n_pes(w));
@@ -248,7 +256,7 @@ int main() {
   everyTeam<Scope::Thread>(h, "thread");
   everyTeam<Scope::Block>(h, "block");
   everyTeam<Scope::Grid>(h, "grid");
-  if (loads) inPlaceOrder(h);
+  inPlaceOrder(h);
   slotReuse(h);
   return mp::finish();
 }
