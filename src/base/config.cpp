@@ -162,6 +162,13 @@ const std::vector<ConfigVar>& configVars() {
        "hosts (reused from message to message, kept until finalize); a message for which no idle stage fits and a new "
        "one would exceed it is staged in pageable memory (slower); 0 = always pageable",
        0, 1024.0 * 1024 * 1024 * 1024},
+      {"TETHER_MSG_REMOTE_PIECE", ConfigType::Size, "8M",
+       "Two-sided messaging: a GPU send buffer to another host for which no whole pinned stage fits "
+       "TETHER_MSG_PINNED_MAX goes in pieces of this size through two pinned stages of a piece (one piece on the wire "
+       "while the next is copied) instead of whole through pageable memory; 0 = never", 0, 1024.0 * 1024 * 1024 * 1024},
+      {"TETHER_MSG_REMOTE_PIECE_HOST", ConfigType::Bool, "0",
+       "Two-sided messaging: host send buffers over TETHER_MSG_REMOTE_PIECE that the transport moves go in pieces "
+       "too (no copy; for tests of the piece protocol without a GPU)"},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
        "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",

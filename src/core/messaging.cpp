@@ -156,6 +156,18 @@ struct Messaging::Req {
   // pinned memory to be had) into host memory of r's own; given back when the transport is done with them (unstage).
   GpuStages::Stage* hostStage = nullptr;
   std::unique_ptr<char[]> bounce;
+  // A send by the transport in pieces (startByData: a GPU buffer for which no whole pinned stage fits, or
+  // TETHER_MSG_REMOTE_PIECE_HOST): one piece on the wire at a time, in r's landing word; for a GPU buffer the next
+  // piece is copied into the other of two piece buffers (two pinned stages: hostStage and nextStage, else the two
+  // halves of bounce) meanwhile.
+  bool pieced = false;
+  uint64_t pieceRecv = 0;  // the receiver's request
+  bool pieceToGpu = false;
+  size_t pieceOff = 0, pieceLen = 0;  // the piece on the wire
+  GpuStages::Stage* nextStage = nullptr;
+  char* pieceAt = nullptr;    // GPU: the piece on the wire
+  char* pieceNext = nullptr;  // GPU: the next piece
+  Status pieceError;          // GPU: copying the next piece failed
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
   // A receive waiting for a message: its links in the posted list (Messaging::Posted), in the order posted.
@@ -303,7 +315,9 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       remoteEager_(spanEagerMax(w.config().size("TETHER_MSG_REMOTE_EAGER"))),
       staging_(std::max(slotBytes_, sizeof(SlotHead) + remoteEager_)),
       pinnedMax_(w.config().size("TETHER_MSG_PINNED_MAX")),
-      hostStages_(size_t{64} << 10, GpuStages::Memory::PinnedHost, pinnedMax_) {
+      hostStages_(size_t{64} << 10, GpuStages::Memory::PinnedHost, pinnedMax_),
+      pieceBytes_(w.config().size("TETHER_MSG_REMOTE_PIECE")),
+      pieceHost_(w.config().flag("TETHER_MSG_REMOTE_PIECE_HOST")) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
   cmaOk_.assign(static_cast<size_t>(n_), 1);
@@ -1483,19 +1497,24 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
   }
   size_t& inFlight = byDataInFlight_[static_cast<size_t>(dst)];
   if (freeWords_.empty() || (inFlight && inFlight + r.allowed > byDataCap_)) return false;
+  r.pieced = false;  // (a persistent request's earlier round may have gone in pieces)
+  r.pieceError = Status::ok();
   const void* from = r.src;
+  size_t first = r.allowed;  // the first piece's bytes (all of them: one piece)
   if (r.gpu) {
-    const Status c = stageSend(call, r, dst, &from);
+    const Status c = stageSend(call, r, dst, &from, &first);
     if (!c.isOk()) {
       unstage(r, true);
       queueCancel(dst, recvId);  // the receiver's receive fails now, not at its timeout
       complete(r, c);
       return true;
     }
+  } else if (pieceHost_ && pieceBytes_ && r.allowed > pieceBytes_) {
+    first = pieceBytes_;
   }
   const uint32_t word = freeWords_.back();
   __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
-  const Status s = ops.sendData(ctx, dst, recvId, from, r.allowed, toGpu, triggers_ + word);
+  const Status s = ops.sendData(ctx, dst, recvId, from, first, 0, r.allowed, toGpu, triggers_ + word);
   if (!s.isOk()) {
     unstage(r, true);
     queueCancel(dst, recvId);
@@ -1506,6 +1525,49 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
   inFlight += r.allowed;
   r.landing = word;
   landings_.push_back(&r);
+  if (first < r.allowed) {
+    r.pieced = true;
+    r.pieceRecv = recvId;
+    r.pieceToGpu = toGpu;
+    r.pieceOff = 0;
+    r.pieceLen = first;
+    if (r.gpu) stageNextPiece(r);  // while the first piece is on the wire
+  }
+  return true;
+}
+
+void Messaging::stageNextPiece(Req& r) {
+  const size_t off = r.pieceOff + r.pieceLen;
+  if (off >= r.allowed || !r.pieceError.isOk()) return;
+  const size_t n = std::min(pieceBytes_, r.allowed - off);
+  r.pieceError = paths_->gpu()->copy(r.pieceNext, static_cast<const char*>(r.src) + off, n, false)
+                     .withContext("tether_send");
+}
+
+bool Messaging::nextPiece(Req& r) {
+  const size_t off = r.pieceOff + r.pieceLen, n = std::min(pieceBytes_, r.allowed - off);
+  Status s = r.pieceError;
+  if (s.isOk()) {
+    void* ctx = nullptr;
+    const TransportOps& ops = opsTo(r.pe, SegKind::Host, &ctx);
+    const void* from = static_cast<const char*>(r.src) + off;
+    if (r.gpu) {
+      std::swap(r.pieceAt, r.pieceNext);
+      from = r.pieceAt;
+    }
+    __atomic_store_n(triggers_ + r.landing, uint64_t{0}, __ATOMIC_RELAXED);
+    s = ops.sendData(ctx, r.pe, r.pieceRecv, from, n, off, r.allowed, r.pieceToGpu, triggers_ + r.landing);
+  }
+  if (!s.isOk()) {
+    landings_.remove(&r);
+    landed(r, true);  // nothing under way (a failed sendData never stores the word)
+    queueCancel(r.pe, r.pieceRecv);
+    complete(r, s.withContext("tether_send"));
+    return false;
+  }
+  r.pieceOff = off;
+  r.pieceLen = n;
+  if (r.gpu) stageNextPiece(r);  // while this piece is on the wire
   return true;
 }
 
@@ -1514,18 +1576,37 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
 // is refused (logged once) -- host memory of r's own (pageable: 32 MiB GPU to GPU over TCP 0.68 GB/s against 1.7-1.9
 // pinned at 4-16 MiB, bench/results/h200/msg_gpu_netns_2026-12-04.txt). About one stage per destination is in use at
 // once (TETHER_MSG_REMOTE_INFLIGHT); the budget bounds what stays pinned.
-Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from) {
+Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from, size_t* first) {
   void* p = nullptr;
+  Status pinned = Status::ok();
   if (pinnedMax_) {
-    const Status pinned = hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage (TETHER_MSG_PINNED_MAX)",
-                                              &r.hostStage);
-    if (pinned.isOk()) {
-      p = r.hostStage->p;
-    } else if (!pinnedRefused_) {
-      pinnedRefused_ = true;
-      TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: a GPU send buffer to PE %d is staged in pageable host memory (%s); "
-                      "said once", call, me_, dst, pinned.message().c_str());
+    pinned = hostStages_.acquire(*w_.gpu(), r.allowed, "a pinned stage (TETHER_MSG_PINNED_MAX)", &r.hostStage);
+    if (pinned.isOk()) p = r.hostStage->p;
+  }
+  if (!p && pieceBytes_ && r.allowed > pieceBytes_) {
+    // In pieces: two pinned stages of a piece, else a pageable buffer of two pieces.
+    const char* what = "a pinned stage of a piece (TETHER_MSG_PINNED_MAX)";
+    if (pinnedMax_ && hostStages_.acquire(*w_.gpu(), pieceBytes_, what, &r.hostStage).isOk() &&
+        hostStages_.acquire(*w_.gpu(), pieceBytes_, what, &r.nextStage).isOk()) {
+      r.pieceAt = static_cast<char*>(r.hostStage->p);
+      r.pieceNext = static_cast<char*>(r.nextStage->p);
+    } else {
+      unstage(r, true);
+      r.bounce.reset(new (std::nothrow) char[2 * pieceBytes_]);
+      if (!r.bounce)
+        return Status(TETHER_ERR_NO_MEMORY, strprintf("%s: no host memory to stage two %zu-byte pieces of a GPU send "
+                                                      "buffer to PE %d", call, pieceBytes_, dst));
+      r.pieceAt = r.bounce.get();
+      r.pieceNext = r.bounce.get() + pieceBytes_;
     }
+    *from = r.pieceAt;
+    *first = pieceBytes_;
+    return paths_->gpu()->copy(r.pieceAt, r.src, pieceBytes_, false).withContext(call);
+  }
+  if (!p && !pinned.isOk() && !pinnedRefused_) {
+    pinnedRefused_ = true;
+    TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: a GPU send buffer to PE %d is staged in pageable host memory (%s); "
+                    "said once", call, me_, dst, pinned.message().c_str());
   }
   if (!p) {
     r.bounce.reset(new (std::nothrow) char[r.allowed]);
@@ -1543,11 +1624,13 @@ Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from
 void Messaging::unstage(Req& r, bool reusable) {
   if (reusable) {
     if (r.hostStage) r.hostStage->release();
+    if (r.nextStage) r.nextStage->release();
     r.bounce.reset();
   } else {
     (void)r.bounce.release();
   }
-  r.hostStage = nullptr;
+  r.hostStage = r.nextStage = nullptr;
+  r.pieceAt = r.pieceNext = nullptr;
 }
 
 // r, just taken out of landings_, is done with the transport: its word is free again (unless the transport may still
@@ -1569,9 +1652,16 @@ void Messaging::pollLandings(bool* did) {
       ++it;
       continue;
     }
+    *did = true;
+    if (r.send && r.pieced && v != kDataFailed && r.pieceOff + r.pieceLen < r.allowed) {
+      ++it;  // nextPiece takes r out of landings_ only when it fails (list iterators stay valid)
+      (void)nextPiece(r);
+      continue;
+    }
     it = landings_.erase(it);
     landed(r, true);
-    *did = true;
+    if (r.send && r.pieced && v == kDataFailed && r.pieceOff + r.pieceLen < r.allowed)
+      queueCancel(r.pe, r.pieceRecv);  // pieces not sent: the receiver would wait for them
     if (r.send) {
       complete(r, v == kDataFailed ? Status(TETHER_ERR_SYSTEM, strprintf("tether_send: the %zu bytes to PE %d (tag %d) "
                                                                          "by the transport failed: its log says why",
@@ -1614,6 +1704,8 @@ bool Messaging::cancelLanding(Req& r) {
   const TransportOps& ops = opsTo(r.send ? r.pe : r.fromPe, SegKind::Host, &ctx);
   const bool over = r.send ? false : ops.cancelData(ctx, r.fromPe, r.id);
   if (!over && !__atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE)) return false;
+  if (r.send && r.pieced && r.pieceOff + r.pieceLen < r.allowed)
+    queueCancel(r.pe, r.pieceRecv);  // pieces left unsent: the receiver would wait for them
   landings_.remove(&r);
   landed(r, true);
   return true;

@@ -269,8 +269,15 @@ class Messaging {
   // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: not now (no
   // word free, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst under way).
   bool startByData(const char* call, int dst, Req& r, uint64_t recvId, bool toGpu);
-  Status stageSend(const char* call, Req& r, int dst, const void** from);  // r's GPU bytes into host memory (*from)
+  // r's GPU bytes into host memory (*from): all of them, or (no whole pinned stage fits) its first piece (*first
+  // bytes) into the first of two piece buffers (r.pieceAt, r.pieceNext).
+  Status stageSend(const char* call, Req& r, int dst, const void** from, size_t* first);
   void unstage(Req& r, bool reusable);  // r's staged bytes given back (reusable), else left to the transport
+  // A send in pieces: the piece after the one on the wire copied into r.pieceNext (GPU; a failure kept in r).
+  void stageNextPiece(Req& r);
+  // A send in pieces whose piece on the wire completed: the next one started (r stays in landings_); false when it
+  // could not start (r failed, out of landings_; the receiver is sent a CANCEL).
+  bool nextPiece(Req& r);
   // This PE's transport to pe (takes: the transport ops) moves a buffer of this process by sendData/expectData
   // (gpu: a GPU buffer).
   bool transportTakes(int pe, bool gpu) const;
@@ -338,6 +345,10 @@ class Messaging {
   // TETHER_MSG_PINNED_MAX bytes of it (0: none).
   const size_t pinnedMax_;
   GpuStages hostStages_;
+  // TETHER_MSG_REMOTE_PIECE: transport sends of GPU buffers with no whole pinned stage go in pieces of this size (0:
+  // never); TETHER_MSG_REMOTE_PIECE_HOST: host buffers over it too (the protocol without a GPU, for tests).
+  const size_t pieceBytes_;
+  const bool pieceHost_;
   bool pinnedRefused_ = false;  // a pinned stage was refused (logged once): that send staged in pageable memory
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   // Receives waiting for a message, in the order posted (MPI's matching order), linked through the requests

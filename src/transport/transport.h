@@ -77,20 +77,24 @@ struct TransportOps {
   Status (*putFlagged)(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n);
   // Optional (all three or none): a two-sided transfer by the transport's own protocol into memory the receiver names
   // (any host memory of its process, not a segment; GPU memory with kCapDataGpu): the messaging room's rendezvous
-  // data to other hosts (core/messaging.cpp). The receiver calls expectData first: the bytes PE pe sends with
+  // data to other hosts (core/messaging.cpp). The receiver calls expectData first: the `total` bytes PE pe sends with
   // `token` land in dst (at most n), then *done (a word of the receiver's, 0 until then) is stored with release
-  // order: bytes + 1, or kDataFailed. cancelData withdraws an expectation: true when nothing will be written into dst
-  // or *done any more (data that comes later is dropped), false while the bytes are being written (*done follows).
-  // sendData (the sender, after the receiver said it expects them) starts moving n bytes from src and returns: *sent (a
-  // word of the sender's, 0 until then) is stored with release order once src is reusable and the receiver has taken
-  // the bytes (or dropped them): 1, or kDataFailed (the log says why). The caller keeps src and *sent until then; an
-  // error returned means nothing started and *sent is never written. Several may be under way at once, to any PEs. GPU
+  // order: total + 1, or kDataFailed. cancelData withdraws an expectation: true when nothing will be written into dst
+  // or *done any more (data that comes later is dropped), false while bytes are being written (*done follows).
+  // sendData (the sender, after the receiver said it expects them) starts moving one piece of the message: n bytes
+  // from src into the receiver's dst + offset, of a message of `total` bytes (offset 0 and n == total: the whole
+  // message; the pieces of one message may be sent one after another or at once, each offset once, offset + n <=
+  // total), and returns: *sent (a word of the sender's, 0 until then) is stored with release order once src is
+  // reusable and the receiver has taken the piece (or dropped it): 1, or kDataFailed (the log says why). The caller
+  // keeps src and *sent until then; an error returned means nothing started and *sent is never written. A piece
+  // beyond the receiver's n fails the transfer there. Several may be under way at once, to any PEs. GPU
   // memory (src, dst) only where the ops carry kCapDataGpu; the sender passes toGpu when the receiver's dst is GPU
   // memory (the receiver said so), and the transport then delivers by a protocol that writes dst itself (UCX:
   // rendezvous); bytes that reach a GPU dst otherwise are dropped and *done reports kDataFailed.
   Status (*expectData)(void* ctx, int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
   bool (*cancelData)(void* ctx, int pe, uint64_t token);
-  Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent);
+  Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total,
+                     bool toGpu, uint64_t* sent);
 };
 constexpr size_t kFlaggedPutMax = size_t{128} << 10;
 constexpr uint64_t kDataFailed = ~uint64_t{0};  // expectData's *done, sendData's *sent: the transfer failed

@@ -31,9 +31,10 @@
 // Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
 // connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
 // Two-sided data (TransportOps::expectData/cancelData/sendData, messaging's rendezvous to other hosts): one active
-// message kAmData per transfer, eager or rendezvous as UCX picks, posted (its completion callback stores the sender's
-// word); the receiver's expectations live in expected_ (its own mutex), and the handler copies or
-// ucp_am_recv_data_nbx's into the expected buffer (onData). With CUDA memory the HOST paths carry kCapDataGpu
+// message kAmData per piece of a transfer (its header: token, offset, total), eager or rendezvous as UCX picks,
+// posted (its completion callback stores the sender's word); the receiver's expectations live in expected_ (its own
+// mutex), and the handler copies or ucp_am_recv_data_nbx's into the expected buffer at the piece's offset (onData),
+// counting the bytes until the total has landed (pieceLanded). With CUDA memory the HOST paths carry kCapDataGpu
 // (kUcxCudaOps): GPU sources and destinations are legal, and a GPU destination is filled only by a rendezvous (the
 // sender forces it, toGpu), which UCX completes with its own CUDA copies.
 #include <poll.h>
@@ -150,11 +151,13 @@ struct KeyHeader {
   uint64_t serial;  // registration number (changes at every re-registration)
 };
 
-// A sendData active message's header (its data: the bytes; eager or rendezvous as UCX chooses).
+// A sendData active message's header (its data: the piece's bytes; eager or rendezvous as UCX chooses).
 struct DataHeader {
   uint64_t token;
   int32_t from;
   uint32_t pad;
+  uint64_t offset;  // the piece's place in the message
+  uint64_t total;   // the message's bytes (all its pieces)
 };
 
 // A sendData under way: its header (UCX reads it until the send completes: a queued send goes out later) and the
@@ -166,13 +169,16 @@ struct DataSend {
   uint64_t* sent;
 };
 
-// An expected sendData (expectData), by (sender, token).
+// An expected sendData (expectData), by (sender, token): complete when its pieces' bytes reach the message's total
+// (or one failed and none is being written any more).
 struct Expected {
   void* dst;
   size_t n;
   uint64_t* done;
-  bool receiving;  // the handler is writing into dst (a copy, or a rendezvous receive under way)
-  bool gpu;        // dst is GPU memory: only a rendezvous (UCX writes it) may fill it, never the handler's memcpy
+  bool gpu;            // dst is GPU memory: only a rendezvous (UCX writes it) may fill it, never the handler's memcpy
+  int receiving = 0;   // pieces being written into dst (a copy, or a rendezvous receive under way)
+  size_t got = 0;      // bytes of the pieces landed
+  bool failed = false;
 };
 
 struct Peer {
@@ -235,15 +241,17 @@ class UcxProvider final : public Provider {
   // TransportOps::putFlagged: one eager active message; the target's handler copies bytes 8.. and then stores the
   // flag word with release order (serveFlaggedPut). Returns at local completion.
   Status putFlagged(int pe, const RemoteAddr& dst, const void* src, size_t n);
-  // TransportOps::expectData / cancelData / sendData: one active message (kAmData) whose protocol UCX picks (eager
-  // or rendezvous, as for its tag messages); the receiver's handler finds the expectation by (sender, token) and
-  // copies the bytes (eager) or receives them into dst (ucp_am_recv_data_nbx), then stores *done. sendData posts the
+  // TransportOps::expectData / cancelData / sendData: one active message (kAmData) per piece whose protocol UCX picks
+  // (eager or rendezvous, as for its tag messages); the receiver's handler finds the expectation by (sender, token)
+  // and copies the bytes (eager) or receives them into dst + offset (ucp_am_recv_data_nbx), then, once the pieces'
+  // bytes reach the total, stores *done. sendData posts the
   // message and returns; its completion callback stores *sent. GPU buffers with a CUDA-aware UCX (kCapDataGpu): a
   // source's memory type is named to UCX; toGpu (the receiver's dst is GPU memory) forces the rendezvous protocol, so
   // UCX itself moves the bytes into dst (its CUDA copies) and the handler never touches GPU memory.
   Status expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
   bool cancelData(int pe, uint64_t token);
-  Status sendData(int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent);
+  Status sendData(int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total, bool toGpu,
+                  uint64_t* sent);
 
  private:
   Status makeWorker(int npes);
@@ -270,7 +278,9 @@ class UcxProvider final : public Provider {
                                    const ucp_am_recv_param_t* param);
   static ucs_status_t onData(void* arg, const void* header, size_t headerLen, void* data, size_t len,
                              const ucp_am_recv_param_t* param);
-  void dataLanded(int from, uint64_t token, uint64_t value);  // *done = value, the expectation dropped
+  // A piece of an expected transfer is over (ok: its bytes are in dst): *done once every byte has landed (total + 1)
+  // or, after a failure, once no piece is being written any more (kDataFailed); the expectation is then dropped.
+  void pieceLanded(int from, uint64_t token, bool ok, size_t bytes, size_t total);
   // Waits for r (progressing the worker, bounded by TETHER_TIMEOUT); a completion with status alsoOk counts as done.
   Status wait(ucs_status_ptr_t r, int pe, const char* what, ucs_status_t alsoOk = UCS_OK);
   Status detach(ucs_status_ptr_t r, int pe, const char* what);
@@ -336,8 +346,9 @@ Status ucxExpectData(void* ctx, int pe, uint64_t token, void* dst, size_t n, uin
   return ucx(ctx).expectData(pe, token, dst, n, done);
 }
 bool ucxCancelData(void* ctx, int pe, uint64_t token) { return ucx(ctx).cancelData(pe, token); }
-Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent) {
-  return ucx(ctx).sendData(pe, token, src, n, toGpu, sent);
+Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total,
+                   bool toGpu, uint64_t* sent) {
+  return ucx(ctx).sendData(pe, token, src, n, offset, total, toGpu, sent);
 }
 Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signalPost(pe, sig, value, op);
@@ -855,7 +866,7 @@ Status UcxProvider::expectData(int pe, uint64_t token, void* dst, size_t n, uint
   TETHER_TRY(localBuffer(dst, "data receive", pe, &prm));  // GPU memory only with a CUDA-aware UCX
   const bool gpu = (prm.op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) != 0;
   std::lock_guard<std::mutex> lock(expectedMu_);
-  if (!expected_.emplace(std::make_pair(pe, token), Expected{dst, n, done, false, gpu}).second)
+  if (!expected_.emplace(std::make_pair(pe, token), Expected{dst, n, done, gpu}).second)
     TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx: data with token %llu from PE %d is expected twice",
                 static_cast<unsigned long long>(token), pe);
   return Status::ok();
@@ -865,12 +876,15 @@ bool UcxProvider::cancelData(int pe, uint64_t token) {
   std::lock_guard<std::mutex> lock(expectedMu_);
   auto it = expected_.find(std::make_pair(pe, token));
   if (it == expected_.end()) return true;  // landed already (or never expected)
-  if (it->second.receiving) return false;
+  if (it->second.receiving) return false;  // a piece is being written: *done follows
   expected_.erase(it);
   return true;
 }
 
-Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, bool toGpu, uint64_t* sent) {
+Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total,
+                             bool toGpu, uint64_t* sent) {
+  if (offset > total || n > total - offset)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx: data piece of %zu bytes at %zu passes the message's %zu", n, offset, total);
   ucp_request_param_t prm{};
   TETHER_TRY(localBuffer(src, "data send", pe, &prm));
   if (toGpu) {  // the receiver's buffer is GPU memory: UCX's rendezvous writes it (the handler never copies into it)
@@ -884,7 +898,7 @@ Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, 
     TETHER_TRY(endpoint(p, pe, "data send"));
     ep = p.ep;
   }
-  auto* d = new DataSend{DataHeader{token, me_, 0}, this, pe, sent};
+  auto* d = new DataSend{DataHeader{token, me_, 0, offset, total}, this, pe, sent};
   prm.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   prm.cb.send = [](void* request, ucs_status_t status, void* user) {
     auto* ds = static_cast<DataSend*>(user);
@@ -907,17 +921,25 @@ Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, 
 
 // *done is stored under the lock: once cancelData finds no expectation, the word is no longer written (its owner may
 // reuse it).
-void UcxProvider::dataLanded(int from, uint64_t token, uint64_t value) {
+void UcxProvider::pieceLanded(int from, uint64_t token, bool ok, size_t bytes, size_t total) {
   std::lock_guard<std::mutex> lock(expectedMu_);
   auto it = expected_.find(std::make_pair(from, token));
   if (it == expected_.end()) return;
-  __atomic_store_n(it->second.done, value, __ATOMIC_RELEASE);
+  Expected& e = it->second;
+  --e.receiving;
+  if (ok)
+    e.got += bytes;
+  else
+    e.failed = true;
+  if (e.receiving > 0 || (!e.failed && e.got < total)) return;  // more to come
+  __atomic_store_n(e.done, e.failed ? kDataFailed : e.got + 1, __ATOMIC_RELEASE);
   expected_.erase(it);
 }
 
-// Runs in whichever thread progresses the worker. Eager data is copied at once; a rendezvous is received into the
-// expected buffer (UCX fetches the bytes; the callback, or an immediate completion, stores *done). Data nobody
-// expects (its receive withdrawn) is dropped: a rendezvous descriptor released, so the sender's send completes.
+// Runs in whichever thread progresses the worker. An eager piece is copied at once; a rendezvous one is received into
+// the expected buffer at its offset (UCX fetches the bytes; the callback, or an immediate completion, counts it).
+// Data nobody expects (its receive withdrawn, or failed) is dropped: a rendezvous descriptor released, so the sender's
+// send completes.
 ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen, void* data, size_t len,
                                  const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxProvider*>(arg);
@@ -926,41 +948,49 @@ ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen
   std::memcpy(&h, header, sizeof h);
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   Expected e{};
+  bool fits = false;
   {
     std::lock_guard<std::mutex> lock(self->expectedMu_);
     auto it = self->expected_.find(std::make_pair(static_cast<int>(h.from), h.token));
-    if (it == self->expected_.end()) {
+    if (it == self->expected_.end() || it->second.failed) {
       if (rndv) ucp_am_data_release(self->worker_, data);
       return UCS_OK;
     }
     e = it->second;
-    it->second.receiving = true;  // cancelData now waits for *done: the bytes are being written into dst
+    ++it->second.receiving;  // cancelData now waits for *done: bytes are being written into dst
+    fits = h.offset <= e.n && len <= e.n - h.offset && h.total <= e.n && len <= h.total;
   }
-  const size_t n = std::min(len, e.n);
-  if (!rndv && e.gpu) {  // a sender that did not ask for the rendezvous (sendData's toGpu): refused, not memcpy'd
-    TETHER_LOG_ERROR(LogSys::Transport, "ucx: PE %d sent %zu bytes eagerly into a GPU receive buffer (token %llu); "
-                     "a GPU destination takes the rendezvous protocol only: dropped", h.from, len,
-                     static_cast<unsigned long long>(h.token));
-    self->dataLanded(h.from, h.token, kDataFailed);
+  if (!fits || (!rndv && e.gpu)) {
+    if (!fits)
+      TETHER_LOG_ERROR(LogSys::Transport, "ucx: PE %d sent a piece of %zu bytes at %llu of %llu (token %llu) for a "
+                       "receive buffer of %zu bytes: dropped", h.from, len, static_cast<unsigned long long>(h.offset),
+                       static_cast<unsigned long long>(h.total), static_cast<unsigned long long>(h.token), e.n);
+    else  // a sender that did not ask for the rendezvous (sendData's toGpu): refused, not memcpy'd
+      TETHER_LOG_ERROR(LogSys::Transport, "ucx: PE %d sent %zu bytes eagerly into a GPU receive buffer (token %llu); "
+                       "a GPU destination takes the rendezvous protocol only: dropped", h.from, len,
+                       static_cast<unsigned long long>(h.token));
+    if (rndv) ucp_am_data_release(self->worker_, data);
+    self->pieceLanded(h.from, h.token, false, 0, h.total);
     return UCS_OK;
   }
+  char* at = static_cast<char*>(e.dst) + h.offset;
   if (!rndv) {
-    std::memcpy(e.dst, data, n);
-    self->dataLanded(h.from, h.token, n + 1);
+    std::memcpy(at, data, len);
+    self->pieceLanded(h.from, h.token, true, len, h.total);
     return UCS_OK;
   }
   struct Landing {
     UcxProvider* self;
     int from;
     uint64_t token;
-    size_t n;
+    size_t n, total;
   };
-  auto* l = new Landing{self, h.from, h.token, n};
+  auto* l = new Landing{self, h.from, h.token, len, h.total};
   ucp_request_param_t prm{};
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   prm.cb.recv_am = [](void* request, ucs_status_t status, size_t, void* user) {
     auto* done = static_cast<Landing*>(user);
-    done->self->dataLanded(done->from, done->token, status == UCS_OK ? done->n + 1 : kDataFailed);
+    done->self->pieceLanded(done->from, done->token, status == UCS_OK, done->n, done->total);
     delete done;
     ucp_request_free(request);
   };
@@ -969,9 +999,9 @@ ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen
     prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     prm.memory_type = UCS_MEMORY_TYPE_CUDA;
   }
-  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, e.dst, n, &prm);
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, at, len, &prm);
   if (UCS_PTR_IS_PTR(r)) return UCS_OK;  // the callback finishes it
-  self->dataLanded(h.from, h.token, UCS_PTR_IS_ERR(r) ? kDataFailed : n + 1);
+  self->pieceLanded(h.from, h.token, !UCS_PTR_IS_ERR(r), len, h.total);
   delete l;
   return UCS_OK;
 }
