@@ -1592,6 +1592,12 @@ Status Messaging::stageSend(const char* call, Req& r, int dst, const void** from
       r.pieceNext = static_cast<char*>(r.nextStage->p);
     } else {
       unstage(r, true);
+      if (!pinnedRefused_) {
+        pinnedRefused_ = true;
+        TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: the pieces of a GPU send buffer to PE %d are staged in pageable host "
+                        "memory (no two pinned stages of %zu bytes within TETHER_MSG_PINNED_MAX); said once", call,
+                        me_, dst, pieceBytes_);
+      }
       r.bounce.reset(new (std::nothrow) char[2 * pieceBytes_]);
       if (!r.bounce)
         return Status(TETHER_ERR_NO_MEMORY, strprintf("%s: no host memory to stage two %zu-byte pieces of a GPU send "
