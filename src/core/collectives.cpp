@@ -442,19 +442,26 @@ Status Collectives::rounds(const char* call, Team& t, uint64_t tag, bool raise, 
 }
 
 Status Collectives::roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged) {
-  const size_t n = t.pes.size(), me = static_cast<size_t>(t.me);
+  const size_t n = t.pes.size();
   const size_t set = (t.collSeq++ & 1) * kCollRounds;
   uint64_t* mine = words(t.slot) + set;
   bool flag = raise;
   tag &= kTagMask;
-  for (size_t r = 0, d = 1; d < n; ++r, d <<= 1) {
-    const int to = t.pes[(me + d) % n], from = t.pes[(me + n - d) % n];
-    const SegPath& p = w_.path(to, SegKind::Host);
-    const RemoteAddr word = w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + (set + r) * sizeof(uint64_t)});
-    const uint64_t value = tag << 2 | uint64_t{flag} << 1 | 1;
-    TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, to, word, value, TETHER_SIGNAL_SET)
-                   .withContext(call));
-    uint64_t* own = mine + r;
+  // The team's schedule (core/sync_schedule.h: dissemination, or by host, where a leader's release carries its
+  // verdict to its host's other members). A value carries the sender's flag as it is when sent.
+  for (const SyncStep& s : t.sync.steps) {
+    if (s.to >= 0) {
+      const int to = t.pes[static_cast<size_t>(s.to)];
+      const SegPath& p = w_.path(to, SegKind::Host);
+      const RemoteAddr word =
+          w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + (set + s.word) * sizeof(uint64_t)});
+      const uint64_t value = tag << 2 | uint64_t{flag} << 1 | 1;
+      TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, to, word, value, TETHER_SIGNAL_SET)
+                     .withContext(call));
+    }
+    if (s.from < 0) continue;
+    const int from = t.pes[static_cast<size_t>(s.from)];
+    uint64_t* own = mine + s.word;
     SpinWait spin(w_.timeout());
     uint64_t got;
     while ((got = __atomic_load_n(own, __ATOMIC_ACQUIRE)) == 0) {
@@ -462,11 +469,11 @@ Status Collectives::roundsOnce(const char* call, Team& t, uint64_t tag, bool rai
       if (!spin.next())
         TETHER_FAIL(TETHER_ERR_TIMEOUT,
                     "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round "
-                    "%zu, waiting for world PE %d; did PE %d exit or skip the call?", call, w_.timeout(), w_.myPe(),
-                    t.me, n, t.slot, r, from, from);
+                    "%d, waiting for world PE %d; did PE %d exit or skip the call?", call, w_.timeout(), w_.myPe(),
+                    t.me, n, t.slot, s.word, from, from);
       if (spin.noteDue())
-        TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d (team index %d, round %zu); %.0f s so far, "
-                        "%.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, r, spin.elapsedSeconds(),
+        TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d (team index %d, round %d); %.0f s so far, "
+                        "%.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, s.word, spin.elapsedSeconds(),
                         spin.secondsLeft());
     }
     __atomic_store_n(own, 0, __ATOMIC_RELAXED);  // consumed; the same set is next used two barriers on

@@ -8,8 +8,11 @@
 // Protocol of one call:
 //  1. Local checks (types, op, root, symmetric ranges, alignment, overlaps); a failure does not return at once:
 //     the PE takes part in step 2 marked invalid, so every member fails alike.
-//  2. Agreement (token teams: by tokens, below): a dissemination barrier whose messages carry a 62-bit hash of this PE's record (collective, type,
-//     op, count, root, in place, and where dest and src lie in the symmetric heap) and a flag. In round r a member
+//  2. Agreement (token teams: by tokens, below): a barrier over the team's schedule (Team::sync,
+//     core/sync_schedule.h: the dissemination described here, or by host where members span hosts -- each host's
+//     members disseminate, the leaders disseminate, each leader's release carries its verdict) whose messages carry
+//     a 62-bit hash of this PE's record (collective, type, op, count, root, in place, and where dest and src lie in
+//     the symmetric heap) and a flag. In round r a member
 //     SETs round word r of member me + 2^r to (hash << 2 | flag << 1 | 1), waits for its own word, zeroes it, and
 //     raises its flag when the hash it got differs from its own or the word's flag is up. Every member hears from
 //     every other through a chain of increasing rounds, and a chain joining two different records has a hop that
@@ -110,6 +113,7 @@ struct SymRef;
 enum class SegKind;  // topology/topology.h
 
 constexpr size_t kCollRounds = 16;  // rounds per barrier: teams of up to 2^16 members
+static_assert(kCollRounds >= static_cast<size_t>(kTeamScheduleWords), "a team's barrier schedule fits the words");
 constexpr size_t kCollValueWords = 8;
 constexpr size_t kCollWords = 2 * kCollRounds + kCollValueWords;  // two word sets (barrier parity), then the record
 

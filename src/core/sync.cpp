@@ -187,17 +187,19 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
   if (n == 1) return fence();
   const uint64_t epoch = ++barrierEpoch_;
   auto* ctl = reinterpret_cast<ControlBlock*>(heap_.host()->myBase());
-  // Dissemination: in round r, tell PE me+2^r and wait to be told by PE me-2^r. Counters only grow, and each PE
-  // gets exactly one increment per round per barrier, so "counter >= epoch" means this barrier's round arrived.
-  int round = 0;
-  for (int dist = 1; dist < n; dist <<= 1, ++round) {
-    const int to = (me + dist) % n, from = (me - dist + n) % n;
-    const uint64_t slotOff = offsetof(ControlBlock, barrier) + static_cast<uint64_t>(round) * sizeof(ControlBlock::Slot);
-    const SegPath& p = path(to, SegKind::Host);
-    // Posted where the transport can (UCX: no reply to wait for): `to` waits for it; quietFirst was done above.
-    TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(
-        p.ctx, to, remote(to, SymRef{SegKind::Host, slotOff}), 1, TETHER_SIGNAL_ADD));
-    uint64_t* mine = &ctl->barrier[round].value;
+  // The steps of barrierSchedule_ (core/sync_schedule.h: dissemination, or by host). Counters only grow, and each
+  // word of a PE gets exactly one increment per barrier, so "counter >= epoch" means this barrier's signal arrived.
+  for (const SyncStep& s : barrierSchedule_.steps) {
+    if (s.to >= 0) {
+      const uint64_t slotOff =
+          offsetof(ControlBlock, barrier) + static_cast<uint64_t>(s.word) * sizeof(ControlBlock::Slot);
+      const SegPath& p = path(s.to, SegKind::Host);
+      // Posted where the transport can (UCX: no reply to wait for): `to` waits for it; quietFirst was done above.
+      TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(
+          p.ctx, s.to, remote(s.to, SymRef{SegKind::Host, slotOff}), 1, TETHER_SIGNAL_ADD));
+    }
+    if (s.from < 0) continue;
+    uint64_t* mine = &ctl->barrier[s.word].value;
     SpinWait spin(timeout_);
     while (__atomic_load_n(mine, __ATOMIC_ACQUIRE) < epoch) {
       if (paths_.progress()) spin.busy();
@@ -205,13 +207,13 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
         TETHER_FAIL(TETHER_ERR_TIMEOUT,
                     "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d in barrier #%llu, round %d, waiting for PE "
                     "%d (counter at %p expected >= %llu, seen %llu); did PE %d exit or skip the call?",
-                    call, timeout_, me, static_cast<unsigned long long>(epoch), round, from,
+                    call, timeout_, me, static_cast<unsigned long long>(epoch), s.word, s.from,
                     static_cast<void*>(mine), static_cast<unsigned long long>(epoch),
-                    static_cast<unsigned long long>(__atomic_load_n(mine, __ATOMIC_ACQUIRE)), from);
+                    static_cast<unsigned long long>(__atomic_load_n(mine, __ATOMIC_ACQUIRE)), s.from);
       if (spin.noteDue())
         TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d in barrier #%llu (round %d); %.0f s so far, "
                         "%.0f s left of TETHER_TIMEOUT",
-                        call, me, from, static_cast<unsigned long long>(epoch), round, spin.elapsedSeconds(),
+                        call, me, s.from, static_cast<unsigned long long>(epoch), s.word, spin.elapsedSeconds(),
                         spin.secondsLeft());
     }
   }

@@ -28,6 +28,8 @@ void Teams::setUp() {
     }
   }
   world->me = me;
+  world->sync = w_.syncSchedule(world->pes, world->me, kTeamScheduleWords);
+  shared->sync = w_.syncSchedule(shared->pes, shared->me, kTeamScheduleWords);
   std::lock_guard<std::mutex> lock(mu_);
   world->slot = kWorldTeamSlot;
   shared->slot = kSharedTeamSlot;
@@ -106,27 +108,32 @@ Status Teams::lostState(const char* call, const Team& t) const {
 
 Status Teams::rounds(const char* call, const Team& t, bool post) {
   const size_t n = t.pes.size();
-  const size_t me = static_cast<size_t>(t.me);
   uint64_t* mine = words(t.slot);
-  for (size_t r = 0, d = 1; d < n; ++r, d <<= 1) {
-    const int to = t.pes[(me + d) % n], from = t.pes[(me + n - d) % n];
-    const SegPath& p = w_.path(to, SegKind::Host);
-    const RemoteAddr at = w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + r * sizeof(uint64_t)});
-    // post (the barrier, after its quiet): the transport need not wait for the signal to apply (UCX: no reply).
-    TETHER_TRY(((post && p.ops->signalPost) ? p.ops->signalPost : p.ops->signal)(p.ctx, to, at, 1, TETHER_SIGNAL_ADD)
-                   .withContext(call));
-    uint64_t* word = mine + r;
+  for (const SyncStep& s : t.sync.steps) {  // core/sync_schedule.h: dissemination, or by host
+    if (s.to >= 0) {
+      const int to = t.pes[static_cast<size_t>(s.to)];
+      const SegPath& p = w_.path(to, SegKind::Host);
+      const RemoteAddr at = w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + s.word * sizeof(uint64_t)});
+      // post (the barrier, after its quiet): the transport need not wait for the signal to apply (UCX: no reply).
+      TETHER_TRY(((post && p.ops->signalPost) ? p.ops->signalPost : p.ops->signal)(p.ctx, to, at, 1,
+                                                                                 TETHER_SIGNAL_ADD)
+                     .withContext(call));
+    }
+    if (s.from < 0) continue;
+    const int from = t.pes[static_cast<size_t>(s.from)];
+    uint64_t* word = mine + s.word;
     SpinWait spin(w_.timeout());
     while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < 1) {
       if (w_.paths().progress()) spin.busy();
       if (!spin.next())
         TETHER_FAIL(TETHER_ERR_TIMEOUT,
                     "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round "
-                    "%zu, waiting for world PE %d (word at %p expected >= 1, seen 0); did PE %d exit or skip the "
-                    "call?", call, w_.timeout(), w_.myPe(), t.me, n, t.slot, r, from, static_cast<void*>(word), from);
+                    "%d, waiting for world PE %d (word at %p expected >= 1, seen 0); did PE %d exit or skip the "
+                    "call?", call, w_.timeout(), w_.myPe(), t.me, n, t.slot, s.word, from, static_cast<void*>(word),
+                    from);
       if (spin.noteDue())
-        TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d in a team sync (team index %d, round %zu); "
-                        "%.0f s so far, %.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, r,
+        TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d in a team sync (team index %d, round %d); "
+                        "%.0f s so far, %.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, s.word,
                         spin.elapsedSeconds(), spin.secondsLeft());
     }
     // Consumed: an arrival of the member's next sync may already be in the word, and stays for it.
@@ -238,6 +245,7 @@ Status Teams::split(const char* call, TeamRef parentRef, const long long (&args)
     auto t = std::make_shared<Team>();
     for (int m : p.members) t->pes.push_back(parent->pes[static_cast<size_t>(m)]);
     t->me = p.myIndex;
+    t->sync = w_.syncSchedule(t->pes, t->me, kTeamScheduleWords);
     t->slot = slots[k];
     t->serial = takeSerial();
     t->flags = p.flags;

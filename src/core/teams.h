@@ -17,9 +17,10 @@
 // read its staged bytes, and a later team in the same slot that leaves a slow reader out would rewrite them); another
 // member can reuse it with this PE only through a later split, which agrees on it again.
 //
-// Sync words: dissemination rounds that consume what they receive (round r: add 1 to round word r of member
-// me + 2^r, wait for own round word r >= 1, subtract 1), so the words are zero whenever no collective of the team
-// is in progress on this PE, except for arrivals of a faster member that entered the next one (consumed by it):
+// Sync words: the steps of the team's schedule (Team::sync, core/sync_schedule.h: dissemination, or by host where
+// members span hosts), consuming what they receive (a dissemination round r: add 1 to round word r of member
+// me + 2^r, wait for own round word r >= 1, subtract 1; each word gets one arrival per sync in either shape), so the
+// words are zero whenever no collective of the team is in progress on this PE, except for arrivals of a faster member that entered the next one (consumed by it):
 // back-to-back syncs need no epochs, and a slot can be reused after destroy without clearing.
 //
 // Who calls it: the C API (core/api.cpp) through World::teams(); teams are found by (slot, serial) there.
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/sync_schedule.h"
 #include "tether/tether.h"
 
 namespace tether {
@@ -56,6 +58,9 @@ constexpr int kSharedTeamSlot = 1;
 constexpr size_t kTeamRoundWords = 32;  // dissemination rounds: enough for 2^32 members
 constexpr size_t kTeamValueWords = 8;   // a split record
 constexpr size_t kTeamSyncWords = kTeamRoundWords + kTeamValueWords;
+// The words a team's barrier schedule (Team::sync) may use: the fewer of the team sync's (kTeamRoundWords) and the
+// data collectives' (kCollRounds, core/collectives.h), which walk the same schedule.
+constexpr int kTeamScheduleWords = 16;
 constexpr unsigned kTeamSerialBits = 27;  // serials wrap (never 0): the C API's handle holds them (core/api.cpp)
 
 struct Team {
@@ -70,6 +75,7 @@ struct Team {
   uint64_t callSeq = 0;  // data collectives called on it (core/collectives.h: token number)
   uint64_t minDone = 0;  // every member's done word was at least this when last read (core/collectives.h)
   int8_t tokens = -1;    // token team (core/collectives.h): -1 not known yet, 0 no, 1 yes
+  SyncSchedule sync;     // this member's barrier steps (core/sync_schedule.h), made with the team
   std::vector<uint64_t*> rings;  // token teams: each member's token ring of the slot (its done word), mapped here
   // The last record a token of this PE carried and its hash (core/collectives.cpp): a stream of like calls hashes once.
   uint64_t hashedRecord[8] = {};

@@ -87,6 +87,7 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
     TETHER_LOG_WARN(LogSys::Config, "%s is not a tether variable (typo?); see tether-info --config", u.c_str());
   timeout_ = config_.seconds("TETHER_TIMEOUT");
   forceProxy_ = config_.flag("TETHER_FORCE_PROXY");
+  syncByHost_ = config_.flag("TETHER_SYNC_BY_HOST");
   const std::string defaultSegment = config_.str("TETHER_DEFAULT_SEGMENT");
   if (defaultSegment != "auto" && defaultSegment != "host" && defaultSegment != "device")
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_DEFAULT_SEGMENT=%s: expected auto, host or device",
@@ -123,6 +124,15 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   }
   TETHER_LOG_INFO(LogSys::Core, "PE %d of %d (launcher %s)", job_.rank, job_.size, job_.launcher.c_str());
   TETHER_TRY(discoverHosts());
+  {
+    std::vector<int> all(static_cast<size_t>(job_.size));
+    for (int pe = 0; pe < job_.size; ++pe) all[static_cast<size_t>(pe)] = pe;
+    barrierSchedule_ = syncSchedule(all, job_.rank, ControlBlock::kMaxRounds);
+    if (barrierSchedule_.byHost)
+      TETHER_LOG_INFO(LogSys::Sync, "barriers by host: each host's PEs meet first, one PE per host crosses the network "
+                      "(%d words; TETHER_SYNC_BY_HOST=0 for one dissemination over all PEs)",
+                      barrierSchedule_.wordsUsed);
+  }
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
   streams_.attach(gpu_.get(), job_.rank);
   TETHER_TRY(discoverTopology());
@@ -251,6 +261,12 @@ Status World::discoverHosts() {
     for (int q = 0; q < r; ++q) idx += topo_.pes[static_cast<size_t>(q)].host == p.host;
     p.localIndex = idx;
   }
+  hostKey_.assign(static_cast<size_t>(job_.size), 0);
+  for (int r = 0; r < job_.size; ++r) {
+    int first = 0;  // the lowest PE of r's host
+    while (topo_.pes[static_cast<size_t>(first)].host != topo_.pes[static_cast<size_t>(r)].host) ++first;
+    hostKey_[static_cast<size_t>(r)] = first;
+  }
   localPe_ = topo_.pes[static_cast<size_t>(job_.rank)].localIndex;
   localSize_ = 0;
   for (const auto& p : topo_.pes) localSize_ += p.host == topo_.pes[static_cast<size_t>(job_.rank)].host;
@@ -258,6 +274,12 @@ Status World::discoverHosts() {
     TETHER_LOG_INFO(LogSys::Topology, "launcher says local rank %d, host identity gives %d (using %d)",
                     job_.localRank, localPe_, localPe_);
   return Status::ok();
+}
+
+SyncSchedule World::syncSchedule(const std::vector<int>& pes, int me, int maxWords) const {
+  std::vector<int> host(pes.size());
+  for (size_t m = 0; m < pes.size(); ++m) host[m] = hostKey_[static_cast<size_t>(pes[m])];
+  return SyncSchedule::make(host, me, maxWords, syncByHost_);
 }
 
 Status World::discoverTopology() {

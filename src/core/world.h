@@ -33,6 +33,7 @@
 #include "core/proxy.h"
 #include "core/stream_ops.h"
 #include "core/stream_runtime.h"
+#include "core/sync_schedule.h"
 #include "core/symmetric_heap.h"
 #include "core/teams.h"
 #include "core/typed_rma.h"
@@ -61,6 +62,9 @@ class World {
   int localSize() const { return localSize_; }
   double timeout() const { return timeout_; }
   bool forceProxy() const { return forceProxy_; }  // TETHER_FORCE_PROXY
+  // The barrier schedule (core/sync_schedule.h) of members `pes` (world PEs) for member `me`, by the hosts the PEs
+  // run on (TETHER_SYNC_BY_HOST): every member computes the same shape.
+  SyncSchedule syncSchedule(const std::vector<int>& pes, int me, int maxWords) const;
   const Config& config() const { return config_; }
   const SegPath& path(int pe, SegKind kind) const { return paths_.path(pe, kind); }
   // The path table (transport/path_table.h): quiet/fence over the paths in use, progress of their providers.
@@ -183,6 +187,9 @@ class World {
   std::unique_ptr<Bootstrap> bootstrap_;
   Topology topo_;
   int localPe_ = 0, localSize_ = 1;
+  std::vector<int> hostKey_;      // per PE: the lowest PE on its host (discoverHosts)
+  bool syncByHost_ = true;        // TETHER_SYNC_BY_HOST
+  SyncSchedule barrierSchedule_;  // tether_barrier_all's steps over every PE (core/sync.cpp)
   SymmetricHeap heap_;  // before gpu_: the GPU context goes first (~World and finalize close the DEVICE heap before it)
   std::unique_ptr<GpuContext> gpu_;
   // Sibling of gpu_ (non-blocking streams) for peers' owner-executed atomics and signals on this PE's DEVICE words
