@@ -582,6 +582,70 @@ Status Collectives::explain(const char* call, Team& t, const Record& mine, const
 
 // ---- data --------------------------------------------------------------------------------------------------------
 
+// Copies from members' symmetric memory into this PE's CPU memory, the gets to other hosts batched: a HOST-memory
+// source that this PE reaches only by gets (another host, TETHER_PATHS=host=ucx) is queued, and finish() fetches the
+// queue with one TransportOps::getv per transport context (posted together, one round trip for the batch instead of
+// one per copy; one blocking get each where the transport has no getv). Load/store-mapped sources are copied at once
+// (memcpy), other sources (DEVICE memory) by a blocking get. A queued destination is written only inside finish().
+class Collectives::Gets {
+ public:
+  Gets(World& w, const char* call) : w_(w), call_(call) {}
+
+  // [ref.offset, + bytes) of PE pe's segment ref.kind into dst.
+  Status add(void* dst, int pe, SymRef ref, size_t bytes) {
+    if (bytes == 0) return Status::ok();
+    const SegPath& sp = w_.path(pe, ref.kind);
+    const RemoteAddr from = w_.remote(pe, ref);
+    if (isHostMemory(ref.kind) && (sp.ops->caps & kCapLoadStore) && from.ptr) {
+      std::memcpy(dst, from.ptr, bytes);
+      return Status::ok();
+    }
+    if (!isHostMemory(ref.kind)) return sp.ops->get(sp.ctx, pe, dst, from, bytes, false).withContext(call_);
+    queued_.push_back(Queued{&sp, GetItem{pe, dst, from, bytes}});
+    return Status::ok();
+  }
+  // The same for this PE's symmetric address sym (its object's copy on pe).
+  Status add(void* dst, const void* sym, size_t bytes, int pe) {
+    if (bytes == 0) return Status::ok();
+    SymRef ref;
+    TETHER_TRY(w_.heap().check(call_, "source", sym, bytes, &ref));
+    return add(dst, pe, ref, bytes);
+  }
+  Status finish() {
+    Status err;
+    std::vector<GetItem> items;
+    for (size_t i = 0; i < queued_.size(); ++i) {
+      const SegPath* sp = queued_[i].path;
+      if (!sp) continue;  // taken with an earlier context's batch
+      items.clear();
+      for (size_t j = i; j < queued_.size(); ++j)
+        if (queued_[j].path && queued_[j].path->ops == sp->ops && queued_[j].path->ctx == sp->ctx) {
+          items.push_back(queued_[j].item);
+          queued_[j].path = nullptr;
+        }
+      Status s;
+      if (sp->ops->getv) {
+        s = sp->ops->getv(sp->ctx, items.data(), items.size());
+      } else {
+        for (size_t k = 0; k < items.size() && s.isOk(); ++k)
+          s = sp->ops->get(sp->ctx, items[k].pe, items[k].dst, items[k].src, items[k].n, false);
+      }
+      if (err.isOk() && !s.isOk()) err = s.withContext(call_);
+    }
+    queued_.clear();
+    return err;
+  }
+
+ private:
+  struct Queued {
+    const SegPath* path;
+    GetItem item;
+  };
+  World& w_;
+  const char* call_;
+  std::vector<Queued> queued_;
+};
+
 Status Collectives::copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe) {
   return bytes == 0 ? Status::ok() : w_.get(call, dst, sym, bytes, pe, false);
 }
@@ -594,9 +658,11 @@ Status Collectives::writeLocal(const char* call, void* dst, const void* src, siz
 }
 
 // out[0, len) (elements) = op over the members' src[srcElem, srcElem + len), in team order, chunk by chunk. out is
-// CPU memory, or (outDevice) this PE's DEVICE copy of a symmetric object.
+// CPU memory, or (outDevice) this PE's DEVICE copy of a symmetric object. Members whose HOST memory is mapped are
+// read in place; the others' chunks are fetched kGetWindow members at a time (Gets: one round trip per window).
 Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                                 bool outDevice) {
+  constexpr size_t kGetWindow = 4;
   const size_t es = p.es, chunk = std::max<size_t>(1, kChunkBytes / es), bufBytes = std::min(chunk, len) * es;
   const bool srcHost = isHostMemory(p.sref.kind);
   // Accumulate straight into out, unless out is GPU memory or this PE's own elements being read (in place: each
@@ -604,23 +670,30 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
   const uintptr_t o = reinterpret_cast<uintptr_t>(out), r = reinterpret_cast<uintptr_t>(at(p.a.src, srcElem * es));
   const bool viaAcc = outDevice || (o < r + len * es && r < o + len * es);
   std::unique_ptr<char[]> acc(viaAcc ? new char[bufBytes] : nullptr), in;
+  const void* from[kGetWindow];
   for (size_t off = 0; off < len; off += chunk) {
     const size_t c = std::min(chunk, len - off), bytes = c * es;
     const void* sym = at(p.a.src, (srcElem + off) * es);
     char* a = viaAcc ? acc.get() : out + off * es;
-    for (size_t k = 0; k < p.n; ++k) {
-      const int pe = t.pes[k];
-      const void* direct = srcHost ? w_.ptr(sym, pe) : nullptr;  // load/store-mapped HOST memory: read in place
-      if (k == 0) {
-        if (direct) std::memcpy(a, direct, bytes);
-        else TETHER_TRY(copyFrom(call, a, sym, bytes, pe));
-        continue;
+    for (size_t k0 = 0; k0 < p.n; k0 += kGetWindow) {
+      const size_t k1 = std::min(p.n, k0 + kGetWindow);
+      Gets gets(w_, call);
+      for (size_t k = k0; k < k1; ++k) {
+        const void* direct = srcHost ? w_.ptr(sym, t.pes[k]) : nullptr;  // mapped HOST memory: read in place
+        if (direct) {
+          from[k - k0] = direct;
+          continue;
+        }
+        if (!in) in.reset(new char[kGetWindow * bufBytes]);
+        char* slot = in.get() + (k - k0) * bufBytes;
+        TETHER_TRY(gets.add(slot, sym, bytes, t.pes[k]));
+        from[k - k0] = slot;
       }
-      if (!direct) {
-        if (!in) in.reset(new char[bufBytes]);
-        TETHER_TRY(copyFrom(call, in.get(), sym, bytes, pe));
+      TETHER_TRY(gets.finish());
+      for (size_t k = k0; k < k1; ++k) {
+        if (k == 0) std::memcpy(a, from[0], bytes);
+        else reduceInto(p.a.type, p.a.op, a, from[k - k0], c);
       }
-      reduceInto(p.a.type, p.a.op, a, direct ? direct : in.get(), c);
     }
     if (viaAcc) TETHER_TRY(writeLocal(call, out + off * es, a, bytes, outDevice));
   }
@@ -639,6 +712,12 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
     for (size_t k = 1; k <= n && err.isOk(); ++k) err = f((me + k) % n);
   };
   std::vector<char> temp;  // in-place one-shot allreduce: the result waits here until nobody reads src any more
+  // The movers' copies: into CPU memory batched (Gets: the gets to other hosts complete together at finish), into
+  // GPU memory one by one.
+  Gets gets(w_, call);
+  auto fetch = [&](void* dst, const void* sym, size_t bytes, int pe) {
+    return destDevice ? copyFrom(call, dst, sym, bytes, pe) : gets.add(dst, sym, bytes, pe);
+  };
   switch (p.a.kind) {
     case CollKind::Broadcast:
       if (me != static_cast<size_t>(p.a.root)) err = copyFrom(call, dest, p.a.src, B, t.pes[p.a.root]);
@@ -647,11 +726,11 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
     case CollKind::Allgather:
       visit([&](size_t k) {
         if (k == me && p.inPlace) return Status::ok();
-        return copyFrom(call, at(dest, k * B), p.inPlace ? at(dest, k * B) : p.a.src, B, t.pes[k]);
+        return fetch(at(dest, k * B), p.inPlace ? at(dest, k * B) : p.a.src, B, t.pes[k]);
       });
       break;
     case CollKind::Alltoall:
-      visit([&](size_t k) { return copyFrom(call, at(dest, k * B), at(p.a.src, me * B), B, t.pes[k]); });
+      visit([&](size_t k) { return fetch(at(dest, k * B), at(p.a.src, me * B), B, t.pes[k]); });
       break;
     case CollKind::Alltoallv:
       visit([&](size_t k) {
@@ -684,13 +763,15 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
         if (err.isOk() && flagged) break;
         visit([&](size_t k) {
           if (k == me) return Status::ok();
-          return copyFrom(call, at(dest, lo(k) * p.es), at(dest, lo(k) * p.es), (lo(k + 1) - lo(k)) * p.es, t.pes[k]);
+          return fetch(at(dest, lo(k) * p.es), at(dest, lo(k) * p.es), (lo(k + 1) - lo(k)) * p.es, t.pes[k]);
         });
       }
       break;
     default:
       break;
   }
+  const Status landed = gets.finish();
+  if (err.isOk()) err = landed;
   TETHER_TRY(phaseBarrier(call, t, false, !err.isOk() || flagged, &flagged));
   if (flagged) return failedTogether(call, t, err);
   if (!temp.empty()) TETHER_TRY(writeLocal(call, dest, temp.data(), B, destDevice));
@@ -773,11 +854,34 @@ Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_
   return Status::ok();
 }
 
+Status Collectives::stagedAll(const char* call, const Team& t, const Plan& p, size_t off, size_t bytes,
+                              std::unique_ptr<char[]>* fetched, std::vector<const char*>* at) {
+  const size_t n = p.n;
+  at->assign(n, nullptr);
+  Gets gets(w_, call);
+  for (size_t m = 0; m < n; ++m) {
+    const int pe = t.pes[m];
+    const SegPath& sp = w_.path(pe, SegKind::Host);
+    const SymRef ref{SegKind::Host, stageOffset(t) + off};
+    if (p.tokenCall || p.ringCall || pe == w_.myPe() || ((sp.ops->caps & kCapLoadStore) && w_.remote(pe, ref).ptr)) {
+      TETHER_TRY(staged(call, t, p, m, off, bytes, nullptr, &(*at)[m]));  // readable in place
+      continue;
+    }
+    if (!*fetched) fetched->reset(new char[n * bytes]);
+    char* dst = fetched->get() + m * bytes;
+    TETHER_TRY(gets.add(dst, pe, ref, bytes));
+    (*at)[m] = dst;
+  }
+  return gets.finish();
+}
+
 Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
   const size_t n = p.n, me = p.me, B = p.block, es = p.es;
   char* dest = static_cast<char*>(p.a.dest);
   alignas(16) char scratch[kCollStageBytes];
   const char* from = nullptr;
+  std::unique_ptr<char[]> fetched;  // the other hosts' staged bytes (stagedAll)
+  std::vector<const char*> at;
   Status err;
   switch (p.a.kind) {
     case CollKind::Broadcast:
@@ -790,18 +894,12 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
       }
       break;
     case CollKind::Allgather:
-      for (size_t k = 1; k <= n && err.isOk(); ++k) {
-        const size_t m = (me + k) % n;
-        if (m == me && p.inPlace) continue;
-        err = staged(call, t, p, m, 0, B, scratch, &from);
-        if (err.isOk()) std::memcpy(dest + m * B, from, B);
-      }
-      break;
     case CollKind::Alltoall:
+      err = stagedAll(call, t, p, p.a.kind == CollKind::Alltoall ? me * B : 0, B, &fetched, &at);
       for (size_t k = 1; k <= n && err.isOk(); ++k) {
         const size_t m = (me + k) % n;
-        err = staged(call, t, p, m, me * B, B, scratch, &from);
-        if (err.isOk()) std::memcpy(dest + m * B, from, B);
+        if (m == me && p.inPlace) continue;  // (in-place allgather; alltoall has no in-place form)
+        std::memcpy(dest + m * B, at[m], B);
       }
       break;
     default: {  // reductions: combine in team order; dest is written only here (the sources are staged copies)
@@ -811,11 +909,10 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
       alignas(16) char accBytes[kCollStageBytes];  // larger (ring) contributions: on the heap (new[] aligns for any type)
       std::unique_ptr<char[]> accBig(B > sizeof accBytes ? new char[B] : nullptr);
       char* acc = accBig ? accBig.get() : accBytes;
+      err = stagedAll(call, t, p, off, B, &fetched, &at);
       for (size_t m = 0; m < n && err.isOk(); ++m) {
-        err = staged(call, t, p, m, off, B, scratch, &from);
-        if (!err.isOk()) break;
-        if (m == 0) std::memcpy(acc, from, B);
-        else reduceInto(p.a.type, p.a.op, acc, from, B / es);
+        if (m == 0) std::memcpy(acc, at[0], B);
+        else reduceInto(p.a.type, p.a.op, acc, at[m], B / es);
       }
       if (err.isOk()) std::memcpy(dest, acc, B);
       break;

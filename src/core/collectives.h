@@ -82,10 +82,12 @@
 //     member it names, which posts a token whatever it believes), but two members that each name themselves both act
 //     as root and succeed. The team stays usable after all of these. Only a member's own ring and done word are
 //     written (by it): no dest is written by another member.
-//  4. Data phase (pull: each member writes only its own dest): broadcast, allgather and alltoall copy with World::get
-//     from the members' copies; reductions combine members' elements in team order (core/reduce_ops.h) on the CPU,
-//     reading load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) through
-//     World::get into a chunk buffer. Reductions of at least kTwoShotBytes on 3 or more members are two-shot:
+//  4. Data phase (pull: each member writes only its own dest): broadcast, allgather and alltoall copy from the
+//     members' copies; reductions combine members' elements in team order (core/reduce_ops.h) on the CPU, reading
+//     load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) into chunk buffers.
+//     Copies into CPU memory from HOST memory reached only by gets (another host) go through Gets: gets posted
+//     together (TransportOps::getv; one round trip for a call's copies, for reductions per window of 4 members and
+//     chunk), as do the one-shot path's reads of other hosts' staging buffers (stagedAll). Reductions of at least kTwoShotBytes on 3 or more members are two-shot:
 //     member k combines slice k (reduce-scatter), a barrier, every member pulls the other slices (allgather).
 //     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
 //     next step of #21 (docs/collectives.md says what exists).
@@ -218,6 +220,7 @@ class Collectives {
 
  private:
   struct Plan;  // one call's checked arguments (collectives.cpp)
+  class Gets;   // copies from members batched: the gets to other hosts complete together (collectives.cpp)
  public:
   struct Record;  // what members agree on (public for a static_assert in collectives.cpp)
 
@@ -289,6 +292,11 @@ class Collectives {
   // From the tokens when p.tokenCall says so.
   Status staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes, char* scratch,
                 const char** out);
+  // staged() for every member at once: (*at)[m] = member m's bytes [off, off + bytes). The members reached only by
+  // gets (another host) are fetched into *fetched by gets posted together (Gets), one round trip for all of them
+  // instead of one each.
+  Status stagedAll(const char* call, const Team& t, const Plan& p, size_t off, size_t bytes,
+                   std::unique_ptr<char[]>* fetched, std::vector<const char*>* at);
   uint64_t stageOffset(const Team& t) const;
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);

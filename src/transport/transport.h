@@ -95,6 +95,18 @@ struct TransportOps {
   bool (*cancelData)(void* ctx, int pe, uint64_t token);
   Status (*sendData)(void* ctx, int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total,
                      bool toGpu, uint64_t* sent);
+  // Optional (nullptr: one blocking get per item): count blocking gets, to any PEs, posted together and all complete
+  // when it returns (one round trip for the batch; the collectives' pulls from other hosts). Unlike nbi gets and a
+  // quiet, it waits for these gets only (a UCX worker flush would flush every endpoint). On failure every get that
+  // was posted has completed or been cancelled (no write into a dst after return); the first error is returned.
+  Status (*getv)(void* ctx, const struct GetItem* items, size_t count);
+};
+// One get of TransportOps::getv: n bytes of PE pe's src into dst.
+struct GetItem {
+  int pe;
+  void* dst;
+  RemoteAddr src;
+  size_t n;
 };
 constexpr size_t kFlaggedPutMax = size_t{128} << 10;
 constexpr uint64_t kDataFailed = ~uint64_t{0};  // expectData's *done, sendData's *sent: the transfer failed

@@ -231,6 +231,7 @@ class UcxProvider final : public Provider {
   // signal to pe, completes it remotely); neither: remotely complete on return.
   Status put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi, bool local = false);
   Status get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi);
+  Status getv(const GetItem* items, size_t count);  // TransportOps::getv: ucp_get_nbx each, then wait for each
   Status amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched);
   Status signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
   // A signal the caller does not wait for (TransportOps::signalPost): owner-executed words get a request without a
@@ -356,17 +357,18 @@ Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, t
 Status ucxSignal(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signal(pe, sig, value, op);
 }
+Status ucxGetv(void* ctx, const GetItem* items, size_t count) { return ucx(ctx).getv(items, count); }
 Status ucxQuiet(void* ctx) { return ucx(ctx).quiet(); }
 Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 
 const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
-    ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData,
+    ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData, ucxGetv,
 };
 // HOST segments where this PE's UCX moves CUDA memory: the same, and two-sided data from and into GPU buffers.
 const TransportOps kUcxCudaOps = {
     "ucx", kCapAtomics | kCapHostSegment | kCapDataGpu, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
-    ucxPutLocal, ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData,
+    ucxPutLocal, ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData, ucxGetv,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
@@ -778,6 +780,28 @@ Status UcxProvider::get(int pe, void* dst, const RemoteAddr& src, size_t n, bool
   if (!nbi) return wait(r, pe, "get");
   flush_.issued(-1);
   return detach(r, pe, "get_nbi");
+}
+
+Status UcxProvider::getv(const GetItem* items, size_t count) {
+  std::vector<std::pair<ucs_status_ptr_t, int>> posted;  // in flight (request, PE)
+  posted.reserve(count);
+  Status err;
+  for (size_t i = 0; i < count && err.isOk(); ++i) {
+    const GetItem& g = items[i];
+    ucp_request_param_t prm{};
+    Target t;
+    err = localBuffer(g.dst, "get", g.pe, &prm);
+    if (err.isOk()) err = target(g.pe, g.src, g.n, "get", &t);
+    if (!err.isOk()) break;
+    ucs_status_ptr_t r = ucp_get_nbx(t.ep, g.dst, g.n, t.addr, t.rkey, &prm);
+    if (UCS_PTR_IS_ERR(r)) err = failure(g.pe, UCS_PTR_STATUS(r), "get");
+    else if (r) posted.emplace_back(r, g.pe);
+  }
+  for (const auto& [r, pe] : posted) {  // the first wait's progress completes the others too
+    const Status s = wait(r, pe, "get");
+    if (err.isOk()) err = s;
+  }
+  return err;
 }
 
 Status UcxProvider::amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched) {
