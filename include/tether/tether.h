@@ -416,6 +416,14 @@ tether_status_t tether_team_reduce_scatter(tether_team_t team, void* dest, const
                                            tether_dtype_t type, tether_red_op_t op);
 tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void* src, size_t count,
                                      tether_dtype_t type);
+/* The eager alltoall (OpenSHMEM's contract; docs/collectives.md "Eager alltoall"): the same result, for programs that
+ * guarantee that every member's dest may be written as soon as any member enters the call (no member still reads or
+ * writes its dest from before, e.g. after a sync). Where every member's HOST segment is load/store mapped (one host)
+ * and dest and src are HOST/STATIC memory, each member stores its blocks straight into the others' dest and the call
+ * takes one wait; a mismatch (count, type, objects, or tether_team_alltoall on some member) still fails on every
+ * member with TETHER_ERR_MISMATCH, but after the blocks were stored. Elsewhere it is tether_team_alltoall. */
+tether_status_t tether_team_alltoall_eager(tether_team_t team, void* dest, const void* src, size_t count,
+                                           tether_dtype_t type);
 /* alltoallv (host form only): this PE's block for team PE j is scounts[j] elements at src + sdispls[j]; it lands at
  * dest + rdispls[m] of team PE j, where m is this PE's team PE number, and j must expect it: its rcounts[m] equals
  * scounts[j] (else TETHER_ERR_MISMATCH on every member, naming both). Counts and displacements are in elements, n_pes

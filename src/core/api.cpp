@@ -856,6 +856,11 @@ tether_status_t tether_team_broadcast_eager(tether_team_t team, void* dest, cons
   return teamColl(team, "tether_team_broadcast_eager", tether::CollKind::Broadcast, dest, src, count, type, nullptr,
                   root, false, nullptr, true);
 }
+tether_status_t tether_team_alltoall_eager(tether_team_t team, void* dest, const void* src, size_t count,
+                                           tether_dtype_t type) {
+  return teamColl(team, "tether_team_alltoall_eager", tether::CollKind::Alltoall, dest, src, count, type, nullptr, 0,
+                  false, nullptr, true);
+}
 tether_status_t tether_team_reduce(tether_team_t team, void* dest, const void* src, size_t count, tether_dtype_t type,
                                    tether_red_op_t op, int root) {
   return teamColl(team, "tether_team_reduce", tether::CollKind::Reduce, dest, src, count, type, &op, root);

@@ -1097,6 +1097,27 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   return err;
 }
 
+Status Collectives::eagerAlltoall(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
+  const size_t n = p.n, me = p.me, B = p.block;
+  void* to = at(p.a.dest, me * B);  // where this member's block lands in every member's dest
+  Status err;
+  for (size_t k = 0; k < n && err.isOk(); ++k) {
+    const size_t m = (me + k) % n;  // own block first, then the others in turn (not everyone onto member 0 first)
+    const void* from = at(p.a.src, m * B);
+    if (m == me) {
+      std::memcpy(to, from, B);
+    } else if (void* mapped = w_.ptr(to, t.pes[m])) {
+      std::memcpy(mapped, from, B);
+    } else {  // (every HOST segment of a token team is mapped; a path without mapping still works)
+      err = w_.put(call, to, from, B, t.pes[m], false);
+    }
+  }
+  // The token's release store publishes the blocks: a member that sees every token of call c holds every block. A
+  // member whose stores failed posts an invalid record, so that no member returns success with its block missing.
+  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, err.isOk() ? mine : Record{}, 0, nullptr, 0)));
+  return agreeByTokens(call, t, mine, err, c);
+}
+
 Collectives::Record Collectives::tokenRecord(const uint64_t* slot) {
   Record r;
   std::memcpy(r.w, slot + kTokRec, sizeof r.w);
@@ -1186,7 +1207,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
-                          (bcast && a.eager ? kHeadEager : 0) |
+                          (a.eager && (bcast || a.kind == CollKind::Alltoall) ? kHeadEager : 0) |
                           (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
@@ -1208,6 +1229,11 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   const uint64_t c = t.callSeq++;
   DoneOnExit done(tokens ? doneWord(t, p.me) : nullptr, c + 1);
   if (tokens && a.eager && a.kind == CollKind::Broadcast) return eagerBroadcast(call, t, p, mine, c);
+  // The eager alltoall of HOST objects (a function of the agreed record, so all members take it when they agree):
+  // members store their blocks into each other's dest, one wait.
+  if (tokens && a.eager && a.kind == CollKind::Alltoall && p.local.isOk() && !p.gpu && isHostMemory(p.sref.kind) &&
+      isHostMemory(p.dref.kind))
+    return eagerAlltoall(call, t, p, mine, c);
   const size_t stagedB = p.local.isOk() ? stagedBytes(p, tokens) : 0;
   const bool small = stagedB != 0;
   // Token teams carry small contributions in the token itself, larger ones in the members' staging rings (the

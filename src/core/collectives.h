@@ -82,6 +82,16 @@
 //     member it names, which posts a token whatever it believes), but two members that each name themselves both act
 //     as root and succeed. The team stays usable after all of these. Only a member's own ring and done word are
 //     written (by it): no dest is written by another member.
+//  Eager alltoall (tether_team_alltoall_eager, what the OpenSHMEM layer calls; token teams with HOST/STATIC dest and
+//     src, elsewhere the agreed alltoall): OpenSHMEM's precondition -- every member's dest is ready to be written
+//     when any member enters the call -- lets a member store its block for member m straight into m's dest (mapped)
+//     before the agreement; then it posts its token (release: the blocks are visible to whoever sees it) and waits
+//     for every member's token of the call, comparing records as the agreed collectives do (every member reaches the
+//     same verdict). One wait, no staging copy, no close: nobody reads another member's src. The only collective
+//     whose members write another member's dest: with mismatched arguments the blocks have been stored when every
+//     member fails (TETHER_ERR_MISMATCH; OpenSHMEM leaves such calls undefined), always inside the receivers' HOST
+//     segments (each writer checked its own range, and the heaps are symmetric). The eager form is part of the
+//     record: an agreed alltoall meeting an eager one fails on every member.
 //  4. Data phase (pull: each member writes only its own dest): broadcast, allgather and alltoall copy from the
 //     members' copies; reductions combine members' elements in team order (core/reduce_ops.h) on the CPU, reading
 //     load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) into chunk buffers.
@@ -174,7 +184,7 @@ struct CollArgs {
   tether_dtype_t type = TETHER_UINT8;  // an enumerator (the C API checks before it stores it)
   tether_red_op_t op = TETHER_RED_SUM; // reductions only; an enumerator
   int root = 0;                        // broadcast, reduce
-  bool eager = false;                  // broadcast: the eager form (protocol above)
+  bool eager = false;                  // broadcast, alltoall: the eager form (protocol above)
   Status invalid;  // an argument error the caller found (a bad enum: type and op then hold safe values); agreed on
   // alltoallv: n_pes entries each, in elements; scounts and sdispls symmetric (the receivers read them).
   const size_t* rcounts = nullptr;
@@ -254,6 +264,8 @@ class Collectives {
   Status waitDone(const char* call, Team& t, uint64_t calls, bool updateMin);
   Status eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
   Status eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
+  // The eager alltoall (protocol above): this member's blocks into every member's dest, its token, every token.
+  Status eagerAlltoall(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
   static Record tokenRecord(const uint64_t* slot);  // the full record a token carries
   // The agreement of call c on a token team (its token posted): waits for every member's token and compares the
   // records; the error every member returns alike (its own first), or ok.

@@ -344,7 +344,9 @@ int teamFcollect(shmem_team_t team, void* dest, const void* src, size_t nelems, 
 int teamAlltoall(shmem_team_t team, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
   tether_team_t t = coreTeam(team, call);
   if (!t) return -1;
-  shmemCheck(tether_team_alltoall(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
+  // OpenSHMEM: "the dest data object on all PEs in the team is ready to accept the shmem_alltoall data" before any
+  // PE calls it -- the eager form's contract (members store into each other's dest, one wait).
+  shmemCheck(tether_team_alltoall_eager(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
   return 0;
 }
 
@@ -400,7 +402,7 @@ void activeFcollect(const CollGroup& g, void* dest, const void* src, size_t nele
 void activeAlltoall(const CollGroup& g, void* dest, const void* src, size_t nelems, size_t es, const char* call) {
   tether_team_t world = wholeWorld(g);
   if (!world) return alltoall(g, dest, src, nelems, es, call);
-  shmemCheck(tether_team_alltoall(world, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
+  shmemCheck(tether_team_alltoall_eager(world, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
 }
 
 template <class T, class Op>

@@ -10,6 +10,11 @@
 // symmetric -> its own error, TETHER_ERR_INVALID_ARG naming the root on the others; PE 0 calls the eager broadcast
 // (root 1) while the others call an allreduce -> every member fails with TETHER_ERR_MISMATCH well before
 // TETHER_TIMEOUT; PE 0 calls tether_team_broadcast from itself, the others the eager one from it -> all fail.
+// The eager alltoall (tether_team_alltoall_eager; members store into each other's dest, so every call here follows a
+// team sync): a correct call; count differs on the last PE -> TETHER_ERR_MISMATCH naming the count on every member;
+// PE 0 calls tether_team_alltoall where the others call the eager form -> every member fails; the last PE's src is
+// not symmetric -> its own error, TETHER_ERR_INVALID_ARG on the others; each followed by a working broadcast,
+// allreduce and eager alltoall.
 // Destroy with a slow reader (3+ PEs): PE 2 reads root 0's staged broadcast on T = {0, 1, 2} 200 ms late while PEs 0
 // and 1 destroy T, split {0, 1} again (the new team takes T's index: the same token and staging rings) and broadcast
 // other bytes in it; PE 2 must still get T's bytes (tether_team_destroy waits until every member finished its calls).
@@ -141,6 +146,41 @@ void agreement(tether_team_t world) {
   if (me == 0) std::printf("mp_coll_eager: agreement OK\n");
 }
 
+// A correct eager alltoall of one long per member pair (after a team sync: OpenSHMEM's dest precondition).
+void alltoallRound(tether_team_t t, long base) {
+  long* s = reinterpret_cast<long*>(src);
+  long* d = reinterpret_cast<long*>(dst);
+  for (int j = 0; j < npes; ++j) s[j] = base + me * 100 + j;
+  MP_OK(tether_team_sync(t));
+  MP_OK(tether_team_alltoall_eager(t, d, s, 1, TETHER_LONG));
+  for (int m = 0; m < npes; ++m) MP_CHECK(d[m] == base + m * 100 + me);
+}
+
+void eagerAlltoall(tether_team_t t) {
+  const int last = npes - 1;
+  alltoallRound(t, 0);
+  MP_OK(tether_team_sync(t));
+  tether_status_t st = tether_team_alltoall_eager(t, dst, src, me == last ? 2 : 1, TETHER_LONG);
+  MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  MP_MSG_HAS("count");
+  stillUsable(t, 1010);
+  alltoallRound(t, 1000000);
+  MP_OK(tether_team_sync(t));
+  st = me == 0 ? tether_team_alltoall(t, dst, src, 1, TETHER_LONG) : tether_team_alltoall_eager(t, dst, src, 1, TETHER_LONG);
+  MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  stillUsable(t, 1011);
+  alltoallRound(t, 2000000);
+  char local[64] = {};
+  MP_OK(tether_team_sync(t));
+  st = tether_team_alltoall_eager(t, dst, me == last ? static_cast<void*>(local) : src, 1, TETHER_LONG);
+  MP_CHECK(st != TETHER_SUCCESS);
+  if (me != last) MP_EXPECT_STATUS(st, TETHER_ERR_INVALID_ARG);
+  stillUsable(t, 1012);
+  alltoallRound(t, 3000000);
+  MP_OK(tether_barrier_all(w));
+  if (me == 0) std::printf("mp_coll_eager: eager alltoall OK\n");
+}
+
 // PE 0: eager broadcast from team PE 1; the others: an allreduce. Every member fails fast; the team stays usable.
 // Then PE 0 calls the agreed broadcast where the others call the eager one (root 0): every member fails.
 void differentCollective(tether_team_t t) {
@@ -224,6 +264,7 @@ int main() {
   MP_OK(tether_barrier_all(w));
   agreement(world);
   differentCollective(world);
+  eagerAlltoall(world);
   MP_OK(tether_team_destroy(even));
   MP_OK(tether_team_destroy(reversed));
   MP_OK(tether_barrier_all(w));

@@ -1,5 +1,5 @@
 // Team data collectives of the core C API (tether_team_broadcast/reduce/allreduce/allgather/reduce_scatter/alltoall,
-// issue #21) on HOST memory at 2/3/4/8 PEs (ucx_mp_coll_team: every peer over UCX, so the engine reads through the
+// and tether_team_alltoall_eager after a team sync; issue #21) on HOST memory at 2/3/4/8 PEs (ucx_mp_coll_team: every peer over UCX, so the engine reads through the
 // transport instead of loads): every operation x element type x allowed op x team shape (world, even PEs, the world
 // reversed, the rows of a 2-wide grid) x in place or not, counts from 0 to two-shot sizes, against a straightforward
 // reference each PE computes from the inputs every member generates from the seed (MP_SEED, printed).
@@ -254,17 +254,26 @@ void allgatherCase(tether_team_t team, const TypeInfo& ti, size_t count, bool in
   ++checks;
 }
 
-void alltoallCase(tether_team_t team, const TypeInfo& ti, size_t count) {
+// eager: tether_team_alltoall_eager, whose members may store into each other's dest as soon as any enters: a team
+// sync first keeps them out of dest while a member still checks the previous case there (OpenSHMEM's precondition).
+void alltoallCase(tether_team_t team, const TypeInfo& ti, size_t count, bool eager = false) {
   const uint64_t c = ++caseNo;
   const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
   for (size_t i = 0; i < count * static_cast<size_t>(n); ++i) store(bufA, i, ti.size, input(ti, c, my, i));
-  MP_OK(tether_team_alltoall(team, bufB, bufA, count, ti.t));
+  if (eager) {
+    MP_OK(tether_team_sync(team));
+    MP_OK(tether_team_alltoall_eager(team, bufB, bufA, count, ti.t));
+  } else {
+    MP_OK(tether_team_alltoall(team, bufB, bufA, count, ti.t));
+  }
   for (int m = 0; m < n; ++m)
     for (size_t i = 0; i < count; ++i) {
       // block m of dest = block my of member m's src
       const uint64_t want = input(ti, c, m, static_cast<size_t>(my) * count + i);
       const uint64_t got = load(bufB, static_cast<size_t>(m) * count + i, ti.size);
-      if (got != want) mismatch({"alltoall", &ti, c, count, false}, static_cast<size_t>(m) * count + i, got, want);
+      if (got != want)
+        mismatch({eager ? "alltoall_eager" : "alltoall", &ti, c, count, false}, static_cast<size_t>(m) * count + i, got,
+                 want);
     }
   ++checks;
 }
@@ -348,6 +357,7 @@ void runAll(tether_team_t team, const char* label) {
           for (int root = 0; root < n; ++root) broadcastCase(team, ti, count, root % 2 == 1, root);
           for (bool inPlace : {false, true}) allgatherCase(team, ti, count, inPlace);
           alltoallCase(team, ti, count);
+          alltoallCase(team, ti, count, true);
         }
   // One-shot through the staging rings (token teams on a crowded host, core/collectives.cpp ringBlockMax: alltoall
   // blocks up to 2 KiB, allgather 4 KiB, broadcasts 8 KiB on up to 4 members and 32 KiB on more; elsewhere the staging
@@ -361,7 +371,7 @@ void runAll(tether_team_t team, const char* label) {
     const size_t block = 1100 + (37 * k) % 948;    // alltoall: 1100 .. 2047 bytes per block (over 2 KiB staged)
     const size_t gather = 2100 + (97 * k) % 1996;  // allgather: 2100 .. 4095
     const size_t bcast = 2100 + (331 * k) % (bcastMax - 2100);  // broadcasts: 2100 .. up to the ring's limit
-    alltoallCase(team, ti, std::max<size_t>(1, block / ti.size));
+    alltoallCase(team, ti, std::max<size_t>(1, block / ti.size), k % 4 == 3);
     allgatherCase(team, ti, gather / ti.size, k % 2 == 1);
     if (k % 3 == 0) broadcastCase(team, ti, bcast / ti.size, false, static_cast<int>(k) % n, true);
     if (k % 4 == 1) allreduceCase(team, ti, TETHER_RED_MIN, gather / ti.size, k % 8 == 1);
