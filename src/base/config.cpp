@@ -82,10 +82,12 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_BARRIER_FLAT_MAX", ConfigType::Int, "8",
        "device, stream and team barriers of up to this many PEs take one round (every PE signals every other, then "
        "waits for all); larger ones take log2(n) dissemination rounds (1: always dissemination)", 1, 16},
-      {"TETHER_SYNC_BY_HOST", ConfigType::Bool, "1",
+      {"TETHER_SYNC_BY_HOST", ConfigType::Bool, "0",
        "Host barriers of PEs on several hosts (tether_barrier_all, team syncs, the host collectives' agreement and "
        "closing rounds): 1 = each host's PEs meet first and one PE per host takes the rounds between hosts "
-       "(log2(hosts) rounds over the network); 0 = one dissemination over all PEs. Must be the same on every PE"},
+       "(log2(hosts) rounds over the network); 0 = one dissemination over all PEs. Off by default while GPU stream "
+       "operations to a peer on another host that the barriers no longer made this PE contact first can hang "
+       "(docs/collectives.md). Must be the same on every PE"},
       {"TETHER_COLL_BLOCKS", ConfigType::Int, "0",
        "GPU collectives: the most blocks of 512 threads one collective uses (1: always one block; 0: as many as the "
        "GPU holds resident at once, one per multiprocessor)", 0, 4096},

@@ -855,22 +855,21 @@ Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_
 }
 
 Status Collectives::stagedAll(const char* call, const Team& t, const Plan& p, size_t off, size_t bytes,
-                              std::unique_ptr<char[]>* fetched, std::vector<const char*>* at) {
+                              std::unique_ptr<char[]>* fetched, const char** at) {
   const size_t n = p.n;
-  at->assign(n, nullptr);
   Gets gets(w_, call);
   for (size_t m = 0; m < n; ++m) {
     const int pe = t.pes[m];
     const SegPath& sp = w_.path(pe, SegKind::Host);
     const SymRef ref{SegKind::Host, stageOffset(t) + off};
     if (p.tokenCall || p.ringCall || pe == w_.myPe() || ((sp.ops->caps & kCapLoadStore) && w_.remote(pe, ref).ptr)) {
-      TETHER_TRY(staged(call, t, p, m, off, bytes, nullptr, &(*at)[m]));  // readable in place
+      TETHER_TRY(staged(call, t, p, m, off, bytes, nullptr, &at[m]));  // readable in place
       continue;
     }
     if (!*fetched) fetched->reset(new char[n * bytes]);
     char* dst = fetched->get() + m * bytes;
     TETHER_TRY(gets.add(dst, pe, ref, bytes));
-    (*at)[m] = dst;
+    at[m] = dst;
   }
   return gets.finish();
 }
@@ -881,7 +880,9 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
   alignas(16) char scratch[kCollStageBytes];
   const char* from = nullptr;
   std::unique_ptr<char[]> fetched;  // the other hosts' staged bytes (stagedAll)
-  std::vector<const char*> at;
+  const char* atInline[16];         // where each member's bytes are readable (no allocation on small teams)
+  std::unique_ptr<const char*[]> atHeap(n > 16 ? new const char*[n] : nullptr);
+  const char** at = atHeap ? atHeap.get() : atInline;
   Status err;
   switch (p.a.kind) {
     case CollKind::Broadcast:
@@ -895,7 +896,7 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
       break;
     case CollKind::Allgather:
     case CollKind::Alltoall:
-      err = stagedAll(call, t, p, p.a.kind == CollKind::Alltoall ? me * B : 0, B, &fetched, &at);
+      err = stagedAll(call, t, p, p.a.kind == CollKind::Alltoall ? me * B : 0, B, &fetched, at);
       for (size_t k = 1; k <= n && err.isOk(); ++k) {
         const size_t m = (me + k) % n;
         if (m == me && p.inPlace) continue;  // (in-place allgather; alltoall has no in-place form)
@@ -909,7 +910,7 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
       alignas(16) char accBytes[kCollStageBytes];  // larger (ring) contributions: on the heap (new[] aligns for any type)
       std::unique_ptr<char[]> accBig(B > sizeof accBytes ? new char[B] : nullptr);
       char* acc = accBig ? accBig.get() : accBytes;
-      err = stagedAll(call, t, p, off, B, &fetched, &at);
+      err = stagedAll(call, t, p, off, B, &fetched, at);
       for (size_t m = 0; m < n && err.isOk(); ++m) {
         if (m == 0) std::memcpy(acc, at[0], B);
         else reduceInto(p.a.type, p.a.op, acc, at[m], B / es);

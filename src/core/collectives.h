@@ -97,7 +97,8 @@
 //     load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) into chunk buffers.
 //     Copies into CPU memory from HOST memory reached only by gets (another host) go through Gets: gets posted
 //     together (TransportOps::getv; one round trip for a call's copies, for reductions per window of 4 members and
-//     chunk), as do the one-shot path's reads of other hosts' staging buffers (stagedAll). Reductions of at least kTwoShotBytes on 3 or more members are two-shot:
+//     chunk), as do the one-shot path's reads of other hosts' staging buffers (stagedAll).
+//     Reductions of at least kTwoShotBytes on 3 or more members are two-shot:
 //     member k combines slice k (reduce-scatter), a barrier, every member pulls the other slices (allgather).
 //     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
 //     next step of #21 (docs/collectives.md says what exists).
@@ -304,11 +305,11 @@ class Collectives {
   // From the tokens when p.tokenCall says so.
   Status staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes, char* scratch,
                 const char** out);
-  // staged() for every member at once: (*at)[m] = member m's bytes [off, off + bytes). The members reached only by
-  // gets (another host) are fetched into *fetched by gets posted together (Gets), one round trip for all of them
-  // instead of one each.
+  // staged() for every member at once: at[m] (n entries) = member m's bytes [off, off + bytes). The members reached
+  // only by gets (another host) are fetched into *fetched by gets posted together (Gets), one round trip for all of
+  // them instead of one each.
   Status stagedAll(const char* call, const Team& t, const Plan& p, size_t off, size_t bytes,
-                   std::unique_ptr<char[]>* fetched, std::vector<const char*>* at);
+                   std::unique_ptr<char[]>* fetched, const char** at);
   uint64_t stageOffset(const Team& t) const;
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);

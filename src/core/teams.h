@@ -20,7 +20,8 @@
 // Sync words: the steps of the team's schedule (Team::sync, core/sync_schedule.h: dissemination, or by host where
 // members span hosts), consuming what they receive (a dissemination round r: add 1 to round word r of member
 // me + 2^r, wait for own round word r >= 1, subtract 1; each word gets one arrival per sync in either shape), so the
-// words are zero whenever no collective of the team is in progress on this PE, except for arrivals of a faster member that entered the next one (consumed by it):
+// words are zero whenever no collective of the team is in progress on this PE, except for arrivals of a faster member
+// that entered the next one (consumed by it):
 // back-to-back syncs need no epochs, and a slot can be reused after destroy without clearing.
 //
 // Who calls it: the C API (core/api.cpp) through World::teams(); teams are found by (slot, serial) there.

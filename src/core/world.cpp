@@ -130,7 +130,7 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
     barrierSchedule_ = syncSchedule(all, job_.rank, ControlBlock::kMaxRounds);
     if (barrierSchedule_.byHost)
       TETHER_LOG_INFO(LogSys::Sync, "barriers by host: each host's PEs meet first, one PE per host crosses the network "
-                      "(%d words; TETHER_SYNC_BY_HOST=0 for one dissemination over all PEs)",
+                      "(%d words; TETHER_SYNC_BY_HOST=1)",
                       barrierSchedule_.wordsUsed);
   }
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));

@@ -188,7 +188,7 @@ class World {
   Topology topo_;
   int localPe_ = 0, localSize_ = 1;
   std::vector<int> hostKey_;      // per PE: the lowest PE on its host (discoverHosts)
-  bool syncByHost_ = true;        // TETHER_SYNC_BY_HOST
+  bool syncByHost_ = false;       // TETHER_SYNC_BY_HOST
   SyncSchedule barrierSchedule_;  // tether_barrier_all's steps over every PE (core/sync.cpp)
   SymmetricHeap heap_;  // before gpu_: the GPU context goes first (~World and finalize close the DEVICE heap before it)
   std::unique_ptr<GpuContext> gpu_;

@@ -166,7 +166,8 @@ void eagerAlltoall(tether_team_t t) {
   stillUsable(t, 1010);
   alltoallRound(t, 1000000);
   MP_OK(tether_team_sync(t));
-  st = me == 0 ? tether_team_alltoall(t, dst, src, 1, TETHER_LONG) : tether_team_alltoall_eager(t, dst, src, 1, TETHER_LONG);
+  st = me == 0 ? tether_team_alltoall(t, dst, src, 1, TETHER_LONG)
+               : tether_team_alltoall_eager(t, dst, src, 1, TETHER_LONG);
   MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
   stillUsable(t, 1011);
   alltoallRound(t, 2000000);

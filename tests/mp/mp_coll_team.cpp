@@ -1,5 +1,6 @@
 // Team data collectives of the core C API (tether_team_broadcast/reduce/allreduce/allgather/reduce_scatter/alltoall,
-// and tether_team_alltoall_eager after a team sync; issue #21) on HOST memory at 2/3/4/8 PEs (ucx_mp_coll_team: every peer over UCX, so the engine reads through the
+// and tether_team_alltoall_eager after a team sync; issue #21) on HOST memory at 2/3/4/8 PEs (ucx_mp_coll_team:
+// every peer over UCX, so the engine reads through the
 // transport instead of loads): every operation x element type x allowed op x team shape (world, even PEs, the world
 // reversed, the rows of a 2-wide grid) x in place or not, counts from 0 to two-shot sizes, against a straightforward
 // reference each PE computes from the inputs every member generates from the seed (MP_SEED, printed).

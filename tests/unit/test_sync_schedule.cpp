@@ -22,7 +22,8 @@ constexpr int kMaxWords = 16;
 
 std::vector<SyncSchedule> all(const std::vector<int>& host, bool byHost) {
   std::vector<SyncSchedule> s;
-  for (size_t m = 0; m < host.size(); ++m) s.push_back(SyncSchedule::make(host, static_cast<int>(m), kMaxWords, byHost));
+  for (size_t m = 0; m < host.size(); ++m)
+    s.push_back(SyncSchedule::make(host, static_cast<int>(m), kMaxWords, byHost));
   return s;
 }
 
@@ -59,7 +60,8 @@ void simulate(const std::vector<SyncSchedule>& s, int barriers, std::mt19937_64&
     std::vector<bool> knows;
   };
   // words[member][parity][word]; barrier -1 = empty
-  std::vector<std::vector<std::vector<Value>>> words(n, std::vector<std::vector<Value>>(2, std::vector<Value>(kMaxWords)));
+  std::vector<std::vector<std::vector<Value>>> words(
+      n, std::vector<std::vector<Value>>(2, std::vector<Value>(kMaxWords)));
   struct State {
     int barrier = 0;
     size_t step = 0;
