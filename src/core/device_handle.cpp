@@ -96,6 +96,9 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
       } else {
         direct = false;
         if (sp.ops) someProxied = true;  // the World reaches it by its host path: the proxy serves it
+        // Its connection made now, on this thread, not by the proxy's first descriptor (transport.h, preconnect).
+        if (sp.ops && sp.ops->preconnect && pe != job_.rank)
+          TETHER_TRY(sp.ops->preconnect(sp.ctx, pe).withContext("device handle"));
       }
       if (!h.seg[k].uniform) direct = false;
     }

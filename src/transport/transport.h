@@ -100,6 +100,12 @@ struct TransportOps {
   // quiet, it waits for these gets only (a UCX worker flush would flush every endpoint). On failure every get that
   // was posted has completed or been cancelled (no write into a dst after return); the first error is returned.
   Status (*getv)(void* ctx, const struct GetItem* items, size_t count);
+  // Optional (nullptr: nothing to prepare): make this PE's connection to pe now, on the calling thread, where the
+  // transport otherwise makes it at the first operation (UCX: the endpoint). World::deviceHandle calls it for the PEs
+  // its proxy serves, so that the proxy's first operation to a peer does not make it while this PE's kernels wait for
+  // the proxy: on one H200 (2026-12-05, two netns hosts of two PEs, barriers by host) a proxy whose first descriptor
+  // went to a peer this PE had never contacted never completed it (no endpoint was logged as made).
+  Status (*preconnect)(void* ctx, int pe);
 };
 // One get of TransportOps::getv: n bytes of PE pe's src into dst.
 struct GetItem {

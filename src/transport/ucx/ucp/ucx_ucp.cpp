@@ -232,6 +232,7 @@ class UcxProvider final : public Provider {
   Status put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi, bool local = false);
   Status get(int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi);
   Status getv(const GetItem* items, size_t count);  // TransportOps::getv: ucp_get_nbx each, then wait for each
+  Status preconnect(int pe);  // TransportOps::preconnect: the endpoint to pe, made now if not yet
   Status amo(int pe, const RemoteAddr& dst, const AmoArgs& a, uint64_t* fetched);
   Status signal(int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op);
   // A signal the caller does not wait for (TransportOps::signalPost): owner-executed words get a request without a
@@ -358,23 +359,24 @@ Status ucxSignal(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tethe
   return ucx(ctx).signal(pe, sig, value, op);
 }
 Status ucxGetv(void* ctx, const GetItem* items, size_t count) { return ucx(ctx).getv(items, count); }
+Status ucxPreconnect(void* ctx, int pe) { return ucx(ctx).preconnect(pe); }
 Status ucxQuiet(void* ctx) { return ucx(ctx).quiet(); }
 Status ucxFence(void* ctx) { return ucx(ctx).fence(); }
 
 const TransportOps kUcxOps = {
     "ucx", kCapAtomics | kCapHostSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
-    ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData, ucxGetv,
+    ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData, ucxGetv, ucxPreconnect,
 };
 // HOST segments where this PE's UCX moves CUDA memory: the same, and two-sided data from and into GPU buffers.
 const TransportOps kUcxCudaOps = {
     "ucx", kCapAtomics | kCapHostSegment | kCapDataGpu, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence,
-    ucxPutLocal, ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData, ucxGetv,
+    ucxPutLocal, ucxSignalPost, ucxPutFlagged, ucxExpectData, ucxCancelData, ucxSendData, ucxGetv, ucxPreconnect,
 };
 
 // DEVICE segments (a CUDA-aware UCX on both PEs): the same operations; no native atomics (owner-executed).
 const TransportOps kUcxDeviceOps = {
     "ucx", kCapDeviceSegment, ucxPut, ucxGet, ucxAmo, ucxSignal, ucxQuiet, ucxFence, ucxPutLocal,
-    ucxSignalPost,
+    ucxSignalPost, nullptr, nullptr, nullptr, nullptr, nullptr, ucxPreconnect,
 };
 
 // ---- start-up and teardown --------------------------------------------------------------------------------------
@@ -780,6 +782,13 @@ Status UcxProvider::get(int pe, void* dst, const RemoteAddr& src, size_t n, bool
   if (!nbi) return wait(r, pe, "get");
   flush_.issued(-1);
   return detach(r, pe, "get_nbi");
+}
+
+Status UcxProvider::preconnect(int pe) {
+  if (pe < 0 || static_cast<size_t>(pe) >= peers_.size() || !peers_[static_cast<size_t>(pe)]) return Status::ok();
+  Peer& p = *peers_[static_cast<size_t>(pe)];
+  std::lock_guard<std::mutex> lock(p.mu);
+  return endpoint(p, pe, "endpoint (made ahead of the proxy)");
 }
 
 Status UcxProvider::getv(const GetItem* items, size_t count) {
