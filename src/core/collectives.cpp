@@ -790,6 +790,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
   }
   TETHER_LOG_INFO(LogSys::Core, "collectives: %s host (%d PEs here, TETHER_COLL_CROWDED=%s)",
                   crowded_ ? "crowded" : "uncrowded", localPes, mode.c_str());
+  eagerAlltoall_ = config.flag("TETHER_COLL_EAGER_ALLTOALL");
   gpu_.host = config.flag("TETHER_COLL_GPU");
   gpu_.twoShot = config.size("TETHER_COLL_TWO_SHOT");
   gpu_.maxBlocks = static_cast<unsigned>(config.integer("TETHER_COLL_BLOCKS"));
@@ -1208,7 +1209,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
-                          (a.eager && (bcast || a.kind == CollKind::Alltoall) ? kHeadEager : 0) |
+                          (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
                           (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
@@ -1230,10 +1231,11 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   const uint64_t c = t.callSeq++;
   DoneOnExit done(tokens ? doneWord(t, p.me) : nullptr, c + 1);
   if (tokens && a.eager && a.kind == CollKind::Broadcast) return eagerBroadcast(call, t, p, mine, c);
-  // The eager alltoall of HOST objects (a function of the agreed record, so all members take it when they agree):
-  // members store their blocks into each other's dest, one wait.
-  if (tokens && a.eager && a.kind == CollKind::Alltoall && p.local.isOk() && !p.gpu && isHostMemory(p.sref.kind) &&
-      isHostMemory(p.dref.kind))
+  // The eager alltoall of HOST objects, where TETHER_COLL_EAGER_ALLTOALL allows it (a function of the agreed record,
+  // the setting's eager bit included, so all members take it when they agree): members store their blocks into each
+  // other's dest, one wait.
+  if (tokens && a.eager && eagerAlltoall_ && a.kind == CollKind::Alltoall && p.local.isOk() && !p.gpu &&
+      isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind))
     return eagerAlltoall(call, t, p, mine, c);
   const size_t stagedB = p.local.isOk() ? stagedBytes(p, tokens) : 0;
   const bool small = stagedB != 0;
