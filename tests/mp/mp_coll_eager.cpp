@@ -16,6 +16,9 @@
 // member fails with the setting on (succeeds with it off: both are the agreed alltoall); the last PE's src is not
 // symmetric -> its own error, TETHER_ERR_INVALID_ARG on the others; each followed by a working broadcast, allreduce
 // and eager alltoall.
+// MP_EAGER_A2A_PE0=1 (only this section runs): TETHER_COLL_EAGER_ALLTOALL=1 on PE 0 alone -> an eager alltoall
+// fails on every member with TETHER_ERR_MISMATCH well before TETHER_TIMEOUT (the setting is in the record), and the
+// team stays usable (a broadcast, an allreduce and an agreed alltoall after it work).
 // Destroy with a slow reader (3+ PEs): PE 2 reads root 0's staged broadcast on T = {0, 1, 2} 200 ms late while PEs 0
 // and 1 destroy T, split {0, 1} again (the new team takes T's index: the same token and staging rings) and broadcast
 // other bytes in it; PE 2 must still get T's bytes (tether_team_destroy waits until every member finished its calls).
@@ -186,6 +189,26 @@ void eagerAlltoall(tether_team_t t) {
     std::printf("mp_coll_eager: eager alltoall OK (TETHER_COLL_EAGER_ALLTOALL=%s)\n", setting ? setting : "0");
 }
 
+void settingDiffers(tether_team_t t) {
+  long* s = reinterpret_cast<long*>(src);
+  long* d = reinterpret_cast<long*>(dst);
+  for (int j = 0; j < npes; ++j) s[j] = me * 100 + j;
+  MP_OK(tether_team_sync(t));
+  const auto start = std::chrono::steady_clock::now();
+  const tether_status_t st = tether_team_alltoall_eager(t, d, s, 1, TETHER_LONG);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  MP_CHECK(secs < 5.0);  // TETHER_TIMEOUT is 30 s: detected, not timed out
+  stillUsable(t, 1020);  // (rewrites src and dst)
+  for (int j = 0; j < npes; ++j) s[j] = me * 100 + j;
+  MP_OK(tether_team_sync(t));
+  MP_OK(tether_team_alltoall(t, d, s, 1, TETHER_LONG));
+  for (int m = 0; m < npes; ++m) MP_CHECK(d[m] == m * 100 + me);
+  MP_OK(tether_barrier_all(w));
+  if (me == 0)
+    std::printf("mp_coll_eager: TETHER_COLL_EAGER_ALLTOALL on PE 0 only: mismatch on all (%.3f s), OK\n", secs);
+}
+
 // PE 0: eager broadcast from team PE 1; the others: an allreduce. Every member fails fast; the team stays usable.
 // Then PE 0 calls the agreed broadcast where the others call the eager one (root 0): every member fails.
 void differentCollective(tether_team_t t) {
@@ -251,6 +274,9 @@ void destroyWhileReading(tether_team_t world) {
 }
 
 int main() {
+  const bool settingOnPe0 = std::getenv("MP_EAGER_A2A_PE0") != nullptr;
+  if (settingOnPe0 && std::getenv("TETHER_RANK") && std::strcmp(std::getenv("TETHER_RANK"), "0") == 0)
+    setenv("TETHER_COLL_EAGER_ALLTOALL", "1", 1);
   mp::init();
   w = mp::world();
   std::tie(me, npes) = std::make_pair(tether_my_pe(w), tether_n_pes(w));
@@ -259,6 +285,10 @@ int main() {
   dst = static_cast<char*>(mp::hostZeroed(w, kMaxBytes + 64));
   red = static_cast<long*>(mp::hostZeroed(w, 64));
   MP_OK(tether_barrier_all(w));
+  if (settingOnPe0) {
+    settingDiffers(tether_team_world(w));
+    return mp::finish();
+  }
   tether_team_t world = tether_team_world(w);
   dataRounds(world, "world");
   tether_team_t even = TETHER_TEAM_INVALID, reversed = TETHER_TEAM_INVALID;
