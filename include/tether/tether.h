@@ -418,11 +418,11 @@ tether_status_t tether_team_alltoall(tether_team_t team, void* dest, const void*
                                      tether_dtype_t type);
 /* The eager alltoall (OpenSHMEM's contract; docs/collectives.md "Eager alltoall"): the same result, for programs that
  * guarantee that every member's dest may be written as soon as any member enters the call (no member still reads or
- * writes its dest from before, e.g. after a sync). With TETHER_COLL_EAGER_ALLTOALL=1, where every member's HOST
- * segment is load/store mapped (one host) and dest and src are HOST/STATIC memory, each member stores its blocks
- * straight into the others' dest and the call takes one wait; a mismatch (count, type, objects, or
+ * writes its dest from before, e.g. after a sync). With TETHER_COLL_EAGER_ALLTOALL=1 (the default), where every
+ * member's HOST segment is load/store mapped (one host) and dest and src are HOST/STATIC memory, each member stores its
+ * blocks straight into the others' dest and the call takes one wait; a mismatch (count, type, objects, or
  * tether_team_alltoall on some member) still fails on every member with TETHER_ERR_MISMATCH, but after the blocks were
- * stored. Otherwise (the default, and elsewhere) it is tether_team_alltoall. */
+ * stored. Otherwise (TETHER_COLL_EAGER_ALLTOALL=0, and elsewhere) it is tether_team_alltoall. */
 tether_status_t tether_team_alltoall_eager(tether_team_t team, void* dest, const void* src, size_t count,
                                            tether_dtype_t type);
 /* alltoallv (host form only): this PE's block for team PE j is scounts[j] elements at src + sdispls[j]; it lands at

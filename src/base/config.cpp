@@ -72,11 +72,11 @@ const std::vector<ConfigVar>& configVars() {
        "Host collectives on one host: 1 = stage larger contributions and eager broadcasts (up to 32 KiB) so calls "
        "need one wait, as where PEs outnumber cores; 0 = pull and close with a barrier above 2 KiB (4 KiB eager); "
        "auto = 1 when the host runs more PEs than online CPUs. Must be the same on every PE of a host"},
-      {"TETHER_COLL_EAGER_ALLTOALL", ConfigType::Bool, "0",
+      {"TETHER_COLL_EAGER_ALLTOALL", ConfigType::Bool, "1",
        "1: tether_team_alltoall_eager (what shmem_alltoall calls) stores each member's blocks straight into the others' "
        "dest before the agreement (one wait; OpenSHMEM's precondition: every member's dest ready before any member "
        "calls, so calls on one dest back to back need a sync between them); 0: it runs as tether_team_alltoall, safe "
-       "back to back. Must be the same on every PE (a difference is reported as a mismatch)"},
+       "back to back without a sync. Must be the same on every PE (a difference is reported as a mismatch)"},
       {"TETHER_COLL_GPU", ConfigType::Bool, "1",
        "1: host team collectives on DEVICE objects (not broadcast, alltoallv) run on this PE's GPU, as the stream "
        "form's kernel on an internal stream (after the host agreement), where every member is load/store reachable; "

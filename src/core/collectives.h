@@ -82,8 +82,9 @@
 //     member it names, which posts a token whatever it believes), but two members that each name themselves both act
 //     as root and succeed. The team stays usable after all of these. Only a member's own ring and done word are
 //     written (by it): no dest is written by another member.
-//  Eager alltoall (tether_team_alltoall_eager, what the OpenSHMEM layer calls; with TETHER_COLL_EAGER_ALLTOALL=1 on
-//     token teams with HOST/STATIC dest and src, otherwise the agreed alltoall; the setting is in the record):
+//  Eager alltoall (tether_team_alltoall_eager, what the OpenSHMEM layer calls; with TETHER_COLL_EAGER_ALLTOALL=1, the
+//     default, on token teams with HOST/STATIC dest and src, otherwise the agreed alltoall; the setting is in the
+//     record):
 //     OpenSHMEM's precondition -- every member's dest is ready to be written
 //     when any member enters the call -- lets a member store its block for member m straight into m's dest (mapped)
 //     before the agreement; then it posts its token (release: the blocks are visible to whoever sees it) and waits
@@ -322,7 +323,7 @@ class Collectives {
   // PEs outnumber cores on this host (setUp): waiting for the others costs more than copying, so the staged one-shot
   // paths go further (protocol above).
   bool crowded_ = false;
-  bool eagerAlltoall_ = false;  // TETHER_COLL_EAGER_ALLTOALL: tether_team_alltoall_eager stores into the others' dest
+  bool eagerAlltoall_ = true;  // TETHER_COLL_EAGER_ALLTOALL: tether_team_alltoall_eager stores into the others' dest
   struct GpuSettings {
     bool host = true;                 // TETHER_COLL_GPU
     size_t twoShot = 256 * 1024;      // TETHER_COLL_TWO_SHOT

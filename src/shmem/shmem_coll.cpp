@@ -345,8 +345,8 @@ int teamAlltoall(shmem_team_t team, void* dest, const void* src, size_t nelems, 
   tether_team_t t = coreTeam(team, call);
   if (!t) return -1;
   // OpenSHMEM: "the dest data object on all PEs in the team is ready to accept the shmem_alltoall data" before any
-  // PE calls it -- the eager form's contract (with TETHER_COLL_EAGER_ALLTOALL=1 members store into each other's
-  // dest and wait once; by default the agreed alltoall, so calls back to back on one dest stay safe).
+  // PE calls it -- the eager form's contract (with TETHER_COLL_EAGER_ALLTOALL=1, the default, members store into each
+  // other's dest and wait once; with 0 the agreed alltoall, which also keeps calls back to back on one dest safe).
   shmemCheck(tether_team_alltoall_eager(t, dest, src, shmemMulChecked(nelems, es, call), TETHER_UINT8), call);
   return 0;
 }

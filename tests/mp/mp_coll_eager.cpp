@@ -10,15 +10,16 @@
 // symmetric -> its own error, TETHER_ERR_INVALID_ARG naming the root on the others; PE 0 calls the eager broadcast
 // (root 1) while the others call an allreduce -> every member fails with TETHER_ERR_MISMATCH well before
 // TETHER_TIMEOUT; PE 0 calls tether_team_broadcast from itself, the others the eager one from it -> all fail.
-// The eager alltoall (tether_team_alltoall_eager; with TETHER_COLL_EAGER_ALLTOALL=1 members store into each other's
-// dest, so every call here follows a team sync): a correct call; count differs on the last PE -> TETHER_ERR_MISMATCH
-// naming the count on every member; PE 0 calls tether_team_alltoall where the others call the eager form -> every
-// member fails with the setting on (succeeds with it off: both are the agreed alltoall); the last PE's src is not
-// symmetric -> its own error, TETHER_ERR_INVALID_ARG on the others; each followed by a working broadcast, allreduce
-// and eager alltoall.
-// MP_EAGER_A2A_PE0=1 (only this section runs): TETHER_COLL_EAGER_ALLTOALL=1 on PE 0 alone -> an eager alltoall
-// fails on every member with TETHER_ERR_MISMATCH well before TETHER_TIMEOUT (the setting is in the record), and the
-// team stays usable (a broadcast, an allreduce and an agreed alltoall after it work).
+// The eager alltoall (tether_team_alltoall_eager; with TETHER_COLL_EAGER_ALLTOALL=1, the default, members store into
+// each other's dest, so every call here follows a team sync): a correct call; count differs on the last PE ->
+// TETHER_ERR_MISMATCH naming the count on every member; PE 0 calls tether_team_alltoall where the others call the eager
+// form -> every member fails with the setting on (succeeds with it off: both are the agreed alltoall); the last PE's
+// src is not symmetric -> its own error, TETHER_ERR_INVALID_ARG on the others; each followed by a working broadcast,
+// allreduce and eager alltoall.
+// MP_EAGER_A2A_PE0=1 (only this section runs): PE 0's TETHER_COLL_EAGER_ALLTOALL is the opposite of the others' (0
+// where the environment leaves the default) -> an eager alltoall fails on every member with TETHER_ERR_MISMATCH well
+// before TETHER_TIMEOUT (the setting is in the record), and the team stays usable (a broadcast, an allreduce and an
+// agreed alltoall after it work).
 // Destroy with a slow reader (3+ PEs): PE 2 reads root 0's staged broadcast on T = {0, 1, 2} 200 ms late while PEs 0
 // and 1 destroy T, split {0, 1} again (the new team takes T's index: the same token and staging rings) and broadcast
 // other bytes in it; PE 2 must still get T's bytes (tether_team_destroy waits until every member finished its calls).
@@ -172,8 +173,8 @@ void eagerAlltoall(tether_team_t t) {
   MP_OK(tether_team_sync(t));
   st = me == 0 ? tether_team_alltoall(t, dst, src, 1, TETHER_LONG)
                : tether_team_alltoall_eager(t, dst, src, 1, TETHER_LONG);
-  const char* setting = std::getenv("TETHER_COLL_EAGER_ALLTOALL");
-  if (setting && std::strcmp(setting, "1") == 0) MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  const char* setting = std::getenv("TETHER_COLL_EAGER_ALLTOALL");  // (the tests set 0 or 1; unset: 1)
+  if (!setting || std::strcmp(setting, "0") != 0) MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
   else MP_OK(st);
   stillUsable(t, 1011);
   alltoallRound(t, 2000000);
@@ -186,7 +187,7 @@ void eagerAlltoall(tether_team_t t) {
   alltoallRound(t, 3000000);
   MP_OK(tether_barrier_all(w));
   if (me == 0)
-    std::printf("mp_coll_eager: eager alltoall OK (TETHER_COLL_EAGER_ALLTOALL=%s)\n", setting ? setting : "0");
+    std::printf("mp_coll_eager: eager alltoall OK (TETHER_COLL_EAGER_ALLTOALL=%s)\n", setting ? setting : "1");
 }
 
 void settingDiffers(tether_team_t t) {
@@ -275,8 +276,10 @@ void destroyWhileReading(tether_team_t world) {
 
 int main() {
   const bool settingOnPe0 = std::getenv("MP_EAGER_A2A_PE0") != nullptr;
-  if (settingOnPe0 && std::getenv("TETHER_RANK") && std::strcmp(std::getenv("TETHER_RANK"), "0") == 0)
-    setenv("TETHER_COLL_EAGER_ALLTOALL", "1", 1);
+  if (settingOnPe0 && std::getenv("TETHER_RANK") && std::strcmp(std::getenv("TETHER_RANK"), "0") == 0) {
+    const char* others = std::getenv("TETHER_COLL_EAGER_ALLTOALL");  // (the tests set 0 or 1; unset: 1)
+    setenv("TETHER_COLL_EAGER_ALLTOALL", others && std::strcmp(others, "0") == 0 ? "1" : "0", 1);
+  }
   mp::init();
   w = mp::world();
   std::tie(me, npes) = std::make_pair(tether_my_pe(w), tether_n_pes(w));

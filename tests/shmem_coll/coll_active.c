@@ -79,11 +79,15 @@ static void runSet(int start, int logStride, int size, long* ps, int tag) {
   /* alltoall: block j of PE p holds v(p, j*10 + i). */
   for (m = 0; m < size; ++m)
     for (i = 0; i < 2; ++i) src[m * 2 + i] = v64(me, m * 10 + i, tag);
+  /* Every dest ready before any PE calls an alltoall (OpenSHMEM's precondition, which tether's relies on: members
+   * store into each other's dest). */
+  shmem_sync(start, logStride, size, ps);
   shmem_alltoall64(dst, src, 2, start, logStride, size, ps);
   for (m = 0; m < size; ++m)
     for (i = 0; i < 2; ++i)
       SCHECK(dst[m * 2 + i] == v64(setPe(start, logStride, m), idx * 10 + i, tag), "alltoall64 [%d][%d]", m, i);
   for (m = 0; m < size; ++m) s32[m] = v32(me, m * 10, tag);
+  shmem_sync(start, logStride, size, ps);
   shmem_alltoall32(d32, s32, 1, start, logStride, size, ps);
   for (m = 0; m < size; ++m) SCHECK(d32[m] == v32(setPe(start, logStride, m), idx * 10, tag), "alltoall32 [%d]", m);
 

@@ -1,8 +1,10 @@
 // OpenSHMEM 1.5 team data movers: broadcast (every root; dest updated on the root too), collect (per-PE counts incl.
 // 0), fcollect, alltoall, alltoalls (strides), the mem forms and the C++ overloads, over SHMEM_TEAM_WORLD, the
 // even/odd strided teams (run at the same time on disjoint PEs) and a reversed team. Sizes come from a seeded
-// generator (MP_SEED, printed); calls follow each other with no barrier between them (reuse safety); nelems 0; an
-// invalid team returns non-zero; one 4 MiB broadcast and fcollect.
+// generator (MP_SEED, printed); calls follow each other with no barrier between them (reuse safety), except that
+// each alltoall comes after a team sync: OpenSHMEM requires every PE's dest to be ready before any PE calls it, and
+// tether's shmem_alltoall relies on that (members store into each other's dest, TETHER_COLL_EAGER_ALLTOALL); nelems
+// 0; an invalid team returns non-zero; one 4 MiB broadcast and fcollect.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -84,6 +86,7 @@ void alltoallCheck(shmem_team_t t, size_t n, unsigned tag, const char* name) {
   const int tn = shmem_team_n_pes(t), ti = shmem_team_my_pe(t);
   for (int j = 0; j < tn; ++j)
     for (size_t i = 0; i < n; ++i) src[static_cast<size_t>(j) * n + i] = a2a<T>(me, j, i, tag);
+  SCHECK(shmem_team_sync(t) == 0, "%s sync before alltoall", name);  // every dest ready (OpenSHMEM's precondition)
   SCHECK(shmem_alltoall(t, dst, src, n) == 0, "%s alltoall", name);
   for (int m = 0; m < tn; ++m)
     for (size_t i = 0; i < n; ++i)
@@ -148,6 +151,7 @@ void typedAndMem(shmem_team_t t) {
   for (int m = 0, k = 0; m < tn; ++m)
     if (m % 2 == 0) SCHECK(dst[k++] == worldOf(t, m) * 10, "collectmem [%d]", m);
   for (int j = 0; j < tn; ++j) src[j] = me * 100 + j;
+  SCHECK(shmem_team_sync(t) == 0, "sync before alltoallmem");  // every dest ready (OpenSHMEM's precondition)
   SCHECK(shmem_alltoallmem(t, dst, src, sizeof(int)) == 0, "alltoallmem");
   for (int m = 0; m < tn; ++m) SCHECK(dst[m] == worldOf(t, m) * 100 + ti, "alltoallmem [%d]", m);
   SCHECK(shmem_alltoallsmem(t, dst, src, 1, 1, sizeof(int)) == 0, "alltoallsmem");
