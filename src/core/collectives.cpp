@@ -684,15 +684,23 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
           from[k - k0] = direct;
           continue;
         }
-        if (!in) in.reset(new char[kGetWindow * bufBytes]);
-        char* slot = in.get() + (k - k0) * bufBytes;
+        // Member 0's elements start the accumulator: fetched straight into it (CPU memory, which no mapped source
+        // of this chunk overlaps: the in-place case accumulates in acc).
+        char* slot = k == 0 ? a : nullptr;
+        if (!slot) {
+          if (!in) in.reset(new char[kGetWindow * bufBytes]);
+          slot = in.get() + (k - k0) * bufBytes;
+        }
         TETHER_TRY(gets.add(slot, sym, bytes, t.pes[k]));
         from[k - k0] = slot;
       }
       TETHER_TRY(gets.finish());
       for (size_t k = k0; k < k1; ++k) {
-        if (k == 0) std::memcpy(a, from[0], bytes);
-        else reduceInto(p.a.type, p.a.op, a, from[k - k0], c);
+        if (k == 0) {
+          if (from[0] != a) std::memcpy(a, from[0], bytes);
+        } else {
+          reduceInto(p.a.type, p.a.op, a, from[k - k0], c);
+        }
       }
     }
     if (viaAcc) TETHER_TRY(writeLocal(call, out + off * es, a, bytes, outDevice));
@@ -829,27 +837,24 @@ void Collectives::stage(const Team& t, const Plan& p, size_t bytes) {
   std::memcpy(mine, p.a.src, bytes);
 }
 
-Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes,
-                           char* scratch, const char** out) {
-  if (p.tokenCall) {  // token teams are load/store mapped
-    *out = reinterpret_cast<const char*>(tokenSlot(t, m, p.tokenCall - 1) + kTokData) + off;
-    return Status::ok();
-  }
-  if (p.ringCall) {  // the token's data word: where the member's copy lies in its staging ring
-    *out = stageBuffer(t, m, tokenSlot(t, m, p.ringCall - 1)[kTokData] % kEagerStageTeamBytes) + off;
-    return Status::ok();
-  }
+const char* Collectives::stagedInPlace(const Team& t, const Plan& p, size_t m, size_t off) const {
+  if (p.tokenCall)  // token teams are load/store mapped
+    return reinterpret_cast<const char*>(tokenSlot(t, m, p.tokenCall - 1) + kTokData) + off;
+  if (p.ringCall)  // the token's data word: where the member's copy lies in its staging ring
+    return stageBuffer(t, m, tokenSlot(t, m, p.ringCall - 1)[kTokData] % kEagerStageTeamBytes) + off;
   const int pe = t.pes[m];
-  if (pe == w_.myPe()) {
-    *out = w_.heap().host()->myBase() + stageOffset(t) + off;
-    return Status::ok();
-  }
+  if (pe == w_.myPe()) return w_.heap().host()->myBase() + stageOffset(t) + off;
   const SegPath& sp = w_.path(pe, SegKind::Host);
   const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, stageOffset(t) + off});
-  if ((sp.ops->caps & kCapLoadStore) && from.ptr) {
-    *out = from.ptr;
-    return Status::ok();
-  }
+  return (sp.ops->caps & kCapLoadStore) ? static_cast<const char*>(from.ptr) : nullptr;
+}
+
+Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes,
+                           char* scratch, const char** out) {
+  if ((*out = stagedInPlace(t, p, m, off))) return Status::ok();
+  const int pe = t.pes[m];
+  const SegPath& sp = w_.path(pe, SegKind::Host);
+  const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, stageOffset(t) + off});
   TETHER_TRY(sp.ops->get(sp.ctx, pe, scratch, from, bytes, false).withContext(call));
   *out = scratch;
   return Status::ok();
@@ -860,16 +865,10 @@ Status Collectives::stagedAll(const char* call, const Team& t, const Plan& p, si
   const size_t n = p.n;
   Gets gets(w_, call);
   for (size_t m = 0; m < n; ++m) {
-    const int pe = t.pes[m];
-    const SegPath& sp = w_.path(pe, SegKind::Host);
-    const SymRef ref{SegKind::Host, stageOffset(t) + off};
-    if (p.tokenCall || p.ringCall || pe == w_.myPe() || ((sp.ops->caps & kCapLoadStore) && w_.remote(pe, ref).ptr)) {
-      TETHER_TRY(staged(call, t, p, m, off, bytes, nullptr, &at[m]));  // readable in place
-      continue;
-    }
+    if ((at[m] = stagedInPlace(t, p, m, off))) continue;
     if (!*fetched) fetched->reset(new char[n * bytes]);
     char* dst = fetched->get() + m * bytes;
-    TETHER_TRY(gets.add(dst, pe, ref, bytes));
+    TETHER_TRY(gets.add(dst, t.pes[m], SymRef{SegKind::Host, stageOffset(t) + off}, bytes));
     at[m] = dst;
   }
   return gets.finish();

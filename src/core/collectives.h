@@ -303,8 +303,10 @@ class Collectives {
   size_t stagedBytes(const Plan& p, bool tokens) const;
   void stage(const Team& t, const Plan& p, size_t bytes);
   Status oneShot(const char* call, Team& t, const Plan& p);
+  // Member m's staged bytes from off where this PE reads them in place (its tokens or ring when p.tokenCall or
+  // p.ringCall say so, its own or a mapped staging buffer); nullptr where they must be fetched (another host).
+  const char* stagedInPlace(const Team& t, const Plan& p, size_t m, size_t off) const;
   // Member m's staging buffer (the one in use) as readable bytes: in place when mapped, else copied into scratch.
-  // From the tokens when p.tokenCall says so.
   Status staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes, char* scratch,
                 const char** out);
   // staged() for every member at once: at[m] (n entries) = member m's bytes [off, off + bytes). The members reached
