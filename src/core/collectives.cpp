@@ -695,13 +695,16 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
         from[k - k0] = slot;
       }
       TETHER_TRY(gets.finish());
-      for (size_t k = k0; k < k1; ++k) {
-        if (k == 0) {
-          if (from[0] != a) std::memcpy(a, from[0], bytes);
-        } else {
-          reduceInto(p.a.type, p.a.op, a, from[k - k0], c);
-        }
+      size_t k = k0;
+      if (k0 == 0 && k1 == 1) {  // a team of one
+        if (from[0] != a) std::memcpy(a, from[0], bytes);
+        k = 1;
+      } else if (k0 == 0) {  // a = member 0's op member 1's (from[0] may be a itself: then a op= member 1's)
+        if (from[0] == a) reduceInto(p.a.type, p.a.op, a, from[1], c);
+        else reduceTo(p.a.type, p.a.op, a, from[0], from[1], c);
+        k = 2;
       }
+      for (; k < k1; ++k) reduceInto(p.a.type, p.a.op, a, from[k - k0], c);
     }
     if (viaAcc) TETHER_TRY(writeLocal(call, out + off * es, a, bytes, outDevice));
   }

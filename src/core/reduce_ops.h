@@ -1,6 +1,6 @@
-// Element-wise reduction of the team collectives on the CPU (core/collectives.cpp): acc[i] = acc[i] op in[i] for
-// every element type of tether_dtype_t (the collective-only INT8, UINT8, HALF, BFLOAT16 included) and every
-// tether_red_op_t the type allows (redOpAllowed).
+// Element-wise reduction of the team collectives on the CPU (core/collectives.cpp): acc[i] = acc[i] op in[i] and
+// out[i] = a[i] op b[i] for every element type of tether_dtype_t (the collective-only INT8, UINT8, HALF, BFLOAT16
+// included) and every tether_red_op_t the type allows (redOpAllowed).
 //
 // Contract: integer SUM and PROD wrap around (computed in the unsigned type of the same width); MIN/MAX keep acc when
 // the comparison is false (so a NaN in `in` never replaces acc, a NaN in acc stays); HALF and BFLOAT16 are widened to
@@ -69,6 +69,21 @@ T apply(tether_red_op_t op, T a, T b) {
 
 }  // namespace reduce_detail
 
+// Calls f(std::integral_constant<int, op>) (op must be a tether_red_op_t), so that each op is a constant in f.
+template <typename F>
+int withRedOp(tether_red_op_t op, F&& f) {
+  switch (op) {
+    case TETHER_RED_SUM: f(std::integral_constant<int, TETHER_RED_SUM>{}); break;
+    case TETHER_RED_PROD: f(std::integral_constant<int, TETHER_RED_PROD>{}); break;
+    case TETHER_RED_MIN: f(std::integral_constant<int, TETHER_RED_MIN>{}); break;
+    case TETHER_RED_MAX: f(std::integral_constant<int, TETHER_RED_MAX>{}); break;
+    case TETHER_RED_AND: f(std::integral_constant<int, TETHER_RED_AND>{}); break;
+    case TETHER_RED_OR: f(std::integral_constant<int, TETHER_RED_OR>{}); break;
+    default: f(std::integral_constant<int, TETHER_RED_XOR>{}); break;
+  }
+  return 0;
+}
+
 // acc[i] = acc[i] op in[i], i < n (element type t; redOpAllowed(t, op)); acc and in do not overlap (may be
 // unaligned). The op is fixed before the loop, so each (type, op) pair is one simple loop the compiler can vectorise.
 inline void reduceInto(tether_dtype_t t, tether_red_op_t op, void* acc, const void* in, size_t n) {
@@ -91,19 +106,35 @@ inline void reduceInto(tether_dtype_t t, tether_red_op_t op, void* acc, const vo
       std::memcpy(a + i * sizeof(T), &x, sizeof(T));
     }
   };
-  withElemType(t, [&](auto zero) {
-    using C = std::integral_constant<int, 0>;
-    switch (op) {
-      case TETHER_RED_SUM: loop(zero, std::integral_constant<int, TETHER_RED_SUM>{}); break;
-      case TETHER_RED_PROD: loop(zero, std::integral_constant<int, TETHER_RED_PROD>{}); break;
-      case TETHER_RED_MIN: loop(zero, std::integral_constant<int, TETHER_RED_MIN>{}); break;
-      case TETHER_RED_MAX: loop(zero, std::integral_constant<int, TETHER_RED_MAX>{}); break;
-      case TETHER_RED_AND: loop(zero, std::integral_constant<int, TETHER_RED_AND>{}); break;
-      case TETHER_RED_OR: loop(zero, std::integral_constant<int, TETHER_RED_OR>{}); break;
-      default: loop(zero, std::integral_constant<int, TETHER_RED_XOR>{}); break;
+  withElemType(t, [&](auto zero) { return withRedOp(op, [&](auto opc) { loop(zero, opc); }); });
+}
+
+// out[i] = a[i] op b[i], i < n (element type t; redOpAllowed(t, op)): reduceInto with the first operand read from a,
+// where acc would otherwise start as a copy of a (one pass less). out overlaps neither a nor b (any may be unaligned).
+inline void reduceTo(tether_dtype_t t, tether_red_op_t op, void* out, const void* a, const void* b, size_t n) {
+  auto loop = [&](auto zero, auto opc) {
+    using T = decltype(zero);
+    constexpr auto kOp = static_cast<tether_red_op_t>(decltype(opc)::value);
+    const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % alignof(T) == 0; };
+    if (aligned(out) && aligned(a) && aligned(b)) {  // the usual case: typed, so the loop vectorises
+      T* __restrict o = static_cast<T*>(out);
+      const T* __restrict x = static_cast<const T*>(a);
+      const T* __restrict y = static_cast<const T*>(b);
+      for (size_t i = 0; i < n; ++i) o[i] = reduce_detail::apply(kOp, x[i], y[i]);
+      return;
     }
-    return C::value;
-  });
+    char* o = static_cast<char*>(out);
+    const char* x = static_cast<const char*>(a);
+    const char* y = static_cast<const char*>(b);
+    for (size_t i = 0; i < n; ++i) {
+      T u, v;
+      std::memcpy(&u, x + i * sizeof(T), sizeof(T));
+      std::memcpy(&v, y + i * sizeof(T), sizeof(T));
+      u = reduce_detail::apply(kOp, u, v);
+      std::memcpy(o + i * sizeof(T), &u, sizeof(T));
+    }
+  };
+  withElemType(t, [&](auto zero) { return withRedOp(op, [&](auto opc) { loop(zero, opc); }); });
 }
 
 }  // namespace tether

@@ -1,10 +1,15 @@
 // The collectives' CPU reductions (core/reduce_ops.h): binary16 and bfloat16 conversions (every bit pattern round
-// trips; rounding to nearest even at ties, subnormals, overflow, NaN) and reduceInto per type class and op.
+// trips; rounding to nearest even at ties, subnormals, overflow, NaN), reduceInto per type class and op, and
+// reduceTo (out = a op b) and reduceInto against element-by-element reduceInto for every type and op, aligned or not
+// (random bytes; the seed is printed).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "core/reduce_ops.h"
 
@@ -88,6 +93,47 @@ TEST(ReduceOps, OpsAllowedPerType) {
   EXPECT_FALSE(redOpAllowed(TETHER_HALF, TETHER_RED_OR));
   EXPECT_FALSE(redOpAllowed(TETHER_DOUBLE, TETHER_RED_XOR));
   EXPECT_TRUE(redOpAllowed(TETHER_BFLOAT16, TETHER_RED_PROD));
+}
+
+// reduceTo's and reduceInto's vectorised and unaligned loops give what one element at a time gives: every type and
+// allowed op, random bytes (NaNs included: compared bit for bit), n across vector widths.
+TEST(ReduceOps, ReduceToMatchesElementByElement) {
+  const unsigned seed = std::random_device{}();
+  std::printf("ReduceToMatchesElementByElement: seed %u\n", seed);
+  std::mt19937 rng(seed);
+  for (int ti = 0; ti < TETHER_DTYPE_COUNT; ++ti) {
+    const auto t = static_cast<tether_dtype_t>(ti);
+    const size_t es = dtypeInfo(t).size;
+    for (int oi = 0; oi < TETHER_RED_COUNT; ++oi) {
+      const auto op = static_cast<tether_red_op_t>(oi);
+      if (!redOpAllowed(t, op)) continue;
+      for (size_t n : {size_t{1}, size_t{7}, size_t{33}, size_t{100}}) {
+        for (size_t shift : {size_t{0}, size_t{1}}) {  // 1: every buffer off its type's alignment
+          std::vector<unsigned char> a(n * es + 16), b(n * es + 16), out(n * es + 16), want(n * es);
+          for (auto* v : {&a, &b, &out}) for (auto& c : *v) c = static_cast<unsigned char>(rng());
+          unsigned char* pa = a.data() + 8 + shift;  // (vector data: aligned for every type at + 8)
+          unsigned char* pb = b.data() + 8 + shift;
+          unsigned char* po = out.data() + 8 + shift;
+          for (size_t i = 0; i < n; ++i) {  // the reference: one element at a time, in aligned locals
+            alignas(8) unsigned char x[8], y[8];
+            std::memcpy(x, pa + i * es, es);
+            std::memcpy(y, pb + i * es, es);
+            reduceInto(t, op, x, y, 1);
+            std::memcpy(want.data() + i * es, x, es);
+          }
+          const std::vector<unsigned char> guard(out);
+          reduceTo(t, op, po, pa, pb, n);
+          EXPECT_EQ(std::memcmp(po, want.data(), n * es), 0) << dtypeInfo(t).name << " " << redOpName(op) << " n " << n
+                                                             << " shift " << shift << " (out apart)";
+          EXPECT_EQ(std::memcmp(out.data(), guard.data(), 8 + shift), 0) << "wrote before out";
+          EXPECT_EQ(std::memcmp(po + n * es, guard.data() + 8 + shift + n * es, 8 - shift), 0) << "wrote past out";
+          reduceInto(t, op, pa, pb, n);  // a op= b
+          EXPECT_EQ(std::memcmp(pa, want.data(), n * es), 0) << dtypeInfo(t).name << " " << redOpName(op) << " n " << n
+                                                             << " shift " << shift << " (into a)";
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
