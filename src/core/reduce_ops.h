@@ -67,6 +67,22 @@ T apply(tether_red_op_t op, T a, T b) {
   return device::detail::redApply(static_cast<device::RedOp>(op), a, b);
 }
 
+// out[i] = a[i] op b[i] element by element through memcpy (any alignment; out may be a: each element is read
+// before it is written).
+template <class T>
+void unaligned(tether_red_op_t op, void* out, const void* a, const void* b, size_t n) {
+  char* o = static_cast<char*>(out);
+  const char* x = static_cast<const char*>(a);
+  const char* y = static_cast<const char*>(b);
+  for (size_t i = 0; i < n; ++i) {
+    T u, v;
+    std::memcpy(&u, x + i * sizeof(T), sizeof(T));
+    std::memcpy(&v, y + i * sizeof(T), sizeof(T));
+    u = apply(op, u, v);
+    std::memcpy(o + i * sizeof(T), &u, sizeof(T));
+  }
+}
+
 }  // namespace reduce_detail
 
 // Calls f(std::integral_constant<int, op>) (op must be a tether_red_op_t), so that each op is a constant in f.
@@ -96,15 +112,7 @@ inline void reduceInto(tether_dtype_t t, tether_red_op_t op, void* acc, const vo
       for (size_t i = 0; i < n; ++i) a[i] = reduce_detail::apply(kOp, a[i], b[i]);
       return;
     }
-    char* a = static_cast<char*>(acc);
-    const char* b = static_cast<const char*>(in);
-    for (size_t i = 0; i < n; ++i) {
-      T x, y;
-      std::memcpy(&x, a + i * sizeof(T), sizeof(T));
-      std::memcpy(&y, b + i * sizeof(T), sizeof(T));
-      x = reduce_detail::apply(kOp, x, y);
-      std::memcpy(a + i * sizeof(T), &x, sizeof(T));
-    }
+    reduce_detail::unaligned<T>(kOp, acc, acc, in, n);
   };
   withElemType(t, [&](auto zero) { return withRedOp(op, [&](auto opc) { loop(zero, opc); }); });
 }
@@ -123,16 +131,7 @@ inline void reduceTo(tether_dtype_t t, tether_red_op_t op, void* out, const void
       for (size_t i = 0; i < n; ++i) o[i] = reduce_detail::apply(kOp, x[i], y[i]);
       return;
     }
-    char* o = static_cast<char*>(out);
-    const char* x = static_cast<const char*>(a);
-    const char* y = static_cast<const char*>(b);
-    for (size_t i = 0; i < n; ++i) {
-      T u, v;
-      std::memcpy(&u, x + i * sizeof(T), sizeof(T));
-      std::memcpy(&v, y + i * sizeof(T), sizeof(T));
-      u = reduce_detail::apply(kOp, u, v);
-      std::memcpy(o + i * sizeof(T), &u, sizeof(T));
-    }
+    reduce_detail::unaligned<T>(kOp, out, a, b, n);
   };
   withElemType(t, [&](auto zero) { return withRedOp(op, [&](auto opc) { loop(zero, opc); }); });
 }
