@@ -41,6 +41,9 @@
  *      reduce    shmem_long_sum_to_all(dst, src, S/8, pWrk)
  *      fcollect  shmem_fcollect64(dst, src, S/8)               (dst: npes * S bytes)
  *      alltoall  shmem_alltoall64(dst, src, S/8)               (src and dst: npes * S bytes)
+ *    --touch-src: before every call each PE stores to every 64-byte line of its src (the same bytes back, so the
+ *    checks hold), as a program producing new data would: without it src never changes, and an implementation that
+ *    reads the others' src in place finds it still cached from the last call, which a real program rarely gives it.
  *    pSync (and pWrk): OpenSHMEM 1.4 lets a pSync array be reused by a later collective only once no PE of the
  *    active set is still in the earlier call that used it, which in general takes some synchronisation; for calls
  *    on the same active set it names the alternative: two pSync (and pWrk) arrays used in turn. So each collective
@@ -75,6 +78,7 @@
 typedef struct {
   size_t min_size, max_size, batch_bytes;
   long iters, batches, warmup, window;
+  int touch_src;  /* --touch-src */
   const char* ops;
   const char* json;
   const char* impl;
@@ -167,6 +171,9 @@ static void usage(void) {
       "                   min(max-size, 1M) and k = min(iters / npes, batch-bytes / (npes * size)))\n"
       "  --json FILE      JSON lines to FILE ('-' = stdout, tables then go to stderr)\n"
       "  --impl NAME      label for the JSON 'impl' field (default: from shmem_info_get_name)\n"
+      "  --touch-src      collective rows: before every call each PE stores to every cache line of its src (the\n"
+      "                   same bytes back), as a program producing new data would; without it src stays unchanged\n"
+      "                   and may stay cached on the PEs that read it\n"
       "  --quick          smoke settings: iters 50, batches 3, warmup 1, max-size 64K\n");
 }
 
@@ -200,6 +207,7 @@ static void parse_args(int argc, char** argv) {
     else if (!strcmp(a, "--ops")) { NEEDV(); o.ops = v; }
     else if (!strcmp(a, "--json")) { NEEDV(); o.json = v; }
     else if (!strcmp(a, "--impl")) { NEEDV(); o.impl = v; }
+    else if (!strcmp(a, "--touch-src")) o.touch_src = 1;
     else if (!strcmp(a, "--quick")) quick = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { if (me == 0) usage(); exit(0); }
     else { if (me == 0) fprintf(stderr, "osh_bench: unknown option '%s' (--help)\n", a); exit(2); }
@@ -448,8 +456,14 @@ static void row_pingpong(size_t size) {
  * bt->kind: C_*. */
 static void batch_coll(const batch_t* bt) {
   const size_t n = bt->size / 8;
+  const size_t src_bytes = bt->kind == C_ALLTOALL ? (size_t)npes * bt->size : bt->size;
   for (long i = 0; i < bt->k; ++i) {
     long* const ps = psync[bt->kind][i & 1];
+    if (o.touch_src) /* every line of src written (its own bytes back): other PEs' cached copies are invalidated */
+      for (size_t off = 0; off < src_bytes; off += 64) {
+        volatile uint64_t* w = (volatile uint64_t*)((char*)csrc + off);
+        *w = *w;
+      }
     switch (bt->kind) {
       case C_BCAST: shmem_broadcast64(cdst, csrc, n, 0, 0, 0, npes, ps); break;
       case C_REDUCE: shmem_long_sum_to_all((long*)cdst, (const long*)csrc, (int)n, 0, 0, npes, pwrk[i & 1], ps); break;
@@ -540,8 +554,9 @@ static void header(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) fprintf(t, " %s", argv[i]);
   fprintf(t,
           "\n# sizes %zu..%zu (collectives to %zu), iters %ld, batch-bytes %zu, batches %ld (median reported), warmup "
-          "%ld, window %ld\n",
-          o.min_size, o.max_size, coll_max, o.iters, o.batch_bytes, o.batches, o.warmup, o.window);
+          "%ld, window %ld%s\n",
+          o.min_size, o.max_size, coll_max, o.iters, o.batch_bytes, o.batches, o.warmup, o.window,
+          o.touch_src ? ", src touched before every collective call" : "");
 }
 
 int main(int argc, char** argv) {
