@@ -22,7 +22,14 @@ namespace tether {
 namespace {
 
 constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much per round of reads
-constexpr size_t kTwoShotBytes = 64 * 1024;   // from this size on (3+ members): reduce-scatter + allgather
+// Allreduce as reduce-scatter + allgather (twoShot) from these sizes on. One host (a token team) with HOST src: 4 KiB
+// and 2+ members -- a one-slice pull reads every member's whole src, lines their owners have just rewritten in a
+// real program; 2-core VM, osh_bench --touch-src, 2 and 4 PEs: 0.46-0.83x the time from 4 to 32 KiB (level at
+// 64 KiB, 4 PEs, where this was already two-shot); with src left unchanged (cached where it was read last time)
+// the one-slice pull was faster, 1.1-2.0x (bench/results/cpu-2core-vm/coll_two_shot_ab.txt). Elsewhere (members
+// on other hosts, DEVICE src): 64 KiB and 3+ members, as before (not re-measured).
+constexpr size_t kTwoShotLocalBytes = 4 * 1024;
+constexpr size_t kTwoShotBytes = 64 * 1024;
 // Tags of the barriers after the agreement: any value works (all members send the same); distinct ones make a
 // protocol slip show as a flagged barrier instead of a silent pairing.
 constexpr uint64_t kTagMiddle = 0x2c011ec7;
@@ -711,6 +718,12 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
   return Status::ok();
 }
 
+bool Collectives::twoShot(Team& t, const Plan& p) const {
+  if (p.a.kind != CollKind::Allreduce) return false;
+  if (tokenTeam(t) && isHostMemory(p.sref.kind)) return p.n >= 2 && p.block >= kTwoShotLocalBytes;
+  return p.n >= 3 && p.block >= kTwoShotBytes;
+}
+
 Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
   const size_t n = p.n, me = p.me, B = p.block;
   const bool destDevice = p.dref.kind == SegKind::Device;
@@ -762,7 +775,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
       err = reduceSlice(call, t, p, me * p.a.count, p.a.count, dest, destDevice);
       break;
     case CollKind::Allreduce:
-      if (n < 3 || B < kTwoShotBytes) {
+      if (!twoShot(t, p)) {
         if (p.inPlace) temp.resize(B);
         err = reduceSlice(call, t, p, 0, p.a.count, p.inPlace ? temp.data() : dest, p.inPlace ? false : destDevice);
       } else {
@@ -1276,8 +1289,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   }
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s (%s -> %s): %s", call, t.slot, p.n,
                   a.count, dtypeInfo(a.type).name, segKindName(p.sref.kind), segKindName(p.dref.kind),
-                  a.kind == CollKind::Allreduce && p.n >= 3 && p.block >= kTwoShotBytes
-                      ? "two-shot (reduce-scatter + allgather), CPU combine"
+                  twoShot(t, p) ? "two-shot (reduce-scatter + allgather), CPU combine"
                   : isReduction(a.kind) ? "pull, CPU combine"
                                         : "pull copies");
   return dataPhase(call, t, p);

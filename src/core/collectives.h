@@ -100,8 +100,9 @@
 //     Copies into CPU memory from HOST memory reached only by gets (another host) go through Gets: gets posted
 //     together (TransportOps::getv; one round trip for a call's copies, for reductions per window of 4 members and
 //     chunk), as do the one-shot path's reads of other hosts' staging buffers (stagedAll).
-//     Reductions of at least kTwoShotBytes on 3 or more members are two-shot:
-//     member k combines slice k (reduce-scatter), a barrier, every member pulls the other slices (allgather).
+//     Allreduces of at least 4 KiB on one host (token teams, HOST src; 2+ members), elsewhere of 64 KiB on 3+
+//     members, are two-shot (twoShot): member k combines slice k (reduce-scatter), a barrier, every member pulls the
+//     other slices (allgather).
 //     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
 //     next step of #21 (docs/collectives.md says what exists).
 //
@@ -315,6 +316,7 @@ class Collectives {
   Status stagedAll(const char* call, const Team& t, const Plan& p, size_t off, size_t bytes,
                    std::unique_ptr<char[]>* fetched, const char** at);
   uint64_t stageOffset(const Team& t) const;
+  bool twoShot(Team& t, const Plan& p) const;  // the allreduce's data phase is reduce-scatter + allgather
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
   Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);

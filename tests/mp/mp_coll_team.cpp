@@ -329,12 +329,13 @@ void runAll(tether_team_t team, const char* label) {
   const int n = tether_team_n_pes(team);
   const long before = checks;
   caseNo = 0;  // members of different teams ran different numbers of cases before
-  // Reductions: every type x allowed op, small counts, in place and not.
+  // Reductions: every type x allowed op, small counts (700: two-shot on one host from 4 KiB, slices of unequal
+  // length where n does not divide it), in place and not.
   for (const TypeInfo& ti : kTypes)
     for (int op = 0; op < TETHER_RED_COUNT; ++op) {
       const auto o = static_cast<tether_red_op_t>(op);
       if (!allowed(ti, o)) continue;
-      for (size_t count : {size_t{1}, size_t{7}, size_t{300}})
+      for (size_t count : {size_t{1}, size_t{7}, size_t{300}, size_t{700}})
         for (bool inPlace : {false, true}) allreduceCase(team, ti, o, count, inPlace);
       reduceCase(team, ti, o, 33, op % 2 == 0, (op * 5) % n);
       reduceScatterCase(team, ti, o, 5, op % 2 == 1);
