@@ -24,9 +24,9 @@ namespace {
 constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much per round of reads
 // Allreduce as reduce-scatter + allgather (twoShot) from these sizes on. One host (a token team) with HOST src: 4 KiB
 // and 2+ members -- a one-slice pull reads every member's whole src, lines their owners have just rewritten in a
-// real program; 2-core VM, osh_bench --touch-src, 2 and 4 PEs: 0.46-0.83x the time from 4 to 32 KiB (level at
+// real program; 2-core VM, osh_bench --touch-src, 2 and 4 PEs: 0.49-0.86x the time from 4 to 32 KiB (level at
 // 64 KiB, 4 PEs, where this was already two-shot); with src left unchanged (cached where it was read last time)
-// the one-slice pull was faster, 1.1-2.0x (bench/results/cpu-2core-vm/coll_two_shot_ab.txt). Elsewhere (members
+// the one-slice pull was faster, 1.1-1.9x (bench/results/cpu-2core-vm/coll_two_shot_ab.txt). Elsewhere (members
 // on other hosts, DEVICE src): 64 KiB and 3+ members, as before (not re-measured).
 constexpr size_t kTwoShotLocalBytes = 4 * 1024;
 constexpr size_t kTwoShotBytes = 64 * 1024;
