@@ -27,7 +27,8 @@ constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much pe
 // real program; 2-core VM, osh_bench --touch-src, 2 and 4 PEs: 0.49-0.86x the time from 4 to 32 KiB (level at
 // 64 KiB, 4 PEs, where this was already two-shot); with src left unchanged (cached where it was read last time)
 // the one-slice pull was faster, 1.1-1.9x (bench/results/cpu-2core-vm/coll_two_shot_ab.txt). Elsewhere (members
-// on other hosts, DEVICE src): 64 KiB and 3+ members, as before (not re-measured).
+// on other hosts, DEVICE src): 64 KiB and 3+ members, as before (across two netns hosts from 16 KiB was mixed, one
+// more barrier over the network: coll_two_shot_remote_ab.txt).
 constexpr size_t kTwoShotLocalBytes = 4 * 1024;
 constexpr size_t kTwoShotBytes = 64 * 1024;
 // Tags of the barriers after the agreement: any value works (all members send the same); distinct ones make a
