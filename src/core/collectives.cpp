@@ -692,26 +692,21 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
       const size_t k1 = std::min(p.n, k0 + kGetWindow);
       Gets gets(w_, call);
       for (size_t k = k0; k < k1; ++k) {
-        const void* direct = srcHost ? w_.ptr(sym, t.pes[k]) : nullptr;  // mapped HOST memory: read in place
-        if (direct && copyPeer && t.pes[k] != w_.myPe()) {  // ... except the other member of a pair: copied first
-          if (!in) in.reset(new char[kGetWindow * bufBytes]);
-          char* slot = in.get() + (k - k0) * bufBytes;
-          std::memcpy(slot, direct, bytes);
-          from[k - k0] = slot;
-          continue;
-        }
-        if (direct) {
+        // Mapped HOST memory is read in place, except the other member of a pair (copyPeer: copied first).
+        const void* direct = srcHost ? w_.ptr(sym, t.pes[k]) : nullptr;
+        if (direct && !(copyPeer && t.pes[k] != w_.myPe())) {
           from[k - k0] = direct;
           continue;
         }
-        // Member 0's elements start the accumulator: fetched straight into it (CPU memory, which no mapped source
-        // of this chunk overlaps: the in-place case accumulates in acc).
-        char* slot = k == 0 ? a : nullptr;
-        if (!slot) {
+        // Member 0's elements start the accumulator: copied or fetched straight into it (CPU memory, which no mapped
+        // source of this chunk overlaps: the in-place case accumulates in acc).
+        char* slot = a;
+        if (k != 0) {
           if (!in) in.reset(new char[kGetWindow * bufBytes]);
           slot = in.get() + (k - k0) * bufBytes;
         }
-        TETHER_TRY(gets.add(slot, sym, bytes, t.pes[k]));
+        if (direct) std::memcpy(slot, direct, bytes);
+        else TETHER_TRY(gets.add(slot, sym, bytes, t.pes[k]));
         from[k - k0] = slot;
       }
       TETHER_TRY(gets.finish());

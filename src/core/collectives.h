@@ -84,9 +84,8 @@
 //     written (by it): no dest is written by another member.
 //  Eager alltoall (tether_team_alltoall_eager, what the OpenSHMEM layer calls; with TETHER_COLL_EAGER_ALLTOALL=1, the
 //     default, on token teams with HOST/STATIC dest and src, otherwise the agreed alltoall; the setting is in the
-//     record):
-//     OpenSHMEM's precondition -- every member's dest is ready to be written
-//     when any member enters the call -- lets a member store its block for member m straight into m's dest (mapped)
+//     record): OpenSHMEM's precondition -- every member's dest is ready to be written when any member enters the
+//     call -- lets a member store its block for member m straight into m's dest (mapped)
 //     before the agreement; then it posts its token (release: the blocks are visible to whoever sees it) and waits
 //     for every member's token of the call, comparing records as the agreed collectives do (every member reaches the
 //     same verdict). One wait, no staging copy, no close: nobody reads another member's src. The only collective
