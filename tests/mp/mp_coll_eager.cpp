@@ -207,7 +207,7 @@ void settingDiffers(tether_team_t t) {
   for (int m = 0; m < npes; ++m) MP_CHECK(d[m] == m * 100 + me);
   MP_OK(tether_barrier_all(w));
   if (me == 0)
-    std::printf("mp_coll_eager: TETHER_COLL_EAGER_ALLTOALL on PE 0 only: mismatch on all (%.3f s), OK\n", secs);
+    std::printf("mp_coll_eager: TETHER_COLL_EAGER_ALLTOALL different on PE 0: mismatch on all (%.3f s), OK\n", secs);
 }
 
 // PE 0: eager broadcast from team PE 1; the others: an allreduce. Every member fails fast; the team stays usable.
