@@ -49,7 +49,9 @@ result=shmem_compare
 (( npes != 2 )) && result+=_${npes}pe
 result+=${SUFFIX:-}
 read -r -a bench_args <<<"${BENCH_ARGS:-}"
-cmdline="TRANSPORT=$transport NPES=$npes${SUFFIX:+ SUFFIX=$SUFFIX} bench/shmem/compare.sh $*"
+# The exact invocation, settings that change the measurement included (written into the result's header).
+cmdline="TRANSPORT=$transport NPES=$npes${SUFFIX:+ SUFFIX=$SUFFIX} REPS=$reps${BUILD_DIR:+ BUILD_DIR=$BUILD_DIR}"
+cmdline+="${PRESET:+ PRESET=$PRESET}${BENCH_ARGS:+ BENCH_ARGS=\"$BENCH_ARGS\"} bench/shmem/compare.sh $*"
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
 
