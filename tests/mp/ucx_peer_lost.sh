@@ -41,8 +41,14 @@ cat "$dir"/r*.out
 # left after its own failure; its tetherrun then stops the rest of that group).
 # At 4+ PEs PE 0's put may complete before PE 1 dies; its barrier then waits for a PE that itself waits for PE 1, and
 # PE 0 fails at TETHER_TIMEOUT naming that PE (seen once at 4 PEs): also a clear error within TETHER_TIMEOUT.
-if ! grep -Eq "PE 0: failed: (.*PE 1|.*timed out .*TETHER_TIMEOUT.*waiting for PE)" "$dir/r0.out"; then
-  echo "ucx_peer_lost: PE 0 did not fail with a message naming PE 1, or a timeout naming the PE it waited for"
+# At 4+ PEs the group's tetherrun may also have stopped its other PEs (after one failed) before PE 0's next signal to
+# one of them: PE 0 then fails naming that stopped PE (seen once in CI, 2026-12-05) -- also a lost PE, named clearly.
+# Accepted only when r2.out shows that the group's tetherrun did stop PEs.
+named="PE 1"
+grep -q "stopping the other" "$dir/r2.out" 2>/dev/null && named="PE 1|PE ([2-9]|[1-9][0-9]+) exited"
+if ! grep -Eq "PE 0: failed: (.*($named)|.*timed out .*TETHER_TIMEOUT.*waiting for PE)" "$dir/r0.out"; then
+  echo "ucx_peer_lost: PE 0 did not fail with a message naming PE 1, a timeout naming the PE it waited for, or" \
+    "one naming a PE its group's tetherrun stopped"
   fail=1
 fi
 # The same holds in the group 2..N-1 at 8 PEs: its first PE to fail may be one whose barrier waits for a group
