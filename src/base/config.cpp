@@ -93,6 +93,11 @@ const std::vector<ConfigVar>& configVars() {
        "(log2(hosts) rounds over the network); 0 = one dissemination over all PEs. Off by default while GPU stream "
        "operations to a peer on another host that the barriers no longer made this PE contact first can hang "
        "(docs/collectives.md). Must be the same on every PE"},
+      {"TETHER_COLL_BY_HOST", ConfigType::Bool, "1",
+       "Host allreduces (and OpenSHMEM reductions) of HOST objects on teams whose PEs span hosts with 2+ PEs on some "
+       "host: 1 = each host's PEs reduce into its first PE, those PEs allreduce among themselves, each broadcasts on "
+       "its host (two more team indices per such team, made at its first such call); 0 = every PE pulls from every "
+       "other. Must be the same on every PE (a difference is reported as a mismatch)"},
       {"TETHER_COLL_BLOCKS", ConfigType::Int, "0",
        "GPU collectives: the most blocks of 512 threads one collective uses (1: always one block; 0: as many as the "
        "GPU holds resident at once, one per multiprocessor)", 0, 4096},

@@ -31,6 +31,8 @@ constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much pe
 // more barrier over the network: coll_two_shot_remote_ab.txt).
 constexpr size_t kTwoShotLocalBytes = 4 * 1024;
 constexpr size_t kTwoShotBytes = 64 * 1024;
+// Allreduces across hosts by host (byHostData) from this size on, where TETHER_COLL_BY_HOST is on.
+constexpr size_t kByHostBytes = 0;
 // Tags of the barriers after the agreement: any value works (all members send the same); distinct ones make a
 // protocol slip show as a flagged barrier instead of a silent pairing.
 constexpr uint64_t kTagMiddle = 0x2c011ec7;
@@ -48,6 +50,7 @@ constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager br
 constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data phase runs on the GPU engine,
 constexpr int kHeadAlgoShift = 28;                   // with this allreduce algorithm (StreamCollCall::Algo, 2 bits)
 constexpr uint64_t kHeadEngine = kHeadGpu | uint64_t{3} << kHeadAlgoShift;
+constexpr uint64_t kHeadByHost = uint64_t{1} << 30;  // Record head: TETHER_COLL_BY_HOST on (allreduce across hosts)
 
 const char* kindName(CollKind k) {
   static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
@@ -726,6 +729,61 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
   return Status::ok();
 }
 
+bool Collectives::hostShaped(Team& t) const {
+  if (t.byHost < 0) {
+    size_t largest = 0;
+    const std::vector<std::vector<int>> groups = groupByHost(w_.hostsOf(t.pes));
+    for (const auto& g : groups) largest = std::max(largest, g.size());
+    t.byHost = groups.size() >= 2 && largest >= 2 ? 1 : 0;
+  }
+  return t.byHost != 0;
+}
+
+bool Collectives::byHostCall(Team& t, const Plan& p) const {
+  return byHost_ && p.a.kind == CollKind::Allreduce && !p.gpu && isHostMemory(p.sref.kind) &&
+         isHostMemory(p.dref.kind) && p.block >= kByHostBytes && hostShaped(t) && t.byHost != 3;
+}
+
+Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
+  if (t.byHost == 1) {
+    const Status made = w_.teams().splitByHost(call, ref);
+    if (t.byHost == 3) {  // no free team slots (on every member alike): this call and later ones pull as before
+      TETHER_LOG_INFO(LogSys::Core, "%s: team index %d: no subteams by host (%s); pulling from every member", call,
+                      t.slot, made.message().c_str());
+      return dataPhase(call, t, p);
+    }
+    TETHER_TRY(w_.teams().lose(t, made));
+  }
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (reduce into each host's first "
+                  "member, allreduce among those, broadcast on each host)", call, t.slot, p.n, p.a.count,
+                  dtypeInfo(p.a.type).name);
+  CollArgs r;
+  r.dest = p.a.dest;
+  r.count = p.a.count;
+  r.type = p.a.type;
+  r.op = p.a.op;
+  r.root = 0;
+  const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member (and so its first)
+  if (!alone) {
+    r.kind = CollKind::Reduce;
+    r.src = p.a.src;
+    TETHER_TRY(w_.teams().lose(t, run(call, t.hostTeam, r).withContext("reducing on this host")));
+  }
+  if (alone && !p.inPlace) std::memcpy(p.a.dest, p.a.src, p.block);  // the leaders' allreduce is in place
+  if (t.leaderTeam.slot >= 0) {
+    r.kind = CollKind::Allreduce;
+    r.src = p.a.dest;
+    TETHER_TRY(w_.teams().lose(t, run(call, t.leaderTeam, r).withContext("between hosts")));
+  }
+  if (!alone) {
+    r.kind = CollKind::Broadcast;
+    r.src = p.a.dest;
+    r.eager = true;
+    TETHER_TRY(w_.teams().lose(t, run(call, t.hostTeam, r).withContext("broadcasting on this host")));
+  }
+  return Status::ok();
+}
+
 bool Collectives::twoShot(Team& t, const Plan& p) const {
   if (p.a.kind != CollKind::Allreduce) return false;
   if (tokenTeam(t) && isHostMemory(p.sref.kind)) return p.n >= 2 && p.block >= kTwoShotLocalBytes;
@@ -823,6 +881,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
   TETHER_LOG_INFO(LogSys::Core, "collectives: %s host (%d PEs here, TETHER_COLL_CROWDED=%s)",
                   crowded_ ? "crowded" : "uncrowded", localPes, mode.c_str());
   eagerAlltoall_ = config.flag("TETHER_COLL_EAGER_ALLTOALL");
+  byHost_ = config.flag("TETHER_COLL_BY_HOST");
   gpu_.host = config.flag("TETHER_COLL_GPU");
   gpu_.twoShot = config.size("TETHER_COLL_TWO_SHOT");
   gpu_.maxBlocks = static_cast<unsigned>(config.integer("TETHER_COLL_BLOCKS"));
@@ -1233,6 +1292,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
                           (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
+                          (byHost_ && a.kind == CollKind::Allreduce && hostShaped(t) ? kHeadByHost : 0) |
                           (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
@@ -1260,7 +1320,9 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   if (tokens && a.eager && eagerAlltoall_ && a.kind == CollKind::Alltoall && p.local.isOk() && !p.gpu &&
       isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind))
     return eagerAlltoall(call, t, p, mine, c);
-  const size_t stagedB = p.local.isOk() ? stagedBytes(p, tokens) : 0;
+  // By host (a function of the agreed record and the team's shape, so every member takes it alike): nothing staged.
+  const bool byHost = p.local.isOk() && !tokens && byHostCall(t, p);
+  const size_t stagedB = p.local.isOk() && !byHost ? stagedBytes(p, tokens) : 0;
   const bool small = stagedB != 0;
   // Token teams carry small contributions in the token itself, larger ones in the members' staging rings (the
   // choice depends on the agreed record only). A broadcast's non-roots contribute nothing.
@@ -1289,6 +1351,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                     "on the engine stream)", call, t.slot, p.n, a.count, dtypeInfo(a.type).name);
     return gpuData(call, p);
   }
+  if (byHost) return byHostData(call, t, ref, p);
   if (small) {
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the %s", call,
                     t.slot, p.n, a.count, dtypeInfo(a.type).name,

@@ -316,6 +316,11 @@ class Collectives {
                    std::unique_ptr<char[]>* fetched, const char** at);
   uint64_t stageOffset(const Team& t) const;
   bool twoShot(Team& t, const Plan& p) const;  // the allreduce's data phase is reduce-scatter + allgather
+  // ---- by host (protocol above)
+  bool hostShaped(Team& t) const;  // t's members span hosts and some host holds 2+ (Team::byHost, computed once)
+  bool byHostCall(Team& t, const Plan& p) const;  // p's data phase runs by host (agreed values and t's shape)
+  // The data phase by host: t's subteams (made at the first such call, Teams::splitByHost), then the three calls.
+  Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
   Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);
@@ -327,6 +332,7 @@ class Collectives {
   // paths go further (protocol above).
   bool crowded_ = false;
   bool eagerAlltoall_ = true;  // TETHER_COLL_EAGER_ALLTOALL: tether_team_alltoall_eager stores into the others' dest
+  bool byHost_ = true;         // TETHER_COLL_BY_HOST: allreduces across hosts by host
   struct GpuSettings {
     bool host = true;                 // TETHER_COLL_GPU
     size_t twoShot = 256 * 1024;      // TETHER_COLL_TWO_SHOT

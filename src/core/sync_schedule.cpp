@@ -22,15 +22,20 @@ void disseminate(const std::vector<int>& members, size_t pos, int word0, std::ve
 
 }  // namespace
 
-SyncSchedule SyncSchedule::make(const std::vector<int>& host, int me, int maxWords, bool byHost) {
-  const size_t n = host.size();
-  std::vector<std::vector<int>> groups;  // members of each host, hosts in the order of their first member
+std::vector<std::vector<int>> groupByHost(const std::vector<int>& host) {
+  std::vector<std::vector<int>> groups;
   std::unordered_map<int, size_t> groupOf;
-  for (size_t m = 0; m < n; ++m) {
+  for (size_t m = 0; m < host.size(); ++m) {
     auto it = groupOf.emplace(host[m], groups.size()).first;
     if (it->second == groups.size()) groups.emplace_back();
     groups[it->second].push_back(static_cast<int>(m));
   }
+  return groups;
+}
+
+SyncSchedule SyncSchedule::make(const std::vector<int>& host, int me, int maxWords, bool byHost) {
+  const size_t n = host.size();
+  const std::vector<std::vector<int>> groups = groupByHost(host);
   size_t largest = 0;
   for (const auto& g : groups) largest = std::max(largest, g.size());
   const int a = ceilLog2(largest), b = ceilLog2(groups.size());
@@ -44,9 +49,11 @@ SyncSchedule SyncSchedule::make(const std::vector<int>& host, int me, int maxWor
   }
   s.byHost = true;
   s.wordsUsed = a + b + 1;
-  const size_t g = groupOf.at(host[static_cast<size_t>(me)]);
+  size_t g = 0, pos = 0;  // this member's host and its place there
+  while ((pos = static_cast<size_t>(std::find(groups[g].begin(), groups[g].end(), me) - groups[g].begin())) ==
+         groups[g].size())
+    ++g;
   const std::vector<int>& mine = groups[g];
-  const size_t pos = static_cast<size_t>(std::find(mine.begin(), mine.end(), me) - mine.begin());
   disseminate(mine, pos, 0, &s.steps);
   const int release = a + b;
   if (pos != 0) {

@@ -33,6 +33,10 @@
 
 namespace tether {
 
+// The members of each host: host[m] keys member m's host (equal keys = one host); groups in the order of their first
+// member, each in member order (so groups[g][0] is host g's leader).
+std::vector<std::vector<int>> groupByHost(const std::vector<int>& host);
+
 struct SyncStep {
   int word = 0;   // this step's word: signalled at member `to`, awaited here
   int to = -1;    // team member to signal on its word `word` first, or -1

@@ -322,6 +322,44 @@ Status Teams::split2d(const char* call, TeamRef parent, int xrange, uint32_t xfl
   return Status::ok();
 }
 
+Status Teams::splitByHost(const char* call, TeamRef parentRef) {
+  std::shared_ptr<Team> parent;
+  TETHER_TRY(find(call, "parent team", parentRef, &parent));
+  const std::vector<std::vector<int>> groups = groupByHost(w_.hostsOf(parent->pes));
+  const long long args[3] = {0, 0, 0};
+  static const char* const names[3] = {"-", "-", "-"};
+  auto plan = [&](int, int me, std::vector<PlannedTeam>& teams) {
+    PlannedTeam leaders;
+    for (const std::vector<int>& g : groups) {
+      if (g[0] == me) {
+        leaders.out = 1;
+        leaders.myIndex = static_cast<int>(leaders.members.size());
+      }
+      leaders.members.push_back(g[0]);
+      if (g.size() < 2) continue;  // a host of one needs no team of its own
+      PlannedTeam host;
+      host.members = g;
+      for (size_t k = 0; k < g.size(); ++k)
+        if (g[k] == me) {
+          host.out = 0;
+          host.myIndex = static_cast<int>(k);
+        }
+      teams.push_back(std::move(host));
+    }
+    teams.push_back(std::move(leaders));
+    return true;
+  };
+  TeamRef out[2];
+  const Status s = split(call, parentRef, args, names, true, plan, out, 2);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (s.code() == TETHER_ERR_NO_MEMORY) parent->byHost = 3;  // every member fails alike: all go on without
+  if (!s.isOk()) return s;
+  parent->hostTeam = out[0];
+  parent->leaderTeam = out[1];
+  parent->byHost = 2;
+  return Status::ok();
+}
+
 Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(Team&)>& settle,
                       const std::function<Status(int)>& release) {
   if (ref.slot == kWorldTeamSlot || ref.slot == kSharedTeamSlot) {
@@ -344,6 +382,12 @@ Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: a sync of the team (index %d) is still in progress on another member "
                   "(destroy a team only after the collectives every member calls on it); the team stays live", call,
                   t->slot);
+  // Its subteams by host (Team::byHost) go with it, each settled and checked the same way first.
+  for (TeamRef* sub : {&t->hostTeam, &t->leaderTeam}) {
+    if (sub->slot < 0) continue;
+    TETHER_TRY(destroy(call, *sub, settle, release));
+    *sub = TeamRef{};
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (bySlot_[ref.slot] != t) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the team was destroyed meanwhile", call);
   TETHER_TRY(release(ref.slot).withContext(call));

@@ -64,6 +64,12 @@ constexpr size_t kTeamSyncWords = kTeamRoundWords + kTeamValueWords;
 constexpr int kTeamScheduleWords = 16;
 constexpr unsigned kTeamSerialBits = 27;  // serials wrap (never 0): the C API's handle holds them (core/api.cpp)
 
+// Where a handle points: a slot of this World and the serial of the team that holds it.
+struct TeamRef {
+  int slot = -1;
+  uint64_t serial = 0;
+};
+
 struct Team {
   std::vector<int> pes;  // world PE of each member, by team PE number
   int me = -1;           // this PE's team PE number
@@ -86,12 +92,13 @@ struct Team {
   // is this modulo its size), and where each call still holding a part of it starts (start, call), oldest first.
   uint64_t stageHead = 0;
   std::deque<std::pair<uint64_t, uint64_t>> staged;
-};
-
-// Where a handle points: a slot of this World and the serial of the team that holds it.
-struct TeamRef {
-  int slot = -1;
-  uint64_t serial = 0;
+  // Data collectives by host (core/collectives.h "By host"): -1 not known yet, 0 not for this team (one host, or
+  // one member per host), 1 its shape allows them, 2 its subteams are made: hostTeam (the members on this PE's host,
+  // in team order; none when this PE is alone on its host) and leaderTeam (each host's first member, in team order;
+  // none unless this PE is one), made by one split of this team (Teams::splitByHost) at the first call that needs
+  // them and destroyed with it. 3: that split failed alike on every member (no free team slot): not by host.
+  int8_t byHost = -1;
+  TeamRef hostTeam, leaderTeam;
 };
 
 // One new team of a split, planned identically on every parent member.
@@ -125,6 +132,11 @@ class Teams {
                       bool configOk, TeamRef* out);
   Status split2d(const char* call, TeamRef parent, int xrange, uint32_t xflags, uint32_t yflags, bool configOk,
                  TeamRef* xout, TeamRef* yout);
+  // Collective over parent (its members span 2+ hosts): *host = this PE's team of the parent's members on its host
+  // (none when it is alone there), *leaders = the team of each host's first member (none unless this PE is one), both
+  // in parent order, recorded in the parent (Team::hostTeam, leaderTeam; byHost 2) and destroyed with it. Every member
+  // succeeds or fails alike (TETHER_ERR_NO_MEMORY: no common free slot; byHost 3 then).
+  Status splitByHost(const char* call, TeamRef parent);
   // settle(team): runs first, without the room's lock: waits (bounded) until every member has finished what this PE
   // started on the team (the collectives' eager broadcast returns on its root before the members read). A failure
   // leaves the team live. release(slot): runs once the team may go (checks passed), before the slot is freed: the

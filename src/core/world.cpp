@@ -276,10 +276,14 @@ Status World::discoverHosts() {
   return Status::ok();
 }
 
-SyncSchedule World::syncSchedule(const std::vector<int>& pes, int me, int maxWords) const {
+std::vector<int> World::hostsOf(const std::vector<int>& pes) const {
   std::vector<int> host(pes.size());
   for (size_t m = 0; m < pes.size(); ++m) host[m] = hostKey_[static_cast<size_t>(pes[m])];
-  return SyncSchedule::make(host, me, maxWords, syncByHost_);
+  return host;
+}
+
+SyncSchedule World::syncSchedule(const std::vector<int>& pes, int me, int maxWords) const {
+  return SyncSchedule::make(hostsOf(pes), me, maxWords, syncByHost_);
 }
 
 Status World::discoverTopology() {

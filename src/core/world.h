@@ -65,6 +65,8 @@ class World {
   // The barrier schedule (core/sync_schedule.h) of members `pes` (world PEs) for member `me`, by the hosts the PEs
   // run on (TETHER_SYNC_BY_HOST): every member computes the same shape.
   SyncSchedule syncSchedule(const std::vector<int>& pes, int me, int maxWords) const;
+  // A key naming the host of each of `pes` (world PEs): equal keys = one host (the lowest PE there).
+  std::vector<int> hostsOf(const std::vector<int>& pes) const;
   const Config& config() const { return config_; }
   const SegPath& path(int pe, SegKind kind) const { return paths_.path(pe, kind); }
   // The path table (transport/path_table.h): quiet/fence over the paths in use, progress of their providers.

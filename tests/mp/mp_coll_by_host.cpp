@@ -1,0 +1,213 @@
+// mp_coll_by_host: allreduces by host (core/collectives.h "By host": where a team's PEs span hosts with 2+ on some
+// host, each host's members reduce into its first member, those allreduce among themselves, each broadcasts on its
+// host). Run across the netns hosts (tests/netns), where it takes that path; on one host the same checks run through
+// the flat path. Every PE checks:
+//  1. results: the world, the world reversed and the even PEs; allreduce of double (integral values: exact in any
+//     association) with sum and max, and of long with sum, min and xor; 1 to 40000 elements (one-shot, pulled and
+//     two-shot sizes of the flat path), in place and not; each PE's result against a reference from the seed.
+//  2. team indices (MP_BY_HOST_SPANS=1: the job spans hosts so): a team used by host holds more team indices (its
+//     subteams) than before its first allreduce, and destroying it gives all of them back.
+//  3. no free index: with every index but the team's own in use, the team's first allreduce cannot make its
+//     subteams; every member goes on without them (the flat path) with the right results, then and later.
+//  4. MP_BY_HOST_PE0=1: PE 0's TETHER_COLL_BY_HOST differs from the others': every member fails with
+//     TETHER_ERR_MISMATCH at once (the setting is in the record), and the team stays usable.
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <chrono>
+#include <vector>
+
+#include "mp_util.h"
+
+namespace {
+
+tether_t w;
+int me = 0, npes = 0;
+uint64_t seed = 0;
+constexpr size_t kMaxCount = 40000;
+double* dsrc;
+double* ddst;
+long* lsrc;
+long* ldst;
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+// Element i of world PE pe's contribution in round r.
+long value(int pe, size_t i, int r) {
+  return static_cast<long>(mix(seed ^ mix(static_cast<uint64_t>(pe) << 40 ^ i << 8 ^ static_cast<uint64_t>(r))) %
+                           2001) - 1000;
+}
+
+// Every allreduce case on team t (members[k]: world PE of team PE k), round numbers from r0.
+void results(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
+  const int myIndex = tether_team_my_pe(t);
+  if (myIndex < 0) return;
+  static const size_t counts[] = {1, 5, 256, 300, 2100, 9000, 40000};
+  int r = r0;
+  for (size_t count : counts) {
+    for (int inPlace = 0; inPlace < 2; ++inPlace, ++r) {
+      const int me2 = members[static_cast<size_t>(myIndex)];
+      for (size_t i = 0; i < count; ++i) {
+        dsrc[i] = static_cast<double>(value(me2, i, r));
+        lsrc[i] = value(me2, i, r) * 1000003L;
+      }
+      // double sum, then max
+      for (int op = 0; op < 2; ++op) {
+        const tether_red_op_t o = op == 0 ? TETHER_RED_SUM : TETHER_RED_MAX;
+        double* d = inPlace ? dsrc : ddst;
+        if (inPlace && op == 1)  // the sum overwrote src: make it again
+          for (size_t i = 0; i < count; ++i) dsrc[i] = static_cast<double>(value(me2, i, r));
+        MP_OK(tether_team_allreduce(t, d, dsrc, count, TETHER_DOUBLE, o));
+        for (size_t i = 0; i < count; ++i) {
+          double want = op == 0 ? 0.0 : -1e300;
+          for (int m : members) {
+            const double v = static_cast<double>(value(m, i, r));
+            want = op == 0 ? want + v : (v > want ? v : want);
+          }
+          if (d[i] != want) {
+            std::fprintf(stderr, "PE %d: %s double %s count %zu%s: element %zu is %.1f, want %.1f\n", me, name,
+                         op == 0 ? "sum" : "max", count, inPlace ? " in place" : "", i, d[i], want);
+            MP_CHECK(false);
+          }
+        }
+        MP_OK(tether_team_sync(t));  // the next case rewrites src
+      }
+      static const tether_red_op_t lops[] = {TETHER_RED_SUM, TETHER_RED_MIN, TETHER_RED_XOR};
+      for (tether_red_op_t o : lops) {
+        for (size_t i = 0; i < count; ++i) lsrc[i] = value(me2, i, r) * 1000003L;
+        long* d = inPlace ? lsrc : ldst;
+        MP_OK(tether_team_allreduce(t, d, lsrc, count, TETHER_LONG, o));
+        for (size_t i = 0; i < count; ++i) {
+          long want = o == TETHER_RED_MIN ? value(members[0], i, r) * 1000003L : 0;
+          for (int m : members) {
+            const long v = value(m, i, r) * 1000003L;
+            want = o == TETHER_RED_SUM ? want + v : o == TETHER_RED_MIN ? (v < want ? v : want) : want ^ v;
+          }
+          if (d[i] != want) {
+            std::fprintf(stderr, "PE %d: %s long op %d count %zu%s: element %zu is %ld, want %ld\n", me, name,
+                         static_cast<int>(o), count, inPlace ? " in place" : "", i, d[i], want);
+            MP_CHECK(false);
+          }
+        }
+        MP_OK(tether_team_sync(t));
+      }
+    }
+  }
+  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): results OK\n", name, members.size());
+}
+
+// Teams split off the world until no index is free on every PE (TETHER_ERR_NO_MEMORY).
+std::vector<tether_team_t> fillIndices() {
+  std::vector<tether_team_t> made;
+  for (;;) {
+    tether_team_t t = TETHER_TEAM_INVALID;
+    const tether_status_t st = tether_team_split_strided(tether_team_world(w), 0, 1, npes, nullptr, &t);
+    if (st == TETHER_ERR_NO_MEMORY) return made;
+    MP_OK(st);
+    made.push_back(t);
+  }
+}
+
+// How many more teams the world can split off now; they are destroyed again.
+int freeTeams() {
+  const std::vector<tether_team_t> made = fillIndices();
+  for (tether_team_t t : made) MP_OK(tether_team_destroy(t));
+  return static_cast<int>(made.size());
+}
+
+std::vector<int> worldMembers(bool reversed) {
+  std::vector<int> m(static_cast<size_t>(npes));
+  for (int k = 0; k < npes; ++k) m[static_cast<size_t>(k)] = reversed ? npes - 1 - k : k;
+  return m;
+}
+
+void indices(bool spans) {
+  const int before = freeTeams();
+  tether_team_t t = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(tether_team_world(w), npes - 1, -1, npes, nullptr, &t));
+  const int made = freeTeams();
+  MP_CHECK(made == before - 1);
+  results(t, worldMembers(true), "a split team", 100);
+  const int used = freeTeams();
+  // Its subteams took indices: a host team holds one on each PE of its host (the leaders' team may take one that was
+  // not free on every PE anyway), so at least one fewer is free on all.
+  if (spans) MP_CHECK(used < made);
+  MP_OK(tether_team_destroy(t));
+  const int after = freeTeams();
+  if (after != before) {
+    std::fprintf(stderr, "PE %d: %d teams could be split off before, %d after a team used by host was destroyed\n",
+                 me, before, after);
+    MP_CHECK(false);
+  }
+  if (me == 0)
+    std::printf("mp_coll_by_host: team indices: %d free, %d with the team, %d once used, %d after destroy: OK\n",
+                before, made, used, after);
+}
+
+void noFreeIndex() {
+  tether_team_t t = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(tether_team_world(w), 0, 1, npes, nullptr, &t));
+  const std::vector<tether_team_t> fill = fillIndices();
+  results(t, worldMembers(false), "a team with no index left", 200);
+  for (tether_team_t f : fill) MP_OK(tether_team_destroy(f));
+  results(t, worldMembers(false), "the same team once indices are free", 300);
+  MP_OK(tether_team_destroy(t));
+  if (me == 0) std::printf("mp_coll_by_host: no free index: OK\n");
+}
+
+void settingDiffers() {
+  tether_team_t t = tether_team_world(w);
+  for (int i = 0; i < 4; ++i) lsrc[i] = me;
+  const auto start = std::chrono::steady_clock::now();
+  const tether_status_t st = tether_team_allreduce(t, ldst, lsrc, 4, TETHER_LONG, TETHER_RED_SUM);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
+  MP_CHECK(secs < 5.0);  // TETHER_TIMEOUT is 30 s: detected, not timed out
+  // Still usable: a broadcast (not by host either way) goes through.
+  for (int i = 0; i < 4; ++i) lsrc[i] = 7 + i;
+  MP_OK(tether_team_broadcast(t, ldst, lsrc, 4, TETHER_LONG, 0));
+  for (int i = 0; i < 4; ++i) MP_CHECK(ldst[i] == 7 + i);
+  if (me == 0) std::printf("mp_coll_by_host: TETHER_COLL_BY_HOST different on PE 0: mismatch on all (%.3f s), OK\n",
+                           secs);
+}
+
+}  // namespace
+
+int main() {
+  const bool pe0Differs = std::getenv("MP_BY_HOST_PE0") != nullptr;
+  if (pe0Differs && std::getenv("TETHER_RANK") && std::strcmp(std::getenv("TETHER_RANK"), "0") == 0) {
+    const char* others = std::getenv("TETHER_COLL_BY_HOST");  // (unset: 1)
+    setenv("TETHER_COLL_BY_HOST", others && std::strcmp(others, "0") == 0 ? "1" : "0", 1);
+  }
+  mp::init();
+  w = mp::world();
+  me = tether_my_pe(w);
+  npes = tether_n_pes(w);
+  seed = mp::agreeSeed(w, "mp_coll_by_host");
+  dsrc = static_cast<double*>(mp::hostZeroed(w, kMaxCount * sizeof(double)));
+  ddst = static_cast<double*>(mp::hostZeroed(w, kMaxCount * sizeof(double)));
+  lsrc = static_cast<long*>(mp::hostZeroed(w, kMaxCount * sizeof(long)));
+  ldst = static_cast<long*>(mp::hostZeroed(w, kMaxCount * sizeof(long)));
+  MP_OK(tether_barrier_all(w));
+  if (pe0Differs) {
+    settingDiffers();
+    return mp::finish();
+  }
+  results(tether_team_world(w), worldMembers(false), "the world", 0);
+  tether_team_t even = TETHER_TEAM_INVALID;
+  MP_OK(tether_team_split_strided(tether_team_world(w), 0, 2, (npes + 1) / 2, nullptr, &even));
+  std::vector<int> evens;
+  for (int k = 0; k < npes; k += 2) evens.push_back(k);
+  results(even, evens, "the even PEs", 50);
+  if (even != TETHER_TEAM_INVALID) MP_OK(tether_team_destroy(even));
+  const char* spans = std::getenv("MP_BY_HOST_SPANS");
+  indices(spans && std::strcmp(spans, "1") == 0);
+  noFreeIndex();
+  MP_OK(tether_barrier_all(w));
+  return mp::finish();
+}
