@@ -31,8 +31,6 @@ constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much pe
 // more barrier over the network: coll_two_shot_remote_ab.txt).
 constexpr size_t kTwoShotLocalBytes = 4 * 1024;
 constexpr size_t kTwoShotBytes = 64 * 1024;
-// Allreduces across hosts by host (byHostData) from this size on, where TETHER_COLL_BY_HOST is on.
-constexpr size_t kByHostBytes = 0;
 // Tags of the barriers after the agreement: any value works (all members send the same); distinct ones make a
 // protocol slip show as a flagged barrier instead of a silent pairing.
 constexpr uint64_t kTagMiddle = 0x2c011ec7;
@@ -50,7 +48,7 @@ constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager br
 constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data phase runs on the GPU engine,
 constexpr int kHeadAlgoShift = 28;                   // with this allreduce algorithm (StreamCollCall::Algo, 2 bits)
 constexpr uint64_t kHeadEngine = kHeadGpu | uint64_t{3} << kHeadAlgoShift;
-constexpr uint64_t kHeadByHost = uint64_t{1} << 30;  // Record head: TETHER_COLL_BY_HOST on (allreduce across hosts)
+constexpr uint64_t kHeadByHost = uint64_t{1} << 30;  // Record head: the call would run by host (TETHER_COLL_BY_HOST)
 
 const char* kindName(CollKind k) {
   static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
@@ -733,15 +731,24 @@ bool Collectives::hostShaped(Team& t) const {
   if (t.byHost < 0) {
     size_t largest = 0;
     const std::vector<std::vector<int>> groups = groupByHost(w_.hostsOf(t.pes));
-    for (const auto& g : groups) largest = std::max(largest, g.size());
+    bool blocks = true;  // each host's members consecutive in team order, as many on every host
+    for (const auto& g : groups) {
+      largest = std::max(largest, g.size());
+      blocks = blocks && g.size() == groups[0].size() && g.back() - g.front() + 1 == static_cast<int>(g.size());
+    }
     t.byHost = groups.size() >= 2 && largest >= 2 ? 1 : 0;
+    t.hostRun = t.byHost && blocks ? static_cast<int>(largest) : 0;
   }
   return t.byHost != 0;
 }
 
+bool Collectives::byHostKind(Team& t, CollKind k) const {
+  return byHost_ && hostShaped(t) && (k == CollKind::Allreduce || (k == CollKind::Allgather && t.hostRun > 0));
+}
+
 bool Collectives::byHostCall(Team& t, const Plan& p) const {
-  return byHost_ && p.a.kind == CollKind::Allreduce && !p.gpu && isHostMemory(p.sref.kind) &&
-         isHostMemory(p.dref.kind) && p.block >= kByHostBytes && hostShaped(t) && t.byHost != 3;
+  return byHostKind(t, p.a.kind) && !p.gpu && p.block != 0 && isHostMemory(p.sref.kind) &&
+         isHostMemory(p.dref.kind) && t.byHost != 3;
 }
 
 Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
@@ -754,30 +761,39 @@ Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Pla
     }
     TETHER_TRY(w_.teams().lose(t, made));
   }
-  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (reduce into each host's first "
-                  "member, allreduce among those, broadcast on each host)", call, t.slot, p.n, p.a.count,
-                  dtypeInfo(p.a.type).name);
+  const bool gather = p.a.kind == CollKind::Allgather;
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (%s each host's first member, "
+                  "%s among those, broadcast on each host)", call, t.slot, p.n, p.a.count,
+                  dtypeInfo(p.a.type).name, gather ? "allgather on each host, so into" : "reduce into",
+                  gather ? "allgather" : "allreduce");
   CollArgs r;
-  r.dest = p.a.dest;
-  r.count = p.a.count;
   r.type = p.a.type;
   r.op = p.a.op;
   r.root = 0;
   const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member (and so its first)
-  if (!alone) {
-    r.kind = CollKind::Reduce;
+  // Allgather (Team::hostRun members per host, consecutive): this host's blocks [first, first + run) of dest.
+  const size_t perHost = static_cast<size_t>(t.hostRun), first = gather ? p.me - p.me % perHost : 0;
+  char* dest = static_cast<char*>(p.a.dest);
+  if (!alone) {  // each host's blocks (allgather) or combination (reduce) at its first member
+    r.kind = gather ? CollKind::Allgather : CollKind::Reduce;
+    r.dest = gather ? dest + first * p.block : dest;
     r.src = p.a.src;
-    TETHER_TRY(w_.teams().lose(t, run(call, t.hostTeam, r).withContext("reducing on this host")));
+    r.count = p.a.count;
+    TETHER_TRY(w_.teams().lose(t, run(call, t.hostTeam, r).withContext("on this host")));
   }
-  if (alone && !p.inPlace) std::memcpy(p.a.dest, p.a.src, p.block);  // the leaders' allreduce is in place
-  if (t.leaderTeam.slot >= 0) {
-    r.kind = CollKind::Allreduce;
-    r.src = p.a.dest;
+  if (alone && !p.inPlace) std::memcpy(dest, p.a.src, p.block);  // the leaders' allreduce is in place
+  if (t.leaderTeam.slot >= 0) {  // in place: leader h's part of dest is its host's (allgather: blocks h * perHost ...)
+    r.kind = gather ? CollKind::Allgather : CollKind::Allreduce;
+    r.dest = dest;
+    r.src = gather ? dest + first * p.block : dest;
+    r.count = gather ? perHost * p.a.count : p.a.count;
     TETHER_TRY(w_.teams().lose(t, run(call, t.leaderTeam, r).withContext("between hosts")));
   }
   if (!alone) {
     r.kind = CollKind::Broadcast;
-    r.src = p.a.dest;
+    r.dest = dest;
+    r.src = dest;
+    r.count = gather ? p.n * p.a.count : p.a.count;
     r.eager = true;
     TETHER_TRY(w_.teams().lose(t, run(call, t.hostTeam, r).withContext("broadcasting on this host")));
   }
@@ -1292,7 +1308,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
                           (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
-                          (byHost_ && a.kind == CollKind::Allreduce && hostShaped(t) ? kHeadByHost : 0) |
+                          (byHostKind(t, a.kind) ? kHeadByHost : 0) |
                           (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;

@@ -104,19 +104,23 @@
 //     other slices (allgather).
 //     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
 //     next step of #21 (docs/collectives.md says what exists).
-//  By host (allreduce of HOST/STATIC objects on a team whose members span hosts with 2+ on some host; not on the GPU
-//     engine; TETHER_COLL_BY_HOST, on by default, in the record): after the agreement nothing above runs; instead three
-//     collectives on two subteams of the team, made by one split (Teams::splitByHost) at the team's first such call
-//     and destroyed with it: this host's members (in team order) reduce into the first one's dest (a reduce with root
-//     0; a member alone on its host copies src to dest), those first members allreduce in place among themselves
-//     (their team has one member per host: flat), each broadcasts its dest on its host (eager broadcast). Each is a
-//     whole collective with its own agreement and close, so the contracts hold as they do there (a member's src is
-//     read before its reduce returns, so an in-place member's dest is written only afterwards). Every member takes
-//     the path alike: it depends on the agreed record, the team's hosts, and the split's outcome, which is the same on
+//  By host (allreduce, and allgather where each host's members are consecutive in team order and every host holds as
+//     many (Team::hostRun); HOST/STATIC objects on a team whose members span hosts with 2+ on some host; not on the
+//     GPU engine; TETHER_COLL_BY_HOST, on by default, in the record): after the agreement nothing above runs; instead
+//     three collectives on two subteams of the team, made by one split (Teams::splitByHost) at the team's first such
+//     call and destroyed with it. Allreduce: this host's members (in team order) reduce into the first one's dest (a
+//     reduce with root 0; a member alone on its host copies src to dest), those first members allreduce in place
+//     among themselves (their team has one member per host: flat), each broadcasts its dest on its host (eager
+//     broadcast). Allgather: this host's members allgather into their part of dest (blocks first .. first + run - 1),
+//     the first members allgather those parts in place, each broadcasts the whole dest on its host. Each is a whole
+//     collective with its own agreement and close, so the contracts hold as they do there (a member's src is read
+//     before its reduce returns, so an in-place member's dest is written only afterwards). Every member takes the
+//     path alike: it depends on the agreed record, the team's hosts, and the split's outcome, which is the same on
 //     every member (no free team index: all go on pulling, Team::byHost 3). Elements combine per host in team order,
 //     then across hosts in host order: every member gets the same bits, not always those of one team-order pass.
 //     One crossing per host pair instead of every member pulling every other host's members: 2-core VM, two netns
-//     hosts, --touch-src: 4 PEs 0.54-0.69x, 8 PEs 0.27-0.48x the time (bench/results/cpu-2core-vm/coll_by_host_ab.txt).
+//     hosts, --touch-src, allreduce: 4 PEs 0.54-0.69x, 8 PEs 0.27-0.48x the time (bench/results/cpu-2core-vm/
+//     coll_by_host_ab.txt); allgather (fcollect): 4 PEs 0.58-0.86x, 8 PEs 0.45-0.59x (coll_by_host_allgather_ab.txt).
 //
 // Who calls it: the C API (core/api.cpp) through World::colls(). Thread-safety: collective calls on one team must
 // not race (teams' rule); different teams may run on different threads. Lifetime: a member of World; uses Teams.
@@ -330,7 +334,9 @@ class Collectives {
   uint64_t stageOffset(const Team& t) const;
   bool twoShot(Team& t, const Plan& p) const;  // the allreduce's data phase is reduce-scatter + allgather
   // ---- by host (protocol above)
-  bool hostShaped(Team& t) const;  // t's members span hosts and some host holds 2+ (Team::byHost, computed once)
+  // t's members span hosts and some host holds 2+ (Team::byHost and hostRun, computed once).
+  bool hostShaped(Team& t) const;
+  bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
   bool byHostCall(Team& t, const Plan& p) const;  // p's data phase runs by host (agreed values and t's shape)
   // The data phase by host: t's subteams (made at the first such call, Teams::splitByHost), then the three calls.
   Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);

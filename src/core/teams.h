@@ -98,6 +98,8 @@ struct Team {
   // none unless this PE is one), made by one split of this team (Teams::splitByHost) at the first call that needs
   // them and destroyed with it. 3: that split failed alike on every member (no free team slot): not by host.
   int8_t byHost = -1;
+  int hostRun = 0;  // where byHost > 0: members per host when each host's are consecutive in team order and every
+                    // host holds as many (allgather by host needs that), else 0
   TeamRef hostTeam, leaderTeam;
 };
 

@@ -4,7 +4,9 @@
 // the flat path. Every PE checks:
 //  1. results: the world, the world reversed and the even PEs; allreduce of double (integral values: exact in any
 //     association) with sum and max, and of long with sum, min and xor; 1 to 40000 elements (one-shot, pulled and
-//     two-shot sizes of the flat path), in place and not; each PE's result against a reference from the seed.
+//     two-shot sizes of the flat path), in place and not; allgather of 1 to 3000 longs per member, in place and not
+//     (by host where each host's members are consecutive and as many: in the netns jobs of 4 and 8 PEs the world
+//     and the split team, at 8 the even PEs too; 3 PEs (1 + 2) pull); each PE's result against a reference.
 //  2. team indices (MP_BY_HOST_SPANS=1: the job spans hosts so): a team used by host holds more team indices (its
 //     subteams) than before its first allreduce, and destroying it gives all of them back.
 //  3. no free index: with every index but the team's own in use, the team's first allreduce cannot make its
@@ -98,7 +100,35 @@ void results(tether_team_t t, const std::vector<int>& members, const char* name,
       }
     }
   }
-  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): results OK\n", name, members.size());
+  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): allreduce results OK\n", name, members.size());
+}
+
+// Allgather on team t (by host where each host's members are consecutive in t and every host holds as many; the
+// other teams check the flat path beside it): blocks of 1 to 3000 longs, in place and not.
+void gathered(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
+  const int myIndex = tether_team_my_pe(t);
+  if (myIndex < 0) return;
+  const size_t n = members.size();
+  static const size_t counts[] = {1, 3, 100, 257, 3000};
+  int r = r0;
+  for (size_t count : counts) {
+    if (count * n > kMaxCount) continue;
+    for (int inPlace = 0; inPlace < 2; ++inPlace, ++r) {
+      const int mine = members[static_cast<size_t>(myIndex)];
+      long* src = inPlace ? ldst + static_cast<size_t>(myIndex) * count : lsrc;
+      for (size_t i = 0; i < count; ++i) src[i] = value(mine, i, r);
+      MP_OK(tether_team_allgather(t, ldst, src, count, TETHER_LONG));
+      for (size_t m = 0; m < n; ++m)
+        for (size_t i = 0; i < count; ++i)
+          if (ldst[m * count + i] != value(members[m], i, r)) {
+            std::fprintf(stderr, "PE %d: %s allgather count %zu%s: block %zu element %zu is %ld, want %ld\n", me, name,
+                         count, inPlace ? " in place" : "", m, i, ldst[m * count + i], value(members[m], i, r));
+            MP_CHECK(false);
+          }
+      MP_OK(tether_team_sync(t));  // the next case rewrites dest
+    }
+  }
+  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): allgather results OK\n", name, n);
 }
 
 // Teams split off the world until no index is free on every PE (TETHER_ERR_NO_MEMORY).
@@ -133,6 +163,7 @@ void indices(bool spans) {
   const int made = freeTeams();
   MP_CHECK(made == before - 1);
   results(t, worldMembers(true), "a split team", 100);
+  gathered(t, worldMembers(true), "a split team", 150);
   const int used = freeTeams();
   // Its subteams took indices: a host team holds one on each PE of its host (the leaders' team may take one that was
   // not free on every PE anyway), so at least one fewer is free on all.
@@ -199,11 +230,13 @@ int main() {
     return mp::finish();
   }
   results(tether_team_world(w), worldMembers(false), "the world", 0);
+  gathered(tether_team_world(w), worldMembers(false), "the world", 400);
   tether_team_t even = TETHER_TEAM_INVALID;
   MP_OK(tether_team_split_strided(tether_team_world(w), 0, 2, (npes + 1) / 2, nullptr, &even));
   std::vector<int> evens;
   for (int k = 0; k < npes; k += 2) evens.push_back(k);
   results(even, evens, "the even PEs", 50);
+  gathered(even, evens, "the even PEs", 450);
   if (even != TETHER_TEAM_INVALID) MP_OK(tether_team_destroy(even));
   const char* spans = std::getenv("MP_BY_HOST_SPANS");
   indices(spans && std::strcmp(spans, "1") == 0);
