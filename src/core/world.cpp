@@ -87,7 +87,9 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
     TETHER_LOG_WARN(LogSys::Config, "%s is not a tether variable (typo?); see tether-info --config", u.c_str());
   timeout_ = config_.seconds("TETHER_TIMEOUT");
   forceProxy_ = config_.flag("TETHER_FORCE_PROXY");
-  syncByHost_ = config_.flag("TETHER_SYNC_BY_HOST");
+  const std::string byHost = config_.str("TETHER_SYNC_BY_HOST");
+  if (byHost != "auto" && !parseBool(byHost, &syncByHost_))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_SYNC_BY_HOST=%s: expected auto, 1 or 0", byHost.c_str());
   const std::string defaultSegment = config_.str("TETHER_DEFAULT_SEGMENT");
   if (defaultSegment != "auto" && defaultSegment != "host" && defaultSegment != "device")
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_DEFAULT_SEGMENT=%s: expected auto, host or device",
@@ -124,19 +126,22 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   }
   TETHER_LOG_INFO(LogSys::Core, "PE %d of %d (launcher %s)", job_.rank, job_.size, job_.launcher.c_str());
   TETHER_TRY(discoverHosts());
+  TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
+  streams_.attach(gpu_.get(), job_.rank);
+  TETHER_TRY(discoverTopology());
+  noteSharedGpu();
+  if (byHost == "auto") {  // the same answer on every PE: from the topology every PE gathered
+    syncByHost_ = true;
+    for (const PeRecord& p : topo_.pes) syncByHost_ = syncByHost_ && !p.gpu.present;
+  }
   {
     std::vector<int> all(static_cast<size_t>(job_.size));
     for (int pe = 0; pe < job_.size; ++pe) all[static_cast<size_t>(pe)] = pe;
     barrierSchedule_ = syncSchedule(all, job_.rank, ControlBlock::kMaxRounds);
     if (barrierSchedule_.byHost)
       TETHER_LOG_INFO(LogSys::Sync, "barriers by host: each host's PEs meet first, one PE per host crosses the network "
-                      "(%d words; TETHER_SYNC_BY_HOST=1)",
-                      barrierSchedule_.wordsUsed);
+                      "(%d words; TETHER_SYNC_BY_HOST=%s)", barrierSchedule_.wordsUsed, byHost.c_str());
   }
-  TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
-  streams_.attach(gpu_.get(), job_.rank);
-  TETHER_TRY(discoverTopology());
-  noteSharedGpu();
 
   TETHER_TRY(heap_.setUp(config_, job_, topo_, localPe_, localSize_, timeout_, *bootstrap_, gpu_.get()));
 
