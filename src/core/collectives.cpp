@@ -232,7 +232,7 @@ StreamCollCall::Kind streamKind(CollKind k) {
 Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bool syncOnly, void* stream) {
   std::shared_ptr<Team> team;
   TETHER_TRY(w_.teams().acquire(call, ref, &team));
-  const Team& t = *team;
+  Team& t = *team;
   StreamCollCall c;
   Plan p;
   if (!syncOnly) {
@@ -244,6 +244,11 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
   if (!syncOnly && p.block != 0 && !so->gpuAddresses() &&
       (!isHostMemory(p.dref.kind) || !isHostMemory(p.sref.kind)))
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only", call);
+  // By host (protocol above), where every subteam has a device view: the same three collectives, enqueued.
+  if (!syncOnly && p.block != 0 && byHostKind(t, a.kind) && t.hostStrided && t.byHost != 3) {
+    TETHER_TRY(makeByHost(call, t, ref));
+    if (t.byHost == 2) return byHostSteps(call, t, p, so, stream);
+  }
   tether_device_handle_t h;
   TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));
   tether_device_team_t v;
@@ -738,6 +743,19 @@ bool Collectives::hostShaped(Team& t) const {
     }
     t.byHost = groups.size() >= 2 && largest >= 2 ? 1 : 0;
     t.hostRun = t.byHost && blocks ? static_cast<int>(largest) : 0;
+    // The subteams' device views (stream forms) need their members at a fixed world-PE stride.
+    auto strided = [&](const std::vector<int>& members) {  // team numbers
+      for (size_t k = 2; k < members.size(); ++k)
+        if (t.pes[members[k]] - t.pes[members[k - 1]] != t.pes[members[1]] - t.pes[members[0]]) return false;
+      return true;
+    };
+    std::vector<int> leaders;
+    t.hostStrided = true;
+    for (const auto& g : groups) {
+      leaders.push_back(g[0]);
+      t.hostStrided = t.hostStrided && strided(g);
+    }
+    t.hostStrided = t.hostStrided && strided(leaders);
   }
   return t.byHost != 0;
 }
@@ -751,27 +769,40 @@ bool Collectives::byHostCall(Team& t, const Plan& p) const {
          isHostMemory(p.dref.kind) && t.byHost != 3;
 }
 
-Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
-  if (t.byHost == 1) {
-    const Status made = w_.teams().splitByHost(call, ref);
-    if (t.byHost == 3) {  // no free team slots (on every member alike): this call and later ones pull as before
-      TETHER_LOG_INFO(LogSys::Core, "%s: team index %d: no subteams by host (%s); pulling from every member", call,
-                      t.slot, made.message().c_str());
-      return dataPhase(call, t, p);
-    }
-    TETHER_TRY(w_.teams().lose(t, made));
+Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
+  if (t.byHost != 1) return Status::ok();
+  const Status made = w_.teams().splitByHost(call, ref);
+  if (t.byHost == 3) {  // no free team slots (on every member alike): this call and later ones pull as before
+    TETHER_LOG_INFO(LogSys::Core, "%s: team index %d: no subteams by host (%s); pulling from every member", call,
+                    t.slot, made.message().c_str());
+    return Status::ok();
   }
+  return w_.teams().lose(t, made);
+}
+
+Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
+  TETHER_TRY(makeByHost(call, t, ref));
+  if (t.byHost == 3) return dataPhase(call, t, p);
+  return byHostSteps(call, t, p, nullptr, nullptr);
+}
+
+Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {
   const bool gather = p.a.kind == CollKind::Allgather;
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (%s each host's first member, "
-                  "%s among those, broadcast on each host)", call, t.slot, p.n, p.a.count,
+                  "%s among those, broadcast on each host)%s", call, t.slot, p.n, p.a.count,
                   dtypeInfo(p.a.type).name, gather ? "allgather on each host, so into" : "reduce into",
-                  gather ? "allgather" : "allreduce");
+                  gather ? "allgather" : "allreduce", so ? ", each step on the stream" : "");
+  // One step: the blocking host form, or (so) the stream form enqueued on stream.
+  auto step = [&](TeamRef sub, const CollArgs& r, const char* what) {
+    const Status s = so ? enqueue(call, sub, r, false, stream) : run(call, sub, r);
+    return (so ? s : w_.teams().lose(t, s)).withContext(what);
+  };
   CollArgs r;
   r.type = p.a.type;
   r.op = p.a.op;
   r.root = 0;
   const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member (and so its first)
-  // Allgather (Team::hostRun members per host, consecutive): this host's blocks [first, first + run) of dest.
+  // Allgather (Team::hostRun members per host, consecutive): this host's blocks [first, first + perHost) of dest.
   const size_t perHost = static_cast<size_t>(t.hostRun), first = gather ? p.me - p.me % perHost : 0;
   char* dest = static_cast<char*>(p.a.dest);
   if (!alone) {  // each host's blocks (allgather) or combination (reduce) at its first member
@@ -779,15 +810,18 @@ Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Pla
     r.dest = gather ? dest + first * p.block : dest;
     r.src = p.a.src;
     r.count = p.a.count;
-    TETHER_TRY(w_.teams().lose(t, run(call, t.hostTeam, r).withContext("on this host")));
+    TETHER_TRY(step(t.hostTeam, r, "on this host"));
   }
-  if (alone && !p.inPlace) std::memcpy(dest, p.a.src, p.block);  // the leaders' allreduce is in place
+  if (alone && !p.inPlace) {  // the leaders' allreduce is in place
+    if (so) TETHER_TRY(so->copy(stream, dest, p.a.src, p.block).withContext(call));
+    else std::memcpy(dest, p.a.src, p.block);
+  }
   if (t.leaderTeam.slot >= 0) {  // in place: leader h's part of dest is its host's (allgather: blocks h * perHost ...)
     r.kind = gather ? CollKind::Allgather : CollKind::Allreduce;
     r.dest = dest;
     r.src = gather ? dest + first * p.block : dest;
     r.count = gather ? perHost * p.a.count : p.a.count;
-    TETHER_TRY(w_.teams().lose(t, run(call, t.leaderTeam, r).withContext("between hosts")));
+    TETHER_TRY(step(t.leaderTeam, r, "between hosts"));
   }
   if (!alone) {
     r.kind = CollKind::Broadcast;
@@ -795,7 +829,7 @@ Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Pla
     r.src = dest;
     r.count = gather ? p.n * p.a.count : p.a.count;
     r.eager = true;
-    TETHER_TRY(w_.teams().lose(t, run(call, t.hostTeam, r).withContext("broadcasting on this host")));
+    TETHER_TRY(step(t.hostTeam, r, "broadcasting on this host"));
   }
   return Status::ok();
 }

@@ -121,6 +121,9 @@
 //     One crossing per host pair instead of every member pulling every other host's members: 2-core VM, two netns
 //     hosts, --touch-src, allreduce: 4 PEs 0.54-0.69x, 8 PEs 0.27-0.48x the time (bench/results/cpu-2core-vm/
 //     coll_by_host_ab.txt); allgather (fcollect): 4 PEs 0.58-0.86x, 8 PEs 0.45-0.59x (coll_by_host_allgather_ab.txt).
+//     Stream forms (enqueue): the same three, enqueued as stream forms on the subteams, where every subteam has a
+//     device view (Team::hostStrided: members at a fixed world-PE stride, alike from the team's hosts); their first
+//     call makes the subteams (a blocking split: members enqueue stream collectives in the same order anyway).
 //
 // Who calls it: the C API (core/api.cpp) through World::colls(). Thread-safety: collective calls on one team must
 // not race (teams' rule); different teams may run on different threads. Lifetime: a member of World; uses Teams.
@@ -138,6 +141,7 @@
 namespace tether {
 
 struct StreamCollCall;  // core/stream_ops.h
+class StreamOps;
 
 class Config;
 class World;
@@ -338,8 +342,13 @@ class Collectives {
   bool hostShaped(Team& t) const;
   bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
   bool byHostCall(Team& t, const Plan& p) const;  // p's data phase runs by host (agreed values and t's shape)
-  // The data phase by host: t's subteams (made at the first such call, Teams::splitByHost), then the three calls.
+  // t's subteams, made at the first call that needs them (Teams::splitByHost; Team::byHost 2, or 3 when no team
+  // index was free on some member: alike on all). A failure of the split loses t.
+  Status makeByHost(const char* call, Team& t, TeamRef ref);
+  // The data phase by host: the subteams, then the three calls (byHostSteps), or the pull (no subteams).
   Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);
+  // The three calls on the subteams: host forms, or (so) stream forms enqueued on stream.
+  Status byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
   Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);

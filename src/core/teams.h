@@ -100,6 +100,7 @@ struct Team {
   int8_t byHost = -1;
   int hostRun = 0;  // where byHost > 0: members per host when each host's are consecutive in team order and every
                     // host holds as many (allgather by host needs that), else 0
+  bool hostStrided = false;  // where byHost > 0: each subteam's members at a fixed world-PE stride (device views)
   TeamRef hostTeam, leaderTeam;
 };
 
