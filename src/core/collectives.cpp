@@ -772,12 +772,15 @@ bool Collectives::byHostCall(Team& t, const Plan& p) const {
 Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
   if (t.byHost != 1) return Status::ok();
   const Status made = w_.teams().splitByHost(call, ref);
-  if (t.byHost == 3) {  // no free team slots (on every member alike): this call and later ones pull as before
+  if (made.code() == TETHER_ERR_NO_MEMORY) {  // no free team index (every member alike): this call and later ones pull
+    t.byHost = 3;
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d: no subteams by host (%s); pulling from every member", call,
                     t.slot, made.message().c_str());
     return Status::ok();
   }
-  return w_.teams().lose(t, made);
+  TETHER_TRY(w_.teams().lose(t, made));
+  t.byHost = 2;
+  return Status::ok();
 }
 
 Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {

@@ -49,11 +49,10 @@ SyncSchedule SyncSchedule::make(const std::vector<int>& host, int me, int maxWor
   }
   s.byHost = true;
   s.wordsUsed = a + b + 1;
-  size_t g = 0, pos = 0;  // this member's host and its place there
-  while ((pos = static_cast<size_t>(std::find(groups[g].begin(), groups[g].end(), me) - groups[g].begin())) ==
-         groups[g].size())
-    ++g;
+  size_t g = 0;  // this member's host
+  while (host[static_cast<size_t>(groups[g][0])] != host[static_cast<size_t>(me)]) ++g;
   const std::vector<int>& mine = groups[g];
+  const size_t pos = static_cast<size_t>(std::find(mine.begin(), mine.end(), me) - mine.begin());
   disseminate(mine, pos, 0, &s.steps);
   const int release = a + b;
   if (pos != 0) {

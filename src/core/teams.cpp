@@ -350,13 +350,10 @@ Status Teams::splitByHost(const char* call, TeamRef parentRef) {
     return true;
   };
   TeamRef out[2];
-  const Status s = split(call, parentRef, args, names, true, plan, out, 2);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (s.code() == TETHER_ERR_NO_MEMORY) parent->byHost = 3;  // every member fails alike: all go on without
-  if (!s.isOk()) return s;
+  TETHER_TRY(split(call, parentRef, args, names, true, plan, out, 2));
+  std::lock_guard<std::mutex> lock(mu_);  // destroy (any thread) reads them
   parent->hostTeam = out[0];
   parent->leaderTeam = out[1];
-  parent->byHost = 2;
   return Status::ok();
 }
 

@@ -137,8 +137,8 @@ class Teams {
                  TeamRef* xout, TeamRef* yout);
   // Collective over parent (its members span 2+ hosts): *host = this PE's team of the parent's members on its host
   // (none when it is alone there), *leaders = the team of each host's first member (none unless this PE is one), both
-  // in parent order, recorded in the parent (Team::hostTeam, leaderTeam; byHost 2) and destroyed with it. Every member
-  // succeeds or fails alike (TETHER_ERR_NO_MEMORY: no common free slot; byHost 3 then).
+  // in parent order, recorded in the parent (Team::hostTeam, leaderTeam) and destroyed with it. Every member succeeds
+  // or fails alike (TETHER_ERR_NO_MEMORY: no common free slot).
   Status splitByHost(const char* call, TeamRef parent);
   // settle(team): runs first, without the room's lock: waits (bounded) until every member has finished what this PE
   // started on the team (the collectives' eager broadcast returns on its root before the members read). A failure
