@@ -49,6 +49,7 @@ constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data pha
 constexpr int kHeadAlgoShift = 28;                   // with this allreduce algorithm (StreamCollCall::Algo, 2 bits)
 constexpr uint64_t kHeadEngine = kHeadGpu | uint64_t{3} << kHeadAlgoShift;
 constexpr uint64_t kHeadByHost = uint64_t{1} << 30;  // Record head: the call would run by host (TETHER_COLL_BY_HOST)
+constexpr uint64_t kHeadSrcAtRoot = uint64_t{1} << 31;  // Record head: CollArgs::srcAtRoot (src left out)
 
 const char* kindName(CollKind k) {
   static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
@@ -552,7 +553,17 @@ Status Collectives::mismatch(const char* call, const Team& t, const Record& mine
                 "GPUs' peer access differ between them (they must be the same on every member)", call, t.me,
                 w_.myPe(), engine(mine.w[Record::kHead]), m, t.pes[m], engine(theirs.w[Record::kHead]));
   }
-  for (size_t f = 0; f < Record::kWords; ++f) {
+  // The by-host bit follows from the other fields (a broadcast's root) and from settings: a difference in it alone
+  // names the settings, next to another difference it is left out.
+  const bool byHostOnly = (theirs.w[Record::kHead] ^ mine.w[Record::kHead]) == kHeadByHost;
+  bool restEqual = true;
+  for (size_t f = 1; f < Record::kWords; ++f) restEqual = restEqual && theirs.w[f] == mine.w[f];
+  if (byHostOnly && restEqual)
+    TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the same arguments, but team PE %d (world PE %d) runs this call by host and "
+                "team PE %zu (world PE %d) %s: TETHER_COLL_BY_HOST, or the paths between PEs of one host "
+                "(TETHER_PATHS), differ between them (they must be the same on every member)", call, t.me, w_.myPe(),
+                m, t.pes[m], (mine.w[Record::kHead] & kHeadByHost) ? "does not" : "does");
+  for (size_t f = byHostOnly ? 1 : 0; f < Record::kWords; ++f) {
     if (theirs.w[f] == mine.w[f]) continue;
     auto show = [&](const Record& r) {
       const uint64_t v = r.w[f];
@@ -751,9 +762,14 @@ bool Collectives::hostShaped(Team& t) const {
     };
     std::vector<int> leaders;
     t.hostStrided = true;
+    t.hostFirst.assign(t.pes.size(), -1);
+    t.hostMapped = true;
     for (const auto& g : groups) {
+      t.hostFirst[static_cast<size_t>(g[0])] = static_cast<int>(leaders.size());
       leaders.push_back(g[0]);
       t.hostStrided = t.hostStrided && strided(g);
+      if (std::find(g.begin(), g.end(), t.me) != g.end())
+        for (int m : g) t.hostMapped = t.hostMapped && (m == t.me || tokenPeer(t.pes[static_cast<size_t>(m)]));
     }
     t.hostStrided = t.hostStrided && strided(leaders);
   }
@@ -764,7 +780,18 @@ bool Collectives::byHostKind(Team& t, CollKind k) const {
   return byHost_ && hostShaped(t) && (k == CollKind::Allreduce || (k == CollKind::Allgather && t.hostRun > 0));
 }
 
+bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) const {
+  // Up to kCollStageBytes the pulling path is one-shot (the root's staged copy, one round trip after the agreement),
+  // which the two steps do not beat: 2-core VM, two netns hosts, by host at every size: 4 PEs 8-256 B 1.04-1.12x the
+  // time, 512 B-2 KiB 0.91-0.98x, 4-64 KiB 0.74-0.86x; 8 PEs 0.81-0.98x and 0.57-0.78x
+  // (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
+  return byHost_ && a.kind == CollKind::Broadcast && block > kCollStageBytes && hostShaped(t) && t.hostMapped &&
+         a.root >= 0 && static_cast<size_t>(a.root) < t.pes.size() && t.hostFirst[static_cast<size_t>(a.root)] >= 0;
+}
+
 bool Collectives::byHostCall(Team& t, const Plan& p) const {
+  if (p.a.kind == CollKind::Broadcast)  // (each member's dest is its own affair: only src is agreed)
+    return byHostBroadcast(t, p.a, p.block) && isHostMemory(p.sref.kind) && t.byHost != 3;
   return byHostKind(t, p.a.kind) && !p.gpu && p.block != 0 && isHostMemory(p.sref.kind) &&
          isHostMemory(p.dref.kind) && t.byHost != 3;
 }
@@ -786,7 +813,35 @@ Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
 Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
   TETHER_TRY(makeByHost(call, t, ref));
   if (t.byHost == 3) return dataPhase(call, t, p);
+  if (p.a.kind == CollKind::Broadcast) return byHostBroadcastSteps(call, t, p);
   return byHostSteps(call, t, p, nullptr, nullptr);
+}
+
+Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& p) {
+  const size_t root = static_cast<size_t>(p.a.root);
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (root %zu to the other hosts' "
+                  "first members, each of those broadcasts on its host)", call, t.slot, p.n, p.a.count,
+                  dtypeInfo(p.a.type).name, root);
+  CollArgs r;
+  r.kind = CollKind::Broadcast;
+  r.type = p.a.type;
+  r.count = p.a.count;
+  if (t.leaderTeam.slot >= 0) {  // the root (its host's first member) to every host's first member, from its src
+    r.root = t.hostFirst[root];
+    r.dest = p.a.dest;
+    r.src = p.a.src;
+    TETHER_TRY(w_.teams().lose(t, run(call, t.leaderTeam, r)).withContext("between hosts"));
+  }
+  if (t.hostTeam.slot < 0) return Status::ok();  // alone on its host
+  // Each host's first member to the others, from where it holds the data: the root its src, the others their dest,
+  // at offsets the readers need not share (srcAtRoot: the root's token says where). A member passes its own object
+  // as both (the root's dest stays as the step above left it; the readers' src is not read).
+  r.root = 0;
+  r.eager = true;
+  r.srcAtRoot = true;
+  r.dest = p.me == root ? const_cast<void*>(p.a.src) : p.a.dest;
+  r.src = r.dest;
+  return w_.teams().lose(t, run(call, t.hostTeam, r)).withContext("broadcasting on this host");
 }
 
 Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {
@@ -1061,13 +1116,17 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
 
 // ---- tokens and the eager broadcast ------------------------------------------------------------------------------
 
+bool Collectives::tokenPeer(int pe) const {
+  const SegPath& sp = w_.path(pe, SegKind::Host);
+  return sp.ops && (sp.ops->caps & kCapLoadStore) && w_.remote(pe, SymRef{SegKind::Host, kEagerOffset}).ptr;
+}
+
 bool Collectives::tokenTeam(Team& t) const {
   if (t.tokens < 0) {
     bool all = t.pes.size() >= 2;
     for (int pe : t.pes) {
       if (!all || pe == w_.myPe()) continue;
-      const SegPath& sp = w_.path(pe, SegKind::Host);
-      all = sp.ops && (sp.ops->caps & kCapLoadStore) && w_.remote(pe, SymRef{SegKind::Host, kEagerOffset}).ptr;
+      all = tokenPeer(pe);
     }
     if (all) {  // every member's ring of the slot, as mapped here (the HOST segments' bases never move)
       const uint64_t off = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
@@ -1220,10 +1279,12 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
     TETHER_TRY(w_.teams().lose(t, stageRoom(call, t, p.block, c, &off)));
     std::memcpy(stageBuffer(t, p.me, off), p.a.src, p.block);  // before the token's release store
   }
+  // Pull: the token's data word says where src lies (CollArgs::srcAtRoot's readers read it there).
+  const uint64_t ref = p.sref.offset << 2 | static_cast<uint64_t>(p.sref.kind);
   TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine,
                                           kTokEager | (inl ? kTokInline : 0) | (staged ? kTokStaged : 0),
-                                          staged ? static_cast<const void*>(&off) : p.a.src,
-                                          inl ? p.block : staged ? sizeof off : 0)));
+                                          inl ? p.a.src : staged ? static_cast<const void*>(&off) : &ref,
+                                          inl ? p.block : sizeof(uint64_t))));
   Status err;
   if (!p.inPlace && p.block != 0) {
     if (host && isHostMemory(p.dref.kind)) std::memmove(p.a.dest, p.a.src, p.block);
@@ -1279,7 +1340,13 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
   if (meta & kTokStaged)  // the token's data word: where the root's copy lies in its staging ring
     return writeLocal(call, p.a.dest, stageBuffer(t, root, s[kTokData] % kEagerStageTeamBytes), p.block,
                       p.dref.kind == SegKind::Device);
-  return copyFrom(call, p.a.dest, p.a.src, p.block, t.pes[root]);
+  if (!p.a.srcAtRoot) return copyFrom(call, p.a.dest, p.a.src, p.block, t.pes[root]);
+  // The root's src, where its token says (a symmetric range here too: the heaps are symmetric; checked all the same).
+  const SymRef ref{static_cast<SegKind>(s[kTokData] & 3), s[kTokData] >> 2};
+  const void* src = w_.heap().local(ref);
+  SymRef checked{};
+  TETHER_TRY(w_.checkSymmetric(call, "the root's src", src, p.block, &checked));
+  return copyFrom(call, p.a.dest, src, p.block, t.pes[root]);
 }
 
 Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError,
@@ -1345,7 +1412,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
                           (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
-                          (byHostKind(t, a.kind) ? kHeadByHost : 0) |
+                          (byHostKind(t, a.kind) || byHostBroadcast(t, a, p.block) ? kHeadByHost : 0) |
+                          (bcast && a.srcAtRoot ? kHeadSrcAtRoot : 0) |
                           (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
@@ -1353,7 +1421,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     if (p.block != 0 && a.kind != CollKind::Alltoallv) {  // alltoallv: extents differ by design
       // In-place allgather and reduce_scatter: the side that differs per member by design is left out.
       const bool destVaries = (p.inPlace && a.kind == CollKind::ReduceScatter) || bcast;
-      const bool srcVaries = p.inPlace && a.kind == CollKind::Allgather;
+      const bool srcVaries = (p.inPlace && a.kind == CollKind::Allgather) || (bcast && a.srcAtRoot);
       if (!destVaries) mine.w[Record::kDest] = p.dref.offset << 2 | static_cast<uint64_t>(p.dref.kind);
       if (!srcVaries) mine.w[Record::kSrc] = p.sref.offset << 2 | static_cast<uint64_t>(p.sref.kind);
     }
@@ -1364,6 +1432,9 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   }
   if (t.pes.size() == 1 && !p.local.isOk()) return p.local;
   const bool tokens = tokenTeam(t);
+  if (a.srcAtRoot && !(tokens && a.eager && a.kind == CollKind::Broadcast))  // (internal: byHostBroadcastSteps)
+    TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: a broadcast from the root's own place needs the eager form on a team whose "
+                "members map each other (team index %d)", call, t.slot);
   const uint64_t c = t.callSeq++;
   DoneOnExit done(tokens ? doneWord(t, p.me) : nullptr, c + 1);
   if (tokens && a.eager && a.kind == CollKind::Broadcast) return eagerBroadcast(call, t, p, mine, c);

@@ -105,8 +105,9 @@
 //     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
 //     next step of #21 (docs/collectives.md says what exists).
 //  By host (allreduce, and allgather where each host's members are consecutive in team order and every host holds as
-//     many (Team::hostRun); HOST/STATIC objects on a team whose members span hosts with 2+ on some host; not on the
-//     GPU engine; TETHER_COLL_BY_HOST, on by default, in the record): after the agreement nothing above runs; instead
+//     many (Team::hostRun), and broadcast as below; HOST/STATIC objects on a team whose members span hosts with 2+
+//     on some host; not on the GPU engine; TETHER_COLL_BY_HOST, on by default, in the record): after the agreement
+//     nothing above runs; instead
 //     three collectives on two subteams of the team, made by one split (Teams::splitByHost) at the team's first such
 //     call and destroyed with it. Allreduce: this host's members (in team order) reduce into the first one's dest (a
 //     reduce with root 0; a member alone on its host copies src to dest), those first members allreduce in place
@@ -124,6 +125,15 @@
 //     Stream forms (enqueue): the same three, enqueued as stream forms on the subteams, where every subteam has a
 //     device view (Team::hostStrided: members at a fixed world-PE stride, alike from the team's hosts); their first
 //     call makes the subteams (a blocking split: members enqueue stream collectives in the same order anyway).
+//     Broadcast (host forms, HOST/STATIC src, over kCollStageBytes -- below it the pulling path is one-shot, which two
+//     steps do not beat -- where the root is its host's first member in team order (Team::hostFirst) and this host's
+//     members map each other (Team::hostMapped: the host team is a token team; a job whose hosts differ in that fails
+//     its broadcasts across hosts as a mismatch naming TETHER_COLL_BY_HOST and TETHER_PATHS)): two collectives. The
+//     root broadcasts from its src to the hosts' first members (the leaders' team, agreed: each pulls the root's src,
+//     which the agreement above found ready), then each of those broadcasts on its host from where it holds the data
+//     (eager, CollArgs::srcAtRoot: the members' dests may lie at different offsets, so the readers take the root's
+//     place from its token instead of agreeing on a src). 2-core VM, two netns hosts, 4-64 KiB: 4 PEs 0.64-0.72x,
+//     8 PEs 0.44-0.59x the time (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
 //
 // Who calls it: the C API (core/api.cpp) through World::colls(). Thread-safety: collective calls on one team must
 // not race (teams' rule); different teams may run on different threads. Lifetime: a member of World; uses Teams.
@@ -209,6 +219,9 @@ struct CollArgs {
   tether_red_op_t op = TETHER_RED_SUM; // reductions only; an enumerator
   int root = 0;                        // broadcast, reduce
   bool eager = false;                  // broadcast, alltoall: the eager form (protocol above)
+  // Eager broadcast on a token team only (internal: the last step of a broadcast by host): the members' src is
+  // neither compared (left out of the record) nor read; readers that pull take the root's from its token.
+  bool srcAtRoot = false;
   Status invalid;  // an argument error the caller found (a bad enum: type and op then hold safe values); agreed on
   // alltoallv: n_pes entries each, in elements; scounts and sdispls symmetric (the receivers read them).
   const size_t* rcounts = nullptr;
@@ -269,6 +282,7 @@ class Collectives {
   Status mismatch(const char* call, const Team& t, const Record& mine, size_t m, const Record& theirs) const;
   // ---- tokens and the eager broadcast (protocol above)
   bool tokenTeam(Team& t) const;  // cached in the Team: every member load/store mapped, 2+ members
+  bool tokenPeer(int pe) const;   // world PE pe's HOST segment (its token rings) load/store mapped here
   uint64_t* tokenSlot(const Team& t, size_t m, uint64_t c) const;  // member m's slot of call c (mapped)
   uint64_t* doneWord(const Team& t, size_t m) const;
   uint64_t* closeWord(const Team& t, size_t m) const;  // the word after it: closeByWords
@@ -341,14 +355,20 @@ class Collectives {
   // t's members span hosts and some host holds 2+ (Team::byHost and hostRun, computed once).
   bool hostShaped(Team& t) const;
   bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
+  // A broadcast a of block bytes by host: TETHER_COLL_BY_HOST, over kCollStageBytes, t's shape, its root first on
+  // its host, this host's members mapped.
+  bool byHostBroadcast(Team& t, const CollArgs& a, size_t block) const;
   bool byHostCall(Team& t, const Plan& p) const;  // p's data phase runs by host (agreed values and t's shape)
   // t's subteams, made at the first call that needs them (Teams::splitByHost; Team::byHost 2, or 3 when no team
   // index was free on some member: alike on all). A failure of the split loses t.
   Status makeByHost(const char* call, Team& t, TeamRef ref);
-  // The data phase by host: the subteams, then the three calls (byHostSteps), or the pull (no subteams).
+  // The data phase by host: the subteams, then the calls on them (byHostSteps, byHostBroadcastSteps), or the pull
+  // (no subteams).
   Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);
   // The three calls on the subteams: host forms, or (so) stream forms enqueued on stream.
   Status byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
+  // A broadcast's two (host forms): between the hosts' first members, then on each host from its first member.
+  Status byHostBroadcastSteps(const char* call, Team& t, const Plan& p);
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
   Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);

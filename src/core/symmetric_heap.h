@@ -73,6 +73,13 @@ class SymmetricHeap {
     *ref = SymRef{SegKind::Host, a - hb};
     return true;
   }
+  // This PE's address of ref (the inverse of check, unchecked); nullptr when its segment is absent here.
+  char* local(SymRef ref) const {
+    char* b = ref.kind == SegKind::Static   ? staticLocal_
+              : ref.kind == SegKind::Device ? (device_ ? device_->myBase() : nullptr)
+                                            : host_->myBase();
+    return b ? b + ref.offset : nullptr;
+  }
   // Every segment, with the error that names the call, the value and the segments' ranges.
   Status checkSlow(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const;
   Status check(const char* call, const char* what, const void* addr, uint64_t n, SymRef* ref) const {

@@ -1,18 +1,24 @@
-// mp_coll_by_host: allreduces by host (core/collectives.h "By host": where a team's PEs span hosts with 2+ on some
-// host, each host's members reduce into its first member, those allreduce among themselves, each broadcasts on its
-// host). Run across the netns hosts (tests/netns), where it takes that path; on one host the same checks run through
-// the flat path. Every PE checks:
+// mp_coll_by_host: collectives by host (core/collectives.h "By host": where a team's PEs span hosts with 2+ on some
+// host, allreduce: each host's members reduce into its first member, those allreduce among themselves, each
+// broadcasts on its host; allgather alike; broadcast: the root to the other hosts' first members, each on its
+// host). Run across the netns hosts (tests/netns), where it takes that path; on one host the same checks run
+// through the flat path. Every PE checks:
 //  1. results: the world, the world reversed and the even PEs; allreduce of double (integral values: exact in any
 //     association) with sum and max, and of long with sum, min and xor; 1 to 40000 elements (one-shot, pulled and
 //     two-shot sizes of the flat path), in place and not; allgather of 1 to 3000 longs per member, in place and not
 //     (by host where each host's members are consecutive and as many: in the netns jobs of 4 and 8 PEs the world
 //     and the split team, at 8 the even PEs too; 3 PEs (1 + 2) pull); each PE's result against a reference.
+//     Broadcasts of 1 to 30000 longs from every root, agreed and eager, each member's dest at its own offset, the
+//     root in place or not (by host over 2 KiB where the root is its host's first member), checked with the longs
+//     around dest.
 //  2. team indices (MP_BY_HOST_SPANS=1: the job spans hosts so): a team used by host holds more team indices (its
-//     subteams) than before its first allreduce, and destroying it gives all of them back.
+//     subteams, made by its first broadcast) than before, and destroying it gives all of them back.
 //  3. no free index: with every index but the team's own in use, the team's first allreduce cannot make its
-//     subteams; every member goes on without them (the flat path) with the right results, then and later.
+//     subteams; every member goes on without them (the flat path) with the right results (broadcasts too), then
+//     and later.
 //  4. MP_BY_HOST_PE0=1: PE 0's TETHER_COLL_BY_HOST differs from the others': every member fails with
-//     TETHER_ERR_MISMATCH at once (the setting is in the record), and the team stays usable.
+//     TETHER_ERR_MISMATCH at once (the setting is in the record; the message names it), a broadcast over 2 KiB too,
+//     and the team stays usable.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +137,49 @@ void gathered(tether_team_t t, const std::vector<int>& members, const char* name
   if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): allgather results OK\n", name, n);
 }
 
+// Broadcasts on team t from every root (by host over 2 KiB where the root is its host's first member; otherwise
+// one-shot or every member pulls): 1 to 30000 longs (over 2 KiB: the staged and pulled sizes of the eager form on a
+// host), the agreed and the eager form in turn. Each member's dest lies at its own offset (a broadcast's dests need
+// not be one object), the root in place or not (in place: its dest, which is its src, untouched); the longs around
+// each dest stay as they were, and the root's src too.
+void broadcasts(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
+  const int myIndex = tether_team_my_pe(t);
+  if (myIndex < 0) return;
+  const int n = static_cast<int>(members.size());
+  static const size_t counts[] = {1, 100, 300, 1000, 30000};
+  constexpr size_t kAround = 8;
+  const size_t shift = static_cast<size_t>(myIndex) * 3 % 7;
+  auto untouched = [](size_t i) { return -7 - static_cast<long>(i); };
+  int r = r0;
+  for (size_t count : counts) {
+    for (int root = 0; root < n; ++root) {
+      for (int inPlace = 0; inPlace < 2; ++inPlace, ++r) {
+        const bool isRoot = myIndex == root, rootInPlace = inPlace && isRoot;
+        const bool eager = r % 2 != 0;
+        for (size_t i = 0; i < count + 2 * kAround; ++i) ldst[i] = untouched(i);
+        for (size_t i = 0; i < count; ++i) lsrc[i] = isRoot ? value(members[static_cast<size_t>(root)], i, r) : -1;
+        long* dest = rootInPlace ? lsrc : ldst + kAround + shift;
+        MP_OK(eager ? tether_team_broadcast_eager(t, dest, lsrc, count, TETHER_LONG, root)
+                    : tether_team_broadcast(t, dest, lsrc, count, TETHER_LONG, root));
+        for (size_t i = 0; i < count + 2 * kAround; ++i) {
+          const bool inDest = !rootInPlace && i >= kAround + shift && i < kAround + shift + count;
+          const long want = inDest ? value(members[static_cast<size_t>(root)], i - kAround - shift, r) : untouched(i);
+          if (ldst[i] != want) {
+            std::fprintf(stderr, "PE %d: %s %s broadcast from root %d, count %zu%s: dest long %ld is %ld, want %ld\n",
+                         me, name, eager ? "eager" : "agreed", root, count, rootInPlace ? " (root in place)" : "",
+                         static_cast<long>(i) - static_cast<long>(kAround + shift), ldst[i], want);
+            MP_CHECK(false);
+          }
+        }
+        if (isRoot)
+          for (size_t i = 0; i < count; ++i) MP_CHECK(lsrc[i] == value(members[static_cast<size_t>(root)], i, r));
+        MP_OK(tether_team_sync(t));  // the next case rewrites src and dest
+      }
+    }
+  }
+  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%d PEs): broadcast results OK\n", name, n);
+}
+
 // Teams split off the world until no index is free on every PE (TETHER_ERR_NO_MEMORY).
 std::vector<tether_team_t> fillIndices() {
   std::vector<tether_team_t> made;
@@ -162,12 +211,14 @@ void indices(bool spans) {
   MP_OK(tether_team_split_strided(tether_team_world(w), npes - 1, -1, npes, nullptr, &t));
   const int made = freeTeams();
   MP_CHECK(made == before - 1);
+  broadcasts(t, worldMembers(true), "a split team", 700);
+  // Its subteams, made by its first broadcast by host, took indices: a host team holds one on each PE of its host
+  // (the leaders' team may take one that was not free on every PE anyway), so at least one fewer is free on all.
+  const int used = freeTeams();
+  if (spans) MP_CHECK(used < made);
   results(t, worldMembers(true), "a split team", 100);
   gathered(t, worldMembers(true), "a split team", 150);
-  const int used = freeTeams();
-  // Its subteams took indices: a host team holds one on each PE of its host (the leaders' team may take one that was
-  // not free on every PE anyway), so at least one fewer is free on all.
-  if (spans) MP_CHECK(used < made);
+  MP_CHECK(freeTeams() == used);  // the allreduces and allgathers took the same subteams
   MP_OK(tether_team_destroy(t));
   const int after = freeTeams();
   if (after != before) {
@@ -185,6 +236,7 @@ void noFreeIndex() {
   MP_OK(tether_team_split_strided(tether_team_world(w), 0, 1, npes, nullptr, &t));
   const std::vector<tether_team_t> fill = fillIndices();
   results(t, worldMembers(false), "a team with no index left", 200);
+  broadcasts(t, worldMembers(false), "a team with no index left", 1100);
   for (tether_team_t f : fill) MP_OK(tether_team_destroy(f));
   results(t, worldMembers(false), "the same team once indices are free", 300);
   MP_OK(tether_team_destroy(t));
@@ -199,7 +251,10 @@ void settingDiffers() {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
   MP_CHECK(secs < 5.0);  // TETHER_TIMEOUT is 30 s: detected, not timed out
-  // Still usable: a broadcast (not by host either way) goes through.
+  MP_CHECK(std::strstr(tether_last_error(), "TETHER_COLL_BY_HOST") != nullptr);  // the message names the setting
+  // A broadcast over the one-shot size from root 0 (its host's first member) is by host too: the same.
+  MP_EXPECT_STATUS(tether_team_broadcast(t, ldst, lsrc, 1000, TETHER_LONG, 0), TETHER_ERR_MISMATCH);
+  // Still usable: a small broadcast (not by host either way) goes through.
   for (int i = 0; i < 4; ++i) lsrc[i] = 7 + i;
   MP_OK(tether_team_broadcast(t, ldst, lsrc, 4, TETHER_LONG, 0));
   for (int i = 0; i < 4; ++i) MP_CHECK(ldst[i] == 7 + i);
@@ -231,12 +286,14 @@ int main() {
   }
   results(tether_team_world(w), worldMembers(false), "the world", 0);
   gathered(tether_team_world(w), worldMembers(false), "the world", 400);
+  broadcasts(tether_team_world(w), worldMembers(false), "the world", 500);
   tether_team_t even = TETHER_TEAM_INVALID;
   MP_OK(tether_team_split_strided(tether_team_world(w), 0, 2, (npes + 1) / 2, nullptr, &even));
   std::vector<int> evens;
   for (int k = 0; k < npes; k += 2) evens.push_back(k);
   results(even, evens, "the even PEs", 50);
   gathered(even, evens, "the even PEs", 450);
+  broadcasts(even, evens, "the even PEs", 900);
   if (even != TETHER_TEAM_INVALID) MP_OK(tether_team_destroy(even));
   const char* spans = std::getenv("MP_BY_HOST_SPANS");
   indices(spans && std::strcmp(spans, "1") == 0);
