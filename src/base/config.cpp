@@ -96,9 +96,9 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_COLL_BY_HOST", ConfigType::Bool, "1",
        "Host allreduces, allgathers and broadcasts (OpenSHMEM reductions, fcollect, broadcast) of HOST objects on "
        "teams whose PEs span hosts with 2+ PEs on some host (allgather: each host's PEs consecutive in the team, as "
-       "many on every host; broadcast: over 2 KiB, the root its host's first PE in the team): 1 = each host's PEs "
+       "many on every host; broadcast over 2 KiB: the root its host's first PE in the team): 1 = each host's PEs "
        "combine or gather at its first PE, those PEs exchange among themselves, each broadcasts on its host (a "
-       "broadcast: the root to each host's first PE, then on each host; two more team indices per such team, made "
+       "broadcast: from the root to one PE per host, then on each host; two more team indices per such team, made "
        "at its first such call); 0 = every PE pulls from every other. Must be the same on every PE (a difference is "
        "reported as a mismatch)"},
       {"TETHER_COLL_BLOCKS", ConfigType::Int, "0",

@@ -762,16 +762,17 @@ bool Collectives::hostShaped(Team& t) const {
     };
     std::vector<int> leaders;
     t.hostStrided = true;
-    t.hostFirst.assign(t.pes.size(), -1);
+    t.hostOf.assign(t.pes.size(), -1);
     t.hostMapped = true;
     for (const auto& g : groups) {
-      t.hostFirst[static_cast<size_t>(g[0])] = static_cast<int>(leaders.size());
+      for (int m : g) t.hostOf[static_cast<size_t>(m)] = static_cast<int>(leaders.size());
       leaders.push_back(g[0]);
       t.hostStrided = t.hostStrided && strided(g);
       if (std::find(g.begin(), g.end(), t.me) != g.end())
         for (int m : g) t.hostMapped = t.hostMapped && (m == t.me || tokenPeer(t.pes[static_cast<size_t>(m)]));
     }
     t.hostStrided = t.hostStrided && strided(leaders);
+    t.hostLeader = leaders;
   }
   return t.byHost != 0;
 }
@@ -781,17 +782,19 @@ bool Collectives::byHostKind(Team& t, CollKind k) const {
 }
 
 bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) const {
-  // Up to kCollStageBytes the pulling path is one-shot (the root's staged copy, one round trip after the agreement),
-  // which the two steps do not beat: 2-core VM, two netns hosts, by host at every size: 4 PEs 8-256 B 1.04-1.12x the
-  // time, 512 B-2 KiB 0.91-0.98x, 4-64 KiB 0.74-0.86x; 8 PEs 0.81-0.98x and 0.57-0.78x
-  // (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
-  return byHost_ && a.kind == CollKind::Broadcast && block > kCollStageBytes && hostShaped(t) && t.hostMapped &&
-         a.root >= 0 && static_cast<size_t>(a.root) < t.pes.size() && t.hostFirst[static_cast<size_t>(a.root)] >= 0;
+  // (Both sizes from root 0 against every member pulling, 2-core VM, two netns hosts: 4 PEs 0.66-0.98x the time,
+  // 8 PEs 0.51-0.78x; bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt.)
+  if (!byHost_ || a.kind != CollKind::Broadcast || !hostShaped(t) || !t.hostMapped || a.root < 0 ||
+      static_cast<size_t>(a.root) >= t.pes.size())
+    return false;
+  // Over kCollStageBytes the leaders' broadcast pulls the root's src: the root must be one of them.
+  const size_t root = static_cast<size_t>(a.root);
+  return block <= kCollStageBytes || t.hostLeader[static_cast<size_t>(t.hostOf[root])] == a.root;
 }
 
 bool Collectives::byHostCall(Team& t, const Plan& p) const {
   if (p.a.kind == CollKind::Broadcast)  // (each member's dest is its own affair: only src is agreed)
-    return byHostBroadcast(t, p.a, p.block) && isHostMemory(p.sref.kind) && t.byHost != 3;
+    return byHostBroadcast(t, p.a, p.block) && p.block != 0 && isHostMemory(p.sref.kind) && t.byHost != 3;
   return byHostKind(t, p.a.kind) && !p.gpu && p.block != 0 && isHostMemory(p.sref.kind) &&
          isHostMemory(p.dref.kind) && t.byHost != 3;
 }
@@ -812,36 +815,57 @@ Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
 
 Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
   TETHER_TRY(makeByHost(call, t, ref));
-  if (t.byHost == 3) return dataPhase(call, t, p);
+  if (t.byHost == 3) return stagedBroadcast(p) ? oneShot(call, t, p) : dataPhase(call, t, p);
   if (p.a.kind == CollKind::Broadcast) return byHostBroadcastSteps(call, t, p);
   return byHostSteps(call, t, p, nullptr, nullptr);
 }
 
+bool Collectives::stagedBroadcast(const Plan& p) {
+  return p.a.kind == CollKind::Broadcast && p.block <= kCollStageBytes;  // (by host: HOST src, so the root staged)
+}
+
 Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& p) {
   const size_t root = static_cast<size_t>(p.a.root);
-  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (root %zu to the other hosts' "
-                  "first members, each of those broadcasts on its host)", call, t.slot, p.n, p.a.count,
-                  dtypeInfo(p.a.type).name, root);
+  const bool staged = stagedBroadcast(p);
+  const int host = t.hostOf[p.me], rootHost = t.hostOf[root];
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (%s, each of those broadcasts "
+                  "on its host)", call, t.slot, p.n, p.a.count, dtypeInfo(p.a.type).name,
+                  staged ? "the root's staged copy to the root's host and the other hosts' first members"
+                         : "the root's src to the other hosts' first members");
+  Status failed;
+  if (staged) {  // the root staged its src before the agreement: its host reads it in place, the other hosts' first
+    // members fetch it (one get each), as the one-shot path does for every member; the others wait for their host's
+    if (host == rootHost || t.hostLeader[static_cast<size_t>(host)] == static_cast<int>(p.me))
+      failed = oneShot(call, t, p);
+    else
+      ++t.stageSeq;  // (oneShot flips it on the others: every member alike)
+    if (host == rootHost) return failed;
+  } else if (t.leaderTeam.slot >= 0) {  // the root (its host's first member) to every host's first member, from src
+    CollArgs r;
+    r.kind = CollKind::Broadcast;
+    r.type = p.a.type;
+    r.count = p.a.count;
+    r.root = rootHost;
+    r.dest = p.a.dest;
+    r.src = p.a.src;
+    failed = w_.teams().lose(t, run(call, t.leaderTeam, r)).withContext("between hosts");
+  }
+  if (t.hostTeam.slot < 0) return failed;  // alone on its host
+  // Each host's first member to the others, from where it holds the data: the root its src, the others their dest,
+  // at offsets the readers need not share (srcAtRoot: the root's token says where). A member passes its own object
+  // as both (the root's dest stays as the step above left it; the readers' src is not read). A first member whose
+  // step above failed passes that failure: its readers fail at once (naming it) instead of waiting for its token.
   CollArgs r;
   r.kind = CollKind::Broadcast;
   r.type = p.a.type;
   r.count = p.a.count;
-  if (t.leaderTeam.slot >= 0) {  // the root (its host's first member) to every host's first member, from its src
-    r.root = t.hostFirst[root];
-    r.dest = p.a.dest;
-    r.src = p.a.src;
-    TETHER_TRY(w_.teams().lose(t, run(call, t.leaderTeam, r)).withContext("between hosts"));
-  }
-  if (t.hostTeam.slot < 0) return Status::ok();  // alone on its host
-  // Each host's first member to the others, from where it holds the data: the root its src, the others their dest,
-  // at offsets the readers need not share (srcAtRoot: the root's token says where). A member passes its own object
-  // as both (the root's dest stays as the step above left it; the readers' src is not read).
-  r.root = 0;
   r.eager = true;
   r.srcAtRoot = true;
+  r.invalid = failed;
   r.dest = p.me == root ? const_cast<void*>(p.a.src) : p.a.dest;
   r.src = r.dest;
-  return w_.teams().lose(t, run(call, t.hostTeam, r)).withContext("broadcasting on this host");
+  const Status s = w_.teams().lose(t, run(call, t.hostTeam, r)).withContext("broadcasting on this host");
+  return failed.isOk() ? s : failed;
 }
 
 Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {
@@ -850,10 +874,16 @@ Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, Stream
                   "%s among those, broadcast on each host)%s", call, t.slot, p.n, p.a.count,
                   dtypeInfo(p.a.type).name, gather ? "allgather on each host, so into" : "reduce into",
                   gather ? "allgather" : "allreduce", so ? ", each step on the stream" : "");
-  // One step: the blocking host form, or (so) the stream form enqueued on stream.
-  auto step = [&](TeamRef sub, const CollArgs& r, const char* what) {
-    const Status s = so ? enqueue(call, sub, r, false, stream) : run(call, sub, r);
-    return (so ? s : w_.teams().lose(t, s)).withContext(what);
+  // One step: the blocking host form, or (so) the stream form enqueued on stream (an error there returns at once).
+  // A host form after a failed one passes that failure: the step fails at once on every member of its subteam
+  // (naming this PE) instead of leaving them to wait for it; the first failure is returned.
+  Status failed;
+  auto step = [&](TeamRef sub, CollArgs r, const char* what) {
+    if (so) return enqueue(call, sub, r, false, stream).withContext(what);
+    r.invalid = failed;
+    const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
+    if (failed.isOk()) failed = s;
+    return Status::ok();
   };
   CollArgs r;
   r.type = p.a.type;
@@ -889,7 +919,7 @@ Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, Stream
     r.eager = true;
     TETHER_TRY(step(t.hostTeam, r, "broadcasting on this host"));
   }
-  return Status::ok();
+  return failed;
 }
 
 bool Collectives::twoShot(Team& t, const Plan& p) const {
@@ -1444,9 +1474,10 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   if (tokens && a.eager && eagerAlltoall_ && a.kind == CollKind::Alltoall && p.local.isOk() && !p.gpu &&
       isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind))
     return eagerAlltoall(call, t, p, mine, c);
-  // By host (a function of the agreed record and the team's shape, so every member takes it alike): nothing staged.
+  // By host (a function of the agreed record and the team's shape, so every member takes it alike): nothing staged,
+  // but a small broadcast's root (stagedBroadcast).
   const bool byHost = p.local.isOk() && !tokens && byHostCall(t, p);
-  const size_t stagedB = p.local.isOk() && !byHost ? stagedBytes(p, tokens) : 0;
+  const size_t stagedB = p.local.isOk() && (!byHost || stagedBroadcast(p)) ? stagedBytes(p, tokens) : 0;
   const bool small = stagedB != 0;
   // Token teams carry small contributions in the token itself, larger ones in the members' staging rings (the
   // choice depends on the agreed record only). A broadcast's non-roots contribute nothing.

@@ -125,15 +125,20 @@
 //     Stream forms (enqueue): the same three, enqueued as stream forms on the subteams, where every subteam has a
 //     device view (Team::hostStrided: members at a fixed world-PE stride, alike from the team's hosts); their first
 //     call makes the subteams (a blocking split: members enqueue stream collectives in the same order anyway).
-//     Broadcast (host forms, HOST/STATIC src, over kCollStageBytes -- below it the pulling path is one-shot, which two
-//     steps do not beat -- where the root is its host's first member in team order (Team::hostFirst) and this host's
-//     members map each other (Team::hostMapped: the host team is a token team; a job whose hosts differ in that fails
-//     its broadcasts across hosts as a mismatch naming TETHER_COLL_BY_HOST and TETHER_PATHS)): two collectives. The
-//     root broadcasts from its src to the hosts' first members (the leaders' team, agreed: each pulls the root's src,
-//     which the agreement above found ready), then each of those broadcasts on its host from where it holds the data
-//     (eager, CollArgs::srcAtRoot: the members' dests may lie at different offsets, so the readers take the root's
-//     place from its token instead of agreeing on a src). 2-core VM, two netns hosts, 4-64 KiB: 4 PEs 0.64-0.72x,
-//     8 PEs 0.44-0.59x the time (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
+//     Broadcast (host forms, HOST/STATIC src, where this host's members map each other -- Team::hostMapped: the
+//     host team is a token team; a job whose hosts differ in that fails its broadcasts across hosts as a mismatch
+//     naming TETHER_COLL_BY_HOST and TETHER_PATHS): first to one member per host, then each of those broadcasts on
+//     its host from where it holds the data (eager, CollArgs::srcAtRoot: the members' dests may lie at different
+//     offsets, so the readers take that member's place from its token instead of agreeing on a src). Up to
+//     kCollStageBytes (stagedBroadcast), from any root: the root stages its src before the agreement as on the
+//     one-shot path; after it the root's host reads that copy in place and the other hosts' first members fetch it
+//     (one get each instead of one per member). Over it, where the root is its host's first member in team order
+//     (Team::hostOf, hostLeader): the root broadcasts from its src to the hosts' first members (the leaders' team,
+//     agreed: each pulls the root's src, which the agreement above found ready). 2-core VM, two netns hosts,
+//     from root 0: 8 B-2 KiB 4 PEs 0.74-0.90x, 8 PEs 0.60-0.78x the time; 4-64 KiB 0.66-0.98x and 0.51-0.70x
+//     (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
+//     A host form whose step fails passes that failure into its later steps (CollArgs::invalid): their members fail
+//     at once, naming it, instead of waiting for it.
 //
 // Who calls it: the C API (core/api.cpp) through World::colls(). Thread-safety: collective calls on one team must
 // not race (teams' rule); different teams may run on different threads. Lifetime: a member of World; uses Teams.
@@ -367,8 +372,10 @@ class Collectives {
   Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);
   // The three calls on the subteams: host forms, or (so) stream forms enqueued on stream.
   Status byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
-  // A broadcast's two (host forms): between the hosts' first members, then on each host from its first member.
+  // A broadcast's two steps (host forms): to the hosts' first members (from the root's staged copy, or over
+  // kCollStageBytes by the leaders' broadcast), then on each host from its first member.
   Status byHostBroadcastSteps(const char* call, Team& t, const Plan& p);
+  static bool stagedBroadcast(const Plan& p);  // a broadcast by host whose root staged its src (one-shot sizes)
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
   Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);

@@ -101,10 +101,11 @@ struct Team {
   int hostRun = 0;  // where byHost > 0: members per host when each host's are consecutive in team order and every
                     // host holds as many (allgather by host needs that), else 0
   bool hostStrided = false;  // where byHost > 0: each subteam's members at a fixed world-PE stride (device views)
-  // Where byHost > 0: hostFirst[k] is the index in leaderTeam of team PE k's host when k is that host's first member,
-  // else -1 (a broadcast by host needs its root first on its host); hostMapped: every other member on this PE's host
-  // is load/store mapped here (its host team is a token team, which a broadcast by host needs).
-  std::vector<int> hostFirst;
+  // Where byHost > 0: hostOf[k] is team PE k's host, numbered as leaderTeam orders them, hostLeader[h] the team PE of
+  // host h's first member (a broadcast by host over kCollStageBytes needs its root first on its host); hostMapped:
+  // every other member on this PE's host is load/store mapped here (its host team is a token team, which a
+  // broadcast by host needs).
+  std::vector<int> hostOf, hostLeader;
   bool hostMapped = false;
   TeamRef hostTeam, leaderTeam;
 };

@@ -9,7 +9,7 @@
 //     (by host where each host's members are consecutive and as many: in the netns jobs of 4 and 8 PEs the world
 //     and the split team, at 8 the even PEs too; 3 PEs (1 + 2) pull); each PE's result against a reference.
 //     Broadcasts of 1 to 30000 longs from every root, agreed and eager, each member's dest at its own offset, the
-//     root in place or not (by host over 2 KiB where the root is its host's first member), checked with the longs
+//     root in place or not (by host, over 2 KiB where the root is its host's first member), checked with the longs
 //     around dest.
 //  2. team indices (MP_BY_HOST_SPANS=1: the job spans hosts so): a team used by host holds more team indices (its
 //     subteams, made by its first broadcast) than before, and destroying it gives all of them back.
@@ -17,8 +17,8 @@
 //     subteams; every member goes on without them (the flat path) with the right results (broadcasts too), then
 //     and later.
 //  4. MP_BY_HOST_PE0=1: PE 0's TETHER_COLL_BY_HOST differs from the others': every member fails with
-//     TETHER_ERR_MISMATCH at once (the setting is in the record; the message names it), a broadcast over 2 KiB too,
-//     and the team stays usable.
+//     TETHER_ERR_MISMATCH at once (the setting is in the record; the message names it), broadcasts too, and the
+//     team stays usable.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -137,11 +137,12 @@ void gathered(tether_team_t t, const std::vector<int>& members, const char* name
   if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): allgather results OK\n", name, n);
 }
 
-// Broadcasts on team t from every root (by host over 2 KiB where the root is its host's first member; otherwise
-// one-shot or every member pulls): 1 to 30000 longs (over 2 KiB: the staged and pulled sizes of the eager form on a
-// host), the agreed and the eager form in turn. Each member's dest lies at its own offset (a broadcast's dests need
-// not be one object), the root in place or not (in place: its dest, which is its src, untouched); the longs around
-// each dest stay as they were, and the root's src too.
+// Broadcasts on team t from every root (by host: up to 2 KiB from any root, the root's staged copy to its host and
+// the other hosts' first members; over 2 KiB where the root is its host's first member, the leaders' broadcast;
+// otherwise every member pulls), then each host's first member to its host (eager): 1 to 30000 longs (the inline,
+// staged and pulled sizes of the eager form on a host), the agreed and the eager form in turn. Each member's dest
+// lies at its own offset (a broadcast's dests need not be one object), the root in place or not (in place: its
+// dest, which is its src, untouched); the longs around each dest stay as they were, and the root's src too.
 void broadcasts(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
   const int myIndex = tether_team_my_pe(t);
   if (myIndex < 0) return;
@@ -151,6 +152,13 @@ void broadcasts(tether_team_t t, const std::vector<int>& members, const char* na
   const size_t shift = static_cast<size_t>(myIndex) * 3 % 7;
   auto untouched = [](size_t i) { return -7 - static_cast<long>(i); };
   int r = r0;
+  // First one call from root 0: then each host's roots make an odd number of calls before the next host's (the
+  // members' staging buffers of small broadcasts must alternate alike on every member, whoever is root).
+  for (size_t i = 0; i < 3; ++i) lsrc[i] = myIndex == 0 ? value(members[0], i, r) : -1;
+  MP_OK(tether_team_broadcast(t, ldst, lsrc, 3, TETHER_LONG, 0));
+  for (size_t i = 0; i < 3; ++i) MP_CHECK(ldst[i] == value(members[0], i, r));
+  MP_OK(tether_team_sync(t));
+  ++r;
   for (size_t count : counts) {
     for (int root = 0; root < n; ++root) {
       for (int inPlace = 0; inPlace < 2; ++inPlace, ++r) {
@@ -252,12 +260,14 @@ void settingDiffers() {
   MP_EXPECT_STATUS(st, TETHER_ERR_MISMATCH);
   MP_CHECK(secs < 5.0);  // TETHER_TIMEOUT is 30 s: detected, not timed out
   MP_CHECK(std::strstr(tether_last_error(), "TETHER_COLL_BY_HOST") != nullptr);  // the message names the setting
-  // A broadcast over the one-shot size from root 0 (its host's first member) is by host too: the same.
+  // Broadcasts are by host too, small (from any root) and large (root 0 is its host's first member): the same.
+  MP_EXPECT_STATUS(tether_team_broadcast(t, ldst, lsrc, 4, TETHER_LONG, 1), TETHER_ERR_MISMATCH);
   MP_EXPECT_STATUS(tether_team_broadcast(t, ldst, lsrc, 1000, TETHER_LONG, 0), TETHER_ERR_MISMATCH);
-  // Still usable: a small broadcast (not by host either way) goes through.
+  // Still usable: a reduce (not by host either way) goes through.
   for (int i = 0; i < 4; ++i) lsrc[i] = 7 + i;
-  MP_OK(tether_team_broadcast(t, ldst, lsrc, 4, TETHER_LONG, 0));
-  for (int i = 0; i < 4; ++i) MP_CHECK(ldst[i] == 7 + i);
+  MP_OK(tether_team_reduce(t, ldst, lsrc, 4, TETHER_LONG, TETHER_RED_MAX, 0));
+  if (me == 0)
+    for (int i = 0; i < 4; ++i) MP_CHECK(ldst[i] == 7 + i);
   if (me == 0) std::printf("mp_coll_by_host: TETHER_COLL_BY_HOST different on PE 0: mismatch on all (%.3f s), OK\n",
                            secs);
 }
