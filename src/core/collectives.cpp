@@ -834,7 +834,8 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
                          : "the root's src to the other hosts' first members");
   Status failed;
   if (staged) {  // the root staged its src before the agreement: its host reads it in place, the other hosts' first
-    // members fetch it (one get each), as the one-shot path does for every member; the others wait for their host's
+    // members fetch it (one get each), as the one-shot path does for every member; the others get it from their
+    // host's first member below
     if (host == rootHost || t.hostLeader[static_cast<size_t>(host)] == static_cast<int>(p.me))
       failed = oneShot(call, t, p);
     else
