@@ -271,7 +271,7 @@ class Collectives {
   void startTokens(Team& t, uint64_t base);
 
  private:
-  struct Plan;  // one call's checked arguments (collectives.cpp)
+  struct Plan;  // one call's checked arguments (collectives_plan.h)
   class Gets;   // copies from members batched: the gets to other hosts complete together (collectives.cpp)
  public:
   struct Record;  // what members agree on (public for a static_assert in collectives.cpp)
@@ -356,7 +356,7 @@ class Collectives {
                    std::unique_ptr<char[]>* fetched, const char** at);
   uint64_t stageOffset(const Team& t) const;
   bool twoShot(Team& t, const Plan& p) const;  // the allreduce's data phase is reduce-scatter + allgather
-  // ---- by host (protocol above)
+  // ---- by host (protocol above; collectives_by_host.cpp)
   // t's members span hosts and some host holds 2+ (Team::byHost and hostRun, computed once).
   bool hostShaped(Team& t) const;
   bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host

@@ -1,0 +1,197 @@
+// Team data collectives by host (core/collectives.h "By host"): which calls go by host, the subteams they run on,
+// and the steps on them. Part of the Collectives host engine (collectives.cpp runs the agreement and calls in).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/log.h"
+#include "core/collectives.h"
+#include "core/collectives_plan.h"
+#include "core/dtype.h"
+#include "core/stream_ops.h"
+#include "core/sync_schedule.h"
+#include "core/world.h"
+
+namespace tether {
+
+bool Collectives::hostShaped(Team& t) const {
+  if (t.byHost < 0) {
+    size_t largest = 0;
+    const std::vector<std::vector<int>> groups = groupByHost(w_.hostsOf(t.pes));
+    bool blocks = true;  // each host's members consecutive in team order, as many on every host
+    for (const auto& g : groups) {
+      largest = std::max(largest, g.size());
+      blocks = blocks && g.size() == groups[0].size() && g.back() - g.front() + 1 == static_cast<int>(g.size());
+    }
+    t.byHost = groups.size() >= 2 && largest >= 2 ? 1 : 0;
+    t.hostRun = t.byHost && blocks ? static_cast<int>(largest) : 0;
+    // The subteams' device views (stream forms) need their members at a fixed world-PE stride.
+    auto strided = [&](const std::vector<int>& members) {  // team numbers
+      for (size_t k = 2; k < members.size(); ++k)
+        if (t.pes[members[k]] - t.pes[members[k - 1]] != t.pes[members[1]] - t.pes[members[0]]) return false;
+      return true;
+    };
+    std::vector<int> leaders;
+    t.hostStrided = true;
+    t.hostOf.assign(t.pes.size(), -1);
+    t.hostMapped = true;
+    for (const auto& g : groups) {
+      for (int m : g) t.hostOf[static_cast<size_t>(m)] = static_cast<int>(leaders.size());
+      leaders.push_back(g[0]);
+      t.hostStrided = t.hostStrided && strided(g);
+      if (std::find(g.begin(), g.end(), t.me) != g.end())
+        for (int m : g) t.hostMapped = t.hostMapped && (m == t.me || tokenPeer(t.pes[static_cast<size_t>(m)]));
+    }
+    t.hostStrided = t.hostStrided && strided(leaders);
+    t.hostLeader = leaders;
+  }
+  return t.byHost != 0;
+}
+
+bool Collectives::byHostKind(Team& t, CollKind k) const {
+  return byHost_ && hostShaped(t) && (k == CollKind::Allreduce || (k == CollKind::Allgather && t.hostRun > 0));
+}
+
+bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) const {
+  // (Both sizes from root 0 against every member pulling, 2-core VM, two netns hosts: 4 PEs 0.66-0.98x the time,
+  // 8 PEs 0.51-0.78x; bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt.)
+  if (!byHost_ || a.kind != CollKind::Broadcast || !hostShaped(t) || !t.hostMapped || a.root < 0 ||
+      static_cast<size_t>(a.root) >= t.pes.size())
+    return false;
+  // Over kCollStageBytes the leaders' broadcast pulls the root's src: the root must be one of them.
+  const size_t root = static_cast<size_t>(a.root);
+  return block <= kCollStageBytes || t.hostLeader[static_cast<size_t>(t.hostOf[root])] == a.root;
+}
+
+bool Collectives::byHostCall(Team& t, const Plan& p) const {
+  if (p.a.kind == CollKind::Broadcast)  // (each member's dest is its own affair: only src is agreed)
+    return byHostBroadcast(t, p.a, p.block) && p.block != 0 && isHostMemory(p.sref.kind) && t.byHost != 3;
+  return byHostKind(t, p.a.kind) && !p.gpu && p.block != 0 && isHostMemory(p.sref.kind) &&
+         isHostMemory(p.dref.kind) && t.byHost != 3;
+}
+
+Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
+  if (t.byHost != 1) return Status::ok();
+  const Status made = w_.teams().splitByHost(call, ref);
+  if (made.code() == TETHER_ERR_NO_MEMORY) {  // no free team index (every member alike): this call and later ones pull
+    t.byHost = 3;
+    TETHER_LOG_INFO(LogSys::Core, "%s: team index %d: no subteams by host (%s); pulling from every member", call,
+                    t.slot, made.message().c_str());
+    return Status::ok();
+  }
+  TETHER_TRY(w_.teams().lose(t, made));
+  t.byHost = 2;
+  return Status::ok();
+}
+
+Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
+  TETHER_TRY(makeByHost(call, t, ref));
+  if (t.byHost == 3) return stagedBroadcast(p) ? oneShot(call, t, p) : dataPhase(call, t, p);
+  if (p.a.kind == CollKind::Broadcast) return byHostBroadcastSteps(call, t, p);
+  return byHostSteps(call, t, p, nullptr, nullptr);
+}
+
+bool Collectives::stagedBroadcast(const Plan& p) {
+  return p.a.kind == CollKind::Broadcast && p.block <= kCollStageBytes;  // (by host: HOST src, so the root staged)
+}
+
+Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& p) {
+  const size_t root = static_cast<size_t>(p.a.root);
+  const bool staged = stagedBroadcast(p);
+  const int host = t.hostOf[p.me], rootHost = t.hostOf[root];
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (%s, each of those broadcasts "
+                  "on its host)", call, t.slot, p.n, p.a.count, dtypeInfo(p.a.type).name,
+                  staged ? "the root's staged copy to the root's host and the other hosts' first members"
+                         : "the root's src to the other hosts' first members");
+  Status failed;
+  if (staged) {  // the root staged its src before the agreement: its host reads it in place, the other hosts' first
+    // members fetch it (one get each), as the one-shot path does for every member; the others get it from their
+    // host's first member below
+    if (host == rootHost || t.hostLeader[static_cast<size_t>(host)] == static_cast<int>(p.me))
+      failed = oneShot(call, t, p);
+    else
+      ++t.stageSeq;  // (oneShot flips it on the others: every member alike)
+    if (host == rootHost) return failed;
+  } else if (t.leaderTeam.slot >= 0) {  // the root (its host's first member) to every host's first member, from src
+    CollArgs r;
+    r.kind = CollKind::Broadcast;
+    r.type = p.a.type;
+    r.count = p.a.count;
+    r.root = rootHost;
+    r.dest = p.a.dest;
+    r.src = p.a.src;
+    failed = w_.teams().lose(t, run(call, t.leaderTeam, r)).withContext("between hosts");
+  }
+  if (t.hostTeam.slot < 0) return failed;  // alone on its host
+  // Each host's first member to the others, from where it holds the data: the root its src, the others their dest,
+  // at offsets the readers need not share (srcAtRoot: the root's token says where). A member passes its own object
+  // as both (the root's dest stays as the step above left it; the readers' src is not read). A first member whose
+  // step above failed passes that failure: its readers fail at once (naming it) instead of waiting for its token.
+  CollArgs r;
+  r.kind = CollKind::Broadcast;
+  r.type = p.a.type;
+  r.count = p.a.count;
+  r.eager = true;
+  r.srcAtRoot = true;
+  r.invalid = failed;
+  r.dest = p.me == root ? const_cast<void*>(p.a.src) : p.a.dest;
+  r.src = r.dest;
+  const Status s = w_.teams().lose(t, run(call, t.hostTeam, r)).withContext("broadcasting on this host");
+  return failed.isOk() ? s : failed;
+}
+
+Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {
+  const bool gather = p.a.kind == CollKind::Allgather;
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (%s each host's first member, "
+                  "%s among those, broadcast on each host)%s", call, t.slot, p.n, p.a.count,
+                  dtypeInfo(p.a.type).name, gather ? "allgather on each host, so into" : "reduce into",
+                  gather ? "allgather" : "allreduce", so ? ", each step on the stream" : "");
+  // One step: the blocking host form, or (so) the stream form enqueued on stream (an error there returns at once).
+  // A host form after a failed one passes that failure: the step fails at once on every member of its subteam
+  // (naming this PE) instead of leaving them to wait for it; the first failure is returned.
+  Status failed;
+  auto step = [&](TeamRef sub, CollArgs r, const char* what) {
+    if (so) return enqueue(call, sub, r, false, stream).withContext(what);
+    r.invalid = failed;
+    const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
+    if (failed.isOk()) failed = s;
+    return Status::ok();
+  };
+  CollArgs r;
+  r.type = p.a.type;
+  r.op = p.a.op;
+  r.root = 0;
+  const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member (and so its first)
+  // Allgather (Team::hostRun members per host, consecutive): this host's blocks [first, first + perHost) of dest.
+  const size_t perHost = static_cast<size_t>(t.hostRun), first = gather ? p.me - p.me % perHost : 0;
+  char* dest = static_cast<char*>(p.a.dest);
+  if (!alone) {  // each host's blocks (allgather) or combination (reduce) at its first member
+    r.kind = gather ? CollKind::Allgather : CollKind::Reduce;
+    r.dest = gather ? dest + first * p.block : dest;
+    r.src = p.a.src;
+    r.count = p.a.count;
+    TETHER_TRY(step(t.hostTeam, r, "on this host"));
+  }
+  if (alone && !p.inPlace) {  // the leaders' allreduce is in place
+    if (so) TETHER_TRY(so->copy(stream, dest, p.a.src, p.block).withContext(call));
+    else std::memcpy(dest, p.a.src, p.block);
+  }
+  if (t.leaderTeam.slot >= 0) {  // in place: leader h's part of dest is its host's (allgather: blocks h * perHost ...)
+    r.kind = gather ? CollKind::Allgather : CollKind::Allreduce;
+    r.dest = dest;
+    r.src = gather ? dest + first * p.block : dest;
+    r.count = gather ? perHost * p.a.count : p.a.count;
+    TETHER_TRY(step(t.leaderTeam, r, "between hosts"));
+  }
+  if (!alone) {
+    r.kind = CollKind::Broadcast;
+    r.dest = dest;
+    r.src = dest;
+    r.count = gather ? p.n * p.a.count : p.a.count;
+    r.eager = true;
+    TETHER_TRY(step(t.hostTeam, r, "broadcasting on this host"));
+  }
+  return failed;
+}
+
+}  // namespace tether
