@@ -90,9 +90,8 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_SYNC_BY_HOST", ConfigType::String, "auto",
        "Host barriers of PEs on several hosts (tether_barrier_all, team syncs, the host collectives' agreement and "
        "closing rounds): 1 = each host's PEs meet first and one PE per host takes the rounds between hosts "
-       "(log2(hosts) rounds over the network); 0 = one dissemination over all PEs; auto = 1 when no PE of the job "
-       "has a GPU, else 0 (GPU stream operations to a peer on another host that the barriers no longer made this PE "
-       "contact first hung on a GPU: docs/collectives.md). Must be the same on every PE"},
+       "(log2(hosts) rounds over the network); 0 = one dissemination over all PEs; auto = 1 (with GPUs too since "
+       "2026-12-05). Must be the same on every PE"},
       {"TETHER_COLL_BY_HOST", ConfigType::Bool, "1",
        "Host allreduces, allgathers and broadcasts (OpenSHMEM reductions, fcollect, broadcast) of HOST objects on "
        "teams whose PEs span hosts with 2+ PEs on some host (allgather: each host's PEs consecutive in the team, as "

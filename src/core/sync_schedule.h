@@ -2,8 +2,8 @@
 // peers hierarchically"). A pure function of the members' hosts; the barriers of World (tether_barrier_all), Teams
 // (team sync, split) and Collectives (agreement and closing rounds) walk it with their own word discipline.
 //
-// Flat (every member on one host, or every host holding one member, or by host not allowed: TETHER_SYNC_BY_HOST=0, or
-// auto in a job with GPUs): the dissemination of
+// Flat (every member on one host, or every host holding one member, or by host not allowed: TETHER_SYNC_BY_HOST=0):
+// the dissemination of
 // n members -- round r (r = 0 .. ceil(log2 n) - 1): signal word r of member me + 2^r, wait for own word r (signalled
 // by member me - 2^r).
 // By host (the members span hosts and some host holds two or more of them):

@@ -130,10 +130,10 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   streams_.attach(gpu_.get(), job_.rank);
   TETHER_TRY(discoverTopology());
   noteSharedGpu();
-  if (byHost == "auto") {  // the same answer on every PE: from the topology every PE gathered
-    syncByHost_ = true;
-    for (const PeRecord& p : topo_.pes) syncByHost_ = syncByHost_ && !p.gpu.present;
-  }
+  // auto: by host (since 2026-12-05 also where PEs have GPUs: the first-contact hang of GPU stream operations to
+  // another host, calls P/Q on one H200, passed on one H100 with b985c53's preconnect --
+  // bench/results/h100/gpu_tests_2026-12-05c.txt). The schedule stays flat where the hosts' shape gives nothing.
+  if (byHost == "auto") syncByHost_ = true;
   {
     std::vector<int> all(static_cast<size_t>(job_.size));
     for (int pe = 0; pe < job_.size; ++pe) all[static_cast<size_t>(pe)] = pe;

@@ -190,7 +190,7 @@ class World {
   Topology topo_;
   int localPe_ = 0, localSize_ = 1;
   std::vector<int> hostKey_;      // per PE: the lowest PE on its host (discoverHosts)
-  bool syncByHost_ = false;       // TETHER_SYNC_BY_HOST (auto: no PE of the job has a GPU)
+  bool syncByHost_ = false;       // TETHER_SYNC_BY_HOST (auto: by host)
   SyncSchedule barrierSchedule_;  // tether_barrier_all's steps over every PE (core/sync.cpp)
   SymmetricHeap heap_;  // before gpu_: the GPU context goes first (~World and finalize close the DEVICE heap before it)
   std::unique_ptr<GpuContext> gpu_;
