@@ -103,6 +103,10 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
                   "on its host)", call, t.slot, p.n, p.a.count, dtypeInfo(p.a.type).name,
                   staged ? "the root's staged copy to the root's host and the other hosts' first members"
                          : "the root's src to the other hosts' first members");
+  CollArgs r;  // the steps' broadcast
+  r.kind = CollKind::Broadcast;
+  r.type = p.a.type;
+  r.count = p.a.count;
   Status failed;
   if (staged) {  // the root staged its src before the agreement: its host reads it in place, the other hosts' first
     // members fetch it (one get each), as the one-shot path does for every member; the others get it from their
@@ -113,10 +117,6 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
       ++t.stageSeq;  // (oneShot flips it on the others: every member alike)
     if (host == rootHost) return failed;
   } else if (t.leaderTeam.slot >= 0) {  // the root (its host's first member) to every host's first member, from src
-    CollArgs r;
-    r.kind = CollKind::Broadcast;
-    r.type = p.a.type;
-    r.count = p.a.count;
     r.root = rootHost;
     r.dest = p.a.dest;
     r.src = p.a.src;
@@ -127,10 +127,7 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
   // at offsets the readers need not share (srcAtRoot: the root's token says where). A member passes its own object
   // as both (the root's dest stays as the step above left it; the readers' src is not read). A first member whose
   // step above failed passes that failure: its readers fail at once (naming it) instead of waiting for its token.
-  CollArgs r;
-  r.kind = CollKind::Broadcast;
-  r.type = p.a.type;
-  r.count = p.a.count;
+  r.root = 0;
   r.eager = true;
   r.srcAtRoot = true;
   r.invalid = failed;
