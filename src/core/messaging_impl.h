@@ -1,0 +1,271 @@
+// The private parts of Messaging (core/messaging.h) shared by its translation units: the wire format of a slot,
+// the protocol's constants and the request records. Private to core/messaging*.cpp (nothing else includes it):
+//   messaging.cpp             set-up, posting, matching receives, completion (wait/test and their family)
+//   messaging_stream.cpp      the stream and kernel models: trigger/done/group words, prepared sends, the progress thread
+//   messaging_persistent.cpp  persistent requests (tether_send_init / recv_init, start, start on a stream)
+//   messaging_typed.cpp       typed messages: pack/unpack through the datatype engine
+//   messaging_rendezvous.cpp  rendezvous: CTS, sends by the transport (whole, staged, in pieces), direct reads
+//   messaging_progress.cpp    progress passes: draining the inboxes, handling slots, credit, writing slots
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "core/messaging.h"
+#include "datatype/canonical.h"
+#include "datatype/gpu_pack.h"
+#include "gpu/gpu.h"
+
+namespace tether {
+
+
+enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6, kSkip = 7 };
+// How the receiver of a kRtsDirect reads the send buffer.
+enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2, kViaIpc = 3 };
+// An RTS's `how`: kTransportPayload, the sender can move the send buffer by the transport's sendData (host memory; GPU
+// memory through a host copy of its own, startByData).
+// A CTS's `how`: kByData, the receiver expects the bytes by the transport's sendData (TransportOps::expectData), not
+// as DATA slots; with kByDataToGpu its receive buffer is GPU memory (the sender passes sendData's toGpu).
+constexpr uint64_t kTransportPayload = 1, kByData = 1, kByDataToGpu = 2;
+// A send's claim word (in the sender's stream area): kClaimOpen until the receiver claims the read or the sender
+// withdraws the message, whichever comes first (compare-and-swap on the sender's mapped word); the receiver stores
+// kClaimDone once the bytes are in its buffer (the sender's send completes when a progress pass sees it: no ring slot,
+// so it never waits for ring credit, nor for the receiver's next messaging call).
+constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDone = 3;
+constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
+constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
+constexpr uint32_t kNoWord = UINT32_MAX;
+// Rendezvous DATA fragments through the ring to another host span slots up to this (or TETHER_MSG_REMOTE_EAGER, if
+// less): over TCP 64 KiB fragments took 256-512 KiB messages 1.2-1.3x longer than 32 KiB ones, 1-4 MiB level
+// (bench/results/cpu-2core-vm/msg_remote_span_ab.txt).
+constexpr size_t kSpanFragmentMax = size_t{32} << 10;
+constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
+// The progress thread's idle policy while only persistent requests are pending and none has a start waiting behind
+// its round in flight (threadMain): SpinWait's back-off (spin, then yield) for kIdleNs after the last pass that moved
+// anything, then one pass per kIdleSleep (a host call's notify ends the sleep early).
+constexpr uint64_t kIdleNs = 200000;
+constexpr auto kIdleSleep = std::chrono::microseconds(20);
+
+inline size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// n values of T, held inline up to N (a wait on a few requests allocates nothing), each starting as v.
+template <class T, size_t N>
+class SmallArray {
+ public:
+  SmallArray(size_t n, const T& v) : p_(n <= N ? inline_ : (heap_.resize(n), heap_.data())) {
+    for (size_t i = 0; i < n; ++i) p_[i] = v;
+  }
+  SmallArray(const SmallArray&) = delete;
+  SmallArray& operator=(const SmallArray&) = delete;
+  T& operator[](size_t i) { return p_[i]; }
+
+ private:
+  T inline_[N];
+  std::vector<T> heap_;
+  T* p_;  // inline_ or heap_'s storage
+};
+
+inline bool fits(int want, int have) { return want < 0 || want == have; }  // TETHER_ANY_PE / TETHER_ANY_TAG are -1
+
+// How an error names request id: reqs[i] of a list, or (i == SIZE_MAX) the call's one request.
+inline std::string reqName(size_t i, uint64_t id) {
+  return i == SIZE_MAX ? strprintf("request %llu", static_cast<unsigned long long>(id))
+                       : strprintf("reqs[%zu] = %llu", i, static_cast<unsigned long long>(id));
+}
+
+
+// The first 64 bytes of a slot. seq is written last (the put-with-signal's signal); the rest arrives with the payload.
+struct Messaging::SlotHead {
+  uint64_t seq;
+  uint32_t kind;
+  int32_t tag;
+  uint64_t bytes;  // EAGER: payload; RTS: message; CTS: allowed; DATA: fragment
+  uint64_t a;      // RTS, RTS_DIRECT, CTS: the sender's request id; DATA, CANCEL: the receiver's request id
+  uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: the send buffer
+                   //   (kViaCma, kViaIpc: its address in the sender; kViaGet: its offset in the segment named by
+                   //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
+  uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region); EAGER, DATA, SKIP: the slots it
+                   //   takes (a spanning EAGER's or DATA's payload runs on through the next slots' memory; 0 reads
+                   //   as 1)
+  uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kTransportPayload; CTS: kByData..
+  uint32_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
+  uint32_t ack;    // every slot: the low 32 bits of how many of the receiver's slots to the writer it has consumed
+};
+
+// A persistent request's rounds (tether_send_init / tether_recv_init). Its word index, kept for its life, has a start
+// word (triggers_) and a done word (dones_), both base + rounds: round k (k = 1, 2, ...) starts once the start word
+// reaches base + k (stored by the host or a kernel, added to by a stream) and is complete once the done word does.
+// Generations only grow: base is a fresh one, and gen_ moves past the start word's value when the request is freed.
+struct Messaging::Persist {
+  uint32_t word = kNoWord;
+  uint64_t base = 0;
+  uint64_t started = 0, completed = 0, reported = 0;  // rounds: started by the engine, completed, reported by wait/test
+  bool watched = false;  // in watch_: progress polls its start word
+  bool pick = false;     // checkStarts' mark (a request listed twice)
+  Status failure;        // the first failed round not reported yet
+  tether_msg_status_t last{TETHER_ANY_PE, TETHER_ANY_TAG, 0, TETHER_SUCCESS};  // the last completed round's
+};
+
+// What a wait or test saw of one request at its first look (persistent requests).
+struct Messaging::Look {
+  bool taken = false;
+  bool inactive = false;  // no round started and unreported: nothing to wait for (waitany skips it)
+  uint64_t rounds = 0;    // the rounds started by then: the wait is over once they are complete
+};
+
+struct Messaging::Req {
+  uint64_t id = 0;
+  bool send = false;
+  int pe = 0;    // send: destination; receive: wanted source (or TETHER_ANY_PE)
+  int tag = 0;   // send: tag; receive: wanted tag (or TETHER_ANY_TAG)
+  const void* src = nullptr;
+  void* dst = nullptr;
+  size_t cap = 0;  // send: message bytes; receive: buffer bytes
+  bool gpu = false;
+  bool done = false;
+  bool abandoned = false;  // its blocking call failed and returned: its buffer is no longer touched (withdraw)
+  Status result;
+  int fromPe = 0, fromTag = 0;  // receive: who matched
+  size_t msgBytes = 0;          // receive: the message's length
+  size_t allowed = 0;           // rendezvous: bytes that move (min of message and buffer)
+  size_t moved = 0;             // rendezvous: bytes moved so far
+  // Stream model (words in the region's stream area; kNoWord = none).
+  bool streamed = false;        // counted in streamPending_
+  bool armed = false;           // in armed_: a send not started yet, or started behind one that is not
+  bool posted = false;          // a prepared send whose start was requested (post, stream post or descriptor)
+  uint32_t trig = kNoWord, doneWord = kNoWord;
+  uint64_t trigGen = 0, doneGen = 0;
+  std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
+  std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
+  uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
+  // A request whose bytes the transport moves (a receive expecting them by sendData, a send by sendData): the word
+  // the transport sets (kNoWord unless r is in landings_; freed when the bytes moved or the expectation was cancelled).
+  uint32_t landing = kNoWord;
+  // A send by the transport from GPU memory: the bytes copied to host memory first (stageSend), since a network
+  // transport moves host bytes faster than it stages GPU memory itself: into a pinned stage of hostStages_, else (no
+  // pinned memory to be had) into host memory of r's own; given back when the transport is done with them (unstage).
+  GpuStages::Stage* hostStage = nullptr;
+  std::unique_ptr<char[]> bounce;
+  // A send by the transport in pieces (startByData: a GPU buffer for which no whole pinned stage fits, or
+  // TETHER_MSG_REMOTE_PIECE_HOST): one piece on the wire at a time, in r's landing word; for a GPU buffer the next
+  // piece is copied into the other of two piece buffers (two pinned stages: hostStage and nextStage, else the two
+  // halves of bounce) meanwhile.
+  bool pieced = false;
+  uint64_t pieceRecv = 0;  // the receiver's request
+  bool pieceToGpu = false;
+  size_t pieceOff = 0, pieceLen = 0;  // the piece on the wire
+  GpuStages::Stage* nextStage = nullptr;
+  char* pieceAt = nullptr;    // GPU: the piece on the wire
+  char* pieceNext = nullptr;  // GPU: the next piece
+  Status pieceError;          // GPU: copying the next piece failed
+  std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
+  std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
+  // A receive waiting for a message: its links in the posted list (Messaging::Posted), in the order posted.
+  bool inPosted = false;
+  Req* prevPosted = nullptr;
+  Req* nextPosted = nullptr;
+};
+
+// A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
+// A send is packed when posted (isendTyped) or when its stream gets there (isendTypedOnStream); a receive is unpacked
+// when it completes (complete), before any stream or kernel waiting for it is told. c keeps the type's canonical
+// form alive (the user may free their handle at once).
+// Where the packed bytes are: for a host buffer in host memory (host), shared with a stream host call that packs
+// into it, so a request dropped after that call was enqueued cannot free the bytes under it; for a GPU buffer in a
+// GPU stage of the room's (stages_), released with the request -- a send's request is freed only after the send has
+// read the stage, a receive's after its unpack (synchronous, in complete) -- and packed / unpacked by the GPU engine
+// with the room's cache of the type's device metadata (gpu: one per type, typeCaches_).
+struct Messaging::Typed {
+  std::shared_ptr<const dt::Canonical> c;
+  dt::GpuCache* gpu = nullptr;  // the user's buffer is GPU memory
+  dt::Scheme force = dt::Scheme::Auto;  // the handle's forced GPU scheme (tether_type_set_gpu_scheme) at the call
+  int64_t count = 0;
+  void* user = nullptr;
+  size_t bytes = 0;  // packed bytes
+  std::shared_ptr<std::vector<char>> host;
+  GpuStages::Stage* stage = nullptr;
+  bool packOnStart = false;  // a prepared send started by a kernel: packed by the progress pass that sees the start
+  char* packed() const { return stage ? static_cast<char*>(stage->p) : host->data(); }
+  ~Typed() {
+    if (stage) stage->release();
+  }
+};
+
+// The GPU engine's metadata of one type for this room: made on the type's first GPU message, freed at destroy -- never
+// per message, since freeing it is a cudaFree, which waits for the whole GPU, a stream's wait for this room included.
+struct Messaging::TypeCache {
+  std::shared_ptr<const dt::Canonical> c;  // keeps the key alive
+  dt::GpuCache gpu;
+};
+
+// An arrived EAGER or RTS that no posted receive took. Its list node is recycled (spare_), so a message that waits
+// for its receive allocates nothing when it is small enough to be held here (kTinyBytes) -- the common case of a
+// receiver that posts a little after its sender sends.
+struct Messaging::Unexpected {
+  static constexpr size_t kTinyBytes = 64;
+  int src = 0;
+  int tag = 0;
+  bool rts = false;
+  size_t bytes = 0;
+  // EAGER, where its bytes are: tiny (at most kTinyBytes), else the pool at poolOff, else (the pool full) heap, in
+  // host memory of its own (so the ring never stalls).
+  bool inTiny = false;
+  uint64_t poolOff = 0;
+  std::shared_ptr<char> heap;
+  alignas(16) char tiny[kTinyBytes];
+  SlotHead head;     // RTS: the head as it came (a, the sender's request id; RTS_DIRECT: where to read)
+  GpuIpcRef ipc;     // RTS_DIRECT by CUDA IPC: the region its payload named
+};
+
+// A slot message waiting for credit. DATA items stand for the remaining fragments of a rendezvous send.
+struct Messaging::Out {
+  SlotHead h;
+  Req* req;  // EAGER, DATA: the send (payload from its buffer); CTS: null
+};
+
+// First-fit allocator over [0, bytes) of the pool, 64-byte granules, coalescing on free.
+class Messaging::Pool {
+ public:
+  explicit Pool(size_t bytes) {
+    if (bytes) free_[0] = bytes;
+  }
+  bool alloc(size_t n, uint64_t* off) {
+    n = roundUp(std::max<size_t>(n, 1), 64);
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= n) {
+        *off = it->first;
+        const uint64_t rest = it->second - n, at = it->first + n;
+        free_.erase(it);
+        if (rest) free_[at] = rest;
+        return true;
+      }
+    return false;
+  }
+  void release(uint64_t off, size_t n) {
+    n = roundUp(std::max<size_t>(n, 1), 64);
+    auto it = free_.emplace(off, n).first;
+    auto nx = std::next(it);
+    if (nx != free_.end() && it->first + it->second == nx->first) {
+      it->second += nx->second;
+      free_.erase(nx);
+    }
+    if (it != free_.begin()) {
+      auto pv = std::prev(it);
+      if (pv->first + pv->second == it->first) {
+        pv->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> free_;
+};
+
+}  // namespace tether

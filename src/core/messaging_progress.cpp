@@ -1,0 +1,437 @@
+// Messaging (core/messaging.h): progress passes -- draining the inboxes and handling their slots, acks and credit,
+// writing slot messages.
+#include "core/messaging_impl.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/clock.h"
+#include "core/op.h"
+#include "core/world.h"
+#include "gpu/gpu.h"
+
+namespace tether {
+
+// ---- progress ----------------------------------------------------------------------------------------------------
+
+Status Messaging::progress(const char* call, bool* did) {
+  TETHER_TRY(threadError_);  // the progress thread failed (a lost peer, ...): every later call says so
+  if (w_.paths().progress()) *did = true;  // network providers move what arrived
+  if (!watch_.empty()) TETHER_TRY(scanStarts(call, did));
+  if (!armed_.empty()) fireTriggers(did);
+  if (!directs_.empty()) pollDirect(did);
+  if (!landings_.empty()) pollLandings(did);
+  for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
+  drainStart_ = (drainStart_ + 1) % n_;
+  return pushAll(call, did);
+}
+
+Status Messaging::pushAll(const char* call, bool* did) {
+  for (int d = 0; d < n_; ++d) {
+    auto& q = byData_[static_cast<size_t>(d)];
+    while (!q.empty() && startByData(call, d, *q.front().req, q.front().h.a, q.front().h.how & kByDataToGpu)) {
+      q.pop_front();
+      *did = true;
+    }
+    if (!out_[static_cast<size_t>(d)].empty()) TETHER_TRY(push(call, d, did));
+  }
+  return Status::ok();
+}
+
+Status Messaging::drain(const char* call, int src, bool* did) {
+  uint64_t& next = next_[static_cast<size_t>(src)];
+  for (;;) {
+    const char* s = slot(src, next);
+    const uint64_t seq = __atomic_load_n(reinterpret_cast<const uint64_t*>(s), __ATOMIC_ACQUIRE);
+    if (seq != next + 1) break;
+    SlotHead h;
+    std::memcpy(&h, s, sizeof h);
+    // The count src carries of this PE's slots it consumed: slots from src are read in the order written, so the
+    // counts only grow; from the low 32 bits, a step of 2^32 or more would read smaller (credit under-counted: safe).
+    uint64_t& heard = heard_[static_cast<size_t>(src)];
+    heard += static_cast<uint32_t>(h.ack - static_cast<uint32_t>(heard));
+    const uint64_t span = (h.kind == kEager || h.kind == kData || h.kind == kSkip) && h.c > 1 ? h.c : 1;
+    if (span > slots_ - next % slots_)
+      TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: slot %llu from PE %d says it takes %llu slots; %llu are left before the "
+                  "ring's end", call, static_cast<unsigned long long>(next), src, static_cast<unsigned long long>(span),
+                  static_cast<unsigned long long>(slots_ - next % slots_));
+    bool consumed = false;
+    TETHER_TRY(handle(call, src, h, s + sizeof(SlotHead), &consumed));
+    if (!consumed) break;  // the pool is full: this source waits for a receive
+    // A spanning message's payload overwrote the seq words of the slots after its first: clear them before the
+    // credit for them can reach the sender (below, or in the next slot written back), so no payload bytes can ever
+    // read as the seq of a later lap.
+    for (uint64_t k = 1; k < span; ++k)
+      __atomic_store_n(reinterpret_cast<uint64_t*>(slot(src, next + k)), uint64_t{0}, __ATOMIC_RELAXED);
+    next += span;
+    *did = true;
+    if (next - std::max(published_[static_cast<size_t>(src)], carried_[static_cast<size_t>(src)]) >= slots_ / 2)
+      TETHER_TRY(publishAck(call, src));
+    // A direct rendezvous read (an RTS_DIRECT), or a send by the transport (a CTS by data), takes a while: send what
+    // waits for credit before the next one, so the peers get this PE's own RTS while it reads theirs (else, both
+    // directions at once, each side's RTS wait for its reads to end, the other side runs dry, and the two directions
+    // alternate: bibw at unidirectional rate).
+    if (h.kind == kRtsDirect || (h.kind == kCts && (h.how & kByData))) TETHER_TRY(pushAll(call, did));
+  }
+  return Status::ok();
+}
+
+Status Messaging::publishAck(const char* call, int src) {
+  const uint64_t v = next_[static_cast<size_t>(src)];
+  const uint64_t delta = v - published_[static_cast<size_t>(src)];
+  published_[static_cast<size_t>(src)] = v;
+  if (char* d = direct_[static_cast<size_t>(src)]) {
+    __atomic_store_n(reinterpret_cast<uint64_t*>(d + (reinterpret_cast<char*>(acked_ + me_) - region_)), v,
+                     __ATOMIC_RELEASE);
+    return Status::ok();
+  }
+  // Another host: ADD what was consumed since the last publish, posted (no wait for the owner's reply: a round trip
+  // here stalled the drain for every half ring). ADDs commute, so acks applied out of order still sum to v.
+  return postSignal(call, src, acked_ + me_, delta, TETHER_SIGNAL_ADD);
+}
+
+Status Messaging::postSignal(const char* call, int pe, void* at, uint64_t value, tether_signal_op_t op) {
+  SymRef ref;
+  TETHER_TRY(wordRef(call, pe, at, &ref));
+  void* ctx = nullptr;
+  const TransportOps& ops = opsTo(pe, ref.kind, &ctx);
+  return (ops.signalPost ? ops.signalPost : ops.signal)(ctx, pe, w_.remote(pe, ref), value, op).withContext(call);
+}
+
+const TransportOps& Messaging::opsTo(int pe, SegKind kind, void** ctx) const {
+  const SegPath& p = w_.path(pe, kind);
+  *ctx = paths_ ? paths_->ctx(p) : p.ctx;
+  return *p.ops;
+}
+
+Status Messaging::handle(const char* call, int src, const SlotHead& h, const char* payload, bool* consumed) {
+  *consumed = true;
+  switch (h.kind) {
+    case kEager:
+    case kRts:
+    case kRtsDirect: {
+      Req* r = posted_.first;
+      while (r && !(fits(r->pe, src) && fits(r->tag, h.tag))) r = r->nextPosted;
+      if (r) posted_.unlink(*r);
+      GpuIpcRef ipc{};  // an RTS_DIRECT by CUDA IPC from another PE names the region in its payload
+      if (h.kind == kRtsDirect && (h.how & 0xff) == kViaIpc && src != me_) std::memcpy(&ipc, payload, sizeof ipc);
+      if (!r) {
+        if (spare_.empty()) unexpected_.emplace_back();
+        else unexpected_.splice(unexpected_.end(), spare_, spare_.begin());
+        Unexpected& u = unexpected_.back();
+        u.src = src;
+        u.tag = h.tag;
+        u.rts = h.kind != kEager;
+        u.bytes = static_cast<size_t>(h.bytes);
+        u.inTiny = !u.rts && u.bytes <= Unexpected::kTinyBytes;  // (heap is null: a new node, or reset when spared)
+        if (u.rts) {
+          u.head = h;
+          u.ipc = ipc;
+        } else if (u.inTiny) {
+          std::memcpy(u.tiny, payload, u.bytes);
+        } else if (pool_->alloc(u.bytes, &u.poolOff)) {
+          std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
+        } else {  // the pool is full: never stall the ring (control and rendezvous traffic follow in it)
+          u.heap.reset(new char[std::max<size_t>(u.bytes, 1)], std::default_delete<char[]>());
+          std::memcpy(u.heap.get(), payload, u.bytes);
+        }
+        return Status::ok();
+      }
+      if (h.kind != kEager) return matchRts(call, *r, src, h, ipc);
+      r->fromPe = src;
+      r->fromTag = h.tag;
+      r->msgBytes = h.bytes;
+      complete(*r, deliver(call, *r, 0, payload, std::min<size_t>(h.bytes, r->cap)));
+      return Status::ok();
+    }
+    case kCts: {
+      Req* rq = reqs_.find(h.a);
+      if (!rq || !rq->send)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d answered send request %llu, which PE %d does not have", call, src,
+                    static_cast<unsigned long long>(h.a), me_);
+      Req& r = *rq;
+      r.allowed = h.bytes;
+      if (r.abandoned) {  // the blocking send returned: tell the receiver there is nothing coming
+        if (r.allowed) queueCancel(src, h.b);
+        forget(r);
+        return Status::ok();
+      }
+      if (r.allowed == 0) {
+        complete(r, Status::ok());
+        return Status::ok();
+      }
+      Out o{};
+      o.h.kind = kData;
+      o.h.a = h.b;
+      o.req = &r;
+      if (h.how & kByData) {  // the receiver expects the bytes by the transport's protocol (expectByData)
+        o.h.how = h.how;
+        auto& q = byData_[static_cast<size_t>(src)];
+        if (q.empty() && startByData(call, src, r, h.b, h.how & kByDataToGpu)) return Status::ok();
+        q.push_back(o);  // started by pushAll in its turn (startByData)
+        return Status::ok();
+      }
+      out_[static_cast<size_t>(src)].push_back(o);
+      return Status::ok();
+    }
+    case kCancel: {
+      Req* rq = reqs_.find(h.a);
+      if (!rq && withdrawnLandings_.erase(h.a)) return Status::ok();  // a receive withdrawn after its CTS by data
+      if (!rq || rq->send)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d withdrew data for receive request %llu, which PE %d does not have",
+                    call, src, static_cast<unsigned long long>(h.a), me_);
+      Req& r = *rq;
+      if (r.landing != kNoWord) cancelLanding(r);  // nothing comes (the sender never sends it)
+      complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d) "
+                                                       "after %zu bytes: its send failed (a blocking send that timed "
+                                                       "out, or bytes its transport could not start: see PE %d's log)",
+                                                       src, r.msgBytes, r.fromTag, r.moved, src)));
+      return Status::ok();
+    }
+    case kSkip:  // the sender's next message did not fit before the ring's end
+      return Status::ok();
+    case kData: {
+      Req* rq = reqs_.find(h.a);
+      if (!rq || rq->send)
+        TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d sent data for receive request %llu, which PE %d does not have",
+                    call, src, static_cast<unsigned long long>(h.a), me_);
+      Req& r = *rq;
+      Status s = deliver(call, r, h.b, payload, h.bytes);
+      r.moved += h.bytes;
+      if (!s.isOk() || r.moved >= r.allowed) complete(r, s);
+      return Status::ok();
+    }
+    default:
+      TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: slot %llu from PE %d has unknown kind %u", call,
+                  static_cast<unsigned long long>(next_[static_cast<size_t>(src)]), src, h.kind);
+  }
+}
+
+Status Messaging::deliver(const char* call, Req& r, size_t off, const void* symSrc, size_t n) {
+  if (n == 0 || r.abandoned) return Status::ok();  // an abandoned receive's buffer belongs to its caller again
+  char* to = static_cast<char*>(r.dst) + off;
+  if (!r.gpu) {
+    std::memcpy(to, symSrc, n);
+    return Status::ok();
+  }
+  return move(call, Op::Get, to, symSrc, n, me_, nullptr, 0);  // from this PE's region into GPU memory
+}
+
+// Bytes of an unexpected message kept in this process's own memory (not symmetric) into the start of r's buffer.
+Status Messaging::deliverHost(const char* call, Req& r, const void* src, size_t n) {
+  if (n == 0 || r.abandoned) return Status::ok();
+  if (!r.gpu) {
+    std::memcpy(r.dst, src, n);
+    return Status::ok();
+  }
+  return paths_->gpu()->copy(r.dst, src, n, false).withContext(call);
+}
+
+void Messaging::queueCancel(int dst, uint64_t recvId) {
+  Out o{};
+  o.h.kind = kCancel;
+  o.h.a = recvId;
+  out_[static_cast<size_t>(dst)].push_back(o);
+}
+
+void Messaging::forget(Req& r) {
+  releaseWords(r);
+  posted_.unlink(r);
+  reqs_.erase(r.id);  // (last: r's storage is reset)
+}
+
+// A blocking send or receive whose wait failed: the caller gets its buffer back and has no request to wait for, so the
+// request is withdrawn. Not started yet: dropped. A receive already matched to a rendezvous: its data is discarded as
+// it arrives. A send whose request-to-send went out: the receiver is told (CANCEL) instead of getting data; one whose
+// RTS_DIRECT went out takes its claim word (the receiver's later claim fails) -- unless the receiver claimed it
+// first and is reading the buffer: then it returns true and the caller must wait for the request to complete.
+bool Messaging::withdraw(uint64_t id) {
+  Req* rq = reqs_.find(id);
+  if (!rq) return false;
+  Req& r = *rq;
+  if (r.done) {
+    forget(r);
+    return false;
+  }
+  auto& q = out_[static_cast<size_t>(r.pe)];
+  if (!r.send) {
+    if (r.inPosted) {
+      forget(r);
+    } else if (r.landing != kNoWord) {
+      if (!cancelLanding(r)) return true;  // the bytes are landing in the buffer now: wait for them
+      // Nothing more reaches the buffer (the transport drops the bytes if they come); the sender may still answer
+      // with a CANCEL, which then finds no request.
+      if (withdrawnLandings_.size() < kWithdrawnMax) withdrawnLandings_.insert(r.id);
+      forget(r);
+    } else {
+      r.abandoned = true;
+    }
+    return false;
+  }
+  if (r.landing != kNoWord) return true;  // the transport is reading the buffer (startByData): wait for it
+  auto& bq = byData_[static_cast<size_t>(r.pe)];
+  for (auto o = bq.begin(); o != bq.end(); ++o) {  // by data, not started: the receiver is told instead
+    if (o->req != &r) continue;
+    queueCancel(r.pe, o->h.a);
+    bq.erase(o);
+    forget(r);
+    return false;
+  }
+  for (auto o = q.begin(); o != q.end(); ++o) {
+    if (o->req != &r) continue;
+    if (o->h.kind == kEager || o->h.kind == kRts || o->h.kind == kRtsDirect) {  // never written: nobody knows of it
+      q.erase(o);
+      forget(r);
+      return false;
+    }
+    const uint64_t recvId = o->h.a;  // DATA under way: the rest is withdrawn
+    q.erase(o);
+    queueCancel(r.pe, recvId);
+    forget(r);
+    return false;
+  }
+  if (r.claim != kNoWord && r.allowed == 0) {  // RTS_DIRECT out, no CTS yet
+    uint64_t open = kClaimOpen;
+    if (!__atomic_compare_exchange_n(triggers_ + r.claim, &open, kClaimWithdrawn, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      return true;  // the receiver is reading: kClaimDone (or a CTS) follows
+    directs_.remove(&r);
+    r.claim = kNoWord;  // never reused: the receiver's claim may still come, and must keep failing
+    forget(r);
+    return false;
+  }
+  r.abandoned = true;  // its request-to-send is out, no answer yet: the CTS handler withdraws it
+  return false;
+}
+
+// How many of this PE's slots to dst dst has consumed, as far as this PE knows: the larger of its ack word (dst's
+// posted ADDs or stores) and the count dst carried in its last slot here (heard_). Both only grow and never exceed
+// the truth, so neither can free a slot dst still has to read.
+uint64_t Messaging::credit(int dst) const {
+  return std::max(__atomic_load_n(acked_ + dst, __ATOMIC_ACQUIRE), heard_[static_cast<size_t>(dst)]);
+}
+
+// Writes what credit allows from dst's queue.
+Status Messaging::push(const char* call, int dst, bool* did) {
+  auto& q = out_[static_cast<size_t>(dst)];
+  const uint64_t& sent = sent_[static_cast<size_t>(dst)];
+  while (!q.empty() && sent - credit(dst) < slots_) {
+    Out& o = q.front();
+    Req* r = o.req;
+    if (o.h.kind == kEager || o.h.kind == kData) {  // they may span slots: free ones, without wrapping
+      const bool data = o.h.kind == kData;  // the next fragment of a rendezvous send through the ring
+      const size_t n = data ? std::min(fragTo_[static_cast<size_t>(dst)], r->allowed - r->moved) : r->cap;
+      const uint64_t span = spanOf(n), at = sent % slots_, free = slots_ - (sent - credit(dst));
+      if (at + span > slots_) {  // the ring ends first: one SKIP takes its rest, the message then starts at slot 0
+        if (free < slots_ - at) break;
+        SlotHead skip{};
+        skip.kind = kSkip;
+        TETHER_TRY(writeSlot(call, dst, skip, nullptr, 0, false, slots_ - at));
+        *did = true;
+        continue;
+      }
+      if (free < span) break;
+      SlotHead h = o.h;
+      const char* from = static_cast<const char*>(r->src);
+      if (data) {
+        h.bytes = n;
+        h.b = r->moved;
+        from += r->moved;
+      }
+      TETHER_TRY(writeSlot(call, dst, h, from, n, r->gpu, span));
+      *did = true;
+      if (data && (r->moved += n) < r->allowed) continue;
+      complete(*r, Status::ok());
+      q.pop_front();
+      continue;
+    }
+    *did = true;
+    switch (o.h.kind) {
+      case kRtsDirect:  // by CUDA IPC to another PE: the region's GpuIpcRef as the payload
+        TETHER_TRY(writeSlot(call, dst, o.h, r->ipc.get(), r->ipc ? sizeof(GpuIpcRef) : 0, false));
+        q.pop_front();
+        break;
+      case kRts:
+      case kCts:
+      case kCancel:
+        TETHER_TRY(writeSlot(call, dst, o.h, nullptr, 0, false));
+        q.pop_front();
+        break;
+      default:
+        q.pop_front();
+    }
+  }
+  return Status::ok();
+}
+
+// One blocking put, get (from this PE's own region) or put-with-signal (SET) through the World's paths, GPU work on the
+// sibling context (core/sibling_paths.h): it must move while a kernel or a stream waits for this room.
+Status Messaging::move(const char* call, Op::Kind kind, void* dest, const void* src, size_t n, int pe, uint64_t* sig,
+                       uint64_t value) {
+  Op op = rmaOp(kind, dest, src, n, pe);
+  op.sig = sig;
+  op.value = value;
+  op.sigOp = TETHER_SIGNAL_SET;
+  SymRef ref{SegKind::Host, 0}, sigRef{SegKind::Host, 0};
+  TETHER_TRY(checkOp(w_, call, op, &ref, sig ? &sigRef : nullptr));
+  return runOp(w_, op, ref, sig ? sigRef : ref, false, nullptr, paths_.get());
+}
+
+Status Messaging::wordRef(const char* call, int pe, void* at, SymRef* ref) {
+  Op o = rmaOp(Op::Signal, nullptr, nullptr, 0, pe);
+  o.sig = static_cast<uint64_t*>(at);
+  return checkOp(w_, call, o, nullptr, ref);
+}
+
+Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, const void* payload, size_t n,
+                            bool payloadGpu, uint64_t span) {
+  SlotHead h = head;
+  if (span > 1) h.c = span;
+  const uint64_t consumed = next_[static_cast<size_t>(dst)];  // of dst's slots to this PE: carried back (its credit)
+  h.ack = static_cast<uint32_t>(consumed);
+  uint64_t& sent = sent_[static_cast<size_t>(dst)];
+  char* remote = slot(me_, sent);  // my ring at dst: the same symmetric address on every PE
+  auto* sig = reinterpret_cast<uint64_t*>(remote);
+  const size_t body = sizeof(SlotHead) - sizeof(uint64_t);  // the head after seq
+  const bool cpuPayload = !(payloadGpu && n);
+  char* direct = direct_[static_cast<size_t>(dst)];
+  void* ctx = nullptr;
+  const TransportOps& ops = opsTo(dst, SegKind::Host, &ctx);
+  if (direct && cpuPayload) {  // a mapped peer and a CPU payload: stores, then seq with release order
+    direct += remote - region_;
+    std::memcpy(direct + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body);
+    if (n) std::memcpy(direct + sizeof(SlotHead), payload, n);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(direct), sent + 1, __ATOMIC_RELEASE);
+  } else if (!direct && ops.putFlagged && sizeof(SlotHead) + n <= kFlaggedPutMax) {
+    // Another host: the whole slot as one flagged put (one message, seq visible last), built in staging_; a GPU
+    // payload is copied there first by the copy engine (sibling context: never behind the legacy stream), since a
+    // network transport moves host bytes much faster than it stages GPU memory itself (UCX over TCP, measured in
+    // docs/msg.md).
+    const uint64_t seq = sent + 1;
+    std::memcpy(staging_.data(), &h, sizeof h);
+    std::memcpy(staging_.data(), &seq, sizeof seq);
+    if (!cpuPayload) TETHER_TRY(paths_->gpu()->copy(staging_.data() + sizeof h, payload, n, false).withContext(call));
+    else if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
+    SymRef ref;
+    TETHER_TRY(wordRef(call, dst, remote, &ref));
+    TETHER_TRY(ops.putFlagged(ctx, dst, w_.remote(dst, ref), staging_.data(), sizeof(SlotHead) + n).withContext(call));
+  } else if (!cpuPayload) {
+    TETHER_TRY(move(call, Op::Put, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
+                    body, dst, nullptr, 0));
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(SlotHead), payload, n, dst, sig, sent + 1));
+  } else if (n > kStageMax) {  // a large host payload straight into the slot (no staging copy), then head + seq
+    TETHER_TRY(move(call, Op::Put, remote + sizeof(SlotHead), payload, n, dst, nullptr, 0));
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t),
+                    body, dst, sig, sent + 1));
+  } else {
+    std::memcpy(staging_.data(), &h, sizeof h);
+    if (n) std::memcpy(staging_.data() + sizeof h, payload, n);
+    TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, dst,
+                    sig, sent + 1));
+  }
+  sent += span;
+  carried_[static_cast<size_t>(dst)] = consumed;
+  return Status::ok();
+}
+
+}  // namespace tether
