@@ -225,10 +225,12 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
   if (!syncOnly && p.block != 0 && !so->gpuAddresses() &&
       (!isHostMemory(p.dref.kind) || !isHostMemory(p.sref.kind)))
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only", call);
-  // By host (protocol above), where every subteam has a device view: the same three collectives, enqueued.
-  if (!syncOnly && p.block != 0 && byHostKind(t, a.kind) && t.hostStrided && t.byHost != 3) {
+  // By host (protocol above), where every subteam has a device view: the same collectives on the subteams, enqueued.
+  if (!syncOnly && p.block != 0 && byHostStream(t, a.kind) && t.hostStrided && t.byHost != 3) {
     TETHER_TRY(makeByHost(call, t, ref));
-    if (t.byHost == 2) return byHostSteps(call, t, p, so, stream);
+    if (t.byHost == 2)
+      return a.kind == CollKind::Broadcast ? byHostStreamBroadcast(call, t, p, so, stream)
+                                           : byHostSteps(call, t, p, so, stream);
   }
   tether_device_handle_t h;
   TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));

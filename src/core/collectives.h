@@ -124,7 +124,12 @@
 //     coll_by_host_ab.txt); allgather (fcollect): 4 PEs 0.58-0.86x, 8 PEs 0.45-0.59x (coll_by_host_allgather_ab.txt).
 //     Stream forms (enqueue): the same three, enqueued as stream forms on the subteams, where every subteam has a
 //     device view (Team::hostStrided: members at a fixed world-PE stride, alike from the team's hosts); their first
-//     call makes the subteams (a blocking split: members enqueue stream collectives in the same order anyway).
+//     call makes the subteams (a blocking split: members enqueue stream collectives in the same order anyway). A
+//     stream broadcast (any root, any size) likewise: on the root's host from the root (its first member included),
+//     from that first member to the other hosts' first members, on each other host from its first member; dest is
+//     symmetric in the stream forms, so the later steps broadcast it in place. Through the CPU stream emulation
+//     across two netns hosts: broadcast 0.28-0.53x the time at 4 PEs, 0.13-0.24x at 8; allreduce 0.39-0.51x and
+//     0.17-0.21x (bench/results/cpu-2core-vm/coll_stream_by_host_ab.txt).
 //     Broadcast (host forms, HOST/STATIC src, where this host's members map each other -- Team::hostMapped: the
 //     host team is a token team; a job whose hosts differ in that fails its broadcasts across hosts as a mismatch
 //     naming TETHER_COLL_BY_HOST and TETHER_PATHS): first to one member per host, then each of those broadcasts on
@@ -360,6 +365,7 @@ class Collectives {
   // t's members span hosts and some host holds 2+ (Team::byHost and hostRun, computed once).
   bool hostShaped(Team& t) const;
   bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
+  bool byHostStream(Team& t, CollKind k) const;  // the same for a stream form (broadcasts too)
   // A broadcast a of block bytes by host: TETHER_COLL_BY_HOST, over kCollStageBytes, t's shape, its root first on
   // its host, this host's members mapped.
   bool byHostBroadcast(Team& t, const CollArgs& a, size_t block) const;
@@ -375,6 +381,9 @@ class Collectives {
   // A broadcast's two steps (host forms): to the hosts' first members (from the root's staged copy, or over
   // kCollStageBytes by the leaders' broadcast), then on each host from its first member.
   Status byHostBroadcastSteps(const char* call, Team& t, const Plan& p);
+  // A stream broadcast's steps, enqueued on stream: on the root's host from the root, to the other hosts' first
+  // members from the root's host's first one, on each other host from its first member.
+  Status byHostStreamBroadcast(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
   static bool stagedBroadcast(const Plan& p);  // a broadcast by host whose root staged its src (one-shot sizes)
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);

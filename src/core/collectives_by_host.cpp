@@ -52,6 +52,10 @@ bool Collectives::byHostKind(Team& t, CollKind k) const {
   return byHost_ && hostShaped(t) && (k == CollKind::Allreduce || (k == CollKind::Allgather && t.hostRun > 0));
 }
 
+bool Collectives::byHostStream(Team& t, CollKind k) const {
+  return byHostKind(t, k) || (k == CollKind::Broadcast && byHost_ && hostShaped(t));
+}
+
 bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) const {
   // (Both sizes from root 0 against every member pulling, 2-core VM, two netns hosts: 4 PEs 0.66-0.98x the time,
   // 8 PEs 0.51-0.78x; bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt.)
@@ -135,6 +139,37 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
   r.src = r.dest;
   const Status s = w_.teams().lose(t, run(call, t.hostTeam, r)).withContext("broadcasting on this host");
   return failed.isOk() ? s : failed;
+}
+
+Status Collectives::byHostStreamBroadcast(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {
+  const size_t root = static_cast<size_t>(p.a.root);
+  const int host = t.hostOf[p.me], rootHost = t.hostOf[root];
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (on the root's host, then to "
+                  "the other hosts' first members, each broadcasts on its host), each step on the stream", call, t.slot,
+                  p.n, p.a.count, dtypeInfo(p.a.type).name);
+  // Every member's dest is the same symmetric object (stream forms), so the steps pass dest as the src of the
+  // members that hold the data by then (in place); a member's src is read only where it is the step's root.
+  CollArgs r;
+  r.kind = CollKind::Broadcast;
+  r.type = p.a.type;
+  r.count = p.a.count;
+  r.dest = p.a.dest;
+  auto step = [&](TeamRef sub, int from, const void* src, const char* what) {
+    r.root = from;
+    r.src = src;
+    return enqueue(call, sub, r, false, stream).withContext(what);
+  };
+  const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member
+  if (host == rootHost && !alone) {        // every member of the root's host, its first one included
+    int at = 0;                            // the root's place on its host (team order)
+    for (size_t m = 0; m < root; ++m) at += t.hostOf[m] == rootHost;
+    TETHER_TRY(step(t.hostTeam, at, p.a.src, "on the root's host"));
+  } else if (host == rootHost && !p.inPlace) {  // the root, alone on its host
+    TETHER_TRY(so->copy(stream, p.a.dest, p.a.src, p.block).withContext(call));
+  }
+  if (t.leaderTeam.slot >= 0) TETHER_TRY(step(t.leaderTeam, rootHost, p.a.dest, "between hosts"));
+  if (host != rootHost && !alone) TETHER_TRY(step(t.hostTeam, 0, p.a.dest, "broadcasting on this host"));
+  return Status::ok();
 }
 
 Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {

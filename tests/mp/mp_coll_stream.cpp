@@ -3,7 +3,8 @@
 // memory at 2/3/4/8 PEs: the world team, the even PEs and the world reversed; every operation, in place and not,
 // several collectives enqueued back to back before one synchronize (stream order), interleaved with a stream put
 // that must see the reduced data; HALF and BFLOAT16 sums and maxima (exact for the small integers used); the local
-// errors at the call (bad root, overlap, bad op, bad handle).
+// errors at the call (bad root, overlap, bad op, bad handle); broadcasts from every root, in place and not, on the
+// world and the reversed world.
 // Seed: MP_SEED (default 1), printed.
 #include <cinttypes>
 #include <cstdint>
@@ -145,6 +146,41 @@ void narrowFloats(tether_team_t team, tether_dtype_t type, const char* name) {
   }
 }
 
+// Broadcasts from every root, 1 to 3000 longs, into dest or in place (every member's dest is its src), each checked
+// with the longs after dest (untouched) and, not in place, the root's src (untouched). Across hosts (netns) they go by
+// host (core/collectives.h: on the root's host, between the hosts' first members, on each other host).
+void broadcasts(tether_team_t team, const char* label) {
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  using T = int64_t;
+  T* src = reinterpret_cast<T*>(bufA);
+  T* dest = reinterpret_cast<T*>(bufB);
+  constexpr size_t kGuard = 8;
+  const T guard = static_cast<T>(0x6b6b6b6b6b6b6b6bull);
+  uint64_t c = 200;
+  for (int root = 0; root < n; ++root)
+    for (size_t count : {size_t{1}, size_t{300}, size_t{3000}})
+      for (bool inPlace : {false, true}) {
+        ++c;
+        T* from = inPlace ? dest : src;
+        for (size_t i = 0; i < count; ++i) from[i] = input<T>(c, my, i);
+        if (!inPlace)
+          for (size_t i = 0; i < count; ++i) dest[i] = guard;
+        for (size_t i = count; i < count + kGuard; ++i) dest[i] = guard;
+        MP_OK(tether_team_sync_on_stream(team, stream));  // every member's dest is ready before the broadcast
+        MP_OK(tether_team_broadcast_on_stream(team, dest, from, count, TETHER_INT64, root, stream));
+        MP_OK(tether_team_sync_on_stream(team, stream));  // the others are done reading before the next case
+        sync();
+        for (size_t i = 0; i < count; ++i)
+          if (dest[i] != input<T>(c, root, i)) bad(inPlace ? "broadcast in place" : "broadcast", c, i);
+        for (size_t i = count; i < count + kGuard; ++i)
+          if (dest[i] != guard) bad("broadcast wrote past dest", c, i);
+        if (!inPlace && my == root)
+          for (size_t i = 0; i < count; ++i)
+            if (src[i] != input<T>(c, my, i)) bad("broadcast changed the root's src", c, i);
+      }
+  if (my == 0) std::printf("PE %d: %s (%d PEs): stream broadcasts from every root OK\n", me, label, n);
+}
+
 void errors() {
   tether_team_t world = tether_team_world(w);
   MP_EXPECT_STATUS(tether_team_broadcast_on_stream(world, bufB, bufA, 4, TETHER_INT64, npes, stream),
@@ -185,11 +221,13 @@ int main() {
   MP_OK(tether_team_split_strided(world, 0, 2, (npes + 1) / 2, nullptr, &even));
   MP_OK(tether_team_split_strided(world, npes - 1, -1, npes, nullptr, &reversed));
   onTeam(world, "world");
+  broadcasts(world, "world");
   narrowFloats<dev::Half>(world, TETHER_HALF, "half allreduce");
   narrowFloats<dev::BFloat16>(world, TETHER_BFLOAT16, "bfloat16 allreduce");
   if (even) onTeam(even, "even PEs");
   MP_OK(tether_barrier_all(w));
   onTeam(reversed, "reversed world");
+  broadcasts(reversed, "reversed world");
   MP_OK(tether_barrier_all(w));
   errors();
   MP_OK(tether_team_destroy(even));

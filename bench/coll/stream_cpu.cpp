@@ -1,0 +1,124 @@
+// tether_bench_coll_stream_cpu: the team collectives' stream forms (tether_team_*_on_stream) through the CPU stream
+// emulation (the internal hook useStreamOpsForTesting; this program links tether_static), on HOST memory, no GPU:
+// what the stream path's collective structure costs where a GPU machine cannot show it, e.g. across the netns hosts
+// of tests/netns, where a team spanning hosts takes the by-host steps (core/collectives.h "By host"; A/B with
+// TETHER_COLL_BY_HOST=1/0). Not a GPU figure: an emulated stream is a worker thread.
+// Rows (the world team, every PE calls; PE 0 reports; per call = enqueue + synchronize of the stream):
+//   bcast      tether_team_broadcast_on_stream from PE 0, INT64, size bytes
+//   allreduce  tether_team_allreduce_on_stream, INT64 sum, size bytes
+// Data check after each row: every PE's dest holds the expected values.
+// Usage: tether_bench_coll_stream_cpu [--ops bcast,allreduce] [--max-size 64K] [--iters N] [--batches B] [--quick]
+//                                     [--json FILE] (bench/harness.h options and defaults)
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/stream_ops.h"
+#include "harness.h"
+#include "tether/tether.h"
+
+namespace tb = tether_bench;
+
+namespace {
+
+tether_t w;
+int me = 0, npes = 0;
+
+void check(tether_status_t s, const char* what) {
+  if (s != TETHER_SUCCESS) {
+    std::fprintf(stderr, "tether_bench_coll_stream_cpu: PE %d: %s failed: %s\n", me, what, tether_last_error());
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tb::Options opts;
+  std::string error;
+  if (!tb::parseOptions(argc, argv, &opts, &error)) {
+    std::fprintf(stderr, "tether_bench_coll_stream_cpu: %s\n%s", error.c_str(),
+                 tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation).\n").c_str());
+    return 2;
+  }
+  if (opts.help) {
+    std::printf("%s", tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation).\n").c_str());
+    return 0;
+  }
+  check(tether_init(&w), "tether_init");
+  me = tether_my_pe(w);
+  npes = tether_n_pes(w);
+  tether::StreamOps* so = nullptr;
+  {
+    std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60);
+    so = ops.get();
+    if (!tether::useStreamOpsForTesting(w, std::move(ops)).isOk()) check(TETHER_ERR_INTERNAL, "the CPU stream ops");
+  }
+  void* stream = nullptr;
+  if (!so->createStream(&stream).isOk()) check(TETHER_ERR_INTERNAL, "createStream");
+  const size_t maxBytes = std::max<size_t>(opts.maxSize, 8);
+  int64_t* src = nullptr;
+  int64_t* dest = nullptr;
+  void* p = nullptr;
+  check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes, &p), "tether_malloc_kind");
+  src = static_cast<int64_t*>(p);
+  check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes, &p), "tether_malloc_kind");
+  dest = static_cast<int64_t*>(p);
+  const tether_team_t world = tether_team_world(w);
+  tb::Reporter rep(tb::collectRunInfo("coll_stream_cpu", opts, npes), opts, me == 0);
+  if (!rep.open(&error)) {
+    std::fprintf(stderr, "tether_bench_coll_stream_cpu: %s\n", error.c_str());
+    return 1;
+  }
+  rep.printHeader("stream forms through the CPU stream emulation (no GPU); per call: enqueue + synchronize");
+  auto sync = [&] {
+    if (!so->synchronize(stream).isOk()) check(TETHER_ERR_INTERNAL, "synchronize");
+  };
+  for (const char* op : {"bcast", "allreduce"}) {
+    if (!tb::wantsOp(opts, op)) continue;
+    const bool bcast = std::string(op) == "bcast";
+    rep.beginTable(std::string(op) + " (stream form, world team, " + std::to_string(npes) + " PEs" +
+                       (bcast ? ", root 0)" : ", INT64 sum)"),
+                   tb::TableKind::Latency);
+    for (size_t bytes : tb::messageSizes(opts)) {
+      const size_t count = std::max<size_t>(bytes / sizeof(int64_t), 1);
+      for (size_t i = 0; i < count; ++i) src[i] = static_cast<int64_t>(i) * 3 + me;
+      check(tether_barrier_all(w), "tether_barrier_all");
+      std::vector<double> samples;
+      const int ops = opts.iters;
+      const bool ok = tb::measure(opts.warmup, opts.batches, ops, [&](int k) {
+        for (int i = 0; i < k; ++i) {
+          const tether_status_t s =
+              bcast ? tether_team_broadcast_on_stream(world, dest, src, count, TETHER_INT64, 0, stream)
+                    : tether_team_allreduce_on_stream(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM, stream);
+          check(s, op);
+          sync();
+        }
+        return true;
+      }, &samples);
+      if (!ok) return 1;
+      for (size_t i = 0; i < count; ++i) {
+        const int64_t base = static_cast<int64_t>(i) * 3;
+        const int64_t want = bcast ? base : base * npes + static_cast<int64_t>(npes) * (npes - 1) / 2;
+        if (dest[i] != want) {
+          std::fprintf(stderr, "tether_bench_coll_stream_cpu: PE %d: %s of %zu B: element %zu is %lld, not %lld\n",
+                       me, op, bytes, i, static_cast<long long>(dest[i]), static_cast<long long>(want));
+          return 1;
+        }
+      }
+      rep.addRow(tb::makeRow(op, "stream-cpu", "H->H", count * sizeof(int64_t),
+                             static_cast<long>(ops) * opts.batches, samples, false));
+    }
+  }
+  rep.flush();
+  check(tether_barrier_all(w), "tether_barrier_all");
+  check(tether_free(w, src), "tether_free");
+  check(tether_free(w, dest), "tether_free");
+  if (!so->destroyStream(stream).isOk()) check(TETHER_ERR_INTERNAL, "destroyStream");
+  check(tether_finalize(w), "tether_finalize");
+  return 0;
+}
