@@ -1166,11 +1166,47 @@ TETHER_HD void team_sync(const Handle& h, const Team& t) {
 }
 
 // dest = src of team PE root, on every member (root too; dest == src: in place).
+// By host (t.host_run > 0: the team spans hosts in runs of host_run consecutive members, tether.h; from
+// kBroadcastByHostMin bytes): the members of the root's host and the first member of every other host read the
+// root's src; each of those first members then signals the others of its host (the word after the sync rounds,
+// t.sync[1 + TETHER_DEVICE_TEAM_ROUNDS], set to this call's epoch), which read its dest instead: one crossing per
+// other host instead of one per member there.
+// Below kBroadcastByHostMin the hop on the receiving host costs more than the crossings it saves: on the 2-core VM
+// across two netns hosts (CPU handles, bench/results/cpu-2core-vm/coll_device_by_host_ab.txt) by host took 0.83-1.36x
+// the time at 4 PEs up to 2 KiB, 0.75-0.94x from 16 KiB (8 PEs 0.80-1.01x: the team syncs dominate there). Not
+// calibrated on GPUs across hosts (none lent).
+constexpr size_t kBroadcastByHostMin = 16384;
 template <Scope S = Scope::Thread>
 TETHER_HD void team_broadcast(const Handle& h, const Team& t, void* dest, const void* src, size_t nbytes, int root) {
   team_sync<S>(h, t);
-  if (t.my_pe != root || dest != src)
-    detail::getBytes<S>(h, detail::local(h, static_cast<char*>(dest)), src, nbytes, team_world_pe(t, root), true);
+  char* mine = detail::local(h, static_cast<char*>(dest));
+  const int run = t.host_run;
+  if (run > 0 && nbytes >= kBroadcastByHostMin && t.my_pe / run != root / run) {  // a host other than the root's
+    const int first = t.my_pe - t.my_pe % run;
+    uint64_t* flag = t.sync + 1 + TETHER_DEVICE_TEAM_ROUNDS;
+    if (t.my_pe == first) {
+      detail::getBytes<S>(h, mine, src, nbytes, team_world_pe(t, root), true);
+      detail::groupSync<S>();  // the whole group's part of dest is in place
+      if (detail::groupRank<S>() == 0) {
+        detail::fenceSc();
+        const uint64_t epoch = detail::local(h, t.sync)[0];  // this call's (the team_sync above)
+        for (int m = first + 1; m < first + run; ++m) {
+          const detail::Target to = detail::target(h, flag, team_world_pe(t, m));
+          if (to.ptr)
+            detail::storeRelease(reinterpret_cast<uint64_t*>(to.ptr), epoch);
+          else
+            detail::proxySignal(h, team_world_pe(t, m), to, epoch, SignalOp::Set);
+        }
+      }
+    } else {
+      if (detail::groupRank<S>() == 0)
+        (void)detail::waitValue(h, flag, Cmp::GE, detail::local(h, t.sync)[0], "device team broadcast");
+      detail::groupSync<S>();
+      detail::getBytes<S>(h, mine, dest, nbytes, team_world_pe(t, first), true);
+    }
+  } else if (t.my_pe != root || dest != src) {
+    detail::getBytes<S>(h, mine, src, nbytes, team_world_pe(t, root), true);
+  }
   team_sync<S>(h, t);
 }
 

@@ -595,9 +595,13 @@ typedef struct tether_device_team_s {
   int32_t start, stride; /* world PE of member m: start + m * stride */
   int32_t index;         /* tether_team_index */
   uint32_t seg;          /* segment of sync (TETHER_DEVICE_SEG_*): the handle's barrier_seg */
-  uint64_t* sync;        /* symmetric address: [0] epoch (this PE's own), [1 + r] round r */
+  uint64_t* sync;        /* symmetric address: [0] epoch (this PE's own), [1 + r] round r, [1 + ROUNDS] by-host flag */
   void* scratch;         /* symmetric address: this PE's staging area for proxied members' elements */
   uint64_t scratch_bytes;
+  /* Members per host where the team spans hosts in runs: every host's members consecutive in team order, as many
+   * (2+) on each (TETHER_COLL_BY_HOST=1, the default); 0 otherwise. team_broadcast then goes by host from 16 KiB
+   * (device.cuh, kBroadcastByHostMin). */
+  int32_t host_run;
 } tether_device_team_t;
 tether_status_t tether_team_device_view(tether_team_t team, const tether_device_handle_t* handle,
                                         tether_device_team_t* view);

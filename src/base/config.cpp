@@ -98,7 +98,8 @@ const std::vector<ConfigVar>& configVars() {
        "many on every host; broadcast over 2 KiB: the root its host's first PE in the team): 1 = each host's PEs "
        "combine or gather at its first PE, those PEs exchange among themselves, each broadcasts on its host (a "
        "broadcast: from the root to one PE per host, then on each host; two more team indices per such team, made "
-       "at its first such call; the stream allreduce, allgather and broadcast alike); 0 = every PE pulls from every "
+       "at its first such call; the stream allreduce, allgather and broadcast alike, and the device broadcast "
+       "where each host's PEs form a run in the team); 0 = every PE pulls from every "
        "other. Must be the same on every PE (a difference is reported as a mismatch)"},
       {"TETHER_COLL_BLOCKS", ConfigType::Int, "0",
        "GPU collectives: the most blocks of 512 threads one collective uses (1: always one block; 0: as many as the "

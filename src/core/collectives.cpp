@@ -134,7 +134,7 @@ Status Collectives::deviceView(const char* call, TeamRef ref, const tether_devic
   return viewOf(call, *team, h, out);
 }
 
-Status Collectives::viewOf(const char* call, const Team& t, const tether_device_handle_t& h,
+Status Collectives::viewOf(const char* call, Team& t, const tether_device_handle_t& h,
                            tether_device_team_t* out) const {
   if (h.my_pe != w_.myPe() || h.n_pes != w_.nPes())
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the handle is not one of this instance on this PE", call);
@@ -154,6 +154,8 @@ Status Collectives::viewOf(const char* call, const Team& t, const tether_device_
   v.stride = stride;
   v.index = t.slot;
   v.seg = h.barrier_seg;
+  // The device broadcast by host (device.cuh) where each host's members form a run in team order, alike on all.
+  v.host_run = byHost_ && hostShaped(t) ? t.hostRun : 0;
   const uint64_t words = static_cast<uint64_t>(t.slot) * kDeviceTeamWords * sizeof(uint64_t);
   const uint64_t scratch = static_cast<uint64_t>(t.slot) * kCollScratchBytes;
   v.scratch_bytes = gpu_.scratch;
@@ -278,7 +280,7 @@ StreamCollCall Collectives::streamCall(const Plan& p) const {
 
 // ---- the GPU engine (host forms on GPU memory) -------------------------------------------------------------------
 
-Status Collectives::gpuPlan(const char* call, const Team& t, Plan* p) {
+Status Collectives::gpuPlan(const char* call, Team& t, Plan* p) {
   p->gpu = false;
   // Never called for a broadcast (run()): its dest is each member's own affair (not agreed, any kind), and each
   // member's one copy from the root by the CPU path is a copy-engine transfer already. Not alltoallv (no device form).

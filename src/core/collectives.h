@@ -129,7 +129,8 @@
 //     from that first member to the other hosts' first members, on each other host from its first member; dest is
 //     symmetric in the stream forms, so the later steps broadcast it in place. Through the CPU stream emulation
 //     across two netns hosts: broadcast 0.28-0.53x the time at 4 PEs, 0.13-0.24x at 8; allreduce 0.39-0.51x and
-//     0.17-0.21x (bench/results/cpu-2core-vm/coll_stream_by_host_ab.txt).
+//     0.17-0.21x (bench/results/cpu-2core-vm/coll_stream_by_host_ab.txt). Device views (viewOf): host_run =
+//     Team::hostRun where the team is host-shaped, so the device broadcast goes by host in the kernel (device.cuh).
 //     Broadcast (host forms, HOST/STATIC src, where this host's members map each other -- Team::hostMapped: the
 //     host team is a token team; a job whose hosts differ in that fails its broadcasts across hosts as a mismatch
 //     naming TETHER_COLL_BY_HOST and TETHER_PATHS): first to one member per host, then each of those broadcasts on
@@ -259,8 +260,8 @@ class Collectives {
   // (a is ignored).
   Status enqueue(const char* call, TeamRef team, const CollArgs& a, bool syncOnly, void* stream);
 
-  // tether_team_device_view: the team's members as (start, stride) and its device sync words in the segment of
-  // handle's barrier words.
+  // tether_team_device_view: the team's members as (start, stride), its device sync words in the segment of
+  // handle's barrier words, and host_run (by host: TETHER_COLL_BY_HOST and the team's shape, Team::hostRun).
   Status deviceView(const char* call, TeamRef team, const tether_device_handle_t& handle, tether_device_team_t* out);
   // Zeroes slot's device sync words on this PE (HOST and DEVICE copies): the team in it is being destroyed, and
   // every member has finished its collectives on it (Teams::destroy's rule), so no write is still arriving.
@@ -335,11 +336,11 @@ class Collectives {
   // Whether a host form runs on the GPU engine, from agreed values (object kinds, kind of call) and this PE's setup
   // (TETHER_COLL_GPU, a GPU stream layer, every member load/store reachable); a difference between members shows as
   // a record mismatch. Fills p's handle and view (failing as p.local does, before the agreement).
-  Status gpuPlan(const char* call, const Team& t, Plan* p);
+  Status gpuPlan(const char* call, Team& t, Plan* p);
   // After the agreement: the device form on the engine stream (after the legacy default stream's work so far, on the
   // GPU), waited for. Its closing team sync is the close.
   Status gpuData(const char* call, const Plan& p);
-  Status viewOf(const char* call, const Team& t, const tether_device_handle_t& h, tether_device_team_t* out) const;
+  Status viewOf(const char* call, Team& t, const tether_device_handle_t& h, tether_device_team_t* out) const;
   // The first member (world PE) this PE cannot reach by loads and stores in kind's segment (TETHER_FORCE_PROXY: any
   // other), or -1.
   int unreachableMember(const Team& t, SegKind kind) const;

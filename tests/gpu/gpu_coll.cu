@@ -287,7 +287,8 @@ void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* lab
   }
   if (tether_team_my_pe(team) == 0) std::printf("PE %d: %s (%d PEs): host, device (block, warp, grid) and stream team collectives OK "
                                             "(allreduce, reduce, reduce_scatter, broadcast, allgather, alltoall; host "
-                                            "forms after the legacy stream's work)\n", me, label, n);
+                                            "forms after the legacy stream's work)%s\n", me, label, n,
+                                            t.host_run ? " (device broadcast by host)" : "");
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 // allgather, slices of unequal and zero length); results against a reference from the inputs every
 // member generates from the seed (MP_SEED, printed). Then in-place order (inPlaceOrder) and slot reuse: a team destroyed after device syncs and a new
 // team in its slot (the sync words are reset at destroy, else the epochs would disagree and the sync hang).
-// MP_PROXY_PE0=1: TETHER_FORCE_PROXY on PE 0 only (see main).
+// MP_PROXY_PE0=1: TETHER_FORCE_PROXY on PE 0 only (see main). Each view's host_run (the broadcast by host across
+// hosts) against what the team's shape on the job's hosts gives (expectedRun).
 // Under TETHER_FORCE_PROXY=1 (every peer through the proxy ring) the data movers and sync run through the ring and
 // the reductions pull the other members' elements through it into the team's scratch (detail::teamReduceStaged;
 // with TETHER_COLL_SCRATCH=48 a chunk takes several pulls, the last one short); over two netns hosts (netns_coll_*)
@@ -41,6 +42,23 @@ uint64_t seed;
 char* bufA;  // symmetric HOST buffers
 char* bufB;
 bool loads = true;  // every PE reachable by loads (not under TETHER_FORCE_PROXY, nor over netns hosts)
+std::vector<bool> sameHostPes;  // mp::sameHost: the jobs here run on one or two hosts
+
+// The view's host_run (tether.h) this team should have: where its members form runs of the same length (2+) per host,
+// consecutive in team order, on two hosts (the netns jobs), and TETHER_COLL_BY_HOST is not 0; else 0.
+int expectedRun(tether_team_t team) {
+  const char* byHost = std::getenv("TETHER_COLL_BY_HOST");
+  if (byHost && std::strcmp(byHost, "0") == 0) return 0;
+  const int n = tether_team_n_pes(team);
+  std::vector<int> runs;  // lengths of the runs of members on one host, in team order
+  for (int m = 0; m < n; ++m) {
+    const bool mine = sameHostPes[static_cast<size_t>(tether_team_world_pe(team, m))];
+    if (m == 0 || mine != sameHostPes[static_cast<size_t>(tether_team_world_pe(team, m - 1))]) runs.push_back(0);
+    ++runs.back();
+  }
+  if (runs.size() != 2 || runs[0] != runs[1] || runs[0] < 2) return 0;  // (two hosts: two runs, or members mixed)
+  return runs[0];
+}
 
 template <typename T>
 T input(uint64_t c, int m, size_t i) {
@@ -116,7 +134,8 @@ template <Scope S>
 void movers(const dev::Handle& h, const dev::Team& t, const char* sname) {
   const int n = t.n_pes, my = t.my_pe;
   using T = uint32_t;
-  for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{2000}}) {
+  // 4096: 16 KiB, where the broadcast goes by host across hosts (kBroadcastByHostMin; up to 4 PEs: kBytes)
+  for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{2000}, size_t{4096}}) {
     if (count * static_cast<size_t>(n) * sizeof(T) > kBytes) continue;
     T* a = reinterpret_cast<T*>(bufA);
     T* b = reinterpret_cast<T*>(bufB);
@@ -157,6 +176,11 @@ void all(const dev::Handle& h, tether_team_t team, const char* label, const char
   MP_OK(tether_team_device_view(team, &h, &t));
   MP_CHECK(t.n_pes == tether_team_n_pes(team) && t.my_pe == tether_team_my_pe(team));
   for (int m = 0; m < t.n_pes; ++m) MP_CHECK(dev::team_world_pe(t, m) == tether_team_world_pe(team, m));
+  if (t.host_run != expectedRun(team)) {
+    std::fprintf(stderr, "PE %d: %s: the device view's host_run is %d, not %d\n", me, label, t.host_run,
+                 expectedRun(team));
+    MP_CHECK(false);
+  }
   caseNo = 0;  // members of different teams ran different numbers of cases before
   movers<S>(h, t, sname);
   // every type at thread scope; the group split (block and grid scope) on two of them
@@ -167,8 +191,8 @@ void all(const dev::Handle& h, tether_team_t team, const char* label, const char
     reductions<S, uint8_t>(h, t, sname);
   }
   if (t.my_pe == 0)
-    std::printf("PE %d: %s (%d PEs), scope %s: device team collectives OK%s\n", me, label, t.n_pes, sname,
-                loads ? "" : " (some members proxied)");
+    std::printf("PE %d: %s (%d PEs), scope %s: device team collectives OK%s%s\n", me, label, t.n_pes, sname,
+                loads ? "" : " (some members proxied)", t.host_run ? " (broadcast by host)" : "");
 }
 
 template <Scope S>
@@ -248,6 +272,7 @@ int main() {
   dev::Handle h;
   MP_OK(tether_device_handle_cpu(w, &h));
   for (int pe = 0; pe < npes; ++pe) loads = loads && dev::ptr(h, bufA, pe) != nullptr;
+  sameHostPes = mp::sameHost(w);
   MP_OK(tether_barrier_all(w));
   // Bad arguments of the view.
   dev::Team t;

@@ -1,14 +1,17 @@
-// tether_bench_coll_stream_cpu: the team collectives' stream forms (tether_team_*_on_stream) through the CPU stream
-// emulation (the internal hook useStreamOpsForTesting; this program links tether_static), on HOST memory, no GPU:
-// what the stream path's collective structure costs where a GPU machine cannot show it, e.g. across the netns hosts
-// of tests/netns, where a team spanning hosts takes the by-host steps (core/collectives.h "By host"; A/B with
-// TETHER_COLL_BY_HOST=1/0). Not a GPU figure: an emulated stream is a worker thread.
-// Rows (the world team, every PE calls; PE 0 reports; per call = enqueue + synchronize of the stream):
-//   bcast      tether_team_broadcast_on_stream from PE 0, INT64, size bytes
-//   allreduce  tether_team_allreduce_on_stream, INT64 sum, size bytes
+// tether_bench_coll_cpu: team collectives on the CPU, no GPU -- the stream forms (tether_team_*_on_stream) through
+// the CPU stream emulation (the internal hook useStreamOpsForTesting; this program links tether_static) and the
+// device form with a CPU handle (the host-compiled device API, one CPU thread per PE), on HOST memory: what their
+// collective structure costs where a GPU machine cannot show it, e.g. across the netns hosts of tests/netns, where a
+// team spanning hosts takes the by-host steps (core/collectives.h "By host"; A/B with TETHER_COLL_BY_HOST=1/0). Not a
+// GPU figure: an emulated stream is a worker thread, the device form's proxy a CPU thread.
+// Rows (the world team, every PE calls; PE 0 reports):
+//   bcast       tether_team_broadcast_on_stream from PE 0, INT64, size bytes; per call: enqueue + synchronize
+//   allreduce   tether_team_allreduce_on_stream, INT64 sum; per call: enqueue + synchronize
+//   dev_bcast   tether::device::team_broadcast<Scope::Thread> from PE 0 (tether_device_handle_cpu, the world's
+//               device view); per call
 // Data check after each row: every PE's dest holds the expected values.
-// Usage: tether_bench_coll_stream_cpu [--ops bcast,allreduce] [--max-size 64K] [--iters N] [--batches B] [--quick]
-//                                     [--json FILE] (bench/harness.h options and defaults)
+// Usage: tether_bench_coll_cpu [--ops bcast,allreduce,dev_bcast] [--max-size 64K] [--iters N] [--batches B]
+//                              [--quick] [--json FILE] (bench/harness.h options and defaults)
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +22,7 @@
 
 #include "core/stream_ops.h"
 #include "harness.h"
+#include "tether/device.cuh"
 #include "tether/tether.h"
 
 namespace tb = tether_bench;
@@ -30,7 +34,7 @@ int me = 0, npes = 0;
 
 void check(tether_status_t s, const char* what) {
   if (s != TETHER_SUCCESS) {
-    std::fprintf(stderr, "tether_bench_coll_stream_cpu: PE %d: %s failed: %s\n", me, what, tether_last_error());
+    std::fprintf(stderr, "tether_bench_coll_cpu: PE %d: %s failed: %s\n", me, what, tether_last_error());
     std::exit(1);
   }
 }
@@ -41,12 +45,12 @@ int main(int argc, char** argv) {
   tb::Options opts;
   std::string error;
   if (!tb::parseOptions(argc, argv, &opts, &error)) {
-    std::fprintf(stderr, "tether_bench_coll_stream_cpu: %s\n%s", error.c_str(),
-                 tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation).\n").c_str());
+    std::fprintf(stderr, "tether_bench_coll_cpu: %s\n%s", error.c_str(),
+                 tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle).\n").c_str());
     return 2;
   }
   if (opts.help) {
-    std::printf("%s", tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation).\n").c_str());
+    std::printf("%s", tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle).\n").c_str());
     return 0;
   }
   check(tether_init(&w), "tether_init");
@@ -69,20 +73,26 @@ int main(int argc, char** argv) {
   check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes, &p), "tether_malloc_kind");
   dest = static_cast<int64_t*>(p);
   const tether_team_t world = tether_team_world(w);
-  tb::Reporter rep(tb::collectRunInfo("coll_stream_cpu", opts, npes), opts, me == 0);
+  tb::Reporter rep(tb::collectRunInfo("coll_cpu", opts, npes), opts, me == 0);
   if (!rep.open(&error)) {
-    std::fprintf(stderr, "tether_bench_coll_stream_cpu: %s\n", error.c_str());
+    std::fprintf(stderr, "tether_bench_coll_cpu: %s\n", error.c_str());
     return 1;
   }
-  rep.printHeader("stream forms through the CPU stream emulation (no GPU); per call: enqueue + synchronize");
+  rep.printHeader("stream forms through the CPU stream emulation, device form with a CPU handle (no GPU)");
   auto sync = [&] {
     if (!so->synchronize(stream).isOk()) check(TETHER_ERR_INTERNAL, "synchronize");
   };
-  for (const char* op : {"bcast", "allreduce"}) {
+  tether::device::Handle dh{};
+  tether::device::Team dt{};
+  check(tether_device_handle_cpu(w, &dh), "tether_device_handle_cpu");
+  check(tether_team_device_view(world, &dh, &dt), "tether_team_device_view");
+  for (const char* op : {"bcast", "allreduce", "dev_bcast"}) {
     if (!tb::wantsOp(opts, op)) continue;
-    const bool bcast = std::string(op) == "bcast";
-    rep.beginTable(std::string(op) + " (stream form, world team, " + std::to_string(npes) + " PEs" +
-                       (bcast ? ", root 0)" : ", INT64 sum)"),
+    const bool device = std::string(op) == "dev_bcast";
+    const bool bcast = device || std::string(op) == "bcast";
+    rep.beginTable(std::string(op) + (device ? " (device form, thread scope" : " (stream form") + ", world team, " +
+                       std::to_string(npes) + " PEs" + (bcast ? ", root 0" : ", INT64 sum") +
+                       (device && dt.host_run ? ", by host)" : ")"),
                    tb::TableKind::Latency);
     for (size_t bytes : tb::messageSizes(opts)) {
       const size_t count = std::max<size_t>(bytes / sizeof(int64_t), 1);
@@ -92,6 +102,10 @@ int main(int argc, char** argv) {
       const int ops = opts.iters;
       const bool ok = tb::measure(opts.warmup, opts.batches, ops, [&](int k) {
         for (int i = 0; i < k; ++i) {
+          if (device) {
+            tether::device::team_broadcast(dh, dt, dest, src, count * sizeof(int64_t), 0);
+            continue;
+          }
           const tether_status_t s =
               bcast ? tether_team_broadcast_on_stream(world, dest, src, count, TETHER_INT64, 0, stream)
                     : tether_team_allreduce_on_stream(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM, stream);
@@ -105,12 +119,12 @@ int main(int argc, char** argv) {
         const int64_t base = static_cast<int64_t>(i) * 3;
         const int64_t want = bcast ? base : base * npes + static_cast<int64_t>(npes) * (npes - 1) / 2;
         if (dest[i] != want) {
-          std::fprintf(stderr, "tether_bench_coll_stream_cpu: PE %d: %s of %zu B: element %zu is %lld, not %lld\n",
+          std::fprintf(stderr, "tether_bench_coll_cpu: PE %d: %s of %zu B: element %zu is %lld, not %lld\n",
                        me, op, bytes, i, static_cast<long long>(dest[i]), static_cast<long long>(want));
           return 1;
         }
       }
-      rep.addRow(tb::makeRow(op, "stream-cpu", "H->H", count * sizeof(int64_t),
+      rep.addRow(tb::makeRow(op, device ? "device-cpu" : "stream-cpu", "H->H", count * sizeof(int64_t),
                              static_cast<long>(ops) * opts.batches, samples, false));
     }
   }
