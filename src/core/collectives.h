@@ -175,10 +175,11 @@ constexpr size_t kCollValueWords = 8;
 constexpr size_t kCollWords = 2 * kCollRounds + kCollValueWords;  // two word sets (barrier parity), then the record
 
 // The device team sync words (tether_device_team_t::sync) of each team slot: 1 epoch word + TETHER_DEVICE_TEAM_ROUNDS
-// round words, padded to whole cache lines; in the HOST control block (ControlBlock::devTeams) for CPU handles and
-// GPU handles without a DEVICE heap, else in the DEVICE control block at kDeviceTeamSyncOffset.
+// round words + the device broadcast's by-host flag (device.cuh team_broadcast), padded to whole cache lines; in the
+// HOST control block (ControlBlock::devTeams) for CPU handles and GPU handles without a DEVICE heap, else in the
+// DEVICE control block at kDeviceTeamSyncOffset. All reset when the team is destroyed (resetDeviceWords).
 constexpr size_t kDeviceTeamWords = 24;
-static_assert(1 + TETHER_DEVICE_TEAM_ROUNDS <= kDeviceTeamWords, "device team sync words");
+static_assert(2 + TETHER_DEVICE_TEAM_ROUNDS <= kDeviceTeamWords, "device team sync words and the by-host flag");
 static_assert(TETHER_DEVICE_TEAM_ROUNDS == kCollRounds, "host and device team collectives take the same team sizes");
 constexpr uint64_t kDeviceTeamSyncOffset = 8192;
 // Staging buffers of the one-shot path: two (used alternately) of kCollStageBytes per team slot, in the HOST segment
