@@ -29,6 +29,8 @@ namespace tb = tether_bench;
 
 namespace {
 
+constexpr const char* kRows =
+    "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle).\n";
 tether_t w;
 int me = 0, npes = 0;
 
@@ -45,12 +47,11 @@ int main(int argc, char** argv) {
   tb::Options opts;
   std::string error;
   if (!tb::parseOptions(argc, argv, &opts, &error)) {
-    std::fprintf(stderr, "tether_bench_coll_cpu: %s\n%s", error.c_str(),
-                 tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle).\n").c_str());
+    std::fprintf(stderr, "tether_bench_coll_cpu: %s\n%s", error.c_str(), tb::usage(argv[0], kRows).c_str());
     return 2;
   }
   if (opts.help) {
-    std::printf("%s", tb::usage(argv[0], "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle).\n").c_str());
+    std::printf("%s", tb::usage(argv[0], kRows).c_str());
     return 0;
   }
   check(tether_init(&w), "tether_init");
