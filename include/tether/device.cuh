@@ -1190,13 +1190,7 @@ TETHER_HD void team_broadcast(const Handle& h, const Team& t, void* dest, const 
       if (detail::groupRank<S>() == 0) {
         detail::fenceSc();
         const uint64_t epoch = detail::local(h, t.sync)[0];  // this call's (the team_sync above)
-        for (int m = first + 1; m < first + run; ++m) {
-          const detail::Target to = detail::target(h, flag, team_world_pe(t, m));
-          if (to.ptr)
-            detail::storeRelease(reinterpret_cast<uint64_t*>(to.ptr), epoch);
-          else
-            detail::proxySignal(h, team_world_pe(t, m), to, epoch, SignalOp::Set);
-        }
+        for (int m = first + 1; m < first + run; ++m) signal_op(h, flag, epoch, SignalOp::Set, team_world_pe(t, m));
       }
     } else {
       if (detail::groupRank<S>() == 0)
