@@ -18,22 +18,6 @@
 
 namespace tether {
 
-void Messaging::Posted::push(Req& r) {
-  r.inPosted = true;
-  r.prevPosted = last;
-  r.nextPosted = nullptr;
-  (last ? last->nextPosted : first) = &r;
-  last = &r;
-}
-
-void Messaging::Posted::unlink(Req& r) {
-  if (!r.inPosted) return;
-  (r.prevPosted ? r.prevPosted->nextPosted : first) = r.nextPosted;
-  (r.nextPosted ? r.nextPosted->prevPosted : last) = r.prevPosted;
-  r.inPosted = false;
-  r.prevPosted = r.nextPosted = nullptr;
-}
-
 // ---- set-up ------------------------------------------------------------------------------------------------------
 
 Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
@@ -45,7 +29,6 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       poolBytes_(roundUp(unexpected, 64)),
       n_(w.nPes()),
       me_(w.myPe()),
-      pool_(new Pool(poolBytes_)),
       sent_(static_cast<size_t>(n_)),
       next_(static_cast<size_t>(n_)),
       published_(static_cast<size_t>(n_)),
@@ -134,7 +117,7 @@ Status Messaging::setUp(const char* call) {
   triggers_ = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes + ackBytes);
   dones_ = triggers_ + kStreamWords;
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
-  poolBase_ = inbox_ + inboxBytes;
+  unexpected_.reset(new UnexpectedQueue<Rts>(inbox_ + inboxBytes, poolBytes_));
   for (uint32_t i = kStreamWords; i-- > 0;) freeWords_.push_back(i);
   TETHER_TRY(SiblingPaths::create(w_, call, &paths_));
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
@@ -371,35 +354,19 @@ Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, in
 }
 
 Status Messaging::matchOrPost(const char* call, Req& ref) {
-  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-    if (!fits(ref.pe, it->src) || !fits(ref.tag, it->tag)) continue;
-    std::list<Unexpected> taken;  // the node, out of the list while it is handled (no allocation), then spare
-    taken.splice(taken.end(), unexpected_, it);
-    const Unexpected& u = taken.front();
-    Status s;
-    if (u.rts) {
-      s = matchRts(call, ref, u.src, u.head, u.ipc);
-    } else {
-      ref.fromPe = u.src;
-      ref.fromTag = u.tag;
-      ref.msgBytes = u.bytes;
-      const size_t n = std::min(u.bytes, ref.cap);
-      Status d;
-      if (u.inTiny) {
-        d = deliverHost(call, ref, u.tiny, n);
-      } else if (u.heap) {
-        d = deliverHost(call, ref, u.heap.get(), n);
-      } else {
-        d = deliver(call, ref, 0, poolBase_ + u.poolOff, n);
-        pool_->release(u.poolOff, u.bytes);
-      }
-      complete(ref, d);
-    }
-    taken.front().heap.reset();
-    spare_.splice(spare_.end(), taken);
-    return s;
+  UnexpectedQueue<Rts>::Taken u;  // (its bytes go back and its node to the queue on return)
+  if (!unexpected_->take(ref.pe, ref.tag, &u)) {
+    posted_.push(ref);
+    return Status::ok();
   }
-  posted_.push(ref);
+  if (!u->eager) return matchRts(call, ref, u->src, u->meta.head, u->meta.ipc);
+  ref.fromPe = u->src;
+  ref.fromTag = u->tag;
+  ref.msgBytes = u->bytes;
+  const size_t n = std::min(u->bytes, ref.cap);
+  // Bytes in the pool lie in this PE's region (symmetric: a GPU buffer gets them through World::get); others in
+  // private host memory.
+  complete(ref, u->inPool() ? deliver(call, ref, 0, u->data(), n) : deliverHost(call, ref, u->data(), n));
   return Status::ok();
 }
 

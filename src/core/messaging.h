@@ -35,11 +35,12 @@
 //                                     (to a PE written by flagged puts up to kSpanFragmentMax, spanning
 //                                     `c` slots as a spanning EAGER does).
 //   CANCEL{recv id}                   a withdrawn rendezvous send (its blocking call failed): the receive fails.
-// Matching (MPI's): an arriving EAGER/RTS goes to the first posted receive that fits, else to the unexpected list (an
-// EAGER's bytes are copied into the pool, in this PE's region, or into private host memory when the pool is full, so
-// its slot frees at once: a ring never stalls, since control and rendezvous traffic follow in it). A new receive takes the first fitting
-// unexpected message, else joins the posted list. Slots from one source are consumed in order, so messages from one
-// PE never overtake each other. Per destination, outgoing slot messages queue in order behind the credit.
+// Matching (MPI's; the queues: core/msg_match.h): an arriving EAGER/RTS goes to the first posted receive that fits,
+// else to the unexpected list (an EAGER's bytes are copied into the pool, in this PE's region, or into private host
+// memory when the pool is full, so its slot frees at once: a ring never stalls, since control and rendezvous traffic
+// follow in it). A new receive takes the first fitting unexpected message, else joins the posted list. Slots from one
+// source are consumed in order, so messages from one PE never overtake each other. Per destination, outgoing slot
+// messages queue in order behind the credit.
 // Deadlock freedom: consuming a slot never waits for anything; every completion call (wait, test, ...) progresses
 // both directions (drains the inboxes, pushing the queues after each direct read, then pushes them). Posting does
 // not drain: isend pushes its destination's queue, irecv only matches the unexpected list or joins the posted list.
@@ -77,6 +78,7 @@
 #include "base/status.h"
 #include "core/gpu_stages.h"
 #include "core/id_table.h"
+#include "core/msg_match.h"
 #include "core/op.h"
 #include "tether/datatype.h"
 #include "tether/msg.h"
@@ -168,13 +170,12 @@ class Messaging {
  private:
   struct SlotHead;
   struct Req;
-  struct Unexpected;
+  struct Rts;
   struct Out;
   struct Typed;
   struct TypeCache;
   struct Persist;
   struct Look;
-  class Pool;
 
   Messaging(World& w, size_t eager, size_t slots, size_t unexpected);
   // A new pending request (send: buf is the source; receive: the destination); *id names it.
@@ -312,8 +313,6 @@ class Messaging {
   uint64_t* acked_ = nullptr;  // acked_[d]: slots of my ring at d that d consumed (written by d)
   char* inbox_ = nullptr;
   std::vector<char*> direct_;  // per PE: its region as this process maps it (same-host load/store path), or null
-  char* poolBase_ = nullptr;
-  std::unique_ptr<Pool> pool_;
   std::vector<uint64_t> sent_;       // per destination: slots written
   std::vector<uint64_t> next_;       // per source: slots consumed
   std::vector<uint64_t> published_;  // per source: the consumed count last published (ack word: the ADDs' sum)
@@ -351,17 +350,11 @@ class Messaging {
   const bool pieceHost_;
   bool pinnedRefused_ = false;  // a pinned stage was refused (logged once): that send staged in pageable memory
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
-  // Receives waiting for a message, in the order posted (MPI's matching order), linked through the requests
-  // themselves: posting and matching allocate nothing, and a withdrawn receive unlinks in O(1).
-  struct Posted {
-    Req* first = nullptr;
-    Req* last = nullptr;
-    void push(Req& r);
-    void unlink(Req& r);  // (nothing when r is not in the list)
-  };
-  Posted posted_;
-  std::list<Unexpected> unexpected_;  // in arrival order
-  std::list<Unexpected> spare_;       // nodes of matched ones, reused by later arrivals (no allocation once warm)
+  // Matching (core/msg_match.h): receives waiting for a message, in the order posted, linked through the requests
+  // (posting and matching allocate nothing; a withdrawn receive unlinks in O(1)); messages no receive took, in arrival
+  // order, an eager one's bytes held in the pool at the region's end (made by setUp).
+  PostedQueue<Req> posted_;
+  std::unique_ptr<UnexpectedQueue<Rts>> unexpected_;
   int drainStart_ = 0;
   // Stream model: per word index a trigger and a done word (uint64 each) in the region; generations only grow, so a
   // word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer value).

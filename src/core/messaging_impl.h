@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,8 +69,6 @@ class SmallArray {
   std::vector<T> heap_;
   T* p_;  // inline_ or heap_'s storage
 };
-
-inline bool fits(int want, int have) { return want < 0 || want == have; }  // TETHER_ANY_PE / TETHER_ANY_TAG are -1
 
 // How an error names request id: reqs[i] of a list, or (i == SIZE_MAX) the call's one request.
 inline std::string reqName(size_t i, uint64_t id) {
@@ -166,7 +163,7 @@ struct Messaging::Req {
   Status pieceError;          // GPU: copying the next piece failed
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
-  // A receive waiting for a message: its links in the posted list (Messaging::Posted), in the order posted.
+  // A receive waiting for a message: its links in posted_ (PostedQueue, core/msg_match.h), in the order posted.
   bool inPosted = false;
   Req* prevPosted = nullptr;
   Req* nextPosted = nullptr;
@@ -204,68 +201,18 @@ struct Messaging::TypeCache {
   dt::GpuCache gpu;
 };
 
-// An arrived EAGER or RTS that no posted receive took. Its list node is recycled (spare_), so a message that waits
-// for its receive allocates nothing when it is small enough to be held here (kTinyBytes) -- the common case of a
-// receiver that posts a little after its sender sends.
-struct Messaging::Unexpected {
-  static constexpr size_t kTinyBytes = 64;
-  int src = 0;
-  int tag = 0;
-  bool rts = false;
-  size_t bytes = 0;
-  // EAGER, where its bytes are: tiny (at most kTinyBytes), else the pool at poolOff, else (the pool full) heap, in
-  // host memory of its own (so the ring never stalls).
-  bool inTiny = false;
-  uint64_t poolOff = 0;
-  std::shared_ptr<char> heap;
-  alignas(16) char tiny[kTinyBytes];
-  SlotHead head;     // RTS: the head as it came (a, the sender's request id; RTS_DIRECT: where to read)
-  GpuIpcRef ipc;     // RTS_DIRECT by CUDA IPC: the region its payload named
+// What an unexpected RTS / RTS_DIRECT keeps for its receive (the queue's Meta, core/msg_match.h): the head as it came
+// (a, the sender's request id; RTS_DIRECT: where to read) and, for an RTS_DIRECT by CUDA IPC, the region its payload
+// named.
+struct Messaging::Rts {
+  SlotHead head;
+  GpuIpcRef ipc;
 };
 
 // A slot message waiting for credit. DATA items stand for the remaining fragments of a rendezvous send.
 struct Messaging::Out {
   SlotHead h;
   Req* req;  // EAGER, DATA: the send (payload from its buffer); CTS: null
-};
-
-// First-fit allocator over [0, bytes) of the pool, 64-byte granules, coalescing on free.
-class Messaging::Pool {
- public:
-  explicit Pool(size_t bytes) {
-    if (bytes) free_[0] = bytes;
-  }
-  bool alloc(size_t n, uint64_t* off) {
-    n = roundUp(std::max<size_t>(n, 1), 64);
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= n) {
-        *off = it->first;
-        const uint64_t rest = it->second - n, at = it->first + n;
-        free_.erase(it);
-        if (rest) free_[at] = rest;
-        return true;
-      }
-    return false;
-  }
-  void release(uint64_t off, size_t n) {
-    n = roundUp(std::max<size_t>(n, 1), 64);
-    auto it = free_.emplace(off, n).first;
-    auto nx = std::next(it);
-    if (nx != free_.end() && it->first + it->second == nx->first) {
-      it->second += nx->second;
-      free_.erase(nx);
-    }
-    if (it != free_.begin()) {
-      auto pv = std::prev(it);
-      if (pv->first + pv->second == it->first) {
-        pv->second += it->second;
-        free_.erase(it);
-      }
-    }
-  }
-
- private:
-  std::map<uint64_t, uint64_t> free_;
 };
 
 }  // namespace tether

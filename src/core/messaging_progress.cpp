@@ -110,31 +110,13 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
     case kEager:
     case kRts:
     case kRtsDirect: {
-      Req* r = posted_.first;
-      while (r && !(fits(r->pe, src) && fits(r->tag, h.tag))) r = r->nextPosted;
-      if (r) posted_.unlink(*r);
+      Req* r = posted_.take(src, h.tag);
       GpuIpcRef ipc{};  // an RTS_DIRECT by CUDA IPC from another PE names the region in its payload
       if (h.kind == kRtsDirect && (h.how & 0xff) == kViaIpc && src != me_) std::memcpy(&ipc, payload, sizeof ipc);
-      if (!r) {
-        if (spare_.empty()) unexpected_.emplace_back();
-        else unexpected_.splice(unexpected_.end(), spare_, spare_.begin());
-        Unexpected& u = unexpected_.back();
-        u.src = src;
-        u.tag = h.tag;
-        u.rts = h.kind != kEager;
-        u.bytes = static_cast<size_t>(h.bytes);
-        u.inTiny = !u.rts && u.bytes <= Unexpected::kTinyBytes;  // (heap is null: a new node, or reset when spared)
-        if (u.rts) {
-          u.head = h;
-          u.ipc = ipc;
-        } else if (u.inTiny) {
-          std::memcpy(u.tiny, payload, u.bytes);
-        } else if (pool_->alloc(u.bytes, &u.poolOff)) {
-          std::memcpy(poolBase_ + u.poolOff, payload, u.bytes);
-        } else {  // the pool is full: never stall the ring (control and rendezvous traffic follow in it)
-          u.heap.reset(new char[std::max<size_t>(u.bytes, 1)], std::default_delete<char[]>());
-          std::memcpy(u.heap.get(), payload, u.bytes);
-        }
+      if (!r) {  // unexpected: an EAGER's bytes are copied out, so its slot frees at once (the ring never stalls)
+        const bool eager = h.kind == kEager;
+        auto& u = unexpected_->add(src, h.tag, eager, static_cast<size_t>(h.bytes), payload);
+        if (!eager) u.meta = Rts{h, ipc};
         return Status::ok();
       }
       if (h.kind != kEager) return matchRts(call, *r, src, h, ipc);
