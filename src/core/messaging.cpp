@@ -114,11 +114,10 @@ Status Messaging::setUp(const char* call) {
                          true, &p));
   region_ = static_cast<char*>(p);
   acked_ = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes);
-  triggers_ = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes + ackBytes);
-  dones_ = triggers_ + kStreamWords;
+  uint64_t* stream = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes + ackBytes);
+  words_.attach(stream, stream + kStreamWords, kStreamWords);
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
   unexpected_.reset(new UnexpectedQueue<Rts>(inbox_ + inboxBytes, poolBytes_));
-  for (uint32_t i = kStreamWords; i-- > 0;) freeWords_.push_back(i);
   TETHER_TRY(SiblingPaths::create(w_, call, &paths_));
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
   direct_.resize(static_cast<size_t>(n_));
@@ -222,7 +221,7 @@ Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe,
 }
 
 Status Messaging::postSend(const char* call, const void* buf, size_t bytes, int pe, int tag, bool gpu,
-                           std::unique_ptr<Typed> typed, uint64_t* req) {
+                           std::unique_ptr<Typed>&& typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(threadError_);
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
@@ -266,7 +265,7 @@ void Messaging::queueSend(Req& r) {
 // exportIpc). A claim word decides between the receiver's read and a withdrawal.
 void Messaging::offerDirect(Req& r, SlotHead* h) {
   // (No word free: the ring path.)
-  if (!directOn_ || !direct_[static_cast<size_t>(r.pe)] || freeWords_.empty()) return;
+  if (!directOn_ || !direct_[static_cast<size_t>(r.pe)] || !words_.any()) return;
   SymRef ref;
   uint64_t how = 0;
   // The HOST heap test is inline and builds no error message (a private buffer, the common case, fails it); the full
@@ -279,12 +278,11 @@ void Messaging::offerDirect(Req& r, SlotHead* h) {
   else if (ipcOn_ && exportIpc(r))
     how = kViaIpc;
   if (!how) return;
-  r.claim = freeWords_.back();
-  freeWords_.pop_back();
-  __atomic_store_n(triggers_ + r.claim, kClaimOpen, __ATOMIC_RELEASE);
+  words_.take(&r.claim);  // (one is free: checked above)
+  __atomic_store_n(words_.trigger(r.claim), kClaimOpen, __ATOMIC_RELEASE);
   h->kind = kRtsDirect;
   h->b = (how & 0xff) == kViaGet ? ref.offset : reinterpret_cast<uint64_t>(r.src);
-  h->c = static_cast<uint64_t>(reinterpret_cast<char*>(triggers_ + r.claim) - region_);
+  h->c = static_cast<uint64_t>(reinterpret_cast<char*>(words_.trigger(r.claim)) - region_);
   h->how = how;
   h->pid = static_cast<uint32_t>(getpid());
   directs_.push_back(&r);
@@ -312,7 +310,7 @@ bool Messaging::exportIpc(Req& r) {
 void Messaging::pollDirect(bool* did) {
   for (auto it = directs_.begin(); it != directs_.end();) {
     Req& r = **it;
-    if (r.done || __atomic_load_n(triggers_ + r.claim, __ATOMIC_ACQUIRE) != kClaimDone) {
+    if (r.done || __atomic_load_n(words_.trigger(r.claim), __ATOMIC_ACQUIRE) != kClaimDone) {
       ++it;
       continue;
     }
@@ -341,7 +339,7 @@ Status Messaging::checkRecv(const char* call, const void* buf, size_t bytes, int
 }
 
 Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu,
-                           std::unique_ptr<Typed> typed, uint64_t* req) {
+                           std::unique_ptr<Typed>&& typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(threadError_);
   // No progress pass here: a message still in the ring is matched by the next pass (against the posted receives in
@@ -385,15 +383,16 @@ void Messaging::complete(Req& r, Status result) {
     if (!u.isOk() && result.isOk()) result = u;
   }
   r.result = result;
-  if (r.doneWord != kNoWord) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);  // the stream goes on
+  if (r.doneWord != kNoWord)
+    __atomic_store_n(words_.done(r.doneWord), r.doneGen, __ATOMIC_RELEASE);  // the stream goes on
   if (r.persist) {  // a round of a persistent request: its done word counts it (a stream or kernel may wait on it)
     Persist& p = *r.persist;
     ++p.completed;
     fill(r, &p.last);
     if (!result.isOk() && p.failure.isOk()) p.failure = result;
-    __atomic_store_n(dones_ + p.word, p.base + p.completed, __ATOMIC_RELEASE);
+    __atomic_store_n(words_.done(p.word), p.base + p.completed, __ATOMIC_RELEASE);
   }
-  for (uint32_t g : r.groups) countIntoGroup(g);
+  for (uint32_t g : r.groups) words_.count(g);
   r.groups.clear();
   if (r.abandoned) forget(r);  // nobody will wait for it (callers do not touch r after complete)
 }

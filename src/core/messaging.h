@@ -72,13 +72,13 @@
 #include <string>
 #include <thread>
 #include <condition_variable>
-#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
 #include "core/gpu_stages.h"
 #include "core/id_table.h"
 #include "core/msg_match.h"
+#include "core/msg_words.h"
 #include "core/op.h"
 #include "tether/datatype.h"
 #include "tether/msg.h"
@@ -186,7 +186,7 @@ class Messaging {
   Status matchOrPost(const char* call, Req& r);
   // Persistent requests. Lock held unless said.
   Status makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag, bool gpu,
-                        std::unique_ptr<Typed> typed, uint64_t* req);
+                        std::unique_ptr<Typed>&& typed, uint64_t* req);
   // *out = reqs[i], a persistent request of this PE (else TETHER_ERR_INVALID_ARG naming it).
   Status persistent(const char* call, size_t i, uint64_t id, Req** out);
   // The request list of a start: every entry persistent, none twice; for a host start (host) none active.
@@ -213,11 +213,13 @@ class Messaging {
   // isend's argument checks (also isendOnStream's); *req = 0 first.
   Status checkSend(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
   void queueSend(Req& r);  // r joins its destination's queue (EAGER or RTS)
-  // The posting steps after the argument checks (typed: the request owns the packed bytes buf points into).
+  // The posting steps after the argument checks (typed: the request owns the packed bytes buf points into). Here and
+  // in makePersistent / prepareReq typed is an rvalue reference, moved from only inside: a typed call passes
+  // t->packed() beside std::move(t).
   Status postSend(const char* call, const void* buf, size_t bytes, int pe, int tag, bool gpu,
-                  std::unique_ptr<Typed> typed, uint64_t* req);
-  Status postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu, std::unique_ptr<Typed> typed,
-                  uint64_t* req);
+                  std::unique_ptr<Typed>&& typed, uint64_t* req);
+  Status postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu,
+                  std::unique_ptr<Typed>&& typed, uint64_t* req);
   Status checkRecv(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
   // The packed bytes in a GPU stage of stages_ for a GPU buffer, else in host memory.
   Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, std::unique_ptr<Typed>* out);
@@ -232,7 +234,7 @@ class Messaging {
   Status packOnStream(const char* call, Typed& t, void* stream);
   Status setUp(const char* call);
   // prepare's steps; typed: the request owns the packed bytes buf points into.
-  Status prepareReq(const char* call, const void* buf, size_t bytes, int pe, int tag, std::unique_ptr<Typed> typed,
+  Status prepareReq(const char* call, const void* buf, size_t bytes, int pe, int tag, std::unique_ptr<Typed>&& typed,
                     uint64_t* req);
 
   // Lock held: one pass over the inboxes and the outgoing queues; *did = something moved.
@@ -295,11 +297,11 @@ class Messaging {
   void fill(const Req& r, tether_msg_status_t* st) const;
   Status finish(uint64_t* req, tether_msg_status_t* st);  // r done: report it, forget it
   Status timeout(const char* call, uint64_t id, double waited);
-  // Stream words (the region's stream area): a free index, or TETHER_ERR_NO_MEMORY when kStreamWords are in use.
+  // Stream words (the region's stream area, words_): a free index, or TETHER_ERR_NO_MEMORY when all are in use.
   Status takeWord(const char* call, uint32_t* index);
+  Status wordsInUse(const char* call) const;  // that error
   void releaseWords(Req& r);
-  void fireTriggers(bool* did);
-  void countIntoGroup(uint32_t g);  // one member of group word g completed (lock held)  // armed sends whose trigger the stream has set join their queue
+  void fireTriggers(bool* did);  // armed sends whose trigger the stream has set join their queue
   Status startThread();
   void threadMain();
   bool isGpu(const void* p) const;
@@ -356,13 +358,10 @@ class Messaging {
   PostedQueue<Req> posted_;
   std::unique_ptr<UnexpectedQueue<Rts>> unexpected_;
   int drainStart_ = 0;
-  // Stream model: per word index a trigger and a done word (uint64 each) in the region; generations only grow, so a
-  // word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer value).
-  uint64_t* triggers_ = nullptr;
-  uint64_t* dones_ = nullptr;
-  std::vector<uint32_t> freeWords_;
-  std::unordered_map<uint32_t, size_t> groupLeft_;  // group word -> members not yet completed
-  uint64_t gen_ = 0;
+  // Stream model: per word index a trigger and a done word in the region (core/msg_words.h); generations only grow,
+  // so a word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer
+  // value).
+  StreamWords words_;
   std::list<Req*> armed_;     // sends not started yet, and those behind one to the same PE, in the order made
   std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
   std::vector<char> blocked_;      // fireTriggers' scratch: per destination, an earlier send has not started

@@ -26,10 +26,7 @@ Status Messaging::sendInitTyped(const char* call, const void* buf, int64_t count
                                 uint64_t* req) {
   std::unique_ptr<Typed> t;
   TETHER_TRY(makeTypedSend(call, buf, count, type, pe, tag, req, &t));
-  char* packed = t->packed();  // (before t is moved into the request)
-  const size_t bytes = t->bytes;
-  const bool gpu = t->gpu != nullptr;
-  return makePersistent(call, true, packed, bytes, pe, tag, gpu, std::move(t), req);
+  return makePersistent(call, true, t->packed(), t->bytes, pe, tag, t->gpu != nullptr, std::move(t), req);
 }
 
 Status Messaging::recvInitTyped(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag,
@@ -37,14 +34,11 @@ Status Messaging::recvInitTyped(const char* call, void* buf, int64_t count, teth
   TETHER_TRY(checkRecv(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
   std::unique_ptr<Typed> t;
   TETHER_TRY(makeTyped(call, buf, count, type, &t));
-  char* packed = t->packed();
-  const size_t bytes = t->bytes;
-  const bool gpu = t->gpu != nullptr;
-  return makePersistent(call, false, packed, bytes, pe, tag, gpu, std::move(t), req);
+  return makePersistent(call, false, t->packed(), t->bytes, pe, tag, t->gpu != nullptr, std::move(t), req);
 }
 
 Status Messaging::makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag, bool gpu,
-                                 std::unique_ptr<Typed> typed, uint64_t* req) {
+                                 std::unique_ptr<Typed>&& typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(threadError_);
   uint32_t word = kNoWord;
@@ -55,9 +49,9 @@ Status Messaging::makePersistent(const char* call, bool send, void* buf, size_t 
   r.persist.reset(new Persist);
   Persist& p = *r.persist;
   p.word = word;
-  p.base = ++gen_;
-  __atomic_store_n(triggers_ + word, p.base, __ATOMIC_RELEASE);
-  __atomic_store_n(dones_ + word, p.base, __ATOMIC_RELEASE);
+  p.base = words_.next();
+  __atomic_store_n(words_.trigger(word), p.base, __ATOMIC_RELEASE);
+  __atomic_store_n(words_.done(word), p.base, __ATOMIC_RELEASE);
   return Status::ok();
 }
 
@@ -72,7 +66,7 @@ Status Messaging::persistent(const char* call, size_t i, uint64_t id, Req** out)
 
 uint64_t Messaging::startedRounds(const Req& r) const {
   const Persist& p = *r.persist;
-  const uint64_t word = __atomic_load_n(triggers_ + p.word, __ATOMIC_ACQUIRE) - p.base;
+  const uint64_t word = __atomic_load_n(words_.trigger(p.word), __ATOMIC_ACQUIRE) - p.base;
   return static_cast<int64_t>(word - p.started) > 0 ? word : p.started;
 }
 
@@ -134,7 +128,7 @@ Status Messaging::start(const char* call, size_t n, const uint64_t* reqs) {
   for (size_t i = 0; i < n; ++i) {
     Req& r = *reqs_.find(reqs[i]);
     Persist& p = *r.persist;
-    __atomic_store_n(triggers_ + p.word, p.base + p.started + 1, __ATOMIC_RELEASE);  // (a watch sees it started)
+    __atomic_store_n(words_.trigger(p.word), p.base + p.started + 1, __ATOMIC_RELEASE);  // (a watch sees it started)
     TETHER_TRY(startRound(call, r));
   }
   bool did = false;
@@ -150,7 +144,7 @@ Status Messaging::startOnStream(const char* call, size_t n, const uint64_t* reqs
     for (size_t i = 0; i < n; ++i) {
       Req& r = *reqs_.find(reqs[i]);
       watch(r);
-      words[i] = triggers_ + r.persist->word;
+      words[i] = words_.trigger(r.persist->word);
     }
     if (n) TETHER_TRY(startThread());
   }
@@ -169,8 +163,8 @@ Status Messaging::persistDesc(const char* call, uint64_t req, tether_msg_persist
     watch(*r);
     TETHER_TRY(startThread());
     const Persist& p = *r->persist;
-    desc->start = triggers_ + p.word;
-    desc->done = dones_ + p.word;
+    desc->start = words_.trigger(p.word);
+    desc->done = words_.done(p.word);
     desc->base = p.base + startedRounds(*r);  // round 1 is the next start
   }
   wake_.notify_all();
@@ -200,7 +194,7 @@ Status Messaging::startRound(const char* call, Req& r, const Status& packed) {
   r.fromPe = r.fromTag = 0;
   r.msgBytes = r.allowed = r.moved = 0;
   if (r.claim != kNoWord) {  // the last round's direct read is over: its claim word is free again
-    freeWords_.push_back(r.claim);
+    words_.release(r.claim);
     directs_.remove(&r);
     r.claim = kNoWord;
   }

@@ -274,7 +274,7 @@ bool Messaging::withdraw(uint64_t id) {
   }
   if (r.claim != kNoWord && r.allowed == 0) {  // RTS_DIRECT out, no CTS yet
     uint64_t open = kClaimOpen;
-    if (!__atomic_compare_exchange_n(triggers_ + r.claim, &open, kClaimWithdrawn, false, __ATOMIC_ACQ_REL,
+    if (!__atomic_compare_exchange_n(words_.trigger(r.claim), &open, kClaimWithdrawn, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
       return true;  // the receiver is reading: kClaimDone (or a CTS) follows
     directs_.remove(&r);

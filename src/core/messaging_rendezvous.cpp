@@ -60,20 +60,21 @@ bool Messaging::takes(const TransportOps& ops, bool gpu) {
 // r). False: the ring carries it.
 bool Messaging::expectByData(const char* call, Req& r, int src) {
   if (direct_[static_cast<size_t>(src)] || r.allowed == 0 || remoteRndvMin_ == 0 || r.allowed < remoteRndvMin_ ||
-      freeWords_.empty())
+      !words_.any())
     return false;
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(src, SegKind::Host, &ctx);
   if (!takes(ops, r.gpu)) return false;
-  const uint32_t word = freeWords_.back();
-  __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
-  const Status s = ops.expectData(ctx, src, r.id, r.dst, r.allowed, triggers_ + word);
+  uint32_t word = kNoWord;
+  words_.take(&word);  // (one is free: checked above)
+  __atomic_store_n(words_.trigger(word), uint64_t{0}, __ATOMIC_RELAXED);
+  const Status s = ops.expectData(ctx, src, r.id, r.dst, r.allowed, words_.trigger(word));
   if (!s.isOk()) {
+    words_.release(word);
     TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: the rendezvous message from PE %d comes through the ring (%s)", call,
                     me_, src, s.message().c_str());
     return false;
   }
-  freeWords_.pop_back();
   r.landing = word;
   landings_.push_back(&r);
   return true;
@@ -95,7 +96,7 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
     return true;
   }
   size_t& inFlight = byDataInFlight_[static_cast<size_t>(dst)];
-  if (freeWords_.empty() || (inFlight && inFlight + r.allowed > byDataCap_)) return false;
+  if (!words_.any() || (inFlight && inFlight + r.allowed > byDataCap_)) return false;
   r.pieced = false;  // (a persistent request's earlier round may have gone in pieces)
   r.pieceError = Status::ok();
   const void* from = r.src;
@@ -111,16 +112,17 @@ bool Messaging::startByData(const char* call, int dst, Req& r, uint64_t recvId, 
   } else if (pieceHost_ && pieceBytes_ && r.allowed > pieceBytes_) {
     first = pieceBytes_;
   }
-  const uint32_t word = freeWords_.back();
-  __atomic_store_n(triggers_ + word, uint64_t{0}, __ATOMIC_RELAXED);
-  const Status s = ops.sendData(ctx, dst, recvId, from, first, 0, r.allowed, toGpu, triggers_ + word);
+  uint32_t word = kNoWord;
+  words_.take(&word);  // (one is free: checked above)
+  __atomic_store_n(words_.trigger(word), uint64_t{0}, __ATOMIC_RELAXED);
+  const Status s = ops.sendData(ctx, dst, recvId, from, first, 0, r.allowed, toGpu, words_.trigger(word));
   if (!s.isOk()) {
+    words_.release(word);
     unstage(r, true);
     queueCancel(dst, recvId);
     complete(r, s.withContext(call));
     return true;
   }
-  freeWords_.pop_back();
   inFlight += r.allowed;
   r.landing = word;
   landings_.push_back(&r);
@@ -154,8 +156,8 @@ bool Messaging::nextPiece(Req& r) {
       std::swap(r.pieceAt, r.pieceNext);
       from = r.pieceAt;
     }
-    __atomic_store_n(triggers_ + r.landing, uint64_t{0}, __ATOMIC_RELAXED);
-    s = ops.sendData(ctx, r.pe, r.pieceRecv, from, n, off, r.allowed, r.pieceToGpu, triggers_ + r.landing);
+    __atomic_store_n(words_.trigger(r.landing), uint64_t{0}, __ATOMIC_RELAXED);
+    s = ops.sendData(ctx, r.pe, r.pieceRecv, from, n, off, r.allowed, r.pieceToGpu, words_.trigger(r.landing));
   }
   if (!s.isOk()) {
     landings_.remove(&r);
@@ -241,7 +243,7 @@ void Messaging::unstage(Req& r, bool reusable) {
 // r, just taken out of landings_, is done with the transport: its word is free again (unless the transport may still
 // store it: wordReusable false), and a send's bytes are no longer under way.
 void Messaging::landed(Req& r, bool wordReusable) {
-  if (wordReusable) freeWords_.push_back(r.landing);
+  if (wordReusable) words_.release(r.landing);
   unstage(r, wordReusable);
   r.landing = kNoWord;
   if (r.send) byDataInFlight_[static_cast<size_t>(r.pe)] -= r.allowed;
@@ -252,7 +254,7 @@ void Messaging::landed(Req& r, bool wordReusable) {
 void Messaging::pollLandings(bool* did) {
   for (auto it = landings_.begin(); it != landings_.end();) {
     Req& r = **it;
-    const uint64_t v = __atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE);
+    const uint64_t v = __atomic_load_n(words_.trigger(r.landing), __ATOMIC_ACQUIRE);
     if (v == 0) {
       ++it;
       continue;
@@ -308,7 +310,7 @@ bool Messaging::cancelLanding(Req& r) {
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(r.send ? r.pe : r.fromPe, SegKind::Host, &ctx);
   const bool over = r.send ? false : ops.cancelData(ctx, r.fromPe, r.id);
-  if (!over && !__atomic_load_n(triggers_ + r.landing, __ATOMIC_ACQUIRE)) return false;
+  if (!over && !__atomic_load_n(words_.trigger(r.landing), __ATOMIC_ACQUIRE)) return false;
   if (r.send && r.pieced && r.pieceOff + r.pieceLen < r.allowed)
     queueCancel(r.pe, r.pieceRecv);  // pieces left unsent: the receiver would wait for them
   landings_.remove(&r);

@@ -19,24 +19,25 @@ namespace tether {
 // ---- stream model ------------------------------------------------------------------------------------------------
 
 Status Messaging::takeWord(const char* call, uint32_t* index) {
-  if (freeWords_.empty())
-    TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: the %u stream-area words of PE %d are all in use (stream-ordered, prepared "
-                "and persistent requests and direct sends take them); complete some with tether_msg_wait/test, or free "
-                "persistent ones, first", call, kStreamWords, me_);
-  *index = freeWords_.back();
-  freeWords_.pop_back();
+  if (!words_.take(index)) return wordsInUse(call);
   return Status::ok();
 }
 
+Status Messaging::wordsInUse(const char* call) const {
+  TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: the %u stream-area words of PE %d are all in use (stream-ordered, prepared "
+              "and persistent requests and direct sends take them); complete some with tether_msg_wait/test, or free "
+              "persistent ones, first", call, words_.count(), me_);
+}
+
 void Messaging::releaseWords(Req& r) {
-  if (r.trig != kNoWord) freeWords_.push_back(r.trig);
+  if (r.trig != kNoWord) words_.release(r.trig);
   if (r.landing != kNoWord) awaitLanding(r);  // dropped while its bytes may still come
   if (r.claim != kNoWord) {
-    freeWords_.push_back(r.claim);
+    words_.release(r.claim);
     directs_.remove(&r);
   }
   r.claim = kNoWord;
-  if (r.doneWord != kNoWord) freeWords_.push_back(r.doneWord);
+  if (r.doneWord != kNoWord) words_.release(r.doneWord);
   r.trig = r.doneWord = kNoWord;
   if (r.armed) {
     armed_.remove(&r);
@@ -45,8 +46,8 @@ void Messaging::releaseWords(Req& r) {
   if (r.persist) {
     Persist& p = *r.persist;
     if (p.word != kNoWord) {  // later users of the word take generations above what it held
-      gen_ = std::max(gen_, p.base + startedRounds(r) + 1);
-      freeWords_.push_back(p.word);
+      words_.passed(p.base + startedRounds(r) + 1);
+      words_.release(p.word);
       p.word = kNoWord;
     }
     if (p.watched) watch_.remove(&r);
@@ -61,7 +62,7 @@ void Messaging::fireTriggers(bool* did) {
   for (auto it = armed_.begin(); it != armed_.end();) {
     Req& r = **it;
     const size_t pe = static_cast<size_t>(r.pe);
-    if (blocked_[pe] || (r.trig != kNoWord && __atomic_load_n(triggers_ + r.trig, __ATOMIC_ACQUIRE) < r.trigGen)) {
+    if (blocked_[pe] || (r.trig != kNoWord && __atomic_load_n(words_.trigger(r.trig), __ATOMIC_ACQUIRE) < r.trigGen)) {
       blocked_[pe] = 1;  // later sends to pe wait for this one (sends to one PE go in the order they were made)
       ++it;
       continue;
@@ -69,7 +70,7 @@ void Messaging::fireTriggers(bool* did) {
     it = armed_.erase(it);
     r.armed = false;
     --armedTo_[pe];
-    if (r.trig != kNoWord) freeWords_.push_back(r.trig);  // the start was seen: free for reuse
+    if (r.trig != kNoWord) words_.release(r.trig);  // the start was seen: free for reuse
     r.trig = kNoWord;
     *did = true;
     if (r.typed && r.typed->packOnStart) {  // a kernel started it: its stores are visible (msg_send's release)
@@ -89,7 +90,7 @@ Status Messaging::prepare(const char* call, const void* buf, size_t bytes, int p
 }
 
 Status Messaging::prepareReq(const char* call, const void* buf, size_t bytes, int pe, int tag,
-                             std::unique_ptr<Typed> typed, uint64_t* req) {
+                             std::unique_ptr<Typed>&& typed, uint64_t* req) {
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
   const bool gpu = isGpu(buf);
   std::lock_guard<std::mutex> lock(mu_);
@@ -99,8 +100,8 @@ Status Messaging::prepareReq(const char* call, const void* buf, size_t bytes, in
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
   r.typed = std::move(typed);
   r.trig = word;
-  r.trigGen = ++gen_;
-  __atomic_store_n(triggers_ + word, 0, __ATOMIC_RELAXED);  // (generations only grow; this keeps the word tidy)
+  r.trigGen = words_.next();
+  __atomic_store_n(words_.trigger(word), 0, __ATOMIC_RELAXED);  // (generations only grow; this keeps the word tidy)
   r.streamed = true;
   ++streamPending_;
   arm(r);
@@ -141,7 +142,7 @@ Status Messaging::post(const char* call, uint64_t req) {
   }
   Req* r = reqs_.find(req);
   if (!r) return Status::ok();  // (only a concurrent finalize drops it)
-  __atomic_store_n(triggers_ + r->trig, r->trigGen, __ATOMIC_RELEASE);
+  __atomic_store_n(words_.trigger(r->trig), r->trigGen, __ATOMIC_RELEASE);
   bool did = false;
   return progress(call, &did);
 }
@@ -163,7 +164,7 @@ Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs,
       if (r.typed) typed.push_back(r.typed.get());
       ops[i].kind = Op::Signal;
       ops[i].pe = me_;
-      ops[i].sig = triggers_ + r.trig;
+      ops[i].sig = words_.trigger(r.trig);
       ops[i].value = r.trigGen;
       ops[i].sigOp = TETHER_SIGNAL_SET;
     }
@@ -189,7 +190,7 @@ Status Messaging::sendDesc(const char* call, uint64_t req, tether_msg_send_desc_
   TETHER_TRY(startable(call, req, &r));
   r->posted = true;
   if (r->typed) r->typed->packOnStart = true;
-  desc->word = triggers_ + r->trig;
+  desc->word = words_.trigger(r->trig);
   desc->value = r->trigGen;
   return Status::ok();
 }
@@ -206,13 +207,13 @@ Status Messaging::doneWord(const char* call, uint64_t req, uint64_t** word, uint
                 "tether_msg_persist_desc", call, static_cast<unsigned long long>(req), me_);
   if (r.doneWord == kNoWord) {
     TETHER_TRY(takeWord(call, &r.doneWord));
-    r.doneGen = ++gen_;
+    r.doneGen = words_.next();
     if (!r.streamed) ++streamPending_;
     r.streamed = true;
-    if (r.done) __atomic_store_n(dones_ + r.doneWord, r.doneGen, __ATOMIC_RELEASE);
+    if (r.done) __atomic_store_n(words_.done(r.doneWord), r.doneGen, __ATOMIC_RELEASE);
   }
   TETHER_TRY(startThread());
-  *word = dones_ + r.doneWord;
+  *word = words_.done(r.doneWord);
   *value = r.doneGen;
   return Status::ok();
 }
@@ -267,9 +268,9 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   return enqueueOnStream(w_, call, &op, 1, stream);
 }
 
-// One stream wait for n requests: a group word starts at a fresh generation s (above every value any word held:
-// gen_ moves past s + m), each of the m requests adds 1 when it completes (at once if it has), and the stream waits
-// for s + m. The word is free again once all m have counted (a later wait on it is satisfied by larger values).
+// One stream wait for n requests: a group word (StreamWords::openGroup) starts at a fresh generation s, each of the m
+// requests adds 1 when it completes (at once if it has), and the stream waits for s + m. The word is free again once
+// all m have counted (a later wait on it is satisfied by larger values).
 Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
   Op op;
@@ -289,33 +290,30 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
                     static_cast<unsigned long long>(reqs[i]), me_);
       if (rq->persist) {
         watch(*rq);  // the progress thread completes its rounds while the host is elsewhere
-        reach.push_back(dones_ + rq->persist->word);
-        target.push_back(triggers_ + rq->persist->word);
+        reach.push_back(words_.done(rq->persist->word));
+        target.push_back(words_.trigger(rq->persist->word));
       } else {
         ++m;
       }
     }
     if (m) {
       uint32_t g = kNoWord;
-      TETHER_TRY(takeWord(call, &g));
-      const uint64_t start = gen_ + 1;
-      gen_ += m + 1;
-      __atomic_store_n(dones_ + g, start, __ATOMIC_RELEASE);
-      groupLeft_[g] = m;
+      uint64_t target = 0;
+      if (!words_.openGroup(m, &g, &target)) return wordsInUse(call);
       for (size_t i = 0; i < n; ++i) {
         if (!reqs[i]) continue;
         Req& r = *reqs_.find(reqs[i]);
         if (r.persist) continue;
         if (r.done) {
-          countIntoGroup(g);
+          words_.count(g);
           continue;
         }
         r.groups.push_back(g);
         if (!r.streamed) ++streamPending_;
         r.streamed = true;
       }
-      op.sig = dones_ + g;
-      op.value = start + m;
+      op.sig = words_.done(g);
+      op.value = target;
     }
     if (m || !reach.empty()) TETHER_TRY(startThread());
   }
@@ -328,15 +326,6 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
     TETHER_TRY(enqueueOnStream(w_, call, &op, 1, stream));
   }
   return waitReachOnStream(w_, call, reach.data(), target.data(), reach.size(), stream);
-}
-
-void Messaging::countIntoGroup(uint32_t g) {
-  __atomic_fetch_add(dones_ + g, 1, __ATOMIC_RELEASE);
-  auto it = groupLeft_.find(g);
-  if (--it->second == 0) {
-    groupLeft_.erase(it);
-    freeWords_.push_back(g);
-  }
 }
 
 Status Messaging::startThread() {

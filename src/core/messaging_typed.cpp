@@ -124,19 +124,14 @@ Status Messaging::isendTyped(const char* call, const void* buf, int64_t count, t
   std::unique_ptr<Typed> t;
   TETHER_TRY(makeTypedSend(call, buf, count, type, pe, tag, req, &t));
   TETHER_TRY(pack(call, *t));
-  const void* packed = t->packed();
-  const size_t bytes = t->bytes;
-  const bool gpu = t->gpu != nullptr;
-  return postSend(call, packed, bytes, pe, tag, gpu, std::move(t), req);
+  return postSend(call, t->packed(), t->bytes, pe, tag, t->gpu != nullptr, std::move(t), req);
 }
 
 Status Messaging::prepareTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                                uint64_t* req) {
   std::unique_ptr<Typed> t;
   TETHER_TRY(makeTypedSend(call, buf, count, type, pe, tag, req, &t));
-  char* packed = t->packed();  // (before t is moved into the request)
-  const size_t bytes = t->bytes;
-  return prepareReq(call, packed, bytes, pe, tag, std::move(t), req);
+  return prepareReq(call, t->packed(), t->bytes, pe, tag, std::move(t), req);
 }
 
 // A typed prepared send posted on the stream (postOnStream packs it there first). If the post fails, a pack may have
@@ -167,10 +162,7 @@ Status Messaging::irecvTyped(const char* call, void* buf, int64_t count, tether_
   TETHER_TRY(checkRecv(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
   TETHER_TRY(makeTyped(call, buf, count, type, &t));
   if (t->gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for irecv
-  void* packed = t->packed();
-  const size_t bytes = t->bytes;
-  const bool gpu = t->gpu != nullptr;
-  return postRecv(call, packed, bytes, pe, tag, gpu, std::move(t), req);
+  return postRecv(call, t->packed(), t->bytes, pe, tag, t->gpu != nullptr, std::move(t), req);
 }
 
 Status Messaging::sendTypedBlocking(const char* call, const void* buf, int64_t count, tether_type_t type, int pe,
