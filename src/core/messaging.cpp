@@ -29,11 +29,7 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       poolBytes_(roundUp(unexpected, 64)),
       n_(w.nPes()),
       me_(w.myPe()),
-      sent_(static_cast<size_t>(n_)),
-      next_(static_cast<size_t>(n_)),
-      published_(static_cast<size_t>(n_)),
-      carried_(static_cast<size_t>(n_)),
-      heard_(static_cast<size_t>(n_)),
+      credit_(n_, slots),
       out_(static_cast<size_t>(n_)),
       byData_(static_cast<size_t>(n_)),
       byDataInFlight_(static_cast<size_t>(n_)),
@@ -114,6 +110,7 @@ Status Messaging::setUp(const char* call) {
                          true, &p));
   region_ = static_cast<char*>(p);
   acked_ = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes);
+  credit_.attach(acked_);
   uint64_t* stream = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes + ackBytes);
   words_.attach(stream, stream + kStreamWords, kStreamWords);
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;

@@ -15,7 +15,7 @@
 // seq by a put-with-signal. It may write slot n only while n - credit < K: d consumes its slots in order, carries
 // how many it consumed in the head of every slot it writes back (SlotHead::ack), and publishes the count into the
 // sender's acked[d] word (a store, or to another host a posted ADD of the count since the last one) once the sender
-// knows of neither for half a ring (a full ring always gets there); credit = the larger of the two.
+// knows of neither for half a ring (a full ring always gets there); credit = the larger of the two (core/msg_credit.h).
 // Slot kinds:
 //   EAGER {tag, bytes, payload}       a whole message of at most eager_bytes; to a PE written by flagged puts
 //                                     (another host) of up to TETHER_MSG_REMOTE_EAGER (64 KiB) in `c` consecutive
@@ -77,6 +77,7 @@
 #include "base/status.h"
 #include "core/gpu_stages.h"
 #include "core/id_table.h"
+#include "core/msg_credit.h"
 #include "core/msg_match.h"
 #include "core/msg_words.h"
 #include "core/op.h"
@@ -244,14 +245,13 @@ class Messaging {
   Status handle(const char* call, int src, const SlotHead& h, const char* payload, bool* consumed);
   Status push(const char* call, int dst, bool* did);
   Status pushAll(const char* call, bool* did);  // push to every destination with slot messages waiting
-  // Writes slot message h (+ payload) into dst's ring at sent_[dst], taking `span` consecutive slots (a spanning
+  // Writes slot message h (+ payload) into dst's ring at credit_.sent(dst), taking `span` consecutive slots (a spanning
   // EAGER or a SKIP; the caller checked credit and that they do not wrap).
   Status writeSlot(const char* call, int dst, const SlotHead& h, const void* payload, size_t n, bool payloadGpu,
                    uint64_t span = 1);
   size_t spanEagerMax(size_t want) const;  // TETHER_MSG_REMOTE_EAGER as the ring and a flagged put allow
   uint64_t spanOf(size_t bytes) const;     // slots an EAGER message of `bytes` takes (1 up to payload_)
   Status publishAck(const char* call, int src);
-  uint64_t credit(int dst) const;  // dst's consumed count of this PE's slots, as far as this PE knows
   // A signal on the region word `at` of PE pe, posted where its transport can (publishAck).
   Status postSignal(const char* call, int pe, void* at, uint64_t value, tether_signal_op_t op);
   // The transport serving pe's `kind` segment, *ctx its context for this room (GPU work on the sibling context).
@@ -315,11 +315,7 @@ class Messaging {
   uint64_t* acked_ = nullptr;  // acked_[d]: slots of my ring at d that d consumed (written by d)
   char* inbox_ = nullptr;
   std::vector<char*> direct_;  // per PE: its region as this process maps it (same-host load/store path), or null
-  std::vector<uint64_t> sent_;       // per destination: slots written
-  std::vector<uint64_t> next_;       // per source: slots consumed
-  std::vector<uint64_t> published_;  // per source: the consumed count last published (ack word: the ADDs' sum)
-  std::vector<uint64_t> carried_;    // per source: the consumed count carried in the last slot written to it
-  std::vector<uint64_t> heard_;      // per destination: the count of its slots consumed that it carried here last
+  RingCredit credit_;  // the rings' slot accounting (core/msg_credit.h): written, consumed, heard, published
   std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
   std::vector<std::deque<Out>> byData_;  // per destination: sends by data (startByData) waiting for their turn
   std::vector<size_t> byDataInFlight_;   // per destination: bytes of sends by data under way

@@ -39,17 +39,14 @@ Status Messaging::pushAll(const char* call, bool* did) {
 }
 
 Status Messaging::drain(const char* call, int src, bool* did) {
-  uint64_t& next = next_[static_cast<size_t>(src)];
   for (;;) {
+    const uint64_t next = credit_.next(src);
     const char* s = slot(src, next);
     const uint64_t seq = __atomic_load_n(reinterpret_cast<const uint64_t*>(s), __ATOMIC_ACQUIRE);
     if (seq != next + 1) break;
     SlotHead h;
     std::memcpy(&h, s, sizeof h);
-    // The count src carries of this PE's slots it consumed: slots from src are read in the order written, so the
-    // counts only grow; from the low 32 bits, a step of 2^32 or more would read smaller (credit under-counted: safe).
-    uint64_t& heard = heard_[static_cast<size_t>(src)];
-    heard += static_cast<uint32_t>(h.ack - static_cast<uint32_t>(heard));
+    credit_.hear(src, h.ack);  // the count src carries of this PE's slots it consumed
     const uint64_t span = (h.kind == kEager || h.kind == kData || h.kind == kSkip) && h.c > 1 ? h.c : 1;
     if (span > slots_ - next % slots_)
       TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: slot %llu from PE %d says it takes %llu slots; %llu are left before the "
@@ -63,10 +60,9 @@ Status Messaging::drain(const char* call, int src, bool* did) {
     // read as the seq of a later lap.
     for (uint64_t k = 1; k < span; ++k)
       __atomic_store_n(reinterpret_cast<uint64_t*>(slot(src, next + k)), uint64_t{0}, __ATOMIC_RELAXED);
-    next += span;
+    credit_.consumed(src, span);
     *did = true;
-    if (next - std::max(published_[static_cast<size_t>(src)], carried_[static_cast<size_t>(src)]) >= slots_ / 2)
-      TETHER_TRY(publishAck(call, src));
+    if (credit_.mustPublish(src)) TETHER_TRY(publishAck(call, src));
     // A direct rendezvous read (an RTS_DIRECT), or a send by the transport (a CTS by data), takes a while: send what
     // waits for credit before the next one, so the peers get this PE's own RTS while it reads theirs (else, both
     // directions at once, each side's RTS wait for its reads to end, the other side runs dry, and the two directions
@@ -77,9 +73,8 @@ Status Messaging::drain(const char* call, int src, bool* did) {
 }
 
 Status Messaging::publishAck(const char* call, int src) {
-  const uint64_t v = next_[static_cast<size_t>(src)];
-  const uint64_t delta = v - published_[static_cast<size_t>(src)];
-  published_[static_cast<size_t>(src)] = v;
+  uint64_t v = 0;
+  const uint64_t delta = credit_.publish(src, &v);
   if (char* d = direct_[static_cast<size_t>(src)]) {
     __atomic_store_n(reinterpret_cast<uint64_t*>(d + (reinterpret_cast<char*>(acked_ + me_) - region_)), v,
                      __ATOMIC_RELEASE);
@@ -185,7 +180,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
     }
     default:
       TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: slot %llu from PE %d has unknown kind %u", call,
-                  static_cast<unsigned long long>(next_[static_cast<size_t>(src)]), src, h.kind);
+                  static_cast<unsigned long long>(credit_.next(src)), src, h.kind);
   }
 }
 
@@ -286,24 +281,16 @@ bool Messaging::withdraw(uint64_t id) {
   return false;
 }
 
-// How many of this PE's slots to dst dst has consumed, as far as this PE knows: the larger of its ack word (dst's
-// posted ADDs or stores) and the count dst carried in its last slot here (heard_). Both only grow and never exceed
-// the truth, so neither can free a slot dst still has to read.
-uint64_t Messaging::credit(int dst) const {
-  return std::max(__atomic_load_n(acked_ + dst, __ATOMIC_ACQUIRE), heard_[static_cast<size_t>(dst)]);
-}
-
 // Writes what credit allows from dst's queue.
 Status Messaging::push(const char* call, int dst, bool* did) {
   auto& q = out_[static_cast<size_t>(dst)];
-  const uint64_t& sent = sent_[static_cast<size_t>(dst)];
-  while (!q.empty() && sent - credit(dst) < slots_) {
+  while (!q.empty() && credit_.free(dst) > 0) {
     Out& o = q.front();
     Req* r = o.req;
     if (o.h.kind == kEager || o.h.kind == kData) {  // they may span slots: free ones, without wrapping
       const bool data = o.h.kind == kData;  // the next fragment of a rendezvous send through the ring
       const size_t n = data ? std::min(fragTo_[static_cast<size_t>(dst)], r->allowed - r->moved) : r->cap;
-      const uint64_t span = spanOf(n), at = sent % slots_, free = slots_ - (sent - credit(dst));
+      const uint64_t span = spanOf(n), at = credit_.sent(dst) % slots_, free = credit_.free(dst);
       if (at + span > slots_) {  // the ring ends first: one SKIP takes its rest, the message then starts at slot 0
         if (free < slots_ - at) break;
         SlotHead skip{};
@@ -369,9 +356,8 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, con
                             bool payloadGpu, uint64_t span) {
   SlotHead h = head;
   if (span > 1) h.c = span;
-  const uint64_t consumed = next_[static_cast<size_t>(dst)];  // of dst's slots to this PE: carried back (its credit)
-  h.ack = static_cast<uint32_t>(consumed);
-  uint64_t& sent = sent_[static_cast<size_t>(dst)];
+  h.ack = credit_.carry(dst);  // of dst's slots to this PE, the count consumed: carried back (its credit)
+  const uint64_t sent = credit_.sent(dst);
   char* remote = slot(me_, sent);  // my ring at dst: the same symmetric address on every PE
   auto* sig = reinterpret_cast<uint64_t*>(remote);
   const size_t body = sizeof(SlotHead) - sizeof(uint64_t);  // the head after seq
@@ -411,8 +397,7 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, con
     TETHER_TRY(move(call, Op::PutSignal, remote + sizeof(uint64_t), staging_.data() + sizeof(uint64_t), body + n, dst,
                     sig, sent + 1));
   }
-  sent += span;
-  carried_[static_cast<size_t>(dst)] = consumed;
+  credit_.wrote(dst, span);
   return Status::ok();
 }
 

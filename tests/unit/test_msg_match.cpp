@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/msg_match.h"
+#include "test_seed.h"
 
 namespace tether {
 namespace {
@@ -174,9 +175,7 @@ struct RefRecv {
 };
 
 TEST(MsgMatch, RandomAgainstReference) {
-  uint64_t seed = std::random_device{}();
-  if (const char* e = std::getenv("TETHER_TEST_SEED")) seed = std::strtoull(e, nullptr, 10);
-  std::printf("test_msg_match seed %llu\n", static_cast<unsigned long long>(seed));
+  const uint64_t seed = testSeed("test_msg_match");
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/msg_words.h"
+#include "test_seed.h"
 
 namespace tether {
 namespace {
@@ -79,9 +80,7 @@ TEST(MsgWords, GroupReachesTargetAfterM) {
 }
 
 TEST(MsgWords, RandomHoldersNeverShare) {
-  uint64_t seed = std::random_device{}();
-  if (const char* e = std::getenv("TETHER_TEST_SEED")) seed = std::strtoull(e, nullptr, 10);
-  std::printf("test_msg_words seed %llu\n", static_cast<unsigned long long>(seed));
+  const uint64_t seed = testSeed("test_msg_words");
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   constexpr uint32_t kCount = 32;
