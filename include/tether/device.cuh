@@ -1029,18 +1029,13 @@ namespace detail {
 // member me stores epoch into word d - 1 of member me + d for every d in 1 .. n-1, then waits for its own n - 1 words
 // (word d - 1 is written only by member me - d) -- above it dissemination, log2(n) rounds of one store and one wait
 // (word r only by member me - 2^r). Epochs only grow and each word has one writer, so a stale word never satisfies a
-// wait. A peer that is not load/store reachable gets a SET signal through the ring, after every descriptor this PE
-// posted before.
-TETHER_HD void barrierRounds(const Handle& h, int n, int me, int start, int pstride, const uint64_t* words,
-                             int wstride, uint64_t epoch, const char* what) {
+// wait. Each store is signal_op's (a release store, or for a peer that is not load/store reachable a SET signal
+// through the ring, after every descriptor this PE posted before).
+TETHER_HD void barrierRounds(const Handle& h, int n, int me, int start, int pstride, uint64_t* words, int wstride,
+                             uint64_t epoch, const char* what) {
   const bool flat = n <= h.barrier_flat_max;
   for (int d = 1, r = 0; d < n; d = flat ? d + 1 : d << 1, ++r) {
-    const int to = start + ((me + d) % n) * pstride;
-    const Target t = target(h, words + r * wstride, to);
-    if (t.ptr)
-      storeRelease(reinterpret_cast<uint64_t*>(t.ptr), epoch);
-    else
-      proxySignal(h, to, t, epoch, SignalOp::Set);
+    signal_op(h, words + r * wstride, epoch, SignalOp::Set, start + ((me + d) % n) * pstride);
     if (!flat) (void)waitValue(h, words + r * wstride, Cmp::GE, epoch, what);
   }
   if (flat)
