@@ -298,8 +298,8 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
     }
     if (m) {
       uint32_t g = kNoWord;
-      uint64_t target = 0;
-      if (!words_.openGroup(m, &g, &target)) return wordsInUse(call);
+      uint64_t until = 0;  // the group word's value once all m completed
+      if (!words_.openGroup(m, &g, &until)) return wordsInUse(call);
       for (size_t i = 0; i < n; ++i) {
         if (!reqs[i]) continue;
         Req& r = *reqs_.find(reqs[i]);
@@ -313,7 +313,7 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
         r.streamed = true;
       }
       op.sig = words_.done(g);
-      op.value = target;
+      op.value = until;
     }
     if (m || !reach.empty()) TETHER_TRY(startThread());
   }
