@@ -26,51 +26,57 @@ namespace tether {
 
 class RingCredit {
  public:
-  RingCredit(int pes, uint64_t slots)
-      : slots_(slots), sent_(size(pes)), next_(size(pes)), published_(size(pes)), carried_(size(pes)),
-        heard_(size(pes)) {}
+  RingCredit(int pes, uint64_t slots) : slots_(slots), peers_(static_cast<size_t>(pes)) {}
   // This PE's ack words (acked[d]: d's consumed count of this PE's slots, written by d), before any credit().
   void attach(const uint64_t* acked) { acked_ = acked; }
   uint64_t slots() const { return slots_; }
 
   // ---- sending to d
-  uint64_t sent(int d) const { return sent_[size(d)]; }
-  uint64_t credit(int d) const { return std::max(__atomic_load_n(acked_ + d, __ATOMIC_ACQUIRE), heard_[size(d)]); }
-  uint64_t free(int d) const { return slots_ - (sent_[size(d)] - credit(d)); }
-  uint32_t carry(int d) const { return static_cast<uint32_t>(next_[size(d)]); }  // for the head of a slot to d
+  uint64_t sent(int d) const { return at(d).sent; }
+  uint64_t credit(int d) const { return std::max(__atomic_load_n(acked_ + d, __ATOMIC_ACQUIRE), at(d).heard); }
+  uint64_t free(int d) const { return slots_ - (at(d).sent - credit(d)); }
+  uint32_t carry(int d) const { return static_cast<uint32_t>(at(d).next); }  // for the head of a slot to d
   // span slots written to d at sent(d); they carried carry(d).
   void wrote(int d, uint64_t span) {
-    sent_[size(d)] += span;
-    carried_[size(d)] = next_[size(d)];
+    Peer& p = at(d);
+    p.sent += span;
+    p.carried = p.next;
   }
 
   // ---- receiving from s
-  uint64_t next(int s) const { return next_[size(s)]; }  // the index of s's next slot here
+  uint64_t next(int s) const { return at(s).next; }  // the index of s's next slot here
   void hear(int s, uint32_t ack) {
-    uint64_t& h = heard_[size(s)];
+    uint64_t& h = at(s).heard;
     h += static_cast<uint32_t>(ack - static_cast<uint32_t>(h));
   }
-  void consumed(int s, uint64_t span) { next_[size(s)] += span; }
+  void consumed(int s, uint64_t span) { at(s).next += span; }
   bool mustPublish(int s) const {
-    return next_[size(s)] - std::max(published_[size(s)], carried_[size(s)]) >= slots_ / 2;
+    const Peer& p = at(s);
+    return p.next - std::max(p.published, p.carried) >= slots_ / 2;
   }
   // *value: the count to store in s's ack word for this PE; returns the step since the last publish (to ADD).
   uint64_t publish(int s, uint64_t* value) {
-    *value = next_[size(s)];
-    const uint64_t step = *value - published_[size(s)];
-    published_[size(s)] = *value;
+    Peer& p = at(s);
+    *value = p.next;
+    const uint64_t step = p.next - p.published;
+    p.published = p.next;
     return step;
   }
 
  private:
-  static size_t size(int v) { return static_cast<size_t>(v); }
+  // One peer's counts, together (a slot written or consumed touches one line).
+  struct Peer {
+    uint64_t sent = 0;       // as destination: slots written to it
+    uint64_t heard = 0;      // as destination: the count of its slots consumed that it carried here last
+    uint64_t next = 0;       // as source: slots consumed from it
+    uint64_t published = 0;  // as source: the consumed count last published (the ack word: the ADDs' sum)
+    uint64_t carried = 0;    // as source: the consumed count carried in the last slot written to it
+  };
+  Peer& at(int pe) { return peers_[static_cast<size_t>(pe)]; }
+  const Peer& at(int pe) const { return peers_[static_cast<size_t>(pe)]; }
   const uint64_t slots_;
   const uint64_t* acked_ = nullptr;
-  std::vector<uint64_t> sent_;       // per destination: slots written
-  std::vector<uint64_t> next_;       // per source: slots consumed
-  std::vector<uint64_t> published_;  // per source: the consumed count last published (the ack word: the ADDs' sum)
-  std::vector<uint64_t> carried_;    // per source: the consumed count carried in the last slot written to it
-  std::vector<uint64_t> heard_;      // per destination: the count of its slots consumed that it carried here last
+  std::vector<Peer> peers_;
 };
 
 }  // namespace tether

@@ -161,7 +161,8 @@ class UnexpectedQueue {
   UnexpectedQueue& operator=(const UnexpectedQueue&) = delete;
 
   // A message no receive took joins the queue; an eager one's bytes (payload, `bytes` of them) are copied now, so the
-  // caller may reuse payload on return. The returned node is the caller's to fill in meta.
+  // caller may reuse payload on return. The returned node's meta is as its last use left it: the caller's to set
+  // where it will read it (not cleared here: an eager message, the common case, needs none).
   Msg& add(int src, int tag, bool eager, size_t bytes, const void* payload) {
     if (spare_.empty()) queue_.emplace_back();
     else queue_.splice(queue_.end(), spare_, spare_.begin());
@@ -170,7 +171,6 @@ class UnexpectedQueue {
     m.tag = tag;
     m.eager = eager;
     m.bytes = bytes;
-    m.meta = Meta{};
     m.inTiny = eager && bytes <= kTinyBytes;
     m.pool = poolBase_;
     if (!eager) return m;
