@@ -366,7 +366,8 @@ tether_status_t tether_team_barrier(tether_team_t team);
  *  broadcast:      dest[0, count) = src[0, count) of team PE root. In place: dest == src (the root's dest is then
  *                  left alone). Only src must be the same object everywhere; each member's dest is its own.
  *  reduce:         dest[0, count) of team PE root = op over every member's src[0, count), combined in team order
- *                  (the same bits on every run); other members' dest is untouched. In place: dest == src.
+ *                  (the same bits on every run, but for the payload of a NaN summed or multiplied from two NaNs);
+ *                  other members' dest is untouched. In place: dest == src.
  *  allreduce:      like reduce, on every member. In place: dest == src.
  *  allgather:      dest[m*count, (m+1)*count) = src[0, count) of team PE m (dest holds n_pes*count). In place: src ==
  *                  dest + my_pe*count on every member (then each member's block is already in place).

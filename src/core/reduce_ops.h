@@ -5,7 +5,9 @@
 // Contract: integer SUM and PROD wrap around (computed in the unsigned type of the same width); MIN/MAX keep acc when
 // the comparison is false (so a NaN in `in` never replaces acc, a NaN in acc stays); HALF and BFLOAT16 are widened to
 // float, combined, and rounded back to nearest even after every step, so a reduction in a fixed member order gives
-// the same bits everywhere. Pure functions of their arguments; no state.
+// the same bits everywhere -- but for the payload of a NaN made from two NaNs (SUM, PROD): the CPU keeps one
+// operand's, and which one follows the operand order the compiler chose for the loop (a vectorised add may swap
+// them), so the aligned and unaligned paths may differ there. Pure functions of their arguments; no state.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "heap/allocator.h"
+#include "test_seed.h"
 
 using tether::Allocator;
 
@@ -59,10 +60,9 @@ TEST(Allocator, ResizeInPlaceWhenTheNextRangeIsFree) {
 
 // Determinism is what makes the heap symmetric: two allocators fed one random call sequence agree on every offset.
 TEST(Allocator, SameSequenceSameOffsets) {
-  const unsigned seed = std::random_device{}();
-  std::printf("seed %u\n", seed);
+  const uint64_t seed = tether::testSeed("Allocator.SameSequenceSameOffsets");
   SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 rng(seed);
+  std::mt19937 rng(static_cast<unsigned>(seed));
   Allocator a(65536, 64 << 20), b(65536, 64 << 20);
   std::vector<uint64_t> live;
   for (int i = 0; i < 2000; ++i) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/sync_schedule.h"
+#include "test_seed.h"
 
 namespace tether {
 namespace {
@@ -126,8 +127,7 @@ void simulate(const std::vector<SyncSchedule>& s, int barriers, std::mt19937_64&
 }
 
 TEST(SyncSchedule, RandomHostMaps) {
-  const uint64_t seed = std::random_device{}();
-  std::printf("test_sync_schedule seed %llu\n", static_cast<unsigned long long>(seed));
+  const uint64_t seed = testSeed("test_sync_schedule");
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 300; ++iter) {
