@@ -114,7 +114,7 @@ Status Messaging::setUp(const char* call) {
   uint64_t* stream = reinterpret_cast<uint64_t*>(region_ + kAgreeBytes + ackBytes);
   words_.attach(stream, stream + kStreamWords, kStreamWords);
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
-  unexpected_.reset(new UnexpectedQueue<Rts>(inbox_ + inboxBytes, poolBytes_));
+  unexpected_.attach(inbox_ + inboxBytes, poolBytes_);
   TETHER_TRY(SiblingPaths::create(w_, call, &paths_));
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
   direct_.resize(static_cast<size_t>(n_));
@@ -350,7 +350,7 @@ Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, in
 
 Status Messaging::matchOrPost(const char* call, Req& ref) {
   UnexpectedQueue<Rts>::Taken u;  // (its bytes go back and its node to the queue on return)
-  if (!unexpected_->take(ref.pe, ref.tag, &u)) {
+  if (!unexpected_.take(ref.pe, ref.tag, &u)) {
     posted_.push(ref);
     return Status::ok();
   }

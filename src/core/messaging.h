@@ -350,9 +350,9 @@ class Messaging {
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   // Matching (core/msg_match.h): receives waiting for a message, in the order posted, linked through the requests
   // (posting and matching allocate nothing; a withdrawn receive unlinks in O(1)); messages no receive took, in arrival
-  // order, an eager one's bytes held in the pool at the region's end (made by setUp).
+  // order, an eager one's bytes held in the pool at the region's end (attached by setUp).
   PostedQueue<Req> posted_;
-  std::unique_ptr<UnexpectedQueue<Rts>> unexpected_;
+  UnexpectedQueue<Rts> unexpected_;
   int drainStart_ = 0;
   // Stream model: per word index a trigger and a done word in the region (core/msg_words.h); generations only grow,
   // so a word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer

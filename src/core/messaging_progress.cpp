@@ -110,7 +110,7 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       if (h.kind == kRtsDirect && (h.how & 0xff) == kViaIpc && src != me_) std::memcpy(&ipc, payload, sizeof ipc);
       if (!r) {  // unexpected: an EAGER's bytes are copied out, so its slot frees at once (the ring never stalls)
         const bool eager = h.kind == kEager;
-        auto& u = unexpected_->add(src, h.tag, eager, static_cast<size_t>(h.bytes), payload);
+        auto& u = unexpected_.add(src, h.tag, eager, static_cast<size_t>(h.bytes), payload);
         if (!eager) u.meta = Rts{h, ipc};
         return Status::ok();
       }

@@ -118,13 +118,12 @@ class UnexpectedQueue {
     size_t bytes = 0;    // eager: held bytes; rendezvous: the message's length
     Meta meta{};
     // Eager: its bytes. inPool: they lie in the pool (the owner's memory), else in memory of this queue's own.
-    const char* data() const { return inTiny ? tiny : heap ? heap.get() : pool + poolOff; }
-    bool inPool() const { return eager && !inTiny && !heap; }
+    const char* data() const { return at; }
+    bool inPool() const { return eager && at != tiny && !heap; }
 
    private:
     friend class UnexpectedQueue;
-    bool inTiny = false;
-    const char* pool = nullptr;
+    const char* at = nullptr;  // eager: tiny, the pool at poolOff, or heap (a node's address never changes: a list)
     uint64_t poolOff = 0;
     std::unique_ptr<char[]> heap;
     alignas(16) char tiny[kTinyBytes];
@@ -155,8 +154,13 @@ class UnexpectedQueue {
     std::list<Msg> node_;  // the one node while taken
   };
 
-  // pool: poolBytes of memory the owner lends for held bytes (may be 0); the owner outlives the queue's use of it.
-  UnexpectedQueue(char* pool, size_t poolBytes) : poolBase_(pool), pool_(poolBytes) {}
+  UnexpectedQueue() = default;
+  // pool: poolBytes of memory the owner lends for held bytes (may be 0), before any add; the owner outlives the
+  // queue's use of it.
+  void attach(char* pool, size_t poolBytes) {
+    poolBase_ = pool;
+    pool_ = FirstFitPool(poolBytes);
+  }
   UnexpectedQueue(const UnexpectedQueue&) = delete;
   UnexpectedQueue& operator=(const UnexpectedQueue&) = delete;
 
@@ -171,11 +175,10 @@ class UnexpectedQueue {
     m.tag = tag;
     m.eager = eager;
     m.bytes = bytes;
-    m.inTiny = eager && bytes <= kTinyBytes;
-    m.pool = poolBase_;
+    m.at = nullptr;
     if (!eager) return m;
     char* to = m.tiny;
-    if (!m.inTiny) {
+    if (bytes > kTinyBytes) {
       if (pool_.alloc(bytes, &m.poolOff)) {
         to = poolBase_ + m.poolOff;
       } else {  // the pool is full: the message still never waits (the owner's ring carries later traffic too)
@@ -184,6 +187,7 @@ class UnexpectedQueue {
       }
     }
     if (bytes) std::memcpy(to, payload, bytes);
+    m.at = to;
     return m;
   }
   // The first message in arrival order that a receive wanting (pe, tag) takes, moved into *out (emptied first);
@@ -202,8 +206,8 @@ class UnexpectedQueue {
   const FirstFitPool& pool() const { return pool_; }
 
  private:
-  char* poolBase_;
-  FirstFitPool pool_;
+  char* poolBase_ = nullptr;
+  FirstFitPool pool_{0};
   std::list<Msg> queue_;  // in arrival order
   std::list<Msg> spare_;  // nodes of taken messages, reused by later arrivals
 };

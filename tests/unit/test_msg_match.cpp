@@ -111,7 +111,8 @@ bool same(const char* p, size_t n, const std::vector<char>& v) {
 
 TEST(MsgMatch, UnexpectedHeldInNodePoolOrHeap) {
   std::vector<char> pool(256);
-  UnexpectedQueue<Meta> q(pool.data(), pool.size());
+  UnexpectedQueue<Meta> q;
+  q.attach(pool.data(), pool.size());
   const auto tiny = bytesOf(64, 1), mid = bytesOf(200, 2), big = bytesOf(300, 3), again = bytesOf(100, 4);
   q.add(0, 1, true, tiny.size(), tiny.data());
   q.add(0, 2, true, mid.size(), mid.data());  // 256 bytes of the pool
@@ -154,7 +155,8 @@ TEST(MsgMatch, UnexpectedHeldInNodePoolOrHeap) {
 }
 
 TEST(MsgMatch, NoPool) {
-  UnexpectedQueue<Meta> q(nullptr, 0);
+  UnexpectedQueue<Meta> q;
+  q.attach(nullptr, 0);
   const auto b = bytesOf(65, 5);
   q.add(3, 0, true, 0, nullptr);  // empty eager message
   q.add(3, 0, true, b.size(), b.data());
@@ -182,7 +184,8 @@ TEST(MsgMatch, RandomAgainstReference) {
 
   constexpr int kPes = 4, kTags = 3, kOps = 20000;
   std::vector<char> pool(4096);
-  UnexpectedQueue<Meta> unexpected(pool.data(), pool.size());
+  UnexpectedQueue<Meta> unexpected;
+  unexpected.attach(pool.data(), pool.size());
   PostedQueue<Recv> posted;
   std::vector<Recv> recvs(kOps);  // storage: a request never moves while posted
   std::vector<RefMsg> refUnexpected;
