@@ -9,9 +9,11 @@
 //   allreduce   tether_team_allreduce_on_stream, INT64 sum; per call: enqueue + synchronize
 //   dev_bcast   tether::device::team_broadcast<Scope::Thread> from PE 0 (tether_device_handle_cpu, the world's
 //               device view); per call
-// Data check after each row: every PE's dest holds the expected values.
-// Usage: tether_bench_coll_cpu [--ops bcast,allreduce,dev_bcast] [--max-size 64K] [--iters N] [--batches B]
-//                              [--quick] [--json FILE] (bench/harness.h options and defaults)
+//   reduce      tether_team_reduce (the host form), INT64 sum to root 0; per call
+//   reduce_last the same to the last PE (by host across the netns hosts: not its host's first PE)
+// Data check after each row: every PE's dest holds the expected values (reduce: the root's; the others' untouched).
+// Usage: tether_bench_coll_cpu [--ops bcast,allreduce,dev_bcast,reduce,reduce_last] [--max-size 64K] [--iters N]
+//                              [--batches B] [--quick] [--json FILE] (bench/harness.h options and defaults)
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -30,7 +32,8 @@ namespace tb = tether_bench;
 namespace {
 
 constexpr const char* kRows =
-    "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle).\n";
+    "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle), reduce, reduce_last\n"
+    "(host form, to PE 0 and to the last PE).\n";
 tether_t w;
 int me = 0, npes = 0;
 
@@ -87,17 +90,21 @@ int main(int argc, char** argv) {
   tether::device::Team dt{};
   check(tether_device_handle_cpu(w, &dh), "tether_device_handle_cpu");
   check(tether_team_device_view(world, &dh, &dt), "tether_team_device_view");
-  for (const char* op : {"bcast", "allreduce", "dev_bcast"}) {
+  for (const char* op : {"bcast", "allreduce", "dev_bcast", "reduce", "reduce_last"}) {
     if (!tb::wantsOp(opts, op)) continue;
     const bool device = std::string(op) == "dev_bcast";
     const bool bcast = device || std::string(op) == "bcast";
-    rep.beginTable(std::string(op) + (device ? " (device form, thread scope" : " (stream form") + ", world team, " +
-                       std::to_string(npes) + " PEs" + (bcast ? ", root 0" : ", INT64 sum") +
+    const bool reduce = std::string(op).rfind("reduce", 0) == 0;  // (the host form)
+    const int root = std::string(op) == "reduce_last" ? npes - 1 : 0;
+    rep.beginTable(std::string(op) + (device ? " (device form, thread scope" : reduce ? " (host form" : " (stream form") +
+                       ", world team, " + std::to_string(npes) + " PEs" +
+                       (bcast ? ", root 0" : reduce ? ", INT64 sum to PE " + std::to_string(root) : ", INT64 sum") +
                        (device && dt.host_run ? ", by host)" : ")"),
                    tb::TableKind::Latency);
     for (size_t bytes : tb::messageSizes(opts)) {
       const size_t count = std::max<size_t>(bytes / sizeof(int64_t), 1);
       for (size_t i = 0; i < count; ++i) src[i] = static_cast<int64_t>(i) * 3 + me;
+      for (size_t i = 0; i < count; ++i) dest[i] = -1;  // (a reduce leaves the others' dest as it was)
       check(tether_barrier_all(w), "tether_barrier_all");
       std::vector<double> samples;
       const int ops = opts.iters;
@@ -105,6 +112,10 @@ int main(int argc, char** argv) {
         for (int i = 0; i < k; ++i) {
           if (device) {
             tether::device::team_broadcast(dh, dt, dest, src, count * sizeof(int64_t), 0);
+            continue;
+          }
+          if (reduce) {
+            check(tether_team_reduce(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM, root), op);
             continue;
           }
           const tether_status_t s =
@@ -118,14 +129,16 @@ int main(int argc, char** argv) {
       if (!ok) return 1;
       for (size_t i = 0; i < count; ++i) {
         const int64_t base = static_cast<int64_t>(i) * 3;
-        const int64_t want = bcast ? base : base * npes + static_cast<int64_t>(npes) * (npes - 1) / 2;
+        const int64_t want = bcast                    ? base
+                             : reduce && me != root ? -1
+                                                    : base * npes + static_cast<int64_t>(npes) * (npes - 1) / 2;
         if (dest[i] != want) {
           std::fprintf(stderr, "tether_bench_coll_cpu: PE %d: %s of %zu B: element %zu is %lld, not %lld\n",
                        me, op, bytes, i, static_cast<long long>(dest[i]), static_cast<long long>(want));
           return 1;
         }
       }
-      rep.addRow(tb::makeRow(op, device ? "device-cpu" : "stream-cpu", "H->H", count * sizeof(int64_t),
+      rep.addRow(tb::makeRow(op, device ? "device-cpu" : reduce ? "host" : "stream-cpu", "H->H", count * sizeof(int64_t),
                              static_cast<long>(ops) * opts.batches, samples, false));
     }
   }

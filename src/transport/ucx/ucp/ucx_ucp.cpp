@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -261,10 +262,20 @@ class UcxProvider final : public Provider {
   void progressLoop();
   // ucp_worker_progress from a tether call (a wait, the proxy): counted, so the progress thread stays out of the way
   // of a PE that is progressing the worker itself.
+  // While one runs (inUserProgress_), the idle threads keep off the worker: a thread that called
+  // ucp_worker_progress holds the worker's spinlock, and where PEs outnumber cores it is often descheduled inside;
+  // an idle thread arming or progressing the worker then spins on that lock for a whole time slice (the proxy of a
+  // PE with a device handle: rooted reduces across two netns hosts took 2.5-4.9 ms a call instead of 24-102 us, with
+  // 60-80 % of all CPU samples in pthread_spin_lock under ucp_worker_arm; makeWorker's mutex does the rest).
   unsigned userProgress() {
     userProgress_.fetch_add(1, std::memory_order_relaxed);
-    return ucp_worker_progress(worker_);
+    inUserProgress_.fetch_add(1, std::memory_order_seq_cst);
+    const unsigned did = ucp_worker_progress(worker_);
+    inUserProgress_.fetch_sub(1, std::memory_order_release);
+    return did;
   }
+  // A tether call is inside ucp_worker_progress now (an idle thread would only wait for its lock).
+  bool userInside() const { return inUserProgress_.load(std::memory_order_seq_cst) != 0; }
   Status target(int pe, const RemoteAddr& a, size_t n, const char* what, Target* t);
   Status endpoint(Peer& p, int pe, const char* what);  // p.mu held: p.ep made on first use
   Status localBuffer(const void* buf, const char* what, int pe, ucp_request_param_t* prm) const;
@@ -321,6 +332,7 @@ class UcxProvider final : public Provider {
   std::atomic<uint64_t> ownerServed_{0};  // owner-executed operations applied here for peers (logged at the end)
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> userProgress_{0};  // userProgress() calls so far
+  std::atomic<int> inUserProgress_{0};     // userProgress() calls running now
   std::atomic<uint64_t> idleProgress_{0};  // idleProgress() calls that progressed (the proxy between descriptors)
   std::atomic<uint64_t> idleSeen_{0};      // userProgress_ at idleProgress's / idleWait's last look
   std::thread progressThread_;
@@ -385,6 +397,17 @@ Status UcxProvider::makeWorker(int npes) {
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) TETHER_FAIL(TETHER_ERR_SYSTEM, "ucp_config_read: %s", ucs_status_string(s));
+  // The worker's lock a mutex, not UCX's default spinlock, unless UCX_USE_MT_MUTEX says otherwise: this PE's threads
+  // (its own, the proxy, the progress thread) share the worker, and where threads outnumber cores a holder is often
+  // descheduled, when a spinning waiter burns a whole time slice (2-core VM, two netns hosts, rooted reduces at 4 and
+  // 8 PEs: 0.05-0.84x the time with the mutex, the spinlock's runs swinging up to 4.6 ms a call; 8 B at 8 PEs 1.29x;
+  // uncontended 2-PE p, g, put_signal 0.90-0.99x; bench/results/cpu-2core-vm/ucx_worker_lock_ab.txt).
+  if (!std::getenv("UCX_USE_MT_MUTEX")) {
+    const ucs_status_t m = ucp_config_modify(config, "USE_MT_MUTEX", "y");
+    if (m != UCS_OK)
+      TETHER_LOG_INFO(LogSys::Transport, "ucx: this UCX takes no USE_MT_MUTEX (%s): its worker lock stays a spinlock",
+                      ucs_status_string(m));
+  }
   ucp_params_t p{};
   p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
   p.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
@@ -519,17 +542,17 @@ void UcxProvider::progressLoop() {
     if (userActive) {
       std::this_thread::sleep_for(std::min<std::chrono::microseconds>(period * sleepPeriods, longest));
       sleepPeriods = std::min(2 * sleepPeriods, kMaxSleepPeriods);
-    } else if (!waitEvents(period)) {
+    } else if (userInside() || !waitEvents(period)) {
       std::this_thread::sleep_for(period);
     }
     uint64_t now = others();
-    userActive = now != seen;
+    userActive = now != seen || userInside();
     seen = now;
     if (!userActive) sleepPeriods = 1;
     for (int i = 0; !userActive && i < kDrainCalls; ++i) {
       if (ucp_worker_progress(worker_) == 0) break;
       now = others();
-      userActive = now != seen;
+      userActive = now != seen || userInside();
       seen = now;
     }
   }
@@ -538,7 +561,8 @@ void UcxProvider::progressLoop() {
 bool UcxProvider::idleProgress() {
   if (!worker_) return false;
   const uint64_t now = userProgress_.load(std::memory_order_relaxed);
-  if (idleSeen_.exchange(now, std::memory_order_relaxed) != now) return false;  // the PE progresses by itself
+  // The PE progresses by itself (since the last look, or now)
+  if (idleSeen_.exchange(now, std::memory_order_relaxed) != now || userInside()) return false;
   if (ucp_worker_progress(worker_) == 0) return false;
   idleProgress_.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -547,7 +571,7 @@ bool UcxProvider::idleProgress() {
 bool UcxProvider::idleWait(std::chrono::microseconds maxWait) {
   if (!worker_ || efd_ < 0) return false;
   const uint64_t now = userProgress_.load(std::memory_order_relaxed);
-  if (idleSeen_.exchange(now, std::memory_order_relaxed) != now) {  // the PE progresses by itself: no arming
+  if (idleSeen_.exchange(now, std::memory_order_relaxed) != now || userInside()) {  // the PE progresses by itself
     std::this_thread::sleep_for(maxWait);
     return true;
   }
