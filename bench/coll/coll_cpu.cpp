@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
     const bool bcast = device || std::string(op) == "bcast";
     const bool reduce = std::string(op).rfind("reduce", 0) == 0;  // (the host form)
     const int root = std::string(op) == "reduce_last" ? npes - 1 : 0;
-    rep.beginTable(std::string(op) + (device ? " (device form, thread scope" : reduce ? " (host form" : " (stream form") +
-                       ", world team, " + std::to_string(npes) + " PEs" +
+    const char* form = device ? " (device form, thread scope" : reduce ? " (host form" : " (stream form";
+    rep.beginTable(std::string(op) + form + ", world team, " + std::to_string(npes) + " PEs" +
                        (bcast ? ", root 0" : reduce ? ", INT64 sum to PE " + std::to_string(root) : ", INT64 sum") +
                        (device && dt.host_run ? ", by host)" : ")"),
                    tb::TableKind::Latency);
@@ -138,8 +138,8 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      rep.addRow(tb::makeRow(op, device ? "device-cpu" : reduce ? "host" : "stream-cpu", "H->H", count * sizeof(int64_t),
-                             static_cast<long>(ops) * opts.batches, samples, false));
+      rep.addRow(tb::makeRow(op, device ? "device-cpu" : reduce ? "host" : "stream-cpu", "H->H",
+                             count * sizeof(int64_t), static_cast<long>(ops) * opts.batches, samples, false));
     }
   }
   rep.flush();

@@ -93,7 +93,8 @@ const std::vector<ConfigVar>& configVars() {
        "(log2(hosts) rounds over the network); 0 = one dissemination over all PEs; auto = 1 (with GPUs too since "
        "2026-12-05). Must be the same on every PE"},
       {"TETHER_COLL_BY_HOST", ConfigType::Bool, "1",
-       "Host allreduces, allgathers and broadcasts (OpenSHMEM reductions, fcollect, broadcast) of HOST objects on "
+       "Host allreduces, allgathers, broadcasts and rooted reduces of 2-32 KiB (OpenSHMEM reductions, fcollect, "
+       "broadcast) of HOST objects on "
        "teams whose PEs span hosts with 2+ PEs on some host (allgather: each host's PEs consecutive in the team, as "
        "many on every host; broadcast over 2 KiB: the root its host's first PE in the team): 1 = each host's PEs "
        "combine or gather at its first PE, those PEs exchange among themselves, each broadcasts on its host (a "

@@ -77,6 +77,17 @@ size_t ringBlockMax(CollKind kind, size_t n) {
   }
 }
 
+// [addr, addr + n) inside this PE's by-host scratch (kByHostScratchOffset): *ref its place in the HOST segment. The
+// heap's checks refuse it (control area); check() takes it for the by-host steps only (CollArgs::scratch), so the
+// data phases below meet it only in their objects.
+bool inByHostScratch(const World& w, const void* addr, uint64_t n, SymRef* ref) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(w.heap().host()->myBase()) + kByHostScratchOffset;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(addr), total = kTeamSlots * kByHostScratchBytes;
+  if (at < base || at - base >= total || n > total - (at - base)) return false;
+  *ref = SymRef{SegKind::Host, kByHostScratchOffset + (at - base)};
+  return true;
+}
+
 }  // namespace
 
 // What the members agree on (and, when they do not, what they publish to say why).
@@ -350,8 +361,8 @@ Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Pl
     case CollKind::Alltoall: p->inPlace = false; break;
     default: p->inPlace = dest == src; break;
   }
-  TETHER_TRY(w_.checkSymmetric(call, "dest", a.dest, p->destBytes, &p->dref));
-  TETHER_TRY(w_.checkSymmetric(call, "src", a.src, p->srcBytes, &p->sref));
+  TETHER_TRY(checkObject(call, a, "dest", a.dest, p->destBytes, &p->dref));
+  TETHER_TRY(checkObject(call, a, "src", a.src, p->srcBytes, &p->sref));
   if ((dest | src) & (p->es - 1))  // element sizes are powers of two (core/dtype.h): no division on every call
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest %p and src %p must be aligned to the %zu-byte elements of %s", call,
                 a.dest, a.src, p->es, d.name);
@@ -359,6 +370,12 @@ Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Pl
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest [%p, +%zu) and src [%p, +%zu) overlap, and not in the in-place "
                 "form of %s (see tether.h)", call, a.dest, p->destBytes, a.src, p->srcBytes, kindName(a.kind));
   return Status::ok();
+}
+
+Status Collectives::checkObject(const char* call, const CollArgs& a, const char* what, const void* addr, uint64_t n,
+                                SymRef* ref) const {
+  if (a.scratch && inByHostScratch(w_, addr, n, ref)) return Status::ok();
+  return w_.checkSymmetric(call, what, addr, n, ref);
 }
 
 // alltoallv: the four arrays (scounts and sdispls symmetric), each block inside dest/src, no overlap.
@@ -617,7 +634,7 @@ class Collectives::Gets {
   Status add(void* dst, const void* sym, size_t bytes, int pe) {
     if (bytes == 0) return Status::ok();
     SymRef ref;
-    TETHER_TRY(w_.heap().check(call_, "source", sym, bytes, &ref));
+    if (!inByHostScratch(w_, sym, bytes, &ref)) TETHER_TRY(w_.heap().check(call_, "source", sym, bytes, &ref));
     return add(dst, pe, ref, bytes);
   }
   Status finish() {
@@ -656,7 +673,12 @@ class Collectives::Gets {
 };
 
 Status Collectives::copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe) {
-  return bytes == 0 ? Status::ok() : w_.get(call, dst, sym, bytes, pe, false);
+  if (bytes == 0) return Status::ok();
+  SymRef ref;
+  if (!inByHostScratch(w_, sym, bytes, &ref)) return w_.get(call, dst, sym, bytes, pe, false);
+  Gets gets(w_, call);  // (the by-host steps' objects are HOST memory, dst too)
+  TETHER_TRY(gets.add(dst, pe, ref, bytes));
+  return gets.finish();
 }
 
 Status Collectives::writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice) {
@@ -1247,7 +1269,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
                           (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
-                          (byHostKind(t, a.kind) || byHostBroadcast(t, a, p.block) ? kHeadByHost : 0) |
+                          (byHostKind(t, a.kind) || byHostReduce(t, a, p.block) || byHostBroadcast(t, a, p.block)
+                               ? kHeadByHost : 0) |
                           (bcast && a.srcAtRoot ? kHeadSrcAtRoot : 0) |
                           (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
     mine.w[Record::kHead] = head;

@@ -105,11 +105,11 @@
 //     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
 //     next step of #21 (docs/collectives.md says what exists).
 //  By host (allreduce, and allgather where each host's members are consecutive in team order and every host holds as
-//     many (Team::hostRun), and broadcast as below; HOST/STATIC objects on a team whose members span hosts with 2+
-//     on some host; not on the GPU engine; TETHER_COLL_BY_HOST, on by default, in the record): after the agreement
-//     nothing above runs; instead
-//     three collectives on two subteams of the team, made by one split (Teams::splitByHost) at the team's first such
-//     call and destroyed with it. Allreduce: this host's members (in team order) reduce into the first one's dest (a
+//     many (Team::hostRun), and broadcast and rooted reduce as below; HOST/STATIC objects on a team whose members
+//     span hosts with 2+ on some host; not on the GPU engine; TETHER_COLL_BY_HOST, on by default, in the record):
+//     after the agreement nothing above runs; instead three collectives on two subteams of the team, made by one
+//     split (Teams::splitByHost) at the team's first such call and destroyed with it. Allreduce: this host's members
+//     (in team order) reduce into the first one's dest (a
 //     reduce with root 0; a member alone on its host copies src to dest), those first members allreduce in place
 //     among themselves (their team has one member per host: flat), each broadcasts its dest on its host (eager
 //     broadcast). Allgather: this host's members allgather into their part of dest (blocks first .. first + run - 1),
@@ -143,6 +143,15 @@
 //     agreed: each pulls the root's src, which the agreement above found ready). 2-core VM, two netns hosts,
 //     from root 0: 8 B-2 KiB 4 PEs 0.74-0.90x, 8 PEs 0.60-0.78x the time; 4-64 KiB 0.66-0.98x and 0.51-0.70x
 //     (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
+//     Rooted reduce (host forms, HOST/STATIC objects, over kCollStageBytes up to kByHostScratchBytes, the root its
+//     host's first member or some host holding 3+: byHostReduce): no member's dest but the root's may change, so the
+//     partials go through the by-host scratch of the team's slot (kByHostScratchOffset, CollArgs::scratch): this
+//     host's members reduce into their first member's scratch (a member alone on its host copies its src there),
+//     those first members reduce into the root's dest where the root is its host's first member, else in place into
+//     the root host's first member's scratch, which then broadcasts it on that host (eager; the root into its dest,
+//     the others into their own scratch). Combination order as the allreduce's. 2-core VM, two netns hosts, 4-32
+//     KiB: root 0 0.76-0.87x the time at 4 PEs, 0.66-0.78x at 8; the last PE 0.70-0.80x at 8
+//     (bench/results/cpu-2core-vm/coll_by_host_reduce_ab.txt).
 //     A host form whose step fails passes that failure into its later steps (CollArgs::invalid): their members fail
 //     at once, naming it, instead of waiting for it.
 //
@@ -219,6 +228,12 @@ constexpr size_t kRingStageBytes = kEagerStageTeamBytes / 2;
 constexpr uint64_t kCollScratchOffset = kEagerStageOffset + kTeamSlots * kEagerStageTeamBytes;
 constexpr size_t kCollScratchBytes = 16 * 1024;
 constexpr uint64_t kDeviceCollScratchOffset = 64 * 1024;
+// The rooted reduce by host's partials ("By host" above): kByHostScratchBytes per team slot, this PE's own, in the
+// HOST segment at kByHostScratchOffset (after the reductions' scratch, inside kControlBytes). Only the host forms'
+// by-host steps use it (the device views' scratch above can be in use by a stream or device form of the same team at
+// the same time), as dest and src of their subteam collectives (CollArgs::scratch).
+constexpr uint64_t kByHostScratchOffset = kCollScratchOffset + kTeamSlots * kCollScratchBytes;
+constexpr size_t kByHostScratchBytes = 32 * 1024;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -234,6 +249,9 @@ struct CollArgs {
   // Eager broadcast on a token team only (internal: the last step of a broadcast by host): the members' src is
   // neither compared (left out of the record) nor read; readers that pull take the root's from its token.
   bool srcAtRoot = false;
+  // Internal (the by-host steps): dest and src may lie in this PE's by-host scratch (kByHostScratchOffset), which
+  // the heap's checks refuse as part of the control area.
+  bool scratch = false;
   Status invalid;  // an argument error the caller found (a bad enum: type and op then hold safe values); agreed on
   // alltoallv: n_pes entries each, in elements; scounts and sdispls symmetric (the receivers read them).
   const size_t* rcounts = nullptr;
@@ -285,6 +303,9 @@ class Collectives {
 
  private:
   Status check(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
+  // dest or src of a (World::checkSymmetric; a.scratch: this PE's by-host scratch too).
+  Status checkObject(const char* call, const CollArgs& a, const char* what, const void* addr, uint64_t n,
+                     SymRef* ref) const;
   Status checkV(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
   // One barrier over t carrying tag; *flagged: some member raised its flag (or sent a different tag).
   // A failure (timeout, transport) loses the team's collective state.
@@ -368,6 +389,9 @@ class Collectives {
   bool hostShaped(Team& t) const;
   bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
   bool byHostStream(Team& t, CollKind k) const;  // the same for a stream form (broadcasts too)
+  // A rooted reduce a of block bytes by host (host forms only): TETHER_COLL_BY_HOST, t's shape, the block over
+  // kCollStageBytes up to kByHostScratchBytes, the root its host's first member or some host holding 3+.
+  bool byHostReduce(Team& t, const CollArgs& a, size_t block) const;
   // A broadcast a of block bytes by host: TETHER_COLL_BY_HOST, over kCollStageBytes, t's shape, its root first on
   // its host, this host's members mapped.
   bool byHostBroadcast(Team& t, const CollArgs& a, size_t block) const;
@@ -380,6 +404,8 @@ class Collectives {
   Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);
   // The three calls on the subteams: host forms, or (so) stream forms enqueued on stream.
   Status byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
+  // A rooted reduce's steps (host forms) through the by-host scratch.
+  Status byHostReduceSteps(const char* call, Team& t, const Plan& p);
   // A broadcast's two steps (host forms): to the hosts' first members (from the root's staged copy, or over
   // kCollStageBytes by the leaders' broadcast), then on each host from its first member.
   Status byHostBroadcastSteps(const char* call, Team& t, const Plan& p);

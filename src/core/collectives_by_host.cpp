@@ -25,6 +25,7 @@ bool Collectives::hostShaped(Team& t) const {
     }
     t.byHost = groups.size() >= 2 && largest >= 2 ? 1 : 0;
     t.hostRun = t.byHost && blocks ? static_cast<int>(largest) : 0;
+    t.hostMost = static_cast<int>(largest);
     // The subteams' device views (stream forms) need their members at a fixed world-PE stride.
     auto strided = [&](const std::vector<int>& members) {  // team numbers
       for (size_t k = 2; k < members.size(); ++k)
@@ -56,6 +57,20 @@ bool Collectives::byHostStream(Team& t, CollKind k) const {
   return byHostKind(t, k) || (k == CollKind::Broadcast && byHost_ && hostShaped(t));
 }
 
+bool Collectives::byHostReduce(Team& t, const CollArgs& a, size_t block) const {
+  // Over the one-shot sizes (whose single round of staged gets beats three subteam collectives) up to the scratch;
+  // a root that is not its host's first member costs a third step, which pays where a host holds 3+ members. (2-core
+  // VM, two netns hosts, 3 rounds, by host at every size: root 0 at 4-32 KiB 0.65-0.75x the time at 4 PEs,
+  // 0.71-0.77x at 8; the last PE as root 1.03-1.19x at 4 PEs, 0.72-0.81x at 8; 8 B-2 KiB up to 1.77x, 64-256 KiB
+  // (32 KiB chunks) up to 1.44x. This rule: root 0 0.76-0.87x at 4 PEs, 0.66-0.78x at 8, the last PE 0.70-0.80x at
+  // 8; bench/results/cpu-2core-vm/coll_by_host_reduce_ab.txt.)
+  if (!byHost_ || a.kind != CollKind::Reduce || block <= kCollStageBytes || block > kByHostScratchBytes ||
+      !hostShaped(t) || a.root < 0 || static_cast<size_t>(a.root) >= t.pes.size())
+    return false;
+  const size_t root = static_cast<size_t>(a.root);
+  return t.hostLeader[static_cast<size_t>(t.hostOf[root])] == a.root || t.hostMost >= 3;
+}
+
 bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) const {
   // (Both sizes from root 0 against every member pulling, 2-core VM, two netns hosts: 4 PEs 0.66-0.98x the time,
   // 8 PEs 0.51-0.78x; bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt.)
@@ -70,8 +85,8 @@ bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) cons
 bool Collectives::byHostCall(Team& t, const Plan& p) const {
   if (p.a.kind == CollKind::Broadcast)  // (each member's dest is its own affair: only src is agreed)
     return byHostBroadcast(t, p.a, p.block) && p.block != 0 && isHostMemory(p.sref.kind) && t.byHost != 3;
-  return byHostKind(t, p.a.kind) && !p.gpu && p.block != 0 && isHostMemory(p.sref.kind) &&
-         isHostMemory(p.dref.kind) && t.byHost != 3;
+  return (byHostKind(t, p.a.kind) || byHostReduce(t, p.a, p.block)) && !p.gpu && p.block != 0 &&
+         isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind) && t.byHost != 3;
 }
 
 Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
@@ -92,7 +107,57 @@ Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Pla
   TETHER_TRY(makeByHost(call, t, ref));
   if (t.byHost == 3) return stagedBroadcast(p) ? oneShot(call, t, p) : dataPhase(call, t, p);
   if (p.a.kind == CollKind::Broadcast) return byHostBroadcastSteps(call, t, p);
+  if (p.a.kind == CollKind::Reduce) return byHostReduceSteps(call, t, p);
   return byHostSteps(call, t, p, nullptr, nullptr);
+}
+
+Status Collectives::byHostReduceSteps(const char* call, Team& t, const Plan& p) {
+  const size_t root = static_cast<size_t>(p.a.root);
+  const int host = t.hostOf[p.me], rootHost = t.hostOf[root];
+  const bool rootLeads = t.hostLeader[static_cast<size_t>(rootHost)] == p.a.root;
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (reduce into each host's first "
+                  "member, those reduce into %s)", call, t.slot, p.n, p.a.count, dtypeInfo(p.a.type).name,
+                  rootLeads ? "the root" : "the root's host's first member, which broadcasts to the root");
+  // This PE's scratch of the team's slot (byHostReduce: the block fits): every member passes its own, at the same
+  // offset (one symmetric object).
+  char* scratch = w_.heap().host()->myBase() + kByHostScratchOffset + static_cast<size_t>(t.slot) * kByHostScratchBytes;
+  const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member (and so its first)
+  // A step after a failed one passes that failure (its members fail at once, naming this PE); the first is returned.
+  Status failed;
+  auto step = [&](TeamRef sub, CollArgs r, const char* what) {
+    r.invalid = failed;
+    const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
+    if (failed.isOk()) failed = s;
+  };
+  CollArgs r;
+  r.kind = CollKind::Reduce;
+  r.type = p.a.type;
+  r.op = p.a.op;
+  r.count = p.a.count;
+  r.scratch = true;
+  if (alone) {
+    std::memcpy(scratch, p.a.src, p.block);
+  } else {
+    r.root = 0;
+    r.dest = scratch;
+    r.src = p.a.src;
+    step(t.hostTeam, r, "on this host");
+  }
+  if (t.leaderTeam.slot >= 0) {  // (an in-place root's src was read above: its dest may change now)
+    r.root = rootHost;
+    r.dest = rootLeads ? p.a.dest : scratch;
+    r.src = scratch;
+    step(t.leaderTeam, r, "between hosts");
+  }
+  if (!rootLeads && host == rootHost) {
+    r.kind = CollKind::Broadcast;
+    r.root = 0;
+    r.src = scratch;
+    r.dest = p.me == root ? p.a.dest : scratch;
+    r.eager = true;
+    step(t.hostTeam, r, "to the root on its host");
+  }
+  return failed;
 }
 
 bool Collectives::stagedBroadcast(const Plan& p) {

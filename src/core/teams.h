@@ -100,6 +100,7 @@ struct Team {
   int8_t byHost = -1;
   int hostRun = 0;  // where byHost > 0: members per host when each host's are consecutive in team order and every
                     // host holds as many (allgather by host needs that), else 0
+  int hostMost = 0;  // where byHost > 0: the most members on one host
   bool hostStrided = false;  // where byHost > 0: each subteam's members at a fixed world-PE stride (device views)
   // Where byHost > 0: hostOf[k] is team PE k's host, numbered as leaderTeam orders them, hostLeader[h] the team PE of
   // host h's first member (a broadcast by host over kCollStageBytes needs its root first on its host); hostMapped:

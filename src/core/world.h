@@ -244,7 +244,8 @@ static_assert(sizeof(ControlBlock) <= kCollStageOffset, "control block too large
 static_assert(kCollStageOffset + kTeamSlots * 2 * kCollStageBytes <= kEagerOffset, "staging buffers");
 static_assert(kEagerOffset + kTeamSlots * kEagerTeamBytes <= kEagerStageOffset, "token rings");
 static_assert(kEagerStageOffset + kTeamSlots * kEagerStageTeamBytes <= kCollScratchOffset, "eager staging buffers");
-static_assert(kCollScratchOffset + kTeamSlots * kCollScratchBytes <= kControlBytes, "reduction scratch");
+static_assert(kCollScratchOffset + kTeamSlots * kCollScratchBytes <= kByHostScratchOffset, "reduction scratch");
+static_assert(kByHostScratchOffset + kTeamSlots * kByHostScratchBytes <= kControlBytes, "by-host scratch");
 // The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)
 // at its start, zeroed at start-up; the device team sync words at kDeviceTeamSyncOffset and the reductions' scratch at
 // kDeviceCollScratchOffset (core/collectives.h).

@@ -13,12 +13,16 @@
 //     around dest.
 //  2. team indices (MP_BY_HOST_SPANS=1: the job spans hosts so): a team used by host holds more team indices (its
 //     subteams, made by its first broadcast) than before, and destroying it gives all of them back.
+//     Rooted reduces from every root (fewer for the large sizes): double sum, long min and xor, 1 to 39990 elements
+//     (by host over 2 KiB up to 32 KiB), in place and not; the root's result, and every dest and src left as it was
+//     where the call must not write (all of a non-root's dest).
 //  3. no free index: with every index but the team's own in use, the team's first allreduce cannot make its
 //     subteams; every member goes on without them (the flat path) with the right results (broadcasts too), then
 //     and later.
 //  4. MP_BY_HOST_PE0=1: PE 0's TETHER_COLL_BY_HOST differs from the others': every member fails with
 //     TETHER_ERR_MISMATCH at once (the setting is in the record; the message names it), broadcasts too, and the
 //     team stays usable.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -188,6 +192,76 @@ void broadcasts(tether_team_t t, const std::vector<int>& members, const char* na
   if (myIndex == 0) std::printf("mp_coll_by_host: %s (%d PEs): broadcast results OK\n", name, n);
 }
 
+// Rooted reduces on team t from every root (by host over 2 KiB up to 32 KiB, where the root is its host's first member
+// or a host holds 3+: each host's members into its first member's scratch, those into the root, or into the root's
+// host's first member, which broadcasts to the root; else pulled): double sum (integral values) and long min and
+// xor, 1 to 39990 elements (8 B, 2 KiB and 72-320 KiB pulled; 2400 B and 32 KiB by host), in place and not. The root's dest holds the result and the longs after it are untouched; every other member's dest
+// is untouched (the by-host partials go elsewhere), and a root's src too when not in place.
+void reduces(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
+  const int myIndex = tether_team_my_pe(t);
+  if (myIndex < 0) return;
+  const int n = static_cast<int>(members.size());
+  static const size_t counts[] = {1, 256, 300, 4096, 9000, 39990};
+  constexpr size_t kAround = 8;
+  const int me2 = members[static_cast<size_t>(myIndex)];
+  int r = r0;
+  for (size_t count : counts) {
+    for (int root = 0; root < n; ++root) {
+      if (count > 300 && root % 2 != (n - 1) % 2 && root != 0) continue;  // (the large sizes from fewer roots)
+      for (int inPlace = 0; inPlace < 2; ++inPlace, ++r) {
+        const bool isRoot = myIndex == root;
+        const int kind = r % 3;  // 0: double sum, 1: long min, 2: long xor
+        const size_t es = kind == 0 ? sizeof(double) : sizeof(long);
+        char* src = kind == 0 ? reinterpret_cast<char*>(dsrc) : reinterpret_cast<char*>(lsrc);
+        char* dst = kind == 0 ? reinterpret_cast<char*>(ddst) : reinterpret_cast<char*>(ldst);
+        for (size_t i = 0; i < count + kAround; ++i) ldst[i] = -7 - static_cast<long>(i);
+        if (kind == 0) std::memcpy(ddst, ldst, (count + kAround) * sizeof(long));
+        for (size_t i = 0; i < count + kAround; ++i) {
+          if (kind == 0) dsrc[i] = static_cast<double>(value(me2, i, r));
+          else lsrc[i] = value(me2, i, r) * 1000003L;
+        }
+        const std::vector<char> srcBefore(src, src + (count + kAround) * es);
+        const std::vector<char> dstBefore(dst, dst + (count + kAround) * es);
+        char* d = inPlace ? src : dst;
+        const tether_red_op_t o = kind == 0 ? TETHER_RED_SUM : kind == 1 ? TETHER_RED_MIN : TETHER_RED_XOR;
+        MP_OK(tether_team_reduce(t, d, src, count, kind == 0 ? TETHER_DOUBLE : TETHER_LONG, o, root));
+        const char* what = kind == 0 ? "double sum" : kind == 1 ? "long min" : "long xor";
+        for (size_t i = 0; i < count; ++i) {
+          if (!isRoot) break;
+          double dw = 0;
+          long lw = kind == 1 ? value(members[0], i, r) * 1000003L : 0;
+          for (int m : members) {
+            const long v = value(m, i, r);
+            dw += static_cast<double>(v);
+            lw = kind == 1 ? std::min(lw, v * 1000003L) : lw ^ v * 1000003L;
+          }
+          const bool ok = kind == 0 ? reinterpret_cast<double*>(d)[i] == dw : reinterpret_cast<long*>(d)[i] == lw;
+          if (!ok) {
+            std::fprintf(stderr, "PE %d: %s reduce (%s) to root %d, count %zu%s: element %zu is wrong\n", me, name,
+                         what, root, count, inPlace ? " in place" : "", i);
+            MP_CHECK(false);
+          }
+        }
+        // Untouched: all of dest but the root's result (the root's in-place dest is its src), the root's src when
+        // not in place, the elements after the result.
+        const bool destSame = std::memcmp(dst + (isRoot && !inPlace ? count * es : 0),
+                                          dstBefore.data() + (isRoot && !inPlace ? count * es : 0),
+                                          (isRoot && !inPlace ? kAround : count + kAround) * es) == 0;
+        const bool srcSame = std::memcmp(src + (isRoot && inPlace ? count * es : 0),
+                                         srcBefore.data() + (isRoot && inPlace ? count * es : 0),
+                                         (isRoot && inPlace ? kAround : count + kAround) * es) == 0;
+        if (!destSame || !srcSame) {
+          std::fprintf(stderr, "PE %d: %s reduce (%s) to root %d, count %zu%s: this PE's %s changed where it must "
+                       "not\n", me, name, what, root, count, inPlace ? " in place" : "", !destSame ? "dest" : "src");
+          MP_CHECK(false);
+        }
+        MP_OK(tether_team_sync(t));  // the next case rewrites src and dest
+      }
+    }
+  }
+  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%d PEs): reduce results OK\n", name, n);
+}
+
 // Teams split off the world until no index is free on every PE (TETHER_ERR_NO_MEMORY).
 std::vector<tether_team_t> fillIndices() {
   std::vector<tether_team_t> made;
@@ -226,7 +300,8 @@ void indices(bool spans) {
   if (spans) MP_CHECK(used < made);
   results(t, worldMembers(true), "a split team", 100);
   gathered(t, worldMembers(true), "a split team", 150);
-  MP_CHECK(freeTeams() == used);  // the allreduces and allgathers took the same subteams
+  reduces(t, worldMembers(true), "a split team", 1500);
+  MP_CHECK(freeTeams() == used);  // the allreduces, allgathers and reduces took the same subteams
   MP_OK(tether_team_destroy(t));
   const int after = freeTeams();
   if (after != before) {
@@ -245,6 +320,7 @@ void noFreeIndex() {
   const std::vector<tether_team_t> fill = fillIndices();
   results(t, worldMembers(false), "a team with no index left", 200);
   broadcasts(t, worldMembers(false), "a team with no index left", 1100);
+  reduces(t, worldMembers(false), "a team with no index left", 1800);
   for (tether_team_t f : fill) MP_OK(tether_team_destroy(f));
   results(t, worldMembers(false), "the same team once indices are free", 300);
   MP_OK(tether_team_destroy(t));
@@ -263,11 +339,12 @@ void settingDiffers() {
   // Broadcasts are by host too, small (from any root) and large (root 0 is its host's first member): the same.
   MP_EXPECT_STATUS(tether_team_broadcast(t, ldst, lsrc, 4, TETHER_LONG, 1), TETHER_ERR_MISMATCH);
   MP_EXPECT_STATUS(tether_team_broadcast(t, ldst, lsrc, 1000, TETHER_LONG, 0), TETHER_ERR_MISMATCH);
-  // Still usable: a reduce (not by host either way) goes through.
-  for (int i = 0; i < 4; ++i) lsrc[i] = 7 + i;
-  MP_OK(tether_team_reduce(t, ldst, lsrc, 4, TETHER_LONG, TETHER_RED_MAX, 0));
-  if (me == 0)
-    for (int i = 0; i < 4; ++i) MP_CHECK(ldst[i] == 7 + i);
+  // Rooted reduces over 2 KiB are by host too (root 0: its host's first member).
+  MP_EXPECT_STATUS(tether_team_reduce(t, ldst, lsrc, 1000, TETHER_LONG, TETHER_RED_MAX, 0), TETHER_ERR_MISMATCH);
+  // Still usable: an alltoall (not by host either way) goes through.
+  for (int i = 0; i < npes; ++i) lsrc[i] = 7 + i;
+  MP_OK(tether_team_alltoall(t, ldst, lsrc, 1, TETHER_LONG));
+  for (int i = 0; i < npes; ++i) MP_CHECK(ldst[i] == 7 + me);
   if (me == 0) std::printf("mp_coll_by_host: TETHER_COLL_BY_HOST different on PE 0: mismatch on all (%.3f s), OK\n",
                            secs);
 }
@@ -297,6 +374,7 @@ int main() {
   results(tether_team_world(w), worldMembers(false), "the world", 0);
   gathered(tether_team_world(w), worldMembers(false), "the world", 400);
   broadcasts(tether_team_world(w), worldMembers(false), "the world", 500);
+  reduces(tether_team_world(w), worldMembers(false), "the world", 1200);
   tether_team_t even = TETHER_TEAM_INVALID;
   MP_OK(tether_team_split_strided(tether_team_world(w), 0, 2, (npes + 1) / 2, nullptr, &even));
   std::vector<int> evens;
@@ -304,6 +382,7 @@ int main() {
   results(even, evens, "the even PEs", 50);
   gathered(even, evens, "the even PEs", 450);
   broadcasts(even, evens, "the even PEs", 900);
+  reduces(even, evens, "the even PEs", 1300);
   if (even != TETHER_TEAM_INVALID) MP_OK(tether_team_destroy(even));
   const char* spans = std::getenv("MP_BY_HOST_SPANS");
   indices(spans && std::strcmp(spans, "1") == 0);
