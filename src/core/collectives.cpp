@@ -538,8 +538,8 @@ Status Collectives::mismatch(const char* call, const Team& t, const Record& mine
   static const char* const fields[] = {"collective, type, op or in-place form", "count", "root", "dest", "src",
                                        "scounts", "sdispls"};
   if (!theirs.valid())
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
-                "which)", call, m, t.pes[m]);
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments or failed an "
+                "earlier step of a collective by host (its own error says which)", call, m, t.pes[m]);
   const uint64_t engineDiff = (theirs.w[Record::kHead] ^ mine.w[Record::kHead]) & kHeadEngine;
   if (engineDiff && engineDiff == (theirs.w[Record::kHead] ^ mine.w[Record::kHead])) {
     auto engine = [](uint64_t head) {
@@ -598,8 +598,9 @@ Status Collectives::explain(const char* call, Team& t, const Record& mine, const
   if (!localError.isOk()) return localError;
   for (size_t m = 0; m < n; ++m)
     if (!all[m].valid())
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
-                  "which); no member ran the collective", call, m, t.pes[m]);
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments or failed an "
+                  "earlier step of a collective by host (its own error says which); no member ran the collective",
+                  call, m, t.pes[m]);
   for (size_t m = 0; m < n; ++m)
     if (std::memcmp(all[m].w, mine.w, sizeof mine.w) != 0) return mismatch(call, t, mine, m, all[m]);
   TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: the agreement barrier was flagged but every member's record is the same",
@@ -1187,8 +1188,9 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
   const uint64_t* s = tokenSlot(t, root, c);
   const uint64_t meta = s[kTokMeta];
   if (!(meta & kTokValid))
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the root, team PE %zu (world PE %d), passed invalid arguments (its own "
-                "error says which); dest is untouched", call, root, t.pes[root]);
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the root, team PE %zu (world PE %d), passed invalid arguments or failed "
+                "an earlier step of a collective by host (its own error says which); dest is untouched", call, root,
+                t.pes[root]);
   // A root running another collective differs too (and fails when it compares this member's token).
   // (This member's own token, just posted, holds the hash of its record.)
   if (s[kTokHash] != tokenSlot(t, static_cast<size_t>(t.me), c)[kTokHash])
@@ -1215,8 +1217,9 @@ Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine,
   if (!localError.isOk()) return localError;
   for (size_t m = 0; m < n; ++m)
     if (!(tokenSlot(t, m, c)[kTokMeta] & kTokValid))
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments (its own error says "
-                  "which); no member ran the collective", call, m, t.pes[m]);
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments or failed an "
+                  "earlier step of a collective by host (its own error says which); no member ran the collective",
+                  call, m, t.pes[m]);
   const uint64_t h = tokenSlot(t, me, c)[kTokHash];  // this member's record hash, as postToken stored it
   for (size_t m = 0; m < n; ++m) {
     const uint64_t* s = tokenSlot(t, m, c);

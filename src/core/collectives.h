@@ -153,7 +153,7 @@
 //     KiB: root 0 0.76-0.87x the time at 4 PEs, 0.66-0.78x at 8; the last PE 0.70-0.80x at 8
 //     (bench/results/cpu-2core-vm/coll_by_host_reduce_ab.txt).
 //     A host form whose step fails passes that failure into its later steps (CollArgs::invalid): their members fail
-//     at once, naming it, instead of waiting for it.
+//     at once, naming it, instead of waiting for it (netns_coll_peer_killed: a PE killed inside these steps).
 //
 // Who calls it: the C API (core/api.cpp) through World::colls(). Thread-safety: collective calls on one team must
 // not race (teams' rule); different teams may run on different threads. Lifetime: a member of World; uses Teams.
