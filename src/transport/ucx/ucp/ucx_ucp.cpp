@@ -261,12 +261,12 @@ class UcxProvider final : public Provider {
   Status setAmHandlers();
   void progressLoop();
   // ucp_worker_progress from a tether call (a wait, the proxy): counted, so the progress thread stays out of the way
-  // of a PE that is progressing the worker itself.
-  // While one runs (inUserProgress_), the idle threads keep off the worker: a thread that called
-  // ucp_worker_progress holds the worker's spinlock, and where PEs outnumber cores it is often descheduled inside;
-  // an idle thread arming or progressing the worker then spins on that lock for a whole time slice (the proxy of a
-  // PE with a device handle: rooted reduces across two netns hosts took 2.5-4.9 ms a call instead of 24-102 us, with
-  // 60-80 % of all CPU samples in pthread_spin_lock under ucp_worker_arm; makeWorker's mutex does the rest).
+  // of a PE that is progressing the worker itself. While one runs (inUserProgress_), the idle threads keep off the
+  // worker: a thread inside ucp_worker_progress holds the worker's lock, and where threads outnumber cores it is
+  // often descheduled there; an idle thread arming or progressing the worker then waits for that lock -- with UCX's
+  // default spinlock, spinning for a whole time slice (the proxy of a PE with a device handle: rooted reduces across
+  // two netns hosts took 2.5-4.9 ms a call instead of 24-102 us, with 60-80 % of all CPU samples in pthread_spin_lock
+  // under ucp_worker_arm; makeWorker's mutex does the rest).
   unsigned userProgress() {
     userProgress_.fetch_add(1, std::memory_order_relaxed);
     inUserProgress_.fetch_add(1, std::memory_order_seq_cst);
