@@ -78,14 +78,20 @@ size_t ringBlockMax(CollKind kind, size_t n) {
 }
 
 // [addr, addr + n) inside this PE's by-host scratch (kByHostScratchOffset): *ref its place in the HOST segment. The
-// heap's checks refuse it (control area); check() takes it for the by-host steps only (CollArgs::scratch), so the
-// data phases below meet it only in their objects.
+// heap's checks refuse it (control area); check() takes it for the by-host steps only (CollArgs::scratch). The data
+// phases address members' objects by the refs check() resolved (Plan::dref/sref), so they need no such case.
 bool inByHostScratch(const World& w, const void* addr, uint64_t n, SymRef* ref) {
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.heap().host()->myBase()) + kByHostScratchOffset;
   const uintptr_t at = reinterpret_cast<uintptr_t>(addr), total = kTeamSlots * kByHostScratchBytes;
   if (at < base || at - base >= total || n > total - (at - base)) return false;
   *ref = SymRef{SegKind::Host, kByHostScratchOffset + (at - base)};
   return true;
+}
+
+// Where this PE reads PE pe's HOST bytes at ref by loads (a load/store path), or nullptr (DEVICE memory, gets only).
+char* mappedHost(const World& w, int pe, const SymRef& ref) {
+  if (!isHostMemory(ref.kind) || !(w.path(pe, ref.kind).ops->caps & kCapLoadStore)) return nullptr;
+  return w.remote(pe, ref).ptr;
 }
 
 }  // namespace
@@ -618,7 +624,8 @@ class Collectives::Gets {
  public:
   Gets(World& w, const char* call) : w_(w), call_(call) {}
 
-  // [ref.offset, + bytes) of PE pe's segment ref.kind into dst.
+  // [ref.offset, + bytes) of PE pe's segment ref.kind (a checked range: Plan's refs, the control area's words) into
+  // dst.
   Status add(void* dst, int pe, SymRef ref, size_t bytes) {
     if (bytes == 0) return Status::ok();
     const SegPath& sp = w_.path(pe, ref.kind);
@@ -630,13 +637,6 @@ class Collectives::Gets {
     if (!isHostMemory(ref.kind)) return sp.ops->get(sp.ctx, pe, dst, from, bytes, false).withContext(call_);
     queued_.push_back(Queued{&sp, GetItem{pe, dst, from, bytes}});
     return Status::ok();
-  }
-  // The same for this PE's symmetric address sym (its object's copy on pe).
-  Status add(void* dst, const void* sym, size_t bytes, int pe) {
-    if (bytes == 0) return Status::ok();
-    SymRef ref;
-    if (!inByHostScratch(w_, sym, bytes, &ref)) TETHER_TRY(w_.heap().check(call_, "source", sym, bytes, &ref));
-    return add(dst, pe, ref, bytes);
   }
   Status finish() {
     Status err;
@@ -673,13 +673,10 @@ class Collectives::Gets {
   std::vector<Queued> queued_;
 };
 
-Status Collectives::copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe) {
+Status Collectives::copyFrom(const char* call, void* dst, const SymRef& ref, size_t bytes, int pe) {
   if (bytes == 0) return Status::ok();
-  SymRef ref;
-  if (!inByHostScratch(w_, sym, bytes, &ref)) return w_.get(call, dst, sym, bytes, pe, false);
-  Gets gets(w_, call);  // (the by-host steps' objects are HOST memory, dst too)
-  TETHER_TRY(gets.add(dst, pe, ref, bytes));
-  return gets.finish();
+  const SegPath& sp = w_.path(pe, ref.kind);
+  return sp.ops->get(sp.ctx, pe, dst, w_.remote(pe, ref), bytes, false).withContext(call);
 }
 
 Status Collectives::writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice) {
@@ -696,7 +693,6 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
                                 bool outDevice) {
   constexpr size_t kGetWindow = 4;
   const size_t es = p.es, chunk = std::max<size_t>(1, kChunkBytes / es), bufBytes = std::min(chunk, len) * es;
-  const bool srcHost = isHostMemory(p.sref.kind);
   // Accumulate straight into out, unless out is GPU memory or this PE's own elements being read (in place: each
   // chunk is read before it is overwritten, through the accumulator).
   const uintptr_t o = reinterpret_cast<uintptr_t>(out), r = reinterpret_cast<uintptr_t>(at(p.a.src, srcElem * es));
@@ -710,14 +706,14 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
   const void* from[kGetWindow];
   for (size_t off = 0; off < len; off += chunk) {
     const size_t c = std::min(chunk, len - off), bytes = c * es;
-    const void* sym = at(p.a.src, (srcElem + off) * es);
+    const SymRef src = p.sref.plus((srcElem + off) * es);
     char* a = viaAcc ? acc.get() : out + off * es;
     for (size_t k0 = 0; k0 < p.n; k0 += kGetWindow) {
       const size_t k1 = std::min(p.n, k0 + kGetWindow);
       Gets gets(w_, call);
       for (size_t k = k0; k < k1; ++k) {
         // Mapped HOST memory is read in place, except the other member of a pair (copyPeer: copied first).
-        const void* direct = srcHost ? w_.ptr(sym, t.pes[k]) : nullptr;
+        const char* direct = mappedHost(w_, t.pes[k], src);
         if (direct && !(copyPeer && t.pes[k] != w_.myPe())) {
           from[k - k0] = direct;
           continue;
@@ -730,7 +726,7 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
           slot = in.get() + (k - k0) * bufBytes;
         }
         if (direct) std::memcpy(slot, direct, bytes);
-        else TETHER_TRY(gets.add(slot, sym, bytes, t.pes[k]));
+        else TETHER_TRY(gets.add(slot, t.pes[k], src, bytes));
         from[k - k0] = slot;
       }
       TETHER_TRY(gets.finish());
@@ -771,33 +767,37 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
   // The movers' copies: into CPU memory batched (Gets: the gets to other hosts complete together at finish), into
   // GPU memory one by one.
   Gets gets(w_, call);
-  auto fetch = [&](void* dst, const void* sym, size_t bytes, int pe) {
-    return destDevice ? copyFrom(call, dst, sym, bytes, pe) : gets.add(dst, sym, bytes, pe);
+  auto fetch = [&](void* dst, const SymRef& from, size_t bytes, int pe) {
+    return destDevice ? copyFrom(call, dst, from, bytes, pe) : gets.add(dst, pe, from, bytes);
   };
   switch (p.a.kind) {
     case CollKind::Broadcast:
-      if (me != static_cast<size_t>(p.a.root)) err = copyFrom(call, dest, p.a.src, B, t.pes[p.a.root]);
-      else if (!p.inPlace) err = copyFrom(call, dest, p.a.src, B, myPe);
+      if (me != static_cast<size_t>(p.a.root)) err = copyFrom(call, dest, p.sref, B, t.pes[p.a.root]);
+      else if (!p.inPlace) err = copyFrom(call, dest, p.sref, B, myPe);
       break;
     case CollKind::Allgather:
       visit([&](size_t k) {
         if (k == me && p.inPlace) return Status::ok();
-        return fetch(at(dest, k * B), p.inPlace ? at(dest, k * B) : p.a.src, B, t.pes[k]);
+        return fetch(at(dest, k * B), p.inPlace ? p.dref.plus(k * B) : p.sref, B, t.pes[k]);
       });
       break;
     case CollKind::Alltoall:
-      visit([&](size_t k) { return fetch(at(dest, k * B), at(p.a.src, me * B), B, t.pes[k]); });
+      visit([&](size_t k) { return fetch(at(dest, k * B), p.sref.plus(me * B), B, t.pes[k]); });
       break;
     case CollKind::Alltoallv:
       visit([&](size_t k) {
         size_t sc = 0, sd = 0;  // member k's count and displacement for this PE, from its symmetric arrays
-        TETHER_TRY(copyFrom(call, &sc, p.a.scounts + me, sizeof sc, t.pes[k]));
-        TETHER_TRY(copyFrom(call, &sd, p.a.sdispls + me, sizeof sd, t.pes[k]));
+        TETHER_TRY(copyFrom(call, &sc, p.scRef.plus(me * sizeof sc), sizeof sc, t.pes[k]));
+        TETHER_TRY(copyFrom(call, &sd, p.sdRef.plus(me * sizeof sd), sizeof sd, t.pes[k]));
         if (sc != p.a.rcounts[k])
           TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: team PE %zu (world PE %d) expects rcounts[%zu] = %zu elements from "
                       "team PE %zu (world PE %d), whose scounts[%zu] is %zu", call, me, myPe, k, p.a.rcounts[k], k,
                       t.pes[k], me, sc);
-        return copyFrom(call, at(dest, p.a.rdispls[k] * p.es), at(p.a.src, sd * p.es), sc * p.es, t.pes[k]);
+        // Member k's block lies where its sdispls says, which this PE's own arrays did not bound (check): the range
+        // is checked here, on this PE's copy of the object (the heaps are symmetric).
+        SymRef from{};
+        if (sc != 0) TETHER_TRY(w_.checkSymmetric(call, "src", at(p.a.src, sd * p.es), sc * p.es, &from));
+        return copyFrom(call, at(dest, p.a.rdispls[k] * p.es), from, sc * p.es, t.pes[k]);
       });
       break;
     case CollKind::Reduce:
@@ -819,7 +819,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
         if (err.isOk() && flagged) break;
         visit([&](size_t k) {
           if (k == me) return Status::ok();
-          return fetch(at(dest, lo(k) * p.es), at(dest, lo(k) * p.es), (lo(k + 1) - lo(k)) * p.es, t.pes[k]);
+          return fetch(at(dest, lo(k) * p.es), p.dref.plus(lo(k) * p.es), (lo(k + 1) - lo(k)) * p.es, t.pes[k]);
         });
       }
       break;
@@ -939,7 +939,7 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
         err = staged(call, t, p, static_cast<size_t>(p.a.root), 0, B, scratch, &from);
         if (err.isOk()) err = writeLocal(call, dest, from, B, p.dref.kind == SegKind::Device);
       } else if (!p.inPlace) {
-        if (p.dref.kind == SegKind::Device) err = copyFrom(call, dest, p.a.src, B, w_.myPe());
+        if (p.dref.kind == SegKind::Device) err = copyFrom(call, dest, p.sref, B, w_.myPe());
         else std::memmove(dest, p.a.src, B);
       }
       break;
@@ -1146,7 +1146,7 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   Status err;
   if (!p.inPlace && p.block != 0) {
     if (host && isHostMemory(p.dref.kind)) std::memmove(p.a.dest, p.a.src, p.block);
-    else err = copyFrom(call, p.a.dest, p.a.src, p.block, w_.myPe());
+    else err = copyFrom(call, p.a.dest, p.sref, p.block, w_.myPe());
   }
   // Pull: the others read src until their done word passes this call.
   if (!inl && !staged) TETHER_TRY(w_.teams().lose(t, waitDone(call, t, c + 1, false)));
@@ -1155,17 +1155,19 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
 
 Status Collectives::eagerAlltoall(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
   const size_t n = p.n, me = p.me, B = p.block;
-  void* to = at(p.a.dest, me * B);  // where this member's block lands in every member's dest
+  const SymRef to = p.dref.plus(me * B);  // where this member's block lands in every member's dest
   Status err;
   for (size_t k = 0; k < n && err.isOk(); ++k) {
     const size_t m = (me + k) % n;  // own block first, then the others in turn (not everyone onto member 0 first)
     const void* from = at(p.a.src, m * B);
+    const int pe = t.pes[m];
     if (m == me) {
-      std::memcpy(to, from, B);
-    } else if (void* mapped = w_.ptr(to, t.pes[m])) {
+      std::memcpy(at(p.a.dest, me * B), from, B);
+    } else if (char* mapped = mappedHost(w_, pe, to)) {
       std::memcpy(mapped, from, B);
     } else {  // (every HOST segment of a token team is mapped; a path without mapping still works)
-      err = w_.put(call, to, from, B, t.pes[m], false);
+      const SegPath& sp = w_.path(pe, to.kind);
+      err = sp.ops->put(sp.ctx, pe, w_.remote(pe, to), from, B, false).withContext(call);
     }
   }
   // The token's release store publishes the blocks: a member that sees every token of call c holds every block. A
@@ -1199,13 +1201,12 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
   if (meta & kTokStaged)  // the token's data word: where the root's copy lies in its staging ring
     return writeLocal(call, p.a.dest, stageBuffer(t, root, s[kTokData] % kEagerStageTeamBytes), p.block,
                       p.dref.kind == SegKind::Device);
-  if (!p.a.srcAtRoot) return copyFrom(call, p.a.dest, p.a.src, p.block, t.pes[root]);
+  if (!p.a.srcAtRoot) return copyFrom(call, p.a.dest, p.sref, p.block, t.pes[root]);
   // The root's src, where its token says (a symmetric range here too: the heaps are symmetric; checked all the same).
   const SymRef ref{static_cast<SegKind>(s[kTokData] & 3), s[kTokData] >> 2};
-  const void* src = w_.heap().local(ref);
   SymRef checked{};
-  TETHER_TRY(w_.checkSymmetric(call, "the root's src", src, p.block, &checked));
-  return copyFrom(call, p.a.dest, src, p.block, t.pes[root]);
+  TETHER_TRY(w_.checkSymmetric(call, "the root's src", w_.heap().local(ref), p.block, &checked));
+  return copyFrom(call, p.a.dest, checked, p.block, t.pes[root]);
 }
 
 Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError,

@@ -415,7 +415,8 @@ class Collectives {
   static bool stagedBroadcast(const Plan& p);  // a broadcast by host whose root staged its src (one-shot sizes)
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
-  Status copyFrom(const char* call, void* dst, const void* sym, size_t bytes, int pe);
+  // [ref.offset, + bytes) of PE pe's segment ref.kind into dst (CPU or GPU memory of this PE), one blocking get.
+  Status copyFrom(const char* call, void* dst, const SymRef& ref, size_t bytes, int pe);
   Status writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice);
   uint64_t* words(int slot) const;
 

@@ -19,6 +19,8 @@ struct Collectives::Plan {
   size_t block = 0;                 // count * es
   size_t destBytes = 0, srcBytes = 0;
   bool inPlace = false;
+  // dest and src as checked (where block != 0): the data phases address every member's copy by these and an offset
+  // (the heaps are symmetric), with no second check per copy.
   SymRef dref{SegKind::Host, 0}, sref{SegKind::Host, 0};
   SymRef scRef{SegKind::Host, 0}, sdRef{SegKind::Host, 0};  // alltoallv: scounts, sdispls
   Status local;                     // this PE's argument error (ok when valid)

@@ -50,6 +50,7 @@ constexpr uint64_t kDeviceControlBytes = 64 * 1024 + 64 * 16 * 1024;
 struct SymRef {
   SegKind kind;
   uint64_t offset;
+  SymRef plus(uint64_t bytes) const { return SymRef{kind, offset + bytes}; }  // n bytes further into the segment
 };
 
 class SymmetricHeap {
