@@ -13,7 +13,8 @@
  *    the legacy default stream (cudaMemcpy, cudaMemset, default-stream kernels); work on your own streams must be
  *    synchronised before its buffers are passed here (as with NVSHMEM's host API).
  *  - Waits (barrier, wait_until, signal_wait_until) are bounded by TETHER_TIMEOUT and fail with TETHER_ERR_TIMEOUT
- *    naming address, expected and seen values.
+ *    naming address, expected and seen values. A barrier (or team sync, or collective) that fails on a PE makes the
+ *    PEs of its host that wait for that PE in it fail at once with its status code, naming it.
  *  - Thread safety: calls on one instance may be made from several threads, except tether_init, tether_init_attr, tether_finalize and
  *    the collective allocation calls, which the threads of a PE must not race with each other.
  */

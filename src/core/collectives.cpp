@@ -16,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/reduce_ops.h"
 #include "core/stream_ops.h"
+#include "core/sync_failure.h"
 #include "core/world.h"
 
 namespace tether {
@@ -38,6 +39,12 @@ constexpr uint64_t kTagMiddle = 0x2c011ec7;
 constexpr uint64_t kTagClose = 0x3c011ec7;
 constexpr uint64_t kTagExplain = 0x4c011ec7;
 constexpr uint64_t kTagMask = (uint64_t{1} << 62) - 1;
+// A barrier value that passes a member's failure on (core/sync_failure.h): this tag above the status code (12 bits),
+// flagged. Read as one only where it is not the barrier's own tag.
+constexpr uint64_t kTagFailed = 0x6c011ec7;
+constexpr uint64_t failedValue(tether_status_t code) {
+  return (kTagFailed << 12 | (static_cast<uint64_t>(code) & 0xfff)) << 2 | 2 | 1;
+}
 // Token slot layout (core/collectives.h "Tokens"), laid out so that a small collective reads as few cache lines of
 // each member as its data needs (one up to 40 bytes): word 0 the call number + 1 (stored last), word 1 flags | inline
 // bytes << 8, word 2 the record's hash, then the inline data (up to kEagerDataBytes); the full record in the slot's
@@ -469,17 +476,25 @@ Status Collectives::roundsOnce(const char* call, Team& t, uint64_t tag, bool rai
   uint64_t* mine = words(t.slot) + set;
   bool flag = raise;
   tag &= kTagMask;
+  // A failure part-way goes on to the members on this host that this PE still owes a value (core/sync_failure.h).
+  auto failed = [&](size_t i, const Status& s) {
+    passSyncFailure(w_, t.sync, i, &t.pes, wordsOffset(t.slot) + set * sizeof(uint64_t), sizeof(uint64_t),
+                    failedValue(s.code()), TETHER_SIGNAL_SET);
+    return s;
+  };
   // The team's schedule (core/sync_schedule.h: dissemination, or by host, where a leader's release carries its
   // verdict to its host's other members). A value carries the sender's flag as it is when sent.
-  for (const SyncStep& s : t.sync.steps) {
+  for (size_t i = 0; i < t.sync.steps.size(); ++i) {
+    const SyncStep& s = t.sync.steps[i];
     if (s.to >= 0) {
       const int to = t.pes[static_cast<size_t>(s.to)];
       const SegPath& p = w_.path(to, SegKind::Host);
       const RemoteAddr word =
           w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + (set + s.word) * sizeof(uint64_t)});
       const uint64_t value = tag << 2 | uint64_t{flag} << 1 | 1;
-      TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, to, word, value, TETHER_SIGNAL_SET)
-                     .withContext(call));
+      const Status sent = (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, to, word, value,
+                                                                                  TETHER_SIGNAL_SET);
+      if (!sent.isOk()) return failed(i, sent.withContext(call));
     }
     if (s.from < 0) continue;
     const int from = t.pes[static_cast<size_t>(s.from)];
@@ -489,16 +504,20 @@ Status Collectives::roundsOnce(const char* call, Team& t, uint64_t tag, bool rai
     while ((got = __atomic_load_n(own, __ATOMIC_ACQUIRE)) == 0) {
       if (w_.paths().progress()) spin.busy();
       if (!spin.next())
-        TETHER_FAIL(TETHER_ERR_TIMEOUT,
-                    "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round "
-                    "%d, waiting for world PE %d; did PE %d exit or skip the call?", call, w_.timeout(), w_.myPe(),
-                    t.me, n, t.slot, s.word, from, from);
+        return failed(i, Status(TETHER_ERR_TIMEOUT, strprintf(
+            "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round %d, "
+            "waiting for world PE %d; did PE %d exit or skip the call?", call, w_.timeout(), w_.myPe(), t.me, n,
+            t.slot, s.word, from, from)));
       if (spin.noteDue())
         TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d (team index %d, round %d); %.0f s so far, "
                         "%.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, s.word, spin.elapsedSeconds(),
                         spin.secondsLeft());
     }
     __atomic_store_n(own, 0, __ATOMIC_RELAXED);  // consumed; the same set is next used two barriers on
+    if ((got >> 2) != tag && (got >> 14) == kTagFailed) {
+      const auto code = static_cast<tether_status_t>((got >> 2) & 0xfff);
+      return failed(i, syncFailurePassed(call, w_.myPe(), from, s.word, code));
+    }
     if ((got >> 2) != tag || (got & 2)) flag = true;
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);

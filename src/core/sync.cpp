@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "core/dtype.h"
+#include "core/sync_failure.h"
 #include "core/world.h"
 
 namespace tether {
@@ -188,34 +189,45 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
   const uint64_t epoch = ++barrierEpoch_;
   auto* ctl = reinterpret_cast<ControlBlock*>(heap_.host()->myBase());
   // The steps of barrierSchedule_ (core/sync_schedule.h: dissemination, or by host). Counters only grow, and each
-  // word of a PE gets exactly one increment per barrier, so "counter >= epoch" means this barrier's signal arrived.
-  for (const SyncStep& s : barrierSchedule_.steps) {
+  // word of a PE gets exactly one increment per barrier, so "counter >= epoch" means this barrier's signal arrived --
+  // or a failure (core/sync_failure.h: far above any epoch), which this PE passes on to the members on its host that
+  // it still owes a signal, as it does its own failure.
+  const std::vector<SyncStep>& steps = barrierSchedule_.steps;
+  const uint64_t slot0 = offsetof(ControlBlock, barrier);
+  auto failed = [&](size_t i, const Status& s) {
+    passSyncFailure(*this, barrierSchedule_, i, nullptr, slot0, sizeof(ControlBlock::Slot), syncFailureAdd(s.code()),
+                    TETHER_SIGNAL_ADD);
+    return s;
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SyncStep& s = steps[i];
     if (s.to >= 0) {
-      const uint64_t slotOff =
-          offsetof(ControlBlock, barrier) + static_cast<uint64_t>(s.word) * sizeof(ControlBlock::Slot);
       const SegPath& p = path(s.to, SegKind::Host);
       // Posted where the transport can (UCX: no reply to wait for): `to` waits for it; quietFirst was done above.
-      TETHER_TRY((p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(
-          p.ctx, s.to, remote(s.to, SymRef{SegKind::Host, slotOff}), 1, TETHER_SIGNAL_ADD));
+      const uint64_t at = slot0 + static_cast<uint64_t>(s.word) * sizeof(ControlBlock::Slot);
+      const Status sent = (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(
+          p.ctx, s.to, remote(s.to, SymRef{SegKind::Host, at}), 1, TETHER_SIGNAL_ADD);
+      if (!sent.isOk()) return failed(i, sent);
     }
     if (s.from < 0) continue;
     uint64_t* mine = &ctl->barrier[s.word].value;
     SpinWait spin(timeout_);
-    while (__atomic_load_n(mine, __ATOMIC_ACQUIRE) < epoch) {
+    uint64_t seen;
+    while ((seen = __atomic_load_n(mine, __ATOMIC_ACQUIRE)) < epoch) {
       if (paths_.progress()) spin.busy();
       if (!spin.next())
-        TETHER_FAIL(TETHER_ERR_TIMEOUT,
-                    "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d in barrier #%llu, round %d, waiting for PE "
-                    "%d (counter at %p expected >= %llu, seen %llu); did PE %d exit or skip the call?",
-                    call, timeout_, me, static_cast<unsigned long long>(epoch), s.word, s.from,
-                    static_cast<void*>(mine), static_cast<unsigned long long>(epoch),
-                    static_cast<unsigned long long>(__atomic_load_n(mine, __ATOMIC_ACQUIRE)), s.from);
+        return failed(i, Status(TETHER_ERR_TIMEOUT, strprintf(
+            "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d in barrier #%llu, round %d, waiting for PE %d "
+            "(counter at %p expected >= %llu, seen %llu); did PE %d exit or skip the call?",
+            call, timeout_, me, static_cast<unsigned long long>(epoch), s.word, s.from, static_cast<void*>(mine),
+            static_cast<unsigned long long>(epoch), static_cast<unsigned long long>(seen), s.from)));
       if (spin.noteDue())
         TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d in barrier #%llu (round %d); %.0f s so far, "
                         "%.0f s left of TETHER_TIMEOUT",
                         call, me, s.from, static_cast<unsigned long long>(epoch), s.word, spin.elapsedSeconds(),
                         spin.secondsLeft());
     }
+    if (isSyncFailure(seen)) return failed(i, syncFailurePassed(call, me, s.from, s.word, syncFailureCode(seen)));
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return Status::ok();

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "core/sync_failure.h"
 #include "core/world.h"
 
 namespace tether {
@@ -109,32 +110,43 @@ Status Teams::lostState(const char* call, const Team& t) const {
 Status Teams::rounds(const char* call, const Team& t, bool post) {
   const size_t n = t.pes.size();
   uint64_t* mine = words(t.slot);
-  for (const SyncStep& s : t.sync.steps) {  // core/sync_schedule.h: dissemination, or by host
+  // A failure part-way goes on to the members on this host that this PE still owes a signal (core/sync_failure.h).
+  auto failed = [&](size_t i, const Status& s) {
+    passSyncFailure(w_, t.sync, i, &t.pes, wordsOffset(t.slot), sizeof(uint64_t), syncFailureAdd(s.code()),
+                    TETHER_SIGNAL_ADD);
+    return s;
+  };
+  for (size_t i = 0; i < t.sync.steps.size(); ++i) {  // core/sync_schedule.h: dissemination, or by host
+    const SyncStep& s = t.sync.steps[i];
     if (s.to >= 0) {
       const int to = t.pes[static_cast<size_t>(s.to)];
       const SegPath& p = w_.path(to, SegKind::Host);
       const RemoteAddr at = w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + s.word * sizeof(uint64_t)});
       // post (the barrier, after its quiet): the transport need not wait for the signal to apply (UCX: no reply).
-      TETHER_TRY(((post && p.ops->signalPost) ? p.ops->signalPost : p.ops->signal)(p.ctx, to, at, 1,
-                                                                                 TETHER_SIGNAL_ADD)
-                     .withContext(call));
+      const Status sent = ((post && p.ops->signalPost) ? p.ops->signalPost : p.ops->signal)(p.ctx, to, at, 1,
+                                                                                            TETHER_SIGNAL_ADD);
+      if (!sent.isOk()) return failed(i, sent.withContext(call));
     }
     if (s.from < 0) continue;
     const int from = t.pes[static_cast<size_t>(s.from)];
     uint64_t* word = mine + s.word;
     SpinWait spin(w_.timeout());
-    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < 1) {
+    uint64_t seen;
+    while ((seen = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < 1) {
       if (w_.paths().progress()) spin.busy();
       if (!spin.next())
-        TETHER_FAIL(TETHER_ERR_TIMEOUT,
-                    "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round "
-                    "%d, waiting for world PE %d (word at %p expected >= 1, seen 0); did PE %d exit or skip the "
-                    "call?", call, w_.timeout(), w_.myPe(), t.me, n, t.slot, s.word, from, static_cast<void*>(word),
-                    from);
+        return failed(i, Status(TETHER_ERR_TIMEOUT, strprintf(
+            "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round %d, "
+            "waiting for world PE %d (word at %p expected >= 1, seen 0); did PE %d exit or skip the call?", call,
+            w_.timeout(), w_.myPe(), t.me, n, t.slot, s.word, from, static_cast<void*>(word), from)));
       if (spin.noteDue())
         TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d in a team sync (team index %d, round %d); "
                         "%.0f s so far, %.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, s.word,
                         spin.elapsedSeconds(), spin.secondsLeft());
+    }
+    if (isSyncFailure(seen)) {  // consumed as a count is, then passed on
+      __atomic_fetch_sub(word, syncFailureAdd(syncFailureCode(seen)), __ATOMIC_ACQ_REL);
+      return failed(i, syncFailurePassed(call, w_.myPe(), from, s.word, syncFailureCode(seen)));
     }
     // Consumed: an arrival of the member's next sync may already be in the word, and stays for it.
     __atomic_fetch_sub(word, 1, __ATOMIC_ACQ_REL);
