@@ -11,7 +11,11 @@
 // GPU buffers in the ways that stress CUDA IPC's caches (an odd offset inside the allocation, two allocations in turn,
 // a buffer freed and allocated again between two sends, a self-send). The private GPU rendezvous messages travel by
 // CUDA IPC by default and through the ring with TETHER_MSG_IPC=0 (ctest gpu_msg_noipc).
-// GPU_MSG_SMALL=1 (ctest gpu_msg_2pe_memcheck) skips the loops' messages over 100000 bytes.
+// GPU_MSG_SMALL=1 (ctest gpu_msg_2pe_memcheck) skips the loops' messages over 100000 bytes. GPU_MSG_SERIAL=1 (the
+// same ctest): the typed stream model waits for its own send on the host before it enqueues the stream wait for its
+// receive -- compute-sanitizer runs a process's GPU work one item at a time, so the progress thread's copy of a typed
+// send issued after the stream's polling wait kernel waited for that kernel, which waited for the peer's send, stuck
+// the same way (both PEs timed out, 1 run in 12+: bench/results/h100/gpu_tests_2026-12-05f.txt).
 // With GPU_MSG_TIMEOUT=stream|persist|kernel (ctests gpu_msg_timeout_*, a short TETHER_TIMEOUT) it runs only one
 // wait on a message that never comes -- tether_msg_wait_on_stream on a receive, a stream-started round of a
 // persistent receive and its stream wait, or a kernel's msg_wait -- and checks that the wait ends: the stream
@@ -191,6 +195,7 @@ int main() {
   const size_t sizes[] = {0, 8, 8192, 8193, 100000, size_t{16} << 20};
   // GPU_MSG_SMALL=1 (the memcheck ctest): the loops below skip their messages over 100000 bytes.
   const bool small = std::getenv("GPU_MSG_SMALL") != nullptr;
+  const bool serial = std::getenv("GPU_MSG_SERIAL") != nullptr;  // (GPU work serialised: memcheck)
   auto skip = [small](size_t bytes) { return small && bytes > 100000; };
   const size_t maxBytes = size_t{16} << 20;
   void* dSend = nullptr;
@@ -442,6 +447,7 @@ int main() {
           CK(cudaGetLastError());
         }
         if (mode != 3) {
+          if (serial) MP_OK(tether_msg_wait(w, &sr, nullptr));  // (header: GPU_MSG_SERIAL)
           MP_OK(tether_msg_wait_on_stream(w, rr, st));
           kCheckVec<<<64, 256, 0, st>>>(static_cast<const unsigned char*>(dRecv), span, from, bad);
           CK(cudaGetLastError());
