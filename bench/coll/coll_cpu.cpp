@@ -11,8 +11,11 @@
 //               device view); per call
 //   reduce      tether_team_reduce (the host form), INT64 sum to root 0; per call
 //   reduce_last the same to the last PE (by host across the netns hosts: not its host's first PE)
+//   reduce_scatter tether_team_reduce_scatter (host form), INT64 sum; size = each PE's block (src holds npes of
+//               them); per call
 // Data check after each row: every PE's dest holds the expected values (reduce: the root's; the others' untouched).
-// Usage: tether_bench_coll_cpu [--ops bcast,allreduce,dev_bcast,reduce,reduce_last] [--max-size 64K] [--iters N]
+// Usage: tether_bench_coll_cpu [--ops bcast,allreduce,dev_bcast,reduce,reduce_last,reduce_scatter] [--max-size 64K]
+//                              [--iters N]
 //                              [--batches B] [--quick] [--json FILE] (bench/harness.h options and defaults)
 #include <algorithm>
 #include <cstdint>
@@ -33,7 +36,7 @@ namespace {
 
 constexpr const char* kRows =
     "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle), reduce, reduce_last\n"
-    "(host form, to PE 0 and to the last PE).\n";
+    "(host form, to PE 0 and to the last PE), reduce_scatter (host form; size: each PE's block).\n";
 tether_t w;
 int me = 0, npes = 0;
 
@@ -72,8 +75,8 @@ int main(int argc, char** argv) {
   int64_t* src = nullptr;
   int64_t* dest = nullptr;
   void* p = nullptr;
-  check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes, &p), "tether_malloc_kind");
-  src = static_cast<int64_t*>(p);
+  check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes * static_cast<size_t>(npes), &p), "tether_malloc_kind");
+  src = static_cast<int64_t*>(p);  // (reduce_scatter: npes blocks)
   check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes, &p), "tether_malloc_kind");
   dest = static_cast<int64_t*>(p);
   const tether_team_t world = tether_team_world(w);
@@ -90,20 +93,24 @@ int main(int argc, char** argv) {
   tether::device::Team dt{};
   check(tether_device_handle_cpu(w, &dh), "tether_device_handle_cpu");
   check(tether_team_device_view(world, &dh, &dt), "tether_team_device_view");
-  for (const char* op : {"bcast", "allreduce", "dev_bcast", "reduce", "reduce_last"}) {
+  for (const char* op : {"bcast", "allreduce", "dev_bcast", "reduce", "reduce_last", "reduce_scatter"}) {
     if (!tb::wantsOp(opts, op)) continue;
     const bool device = std::string(op) == "dev_bcast";
     const bool bcast = device || std::string(op) == "bcast";
-    const bool reduce = std::string(op).rfind("reduce", 0) == 0;  // (the host form)
+    const bool scatter = std::string(op) == "reduce_scatter";
+    const bool reduce = !scatter && std::string(op).rfind("reduce", 0) == 0;  // (the host form)
     const int root = std::string(op) == "reduce_last" ? npes - 1 : 0;
-    const char* form = device ? " (device form, thread scope" : reduce ? " (host form" : " (stream form";
+    const char* form = device ? " (device form, thread scope" : reduce || scatter ? " (host form" : " (stream form";
     rep.beginTable(std::string(op) + form + ", world team, " + std::to_string(npes) + " PEs" +
-                       (bcast ? ", root 0" : reduce ? ", INT64 sum to PE " + std::to_string(root) : ", INT64 sum") +
+                       (bcast    ? ", root 0"
+                        : reduce ? ", INT64 sum to PE " + std::to_string(root)
+                                 : scatter ? ", INT64 sum, size per PE" : ", INT64 sum") +
                        (device && dt.host_run ? ", by host)" : ")"),
                    tb::TableKind::Latency);
     for (size_t bytes : tb::messageSizes(opts)) {
       const size_t count = std::max<size_t>(bytes / sizeof(int64_t), 1);
-      for (size_t i = 0; i < count; ++i) src[i] = static_cast<int64_t>(i) * 3 + me;
+      for (size_t i = 0; i < count * (scatter ? static_cast<size_t>(npes) : 1); ++i)
+        src[i] = static_cast<int64_t>(i) * 3 + me;
       for (size_t i = 0; i < count; ++i) dest[i] = -1;  // (a reduce leaves the others' dest as it was)
       check(tether_barrier_all(w), "tether_barrier_all");
       std::vector<double> samples;
@@ -118,6 +125,10 @@ int main(int argc, char** argv) {
             check(tether_team_reduce(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM, root), op);
             continue;
           }
+          if (scatter) {
+            check(tether_team_reduce_scatter(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM), op);
+            continue;
+          }
           const tether_status_t s =
               bcast ? tether_team_broadcast_on_stream(world, dest, src, count, TETHER_INT64, 0, stream)
                     : tether_team_allreduce_on_stream(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM, stream);
@@ -128,7 +139,7 @@ int main(int argc, char** argv) {
       }, &samples);
       if (!ok) return 1;
       for (size_t i = 0; i < count; ++i) {
-        const int64_t base = static_cast<int64_t>(i) * 3;
+        const int64_t base = static_cast<int64_t>(i + (scatter ? count * static_cast<size_t>(me) : 0)) * 3;
         const int64_t want = bcast                    ? base
                              : reduce && me != root ? -1
                                                     : base * npes + static_cast<int64_t>(npes) * (npes - 1) / 2;

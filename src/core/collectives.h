@@ -152,6 +152,13 @@
 //     the others into their own scratch). Combination order as the allreduce's. 2-core VM, two netns hosts, 4-32
 //     KiB: root 0 0.76-0.87x the time at 4 PEs, 0.66-0.78x at 8; the last PE 0.70-0.80x at 8
 //     (bench/results/cpu-2core-vm/coll_by_host_reduce_ab.txt).
+//     Reduce_scatter (host forms, HOST/STATIC objects, the whole src up to kByHostScratchBytes, Team::hostRun
+//     members per host, consecutive: byHostReduce): this host's members reduce their whole src into their first
+//     member's by-host scratch; those first members reduce_scatter it in place among themselves (first member h keeps
+//     host h's run of blocks); each broadcasts its run on its host (eager, into the members' own scratch), and each
+//     member copies its block into dest. Combination order as the allreduce's. 2-core VM, two netns hosts: 4 PEs
+//     0.47-1.06x the time at 8-512 B per member, 0.54-0.68x at 1-8 KiB; 8 PEs 0.24-0.49x at 8 B-4 KiB
+//     (bench/results/cpu-2core-vm/coll_by_host_reduce_scatter_ab.txt).
 //     A host form whose step fails passes that failure into its later steps (CollArgs::invalid): their members fail
 //     at once, naming it, instead of waiting for it (netns_coll_peer_killed: a PE killed inside these steps).
 //
@@ -390,7 +397,9 @@ class Collectives {
   bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
   bool byHostStream(Team& t, CollKind k) const;  // the same for a stream form (broadcasts too)
   // A rooted reduce a of block bytes by host (host forms only): TETHER_COLL_BY_HOST, t's shape, the block over
-  // kCollStageBytes up to kByHostScratchBytes, the root its host's first member or some host holding 3+.
+  // kCollStageBytes up to kByHostScratchBytes, the root its host's first member or some host holding 3+. A
+  // reduce_scatter (block bytes to each member): its whole src (block * members) up to kByHostScratchBytes, and each
+  // host's members consecutive in team order, as many on every host (Team::hostRun).
   bool byHostReduce(Team& t, const CollArgs& a, size_t block) const;
   // A broadcast a of block bytes by host: TETHER_COLL_BY_HOST, over kCollStageBytes, t's shape, its root first on
   // its host, this host's members mapped.
@@ -406,6 +415,8 @@ class Collectives {
   Status byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
   // A rooted reduce's steps (host forms) through the by-host scratch.
   Status byHostReduceSteps(const char* call, Team& t, const Plan& p);
+  // A reduce_scatter's steps (host forms) through the by-host scratch.
+  Status byHostReduceScatterSteps(const char* call, Team& t, const Plan& p);
   // A broadcast's two steps (host forms): to the hosts' first members (from the root's staged copy, or over
   // kCollStageBytes by the leaders' broadcast), then on each host from its first member.
   Status byHostBroadcastSteps(const char* call, Team& t, const Plan& p);

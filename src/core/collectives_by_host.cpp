@@ -64,6 +64,15 @@ bool Collectives::byHostReduce(Team& t, const CollArgs& a, size_t block) const {
   // 0.71-0.77x at 8; the last PE as root 1.03-1.19x at 4 PEs, 0.72-0.81x at 8; 8 B-2 KiB up to 1.77x, 64-256 KiB
   // (32 KiB chunks) up to 1.44x. This rule: root 0 0.76-0.87x at 4 PEs, 0.66-0.78x at 8, the last PE 0.70-0.80x at
   // 8; bench/results/cpu-2core-vm/coll_by_host_reduce_ab.txt.)
+  if (a.kind == CollKind::ReduceScatter) {
+    // Up to the scratch (the whole src), the one-shot sizes too: there every member's staged gets reach every other
+    // member. (Same VM, 3 rounds: by host over 2 KiB: 4 PEs 0.52-0.55x at 1-8 KiB per member, 8 PEs 0.31-0.34x at
+    // 512 B-4 KiB; this rule, twice: 4 PEs 0.47-1.06x at 8-512 B, 0.54-0.68x at 1-8 KiB; 8 PEs 0.24-0.49x at
+    // 8 B-4 KiB; bench/results/cpu-2core-vm/coll_by_host_reduce_scatter_ab.txt.)
+    size_t total = 0;
+    return byHost_ && !__builtin_mul_overflow(block, t.pes.size(), &total) && total > 0 &&
+           total <= kByHostScratchBytes && hostShaped(t) && t.hostRun > 0;
+  }
   if (!byHost_ || a.kind != CollKind::Reduce || block <= kCollStageBytes || block > kByHostScratchBytes ||
       !hostShaped(t) || a.root < 0 || static_cast<size_t>(a.root) >= t.pes.size())
     return false;
@@ -108,6 +117,7 @@ Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Pla
   if (t.byHost == 3) return stagedBroadcast(p) ? oneShot(call, t, p) : dataPhase(call, t, p);
   if (p.a.kind == CollKind::Broadcast) return byHostBroadcastSteps(call, t, p);
   if (p.a.kind == CollKind::Reduce) return byHostReduceSteps(call, t, p);
+  if (p.a.kind == CollKind::ReduceScatter) return byHostReduceScatterSteps(call, t, p);
   return byHostSteps(call, t, p, nullptr, nullptr);
 }
 
@@ -157,6 +167,50 @@ Status Collectives::byHostReduceSteps(const char* call, Team& t, const Plan& p) 
     r.eager = true;
     step(t.hostTeam, r, "to the root on its host");
   }
+  return failed;
+}
+
+Status Collectives::byHostReduceScatterSteps(const char* call, Team& t, const Plan& p) {
+  // Team::hostRun members per host, consecutive in team order: host h's are members h * perHost ... (h + 1) * perHost
+  // - 1 (two or more: a host-shaped team's largest host, and all hold as many), its blocks a run of perHost.
+  const size_t perHost = static_cast<size_t>(t.hostRun), host = static_cast<size_t>(t.hostOf[p.me]);
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (reduce into each host's first "
+                  "member, reduce_scatter among those, broadcast on each host)", call, t.slot, p.n, p.a.count,
+                  dtypeInfo(p.a.type).name);
+  // This PE's scratch of the team's slot (byHostReduce: the whole src fits); host h's run of blocks at h * runBytes,
+  // the same place in every member's scratch.
+  char* scratch = w_.heap().host()->myBase() + kByHostScratchOffset + static_cast<size_t>(t.slot) * kByHostScratchBytes;
+  char* ours = scratch + host * perHost * p.block;
+  Status failed;  // as byHostReduceSteps: a later step passes the first failure on
+  auto step = [&](TeamRef sub, CollArgs r, const char* what) {
+    r.invalid = failed;
+    const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
+    if (failed.isOk()) failed = s;
+  };
+  CollArgs r;
+  r.type = p.a.type;
+  r.op = p.a.op;
+  r.scratch = true;
+  r.root = 0;
+  r.kind = CollKind::Reduce;  // this host's whole srcs into its first member's scratch (src read here: dest may change)
+  r.count = p.n * p.a.count;
+  r.dest = scratch;
+  r.src = p.a.src;
+  step(t.hostTeam, r, "on this host");
+  if (t.leaderTeam.slot >= 0) {  // first member h keeps host h's run (in place: dest = src + h * the run)
+    r.kind = CollKind::ReduceScatter;
+    r.count = perHost * p.a.count;
+    r.dest = ours;
+    r.src = scratch;
+    step(t.leaderTeam, r, "between hosts");
+  }
+  r.kind = CollKind::Broadcast;  // the run on this host, each member into the same place of its own scratch
+  r.count = perHost * p.a.count;
+  r.dest = ours;
+  r.src = ours;
+  r.eager = true;
+  step(t.hostTeam, r, "broadcasting on this host");
+  if (failed.isOk()) std::memcpy(p.a.dest, ours + (p.me % perHost) * p.block, p.block);
   return failed;
 }
 

@@ -16,6 +16,10 @@
 //     Rooted reduces from every root (fewer for the large sizes): double sum, long min and xor, 1 to 39990 elements
 //     (by host over 2 KiB up to 32 KiB), in place and not; the root's result, and every dest and src left as it was
 //     where the call must not write (all of a non-root's dest).
+//     Reduce_scatters: double sum, long min and xor, 1 to 4100 elements per member (by host where the whole src is
+//     up to 32 KiB and the hosts' members are consecutive and as many: each host's members into its first
+//     member's scratch, those reduce_scatter, each broadcasts its host's blocks), in place and not; each member's
+//     block, and the rest of dest and src left as it was.
 //  3. no free index: with every index but the team's own in use, the team's first allreduce cannot make its
 //     subteams; every member goes on without them (the flat path) with the right results (broadcasts too), then
 //     and later.
@@ -192,17 +196,54 @@ void broadcasts(tether_team_t t, const std::vector<int>& members, const char* na
   if (myIndex == 0) std::printf("mp_coll_by_host: %s (%d PEs): broadcast results OK\n", name, n);
 }
 
+// The rooted reduce and reduce_scatter cases' ops (r % 3): 0 double sum (integral values), 1 long min, 2 long xor.
+tether_red_op_t caseOp(int kind) { return kind == 0 ? TETHER_RED_SUM : kind == 1 ? TETHER_RED_MIN : TETHER_RED_XOR; }
+const char* caseName(int kind) { return kind == 0 ? "double sum" : kind == 1 ? "long min" : "long xor"; }
+// A case of round r on world PE pe: kind r % 3, its element size, src (srcCount + kAround elements of pe's values)
+// and dest (destCount + kAround sentinels) in the case's type.
+struct Case {
+  int kind;
+  size_t es;
+  char* src;
+  char* dst;
+};
+constexpr size_t kAround = 8;
+Case prepare(int r, int pe, size_t destCount, size_t srcCount) {
+  const int kind = r % 3;
+  Case c{kind, kind == 0 ? sizeof(double) : sizeof(long),
+         kind == 0 ? reinterpret_cast<char*>(dsrc) : reinterpret_cast<char*>(lsrc),
+         kind == 0 ? reinterpret_cast<char*>(ddst) : reinterpret_cast<char*>(ldst)};
+  for (size_t i = 0; i < destCount + kAround; ++i) ldst[i] = -7 - static_cast<long>(i);
+  if (kind == 0) std::memcpy(ddst, ldst, (destCount + kAround) * sizeof(long));
+  for (size_t i = 0; i < srcCount + kAround; ++i) {
+    if (kind == 0) dsrc[i] = static_cast<double>(value(pe, i, r));
+    else lsrc[i] = value(pe, i, r) * 1000003L;
+  }
+  return c;
+}
+// Whether element i of d is that op over the members' element `at` of round r.
+bool combined(int kind, const char* d, size_t i, const std::vector<int>& members, size_t at, int r) {
+  double dw = 0;
+  long lw = kind == 1 ? value(members[0], at, r) * 1000003L : 0;
+  for (int m : members) {
+    const long v = value(m, at, r);
+    dw += static_cast<double>(v);
+    lw = kind == 1 ? std::min(lw, v * 1000003L) : lw ^ v * 1000003L;
+  }
+  return kind == 0 ? reinterpret_cast<const double*>(d)[i] == dw : reinterpret_cast<const long*>(d)[i] == lw;
+}
+
 // Rooted reduces on team t from every root (by host over 2 KiB up to 32 KiB, where the root is its host's first member
 // or a host holds 3+: each host's members into its first member's scratch, those into the root, or into the root's
 // host's first member, which broadcasts to the root; else pulled): double sum (integral values) and long min and
-// xor, 1 to 39990 elements (8 B, 2 KiB and 72-320 KiB pulled; 2400 B and 32 KiB by host), in place and not. The root's dest holds the result and the longs after it are untouched; every other member's dest
-// is untouched (the by-host partials go elsewhere), and a root's src too when not in place.
+// xor, 1 to 39990 elements (8 B, 2 KiB and 72-320 KiB pulled; 2400 B and 32 KiB by host), in place and not. The
+// root's dest holds the result and the longs after it are untouched; every other member's dest is untouched (the
+// by-host partials go elsewhere), and a root's src too when not in place.
 void reduces(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
   const int myIndex = tether_team_my_pe(t);
   if (myIndex < 0) return;
   const int n = static_cast<int>(members.size());
   static const size_t counts[] = {1, 256, 300, 4096, 9000, 39990};
-  constexpr size_t kAround = 8;
   const int me2 = members[static_cast<size_t>(myIndex)];
   int r = r0;
   for (size_t count : counts) {
@@ -210,33 +251,19 @@ void reduces(tether_team_t t, const std::vector<int>& members, const char* name,
       if (count > 300 && root % 2 != (n - 1) % 2 && root != 0) continue;  // (the large sizes from fewer roots)
       for (int inPlace = 0; inPlace < 2; ++inPlace, ++r) {
         const bool isRoot = myIndex == root;
-        const int kind = r % 3;  // 0: double sum, 1: long min, 2: long xor
-        const size_t es = kind == 0 ? sizeof(double) : sizeof(long);
-        char* src = kind == 0 ? reinterpret_cast<char*>(dsrc) : reinterpret_cast<char*>(lsrc);
-        char* dst = kind == 0 ? reinterpret_cast<char*>(ddst) : reinterpret_cast<char*>(ldst);
-        for (size_t i = 0; i < count + kAround; ++i) ldst[i] = -7 - static_cast<long>(i);
-        if (kind == 0) std::memcpy(ddst, ldst, (count + kAround) * sizeof(long));
-        for (size_t i = 0; i < count + kAround; ++i) {
-          if (kind == 0) dsrc[i] = static_cast<double>(value(me2, i, r));
-          else lsrc[i] = value(me2, i, r) * 1000003L;
-        }
+        const Case c = prepare(r, me2, count, count);
+        const int kind = c.kind;
+        const size_t es = c.es;
+        char* src = c.src;
+        char* dst = c.dst;
         const std::vector<char> srcBefore(src, src + (count + kAround) * es);
         const std::vector<char> dstBefore(dst, dst + (count + kAround) * es);
         char* d = inPlace ? src : dst;
-        const tether_red_op_t o = kind == 0 ? TETHER_RED_SUM : kind == 1 ? TETHER_RED_MIN : TETHER_RED_XOR;
-        MP_OK(tether_team_reduce(t, d, src, count, kind == 0 ? TETHER_DOUBLE : TETHER_LONG, o, root));
-        const char* what = kind == 0 ? "double sum" : kind == 1 ? "long min" : "long xor";
+        MP_OK(tether_team_reduce(t, d, src, count, kind == 0 ? TETHER_DOUBLE : TETHER_LONG, caseOp(kind), root));
+        const char* what = caseName(kind);
         for (size_t i = 0; i < count; ++i) {
           if (!isRoot) break;
-          double dw = 0;
-          long lw = kind == 1 ? value(members[0], i, r) * 1000003L : 0;
-          for (int m : members) {
-            const long v = value(m, i, r);
-            dw += static_cast<double>(v);
-            lw = kind == 1 ? std::min(lw, v * 1000003L) : lw ^ v * 1000003L;
-          }
-          const bool ok = kind == 0 ? reinterpret_cast<double*>(d)[i] == dw : reinterpret_cast<long*>(d)[i] == lw;
-          if (!ok) {
+          if (!combined(kind, d, i, members, i, r)) {
             std::fprintf(stderr, "PE %d: %s reduce (%s) to root %d, count %zu%s: element %zu is wrong\n", me, name,
                          what, root, count, inPlace ? " in place" : "", i);
             MP_CHECK(false);
@@ -260,6 +287,56 @@ void reduces(tether_team_t t, const std::vector<int>& members, const char* name,
     }
   }
   if (myIndex == 0) std::printf("mp_coll_by_host: %s (%d PEs): reduce results OK\n", name, n);
+}
+
+// Reduce_scatters on team t (by host where the whole src -- count * members elements -- is up to 32 KiB and t's hosts
+// hold consecutive runs of as many members; else pulled): double sum (integral values), long min and xor, count 1 to
+// 4100 per member (by host up to 1000 at 4 PEs, up to 512 at 8), in place (dest = src + my block) and not. Each
+// member's block is the op over the members' blocks in team order; the longs after dest, and all of src but an
+// in-place member's block, are untouched.
+void scattered(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
+  const int myIndex = tether_team_my_pe(t);
+  if (myIndex < 0) return;
+  const size_t n = members.size(), mine = static_cast<size_t>(myIndex);
+  static const size_t counts[] = {1, 40, 300, 512, 1000, 4100};
+  const int me2 = members[mine];
+  int r = r0;
+  for (size_t count : counts) {
+    if ((count * n + kAround) > kMaxCount) continue;
+    for (int inPlace = 0; inPlace < 2; ++inPlace, ++r) {
+      const Case c = prepare(r, me2, count, count * n);
+      const int kind = c.kind;
+      const size_t es = c.es;
+      char* src = c.src;
+      char* dst = c.dst;
+      const std::vector<char> srcBefore(src, src + (count * n + kAround) * es);
+      const std::vector<char> dstBefore(dst, dst + (count + kAround) * es);
+      char* d = inPlace ? src + mine * count * es : dst;
+      MP_OK(tether_team_reduce_scatter(t, d, src, count, kind == 0 ? TETHER_DOUBLE : TETHER_LONG, caseOp(kind)));
+      const char* what = caseName(kind);
+      for (size_t i = 0; i < count; ++i) {
+        if (!combined(kind, d, i, members, mine * count + i, r)) {
+          std::fprintf(stderr, "PE %d: %s reduce_scatter (%s), count %zu%s: element %zu of its block is wrong\n", me,
+                       name, what, count, inPlace ? " in place" : "", i);
+          MP_CHECK(false);
+        }
+      }
+      // Untouched: src but an in-place block (its bytes before and after it), dest's longs after the block (all of
+      // dest in place).
+      const size_t lo = inPlace ? mine * count * es : 0, hi = inPlace ? lo + count * es : 0;
+      const bool srcSame = std::memcmp(src, srcBefore.data(), inPlace ? lo : srcBefore.size()) == 0 &&
+                           std::memcmp(src + hi, srcBefore.data() + hi, inPlace ? srcBefore.size() - hi : 0) == 0;
+      const size_t d0 = inPlace ? 0 : count * es;
+      const bool destSame = std::memcmp(dst + d0, dstBefore.data() + d0, dstBefore.size() - d0) == 0;
+      if (!srcSame || !destSame) {
+        std::fprintf(stderr, "PE %d: %s reduce_scatter (%s), count %zu%s: this PE's %s changed where it must not\n",
+                     me, name, what, count, inPlace ? " in place" : "", !srcSame ? "src" : "dest");
+        MP_CHECK(false);
+      }
+      MP_OK(tether_team_sync(t));  // the next case rewrites src and dest
+    }
+  }
+  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): reduce_scatter results OK\n", name, n);
 }
 
 // Teams split off the world until no index is free on every PE (TETHER_ERR_NO_MEMORY).
@@ -301,7 +378,8 @@ void indices(bool spans) {
   results(t, worldMembers(true), "a split team", 100);
   gathered(t, worldMembers(true), "a split team", 150);
   reduces(t, worldMembers(true), "a split team", 1500);
-  MP_CHECK(freeTeams() == used);  // the allreduces, allgathers and reduces took the same subteams
+  scattered(t, worldMembers(true), "a split team", 1600);
+  MP_CHECK(freeTeams() == used);  // the allreduces, allgathers, reduces and reduce_scatters took the same subteams
   MP_OK(tether_team_destroy(t));
   const int after = freeTeams();
   if (after != before) {
@@ -321,6 +399,7 @@ void noFreeIndex() {
   results(t, worldMembers(false), "a team with no index left", 200);
   broadcasts(t, worldMembers(false), "a team with no index left", 1100);
   reduces(t, worldMembers(false), "a team with no index left", 1800);
+  scattered(t, worldMembers(false), "a team with no index left", 1900);
   for (tether_team_t f : fill) MP_OK(tether_team_destroy(f));
   results(t, worldMembers(false), "the same team once indices are free", 300);
   MP_OK(tether_team_destroy(t));
@@ -341,6 +420,8 @@ void settingDiffers() {
   MP_EXPECT_STATUS(tether_team_broadcast(t, ldst, lsrc, 1000, TETHER_LONG, 0), TETHER_ERR_MISMATCH);
   // Rooted reduces over 2 KiB are by host too (root 0: its host's first member).
   MP_EXPECT_STATUS(tether_team_reduce(t, ldst, lsrc, 1000, TETHER_LONG, TETHER_RED_MAX, 0), TETHER_ERR_MISMATCH);
+  // Reduce_scatters whose whole src is up to 32 KiB (4 PEs, 2 per host: 300 longs each) too.
+  MP_EXPECT_STATUS(tether_team_reduce_scatter(t, ldst, lsrc, 300, TETHER_LONG, TETHER_RED_SUM), TETHER_ERR_MISMATCH);
   // Still usable: an alltoall (not by host either way) goes through.
   for (int i = 0; i < npes; ++i) lsrc[i] = 7 + i;
   MP_OK(tether_team_alltoall(t, ldst, lsrc, 1, TETHER_LONG));
@@ -375,6 +456,7 @@ int main() {
   gathered(tether_team_world(w), worldMembers(false), "the world", 400);
   broadcasts(tether_team_world(w), worldMembers(false), "the world", 500);
   reduces(tether_team_world(w), worldMembers(false), "the world", 1200);
+  scattered(tether_team_world(w), worldMembers(false), "the world", 2000);
   tether_team_t even = TETHER_TEAM_INVALID;
   MP_OK(tether_team_split_strided(tether_team_world(w), 0, 2, (npes + 1) / 2, nullptr, &even));
   std::vector<int> evens;
@@ -383,6 +465,7 @@ int main() {
   gathered(even, evens, "the even PEs", 450);
   broadcasts(even, evens, "the even PEs", 900);
   reduces(even, evens, "the even PEs", 1300);
+  scattered(even, evens, "the even PEs", 2100);
   if (even != TETHER_TEAM_INVALID) MP_OK(tether_team_destroy(even));
   const char* spans = std::getenv("MP_BY_HOST_SPANS");
   indices(spans && std::strcmp(spans, "1") == 0);
