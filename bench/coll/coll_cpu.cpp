@@ -13,9 +13,10 @@
 //   reduce_last the same to the last PE (by host across the netns hosts: not its host's first PE)
 //   reduce_scatter tether_team_reduce_scatter (host form), INT64 sum; size = each PE's block (src holds npes of
 //               them); per call
+//   alltoall    tether_team_alltoall (host form), INT64; size = one block (src and dest hold npes); per call
 // Data check after each row: every PE's dest holds the expected values (reduce: the root's; the others' untouched).
-// Usage: tether_bench_coll_cpu [--ops bcast,allreduce,dev_bcast,reduce,reduce_last,reduce_scatter] [--max-size 64K]
-//                              [--iters N]
+// Usage: tether_bench_coll_cpu [--ops bcast,allreduce,dev_bcast,reduce,reduce_last,reduce_scatter,alltoall]
+//                              [--max-size 64K] [--iters N]
 //                              [--batches B] [--quick] [--json FILE] (bench/harness.h options and defaults)
 #include <algorithm>
 #include <cstdint>
@@ -36,7 +37,7 @@ namespace {
 
 constexpr const char* kRows =
     "Rows: bcast, allreduce (stream forms, CPU emulation), dev_bcast (device form, CPU handle), reduce, reduce_last\n"
-    "(host form, to PE 0 and to the last PE), reduce_scatter (host form; size: each PE's block).\n";
+    "(host form, to PE 0 and to the last PE), reduce_scatter, alltoall (host forms; size: each PE's block).\n";
 tether_t w;
 int me = 0, npes = 0;
 
@@ -76,9 +77,9 @@ int main(int argc, char** argv) {
   int64_t* dest = nullptr;
   void* p = nullptr;
   check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes * static_cast<size_t>(npes), &p), "tether_malloc_kind");
-  src = static_cast<int64_t*>(p);  // (reduce_scatter: npes blocks)
-  check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes, &p), "tether_malloc_kind");
-  dest = static_cast<int64_t*>(p);
+  src = static_cast<int64_t*>(p);  // (reduce_scatter, alltoall: npes blocks)
+  check(tether_malloc_kind(w, TETHER_SEG_HOST, 64, maxBytes * static_cast<size_t>(npes), &p), "tether_malloc_kind");
+  dest = static_cast<int64_t*>(p);  // (alltoall: npes blocks)
   const tether_team_t world = tether_team_world(w);
   tb::Reporter rep(tb::collectRunInfo("coll_cpu", opts, npes), opts, me == 0);
   if (!rep.open(&error)) {
@@ -93,24 +94,26 @@ int main(int argc, char** argv) {
   tether::device::Team dt{};
   check(tether_device_handle_cpu(w, &dh), "tether_device_handle_cpu");
   check(tether_team_device_view(world, &dh, &dt), "tether_team_device_view");
-  for (const char* op : {"bcast", "allreduce", "dev_bcast", "reduce", "reduce_last", "reduce_scatter"}) {
+  for (const char* op : {"bcast", "allreduce", "dev_bcast", "reduce", "reduce_last", "reduce_scatter", "alltoall"}) {
     if (!tb::wantsOp(opts, op)) continue;
     const bool device = std::string(op) == "dev_bcast";
     const bool bcast = device || std::string(op) == "bcast";
-    const bool scatter = std::string(op) == "reduce_scatter";
+    const bool scatter = std::string(op) == "reduce_scatter", a2a = std::string(op) == "alltoall";
     const bool reduce = !scatter && std::string(op).rfind("reduce", 0) == 0;  // (the host form)
+    const bool hostForm = reduce || scatter || a2a;
+    const size_t blocks = scatter || a2a ? static_cast<size_t>(npes) : 1;  // src's
     const int root = std::string(op) == "reduce_last" ? npes - 1 : 0;
-    const char* form = device ? " (device form, thread scope" : reduce || scatter ? " (host form" : " (stream form";
+    const char* form = device ? " (device form, thread scope" : hostForm ? " (host form" : " (stream form";
     rep.beginTable(std::string(op) + form + ", world team, " + std::to_string(npes) + " PEs" +
                        (bcast    ? ", root 0"
                         : reduce ? ", INT64 sum to PE " + std::to_string(root)
-                                 : scatter ? ", INT64 sum, size per PE" : ", INT64 sum") +
+                                 : scatter ? ", INT64 sum, size per PE"
+                                 : a2a     ? ", INT64, size per block" : ", INT64 sum") +
                        (device && dt.host_run ? ", by host)" : ")"),
                    tb::TableKind::Latency);
     for (size_t bytes : tb::messageSizes(opts)) {
       const size_t count = std::max<size_t>(bytes / sizeof(int64_t), 1);
-      for (size_t i = 0; i < count * (scatter ? static_cast<size_t>(npes) : 1); ++i)
-        src[i] = static_cast<int64_t>(i) * 3 + me;
+      for (size_t i = 0; i < count * blocks; ++i) src[i] = static_cast<int64_t>(i) * 3 + me;
       for (size_t i = 0; i < count; ++i) dest[i] = -1;  // (a reduce leaves the others' dest as it was)
       check(tether_barrier_all(w), "tether_barrier_all");
       std::vector<double> samples;
@@ -129,6 +132,10 @@ int main(int argc, char** argv) {
             check(tether_team_reduce_scatter(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM), op);
             continue;
           }
+          if (a2a) {
+            check(tether_team_alltoall(world, dest, src, count, TETHER_INT64), op);
+            continue;
+          }
           const tether_status_t s =
               bcast ? tether_team_broadcast_on_stream(world, dest, src, count, TETHER_INT64, 0, stream)
                     : tether_team_allreduce_on_stream(world, dest, src, count, TETHER_INT64, TETHER_RED_SUM, stream);
@@ -138,9 +145,12 @@ int main(int argc, char** argv) {
         return true;
       }, &samples);
       if (!ok) return 1;
-      for (size_t i = 0; i < count; ++i) {
-        const int64_t base = static_cast<int64_t>(i + (scatter ? count * static_cast<size_t>(me) : 0)) * 3;
+      for (size_t i = 0; i < count * (a2a ? blocks : 1); ++i) {
+        // (alltoall: element i is element me * count + i % count of PE i / count's src)
+        const size_t at = a2a ? static_cast<size_t>(me) * count + i % count : scatter ? count * me + i : i;
+        const int64_t base = static_cast<int64_t>(at) * 3;
         const int64_t want = bcast                    ? base
+                             : a2a                  ? base + static_cast<int64_t>(i / count)
                              : reduce && me != root ? -1
                                                     : base * npes + static_cast<int64_t>(npes) * (npes - 1) / 2;
         if (dest[i] != want) {
@@ -149,7 +159,7 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      rep.addRow(tb::makeRow(op, device ? "device-cpu" : reduce ? "host" : "stream-cpu", "H->H",
+      rep.addRow(tb::makeRow(op, device ? "device-cpu" : hostForm ? "host" : "stream-cpu", "H->H",
                              count * sizeof(int64_t), static_cast<long>(ops) * opts.batches, samples, false));
     }
   }

@@ -1292,7 +1292,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
                           (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
-                          (byHostKind(t, a.kind) || byHostReduce(t, a, p.block) || byHostBroadcast(t, a, p.block)
+                          (byHostKind(t, a.kind) || byHostScratched(t, a, p.block) || byHostBroadcast(t, a, p.block)
                                ? kHeadByHost : 0) |
                           (bcast && a.srcAtRoot ? kHeadSrcAtRoot : 0) |
                           (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);

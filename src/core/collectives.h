@@ -144,7 +144,7 @@
 //     from root 0: 8 B-2 KiB 4 PEs 0.74-0.90x, 8 PEs 0.60-0.78x the time; 4-64 KiB 0.66-0.98x and 0.51-0.70x
 //     (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
 //     Rooted reduce (host forms, HOST/STATIC objects, over kCollStageBytes up to kByHostScratchBytes, the root its
-//     host's first member or some host holding 3+: byHostReduce): no member's dest but the root's may change, so the
+//     host's first member or some host holding 3+: byHostScratched): no member's dest but the root's may change, so the
 //     partials go through the by-host scratch of the team's slot (kByHostScratchOffset, CollArgs::scratch): this
 //     host's members reduce into their first member's scratch (a member alone on its host copies its src there),
 //     those first members reduce into the root's dest where the root is its host's first member, else in place into
@@ -153,12 +153,19 @@
 //     KiB: root 0 0.76-0.87x the time at 4 PEs, 0.66-0.78x at 8; the last PE 0.70-0.80x at 8
 //     (bench/results/cpu-2core-vm/coll_by_host_reduce_ab.txt).
 //     Reduce_scatter (host forms, HOST/STATIC objects, the whole src up to kByHostScratchBytes, Team::hostRun
-//     members per host, consecutive: byHostReduce): this host's members reduce their whole src into their first
+//     members per host, consecutive: byHostScratched): this host's members reduce their whole src into their first
 //     member's by-host scratch; those first members reduce_scatter it in place among themselves (first member h keeps
 //     host h's run of blocks); each broadcasts its run on its host (eager, into the members' own scratch), and each
 //     member copies its block into dest. Combination order as the allreduce's. 2-core VM, two netns hosts: 4 PEs
 //     0.47-1.06x the time at 8-512 B per member, 0.54-0.68x at 1-8 KiB; 8 PEs 0.24-0.49x at 8 B-4 KiB
 //     (bench/results/cpu-2core-vm/coll_by_host_reduce_scatter_ab.txt).
+//     Alltoall (host forms, HOST/STATIC objects, Team::hostRun = m members per host, consecutive, where two regions
+//     of m * n blocks fit kByHostScratchBytes: byHostScratched): this host's members allgather their whole srcs into
+//     region a of each one's by-host scratch; the first member reorders them into region b by destination host
+//     (b[h][j][i] = a[j][h * m + i]: from this host's member j to host h's member i) and alltoalls b among the
+//     first members (blocks of m * m) into a; each broadcasts a on its host (eager), and member i of it takes
+//     a[h][j][i] as its dest block h * m + j. 2-core VM, two netns hosts: 4 PEs 0.59-1.07x the time, 8 PEs
+//     0.26-0.60x (bench/results/cpu-2core-vm/coll_by_host_alltoall_ab.txt).
 //     A host form whose step fails passes that failure into its later steps (CollArgs::invalid): their members fail
 //     at once, naming it, instead of waiting for it (netns_coll_peer_killed: a PE killed inside these steps).
 //
@@ -396,11 +403,12 @@ class Collectives {
   bool hostShaped(Team& t) const;
   bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
   bool byHostStream(Team& t, CollKind k) const;  // the same for a stream form (broadcasts too)
-  // A rooted reduce a of block bytes by host (host forms only): TETHER_COLL_BY_HOST, t's shape, the block over
-  // kCollStageBytes up to kByHostScratchBytes, the root its host's first member or some host holding 3+. A
-  // reduce_scatter (block bytes to each member): its whole src (block * members) up to kByHostScratchBytes, and each
-  // host's members consecutive in team order, as many on every host (Team::hostRun).
-  bool byHostReduce(Team& t, const CollArgs& a, size_t block) const;
+  // A call a of block bytes that goes by host through the by-host scratch (host forms only; TETHER_COLL_BY_HOST and
+  // t's shape): a rooted reduce whose block is over kCollStageBytes up to kByHostScratchBytes, the root its host's
+  // first member or some host holding 3+; a reduce_scatter whose whole src (block * members) is up to
+  // kByHostScratchBytes, an alltoall whose hosts' whole srcs fit the scratch twice, each host's members consecutive
+  // in team order, as many on every host (Team::hostRun).
+  bool byHostScratched(Team& t, const CollArgs& a, size_t block) const;
   // A broadcast a of block bytes by host: TETHER_COLL_BY_HOST, over kCollStageBytes, t's shape, its root first on
   // its host, this host's members mapped.
   bool byHostBroadcast(Team& t, const CollArgs& a, size_t block) const;
@@ -411,12 +419,20 @@ class Collectives {
   // The data phase by host: the subteams, then the calls on them (byHostSteps, byHostBroadcastSteps), or the pull
   // (no subteams).
   Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);
+  // This PE's by-host scratch of t's team index (kByHostScratchOffset: the same place on every member).
+  char* byHostScratch(const Team& t) const;
+  // One host-form step by host on subteam sub of t: r passes *failed (the first failure of the call's earlier steps,
+  // CollArgs::invalid) on, so the step's members fail at once naming this PE; this step's failure becomes *failed
+  // where none was. A failure loses t's collective state.
+  void hostStep(const char* call, Team& t, TeamRef sub, CollArgs r, const char* what, Status* failed);
   // The three calls on the subteams: host forms, or (so) stream forms enqueued on stream.
   Status byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
   // A rooted reduce's steps (host forms) through the by-host scratch.
   Status byHostReduceSteps(const char* call, Team& t, const Plan& p);
   // A reduce_scatter's steps (host forms) through the by-host scratch.
   Status byHostReduceScatterSteps(const char* call, Team& t, const Plan& p);
+  // An alltoall's steps (host forms) through the by-host scratch.
+  Status byHostAlltoallSteps(const char* call, Team& t, const Plan& p);
   // A broadcast's two steps (host forms): to the hosts' first members (from the root's staged copy, or over
   // kCollStageBytes by the leaders' broadcast), then on each host from its first member.
   Status byHostBroadcastSteps(const char* call, Team& t, const Plan& p);

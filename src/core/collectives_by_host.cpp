@@ -57,7 +57,7 @@ bool Collectives::byHostStream(Team& t, CollKind k) const {
   return byHostKind(t, k) || (k == CollKind::Broadcast && byHost_ && hostShaped(t));
 }
 
-bool Collectives::byHostReduce(Team& t, const CollArgs& a, size_t block) const {
+bool Collectives::byHostScratched(Team& t, const CollArgs& a, size_t block) const {
   // Over the one-shot sizes (whose single round of staged gets beats three subteam collectives) up to the scratch;
   // a root that is not its host's first member costs a third step, which pays where a host holds 3+ members. (2-core
   // VM, two netns hosts, 3 rounds, by host at every size: root 0 at 4-32 KiB 0.65-0.75x the time at 4 PEs,
@@ -72,6 +72,12 @@ bool Collectives::byHostReduce(Team& t, const CollArgs& a, size_t block) const {
     size_t total = 0;
     return byHost_ && !__builtin_mul_overflow(block, t.pes.size(), &total) && total > 0 &&
            total <= kByHostScratchBytes && hostShaped(t) && t.hostRun > 0;
+  }
+  if (a.kind == CollKind::Alltoall) {  // two regions of a host's whole srcs (coll_by_host_alltoall_ab.txt)
+    size_t total = 0;
+    return byHost_ && hostShaped(t) && t.hostRun > 0 &&
+           !__builtin_mul_overflow(block, t.pes.size() * static_cast<size_t>(t.hostRun) * 2, &total) && total > 0 &&
+           total <= kByHostScratchBytes;
   }
   if (!byHost_ || a.kind != CollKind::Reduce || block <= kCollStageBytes || block > kByHostScratchBytes ||
       !hostShaped(t) || a.root < 0 || static_cast<size_t>(a.root) >= t.pes.size())
@@ -94,7 +100,7 @@ bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) cons
 bool Collectives::byHostCall(Team& t, const Plan& p) const {
   if (p.a.kind == CollKind::Broadcast)  // (each member's dest is its own affair: only src is agreed)
     return byHostBroadcast(t, p.a, p.block) && p.block != 0 && isHostMemory(p.sref.kind) && t.byHost != 3;
-  return (byHostKind(t, p.a.kind) || byHostReduce(t, p.a, p.block)) && !p.gpu && p.block != 0 &&
+  return (byHostKind(t, p.a.kind) || byHostScratched(t, p.a, p.block)) && !p.gpu && p.block != 0 &&
          isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind) && t.byHost != 3;
 }
 
@@ -112,12 +118,23 @@ Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
   return Status::ok();
 }
 
+char* Collectives::byHostScratch(const Team& t) const {
+  return w_.heap().host()->myBase() + kByHostScratchOffset + static_cast<size_t>(t.slot) * kByHostScratchBytes;
+}
+
+void Collectives::hostStep(const char* call, Team& t, TeamRef sub, CollArgs r, const char* what, Status* failed) {
+  r.invalid = *failed;
+  const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
+  if (failed->isOk()) *failed = s;
+}
+
 Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
   TETHER_TRY(makeByHost(call, t, ref));
   if (t.byHost == 3) return stagedBroadcast(p) ? oneShot(call, t, p) : dataPhase(call, t, p);
   if (p.a.kind == CollKind::Broadcast) return byHostBroadcastSteps(call, t, p);
   if (p.a.kind == CollKind::Reduce) return byHostReduceSteps(call, t, p);
   if (p.a.kind == CollKind::ReduceScatter) return byHostReduceScatterSteps(call, t, p);
+  if (p.a.kind == CollKind::Alltoall) return byHostAlltoallSteps(call, t, p);
   return byHostSteps(call, t, p, nullptr, nullptr);
 }
 
@@ -128,17 +145,13 @@ Status Collectives::byHostReduceSteps(const char* call, Team& t, const Plan& p) 
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (reduce into each host's first "
                   "member, those reduce into %s)", call, t.slot, p.n, p.a.count, dtypeInfo(p.a.type).name,
                   rootLeads ? "the root" : "the root's host's first member, which broadcasts to the root");
-  // This PE's scratch of the team's slot (byHostReduce: the block fits): every member passes its own, at the same
+  // This PE's scratch of the team's slot (byHostScratched: the block fits): every member passes its own, at the same
   // offset (one symmetric object).
-  char* scratch = w_.heap().host()->myBase() + kByHostScratchOffset + static_cast<size_t>(t.slot) * kByHostScratchBytes;
+  char* scratch = byHostScratch(t);
   const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member (and so its first)
   // A step after a failed one passes that failure (its members fail at once, naming this PE); the first is returned.
   Status failed;
-  auto step = [&](TeamRef sub, CollArgs r, const char* what) {
-    r.invalid = failed;
-    const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
-    if (failed.isOk()) failed = s;
-  };
+  auto step = [&](TeamRef sub, const CollArgs& r, const char* what) { hostStep(call, t, sub, r, what, &failed); };
   CollArgs r;
   r.kind = CollKind::Reduce;
   r.type = p.a.type;
@@ -177,16 +190,12 @@ Status Collectives::byHostReduceScatterSteps(const char* call, Team& t, const Pl
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (reduce into each host's first "
                   "member, reduce_scatter among those, broadcast on each host)", call, t.slot, p.n, p.a.count,
                   dtypeInfo(p.a.type).name);
-  // This PE's scratch of the team's slot (byHostReduce: the whole src fits); host h's run of blocks at h * runBytes,
+  // This PE's scratch of the team's slot (byHostScratched: the whole src fits); host h's run of blocks at h * runBytes,
   // the same place in every member's scratch.
-  char* scratch = w_.heap().host()->myBase() + kByHostScratchOffset + static_cast<size_t>(t.slot) * kByHostScratchBytes;
+  char* scratch = byHostScratch(t);
   char* ours = scratch + host * perHost * p.block;
-  Status failed;  // as byHostReduceSteps: a later step passes the first failure on
-  auto step = [&](TeamRef sub, CollArgs r, const char* what) {
-    r.invalid = failed;
-    const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
-    if (failed.isOk()) failed = s;
-  };
+  Status failed;  // (hostStep: a later step passes the first failure on)
+  auto step = [&](TeamRef sub, const CollArgs& r, const char* what) { hostStep(call, t, sub, r, what, &failed); };
   CollArgs r;
   r.type = p.a.type;
   r.op = p.a.op;
@@ -211,6 +220,47 @@ Status Collectives::byHostReduceScatterSteps(const char* call, Team& t, const Pl
   r.eager = true;
   step(t.hostTeam, r, "broadcasting on this host");
   if (failed.isOk()) std::memcpy(p.a.dest, ours + (p.me % perHost) * p.block, p.block);
+  return failed;
+}
+
+Status Collectives::byHostAlltoallSteps(const char* call, Team& t, const Plan& p) {
+  // Team::hostRun = m members per host, consecutive: member (h, j) is team member h * m + j; H = n / m hosts.
+  const size_t m = static_cast<size_t>(t.hostRun), n = p.n, hosts = n / m, B = p.block, j = p.me % m;
+  TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (allgather on each host, "
+                  "alltoall among the hosts' first members, broadcast on each host)", call, t.slot, n, p.a.count,
+                  dtypeInfo(p.a.type).name);
+  // This PE's scratch of the team's slot (byHostScratched: 2 * m * n blocks fit): region a, then region b.
+  char* a = byHostScratch(t);
+  char* b = a + m * n * B;
+  Status failed;  // (hostStep: a later step passes the first failure on)
+  auto step = [&](TeamRef sub, const CollArgs& r, const char* what) { hostStep(call, t, sub, r, what, &failed); };
+  CollArgs r;
+  r.type = p.a.type;
+  r.scratch = true;
+  r.kind = CollKind::Allgather;  // a[j][k]: this host's member j's block for member k (src read here: dest may change)
+  r.count = n * p.a.count;
+  r.dest = a;
+  r.src = p.a.src;
+  step(t.hostTeam, r, "on this host");
+  if (t.leaderTeam.slot >= 0) {  // b[h][j][i] = a[j][h * m + i]: from this host's member j to host h's member i
+    if (failed.isOk())
+      for (size_t h = 0; h < hosts; ++h)
+        for (size_t jj = 0; jj < m; ++jj) std::memcpy(b + (h * m + jj) * m * B, a + (jj * n + h * m) * B, m * B);
+    r.kind = CollKind::Alltoall;  // a[h][j][i] then: from host h's member j to this host's member i
+    r.count = m * m * p.a.count;
+    r.dest = a;
+    r.src = b;
+    step(t.leaderTeam, r, "between hosts");
+  }
+  r.kind = CollKind::Broadcast;  // that on this host, each member into the same place of its own scratch
+  r.root = 0;
+  r.count = n * m * p.a.count;
+  r.dest = a;
+  r.src = a;
+  r.eager = true;
+  step(t.hostTeam, r, "broadcasting on this host");
+  if (failed.isOk())  // dest block k = h * m + jj: a[h][jj][j]
+    for (size_t k = 0; k < n; ++k) std::memcpy(static_cast<char*>(p.a.dest) + k * B, a + (k * m + j) * B, B);
   return failed;
 }
 
@@ -301,11 +351,9 @@ Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, Stream
   // A host form after a failed one passes that failure: the step fails at once on every member of its subteam
   // (naming this PE) instead of leaving them to wait for it; the first failure is returned.
   Status failed;
-  auto step = [&](TeamRef sub, CollArgs r, const char* what) {
+  auto step = [&](TeamRef sub, const CollArgs& r, const char* what) {
     if (so) return enqueue(call, sub, r, false, stream).withContext(what);
-    r.invalid = failed;
-    const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
-    if (failed.isOk()) failed = s;
+    hostStep(call, t, sub, r, what, &failed);
     return Status::ok();
   };
   CollArgs r;

@@ -20,6 +20,10 @@
 //     up to 32 KiB and the hosts' members are consecutive and as many: each host's members into its first
 //     member's scratch, those reduce_scatter, each broadcasts its host's blocks), in place and not; each member's
 //     block, and the rest of dest and src left as it was.
+//     Alltoalls: 1 to 1000 longs per block (by host where twice a host's whole srcs fit 32 KiB and the hosts' members
+//     are consecutive and as many: each host's members allgather their srcs, the first members alltoall the blocks
+//     between hosts, each broadcasts what it got on its host); each member's dest against the senders' blocks, the
+//     longs after dest and all of src untouched.
 //  3. no free index: with every index but the team's own in use, the team's first allreduce cannot make its
 //     subteams; every member goes on without them (the flat path) with the right results (broadcasts too), then
 //     and later.
@@ -339,6 +343,40 @@ void scattered(tether_team_t t, const std::vector<int>& members, const char* nam
   if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): reduce_scatter results OK\n", name, n);
 }
 
+// Alltoalls on team t (by host where 2 * run * members blocks fit 32 KiB, run = the members per host, consecutive and
+// as many on every host: at 4 PEs blocks up to 256 longs, at 8 up to 64; else pulled): 1 to 1000 longs per block.
+// dest block k is member k's block for this member; the longs after dest, and all of src, are untouched.
+void exchanged(tether_team_t t, const std::vector<int>& members, const char* name, int r0) {
+  const int myIndex = tether_team_my_pe(t);
+  if (myIndex < 0) return;
+  const size_t n = members.size(), mine = static_cast<size_t>(myIndex);
+  static const size_t counts[] = {1, 40, 64, 256, 300, 1000};
+  const int me2 = members[mine];
+  int r = r0;
+  for (size_t count : counts) {
+    if (count * n + kAround > kMaxCount) continue;
+    ++r;
+    const Case c = prepare(3 * r + 1, me2, count * n, count * n);  // (kind 1: longs)
+    const std::vector<char> srcBefore(c.src, c.src + (count * n + kAround) * sizeof(long));
+    const std::vector<char> dstAfter(c.dst + count * n * sizeof(long), c.dst + (count * n + kAround) * sizeof(long));
+    MP_OK(tether_team_alltoall(t, ldst, lsrc, count, TETHER_LONG));
+    for (size_t k = 0; k < n; ++k)
+      for (size_t i = 0; i < count; ++i)
+        if (ldst[k * count + i] != value(members[k], mine * count + i, 3 * r + 1) * 1000003L) {
+          std::fprintf(stderr, "PE %d: %s alltoall, count %zu: element %zu of block %zu is wrong\n", me, name, count,
+                       i, k);
+          MP_CHECK(false);
+        }
+    if (std::memcmp(c.src, srcBefore.data(), srcBefore.size()) != 0 ||
+        std::memcmp(c.dst + count * n * sizeof(long), dstAfter.data(), dstAfter.size()) != 0) {
+      std::fprintf(stderr, "PE %d: %s alltoall, count %zu: src or the longs after dest changed\n", me, name, count);
+      MP_CHECK(false);
+    }
+    MP_OK(tether_team_sync(t));  // the next case rewrites src and dest
+  }
+  if (myIndex == 0) std::printf("mp_coll_by_host: %s (%zu PEs): alltoall results OK\n", name, n);
+}
+
 // Teams split off the world until no index is free on every PE (TETHER_ERR_NO_MEMORY).
 std::vector<tether_team_t> fillIndices() {
   std::vector<tether_team_t> made;
@@ -379,6 +417,7 @@ void indices(bool spans) {
   gathered(t, worldMembers(true), "a split team", 150);
   reduces(t, worldMembers(true), "a split team", 1500);
   scattered(t, worldMembers(true), "a split team", 1600);
+  exchanged(t, worldMembers(true), "a split team", 1700);
   MP_CHECK(freeTeams() == used);  // the allreduces, allgathers, reduces and reduce_scatters took the same subteams
   MP_OK(tether_team_destroy(t));
   const int after = freeTeams();
@@ -400,6 +439,7 @@ void noFreeIndex() {
   broadcasts(t, worldMembers(false), "a team with no index left", 1100);
   reduces(t, worldMembers(false), "a team with no index left", 1800);
   scattered(t, worldMembers(false), "a team with no index left", 1900);
+  exchanged(t, worldMembers(false), "a team with no index left", 1950);
   for (tether_team_t f : fill) MP_OK(tether_team_destroy(f));
   results(t, worldMembers(false), "the same team once indices are free", 300);
   MP_OK(tether_team_destroy(t));
@@ -422,10 +462,12 @@ void settingDiffers() {
   MP_EXPECT_STATUS(tether_team_reduce(t, ldst, lsrc, 1000, TETHER_LONG, TETHER_RED_MAX, 0), TETHER_ERR_MISMATCH);
   // Reduce_scatters whose whole src is up to 32 KiB (4 PEs, 2 per host: 300 longs each) too.
   MP_EXPECT_STATUS(tether_team_reduce_scatter(t, ldst, lsrc, 300, TETHER_LONG, TETHER_RED_SUM), TETHER_ERR_MISMATCH);
-  // Still usable: an alltoall (not by host either way) goes through.
-  for (int i = 0; i < npes; ++i) lsrc[i] = 7 + i;
-  MP_OK(tether_team_alltoall(t, ldst, lsrc, 1, TETHER_LONG));
-  for (int i = 0; i < npes; ++i) MP_CHECK(ldst[i] == 7 + me);
+  // Small alltoalls (here up to 256 longs a block) too.
+  MP_EXPECT_STATUS(tether_team_alltoall(t, ldst, lsrc, 1, TETHER_LONG), TETHER_ERR_MISMATCH);
+  // Still usable: an alltoall of 300 longs a block (not by host either way) goes through.
+  for (int i = 0; i < npes; ++i) lsrc[i * 300] = 7 + i;
+  MP_OK(tether_team_alltoall(t, ldst, lsrc, 300, TETHER_LONG));
+  for (int i = 0; i < npes; ++i) MP_CHECK(ldst[i * 300] == 7 + me);
   if (me == 0) std::printf("mp_coll_by_host: TETHER_COLL_BY_HOST different on PE 0: mismatch on all (%.3f s), OK\n",
                            secs);
 }
@@ -457,6 +499,7 @@ int main() {
   broadcasts(tether_team_world(w), worldMembers(false), "the world", 500);
   reduces(tether_team_world(w), worldMembers(false), "the world", 1200);
   scattered(tether_team_world(w), worldMembers(false), "the world", 2000);
+  exchanged(tether_team_world(w), worldMembers(false), "the world", 2050);
   tether_team_t even = TETHER_TEAM_INVALID;
   MP_OK(tether_team_split_strided(tether_team_world(w), 0, 2, (npes + 1) / 2, nullptr, &even));
   std::vector<int> evens;
@@ -466,6 +509,7 @@ int main() {
   broadcasts(even, evens, "the even PEs", 900);
   reduces(even, evens, "the even PEs", 1300);
   scattered(even, evens, "the even PEs", 2100);
+  exchanged(even, evens, "the even PEs", 2150);
   if (even != TETHER_TEAM_INVALID) MP_OK(tether_team_destroy(even));
   const char* spans = std::getenv("MP_BY_HOST_SPANS");
   indices(spans && std::strcmp(spans, "1") == 0);
