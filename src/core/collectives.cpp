@@ -647,12 +647,12 @@ class Collectives::Gets {
   // dst.
   Status add(void* dst, int pe, SymRef ref, size_t bytes) {
     if (bytes == 0) return Status::ok();
-    const SegPath& sp = w_.path(pe, ref.kind);
-    const RemoteAddr from = w_.remote(pe, ref);
-    if (isHostMemory(ref.kind) && (sp.ops->caps & kCapLoadStore) && from.ptr) {
-      std::memcpy(dst, from.ptr, bytes);
+    if (const char* mapped = mappedHost(w_, pe, ref)) {
+      std::memcpy(dst, mapped, bytes);
       return Status::ok();
     }
+    const SegPath& sp = w_.path(pe, ref.kind);
+    const RemoteAddr from = w_.remote(pe, ref);
     if (!isHostMemory(ref.kind)) return sp.ops->get(sp.ctx, pe, dst, from, bytes, false).withContext(call_);
     queued_.push_back(Queued{&sp, GetItem{pe, dst, from, bytes}});
     return Status::ok();
@@ -912,9 +912,7 @@ const char* Collectives::stagedInPlace(const Team& t, const Plan& p, size_t m, s
     return stageBuffer(t, m, tokenSlot(t, m, p.ringCall - 1)[kTokData] % kEagerStageTeamBytes) + off;
   const int pe = t.pes[m];
   if (pe == w_.myPe()) return w_.heap().host()->myBase() + stageOffset(t) + off;
-  const SegPath& sp = w_.path(pe, SegKind::Host);
-  const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, stageOffset(t) + off});
-  return (sp.ops->caps & kCapLoadStore) ? static_cast<const char*>(from.ptr) : nullptr;
+  return mappedHost(w_, pe, SymRef{SegKind::Host, stageOffset(t) + off});
 }
 
 Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes,
