@@ -31,18 +31,10 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       me_(w.myPe()),
       credit_(n_, slots),
       out_(static_cast<size_t>(n_)),
-      byData_(static_cast<size_t>(n_)),
-      byDataInFlight_(static_cast<size_t>(n_)),
       directOn_(w.config().flag("TETHER_MSG_DIRECT")),
       ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
-      remoteRndvMin_(w.config().size("TETHER_MSG_REMOTE_RNDV")),
-      byDataCap_(w.config().size("TETHER_MSG_REMOTE_INFLIGHT")),
       remoteEager_(spanEagerMax(w.config().size("TETHER_MSG_REMOTE_EAGER"))),
-      staging_(std::max(slotBytes_, sizeof(SlotHead) + remoteEager_)),
-      pinnedMax_(w.config().size("TETHER_MSG_PINNED_MAX")),
-      hostStages_(size_t{64} << 10, GpuStages::Memory::PinnedHost, pinnedMax_),
-      pieceBytes_(w.config().size("TETHER_MSG_REMOTE_PIECE")),
-      pieceHost_(w.config().flag("TETHER_MSG_REMOTE_PIECE_HOST")) {
+      staging_(std::max(slotBytes_, sizeof(SlotHead) + remoteEager_)) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
   cmaOk_.assign(static_cast<size_t>(n_), 1);
@@ -116,6 +108,7 @@ Status Messaging::setUp(const char* call) {
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
   unexpected_.attach(inbox_ + inboxBytes, poolBytes_);
   TETHER_TRY(SiblingPaths::create(w_, call, &paths_));
+  byData_.attach(paths_.get());
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
   direct_.resize(static_cast<size_t>(n_));
   for (int pe = 0; pe < n_; ++pe) direct_[static_cast<size_t>(pe)] = static_cast<char*>(w_.ptr(region_, pe));
@@ -165,6 +158,7 @@ Status Messaging::destroy(const char* call) {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  byData_.attach(nullptr);
   paths_.reset();  // closes this PE's CUDA IPC mappings of peers' buffers: after the barrier the peers may free them
   if (engineStream_) {
     StreamOps* so = nullptr;
@@ -197,6 +191,7 @@ Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t 
   else r.dst = buf;
   r.cap = bytes;
   r.gpu = gpu;
+  r.xfer.owner = &r;
   *id = r.id;
   return r;
 }
@@ -250,7 +245,7 @@ void Messaging::queueSend(Req& r) {
   o.h.a = r.id;
   o.req = &r;
   if (o.h.kind == kRts) {
-    o.h.how = transportTakes(r.pe, false) ? kTransportPayload : 0;  // a GPU buffer is staged (startByData)
+    o.h.how = byData_.takes(r.pe, false) ? kTransportPayload : 0;  // a GPU buffer is staged (MsgByData)
     offerDirect(r, &o.h);
   }
   out_[static_cast<size_t>(r.pe)].push_back(o);

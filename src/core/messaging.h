@@ -27,10 +27,9 @@
 //   CTS   {send id, recv id, allowed} the receiver matched it: send min(message, buffer) bytes (as DATA slots, or --
 //                                     `how` kByData: PEs on different hosts; a GPU send buffer staged in host
 //                                     memory, a GPU receive buffer where the transport writes GPU memory (a
-//                                     CUDA-aware UCX) -- by the transport's
-//                                     sendData straight into the receive buffer, which expects them: expectByData;
-//                                     the sender's sendData posted (startByData), a few bytes under way per
-//                                     destination, the rest queued in byData_);
+//                                     CUDA-aware UCX) -- by the transport's sendData straight into the receive
+//                                     buffer, which expects them: the room core/msg_by_data.h, a few bytes under
+//                                     way per destination, the rest queued in order);
 //   DATA  {recv id, offset, payload}  a fragment of a rendezvous message, written straight into the posted buffer
 //                                     (to a PE written by flagged puts up to kSpanFragmentMax, spanning
 //                                     `c` slots as a spanning EAGER does).
@@ -77,6 +76,7 @@
 #include "base/status.h"
 #include "core/gpu_stages.h"
 #include "core/id_table.h"
+#include "core/msg_by_data.h"
 #include "core/msg_credit.h"
 #include "core/msg_match.h"
 #include "core/msg_words.h"
@@ -92,7 +92,7 @@ class SiblingPaths;
 struct GpuIpcRef;
 struct TransportOps;
 
-class Messaging {
+class Messaging : private MsgByData::Owner {
  public:
   // Collective over the world: agrees on the attributes (defaults from TETHER_MSG_*), allocates the region.
   static Status create(World& w, const char* call, const tether_msg_attr_t* attr, std::unique_ptr<Messaging>* out);
@@ -260,6 +260,9 @@ class Messaging {
   Status deliver(const char* call, Req& r, size_t off, const void* symSrc, size_t n);
   Status deliverHost(const char* call, Req& r, const void* src, size_t n);  // from private host memory, offset 0
   void queueCancel(int dst, uint64_t recvId);  // CANCEL: the send for dst's receive recvId was withdrawn
+  // MsgByData::Owner: a transfer of a request ended (complete it); the receiver of token hears no (more) data comes.
+  void ended(MsgByData::Xfer& x, Status result) override;
+  void refuse(int pe, uint64_t token) override { queueCancel(pe, token); }
   bool withdraw(uint64_t id);  // true: the receiver is reading the buffer (wait for completion)
   Status waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st);  // lock not held
   void forget(Req& r);  // drops r (and its stream words)
@@ -267,29 +270,6 @@ class Messaging {
   Status matchRts(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc);
   Status readDirect(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc, bool* viaRing);
   void offerDirect(Req& r, SlotHead* h);  // queueSend: an RTS becomes RTS_DIRECT where the receiver can read
-  // matchRts: r (matched to src's RTS) expects its bytes by the transport's sendData (a CTS by data), if it can.
-  bool expectByData(const char* call, Req& r, int src);
-  // The CTS by data for r (the receiver's request recvId): sendData started (r in landings_); false: not now (no
-  // word free, or TETHER_MSG_REMOTE_INFLIGHT bytes to dst under way).
-  bool startByData(const char* call, int dst, Req& r, uint64_t recvId, bool toGpu);
-  // r's GPU bytes into host memory (*from): all of them, or (no whole pinned stage fits) its first piece (*first
-  // bytes) into the first of two piece buffers (r.pieceAt, r.pieceNext).
-  Status stageSend(const char* call, Req& r, int dst, const void** from, size_t* first);
-  void unstage(Req& r, bool reusable);  // r's staged bytes given back (reusable), else left to the transport
-  // A send in pieces: the piece after the one on the wire copied into r.pieceNext (GPU; a failure kept in r).
-  void stageNextPiece(Req& r);
-  // A send in pieces whose piece on the wire completed: the next one started (r stays in landings_); false when it
-  // could not start (r failed, out of landings_; the receiver is sent a CANCEL).
-  bool nextPiece(Req& r);
-  // This PE's transport to pe (takes: the transport ops) moves a buffer of this process by sendData/expectData
-  // (gpu: a GPU buffer).
-  bool transportTakes(int pe, bool gpu) const;
-  static bool takes(const TransportOps& ops, bool gpu);
-  // r, taken out of landings_: its word freed (if reusable), a send's bytes out of byDataInFlight_.
-  void landed(Req& r, bool wordReusable);
-  void pollLandings(bool* did);  // progress: requests whose bytes the transport moved complete
-  bool cancelLanding(Req& r);    // true: r's buffer is no longer touched (r left landings_, its word freed)
-  void awaitLanding(Req& r);     // releaseWords: r is dropped while the transport moves its bytes
   bool exportIpc(Req& r);                 // offerDirect: a private GPU send buffer by CUDA IPC (r.ipc), if it can
   void pollDirect(bool* did);             // progress: direct sends whose receiver is done complete
   static bool cmaRead(pid_t pid, uint64_t from, void* to, size_t n);
@@ -317,36 +297,19 @@ class Messaging {
   std::vector<char*> direct_;  // per PE: its region as this process maps it (same-host load/store path), or null
   RingCredit credit_;  // the rings' slot accounting (core/msg_credit.h): written, consumed, heard, published
   std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
-  std::vector<std::deque<Out>> byData_;  // per destination: sends by data (startByData) waiting for their turn
-  std::vector<size_t> byDataInFlight_;   // per destination: bytes of sends by data under way
   const bool directOn_;               // TETHER_MSG_DIRECT
   std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
   const bool ipcOn_;                  // TETHER_MSG_IPC (and TETHER_MSG_DIRECT): private GPU send buffers go direct
-  const size_t remoteRndvMin_;        // TETHER_MSG_REMOTE_RNDV: from these bytes, sendData to other hosts (0: never)
-  const size_t byDataCap_;            // TETHER_MSG_REMOTE_INFLIGHT: bytes by sendData under way per destination
   const size_t remoteEager_;          // TETHER_MSG_REMOTE_EAGER (clamped): eager bytes to PEs written by flagged puts
   std::vector<size_t> eagerTo_;       // per destination: the largest eager message (eager_, or remoteEager_ above)
   std::vector<size_t> fragTo_;        // per destination: the largest DATA fragment (payload_, or spanning slots)
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
   std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
-  std::list<Req*> landings_;          // requests whose bytes the transport's sendData moves (expectByData, startByData)
-  // Receive ids withdrawn after a CTS by data (withdraw): their sender may still answer with a CANCEL (bounded).
-  std::set<uint64_t> withdrawnLandings_;
-  static constexpr size_t kWithdrawnMax = 4096;
   std::vector<char> staging_;  // head + payload of one slot message (another host's: one put, or one flagged put)
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.
   GpuStages stages_{size_t{64} << 10};
-  // GPU send buffers to another host, staged in pinned host memory for the transport (stageSend), at most
-  // TETHER_MSG_PINNED_MAX bytes of it (0: none).
-  const size_t pinnedMax_;
-  GpuStages hostStages_;
-  // TETHER_MSG_REMOTE_PIECE: transport sends of GPU buffers with no whole pinned stage go in pieces of this size (0:
-  // never); TETHER_MSG_REMOTE_PIECE_HOST: host buffers over it too (the protocol without a GPU, for tests).
-  const size_t pieceBytes_;
-  const bool pieceHost_;
-  bool pinnedRefused_ = false;  // a pinned stage was refused (logged once): that send staged in pageable memory
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   // Matching (core/msg_match.h): receives waiting for a message, in the order posted, linked through the requests
   // (posting and matching allocate nothing; a withdrawn receive unlinks in O(1)); messages no receive took, in arrival
@@ -358,6 +321,9 @@ class Messaging {
   // so a word can be reused as soon as its request is forgotten (a late stream wait on it is satisfied by a newer
   // value).
   StreamWords words_;
+  // Rendezvous bytes to and from other hosts moved by the transport's data operations (core/msg_by_data.h): its
+  // transfers live in the requests (Req::xfer); it reports their ends through ended / refuse below.
+  MsgByData byData_{w_, words_, *this};
   std::list<Req*> armed_;     // sends not started yet, and those behind one to the same PE, in the order made
   std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
   std::vector<char> blocked_;      // fireTriggers' scratch: per destination, an earlier send has not started

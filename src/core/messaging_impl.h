@@ -4,7 +4,7 @@
 //   messaging_stream.cpp      the stream and kernel models: trigger/done/group words, prepared sends, the progress thread
 //   messaging_persistent.cpp  persistent requests (tether_send_init / recv_init, start, start on a stream)
 //   messaging_typed.cpp       typed messages: pack/unpack through the datatype engine
-//   messaging_rendezvous.cpp  rendezvous: CTS, sends by the transport (whole, staged, in pieces), direct reads
+//   messaging_rendezvous.cpp  rendezvous: CTS (by data where core/msg_by_data.h moves the bytes), direct reads
 //   messaging_progress.cpp    progress passes: draining the inboxes, handling slots, credit, writing slots
 #pragma once
 
@@ -141,26 +141,9 @@ struct Messaging::Req {
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
   uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
-  // A request whose bytes the transport moves (a receive expecting them by sendData, a send by sendData): the word
-  // the transport sets (kNoWord unless r is in landings_; freed when the bytes moved or the expectation was cancelled).
-  uint32_t landing = kNoWord;
-  // A send by the transport from GPU memory: the bytes copied to host memory first (stageSend), since a network
-  // transport moves host bytes faster than it stages GPU memory itself: into a pinned stage of hostStages_, else (no
-  // pinned memory to be had) into host memory of r's own; given back when the transport is done with them (unstage).
-  GpuStages::Stage* hostStage = nullptr;
-  std::unique_ptr<char[]> bounce;
-  // A send by the transport in pieces (startByData: a GPU buffer for which no whole pinned stage fits, or
-  // TETHER_MSG_REMOTE_PIECE_HOST): one piece on the wire at a time, in r's landing word; for a GPU buffer the next
-  // piece is copied into the other of two piece buffers (two pinned stages: hostStage and nextStage, else the two
-  // halves of bounce) meanwhile.
-  bool pieced = false;
-  uint64_t pieceRecv = 0;  // the receiver's request
-  bool pieceToGpu = false;
-  size_t pieceOff = 0, pieceLen = 0;  // the piece on the wire
-  GpuStages::Stage* nextStage = nullptr;
-  char* pieceAt = nullptr;    // GPU: the piece on the wire
-  char* pieceNext = nullptr;  // GPU: the next piece
-  Status pieceError;          // GPU: copying the next piece failed
+  // A rendezvous whose bytes the transport moves (core/msg_by_data.h: a receive expecting them by sendData, a send by
+  // sendData, staged from GPU memory, in pieces); busy() while they move. owner: this request (newReq).
+  MsgByData::Xfer xfer;
   std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
   // A receive waiting for a message: its links in posted_ (PostedQueue, core/msg_match.h), in the order posted.

@@ -20,19 +20,15 @@ Status Messaging::progress(const char* call, bool* did) {
   if (!watch_.empty()) TETHER_TRY(scanStarts(call, did));
   if (!armed_.empty()) fireTriggers(did);
   if (!directs_.empty()) pollDirect(did);
-  if (!landings_.empty()) pollLandings(did);
+  if (byData_.any()) byData_.poll(did);
   for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
   drainStart_ = (drainStart_ + 1) % n_;
   return pushAll(call, did);
 }
 
 Status Messaging::pushAll(const char* call, bool* did) {
+  byData_.startQueued(call, did);
   for (int d = 0; d < n_; ++d) {
-    auto& q = byData_[static_cast<size_t>(d)];
-    while (!q.empty() && startByData(call, d, *q.front().req, q.front().h.a, q.front().h.how & kByDataToGpu)) {
-      q.pop_front();
-      *did = true;
-    }
     if (!out_[static_cast<size_t>(d)].empty()) TETHER_TRY(push(call, d, did));
   }
   return Status::ok();
@@ -141,11 +137,8 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
       o.h.kind = kData;
       o.h.a = h.b;
       o.req = &r;
-      if (h.how & kByData) {  // the receiver expects the bytes by the transport's protocol (expectByData)
-        o.h.how = h.how;
-        auto& q = byData_[static_cast<size_t>(src)];
-        if (q.empty() && startByData(call, src, r, h.b, h.how & kByDataToGpu)) return Status::ok();
-        q.push_back(o);  // started by pushAll in its turn (startByData)
+      if (h.how & kByData) {  // the receiver expects the bytes by the transport's protocol (MsgByData)
+        byData_.send(call, r.xfer, src, r.src, r.allowed, r.gpu, r.tag, h.b, h.how & kByDataToGpu);
         return Status::ok();
       }
       out_[static_cast<size_t>(src)].push_back(o);
@@ -153,12 +146,12 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
     }
     case kCancel: {
       Req* rq = reqs_.find(h.a);
-      if (!rq && withdrawnLandings_.erase(h.a)) return Status::ok();  // a receive withdrawn after its CTS by data
+      if (!rq && byData_.withdrawn(h.a)) return Status::ok();  // a receive withdrawn after its CTS by data
       if (!rq || rq->send)
         TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: PE %d withdrew data for receive request %llu, which PE %d does not have",
                     call, src, static_cast<unsigned long long>(h.a), me_);
       Req& r = *rq;
-      if (r.landing != kNoWord) cancelLanding(r);  // nothing comes (the sender never sends it)
+      if (r.xfer.busy()) byData_.cancel(r.xfer);  // nothing comes (the sender never sends it)
       complete(r, Status(TETHER_ERR_TIMEOUT, strprintf("tether_recv: PE %d withdrew its message of %zu bytes (tag %d) "
                                                        "after %zu bytes: its send failed (a blocking send that timed "
                                                        "out, or bytes its transport could not start: see PE %d's log)",
@@ -234,23 +227,19 @@ bool Messaging::withdraw(uint64_t id) {
   if (!r.send) {
     if (r.inPosted) {
       forget(r);
-    } else if (r.landing != kNoWord) {
-      if (!cancelLanding(r)) return true;  // the bytes are landing in the buffer now: wait for them
+    } else if (r.xfer.busy()) {
+      if (!byData_.withdraw(r.xfer)) return true;  // the bytes are landing in the buffer now: wait for them
       // Nothing more reaches the buffer (the transport drops the bytes if they come); the sender may still answer
-      // with a CANCEL, which then finds no request.
-      if (withdrawnLandings_.size() < kWithdrawnMax) withdrawnLandings_.insert(r.id);
+      // with a CANCEL, which byData_ recognises.
       forget(r);
     } else {
       r.abandoned = true;
     }
     return false;
   }
-  if (r.landing != kNoWord) return true;  // the transport is reading the buffer (startByData): wait for it
-  auto& bq = byData_[static_cast<size_t>(r.pe)];
-  for (auto o = bq.begin(); o != bq.end(); ++o) {  // by data, not started: the receiver is told instead
-    if (o->req != &r) continue;
-    queueCancel(r.pe, o->h.a);
-    bq.erase(o);
+  if (r.xfer.busy()) return true;  // the transport is reading the buffer (MsgByData): wait for it
+  if (byData_.unqueue(r.xfer)) {  // by data, not started: the receiver is told instead
+    queueCancel(r.pe, r.xfer.token);
     forget(r);
     return false;
   }

@@ -31,7 +31,7 @@ Status Messaging::wordsInUse(const char* call) const {
 
 void Messaging::releaseWords(Req& r) {
   if (r.trig != kNoWord) words_.release(r.trig);
-  if (r.landing != kNoWord) awaitLanding(r);  // dropped while its bytes may still come
+  if (r.xfer.busy()) byData_.drop(r.xfer);  // dropped while its bytes may still come
   if (r.claim != kNoWord) {
     words_.release(r.claim);
     directs_.remove(&r);
