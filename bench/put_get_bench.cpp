@@ -16,6 +16,7 @@
 
 #include <cinttypes>
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,7 +34,7 @@ using tether_bench::Row;
 using tether_bench::TableKind;
 
 const char* const kOps[] = {"put", "get", "put_nbi", "get_nbi", "put_bidir", "p", "g", "put_signal",
-                            "atomic_fetch_add", "barrier_all"};
+                            "atomic_fetch_add", "barrier_all", "put_local"};
 
 // ---- memory kinds ------------------------------------------------------------------------------------------------
 
@@ -329,11 +330,13 @@ std::string tag(const Bench& b, const Pair& pair) { return pair.name() + ", path
 // ---- rows --------------------------------------------------------------------------------------------------------
 
 // Blocking put or get of S bytes, PE 0 <-> PE 1, ops back to back, one quiet per batch.
-// put: PE 0's local buffer -> PE 1's target; get: PE 1's target -> PE 0's local buffer.
-void runBlocking(Bench& b, const Pair& pair, bool isPut) {
-  const char* op = isPut ? "put" : "get";
+// put: PE 0's local buffer -> PE 1's target; get: PE 1's target -> PE 0's local buffer; local: tether_put_local.
+void runBlocking(Bench& b, const Pair& pair, bool isPut, bool local = false) {
+  const char* op = local ? "put_local" : isPut ? "put" : "get";
   if (b.me == 0) {
-    b.rep->beginTable(isPut ? "put: blocking tether_put of S bytes, PE 0 -> PE 1 (" + tag(b, pair) +
+    b.rep->beginTable(local ? "put_local: tether_put_local of S bytes (local completion, OpenSHMEM's put), PE 0 -> "
+                              "PE 1 (" + tag(b, pair) + "); ops back to back, tether_quiet once per batch"
+                      : isPut ? "put: blocking tether_put of S bytes, PE 0 -> PE 1 (" + tag(b, pair) +
                                   "); ops back to back, tether_quiet once per batch"
                             : "get: blocking tether_get of S bytes from PE 1 into PE 0 (" + tag(b, pair) +
                                   "); ops back to back, tether_quiet once per batch",
@@ -353,7 +356,9 @@ void runBlocking(Bench& b, const Pair& pair, bool isPut) {
     if (b.me == 0) {
       tether_bench::measure(b.opts.warmup, b.opts.batches, ops, [&](int k) {
         for (int i = 0; i < k; ++i) {
-          if (isPut)
+          if (local)
+            CHECK(b, tether_put_local(b.w, tgt.addr, loc.addr, S, 1));
+          else if (isPut)
             CHECK(b, tether_put(b.w, tgt.addr, loc.addr, S, 1));
           else
             CHECK(b, tether_get(b.w, loc.addr, tgt.addr, S, 1));
@@ -918,7 +923,8 @@ const char* const kExtraUsage =
     "                   D = TETHER_SEG_DEVICE; 'all' = H->H,H->D,D->H,D->D (D pairs skipped without GPUs; a D pair\n"
     "                   named explicitly fails instead). Quote pairs in the shell ('H->D') or write HD\n"
     "rows (--ops): per pair put get put_nbi get_nbi put_bidir; H->H only: p g put_signal atomic_fetch_add;\n"
-    "              pairs with a D target: put_signal, and atomic_fetch_add once; then barrier_all\n"
+    "              pairs with a D target: put_signal, and atomic_fetch_add once; then barrier_all;\n"
+    "              per pair when named only: put_local\n"
     "  --pattern P      traffic pattern (default pair): pair = PE 0 -> PE 1 (PEs above 1 idle); ring = every PE at\n"
     "                   once to next = (me + 1) % n; all-pairs = every PE at once to all n - 1 others per operation;\n"
     "                   ring and all-pairs run the rows put put_nbi put_signal barrier_all only\n"
@@ -1134,6 +1140,7 @@ int main(int argc, char** argv) {
   }
   for (const Pair& pair : patterned(b) ? std::vector<Pair>{} : pairs) {
     if (tether_bench::wantsOp(opts, "put")) runBlocking(b, pair, true);
+    if (std::find(opts.ops.begin(), opts.ops.end(), "put_local") != opts.ops.end()) runBlocking(b, pair, true, true);
     if (tether_bench::wantsOp(opts, "get")) runBlocking(b, pair, false);
     if (tether_bench::wantsOp(opts, "put_nbi")) runNbi(b, pair, true);
     if (tether_bench::wantsOp(opts, "get_nbi")) runNbi(b, pair, false);

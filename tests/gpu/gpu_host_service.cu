@@ -11,6 +11,10 @@
 //  2c. 3 rounds of 200 put_nbi of 8 bytes (more than the service's 64-slot ring) into the next PE's DEVICE buffer, then
 //     a signal with no quiet before it: the next PE waits for the signal (a host wait on its GPU word) and must find
 //     every value of the round in place (a signal follows the puts before it);
+//  2e. 3 rounds of 200 tether_put_local of 8 bytes from one source variable overwritten after each call (local
+//     completion: the service copies it into its slot), then tether_fence and a 64-byte put (a copy-engine copy) over
+//     the first 8 values, then tether_quiet: after a barrier the next PE must find the fenced put's values over the
+//     first 8 and the round's put_local values after them;
 //  2d. 32 blocking put_signal of 1-16 bytes into the next PE's DEVICE buffer (the put is posted, the signal's wait
 //     completes both), the source overwritten at once, the signal on a DEVICE word and on a HOST word in turn;
 //  3. the idle boundary: 300 fetch_inc on the next PE's ring counter with random pauses of 0-3x
@@ -217,6 +221,34 @@ int main() {
     if (wrong) std::fprintf(stderr, "PE %d: %ld values from PE %d missing after its signal\n", me, wrong, prev);
     MP_CHECK(wrong == 0);
     if (me == 0) std::printf("posted puts (3 x 200 put_nbi of 8 B) then a signal without quiet: ok\n");
+  }
+
+  // 2e. tether_put_local (OpenSHMEM's put: src reusable on return; posted to the service), fence, quiet.
+  {
+    std::vector<uint64_t> got(200);
+    long wrong = 0;
+    for (uint64_t round = 1; round <= 3; ++round) {
+      uint64_t v = 0;
+      for (uint64_t i = 0; i < 200; ++i) {
+        v = (round << 40) | (static_cast<uint64_t>(me) << 16) | i;
+        MP_OK(tether_put_local(w, &words->nbi[i], &v, sizeof v, next));
+      }
+      v = 0;  // (the last put's source, reused at once)
+      MP_OK(tether_fence(w));
+      uint64_t over[8];
+      for (uint64_t i = 0; i < 8; ++i) over[i] = (round << 40) | (static_cast<uint64_t>(me) << 16) | 0x8000 | i;
+      MP_OK(tether_put(w, &words->nbi[0], over, sizeof over, next));  // over the service's 16 B: a copy
+      MP_OK(tether_quiet(w));
+      MP_OK(tether_barrier_all(w));
+      CK(cudaMemcpy(got.data(), words->nbi, 200 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+      for (uint64_t i = 0; i < 200; ++i)
+        wrong += got[i] != ((round << 40) | (static_cast<uint64_t>(prev) << 16) | (i < 8 ? 0x8000 : 0) | i);
+      MP_OK(tether_barrier_all(w));
+    }
+    if (wrong) std::fprintf(stderr, "PE %d: %ld values from PE %d wrong after put_local, fence, put, quiet\n", me,
+                            wrong, prev);
+    MP_CHECK(wrong == 0);
+    if (me == 0) std::printf("put_local (3 x 200 of 8 B), fence, a 64 B put over 8 of them, quiet: ok\n");
   }
 
   // 2d. blocking put_signal of 1-16 B into GPU memory (the put is posted and the signal's wait completes both): the

@@ -32,6 +32,15 @@ Status p2pPut(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t 
   return g.copy(dst.gpuPtr, src, n, nbi);
 }
 
+// tether_put_local (OpenSHMEM's put): a small put from host memory into a DEVICE segment is posted to the host
+// service (src is copied into its slot, so it is reusable at once; quiet drains the service, a later signal or put
+// through it executes after it, and fence is quiet on this path); anything else is p2pPut (complete on return).
+Status p2pPutLocal(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n) {
+  GpuContext& g = gpu(ctx);
+  if (!isHostMemory(dst.kind) && small(g, n) && !g.isDeviceMemory(src)) return g.putSmall(dst.gpuPtr, src, n, true);
+  return p2pPut(ctx, pe, dst, src, n, false);
+}
+
 Status p2pGet(void* ctx, int pe, void* dst, const RemoteAddr& src, size_t n, bool nbi) {
   GpuContext& g = gpu(ctx);
   if (isHostMemory(src.kind)) {
@@ -62,7 +71,7 @@ Status p2pQuiet(void* ctx) {
 
 const TransportOps kP2pOps = {
     "p2p", kCapLoadStore | kCapAtomics | kCapHostSegment | kCapDeviceSegment | kCapSignalCompletesPuts,
-    p2pPut, p2pGet, p2pAmo, p2pSignal, p2pQuiet, p2pQuiet,
+    p2pPut, p2pGet, p2pAmo, p2pSignal, p2pQuiet, p2pQuiet, p2pPutLocal,
 };
 
 }  // namespace
