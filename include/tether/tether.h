@@ -342,7 +342,9 @@ tether_status_t tether_team_split_2d(tether_team_t parent, int xrange, const tet
 /* Local: releases this PE's handle (and its index, for later splits) once this PE is done with the team. It first
  * waits until every member has finished the data collectives this PE called on it (an eager broadcast's root returns
  * before its members read; bounded by TETHER_TIMEOUT, which fails and leaves the team live); a sync or barrier still
- * arriving from another member: TETHER_ERR_INVALID_ARG, the team stays live. TETHER_TEAM_INVALID: no-op; the
+ * arriving from another member: TETHER_ERR_INVALID_ARG, the team stays live -- except on a team whose collective state
+ * is lost (a sync or collective on it failed part-way): its handle is released all the same, and where other members
+ * still write its words its index stays reserved on this PE for the rest of the run. TETHER_TEAM_INVALID: no-op; the
  * predefined teams cannot be destroyed. */
 tether_status_t tether_team_destroy(tether_team_t team);
 

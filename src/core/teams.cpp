@@ -239,7 +239,7 @@ Status Teams::split(const char* call, TeamRef parentRef, const long long (&args)
         if (rec[static_cast<size_t>(m) * kRecWords + kRecFree] == 0) full = m;
       if (full >= 0)
         TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: world PE %d already holds %d live teams (TETHER_TEAM_MAX, the world "
-                    "and shared teams included); destroy one first", call, parent->pes[static_cast<size_t>(full)],
+                    "and shared teams included, and indices kept by lost teams); destroy one first", call, parent->pes[static_cast<size_t>(full)],
                     kTeamSlots);
       TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: new team %zu of this split (%zu PEs) finds no team slot free on all of "
                   "its members (each PE holds at most TETHER_TEAM_MAX = %d live teams); destroy teams first", call,
@@ -387,7 +387,7 @@ Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(
   bool busy = false;
   for (size_t i = 0; i < kTeamSyncWords; ++i) busy |= __atomic_load_n(&mine[i], __ATOMIC_ACQUIRE) != 0;
   for (size_t i = 0; i < kCollWords; ++i) busy |= __atomic_load_n(&coll[i], __ATOMIC_ACQUIRE) != 0;
-  if (busy)
+  if (busy && !lost)
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: a sync of the team (index %d) is still in progress on another member "
                   "(destroy a team only after the collectives every member calls on it); the team stays live", call,
                   t->slot);
@@ -399,6 +399,15 @@ Status Teams::destroy(const char* call, TeamRef ref, const std::function<Status(
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (bySlot_[ref.slot] != t) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the team was destroyed meanwhile", call);
+  if (busy) {
+    // A lost team whose words other members set after this PE gave up (more may still come): the handle goes, the
+    // index stays taken on this PE (used_) for the rest of the run, so no later team of this PE meets those writes.
+    TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d: team index %d was lost (%s) and other members still set its words; "
+                    "the handle is released, the index stays reserved on this PE", call, w_.myPe(), ref.slot,
+                    t->lost.message().c_str());
+    bySlot_[ref.slot].reset();
+    return Status::ok();
+  }
   TETHER_TRY(release(ref.slot).withContext(call));
   bySlot_[ref.slot].reset();
   used_ &= ~(uint64_t{1} << ref.slot);

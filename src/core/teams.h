@@ -150,7 +150,9 @@ class Teams {
   // settle(team): runs first, without the room's lock: waits (bounded) until every member has finished what this PE
   // started on the team (the collectives' eager broadcast returns on its root before the members read). A failure
   // leaves the team live. release(slot): runs once the team may go (checks passed), before the slot is freed: the
-  // rooms that keep per-slot state reset it there (the collectives' device words).
+  // rooms that keep per-slot state reset it there (the collectives' device words). A lost team (Team::lost) is
+  // not settled, and where other members still set its words its handle is released but its slot stays taken on
+  // this PE (never reused in this run: late writes may still come), without release.
   Status destroy(const char* call, TeamRef ref, const std::function<Status(Team&)>& settle,
                  const std::function<Status(int)>& release);
   // Collective over the team; barrier: quiet first (tether_team_barrier), else sync only (tether_team_sync).

@@ -7,7 +7,8 @@
 // predefined destroy, after finalize).
 // `mp_team timeout` (TETHER_TIMEOUT=3): PE 0 skips a team sync; every other PE's sync fails within the timeout naming
 // the round and the PE it waited for (or the PE that timed out first and passed its failure on), and the next sync on
-// the team fails at once ("collective state is lost"), while the world goes on.
+// the team fails at once ("collective state is lost"), while the world goes on; then PE 0 makes its sync late (into
+// the words of members that gave up), the lost team's members still destroy it, and a new team works.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -355,6 +356,22 @@ void timeoutMode() {
   }
   // The world team and the instance are unaffected.
   MP_OK(tether_team_sync(tether_team_world(w)));
+  MP_OK(tether_barrier_all(w));
+  // PE 0 makes the sync it skipped now: its signals land in the words of members that gave up (whatever it returns).
+  // Those members' destroy still releases the lost team (its index stays reserved on them); PE 0's, whose team is
+  // not lost, may be refused if a signal for it is left over. Either way a new team gets an index free on all.
+  if (me == 0) (void)tether_team_sync(t);
+  MP_OK(tether_barrier_all(w));
+  if (me != 0) {
+    MP_OK(tether_team_destroy(t));
+  } else {
+    const tether_status_t s = tether_team_destroy(t);
+    MP_CHECK(s == TETHER_SUCCESS || s == TETHER_ERR_INVALID_ARG);
+  }
+  tether_team_t again;
+  MP_OK(tether_team_split_strided(tether_team_world(w), 0, 1, npes, nullptr, &again));
+  for (int k = 0; k < 3; ++k) MP_OK(tether_team_sync(again));
+  MP_OK(tether_team_destroy(again));
   MP_OK(tether_barrier_all(w));
   std::printf("PE %d: team timeout OK\n", me);
 }
