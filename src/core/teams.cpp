@@ -239,8 +239,8 @@ Status Teams::split(const char* call, TeamRef parentRef, const long long (&args)
         if (rec[static_cast<size_t>(m) * kRecWords + kRecFree] == 0) full = m;
       if (full >= 0)
         TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: world PE %d already holds %d live teams (TETHER_TEAM_MAX, the world "
-                    "and shared teams included, and indices kept by lost teams); destroy one first", call, parent->pes[static_cast<size_t>(full)],
-                    kTeamSlots);
+                    "and shared teams included, and indices kept by lost teams); destroy one first", call,
+                    parent->pes[static_cast<size_t>(full)], kTeamSlots);
       TETHER_FAIL(TETHER_ERR_NO_MEMORY, "%s: new team %zu of this split (%zu PEs) finds no team slot free on all of "
                   "its members (each PE holds at most TETHER_TEAM_MAX = %d live teams); destroy teams first", call,
                   k, teams[k].members.size(), kTeamSlots);
