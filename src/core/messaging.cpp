@@ -42,6 +42,19 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
   blocked_.assign(static_cast<size_t>(n_), 0);
 }
 
+MsgByData::Settings Messaging::byDataSettings(const World& w) {
+  MsgByData::Settings s;
+  s.me = w.myPe();
+  s.nPes = w.nPes();
+  s.timeout = w.timeout();
+  s.rndvMin = w.config().size("TETHER_MSG_REMOTE_RNDV");
+  s.cap = w.config().size("TETHER_MSG_REMOTE_INFLIGHT");
+  s.pinnedMax = w.config().size("TETHER_MSG_PINNED_MAX");
+  s.pieceBytes = w.config().size("TETHER_MSG_REMOTE_PIECE");
+  s.pieceHost = w.config().flag("TETHER_MSG_REMOTE_PIECE_HOST");
+  return s;
+}
+
 Status Messaging::create(World& w, const char* call, const tether_msg_attr_t* attr, std::unique_ptr<Messaging>* out) {
   uint64_t v[3] = {w.config().size("TETHER_MSG_EAGER"), static_cast<uint64_t>(w.config().integer("TETHER_MSG_SLOTS")),
                    w.config().size("TETHER_MSG_UNEXPECTED")};
@@ -108,7 +121,8 @@ Status Messaging::setUp(const char* call) {
   inbox_ = region_ + kAgreeBytes + ackBytes + streamBytes;
   unexpected_.attach(inbox_ + inboxBytes, poolBytes_);
   TETHER_TRY(SiblingPaths::create(w_, call, &paths_));
-  byData_.attach(paths_.get());
+  byData_.attach({[this](int pe, void** ctx) -> const TransportOps& { return opsTo(pe, SegKind::Host, ctx); },
+                  [this] { w_.paths().progress(); }, w_.gpu(), paths_->gpu()});
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
   direct_.resize(static_cast<size_t>(n_));
   for (int pe = 0; pe < n_; ++pe) direct_[static_cast<size_t>(pe)] = static_cast<char*>(w_.ptr(region_, pe));
@@ -158,7 +172,7 @@ Status Messaging::destroy(const char* call) {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  byData_.attach(nullptr);
+  byData_.attach({});
   paths_.reset();  // closes this PE's CUDA IPC mappings of peers' buffers: after the barrier the peers may free them
   if (engineStream_) {
     StreamOps* so = nullptr;

@@ -263,6 +263,7 @@ class Messaging : private MsgByData::Owner {
   // MsgByData::Owner: a transfer of a request ended (complete it); the receiver of token hears no (more) data comes.
   void ended(MsgByData::Xfer& x, Status result) override;
   void refuse(int pe, uint64_t token) override { queueCancel(pe, token); }
+  static MsgByData::Settings byDataSettings(const World& w);  // from TETHER_MSG_REMOTE_* and the World
   bool withdraw(uint64_t id);  // true: the receiver is reading the buffer (wait for completion)
   Status waitOrWithdraw(const char* call, uint64_t req, tether_msg_status_t* st);  // lock not held
   void forget(Req& r);  // drops r (and its stream words)
@@ -323,7 +324,7 @@ class Messaging : private MsgByData::Owner {
   StreamWords words_;
   // Rendezvous bytes to and from other hosts moved by the transport's data operations (core/msg_by_data.h): its
   // transfers live in the requests (Req::xfer); it reports their ends through ended / refuse below.
-  MsgByData byData_{w_, words_, *this};
+  MsgByData byData_{byDataSettings(w_), words_, *this};
   std::list<Req*> armed_;     // sends not started yet, and those behind one to the same PE, in the order made
   std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
   std::vector<char> blocked_;      // fireTriggers' scratch: per destination, an earlier send has not started

@@ -8,36 +8,22 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "core/sibling_paths.h"
-#include "core/world.h"
 #include "gpu/gpu.h"
 #include "transport/transport.h"
 
 namespace tether {
 
-MsgByData::MsgByData(World& w, StreamWords& words, Owner& owner)
-    : w_(w),
+MsgByData::MsgByData(const Settings& s, StreamWords& words, Owner& owner)
+    : s_(s),
       words_(words),
       owner_(owner),
-      me_(w.myPe()),
-      rndvMin_(w.config().size("TETHER_MSG_REMOTE_RNDV")),
-      cap_(w.config().size("TETHER_MSG_REMOTE_INFLIGHT")),
-      pinnedMax_(w.config().size("TETHER_MSG_PINNED_MAX")),
-      pieceBytes_(w.config().size("TETHER_MSG_REMOTE_PIECE")),
-      pieceHost_(w.config().flag("TETHER_MSG_REMOTE_PIECE_HOST")),
-      hostStages_(size_t{64} << 10, GpuStages::Memory::PinnedHost, pinnedMax_),
-      queue_(static_cast<size_t>(w.nPes())),
-      inFlight_(static_cast<size_t>(w.nPes())) {}
-
-const TransportOps& MsgByData::ops(int pe, void** ctx) const {
-  const SegPath& p = w_.path(pe, SegKind::Host);
-  *ctx = paths_ ? paths_->ctx(p) : p.ctx;
-  return *p.ops;
-}
+      hostStages_(size_t{64} << 10, GpuStages::Memory::PinnedHost, s.pinnedMax),
+      queue_(static_cast<size_t>(s.nPes)),
+      inFlight_(static_cast<size_t>(s.nPes)) {}
 
 bool MsgByData::takes(int pe, bool gpu) const {
   void* ctx = nullptr;
-  return takes(ops(pe, &ctx), gpu);
+  return takes(links_.ops(pe, &ctx), gpu);
 }
 
 bool MsgByData::takes(const TransportOps& ops, bool gpu) {
@@ -46,9 +32,9 @@ bool MsgByData::takes(const TransportOps& ops, bool gpu) {
 
 bool MsgByData::expect(const char* call, Xfer& x, int src, void* dst, size_t bytes, bool gpu, uint64_t token,
                        int tag) {
-  if (bytes == 0 || rndvMin_ == 0 || bytes < rndvMin_ || !words_.any()) return false;
+  if (bytes == 0 || s_.rndvMin == 0 || bytes < s_.rndvMin || !words_.any()) return false;
   void* ctx = nullptr;
-  const TransportOps& o = ops(src, &ctx);
+  const TransportOps& o = links_.ops(src, &ctx);
   if (!takes(o, gpu)) return false;
   uint32_t word = kNone;
   words_.take(&word);  // (one is free: checked above)
@@ -57,7 +43,7 @@ bool MsgByData::expect(const char* call, Xfer& x, int src, void* dst, size_t byt
   if (!s.isOk()) {
     words_.release(word);
     TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: the rendezvous message from PE %d comes through the ring (%s)", call,
-                    me_, src, s.message().c_str());
+                    s_.me, src, s.message().c_str());
     return false;
   }
   x.send = false;
@@ -110,14 +96,14 @@ bool MsgByData::unqueue(Xfer& x) {
 // receiver).
 bool MsgByData::start(const char* call, Xfer& x) {
   void* ctx = nullptr;
-  const TransportOps& o = ops(x.pe, &ctx);
+  const TransportOps& o = links_.ops(x.pe, &ctx);
   if (!o.sendData) {
     owner_.ended(x, Status(TETHER_ERR_INTERNAL, strprintf("%s: PE %d expects data by a transport operation the path "
-                                                          "from PE %d lacks", call, x.pe, me_)));
+                                                          "from PE %d lacks", call, x.pe, s_.me)));
     return true;
   }
   size_t& inFlight = inFlight_[static_cast<size_t>(x.pe)];
-  if (!words_.any() || (inFlight && inFlight + x.bytes > cap_)) return false;
+  if (!words_.any() || (inFlight && inFlight + x.bytes > s_.cap)) return false;
   x.pieced = false;  // (a persistent request's earlier round may have gone in pieces)
   x.pieceError = Status::ok();
   const void* from = x.src;
@@ -130,8 +116,8 @@ bool MsgByData::start(const char* call, Xfer& x) {
       owner_.ended(x, c);
       return true;
     }
-  } else if (pieceHost_ && pieceBytes_ && x.bytes > pieceBytes_) {
-    first = pieceBytes_;
+  } else if (s_.pieceHost && s_.pieceBytes && x.bytes > s_.pieceBytes) {
+    first = s_.pieceBytes;
   }
   uint32_t word = kNone;
   words_.take(&word);  // (one is free: checked above)
@@ -159,17 +145,17 @@ bool MsgByData::start(const char* call, Xfer& x) {
 void MsgByData::stageNextPiece(Xfer& x) {
   const size_t off = x.pieceOff + x.pieceLen;
   if (off >= x.bytes || !x.pieceError.isOk()) return;
-  const size_t n = std::min(pieceBytes_, x.bytes - off);
-  x.pieceError = paths_->gpu()->copy(x.pieceNext, static_cast<const char*>(x.src) + off, n, false)
+  const size_t n = std::min(s_.pieceBytes, x.bytes - off);
+  x.pieceError = links_.copier->copy(x.pieceNext, static_cast<const char*>(x.src) + off, n, false)
                      .withContext("tether_send");
 }
 
 bool MsgByData::nextPiece(Xfer& x) {
-  const size_t off = x.pieceOff + x.pieceLen, n = std::min(pieceBytes_, x.bytes - off);
+  const size_t off = x.pieceOff + x.pieceLen, n = std::min(s_.pieceBytes, x.bytes - off);
   Status s = x.pieceError;
   if (s.isOk()) {
     void* ctx = nullptr;
-    const TransportOps& o = ops(x.pe, &ctx);
+    const TransportOps& o = links_.ops(x.pe, &ctx);
     const void* from = static_cast<const char*>(x.src) + off;
     if (x.gpu) {
       std::swap(x.pieceAt, x.pieceNext);
@@ -199,15 +185,15 @@ bool MsgByData::nextPiece(Xfer& x) {
 Status MsgByData::stage(const char* call, Xfer& x, const void** from, size_t* first) {
   void* p = nullptr;
   Status pinned = Status::ok();
-  if (pinnedMax_) {
-    pinned = hostStages_.acquire(*w_.gpu(), x.bytes, "a pinned stage (TETHER_MSG_PINNED_MAX)", &x.hostStage);
+  if (s_.pinnedMax) {
+    pinned = hostStages_.acquire(*links_.gpu, x.bytes, "a pinned stage (TETHER_MSG_PINNED_MAX)", &x.hostStage);
     if (pinned.isOk()) p = x.hostStage->p;
   }
-  if (!p && pieceBytes_ && x.bytes > pieceBytes_) {
+  if (!p && s_.pieceBytes && x.bytes > s_.pieceBytes) {
     // In pieces: two pinned stages of a piece, else a pageable buffer of two pieces.
     const char* what = "a pinned stage of a piece (TETHER_MSG_PINNED_MAX)";
-    if (pinnedMax_ && hostStages_.acquire(*w_.gpu(), pieceBytes_, what, &x.hostStage).isOk() &&
-        hostStages_.acquire(*w_.gpu(), pieceBytes_, what, &x.nextStage).isOk()) {
+    if (s_.pinnedMax && hostStages_.acquire(*links_.gpu, s_.pieceBytes, what, &x.hostStage).isOk() &&
+        hostStages_.acquire(*links_.gpu, s_.pieceBytes, what, &x.nextStage).isOk()) {
       x.pieceAt = static_cast<char*>(x.hostStage->p);
       x.pieceNext = static_cast<char*>(x.nextStage->p);
     } else {
@@ -216,23 +202,23 @@ Status MsgByData::stage(const char* call, Xfer& x, const void** from, size_t* fi
         pinnedRefused_ = true;
         TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: the pieces of a GPU send buffer to PE %d are staged in pageable host "
                         "memory (no two pinned stages of %zu bytes within TETHER_MSG_PINNED_MAX); said once", call,
-                        me_, x.pe, pieceBytes_);
+                        s_.me, x.pe, s_.pieceBytes);
       }
-      x.bounce.reset(new (std::nothrow) char[2 * pieceBytes_]);
+      x.bounce.reset(new (std::nothrow) char[2 * s_.pieceBytes]);
       if (!x.bounce)
         return Status(TETHER_ERR_NO_MEMORY, strprintf("%s: no host memory to stage two %zu-byte pieces of a GPU send "
-                                                      "buffer to PE %d", call, pieceBytes_, x.pe));
+                                                      "buffer to PE %d", call, s_.pieceBytes, x.pe));
       x.pieceAt = x.bounce.get();
-      x.pieceNext = x.bounce.get() + pieceBytes_;
+      x.pieceNext = x.bounce.get() + s_.pieceBytes;
     }
     *from = x.pieceAt;
-    *first = pieceBytes_;
-    return paths_->gpu()->copy(x.pieceAt, x.src, pieceBytes_, false).withContext(call);
+    *first = s_.pieceBytes;
+    return links_.copier->copy(x.pieceAt, x.src, s_.pieceBytes, false).withContext(call);
   }
   if (!p && !pinned.isOk() && !pinnedRefused_) {
     pinnedRefused_ = true;
     TETHER_LOG_INFO(LogSys::Core, "%s: PE %d: a GPU send buffer to PE %d is staged in pageable host memory (%s); "
-                    "said once", call, me_, x.pe, pinned.message().c_str());
+                    "said once", call, s_.me, x.pe, pinned.message().c_str());
   }
   if (!p) {
     x.bounce.reset(new (std::nothrow) char[x.bytes]);
@@ -242,7 +228,7 @@ Status MsgByData::stage(const char* call, Xfer& x, const void** from, size_t* fi
     p = x.bounce.get();
   }
   *from = p;
-  return paths_->gpu()->copy(p, x.src, x.bytes, false).withContext(call);
+  return links_.copier->copy(p, x.src, x.bytes, false).withContext(call);
 }
 
 // x's staged bytes are no longer needed (reusable), or may still be read by the transport (!reusable: a send given
@@ -303,11 +289,11 @@ void MsgByData::poll(bool* did) {
 }
 
 void MsgByData::drop(Xfer& x) {
-  SpinWait spin(w_.timeout());
+  SpinWait spin(s_.timeout);
   while (!cancel(x)) {
-    w_.paths().progress();
+    if (links_.progress) links_.progress();
     if (!spin.next()) {
-      TETHER_LOG_WARN(LogSys::Core, "PE %d: a %s PE %d was dropped while its %zu bytes were still moving", me_,
+      TETHER_LOG_WARN(LogSys::Core, "PE %d: a %s PE %d was dropped while its %zu bytes were still moving", s_.me,
                       x.send ? "send to" : "receive from", x.pe, x.bytes);
       landings_.remove(&x);
       landed(x, false);
@@ -318,7 +304,7 @@ void MsgByData::drop(Xfer& x) {
 
 bool MsgByData::cancel(Xfer& x) {
   void* ctx = nullptr;
-  const TransportOps& o = ops(x.pe, &ctx);
+  const TransportOps& o = links_.ops(x.pe, &ctx);
   const bool over = x.send ? false : o.cancelData(ctx, x.pe, x.token);
   if (!over && !__atomic_load_n(words_.trigger(x.landing), __ATOMIC_ACQUIRE)) return false;
   if (x.send && x.pieced && x.pieceOff + x.pieceLen < x.bytes)

@@ -13,20 +13,23 @@
 //  - Send (the receiver's CTS said "by data"): send() starts it, or queues it behind the destination's earlier ones
 //    (startQueued starts those in order): at most TETHER_MSG_REMOTE_INFLIGHT bytes per destination under way, or one
 //    larger message; no stream word free waits too. A GPU send buffer is copied into host memory first (the copy
-//    engine on the sibling context, attach): a pinned stage, at most TETHER_MSG_PINNED_MAX bytes of them in all, else
-//    host memory of the transfer's own; where no whole pinned stage fits and TETHER_MSG_REMOTE_PIECE is set, in
-//    pieces -- one on the wire while the next is copied into the other of two piece buffers (TETHER_MSG_REMOTE_PIECE_HOST:
-//    host buffers too, for tests).
+//    engine of Links::copier): a pinned stage, at most TETHER_MSG_PINNED_MAX bytes of them in all, else host memory
+//    of the transfer's own; where no whole pinned stage fits and TETHER_MSG_REMOTE_PIECE is set, in pieces -- one on
+//    the wire while the next is copied into the other of two piece buffers (TETHER_MSG_REMOTE_PIECE_HOST: host
+//    buffers too, for tests).
 //  - Each transfer ends once, reported to the Owner by ended(): from poll() when its word is set, or at once when a
 //    send cannot start. A send that fails after the receiver expected its bytes (or leaves pieces unsent) calls
 //    refuse(pe, token) first, so the owner tells the receiver (a CANCEL) and its receive fails now, not at its
 //    timeout. cancel / withdraw / drop end a transfer without ended().
+//  - It knows no World: its settings, the transports and the GPU come in as Settings and Links (tests/unit's
+//    test_msg_by_data drives it through a fake transport).
 //  - Not thread-safe: the owner's lock guards it (as the StreamWords it shares).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <set>
@@ -38,8 +41,7 @@
 
 namespace tether {
 
-class World;
-class SiblingPaths;
+class GpuContext;
 struct TransportOps;
 
 class MsgByData {
@@ -82,11 +84,27 @@ class MsgByData {
     ~Owner() = default;
   };
 
-  // Reads TETHER_MSG_REMOTE_RNDV, _INFLIGHT, _PIECE, _PIECE_HOST and TETHER_MSG_PINNED_MAX. words: the owner's stream
-  // area (landing words are taken from it).
-  MsgByData(World& w, StreamWords& words, Owner& owner);
-  // The GPU context and transport contexts to use (the owner's SiblingPaths); before the first transfer.
-  void attach(SiblingPaths* paths) { paths_ = paths; }
+  struct Settings {
+    int me = 0, nPes = 1;
+    double timeout = 0;       // TETHER_TIMEOUT, seconds (drop's wait)
+    size_t rndvMin = 0;       // TETHER_MSG_REMOTE_RNDV: from these bytes (0: never)
+    size_t cap = 0;           // TETHER_MSG_REMOTE_INFLIGHT: bytes under way per destination
+    size_t pinnedMax = 0;     // TETHER_MSG_PINNED_MAX (0: no pinned stages)
+    size_t pieceBytes = 0;    // TETHER_MSG_REMOTE_PIECE (0: never in pieces)
+    bool pieceHost = false;   // TETHER_MSG_REMOTE_PIECE_HOST
+  };
+  // Its ways out: the transport to a PE's HOST segment with its context for this room, progress of every transport
+  // (drop's wait), and -- with a GPU -- the context whose pinned memory stages GPU send buffers and the one that
+  // copies into them (without, no transfer may be a GPU one).
+  struct Links {
+    std::function<const TransportOps&(int pe, void** ctx)> ops;
+    std::function<void()> progress;
+    GpuContext* gpu = nullptr;
+    GpuContext* copier = nullptr;
+  };
+  // words: the owner's stream area (landing words are taken from it).
+  MsgByData(const Settings& s, StreamWords& words, Owner& owner);
+  void attach(Links links) { links_ = std::move(links); }  // before the first transfer
 
   // Whether this PE's transport to pe moves a buffer of this process by sendData/expectData (gpu: GPU memory).
   bool takes(int pe, bool gpu) const;
@@ -121,19 +139,12 @@ class MsgByData {
   void stageNextPiece(Xfer& x);
   bool nextPiece(Xfer& x);       // false: it failed (x ended)
   void landed(Xfer& x, bool wordReusable);  // x out of landings_: word, stages and in-flight bytes given back
-  const TransportOps& ops(int pe, void** ctx) const;
   static bool takes(const TransportOps& ops, bool gpu);
 
-  World& w_;
+  const Settings s_;
   StreamWords& words_;
   Owner& owner_;
-  SiblingPaths* paths_ = nullptr;
-  const int me_;
-  const size_t rndvMin_;    // TETHER_MSG_REMOTE_RNDV: from these bytes (0: never)
-  const size_t cap_;        // TETHER_MSG_REMOTE_INFLIGHT: bytes under way per destination
-  const size_t pinnedMax_;  // TETHER_MSG_PINNED_MAX (0: no pinned stages)
-  const size_t pieceBytes_;  // TETHER_MSG_REMOTE_PIECE (0: never in pieces)
-  const bool pieceHost_;     // TETHER_MSG_REMOTE_PIECE_HOST
+  Links links_;
   GpuStages hostStages_;
   bool pinnedRefused_ = false;  // logged once
   std::vector<std::deque<Xfer*>> queue_;  // per destination: sends waiting for their turn
