@@ -22,22 +22,24 @@ GpuContext& gpu(void* ctx) { return *static_cast<GpuContext*>(ctx); }
 // nbi: posted, completed at quiet; gets blocking only). The service is asked first: with it off, no pointer query.
 bool small(GpuContext& g, size_t n) { return n <= GpuContext::kSmallCopyBytes && g.hostService(); }
 
+// A put the host service takes: small, from host memory, into a DEVICE segment.
+bool servicePut(GpuContext& g, const RemoteAddr& dst, const void* src, size_t n) {
+  return !isHostMemory(dst.kind) && small(g, n) && !g.isDeviceMemory(src);
+}
+
 Status p2pPut(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi) {
   GpuContext& g = gpu(ctx);
-  if (isHostMemory(dst.kind)) {
-    if (!g.isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
-  } else if (small(g, n) && !g.isDeviceMemory(src)) {
-    return g.putSmall(dst.gpuPtr, src, n, nbi);
-  }
+  if (isHostMemory(dst.kind) && !g.isDeviceMemory(src)) return shmTransportOps().put(nullptr, pe, dst, src, n, nbi);
+  if (servicePut(g, dst, src, n)) return g.putSmall(dst.gpuPtr, src, n, nbi);
   return g.copy(dst.gpuPtr, src, n, nbi);
 }
 
-// tether_put_local (OpenSHMEM's put): a small put from host memory into a DEVICE segment is posted to the host
-// service (src is copied into its slot, so it is reusable at once; quiet drains the service, a later signal or put
-// through it executes after it, and fence is quiet on this path); anything else is p2pPut (complete on return).
+// tether_put_local (OpenSHMEM's put): a put the service takes is posted to it (src is copied into its slot, so it is
+// reusable at once; quiet drains the service, a later signal or put through it executes after it, and fence is quiet
+// on this path); anything else is p2pPut (complete on return).
 Status p2pPutLocal(void* ctx, int pe, const RemoteAddr& dst, const void* src, size_t n) {
   GpuContext& g = gpu(ctx);
-  if (!isHostMemory(dst.kind) && small(g, n) && !g.isDeviceMemory(src)) return g.putSmall(dst.gpuPtr, src, n, true);
+  if (servicePut(g, dst, src, n)) return g.putSmall(dst.gpuPtr, src, n, true);
   return p2pPut(ctx, pe, dst, src, n, false);
 }
 
