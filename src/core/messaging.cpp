@@ -31,14 +31,10 @@ Messaging::Messaging(World& w, size_t eager, size_t slots, size_t unexpected)
       me_(w.myPe()),
       credit_(n_, slots),
       out_(static_cast<size_t>(n_)),
-      directOn_(w.config().flag("TETHER_MSG_DIRECT")),
-      ipcOn_(directOn_ && w.config().flag("TETHER_MSG_IPC")),
       remoteEager_(spanEagerMax(w.config().size("TETHER_MSG_REMOTE_EAGER"))),
       staging_(std::max(slotBytes_, sizeof(SlotHead) + remoteEager_)) {
   static_assert(sizeof(SlotHead) == 64, "slot head is one cache line");
   armedTo_.assign(static_cast<size_t>(n_), 0);
-  cmaOk_.assign(static_cast<size_t>(n_), 1);
-  ipcOk_.assign(static_cast<size_t>(n_), 1);
   blocked_.assign(static_cast<size_t>(n_), 0);
 }
 
@@ -52,6 +48,15 @@ MsgByData::Settings Messaging::byDataSettings(const World& w) {
   s.pinnedMax = w.config().size("TETHER_MSG_PINNED_MAX");
   s.pieceBytes = w.config().size("TETHER_MSG_REMOTE_PIECE");
   s.pieceHost = w.config().flag("TETHER_MSG_REMOTE_PIECE_HOST");
+  return s;
+}
+
+MsgDirect::Settings Messaging::directSettings(const World& w) {
+  MsgDirect::Settings s;
+  s.me = w.myPe();
+  s.nPes = w.nPes();
+  s.on = w.config().flag("TETHER_MSG_DIRECT");
+  s.ipc = s.on && w.config().flag("TETHER_MSG_IPC");
   return s;
 }
 
@@ -124,8 +129,28 @@ Status Messaging::setUp(const char* call) {
   byData_.attach({[this](int pe, void** ctx) -> const TransportOps& { return opsTo(pe, SegKind::Host, ctx); },
                   [this] { w_.paths().progress(); }, w_.gpu(), paths_->gpu()});
   // Peers whose HOST segment this process maps (same host, load/store path): their regions are written directly.
-  direct_.resize(static_cast<size_t>(n_));
-  for (int pe = 0; pe < n_; ++pe) direct_[static_cast<size_t>(pe)] = static_cast<char*>(w_.ptr(region_, pe));
+  mapped_.resize(static_cast<size_t>(n_));
+  for (int pe = 0; pe < n_; ++pe) mapped_[static_cast<size_t>(pe)] = static_cast<char*>(w_.ptr(region_, pe));
+  // Direct reads (core/msg_direct.h): a buffer in a symmetric segment is read by a get (the HOST heap test is inline
+  // and builds no error message: a private buffer, the common case, fails it; the full check only for GPU buffers).
+  MsgDirect::Links direct;
+  direct.region = region_;
+  direct.mapped = [this](int pe) { return mapped_[static_cast<size_t>(pe)]; };
+  direct.symmetric = [this](const void* buf, size_t bytes, bool gpu, SegKind* kind, uint64_t* at) {
+    SymRef ref{SegKind::Host, 0};
+    if (!w_.heap().inHostHeap(buf, bytes, &ref) &&
+        !(gpu && w_.checkSymmetric("tether_isend", "buf", buf, bytes, &ref).isOk()))
+      return false;
+    *kind = ref.kind;
+    *at = ref.offset;
+    return true;
+  };
+  direct.get = [this](const char* c, void* dst, int src, SegKind kind, uint64_t at, size_t bytes) {
+    const char* base = kind == SegKind::Static ? w_.heap().staticLocal() : w_.heap().base(kind);
+    return move(c, Op::Get, dst, base + at, bytes, src, nullptr, 0);
+  };
+  direct.gpu = paths_->gpu();
+  direct_.attach(std::move(direct));
   // Eager sizes per destination: a PE written by one flagged put per slot message (another host) takes eager messages
   // up to remoteEager_ in consecutive slots (one network message, as UCX's own eager tag send), everyone else up to
   // eager_ in one slot.
@@ -134,7 +159,7 @@ Status Messaging::setUp(const char* call) {
   fragTo_.assign(static_cast<size_t>(n_), payload_);
   for (int pe = 0; pe < n_; ++pe) {
     void* ctx = nullptr;
-    if (direct_[static_cast<size_t>(pe)] || !opsTo(pe, SegKind::Host, &ctx).putFlagged) continue;
+    if (mapped_[static_cast<size_t>(pe)] || !opsTo(pe, SegKind::Host, &ctx).putFlagged) continue;
     eagerTo_[static_cast<size_t>(pe)] = std::max(eager_, remoteEager_);
     fragTo_[static_cast<size_t>(pe)] = std::max(payload_, std::min(remoteEager_, kSpanFragmentMax));
   }
@@ -206,6 +231,7 @@ Messaging::Req& Messaging::newReq(bool send, int pe, int tag, void* buf, size_t 
   r.cap = bytes;
   r.gpu = gpu;
   r.xfer.owner = &r;
+  r.direct.owner = &r;
   *id = r.id;
   return r;
 }
@@ -260,70 +286,22 @@ void Messaging::queueSend(Req& r) {
   o.req = &r;
   if (o.h.kind == kRts) {
     o.h.how = byData_.takes(r.pe, false) ? kTransportPayload : 0;  // a GPU buffer is staged (MsgByData)
-    offerDirect(r, &o.h);
+    // To a PE of this host whose ring this process maps: the receiver may read the buffer itself (RTS_DIRECT).
+    MsgDirect::Ticket t;
+    if (direct_.offer(r.direct, r.pe, r.src, r.cap, r.gpu, &t)) {
+      o.h.kind = kRtsDirect;
+      o.h.how = t.how;
+      o.h.b = t.at;
+      o.h.c = t.claim;
+      o.h.pid = t.pid;
+    }
   }
   out_[static_cast<size_t>(r.pe)].push_back(o);
 }
 
-// A rendezvous send to a PE of this host whose ring this process maps: the receiver may read the buffer itself
-// (RTS_DIRECT), through World::get when the buffer is in the symmetric HOST or DEVICE heap, with process_vm_readv
-// from other host memory (STATIC program data included), by CUDA IPC from other GPU memory (TETHER_MSG_IPC;
-// exportIpc). A claim word decides between the receiver's read and a withdrawal.
-void Messaging::offerDirect(Req& r, SlotHead* h) {
-  // (No word free: the ring path.)
-  if (!directOn_ || !direct_[static_cast<size_t>(r.pe)] || !words_.any()) return;
-  SymRef ref;
-  uint64_t how = 0;
-  // The HOST heap test is inline and builds no error message (a private buffer, the common case, fails it); the full
-  // check only for GPU buffers, whose alternative is the ring.
-  if (w_.heap().inHostHeap(r.src, r.cap, &ref) ||
-      (r.gpu && w_.checkSymmetric("tether_isend", "buf", r.src, r.cap, &ref).isOk()))
-    how = kViaGet | static_cast<uint64_t>(ref.kind) << 8;
-  else if (!r.gpu)
-    how = kViaCma;
-  else if (ipcOn_ && exportIpc(r))
-    how = kViaIpc;
-  if (!how) return;
-  words_.take(&r.claim);  // (one is free: checked above)
-  __atomic_store_n(words_.trigger(r.claim), kClaimOpen, __ATOMIC_RELEASE);
-  h->kind = kRtsDirect;
-  h->b = (how & 0xff) == kViaGet ? ref.offset : reinterpret_cast<uint64_t>(r.src);
-  h->c = static_cast<uint64_t>(reinterpret_cast<char*>(words_.trigger(r.claim)) - region_);
-  h->how = how;
-  h->pid = static_cast<uint32_t>(getpid());
-  directs_.push_back(&r);
-}
-
-// A private GPU send buffer offered by CUDA IPC: r.ipc names its region for the receiver, which opens it (a mapping it
-// caches) and copies from it. A self-send needs none: the receiver is this World and copies from the address
-// (cudaIpcOpenMemHandle refuses a handle of its own process). False when the buffer cannot be exported (managed or
-// pool memory, ...; logged once per reason): the ring carries the message.
-bool Messaging::exportIpc(Req& r) {
-  if (r.pe == me_) return true;
-  std::unique_ptr<GpuIpcRef> ref(new GpuIpcRef());
-  const Status s = paths_->gpu()->exportRegion(r.src, r.cap, ref.get());
-  if (!s.isOk()) {
-    if (ipcRefusals_.insert(s.message()).second)
-      TETHER_LOG_INFO(LogSys::Core, "PE %d: rendezvous sends from such GPU buffers go through the ring (%s)", me_,
-                      s.message().c_str());
-    return false;
-  }
-  r.ipc = std::move(ref);
-  return true;
-}
-
-// Sends whose receiver stored kClaimDone into their claim word are complete.
-void Messaging::pollDirect(bool* did) {
-  for (auto it = directs_.begin(); it != directs_.end();) {
-    Req& r = **it;
-    if (r.done || __atomic_load_n(words_.trigger(r.claim), __ATOMIC_ACQUIRE) != kClaimDone) {
-      ++it;
-      continue;
-    }
-    it = directs_.erase(it);
-    complete(r, Status::ok());
-    *did = true;
-  }
+void Messaging::delivered(MsgDirect::Offer& o) {
+  Req& r = *static_cast<Req*>(o.owner);
+  if (!r.done) complete(r, Status::ok());
 }
 
 

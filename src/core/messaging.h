@@ -61,14 +61,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <sys/types.h>
 #include <deque>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
-#include <string>
 #include <thread>
 #include <condition_variable>
 #include <vector>
@@ -78,6 +75,7 @@
 #include "core/id_table.h"
 #include "core/msg_by_data.h"
 #include "core/msg_credit.h"
+#include "core/msg_direct.h"
 #include "core/msg_match.h"
 #include "core/msg_words.h"
 #include "core/op.h"
@@ -92,7 +90,7 @@ class SiblingPaths;
 struct GpuIpcRef;
 struct TransportOps;
 
-class Messaging : private MsgByData::Owner {
+class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
  public:
   // Collective over the world: agrees on the attributes (defaults from TETHER_MSG_*), allocates the region.
   static Status create(World& w, const char* call, const tether_msg_attr_t* attr, std::unique_ptr<Messaging>* out);
@@ -269,11 +267,9 @@ class Messaging : private MsgByData::Owner {
   void forget(Req& r);  // drops r (and its stream words)
   // h: the RTS / RTS_DIRECT head; ipc: the region an RTS_DIRECT by CUDA IPC named (its payload), else unused.
   Status matchRts(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc);
-  Status readDirect(const char* call, Req& r, int src, const SlotHead& h, const GpuIpcRef& ipc, bool* viaRing);
-  void offerDirect(Req& r, SlotHead* h);  // queueSend: an RTS becomes RTS_DIRECT where the receiver can read
-  bool exportIpc(Req& r);                 // offerDirect: a private GPU send buffer by CUDA IPC (r.ipc), if it can
-  void pollDirect(bool* did);             // progress: direct sends whose receiver is done complete
-  static bool cmaRead(pid_t pid, uint64_t from, void* to, size_t n);
+  // MsgDirect::Owner: a send's direct offer was read (complete it).
+  void delivered(MsgDirect::Offer& o) override;
+  static MsgDirect::Settings directSettings(const World& w);  // from TETHER_MSG_DIRECT / _IPC and the World
   void complete(Req& r, Status result);
   void fill(const Req& r, tether_msg_status_t* st) const;
   Status finish(uint64_t* req, tether_msg_status_t* st);  // r done: report it, forget it
@@ -295,18 +291,12 @@ class Messaging : private MsgByData::Owner {
   char* region_ = nullptr;
   uint64_t* acked_ = nullptr;  // acked_[d]: slots of my ring at d that d consumed (written by d)
   char* inbox_ = nullptr;
-  std::vector<char*> direct_;  // per PE: its region as this process maps it (same-host load/store path), or null
+  std::vector<char*> mapped_;  // per PE: its region as this process maps it (same-host load/store path), or null
   RingCredit credit_;  // the rings' slot accounting (core/msg_credit.h): written, consumed, heard, published
   std::vector<std::deque<Out>> out_;  // per destination: slot messages waiting for credit, in order
-  const bool directOn_;               // TETHER_MSG_DIRECT
-  std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
-  const bool ipcOn_;                  // TETHER_MSG_IPC (and TETHER_MSG_DIRECT): private GPU send buffers go direct
   const size_t remoteEager_;          // TETHER_MSG_REMOTE_EAGER (clamped): eager bytes to PEs written by flagged puts
   std::vector<size_t> eagerTo_;       // per destination: the largest eager message (eager_, or remoteEager_ above)
   std::vector<size_t> fragTo_;        // per destination: the largest DATA fragment (payload_, or spanning slots)
-  std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at the first refusal)
-  std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
-  std::list<Req*> directs_;           // sends with a claim word (RTS_DIRECT out), until complete or forgotten
   std::vector<char> staging_;  // head + payload of one slot message (another host's: one put, or one flagged put)
   // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
   // destruction release their stages into it.
@@ -325,6 +315,9 @@ class Messaging : private MsgByData::Owner {
   // Rendezvous bytes to and from other hosts moved by the transport's data operations (core/msg_by_data.h): its
   // transfers live in the requests (Req::xfer); it reports their ends through ended / refuse below.
   MsgByData byData_{byDataSettings(w_), words_, *this};
+  // Rendezvous messages to PEs of this host read by the receiver from the send buffer (core/msg_direct.h): its offers
+  // live in the requests (Req::direct); it reports a read one through delivered below.
+  MsgDirect direct_{directSettings(w_), words_, *this};
   std::list<Req*> armed_;     // sends not started yet, and those behind one to the same PE, in the order made
   std::vector<uint32_t> armedTo_;  // per destination: sends of it in armed_
   std::vector<char> blocked_;      // fireTriggers' scratch: per destination, an earlier send has not started

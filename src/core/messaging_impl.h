@@ -25,18 +25,11 @@ namespace tether {
 
 
 enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 5, kRtsDirect = 6, kSkip = 7 };
-// How the receiver of a kRtsDirect reads the send buffer.
-enum DirectHow : uint64_t { kViaGet = 1, kViaCma = 2, kViaIpc = 3 };
 // An RTS's `how`: kTransportPayload, the sender can move the send buffer by the transport's sendData (host memory; GPU
 // memory through a host copy of its own, startByData).
 // A CTS's `how`: kByData, the receiver expects the bytes by the transport's sendData (TransportOps::expectData), not
 // as DATA slots; with kByDataToGpu its receive buffer is GPU memory (the sender passes sendData's toGpu).
 constexpr uint64_t kTransportPayload = 1, kByData = 1, kByDataToGpu = 2;
-// A send's claim word (in the sender's stream area): kClaimOpen until the receiver claims the read or the sender
-// withdraws the message, whichever comes first (compare-and-swap on the sender's mapped word); the receiver stores
-// kClaimDone once the bytes are in its buffer (the sender's send completes when a progress pass sees it: no ring slot,
-// so it never waits for ring credit, nor for the receiver's next messaging call).
-constexpr uint64_t kClaimOpen = 0, kClaimRead = 1, kClaimWithdrawn = 2, kClaimDone = 3;
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
 constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
 constexpr uint32_t kNoWord = UINT32_MAX;
@@ -84,14 +77,13 @@ struct Messaging::SlotHead {
   int32_t tag;
   uint64_t bytes;  // EAGER: payload; RTS: message; CTS: allowed; DATA: fragment
   uint64_t a;      // RTS, RTS_DIRECT, CTS: the sender's request id; DATA, CANCEL: the receiver's request id
-  uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: the send buffer
-                   //   (kViaCma, kViaIpc: its address in the sender; kViaGet: its offset in the segment named by
-                   //   `how`). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
-  uint64_t c;      // RTS_DIRECT: the sender's claim word (offset in the region); EAGER, DATA, SKIP: the slots it
-                   //   takes (a spanning EAGER's or DATA's payload runs on through the next slots' memory; 0 reads
-                   //   as 1)
-  uint64_t how;    // RTS_DIRECT: DirectHow, and for kViaGet the SegKind << 8; RTS: kTransportPayload; CTS: kByData..
-  uint32_t pid;    // RTS_DIRECT: the sender's process id (kViaCma)
+  uint64_t b;      // CTS: the receiver's request id; DATA: offset in the message; RTS_DIRECT: MsgDirect::Ticket::at
+                   //   (the send buffer). A kViaIpc from another PE carries the buffer's GpuIpcRef as its payload.
+  uint64_t c;      // RTS_DIRECT: Ticket::claim (the claim word's offset in the sender's region); EAGER, DATA, SKIP:
+                   //   the slots it takes (a spanning EAGER's or DATA's payload runs on through the next slots'
+                   //   memory; 0 reads as 1)
+  uint64_t how;    // RTS_DIRECT: Ticket::how (MsgDirect::How, the SegKind); RTS: kTransportPayload; CTS: kByData..
+  uint32_t pid;    // RTS_DIRECT: Ticket::pid (the sender's process, for kViaCma)
   uint32_t ack;    // every slot: the low 32 bits of how many of the receiver's slots to the writer it has consumed
 };
 
@@ -140,11 +132,12 @@ struct Messaging::Req {
   uint64_t trigGen = 0, doneGen = 0;
   std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
-  uint32_t claim = kNoWord;      // a direct rendezvous send: its claim word (an index of the stream area)
   // A rendezvous whose bytes the transport moves (core/msg_by_data.h: a receive expecting them by sendData, a send by
   // sendData, staged from GPU memory, in pieces); busy() while they move. owner: this request (newReq).
   MsgByData::Xfer xfer;
-  std::unique_ptr<GpuIpcRef> ipc;  // a direct send by CUDA IPC (kViaIpc) to another PE: its RTS_DIRECT's payload
+  // A rendezvous send the receiver reads itself (core/msg_direct.h: RTS_DIRECT, its claim word, a CUDA IPC export);
+  // offered() while it is. owner: this request (newReq).
+  MsgDirect::Offer direct;
   std::unique_ptr<Persist> persist;  // a persistent request (the fields above: its current or last round)
   // A receive waiting for a message: its links in posted_ (PostedQueue, core/msg_match.h), in the order posted.
   bool inPosted = false;

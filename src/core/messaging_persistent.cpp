@@ -193,12 +193,7 @@ Status Messaging::startRound(const char* call, Req& r, const Status& packed) {
   r.result = Status::ok();
   r.fromPe = r.fromTag = 0;
   r.msgBytes = r.allowed = r.moved = 0;
-  if (r.claim != kNoWord) {  // the last round's direct read is over: its claim word is free again
-    words_.release(r.claim);
-    directs_.remove(&r);
-    r.claim = kNoWord;
-  }
-  r.ipc.reset();  // offerDirect exports the buffer again for this round (a cached lookup)
+  direct_.release(r.direct);  // the last round's direct read is over; the next exports the buffer again (cached)
   if (!packed.isOk()) {  // a typed send that could not pack: the round fails, nothing sent
     complete(r, packed);
     return Status::ok();

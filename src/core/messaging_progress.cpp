@@ -19,7 +19,7 @@ Status Messaging::progress(const char* call, bool* did) {
   if (w_.paths().progress()) *did = true;  // network providers move what arrived
   if (!watch_.empty()) TETHER_TRY(scanStarts(call, did));
   if (!armed_.empty()) fireTriggers(did);
-  if (!directs_.empty()) pollDirect(did);
+  if (direct_.any()) direct_.poll(did);
   if (byData_.any()) byData_.poll(did);
   for (int k = 0; k < n_; ++k) TETHER_TRY(drain(call, (drainStart_ + k) % n_, did));
   drainStart_ = (drainStart_ + 1) % n_;
@@ -71,7 +71,7 @@ Status Messaging::drain(const char* call, int src, bool* did) {
 Status Messaging::publishAck(const char* call, int src) {
   uint64_t v = 0;
   const uint64_t delta = credit_.publish(src, &v);
-  if (char* d = direct_[static_cast<size_t>(src)]) {
+  if (char* d = mapped_[static_cast<size_t>(src)]) {
     __atomic_store_n(reinterpret_cast<uint64_t*>(d + (reinterpret_cast<char*>(acked_ + me_) - region_)), v,
                      __ATOMIC_RELEASE);
     return Status::ok();
@@ -103,7 +103,8 @@ Status Messaging::handle(const char* call, int src, const SlotHead& h, const cha
     case kRtsDirect: {
       Req* r = posted_.take(src, h.tag);
       GpuIpcRef ipc{};  // an RTS_DIRECT by CUDA IPC from another PE names the region in its payload
-      if (h.kind == kRtsDirect && (h.how & 0xff) == kViaIpc && src != me_) std::memcpy(&ipc, payload, sizeof ipc);
+      if (h.kind == kRtsDirect && MsgDirect::Ticket{h.how}.byIpc() && src != me_)
+        std::memcpy(&ipc, payload, sizeof ipc);
       if (!r) {  // unexpected: an EAGER's bytes are copied out, so its slot frees at once (the ring never stalls)
         const bool eager = h.kind == kEager;
         auto& u = unexpected_.add(src, h.tag, eager, static_cast<size_t>(h.bytes), payload);
@@ -256,13 +257,8 @@ bool Messaging::withdraw(uint64_t id) {
     forget(r);
     return false;
   }
-  if (r.claim != kNoWord && r.allowed == 0) {  // RTS_DIRECT out, no CTS yet
-    uint64_t open = kClaimOpen;
-    if (!__atomic_compare_exchange_n(words_.trigger(r.claim), &open, kClaimWithdrawn, false, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
-      return true;  // the receiver is reading: kClaimDone (or a CTS) follows
-    directs_.remove(&r);
-    r.claim = kNoWord;  // never reused: the receiver's claim may still come, and must keep failing
+  if (r.direct.offered() && r.allowed == 0) {  // RTS_DIRECT out, no CTS yet
+    if (!direct_.withdraw(r.direct)) return true;  // the receiver is reading: its kDone (or a CTS) follows
     forget(r);
     return false;
   }
@@ -306,7 +302,7 @@ Status Messaging::push(const char* call, int dst, bool* did) {
     *did = true;
     switch (o.h.kind) {
       case kRtsDirect:  // by CUDA IPC to another PE: the region's GpuIpcRef as the payload
-        TETHER_TRY(writeSlot(call, dst, o.h, r->ipc.get(), r->ipc ? sizeof(GpuIpcRef) : 0, false));
+        TETHER_TRY(writeSlot(call, dst, o.h, r->direct.ipc.get(), r->direct.ipc ? sizeof(GpuIpcRef) : 0, false));
         q.pop_front();
         break;
       case kRts:
@@ -351,7 +347,7 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, con
   auto* sig = reinterpret_cast<uint64_t*>(remote);
   const size_t body = sizeof(SlotHead) - sizeof(uint64_t);  // the head after seq
   const bool cpuPayload = !(payloadGpu && n);
-  char* direct = direct_[static_cast<size_t>(dst)];
+  char* direct = mapped_[static_cast<size_t>(dst)];
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(dst, SegKind::Host, &ctx);
   if (direct && cpuPayload) {  // a mapped peer and a CPU payload: stores, then seq with release order

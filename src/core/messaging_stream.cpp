@@ -32,11 +32,7 @@ Status Messaging::wordsInUse(const char* call) const {
 void Messaging::releaseWords(Req& r) {
   if (r.trig != kNoWord) words_.release(r.trig);
   if (r.xfer.busy()) byData_.drop(r.xfer);  // dropped while its bytes may still come
-  if (r.claim != kNoWord) {
-    words_.release(r.claim);
-    directs_.remove(&r);
-  }
-  r.claim = kNoWord;
+  direct_.release(r.direct);
   if (r.doneWord != kNoWord) words_.release(r.doneWord);
   r.trig = r.doneWord = kNoWord;
   if (r.armed) {
