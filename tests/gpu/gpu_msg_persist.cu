@@ -15,11 +15,13 @@
 //     packs the send buffer when it begins and unpacks before its done word moves.
 // The host completes every request once at the end of a section (tether_msg_waitall), then frees it.
 // GPU_MSG_SMALL=1 (ctest gpu_msg_persist_2pe_memcheck) skips the messages over 100000 bytes. GPU_MSG_SERIAL=1 (the
-// same ctest): the typed stream rounds wait on the host for the stream's start and their own send before they enqueue
-// the stream wait, and the typed graph replays are skipped -- compute-sanitizer runs a process's GPU work one item at
-// a time, so the progress thread's pack of a stream-started typed send issued after the stream's polling wait kernel
-// waited for that kernel, which waited for the peer's send (both PEs timed out at a round's wait, 1 run of several:
-// bench/results/h100/gpu_tests_2026-12-06c.txt; gpu_msg's typed stream model did the same, gpu_msg.cu).
+// same ctest): the typed stream rounds wait on the host for the stream's start and the whole round (send and receive)
+// before they enqueue the stream wait, and the typed graph replays are skipped -- compute-sanitizer runs a process's
+// GPU work one item at a time, so GPU work of the progress thread issued after the stream's polling wait kernel (the
+// pack of a stream-started typed send; the CUDA IPC read and the unpack of the typed receive) waited for that kernel,
+// which waited for that work (both PEs timed out at a round's wait, 1 run of several: gpu_tests_2026-12-06d.txt for
+// the pack; gpu_tests_2026-12-06f.txt for the receive, when only the send was waited for; gpu_msg's typed stream
+// model did the same, gpu_msg.cu).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -285,9 +287,9 @@ void typedModels(const Ctx& c, cudaStream_t s) {
       kBump<<<1, 1, 0, s>>>(dRound);
       kFillAt<<<64, 256, 0, s>>>(c.dSend, 2 * m, c.r.me, dRound);
       MP_OK(tether_msg_startall_on_stream(c.r.w, 2, reqs, s));
-      if (serial) {  // the start is in, the round's send complete (reported: the stream wait then finds it done)
+      if (serial) {  // the start is in, the round complete (reported: the stream wait then finds it done)
         CK(cudaStreamSynchronize(s));
-        MP_OK(tether_msg_wait(c.r.w, &reqs[1], nullptr));
+        MP_OK(tether_msg_waitall(c.r.w, 2, reqs, nullptr));
       }
       MP_OK(tether_msg_waitall_on_stream(c.r.w, 2, reqs, s));
       kCheckTyped<<<64, 256, 0, s>>>(c.dRecv, m, c.r.prev, dRound, c.bad);
