@@ -1,6 +1,6 @@
 // GpuStages: staging buffers for GPU work that must not wait for an allocation or a free: GPU memory for
-// stream-ordered work (typed RMA's staged route on a stream, core/rma_typed.cpp; typed sends on a stream,
-// core/messaging.cpp), or pinned host memory that a copy engine fills at full speed (a GPU send buffer staged for a
+// stream-ordered work (typed RMA's staged route on a stream, core/rma_typed.cpp; typed messages,
+// core/msg_typed.cpp), or pinned host memory that a copy engine fills at full speed (a GPU send buffer staged for a
 // network transport, core/messaging.cpp: a fresh pageable buffer per message cost page faults and the driver's own
 // staging on every copy).
 //

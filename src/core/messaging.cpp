@@ -151,6 +151,7 @@ Status Messaging::setUp(const char* call) {
   };
   direct.gpu = paths_->gpu();
   direct_.attach(std::move(direct));
+  typed_.attach({w_.gpu(), [this](StreamOps** so) { return w_.streams().ops(so); }});
   // Eager sizes per destination: a PE written by one flagged put per slot message (another host) takes eager messages
   // up to remoteEager_ in consecutive slots (one network message, as UCX's own eager tag send), everyone else up to
   // eager_ in one slot.
@@ -199,11 +200,7 @@ Status Messaging::destroy(const char* call) {
   if (thread_.joinable()) thread_.join();
   byData_.attach({});
   paths_.reset();  // closes this PE's CUDA IPC mappings of peers' buffers: after the barrier the peers may free them
-  if (engineStream_) {
-    StreamOps* so = nullptr;
-    if (w_.streams().ops(&so).isOk()) (void)so->destroyStream(engineStream_);
-    engineStream_ = nullptr;
-  }
+  typed_.close();
   TETHER_TRY(w_.barrier(call, true));  // nobody writes into a region after this
   TETHER_TRY(w_.release(call, region_));
   region_ = nullptr;
@@ -363,7 +360,7 @@ void Messaging::complete(Req& r, Status result) {
   // A typed receive's bytes reach the user's layout now, before a stream or a kernel waiting for it is told (also a
   // truncated one: the bytes that arrived).
   if (r.typed && !r.send && !r.abandoned && result.code() != TETHER_ERR_TIMEOUT) {
-    Status u = engineCopy("tether_irecv_typed", *r.typed, true, std::min(r.msgBytes, r.cap));
+    Status u = typed_.copy("tether_irecv_typed", *r.typed, true, std::min(r.msgBytes, r.cap));
     if (!u.isOk() && result.isOk()) result = u;
   }
   r.result = result;

@@ -56,14 +56,13 @@
 // copies never wait behind a kernel or stream wait on the legacy default stream that waits for them.
 // Typed messages travel as their packed bytes in a buffer of the request's own; a typed receive is unpacked when it
 // completes, before its done words are set (so stream and kernel waits see the user's layout), GPU buffers on a
-// non-blocking stream of this room's own for the same reason.
+// non-blocking stream of its own for the same reason (the packed side: core/msg_typed.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <list>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -71,11 +70,11 @@
 #include <vector>
 
 #include "base/status.h"
-#include "core/gpu_stages.h"
 #include "core/id_table.h"
 #include "core/msg_by_data.h"
 #include "core/msg_credit.h"
 #include "core/msg_direct.h"
+#include "core/msg_typed.h"
 #include "core/msg_match.h"
 #include "core/msg_words.h"
 #include "core/op.h"
@@ -135,7 +134,7 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   Status prepare(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
   // A typed prepared send: packed when it starts -- by post (now), postOnStream (in stream order: the GPU engine into
   // its GPU stage, or the host packer in a stream host call) or, started by a kernel, by the progress pass that sees
-  // the start (engineCopy). isendTypedOnStream: prepareTyped + postOnStream.
+  // the start (MsgTyped::copy). isendTypedOnStream: prepareTyped + postOnStream.
   Status prepareTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                       uint64_t* req);
   Status isendTypedOnStream(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
@@ -155,9 +154,9 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   // and leave the request inactive (the handle stays); requestFree drops an inactive one.
   Status sendInit(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req);
   Status recvInit(const char* call, void* buf, size_t bytes, int pe, int tag, uint64_t* req);
-  // Typed: the request owns the packed bytes for its life (makeTyped). A send's round packs when it begins: a host
+  // Typed: the request owns the packed bytes for its life (MsgTyped::make). A send's round packs when it begins: a host
   // start packs at the call (start), a stream's or a kernel's start in the progress pass that begins the round
-  // (scanStarts, engineCopy); a receive's round unpacks in complete, as every typed receive does.
+  // (scanStarts, MsgTyped::copy); a receive's round unpacks in complete, as every typed receive does.
   Status sendInitTyped(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                        uint64_t* req);
   Status recvInitTyped(const char* call, void* buf, int64_t count, tether_type_t type, int pe, int tag, uint64_t* req);
@@ -171,8 +170,7 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   struct Req;
   struct Rts;
   struct Out;
-  struct Typed;
-  struct TypeCache;
+  using Typed = MsgTyped::Typed;  // a typed message's packed side (core/msg_typed.h)
   struct Persist;
   struct Look;
 
@@ -220,17 +218,9 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   Status postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu,
                   std::unique_ptr<Typed>&& typed, uint64_t* req);
   Status checkRecv(const char* call, const void* buf, size_t bytes, int pe, int tag, uint64_t* req) const;
-  // The packed bytes in a GPU stage of stages_ for a GPU buffer, else in host memory.
-  Status makeTyped(const char* call, void* buf, int64_t count, tether_type_t type, std::unique_ptr<Typed>* out);
-  // A typed send call's first steps: the send's argument checks (*req = 0), then makeTyped.
+  // A typed send call's first steps: the send's argument checks (*req = 0), then MsgTyped::make.
   Status makeTypedSend(const char* call, const void* buf, int64_t count, tether_type_t type, int pe, int tag,
                        uint64_t* req, std::unique_ptr<Typed>* out);
-  Status gpuCopy(const char* call, const Typed& t, bool unpack, size_t bytes, void* stream);
-  // A host-posted send's pack, complete on return (GPU: on the legacy default stream, then settled -- unless !settle:
-  // the caller settles it once after several).
-  Status pack(const char* call, Typed& t, bool settle = true);
-  Status engineCopy(const char* call, Typed& t, bool unpack, size_t bytes);
-  Status packOnStream(const char* call, Typed& t, void* stream);
   Status setUp(const char* call);
   // prepare's steps; typed: the request owns the packed bytes buf points into.
   Status prepareReq(const char* call, const void* buf, size_t bytes, int pe, int tag, std::unique_ptr<Typed>&& typed,
@@ -298,9 +288,9 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   std::vector<size_t> eagerTo_;       // per destination: the largest eager message (eager_, or remoteEager_ above)
   std::vector<size_t> fragTo_;        // per destination: the largest DATA fragment (payload_, or spanning slots)
   std::vector<char> staging_;  // head + payload of one slot message (another host's: one put, or one flagged put)
-  // Packed bytes of typed messages with GPU buffers (core/gpu_stages.h). Declared before reqs_: requests dropped at
-  // destruction release their stages into it.
-  GpuStages stages_{size_t{64} << 10};
+  // Typed messages' packed bytes and their pack / unpack (core/msg_typed.h). Declared before reqs_: requests dropped
+  // at destruction release their GPU stages into it.
+  MsgTyped typed_;
   IdTable<Req> reqs_;  // every pending request (and persistent one) by id; storage recycled
   // Matching (core/msg_match.h): receives waiting for a message, in the order posted, linked through the requests
   // (posting and matching allocate nothing; a withdrawn receive unlinks in O(1)); messages no receive took, in arrival
@@ -324,9 +314,6 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   std::list<Req*> watch_;          // persistent requests whose start word progress polls, in the order watched
   bool startQueued_ = false;       // scanStarts saw a start behind a round in flight (the thread's idle policy)
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
-  void* engineStream_ = nullptr;        // engineCopy's stream (GPU buffers), made on first use
-  std::mutex typesMu_;
-  std::map<const void*, std::unique_ptr<TypeCache>> typeCaches_;  // (typesMu_) by canonical form, until destroy
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
   std::thread thread_;
   std::condition_variable wake_;

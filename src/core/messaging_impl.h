@@ -17,8 +17,6 @@
 
 #include "base/status.h"
 #include "core/messaging.h"
-#include "datatype/canonical.h"
-#include "datatype/gpu_pack.h"
 #include "gpu/gpu.h"
 
 namespace tether {
@@ -130,7 +128,11 @@ struct Messaging::Req {
   bool posted = false;          // a prepared send whose start was requested (post, stream post or descriptor)
   uint32_t trig = kNoWord, doneWord = kNoWord;
   uint64_t trigGen = 0, doneGen = 0;
-  std::unique_ptr<Typed> typed;  // a typed message: the buffer above is typed->packed
+  // A typed message (core/msg_typed.h): the buffer above is typed->packed(). A send is packed when posted or when its
+  // stream gets there; a receive is unpacked when it completes (complete), before any stream or kernel waiting for it
+  // is told. A GPU stage is released with the request: a send's request is freed only after the send has read the
+  // stage, a receive's after its unpack (synchronous, in complete).
+  std::unique_ptr<Typed> typed;
   std::vector<uint32_t> groups;  // group words (waitall on a stream) this request adds 1 to when it completes
   // A rendezvous whose bytes the transport moves (core/msg_by_data.h: a receive expecting them by sendData, a send by
   // sendData, staged from GPU memory, in pieces); busy() while they move. owner: this request (newReq).
@@ -143,38 +145,6 @@ struct Messaging::Req {
   bool inPosted = false;
   Req* prevPosted = nullptr;
   Req* nextPosted = nullptr;
-};
-
-// A typed message's side (tether_*_typed): the user's layout and the contiguous packed bytes the message carries.
-// A send is packed when posted (isendTyped) or when its stream gets there (isendTypedOnStream); a receive is unpacked
-// when it completes (complete), before any stream or kernel waiting for it is told. c keeps the type's canonical
-// form alive (the user may free their handle at once).
-// Where the packed bytes are: for a host buffer in host memory (host), shared with a stream host call that packs
-// into it, so a request dropped after that call was enqueued cannot free the bytes under it; for a GPU buffer in a
-// GPU stage of the room's (stages_), released with the request -- a send's request is freed only after the send has
-// read the stage, a receive's after its unpack (synchronous, in complete) -- and packed / unpacked by the GPU engine
-// with the room's cache of the type's device metadata (gpu: one per type, typeCaches_).
-struct Messaging::Typed {
-  std::shared_ptr<const dt::Canonical> c;
-  dt::GpuCache* gpu = nullptr;  // the user's buffer is GPU memory
-  dt::Scheme force = dt::Scheme::Auto;  // the handle's forced GPU scheme (tether_type_set_gpu_scheme) at the call
-  int64_t count = 0;
-  void* user = nullptr;
-  size_t bytes = 0;  // packed bytes
-  std::shared_ptr<std::vector<char>> host;
-  GpuStages::Stage* stage = nullptr;
-  bool packOnStart = false;  // a prepared send started by a kernel: packed by the progress pass that sees the start
-  char* packed() const { return stage ? static_cast<char*>(stage->p) : host->data(); }
-  ~Typed() {
-    if (stage) stage->release();
-  }
-};
-
-// The GPU engine's metadata of one type for this room: made on the type's first GPU message, freed at destroy -- never
-// per message, since freeing it is a cudaFree, which waits for the whole GPU, a stream's wait for this room included.
-struct Messaging::TypeCache {
-  std::shared_ptr<const dt::Canonical> c;  // keeps the key alive
-  dt::GpuCache gpu;
 };
 
 // What an unexpected RTS / RTS_DIRECT keeps for its receive (the queue's Meta, core/msg_match.h): the head as it came

@@ -33,7 +33,7 @@ Status Messaging::recvInitTyped(const char* call, void* buf, int64_t count, teth
                                 uint64_t* req) {
   TETHER_TRY(checkRecv(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
   std::unique_ptr<Typed> t;
-  TETHER_TRY(makeTyped(call, buf, count, type, &t));
+  TETHER_TRY(typed_.make(call, buf, count, type, &t));
   return makePersistent(call, false, t->packed(), t->bytes, pe, tag, t->gpu != nullptr, std::move(t), req);
 }
 
@@ -121,7 +121,7 @@ Status Messaging::start(const char* call, size_t n, const uint64_t* reqs) {
     }
   }
   for (size_t i = 0; i < n; ++i)
-    if (typed[i]) TETHER_TRY(pack(call, *typed[i], false));
+    if (typed[i]) TETHER_TRY(typed_.pack(call, *typed[i], false));
   if (gpu) TETHER_TRY(w_.gpu()->settleDefaultStream().withContext(call));  // msg.h: as for tether_isend
   std::lock_guard<std::mutex> lock(mu_);
   TETHER_TRY(checkStarts(call, n, reqs, true, &gpu));  // again: another thread may have started or freed one meanwhile
@@ -214,7 +214,7 @@ Status Messaging::scanStarts(const char* call, bool* did) {
     // A typed send packs now: the stream's earlier work or the kernel's stores before its start are visible (the
     // start word's release), and the previous round no longer reads the packed bytes.
     const bool typedSend = r->send && r->typed;
-    TETHER_TRY(startRound(call, *r, typedSend ? engineCopy(call, *r->typed, false, r->typed->bytes) : Status::ok()));
+    TETHER_TRY(startRound(call, *r, typedSend ? typed_.copy(call, *r->typed, false, r->typed->bytes) : Status::ok()));
     *did = true;
   }
   return Status::ok();

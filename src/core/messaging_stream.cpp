@@ -71,7 +71,7 @@ void Messaging::fireTriggers(bool* did) {
     *did = true;
     if (r.typed && r.typed->packOnStart) {  // a kernel started it: its stores are visible (msg_send's release)
       r.typed->packOnStart = false;
-      const Status ps = engineCopy("tether::device::msg_send (a typed send)", *r.typed, false, r.typed->bytes);
+      const Status ps = typed_.copy("tether::device::msg_send (a typed send)", *r.typed, false, r.typed->bytes);
       if (!ps.isOk()) {
         complete(r, ps);
         continue;
@@ -129,7 +129,7 @@ Status Messaging::post(const char* call, uint64_t req) {
     gpu = r->gpu;
     typed = r->typed.get();
   }
-  Status s = typed ? pack(call, *typed)  // a typed prepared send packs when it starts (msg.h)
+  Status s = typed ? typed_.pack(call, *typed)  // a typed prepared send packs when it starts (msg.h)
                    : gpu ? w_.gpu()->settleDefaultStream().withContext(call) : Status::ok();  // as for tether_isend
   std::lock_guard<std::mutex> lock(mu_);
   if (!s.isOk()) {  // not started: it may be posted again
@@ -168,7 +168,7 @@ Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs,
   // Outside the lock: enqueueing may wait for the stream layer, whose work may wait for this room's progress. A pack
   // enqueued before a failure may still run: into its request's own packed bytes, which stay while the request does.
   Status s = Status::ok();
-  for (size_t i = 0; i < typed.size() && s.isOk(); ++i) s = packOnStream(call, *typed[i], stream);
+  for (size_t i = 0; i < typed.size() && s.isOk(); ++i) s = typed_.onStream(call, *typed[i], stream);
   if (s.isOk() && n) s = enqueueOnStream(w_, call, ops.data(), n, stream);
   if (!s.isOk()) {  // no trigger was enqueued: the requests may be posted again
     std::lock_guard<std::mutex> lock(mu_);
