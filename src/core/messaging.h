@@ -1,5 +1,5 @@
-// Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), CPU-synchronous, stream and kernel models, built only on the
-// World's one-sided verbs (put, put-with-signal, signal, get, and a transport's flagged put where it has one), so it
+// Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), CPU-synchronous, stream and kernel models,
+// built only on the World's one-sided verbs (put, put-with-signal, signal, get, and a transport's flagged put where it has one), so it
 // runs on every path they run on (shm, p2p, UCX).
 //
 // Protocol. Every PE owns, in one symmetric HOST allocation (the region), an inbox ring of K slots from each PE
@@ -52,8 +52,9 @@
 // kernel wait descriptors use the same words. Persistent requests (tether_send_init / recv_init) keep one word index
 // for their life: a start word (round k starts at base + k: stored by the host or a kernel, incremented by a stream)
 // and a done word (base + rounds completed), so stream starts and waits capture no round number (graph replay) and a
-// kernel's descriptor serves every round; progress passes poll the start words of the watched ones (watch_). GPU bytes move on a sibling GPU context (core/sibling_paths.h), so
-// copies never wait behind a kernel or stream wait on the legacy default stream that waits for them.
+// kernel's descriptor serves every round; progress passes poll the start words of the watched ones (watch_). GPU
+// bytes move on a sibling GPU context (core/sibling_paths.h), so copies never wait behind a kernel or stream wait on
+// the legacy default stream that waits for them.
 // Typed messages travel as their packed bytes in a buffer of the request's own; a typed receive is unpacked when it
 // completes, before its done words are set (so stream and kernel waits see the user's layout), GPU buffers on a
 // non-blocking stream of its own for the same reason (the packed side: core/msg_typed.h).

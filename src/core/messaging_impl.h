@@ -1,10 +1,12 @@
 // The private parts of Messaging (core/messaging.h) shared by its translation units: the wire format of a slot,
 // the protocol's constants and the request records. Private to core/messaging*.cpp (nothing else includes it):
 //   messaging.cpp             set-up, posting, matching receives, completion (wait/test and their family)
-//   messaging_stream.cpp      the stream and kernel models: trigger/done/group words, prepared sends, the progress thread
+//   messaging_stream.cpp      the stream and kernel models: trigger/done/group words, prepared sends, the progress
+//                             thread
 //   messaging_persistent.cpp  persistent requests (tether_send_init / recv_init, start, start on a stream)
-//   messaging_typed.cpp       typed messages: pack/unpack through the datatype engine
-//   messaging_rendezvous.cpp  rendezvous: CTS (by data where core/msg_by_data.h moves the bytes), direct reads
+//   messaging_typed.cpp       typed messages' calls (their packed side and the engine: core/msg_typed.h)
+//   messaging_rendezvous.cpp  rendezvous: a direct read (core/msg_direct.h), else a CTS (by data where
+//                             core/msg_by_data.h moves the bytes)
 //   messaging_progress.cpp    progress passes: draining the inboxes, handling slots, credit, writing slots
 #pragma once
 
@@ -29,7 +31,8 @@ enum SlotKind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kCancel = 
 // as DATA slots; with kByDataToGpu its receive buffer is GPU memory (the sender passes sendData's toGpu).
 constexpr uint64_t kTransportPayload = 1, kByData = 1, kByDataToGpu = 2;
 constexpr size_t kAgreeBytes = 128;  // the region's first bytes: 6 words in, 6 words out of the attribute check
-constexpr uint32_t kStreamWords = 4096;  // stream-area word indices per PE (trigger, done, group and claim words; 64 KiB)
+// Stream-area word indices per PE (trigger, done, group, claim and landing words; 64 KiB).
+constexpr uint32_t kStreamWords = 4096;
 constexpr uint32_t kNoWord = UINT32_MAX;
 // Rendezvous DATA fragments through the ring to another host span slots up to this (or TETHER_MSG_REMOTE_EAGER, if
 // less): over TCP 64 KiB fragments took 256-512 KiB messages 1.2-1.3x longer than 32 KiB ones, 1-4 MiB level
