@@ -178,13 +178,19 @@ uint64_t Messaging::spanOf(size_t bytes) const {
   return std::max<uint64_t>(1, (bytes + sizeof(SlotHead) + slotBytes_ - 1) / slotBytes_);
 }
 
-Messaging::~Messaging() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+Messaging::~Messaging() { thread_.stop(); }
+
+ProgressThread::Hooks Messaging::threadHooks() {
+  ProgressThread::Hooks h;
+  h.pending = [this] { return streamPending_ != 0; };
+  // Only persistent requests pending (the persistent models keep theirs watched for the whole run) and no start
+  // waiting behind a round in flight: the thread may idle between rounds.
+  h.mayIdle = [this] { return streamPending_ == watch_.size() && !startQueued_; };
+  h.pass = [this](bool* did) {
+    startQueued_ = false;
+    return progress("tether messaging progress thread", did);
+  };
+  return h;
 }
 
 Status Messaging::destroy(const char* call) {
@@ -194,10 +200,8 @@ Status Messaging::destroy(const char* call) {
     reqs_.forEach([&](const Req& r) {
       pending += (r.persist ? active(r) : !r.abandoned) ? 1 : 0;  // (inactive persistent requests go quietly)
     });
-    stop_ = true;
   }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  thread_.stop();
   byData_.attach({});
   paths_.reset();  // closes this PE's CUDA IPC mappings of peers' buffers: after the barrier the peers may free them
   typed_.close();
@@ -252,7 +256,7 @@ Status Messaging::isend(const char* call, const void* buf, size_t bytes, int pe,
 Status Messaging::postSend(const char* call, const void* buf, size_t bytes, int pe, int tag, bool gpu,
                            std::unique_ptr<Typed>&& typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
-  TETHER_TRY(threadError_);
+  TETHER_TRY(thread_.error());
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
   r.typed = std::move(typed);
   enqueueSend(r);
@@ -322,7 +326,7 @@ Status Messaging::checkRecv(const char* call, const void* buf, size_t bytes, int
 Status Messaging::postRecv(const char* call, void* buf, size_t bytes, int pe, int tag, bool gpu,
                            std::unique_ptr<Typed>&& typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
-  TETHER_TRY(threadError_);
+  TETHER_TRY(thread_.error());
   // No progress pass here: a message still in the ring is matched by the next pass (against the posted receives in
   // the order posted, so with the same result as matching it first), and posting stays cheap: a pass here would
   // also make the direct reads of arrived rendezvous messages while the caller still has sends to post (bibw then

@@ -1,6 +1,6 @@
 // Messaging: two-sided tagged send/receive (tether/msg.h, issue #20), CPU-synchronous, stream and kernel models,
-// built only on the World's one-sided verbs (put, put-with-signal, signal, get, and a transport's flagged put where it has one), so it
-// runs on every path they run on (shm, p2p, UCX).
+// built only on the World's one-sided verbs (put, put-with-signal, signal, get, and a transport's flagged put where
+// it has one), so it runs on every path they run on (shm, p2p, UCX).
 //
 // Protocol. Every PE owns, in one symmetric HOST allocation (the region), an inbox ring of K slots from each PE
 // (itself included) and an ack word per PE:
@@ -47,14 +47,14 @@
 // Who calls it: the C API (core/api.cpp, tether_msg_* and the send/recv family) through World::messaging(); the
 // World owns it from tether_msg_init to tether_msg_finalize (or tether_finalize). Thread-safety: one mutex; waits
 // release it between progress passes. Stream model: the region also holds kStreamWords trigger and done words; a
-// progress thread (started by the first stream-ordered call, stopped at destroy) runs passes while any
-// stream-ordered request is pending. Prepared sends (started by the host, a stream or a kernel's descriptor) and
-// kernel wait descriptors use the same words. Persistent requests (tether_send_init / recv_init) keep one word index
-// for their life: a start word (round k starts at base + k: stored by the host or a kernel, incremented by a stream)
-// and a done word (base + rounds completed), so stream starts and waits capture no round number (graph replay) and a
-// kernel's descriptor serves every round; progress passes poll the start words of the watched ones (watch_). GPU
-// bytes move on a sibling GPU context (core/sibling_paths.h), so copies never wait behind a kernel or stream wait on
-// the legacy default stream that waits for them.
+// progress thread (core/progress_thread.h; started by the first stream-ordered call, stopped at destroy) runs passes
+// while any stream-ordered request is pending. Prepared sends (started by the host, a stream or a kernel's descriptor)
+// and kernel wait descriptors use the same words. Persistent requests (tether_send_init / recv_init) keep one word
+// index for their life: a start word (round k starts at base + k: stored by the host or a kernel, incremented by a
+// stream) and a done word (base + rounds completed), so stream starts and waits capture no round number (graph
+// replay) and a kernel's descriptor serves every round; progress passes poll the start words of the watched ones
+// (watch_). GPU bytes move on a sibling GPU context (core/sibling_paths.h), so copies never wait behind a kernel or
+// stream wait on the legacy default stream that waits for them.
 // Typed messages travel as their packed bytes in a buffer of the request's own; a typed receive is unpacked when it
 // completes, before its done words are set (so stream and kernel waits see the user's layout), GPU buffers on a
 // non-blocking stream of its own for the same reason (the packed side: core/msg_typed.h).
@@ -66,8 +66,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <thread>
-#include <condition_variable>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -79,6 +78,7 @@
 #include "core/msg_match.h"
 #include "core/msg_words.h"
 #include "core/op.h"
+#include "core/progress_thread.h"
 #include "tether/datatype.h"
 #include "tether/msg.h"
 #include "topology/topology.h"
@@ -270,8 +270,7 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   Status wordsInUse(const char* call) const;  // that error
   void releaseWords(Req& r);
   void fireTriggers(bool* did);  // armed sends whose trigger the stream has set join their queue
-  Status startThread();
-  void threadMain();
+  ProgressThread::Hooks threadHooks();  // pending: streamPending_; idle: only watched requests, no start queued
   bool isGpu(const void* p) const;
   char* slot(int src, uint64_t index) const;  // this PE's inbox slot (a symmetric address: the same on every PE)
 
@@ -316,10 +315,10 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   bool startQueued_ = false;       // scanStarts saw a start behind a round in flight (the thread's idle policy)
   std::unique_ptr<SiblingPaths> paths_;  // GPU data movement on a sibling context (core/sibling_paths.h)
   size_t streamPending_ = 0;  // requests with a stream trigger or done word, not yet forgotten
-  std::thread thread_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  Status threadError_;  // the progress thread's first failure, returned by the next call
+  // Progress passes while stream-ordered requests are pending (core/progress_thread.h): started by the first
+  // stream-ordered call, stopped at destroy; its first failure is returned by every later call. Declared last: it
+  // stops before the members its passes use go.
+  ProgressThread thread_{mu_, threadHooks(), "PE " + std::to_string(me_)};
 };
 
 }  // namespace tether

@@ -10,7 +10,6 @@
 //   messaging_progress.cpp    progress passes: draining the inboxes, handling slots, credit, writing slots
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,11 +38,6 @@ constexpr uint32_t kNoWord = UINT32_MAX;
 // (bench/results/cpu-2core-vm/msg_remote_span_ab.txt).
 constexpr size_t kSpanFragmentMax = size_t{32} << 10;
 constexpr size_t kStageMax = 1024;  // host payloads up to this go with their head in one put (copied together first)
-// The progress thread's idle policy while only persistent requests are pending and none has a start waiting behind
-// its round in flight (threadMain): SpinWait's back-off (spin, then yield) for kIdleNs after the last pass that moved
-// anything, then one pass per kIdleSleep (a host call's notify ends the sleep early).
-constexpr uint64_t kIdleNs = 200000;
-constexpr auto kIdleSleep = std::chrono::microseconds(20);
 
 inline size_t roundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 

@@ -40,7 +40,7 @@ Status Messaging::recvInitTyped(const char* call, void* buf, int64_t count, teth
 Status Messaging::makePersistent(const char* call, bool send, void* buf, size_t bytes, int pe, int tag, bool gpu,
                                  std::unique_ptr<Typed>&& typed, uint64_t* req) {
   std::lock_guard<std::mutex> lock(mu_);
-  TETHER_TRY(threadError_);
+  TETHER_TRY(thread_.error());
   uint32_t word = kNoWord;
   TETHER_TRY(takeWord(call, &word));
   Req& r = newReq(send, pe, tag, buf, bytes, gpu, req);
@@ -83,7 +83,7 @@ void Messaging::watch(Req& r) {
 
 Status Messaging::checkStarts(const char* call, size_t n, const uint64_t* reqs, bool host, bool* gpu) {
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
-  TETHER_TRY(threadError_);
+  TETHER_TRY(thread_.error());
   *gpu = false;
   std::vector<Req*> picked;
   Status s;
@@ -146,9 +146,9 @@ Status Messaging::startOnStream(const char* call, size_t n, const uint64_t* reqs
       watch(r);
       words[i] = words_.trigger(r.persist->word);
     }
-    if (n) TETHER_TRY(startThread());
+    if (n) TETHER_TRY(thread_.start());
   }
-  wake_.notify_all();
+  thread_.wake();
   // Outside the lock (as postOnStream): enqueueing may wait for the stream layer.
   return incrementOnStream(w_, call, words.data(), n, stream);
 }
@@ -157,17 +157,17 @@ Status Messaging::persistDesc(const char* call, uint64_t req, tether_msg_persist
   if (!desc) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: desc is NULL", call);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TETHER_TRY(threadError_);
+    TETHER_TRY(thread_.error());
     Req* r = nullptr;
     TETHER_TRY(persistent(call, SIZE_MAX, req, &r));
     watch(*r);
-    TETHER_TRY(startThread());
+    TETHER_TRY(thread_.start());
     const Persist& p = *r->persist;
     desc->start = words_.trigger(p.word);
     desc->done = words_.done(p.word);
     desc->base = p.base + startedRounds(*r);  // round 1 is the next start
   }
-  wake_.notify_all();
+  thread_.wake();
   return Status::ok();
 }
 

@@ -15,7 +15,7 @@ namespace tether {
 // ---- progress ----------------------------------------------------------------------------------------------------
 
 Status Messaging::progress(const char* call, bool* did) {
-  TETHER_TRY(threadError_);  // the progress thread failed (a lost peer, ...): every later call says so
+  TETHER_TRY(thread_.error());  // the progress thread failed (a lost peer, ...): every later call says so
   if (w_.paths().progress()) *did = true;  // network providers move what arrived
   if (!watch_.empty()) TETHER_TRY(scanStarts(call, did));
   if (!armed_.empty()) fireTriggers(did);

@@ -3,7 +3,6 @@
 #include "core/messaging_impl.h"
 
 #include <algorithm>
-#include <chrono>
 #include <mutex>
 
 #include "base/clock.h"
@@ -90,7 +89,7 @@ Status Messaging::prepareReq(const char* call, const void* buf, size_t bytes, in
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));
   const bool gpu = isGpu(buf);
   std::lock_guard<std::mutex> lock(mu_);
-  TETHER_TRY(threadError_);
+  TETHER_TRY(thread_.error());
   uint32_t word = kNoWord;
   TETHER_TRY(takeWord(call, &word));
   Req& r = newReq(true, pe, tag, const_cast<void*>(buf), bytes, gpu, req);
@@ -101,11 +100,11 @@ Status Messaging::prepareReq(const char* call, const void* buf, size_t bytes, in
   r.streamed = true;
   ++streamPending_;
   arm(r);
-  return startThread();
+  return thread_.start();
 }
 
 Status Messaging::startable(const char* call, uint64_t req, Req** out) {
-  TETHER_TRY(threadError_);
+  TETHER_TRY(thread_.error());
   Req* r = reqs_.find(req);
   if (r && r->persist)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is a persistent request of PE %d: start it with "
@@ -192,7 +191,7 @@ Status Messaging::sendDesc(const char* call, uint64_t req, tether_msg_send_desc_
 }
 
 Status Messaging::doneWord(const char* call, uint64_t req, uint64_t** word, uint64_t* value) {
-  TETHER_TRY(threadError_);
+  TETHER_TRY(thread_.error());
   Req* rq = reqs_.find(req);
   if (!rq)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu is not pending on PE %d", call,
@@ -208,7 +207,7 @@ Status Messaging::doneWord(const char* call, uint64_t req, uint64_t** word, uint
     r.streamed = true;
     if (r.done) __atomic_store_n(words_.done(r.doneWord), r.doneGen, __ATOMIC_RELEASE);
   }
-  TETHER_TRY(startThread());
+  TETHER_TRY(thread_.start());
   *word = words_.done(r.doneWord);
   *value = r.doneGen;
   return Status::ok();
@@ -221,7 +220,7 @@ Status Messaging::waitDesc(const char* call, uint64_t req, tether_msg_wait_desc_
     std::lock_guard<std::mutex> lock(mu_);
     TETHER_TRY(doneWord(call, req, &word, &desc->value));
   }
-  wake_.notify_all();
+  thread_.wake();
   desc->word = word;
   return Status::ok();
 }
@@ -231,7 +230,7 @@ Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes,
   TETHER_TRY(checkSend(call, buf, bytes, pe, tag, req));  // (req first: prepare's is never null)
   uint64_t id = 0;
   TETHER_TRY(prepare(call, buf, bytes, pe, tag, &id));
-  wake_.notify_all();
+  thread_.wake();
   Status s = postOnStream(call, 1, &id, stream);
   if (!s.isOk()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -260,7 +259,7 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
   // GpuStreamOpsOptions::kernelWaits; seen here: gpu_msg's stream model hung on one H200, 2026-12-02). Bounded by
   // TETHER_TIMEOUT like the stream's other kernel waits: a request that never completes fails the stream.
   op.spinWait = true;
-  wake_.notify_all();
+  thread_.wake();
   return enqueueOnStream(w_, call, &op, 1, stream);
 }
 
@@ -276,7 +275,7 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
   std::vector<const uint64_t*> reach, target;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TETHER_TRY(threadError_);
+    TETHER_TRY(thread_.error());
     size_t m = 0;
     for (size_t i = 0; i < n; ++i) {
       if (!reqs[i]) continue;
@@ -311,9 +310,9 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
       op.sig = words_.done(g);
       op.value = until;
     }
-    if (m || !reach.empty()) TETHER_TRY(startThread());
+    if (m || !reach.empty()) TETHER_TRY(thread_.start());
   }
-  wake_.notify_all();
+  thread_.wake();
   if (op.sig) {
     op.kind = Op::Wait;
     op.pe = 0;
@@ -322,51 +321,6 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
     TETHER_TRY(enqueueOnStream(w_, call, &op, 1, stream));
   }
   return waitReachOnStream(w_, call, reach.data(), target.data(), reach.size(), stream);
-}
-
-Status Messaging::startThread() {
-  if (thread_.joinable()) return Status::ok();
-  thread_ = std::thread([this] { threadMain(); });
-  return Status::ok();
-}
-
-// Runs progress passes while stream-ordered requests are pending (the host thread may be busy elsewhere); sleeps on
-// wake_ otherwise. When a pass moves nothing it backs off like every wait (SpinWait: spin, then 4096 yields, then
-// short sleeps). While every pending request is a persistent one (the persistent models keep theirs watched for the
-// whole run) and no start waits behind a round in flight, the yielding ends kIdleNs after the last pass that moved
-// anything, and the thread then sleeps kIdleSleep between passes, instead of yielding for milliseconds after every
-// round while it waits for the next start. Starts that come back to back find it still spinning or yielding.
-void Messaging::threadMain() {
-  SpinWait spin(1e12);
-  uint64_t lastBusy = nowNs();
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
-    if (streamPending_ == 0) {
-      wake_.wait_for(lock, std::chrono::milliseconds(100));
-      spin.busy();
-      lastBusy = nowNs();
-      continue;
-    }
-    bool did = false;
-    startQueued_ = false;
-    Status s = threadError_.isOk() ? progress("tether messaging progress thread", &did) : Status::ok();
-    if (!s.isOk()) {
-      threadError_ = s;
-      TETHER_LOG_WARN(LogSys::Core, "PE %d: %s", me_, s.message().c_str());
-    }
-    const uint64_t now = nowNs();
-    if (did) {
-      spin.busy();
-      lastBusy = now;
-    }
-    if (streamPending_ != watch_.size() || startQueued_ || now - lastBusy < kIdleNs) {
-      lock.unlock();
-      spin.next();
-      lock.lock();
-    } else {
-      wake_.wait_for(lock, kIdleSleep);
-    }
-  }
 }
 
 }  // namespace tether

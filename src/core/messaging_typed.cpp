@@ -37,7 +37,7 @@ Status Messaging::isendTypedOnStream(const char* call, const void* buf, int64_t 
   TETHER_TRY(checkSend(call, reinterpret_cast<const void*>(1), 0, pe, tag, req));
   uint64_t id = 0;
   TETHER_TRY(prepareTyped(call, buf, count, type, pe, tag, &id));
-  wake_.notify_all();
+  thread_.wake();
   const Status s = postOnStream(call, 1, &id, stream);
   if (!s.isOk()) {
     std::lock_guard<std::mutex> lock(mu_);
