@@ -112,12 +112,16 @@ const std::vector<ConfigVar>& configVars() {
        "the bytes of each pull of such a member's elements into this PE's scratch through the proxy ring (a multiple "
        "of 16; at most the 16 KiB reserved per team)", 16, 16 * 1024},
       {"TETHER_HOST_SERVICE", ConfigType::String, "auto",
-       "Host atomics and signals on GPU words: 1 = executed by a resident one-warp kernel answering a mailbox "
+       "Host atomics and signals on GPU words: 1 = executed by a resident kernel answering a mailbox "
        "(started at first use, gone after TETHER_HOST_SERVICE_IDLE without requests); 0 = one kernel launch each; "
        "auto = 1 unless another PE of the host shares this PE's GPU"},
       {"TETHER_HOST_SERVICE_IDLE", ConfigType::Seconds, "100us",
        "How long the host service kernel waits for the next request before it returns its SM (a "
        "cudaDeviceSynchronize of the program waits at most this long for it)", 1e-6, 10},
+      {"TETHER_HOST_SERVICE_POLLERS", ConfigType::Int, "2",
+       "Warps of the host service kernel polling its request ring in turn (their reads of host memory spread over "
+       "one poll); on one H100 a blocking 8 B put took 3.5-3.8 us with 2 against 3.8-4.3 with 1, and 3 or more "
+       "were slower (bench/results/h100/service_pollers_2026-12-06.txt)", 1, 32},
       {"TETHER_COPY_SPLIT", ConfigType::Size, "0",
        "Host-path copies of at least this many bytes are split across the internal streams; 0 = never (on 2xH200 "
        "NV18 splitting lowered peer bandwidth at every size: bench/results/h200x2/host_paths.txt)", 0, kMaxHeapBytes},

@@ -357,6 +357,7 @@ struct ServiceOptions {
   bool on = false;
   bool automatic = false;  // TETHER_HOST_SERVICE=auto: off once noteGpuShared is called
   uint64_t idleNs = 0;
+  unsigned pollers = 1;
   double timeoutSeconds = 0;
 };
 
@@ -401,7 +402,7 @@ class CudaGpuContext : public GpuContext {
     // own memop wait.
     const cudaError_t le = gpukernels::preload();
     if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels", le);
-    if (service.on) TETHER_TRY(HostService::create(device_, service.idleNs, service.timeoutSeconds, &service_));
+    if (service.on) TETHER_TRY(HostService::create(device_, service.idleNs, service.pollers, service.timeoutSeconds, &service_));
     Status s = driver_.load();
     vmmOk_ = s.isOk();
     if (!vmmOk_) TETHER_LOG_INFO(LogSys::Heap, "VMM entry points unavailable (%s)", s.message().c_str());
@@ -772,6 +773,7 @@ Status GpuContext::create(const Config& config, int localPe, std::unique_ptr<Gpu
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_HOST_SERVICE=%s: expected auto, 1 or 0", mode.c_str());
   service.on = service.automatic || forced;
   service.idleNs = static_cast<uint64_t>(config.seconds("TETHER_HOST_SERVICE_IDLE") * 1e9);
+  service.pollers = static_cast<unsigned>(config.integer("TETHER_HOST_SERVICE_POLLERS"));
   service.timeoutSeconds = config.seconds("TETHER_TIMEOUT");
   TETHER_TRY(c->init(dev, static_cast<int>(config.integer("TETHER_COPY_STREAMS")), config.size("TETHER_COPY_SPLIT"),
                      service));

@@ -22,12 +22,18 @@ Status serviceCudaFail(const char* what, cudaError_t e) {
 
 uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
+// About one poll of the ring by a warp of the kernel (a read of host-mapped memory and the loop around it): the
+// pollers start this far apart divided by their number, so their reads are spread over it.
+constexpr uint64_t kPollNs = 1000;
+
 }  // namespace
 
-Status HostService::create(int device, uint64_t idleNs, double timeoutSeconds, std::unique_ptr<HostService>* out) {
+Status HostService::create(int device, uint64_t idleNs, unsigned pollers, double timeoutSeconds,
+                           std::unique_ptr<HostService>* out) {
   std::unique_ptr<HostService> s(new HostService());
   s->device_ = device;
   s->idleNs_ = idleNs;
+  s->pollers_ = pollers;
   s->timeoutSeconds_ = timeoutSeconds;
   cudaError_t e = cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking);
   if (e != cudaSuccess) return serviceCudaFail("cudaStreamCreateWithFlags", e);
@@ -71,7 +77,8 @@ Status HostService::launch() {
   cudaError_t d = cudaSetDevice(device_);
   if (d != cudaSuccess) return serviceCudaFail("cudaSetDevice", d);
   const uint64_t next = loadAcquire(&state_->done) + 1;
-  cudaError_t e = gk::launchService(stream_, devSlots_, devState_, next, idleNs_, ++epoch_);
+  cudaError_t e =
+      gk::launchService(stream_, devSlots_, devState_, next, idleNs_, ++epoch_, pollers_, kPollNs / pollers_);
   if (e != cudaSuccess) return serviceCudaFail("launching the service kernel", e);
   running_ = true;
   return Status::ok();

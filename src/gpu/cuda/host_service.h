@@ -1,5 +1,6 @@
-// The host service of one GPU context: a resident one-warp kernel that executes the host path's atomics and
-// signals on GPU words (issue #22). Without it each of them is a one-thread kernel launch plus a stream
+// The host service of one GPU context: a resident kernel (one block of TETHER_HOST_SERVICE_POLLERS warps, 2 by
+// default, polling in turn; one executes at a time) that executes the host path's atomics, signals and small copies
+// on GPU words (issue #22). Without it each of them is a one-thread kernel launch plus a stream
 // synchronisation (~12 us for an atomic on one H200); with it the host writes a 64-byte slot of a ring in host-mapped
 // pinned memory and waits for the kernel's answer there (a few PCIe round trips).
 //
@@ -37,8 +38,10 @@ namespace tether {
 
 class HostService {
  public:
-  // device: the GPU of the calling context (current when create is called); idleNs > 0.
-  static Status create(int device, uint64_t idleNs, double timeoutSeconds, std::unique_ptr<HostService>* out);
+  // device: the GPU of the calling context (current when create is called); idleNs > 0; pollers: warps of the
+  // kernel polling the ring in turn (1-32, TETHER_HOST_SERVICE_POLLERS).
+  static Status create(int device, uint64_t idleNs, unsigned pollers, double timeoutSeconds,
+                       std::unique_ptr<HostService>* out);
   // Stops a running kernel (a stop request) and waits for its stream, at most TETHER_TIMEOUT.
   ~HostService();
   HostService(const HostService&) = delete;
@@ -66,6 +69,7 @@ class HostService {
 
   int device_ = -1;
   uint64_t idleNs_ = 0;
+  unsigned pollers_ = 1;
   double timeoutSeconds_ = 0;
   cudaStream_t stream_ = nullptr;
   void* block_ = nullptr;               // one cudaHostAlloc: the ring, then the state

@@ -96,17 +96,59 @@ __device__ void executeRequest(const uint64_t* w, uint64_t ticket, ServiceState*
   }
 }
 
-// One warp (kernels.h, launchService): each poll is one load by all 32 lanes of the next 4 slots (8 lanes per slot,
-// one word each); the slots that carry their tickets in every word, in order from the first, are executed by lane 0
-// one after the other, then done is stored once (release) for the last of them.
-__global__ void serviceKernel(const ServiceSlot* slots, ServiceState* state, uint64_t next, uint64_t idleNs,
-                              uint64_t epoch) {
+// The service warps' shared words are read and written only by atomics after the start (an atomic read is an OR of
+// 0), with block fences for acquire and release: no plain access of one warp races another's (racecheck).
+__device__ inline unsigned long long sharedAcquire(unsigned long long* p) {
+  const unsigned long long v = atomicOr(p, 0ull);
+  __threadfence_block();
+  return v;
+}
+
+__device__ inline void sharedRelease(unsigned long long* p, unsigned long long v) {
+  __threadfence_block();
+  atomicExch(p, v);
+}
+
+// Pollers (kernels.h, launchService): each warp polls the next 4 slots with one load by its 32 lanes (8 lanes per
+// slot, one word each); warp w starts w * staggerNs later than warp 0, so that the warps' reads of host memory are
+// spread over a poll instead of one warp's read, then its loop, then the next read. On one H100, a blocking 8 B put
+// took 3.8-4.3 us with one warp, 3.5-3.8 with two, but 4.3-4.4 with three, 5.2 with four and 9.6 with eight
+// (bench/results/h100/service_pollers_2026-12-06.txt): more reads in flight slow each answer down. A warp
+// whose load shows the slots from the shared next ticket carrying their tickets in every word, in order, claims
+// them (a CAS of next to next | kBusy, so no other warp executes until it is done), lane 0 executes them one after
+// the other, stores done once (release, system scope) for the last of them, then releases next past them (release,
+// block scope: the next executor's requests follow these). Every warp leaves after idleNs without an execution by
+// any warp, or once a warp served kServiceStop; the last one out stores exited.
+__global__ void serviceKernel(const ServiceSlot* slots, ServiceState* state, uint64_t first, uint64_t idleNs,
+                              uint64_t epoch, uint64_t staggerNs) {
   constexpr unsigned kPerPoll = 32 / kSlotWords;
-  const unsigned lane = threadIdx.x, sub = lane / kSlotWords;
-  uint64_t idleSince = globalNs();
-  bool stop = false;
-  while (!stop) {
-    const uint64_t ticket = next + sub;
+  constexpr unsigned long long kBusy = 1ull << 63;
+  __shared__ unsigned long long next;     // the next ticket to execute, | kBusy while a warp executes
+  __shared__ unsigned long long active;   // %globaltimer of the last execution (or of the start)
+  __shared__ unsigned long long stopped;  // a warp served kServiceStop
+  const unsigned lane = threadIdx.x % 32, sub = lane / kSlotWords, warp = threadIdx.x / 32;
+  if (threadIdx.x == 0) {
+    next = first;
+    active = globalNs();
+    stopped = 0;
+  }
+  __syncthreads();
+  if (warp > 0) {
+    const uint64_t until = globalNs() + warp * staggerNs;
+    while (globalNs() < until) {
+    }
+  }
+  while (true) {
+    // Lane 0 reads the shared words for the warp (the other lanes touch no shared memory).
+    unsigned long long n = 0, halt = 0;
+    if (lane == 0) {
+      halt = atomicOr(&stopped, 0ull);
+      n = sharedAcquire(&next);
+    }
+    n = __shfl_sync(0xffffffffu, n, 0);
+    if (__shfl_sync(0xffffffffu, halt, 0)) break;
+    if (n & kBusy) continue;
+    const uint64_t ticket = n + sub;
     const uint64_t* word = &slots[ticket % kServiceSlots].word[lane % kSlotWords];
     const uint64_t mine = *reinterpret_cast<const volatile uint64_t*>(word);
     const unsigned ready = __ballot_sync(0xffffffffu, (mine >> 32) == (ticket & 0xffffffffu));
@@ -114,31 +156,42 @@ __global__ void serviceKernel(const ServiceSlot* slots, ServiceState* state, uin
     while (k < kPerPoll && ((ready >> (k * kSlotWords)) & 0xffu) == 0xffu) ++k;
     if (k == 0) {
       int leave = 0;
-      if (lane == 0) leave = globalNs() - idleSince > idleNs;
+      if (lane == 0) leave = globalNs() - atomicOr(&active, 0ull) > idleNs;
       if (__shfl_sync(0xffffffffu, leave, 0)) break;
       continue;
     }
+    int won = 0;
+    if (lane == 0) won = atomicCAS(&next, n, n | kBusy) == n;
+    if (!__shfl_sync(0xffffffffu, won, 0)) continue;
+    bool stop = false;
+    uint64_t t = n;
     for (unsigned j = 0; j < k && !stop; ++j) {
       uint64_t w[kSlotWords];
 #pragma unroll
       for (unsigned i = 0; i < kSlotWords; ++i)
         w[i] = __shfl_sync(0xffffffffu, mine, static_cast<int>(j * kSlotWords + i)) & 0xffffffffu;
-      if (lane == 0) executeRequest(w, next, state);
+      if (lane == 0) executeRequest(w, t, state);
       stop = (w[kSlotHead] & 0xff) == kServiceStop;
-      ++next;
+      ++t;
     }
-    if (lane == 0) storeReleaseSys(&state->done, next - 1);
+    if (lane == 0) {
+      storeReleaseSys(&state->done, t - 1);
+      atomicExch(&active, globalNs());
+      if (stop) atomicExch(&stopped, 1ull);
+      sharedRelease(&next, t);
+    }
     __syncwarp();
-    idleSince = globalNs();
+    if (stop) break;
   }
-  if (lane == 0) storeReleaseSys(&state->exited, epoch);
+  __syncthreads();
+  if (threadIdx.x == 0) storeReleaseSys(&state->exited, epoch);
 }
 
 }  // namespace
 
 cudaError_t launchService(cudaStream_t stream, const ServiceSlot* slots, ServiceState* state, uint64_t next,
-                          uint64_t idleNs, uint64_t epoch) {
-  serviceKernel<<<1, 32, 0, stream>>>(slots, state, next, idleNs, epoch);
+                          uint64_t idleNs, uint64_t epoch, unsigned pollers, uint64_t staggerNs) {
+  serviceKernel<<<1, 32 * pollers, 0, stream>>>(slots, state, next, idleNs, epoch, staggerNs);
   return cudaGetLastError();
 }
 

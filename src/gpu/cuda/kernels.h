@@ -15,9 +15,9 @@ namespace gpukernels {
 cudaError_t launchAmo(cudaStream_t stream, void* target, const AmoArgs& args, uint64_t* result);
 // SET: release store at system scope; ADD: system-scope atomic add after a system fence.
 cudaError_t launchSignal(cudaStream_t stream, uint64_t* target, uint64_t value, int isAdd);
-// The host service (host_service.h): one GPU warp that stays resident and executes the atomics, signals and small
-// puts/gets the host posts into a ring of slots in host-mapped pinned memory, so that a host atomic on a GPU word
-// costs a PCIe round trip instead of a kernel launch and a stream synchronisation.
+// The host service (host_service.h): a block of GPU warps that stays resident and executes the atomics, signals and
+// small puts/gets the host posts into a ring of slots in host-mapped pinned memory, so that a host atomic on a GPU
+// word costs a PCIe round trip instead of a kernel launch and a stream synchronisation.
 constexpr uint32_t kServiceSlots = 64;
 enum ServiceKind : uint32_t {
   kServiceAmo = 1, kServiceSignalSet = 2, kServiceSignalAdd = 3, kServiceStop = 4,
@@ -46,9 +46,9 @@ struct ServiceState {
 };
 // Serves tickets next, next + 1, ... in order from slots (a device alias of the ring; up to 4 per poll) until it has
 // had no request for idleNs nanoseconds (%globaltimer) or serves a kServiceStop; then stores epoch to state->exited
-// and returns.
+// and returns. One block of `pollers` warps (1-32) polling in turn, one executing at a time (kernels.cu).
 cudaError_t launchService(cudaStream_t stream, const ServiceSlot* slots, ServiceState* state, uint64_t next,
-                          uint64_t idleNs, uint64_t epoch);
+                          uint64_t idleNs, uint64_t epoch, unsigned pollers, uint64_t staggerNs);
 
 // Loads the kernels above into the current device's context now (cudaFuncGetAttributes forces the load). Needed
 // because of lazy loading (CUDA_MODULE_LOADING=LAZY, the default on Linux since CUDA 12.2): a kernel's first launch
