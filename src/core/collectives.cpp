@@ -45,13 +45,6 @@ constexpr uint64_t kTagFailed = 0x6c011ec7;
 constexpr uint64_t failedValue(tether_status_t code) {
   return (kTagFailed << 12 | (static_cast<uint64_t>(code) & 0xfff)) << 2 | 2 | 1;
 }
-// Token slot layout (core/collectives.h "Tokens"), laid out so that a small collective reads as few cache lines of
-// each member as its data needs (one up to 40 bytes): word 0 the call number + 1 (stored last), word 1 flags | inline
-// bytes << 8, word 2 the record's hash, then the inline data (up to kEagerDataBytes); the full record in the slot's
-// last cache line (read only to explain a mismatch).
-enum : size_t { kTokSeq, kTokMeta, kTokHash, kTokData };
-constexpr size_t kTokRec = (kEagerSlotBytes - 64) / sizeof(uint64_t);
-constexpr uint64_t kTokEager = 1, kTokInline = 2, kTokValid = 4, kTokStaged = 8;
 constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager broadcast form
 constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data phase runs on the GPU engine,
 constexpr int kHeadAlgoShift = 28;                   // with this allreduce algorithm (StreamCollCall::Algo, 2 bits)
@@ -103,24 +96,7 @@ char* mappedHost(const World& w, int pe, const SymRef& ref) {
 
 }  // namespace
 
-// What the members agree on (and, when they do not, what they publish to say why).
-struct Collectives::Record {
-  enum : size_t { kHead, kCount, kRoot, kDest, kSrc, kScounts, kSdispls, kWords };
-  uint64_t w[kWords] = {};
-  bool valid() const { return (w[kHead] >> 25) & 1; }
-  uint64_t hash() const {  // a multiply-xorshift mix of the words, 62 bits
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (uint64_t v : w) {
-      h = (h ^ v) * 0xff51afd7ed558ccdull;
-      h ^= h >> 29;
-    }
-    return h & kTagMask;
-  }
-};
-static_assert(Collectives::Record::kWords <= kCollValueWords, "a record fits the value words");
-static_assert(sizeof(Team::hashedRecord) >= sizeof(Collectives::Record::w), "Team caches one record");
-static_assert(kTokRec + Collectives::Record::kWords <= kEagerSlotBytes / 8, "a token's record fits its slot");
-static_assert(kTokData * 8 + kEagerDataBytes <= kTokRec * 8, "a token's inline data ends before its record");
+static_assert(CollRecord::kWords <= kCollValueWords, "a record fits the value words");
 
 namespace {
 
@@ -433,7 +409,7 @@ Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, P
 // depend on each other (each a wake-up of another PE where PEs share cores). A member's close word moves on only at the
 // closing of a later call, which needs every member's token of that call (the agreement), so nobody misses a value.
 Status Collectives::phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged) {
-  if (tokenTeam(t)) return w_.teams().lose(t, closeByWords(call, t, middle, raise, flagged));
+  if (tokens_.team(t)) return w_.teams().lose(t, closeByWords(call, t, middle, raise, flagged));
   return rounds(call, t, middle ? kTagMiddle : kTagClose, raise, flagged);
 }
 
@@ -441,11 +417,11 @@ Status Collectives::closeByWords(const char* call, Team& t, bool middle, bool fa
   // (call << 2) | (phase << 1) | failed, phase 0 the middle, 1 the close: one member's values only grow, and a member
   // past the middle of call c shows a value at least its middle's (a failed middle makes its close fail too).
   const uint64_t want = t.callSeq << 2 | uint64_t{!middle} << 1;
-  __atomic_store_n(closeWord(t, static_cast<size_t>(t.me)), want | uint64_t{failed}, __ATOMIC_RELEASE);
+  __atomic_store_n(tokens_.close(t, static_cast<size_t>(t.me)), want | uint64_t{failed}, __ATOMIC_RELEASE);
   bool any = failed;
   for (size_t m = 0; m < t.pes.size(); ++m) {
     if (m == static_cast<size_t>(t.me)) continue;
-    const uint64_t* word = closeWord(t, m);
+    const uint64_t* word = tokens_.close(t, m);
     uint64_t got = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     if (got < want) {
       SpinWait spin(w_.timeout());
@@ -767,7 +743,7 @@ Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, 
 
 bool Collectives::twoShot(Team& t, const Plan& p) const {
   if (p.a.kind != CollKind::Allreduce) return false;
-  if (tokenTeam(t) && isHostMemory(p.sref.kind)) return p.n >= 2 && p.block >= kTwoShotLocalBytes;
+  if (tokens_.team(t) && isHostMemory(p.sref.kind)) return p.n >= 2 && p.block >= kTwoShotLocalBytes;
   return p.n >= 3 && p.block >= kTwoShotBytes;
 }
 
@@ -865,6 +841,16 @@ Status Collectives::setUp(const Config& config, int localPes) {
   }
   TETHER_LOG_INFO(LogSys::Core, "collectives: %s host (%d PEs here, TETHER_COLL_CROWDED=%s)",
                   crowded_ ? "crowded" : "uncrowded", localPes, mode.c_str());
+  CollTokens::Links links;
+  links.me = w_.myPe();
+  links.host = [this](int pe, uint64_t off) -> char* {
+    if (pe == w_.myPe()) return w_.heap().host()->myBase() + off;
+    const SegPath& sp = w_.path(pe, SegKind::Host);
+    return sp.ops && (sp.ops->caps & kCapLoadStore) ? w_.remote(pe, SymRef{SegKind::Host, off}).ptr : nullptr;
+  };
+  links.lose = [this](Team& t, Status s) { return w_.teams().lose(t, std::move(s)); };
+  links.timeout = w_.timeout();
+  tokens_.attach(std::move(links));
   eagerAlltoall_ = config.flag("TETHER_COLL_EAGER_ALLTOALL");
   byHost_ = config.flag("TETHER_COLL_BY_HOST");
   gpu_.host = config.flag("TETHER_COLL_GPU");
@@ -907,9 +893,9 @@ void Collectives::stage(const Team& t, const Plan& p, size_t bytes) {
 
 const char* Collectives::stagedInPlace(const Team& t, const Plan& p, size_t m, size_t off) const {
   if (p.tokenCall)  // token teams are load/store mapped
-    return reinterpret_cast<const char*>(tokenSlot(t, m, p.tokenCall - 1) + kTokData) + off;
+    return tokens_.token(t, m, p.tokenCall - 1).data() + off;
   if (p.ringCall)  // the token's data word: where the member's copy lies in its staging ring
-    return stageBuffer(t, m, tokenSlot(t, m, p.ringCall - 1)[kTokData] % kEagerStageTeamBytes) + off;
+    return tokens_.stage(t, m, tokens_.token(t, m, p.ringCall - 1).dataWord() % kEagerStageTeamBytes) + off;
   const int pe = t.pes[m];
   if (pe == w_.myPe()) return w_.heap().host()->myBase() + stageOffset(t) + off;
   return mappedHost(w_, pe, SymRef{SegKind::Host, stageOffset(t) + off});
@@ -991,153 +977,6 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
 
 // ---- tokens and the eager broadcast ------------------------------------------------------------------------------
 
-bool Collectives::tokenPeer(int pe) const {
-  const SegPath& sp = w_.path(pe, SegKind::Host);
-  return sp.ops && (sp.ops->caps & kCapLoadStore) && w_.remote(pe, SymRef{SegKind::Host, kEagerOffset}).ptr;
-}
-
-bool Collectives::tokenTeam(Team& t) const {
-  if (t.tokens < 0) {
-    bool all = t.pes.size() >= 2;
-    for (int pe : t.pes) {
-      if (!all || pe == w_.myPe()) continue;
-      all = tokenPeer(pe);
-    }
-    if (all) {  // every member's ring of the slot, as mapped here (the HOST segments' bases never move)
-      const uint64_t off = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
-      t.rings.clear();
-      for (int pe : t.pes)
-        t.rings.push_back(reinterpret_cast<uint64_t*>(pe == w_.myPe() ? w_.heap().host()->myBase() + off
-                                                                      : w_.remote(pe, SymRef{SegKind::Host, off}).ptr));
-    }
-    t.tokens = all ? 1 : 0;
-  }
-  return t.tokens == 1;
-}
-
-uint64_t* Collectives::doneWord(const Team& t, size_t m) const { return t.rings[m]; }
-uint64_t* Collectives::closeWord(const Team& t, size_t m) const { return t.rings[m] + 1; }
-
-Status Collectives::settle(const char* call, Team& t) {
-  if (t.tokens != 1 || t.minDone >= t.callSeq) return Status::ok();  // no token calls, or all known to be done
-  return waitDone(call, t, t.callSeq, true);
-}
-
-char* Collectives::stageBuffer(const Team& t, size_t m, uint64_t off) const {
-  // In member m's HOST segment as mapped here, like its token ring: at the same distance from it in every segment.
-  const uint64_t ring = kEagerOffset + static_cast<uint64_t>(t.slot) * kEagerTeamBytes;
-  const uint64_t stage = kEagerStageOffset + static_cast<uint64_t>(t.slot) * kEagerStageTeamBytes + off;
-  return reinterpret_cast<char*>(t.rings[m]) - ring + stage;
-}
-
-Status Collectives::stageRoom(const char* call, Team& t, size_t bytes, uint64_t c, uint64_t* off) {
-  constexpr uint64_t kRing = kEagerStageTeamBytes;
-  const uint64_t len = (bytes + 63) & ~uint64_t{63};
-  uint64_t h = t.stageHead;
-  if (h % kRing + len > kRing) h += kRing - h % kRing;  // it would wrap: it starts at the ring's start instead
-  // An earlier copy starting at s lies (in part) where this one goes when s + kRing < h + len (the copies are in
-  // order): the last such call, and every one before it, must be done on every member.
-  bool wait = false;
-  uint64_t last = 0;
-  while (!t.staged.empty() && t.staged.front().first + kRing < h + len) {
-    last = t.staged.front().second;
-    wait = true;
-    t.staged.pop_front();
-  }
-  if (wait && t.minDone < last + 1) TETHER_TRY(waitDone(call, t, last + 1, true));
-  t.staged.emplace_back(h, c);
-  t.stageHead = h + len;
-  *off = h % kRing;
-  return Status::ok();
-}
-
-uint64_t Collectives::tokenBase() const {
-  const char* rings = w_.heap().host()->myBase() + kEagerOffset;
-  uint64_t most = 0;
-  for (int slot = 0; slot < kTeamSlots; ++slot)
-    most = std::max(most, __atomic_load_n(reinterpret_cast<const uint64_t*>(rings + slot * kEagerTeamBytes),
-                                          __ATOMIC_ACQUIRE));
-  return most;
-}
-
-void Collectives::startTokens(Team& t, uint64_t base) {
-  t.callSeq = base;
-  t.minDone = 0;
-  __atomic_store_n(reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + kEagerOffset +
-                                               static_cast<uint64_t>(t.slot) * kEagerTeamBytes),
-                   base, __ATOMIC_RELEASE);
-}
-
-uint64_t* Collectives::tokenSlot(const Team& t, size_t m, uint64_t c) const {
-  return doneWord(t, m) + (64 + (c % kEagerDepth) * kEagerSlotBytes) / sizeof(uint64_t);
-}
-
-Status Collectives::waitDone(const char* call, Team& t, uint64_t calls, bool updateMin) {
-  uint64_t least = UINT64_MAX;
-  for (size_t m = 0; m < t.pes.size(); ++m) {
-    if (m == static_cast<size_t>(t.me)) continue;
-    const uint64_t* word = doneWord(t, m);
-    uint64_t got = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-    if (got >= calls) {  // no wait: no SpinWait (its deadline reads the clock)
-      least = std::min(least, got);
-      continue;
-    }
-    SpinWait spin(w_.timeout());
-    while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < calls) {
-      if (!spin.next())
-        TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team index "
-                    "%d) waiting for team PE %zu (world PE %d) to finish collective call %llu; did it exit or skip a "
-                    "call?", call, w_.timeout(), w_.myPe(), t.me, t.slot, m, t.pes[m],
-                    static_cast<unsigned long long>(calls));
-    }
-    least = std::min(least, got);
-  }
-  if (updateMin) t.minDone = least;
-  return Status::ok();
-}
-
-Status Collectives::postToken(const char* call, Team& t, uint64_t c, const Record& r, uint64_t flags,
-                              const void* data, size_t bytes) {
-  // The slot was last used by call c - kEagerDepth: every member must have finished it (read that token). A member
-  // that must wait (an eager root running ahead of its readers) waits until half the ring is free, so that it polls
-  // the others' done words once per kEagerDepth / 2 calls instead of on every call: each poll takes the line away
-  // from the member about to store its next done count.
-  if (c >= kEagerDepth && t.minDone < c + 1 - kEagerDepth)
-    TETHER_TRY(waitDone(call, t, c + 1 - kEagerDepth / 2, true));
-  uint64_t* s = tokenSlot(t, static_cast<size_t>(t.me), c);
-  s[kTokMeta] = (flags | (r.valid() ? kTokValid : 0)) | uint64_t{bytes} << 8;
-  // The hash is a serial chain of multiplies; the same record as the last call's (a stream of like calls) reuses it.
-  if (!t.hashed || std::memcmp(t.hashedRecord, r.w, sizeof r.w) != 0) {
-    std::memcpy(t.hashedRecord, r.w, sizeof r.w);
-    t.recordHash = r.hash();
-    t.hashed = true;
-  }
-  s[kTokHash] = t.recordHash;
-  std::memcpy(s + kTokRec, r.w, sizeof r.w);
-  if (bytes) std::memcpy(s + kTokData, data, bytes);
-  __atomic_store_n(&s[kTokSeq], c + 1, __ATOMIC_RELEASE);
-  return Status::ok();
-}
-
-Status Collectives::awaitToken(const char* call, Team& t, size_t m, uint64_t c, const char* role) {
-  const uint64_t* s = tokenSlot(t, m, c);
-  if (__atomic_load_n(&s[kTokSeq], __ATOMIC_ACQUIRE) == c + 1) return Status::ok();  // posted: no SpinWait (clock)
-  SpinWait spin(w_.timeout());
-  while (__atomic_load_n(&s[kTokSeq], __ATOMIC_ACQUIRE) != c + 1) {
-    if (!spin.next())
-      return w_.teams().lose(t, Status(TETHER_ERR_TIMEOUT, strprintf(
-          "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d) in %s of call "
-          "%llu, waiting for the token of world PE %d (team PE %zu); did PE %d exit or skip the call?", call,
-          w_.timeout(), w_.myPe(), t.me, t.pes.size(), t.slot, role, static_cast<unsigned long long>(c), t.pes[m], m,
-          t.pes[m])));
-    if (spin.noteDue())
-      TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d (team index %d, %s); %.0f s so far, %.0f s "
-                      "left of TETHER_TIMEOUT", call, w_.myPe(), t.pes[m], t.slot, role, spin.elapsedSeconds(),
-                      spin.secondsLeft());
-  }
-  return Status::ok();
-}
-
 Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
   if (!p.local.isOk() || p.me != static_cast<size_t>(p.a.root)) return eagerRead(call, t, p, mine, c);
   const bool host = isHostMemory(p.sref.kind);
@@ -1151,13 +990,14 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   const bool staged = host && !inl && p.block <= limit;
   uint64_t off = 0;  // staged: where the copy lies in this PE's staging ring (the token's data carries it)
   if (staged) {
-    TETHER_TRY(w_.teams().lose(t, stageRoom(call, t, p.block, c, &off)));
-    std::memcpy(stageBuffer(t, p.me, off), p.a.src, p.block);  // before the token's release store
+    TETHER_TRY(w_.teams().lose(t, tokens_.stageRoom(call, t, p.block, c, &off)));
+    std::memcpy(tokens_.stage(t, p.me, off), p.a.src, p.block);  // before the token's release store
   }
   // Pull: the token's data word says where src lies (CollArgs::srcAtRoot's readers read it there).
   const uint64_t ref = p.sref.offset << 2 | static_cast<uint64_t>(p.sref.kind);
-  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine,
-                                          kTokEager | (inl ? kTokInline : 0) | (staged ? kTokStaged : 0),
+  TETHER_TRY(w_.teams().lose(t, tokens_.post(call, t, c, mine,
+                                          CollTokens::kEager | (inl ? CollTokens::kInline : 0) |
+                                              (staged ? CollTokens::kStaged : 0),
                                           inl ? p.a.src : staged ? static_cast<const void*>(&off) : &ref,
                                           inl ? p.block : sizeof(uint64_t))));
   Status err;
@@ -1166,7 +1006,7 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
     else err = copyFrom(call, p.a.dest, p.sref, p.block, w_.myPe());
   }
   // Pull: the others read src until their done word passes this call.
-  if (!inl && !staged) TETHER_TRY(w_.teams().lose(t, waitDone(call, t, c + 1, false)));
+  if (!inl && !staged) TETHER_TRY(w_.teams().lose(t, tokens_.waitDone(call, t, c + 1, false)));
   return err;
 }
 
@@ -1189,38 +1029,31 @@ Status Collectives::eagerAlltoall(const char* call, Team& t, const Plan& p, cons
   }
   // The token's release store publishes the blocks: a member that sees every token of call c holds every block. A
   // member whose stores failed posts an invalid record, so that no member returns success with its block missing.
-  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, err.isOk() ? mine : Record{}, 0, nullptr, 0)));
+  TETHER_TRY(w_.teams().lose(t, tokens_.post(call, t, c, err.isOk() ? mine : Record{}, 0, nullptr, 0)));
   return agreeByTokens(call, t, mine, err, c);
 }
 
-Collectives::Record Collectives::tokenRecord(const uint64_t* slot) {
-  Record r;
-  std::memcpy(r.w, slot + kTokRec, sizeof r.w);
-  return r;
-}
-
 Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c) {
-  TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, kTokEager, nullptr, 0)));
+  TETHER_TRY(w_.teams().lose(t, tokens_.post(call, t, c, mine, CollTokens::kEager, nullptr, 0)));
   if (!p.local.isOk()) return p.local;  // fails alone (protocol: what is detected where)
   const size_t root = static_cast<size_t>(p.a.root);
-  TETHER_TRY(awaitToken(call, t, root, c, "the broadcast root"));
-  const uint64_t* s = tokenSlot(t, root, c);
-  const uint64_t meta = s[kTokMeta];
-  if (!(meta & kTokValid))
+  TETHER_TRY(tokens_.await(call, t, root, c, "the broadcast root"));
+  const CollTokens::Token s = tokens_.token(t, root, c);
+  if (!s.valid())
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the root, team PE %zu (world PE %d), passed invalid arguments or failed "
                 "an earlier step of a collective by host (its own error says which); dest is untouched", call, root,
                 t.pes[root]);
   // A root running another collective differs too (and fails when it compares this member's token).
   // (This member's own token, just posted, holds the hash of its record.)
-  if (s[kTokHash] != tokenSlot(t, static_cast<size_t>(t.me), c)[kTokHash])
-    return mismatch(call, t, mine, root, tokenRecord(s));
-  if (meta & kTokInline) return writeLocal(call, p.a.dest, s + kTokData, p.block, p.dref.kind == SegKind::Device);
-  if (meta & kTokStaged)  // the token's data word: where the root's copy lies in its staging ring
-    return writeLocal(call, p.a.dest, stageBuffer(t, root, s[kTokData] % kEagerStageTeamBytes), p.block,
+  if (s.hash() != tokens_.token(t, static_cast<size_t>(t.me), c).hash())
+    return mismatch(call, t, mine, root, s.record());
+  if (s.inlined()) return writeLocal(call, p.a.dest, s.data(), p.block, p.dref.kind == SegKind::Device);
+  if (s.staged())  // the token's data word: where the root's copy lies in its staging ring
+    return writeLocal(call, p.a.dest, tokens_.stage(t, root, s.dataWord() % kEagerStageTeamBytes), p.block,
                       p.dref.kind == SegKind::Device);
   if (!p.a.srcAtRoot) return copyFrom(call, p.a.dest, p.sref, p.block, t.pes[root]);
   // The root's src, where its token says (a symmetric range here too: the heaps are symmetric; checked all the same).
-  const SymRef ref{static_cast<SegKind>(s[kTokData] & 3), s[kTokData] >> 2};
+  const SymRef ref{static_cast<SegKind>(s.dataWord() & 3), s.dataWord() >> 2};
   SymRef checked{};
   TETHER_TRY(w_.checkSymmetric(call, "the root's src", w_.heap().local(ref), p.block, &checked));
   return copyFrom(call, p.a.dest, checked, p.block, t.pes[root]);
@@ -1229,19 +1062,19 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
 Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError,
                                   uint64_t c) {
   const size_t n = t.pes.size(), me = static_cast<size_t>(t.me);
-  for (size_t k = 1; k < n; ++k) TETHER_TRY(awaitToken(call, t, (me + k) % n, c, "the agreement round"));
+  for (size_t k = 1; k < n; ++k) TETHER_TRY(tokens_.await(call, t, (me + k) % n, c, "the agreement round"));
   // Every member has every record now: each reaches the same verdict (its own error first, like explain).
   // The hashes decide (62 bits; the full records only explain a difference), from each token's first cache line.
   if (!localError.isOk()) return localError;
   for (size_t m = 0; m < n; ++m)
-    if (!(tokenSlot(t, m, c)[kTokMeta] & kTokValid))
+    if (!tokens_.token(t, m, c).valid())
       TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments or failed an "
                   "earlier step of a collective by host (its own error says which); no member ran the collective",
                   call, m, t.pes[m]);
-  const uint64_t h = tokenSlot(t, me, c)[kTokHash];  // this member's record hash, as postToken stored it
+  const uint64_t h = tokens_.token(t, me, c).hash();  // this member's record hash, as post stored it
   for (size_t m = 0; m < n; ++m) {
-    const uint64_t* s = tokenSlot(t, m, c);
-    if (s[kTokHash] != h) return mismatch(call, t, mine, m, tokenRecord(s));
+    const CollTokens::Token s = tokens_.token(t, m, c);
+    if (s.hash() != h) return mismatch(call, t, mine, m, s.record());
   }
   return Status::ok();
 }
@@ -1260,15 +1093,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   // that follow the root's stores.
   if (a.eager && a.kind == CollKind::Broadcast && t.tokens == 1 && a.root >= 0 &&
       static_cast<size_t>(a.root) < t.pes.size()) {
-    const size_t root = static_cast<size_t>(a.root), bytes = a.count * dtypeInfo(a.type).size;
-    const size_t lines = bytes <= kEagerDataBytes ? (kTokData * sizeof(uint64_t) + bytes + 63) / 64 : 1;
-    char* head = reinterpret_cast<char*>(tokenSlot(t, root, t.callSeq));
-    for (size_t l = 0; l < lines; ++l) {
-      if (a.root != t.me) prefetchRead(head + l * 64);
-      else prefetchWrite(head + l * 64);
-    }
-    if (a.root != t.me) prefetchRead(tokenSlot(t, root, t.callSeq + 1));
-    else prefetchWrite(tokenSlot(t, root, t.callSeq + 1));
+    tokens_.prefetch(t, static_cast<size_t>(a.root), t.callSeq, a.count * dtypeInfo(a.type).size, a.root == t.me);
   }
   Plan p;
   p.local = check(call, t, a, &p);
@@ -1288,7 +1113,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     const bool bcast = a.kind == CollKind::Broadcast;
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
-                          uint64_t{p.inPlace && !bcast} << 24 | uint64_t{1} << 25 |
+                          uint64_t{p.inPlace && !bcast} << 24 | Record::kValidBit |
                           (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
                           (byHostKind(t, a.kind) || byHostScratched(t, a, p.block) || byHostBroadcast(t, a, p.block)
                                ? kHeadByHost : 0) |
@@ -1310,12 +1135,12 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     }
   }
   if (t.pes.size() == 1 && !p.local.isOk()) return p.local;
-  const bool tokens = tokenTeam(t);
+  const bool tokens = tokens_.team(t);
   if (a.srcAtRoot && !(tokens && a.eager && a.kind == CollKind::Broadcast))  // (internal: byHostBroadcastSteps)
     TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: a broadcast from the root's own place needs the eager form on a team whose "
                 "members map each other (team index %d)", call, t.slot);
   const uint64_t c = t.callSeq++;
-  DoneOnExit done(tokens ? doneWord(t, p.me) : nullptr, c + 1);
+  DoneOnExit done(tokens ? tokens_.done(t, p.me) : nullptr, c + 1);
   if (tokens && a.eager && a.kind == CollKind::Broadcast) return eagerBroadcast(call, t, p, mine, c);
   // The eager alltoall of HOST objects, where TETHER_COLL_EAGER_ALLTOALL allows it (a function of the agreed record,
   // the setting's eager bit included, so all members take it when they agree): members store their blocks into each
@@ -1335,15 +1160,15 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   const bool contributes = small && !(a.kind == CollKind::Broadcast && p.me != static_cast<size_t>(a.root));
   uint64_t ringOff = 0;  // ringCall: where this member's copy lies in its ring (its token's data word says so)
   if (contributes && p.ringCall) {
-    TETHER_TRY(w_.teams().lose(t, stageRoom(call, t, stagedB, c, &ringOff)));
-    std::memcpy(stageBuffer(t, p.me, ringOff), a.src, stagedB);  // before the token's release store
+    TETHER_TRY(w_.teams().lose(t, tokens_.stageRoom(call, t, stagedB, c, &ringOff)));
+    std::memcpy(tokens_.stage(t, p.me, ringOff), a.src, stagedB);  // before the token's release store
   } else if (contributes && !p.tokenCall) {
     stage(t, p, stagedB);
   }
   if (tokens) {
     const void* data = p.ringCall ? static_cast<const void*>(&ringOff) : a.src;
     const size_t bytes = !contributes ? 0 : p.ringCall ? sizeof ringOff : p.tokenCall ? stagedB : 0;
-    TETHER_TRY(w_.teams().lose(t, postToken(call, t, c, mine, 0, data, bytes)));
+    TETHER_TRY(w_.teams().lose(t, tokens_.post(call, t, c, mine, 0, data, bytes)));
     TETHER_TRY(agreeByTokens(call, t, mine, p.local, c));
   } else {
     bool flagged = false;

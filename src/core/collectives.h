@@ -36,16 +36,17 @@
 //     host (crowded_: more PEs on the host than online CPUs, or TETHER_COLL_CROWDED) contributions over
 //     kCollStageBytes up to kRingStageBytes are one-shot too while the block stays within ringBlockMax
 //     (collectives.cpp; by kind: alltoall 2 KiB, allgather 4 KiB, broadcast 8 KiB up to 4 members, reductions
-//     none), staged in the member's
-//     staging ring of the team (the eager broadcast's, below: stageRoom reserves the room once every member is done
-//     with the calls whose copies it overwrites), the copy's offset in the member's token. There, for small blocks,
+//     none), staged in the member's staging ring of the team (the eager broadcast's, below: CollTokens::stageRoom
+//     reserves the room once every member is done with the calls whose copies it overwrites), the copy's offset in
+//     the member's token. There, for small blocks,
 //     a second sync point costs more than the copy (4 PEs on 2 cores, alltoall of 1-2 KiB blocks 0.83-0.91x the
 //     time of pull + close); for larger ones a member that returned early competes for the cores with those still
 //     reading (4 KiB blocks 1.2x, reductions of 4-32 KiB 1.3-2.2x slower staged: bench/results/cpu-2core-vm/
 //     coll_ring_block_ab.txt); with a core per PE pulling wins from 2 KiB on (2 PEs on 2 cores: 1.4-3x;
 //     coll_ring_ab.txt). Every member of a token team is on one host, so all reach the same answer
 //     (TETHER_COLL_CROWDED must be alike on a host).
-//  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it): at the
+//  Tokens (token teams: 2+ members, every member's HOST segment load/store mapped here; Team::tokens caches it; the
+//     rings, their layout and their waits are the room CollTokens, core/coll_tokens.h, member tokens_): at the
 //     start of its c-th collective on the team every member writes a token into slot c % kEagerDepth of its own ring
 //     for the team: flags, its record's hash and its one-shot contribution inline when it fits kEagerDataBytes (from
 //     the first cache line on: a collective of up to 40 bytes reads one line per member), the full record (the slot's
@@ -169,7 +170,8 @@
 //     A host form whose step fails passes that failure into its later steps (CollArgs::invalid): their members fail
 //     at once, naming it, instead of waiting for it (netns_coll_peer_killed: a PE killed inside these steps).
 //
-// Who calls it: the C API (core/api.cpp) through World::colls(). Thread-safety: collective calls on one team must
+// Where its words and buffers lie: core/coll_layout.h. Who calls it: the C API (core/api.cpp) through
+// World::colls(). Thread-safety: collective calls on one team must
 // not race (teams' rule); different teams may run on different threads. Lifetime: a member of World; uses Teams.
 #pragma once
 
@@ -179,6 +181,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/coll_layout.h"
+#include "core/coll_tokens.h"
 #include "core/teams.h"
 #include "tether/tether.h"
 
@@ -191,63 +195,6 @@ class Config;
 class World;
 struct SymRef;
 enum class SegKind;  // topology/topology.h
-
-constexpr size_t kCollRounds = 16;  // rounds per barrier: teams of up to 2^16 members
-static_assert(kCollRounds >= static_cast<size_t>(kTeamScheduleWords), "a team's barrier schedule fits the words");
-constexpr size_t kCollValueWords = 8;
-constexpr size_t kCollWords = 2 * kCollRounds + kCollValueWords;  // two word sets (barrier parity), then the record
-
-// The device team sync words (tether_device_team_t::sync) of each team slot: 1 epoch word + TETHER_DEVICE_TEAM_ROUNDS
-// round words + the device broadcast's by-host flag (device.cuh team_broadcast), padded to whole cache lines; in the
-// HOST control block (ControlBlock::devTeams) for CPU handles and GPU handles without a DEVICE heap, else in the
-// DEVICE control block at kDeviceTeamSyncOffset. All reset when the team is destroyed (resetDeviceWords).
-constexpr size_t kDeviceTeamWords = 24;
-static_assert(2 + TETHER_DEVICE_TEAM_ROUNDS <= kDeviceTeamWords, "device team sync words and the by-host flag");
-static_assert(TETHER_DEVICE_TEAM_ROUNDS == kCollRounds, "host and device team collectives take the same team sizes");
-constexpr uint64_t kDeviceTeamSyncOffset = 8192;
-// Staging buffers of the one-shot path: two (used alternately) of kCollStageBytes per team slot, in the HOST segment
-// at kCollStageOffset (after the ControlBlock, inside kControlBytes).
-constexpr uint64_t kCollStageOffset = 64 * 1024;
-constexpr size_t kCollStageBytes = 2048;
-// Token rings (protocol above): per team slot a 64-byte line whose first word is this PE's done count (the second its
-// close word: Collectives::closeByWords), then
-// kEagerDepth slots of kEagerSlotBytes (a 24-byte head, up to kEagerDataBytes of inline data right after it, the full
-// record in the last cache line; kEagerHeadBytes is what is not data), in the HOST segment at kEagerOffset (after the
-// staging buffers, inside kControlBytes).
-constexpr uint64_t kEagerOffset = kCollStageOffset + 64 * 2 * kCollStageBytes;
-// 64 deep: an eager root runs up to 64 calls ahead of its readers, which then take many calls per time slice where
-// PEs share cores (4 PEs on 2 cores, eager broadcast of 8 B: 0.77 us with 16, 0.48 with 32, 0.33 with 64;
-// bench/results/cpu-2core-vm/coll_token_depth_ab.txt). 64 KiB per team index.
-constexpr size_t kEagerDepth = 64;
-constexpr size_t kEagerSlotBytes = 1024;
-constexpr size_t kEagerHeadBytes = 128;
-constexpr size_t kEagerDataBytes = kEagerSlotBytes - kEagerHeadBytes;
-constexpr size_t kEagerTeamBytes = 64 + kEagerDepth * kEagerSlotBytes;
-// Staging rings (protocol above: the eager broadcast's sizes over kEagerDataBytes, and on crowded hosts the one-shot
-// contributions over kCollStageBytes): per team slot kEagerStageTeamBytes, in the HOST segment at kEagerStageOffset
-// (after the token rings, inside kControlBytes). What an eager root stages: up to kEagerStagePairBytes on teams of
-// two, kEagerStageBytes on larger ones, ringBlockMax on larger ones of a crowded host; a one-shot contribution:
-// up to kRingStageBytes on a crowded host, of blocks up to ringBlockMax. (Half a ring at most: two calls' copies
-// fit, so a call rarely waits for the one before it.)
-constexpr uint64_t kEagerStageOffset = kEagerOffset + kTeamSlots * kEagerTeamBytes;
-constexpr size_t kEagerStageTeamBytes = 64 * 1024;
-constexpr size_t kEagerStagePairBytes = 2048;
-constexpr size_t kEagerStageBytes = 4096;
-constexpr size_t kRingStageBytes = kEagerStageTeamBytes / 2;
-// Reduction scratch (tether_device_team_t::scratch): where the device and stream reductions pull the elements of
-// members they cannot load (device.cuh, detail::teamReduceStaged), kCollScratchBytes per team slot, this PE's own
-// (nothing remote writes it but its own gets). In the HOST segment at kCollScratchOffset (after the staging rings,
-// inside kControlBytes) for CPU handles and GPU handles without a DEVICE heap, else in the DEVICE control block at
-// kDeviceCollScratchOffset (after the team sync words; not zeroed at start-up).
-constexpr uint64_t kCollScratchOffset = kEagerStageOffset + kTeamSlots * kEagerStageTeamBytes;
-constexpr size_t kCollScratchBytes = 16 * 1024;
-constexpr uint64_t kDeviceCollScratchOffset = 64 * 1024;
-// The rooted reduce by host's partials ("By host" above): kByHostScratchBytes per team slot, this PE's own, in the
-// HOST segment at kByHostScratchOffset (after the reductions' scratch, inside kControlBytes). Only the host forms'
-// by-host steps use it (the device views' scratch above can be in use by a stream or device form of the same team at
-// the same time), as dest and src of their subteam collectives (CollArgs::scratch).
-constexpr uint64_t kByHostScratchOffset = kCollScratchOffset + kTeamSlots * kCollScratchBytes;
-constexpr size_t kByHostScratchBytes = 32 * 1024;
 
 enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
@@ -301,19 +248,19 @@ class Collectives {
   Status resetDeviceWords(int slot);
   // Teams::destroy's settle hook: waits (TETHER_TIMEOUT) until every member's done word has passed every call this
   // PE made on t, so no member still reads this PE's tokens or staged bytes when the slot is freed for reuse.
-  Status settle(const char* call, Team& t);
+  Status settle(const char* call, Team& t) { return tokens_.settle(call, t); }
   // Token numbers across team lifetimes (Teams::split): tokenBase() is at least every done word of this PE (any
   // slot); a new team starts its calls at the largest tokenBase() of its members (startTokens sets its callSeq and
   // this PE's done word of the slot to it), so tokens a former team left in the slot's rings, which a slow member of
   // that team may still be reading, never match a new call, and the rings are never zeroed.
-  uint64_t tokenBase() const;
-  void startTokens(Team& t, uint64_t base);
+  uint64_t tokenBase() const { return tokens_.tokenBase(); }
+  void startTokens(Team& t, uint64_t base) { tokens_.start(t, base); }
 
  private:
   struct Plan;  // one call's checked arguments (collectives_plan.h)
   class Gets;   // copies from members batched: the gets to other hosts complete together (collectives.cpp)
  public:
-  struct Record;  // what members agree on (public for a static_assert in collectives.cpp)
+  using Record = CollRecord;  // what members agree on (core/coll_tokens.h)
 
  private:
   Status check(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
@@ -327,36 +274,20 @@ class Collectives {
   Status roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
   // The error a member with record mine returns when member m's record theirs differs (names the first field).
   Status mismatch(const char* call, const Team& t, const Record& mine, size_t m, const Record& theirs) const;
-  // ---- tokens and the eager broadcast (protocol above)
-  bool tokenTeam(Team& t) const;  // cached in the Team: every member load/store mapped, 2+ members
-  bool tokenPeer(int pe) const;   // world PE pe's HOST segment (its token rings) load/store mapped here
-  uint64_t* tokenSlot(const Team& t, size_t m, uint64_t c) const;  // member m's slot of call c (mapped)
-  uint64_t* doneWord(const Team& t, size_t m) const;
-  uint64_t* closeWord(const Team& t, size_t m) const;  // the word after it: closeByWords
+  // ---- tokens (their rings: tokens_, core/coll_tokens.h) and the eager forms (protocol above)
   // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as rounds'.
   // middle: the barrier between a two-shot allreduce's halves instead (a lower value of the same word).
   Status closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged);
   // The data phase's closing barrier (middle: the one between a two-shot allreduce's halves), raising the flag when
   // raise: close words on a token team, else the dissemination rounds. *flagged as rounds'.
   Status phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged);
-  char* stageBuffer(const Team& t, size_t m, uint64_t off) const;  // member m's staging ring at off (mapped)
-  // Room for bytes in this PE's staging ring of t for call c (protocol above): *off, once the calls whose copies it
-  // overwrites are done on every member (waitDone).
-  Status stageRoom(const char* call, Team& t, size_t bytes, uint64_t c, uint64_t* off);
-  Status postToken(const char* call, Team& t, uint64_t c, const Record& r, uint64_t flags, const void* data,
-                   size_t bytes);
-  // Waits until every member's done word reaches `calls`.
-  Status waitDone(const char* call, Team& t, uint64_t calls, bool updateMin);
   Status eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
   Status eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
   // The eager alltoall (protocol above): this member's blocks into every member's dest, its token, every token.
   Status eagerAlltoall(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
-  static Record tokenRecord(const uint64_t* slot);  // the full record a token carries
   // The agreement of call c on a token team (its token posted): waits for every member's token and compares the
   // records; the error every member returns alike (its own first), or ok.
   Status agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError, uint64_t c);
-  // Waits (SpinWait, TETHER_TIMEOUT: loses the team) for member m's token of call c; role says why, for the error.
-  Status awaitToken(const char* call, Team& t, size_t m, uint64_t c, const char* role);
   // The slow path of a disagreement: every member's record, and the error every member returns.
   Status explain(const char* call, Team& t, const Record& mine, const Status& localError);
   // Every member publishes nw <= kCollValueWords words; *all = every member's (member m at m * nw). Two barriers.
@@ -448,6 +379,7 @@ class Collectives {
   uint64_t* words(int slot) const;
 
   World& w_;
+  CollTokens tokens_;  // the token rings (Links attached by setUp)
   // PEs outnumber cores on this host (setUp): waiting for the others costs more than copying, so the staged one-shot
   // paths go further (protocol above).
   bool crowded_ = false;

@@ -41,7 +41,7 @@ bool Collectives::hostShaped(Team& t) const {
       leaders.push_back(g[0]);
       t.hostStrided = t.hostStrided && strided(g);
       if (std::find(g.begin(), g.end(), t.me) != g.end())
-        for (int m : g) t.hostMapped = t.hostMapped && (m == t.me || tokenPeer(t.pes[static_cast<size_t>(m)]));
+        for (int m : g) t.hostMapped = t.hostMapped && (m == t.me || tokens_.peer(t.pes[static_cast<size_t>(m)]));
     }
     t.hostStrided = t.hostStrided && strided(leaders);
     t.hostLeader = leaders;

@@ -36,14 +36,14 @@
 namespace tether {
 
 // Bytes reserved at the start of every PE's HOST segment: the ControlBlock (core/world.h) in the first 64 KiB, then
-// the team collectives' staging buffers (core/collectives.h: kCollStageOffset), token rings (kEagerOffset), the
+// the team collectives' staging buffers (core/coll_layout.h: kCollStageOffset), token rings (kEagerOffset), the
 // eager broadcast's staging buffers (kEagerStageOffset), the reductions' scratch (kCollScratchOffset) and the rooted
 // reduce by host's scratch (kByHostScratchOffset); user allocations start here.
 constexpr uint64_t kControlBytes =
     64 * 1024 + 64 * 2 * 2048 + 64 * (64 + 64 * 1024) + 64 * 64 * 1024 + 64 * 16 * 1024 + 64 * 32 * 1024;
 // Internal words at the start of every PE's DEVICE segment: the device barrier (tether_device_barrier_t), zeroed at
 // start-up, the stream barrier and the device team sync words (core/world.h) in the first 64 KiB, then the
-// reductions' scratch (core/collectives.h: kDeviceCollScratchOffset). User allocations start after them.
+// reductions' scratch (core/coll_layout.h: kDeviceCollScratchOffset). User allocations start after them.
 constexpr uint64_t kDeviceControlBytes = 64 * 1024 + 64 * 16 * 1024;
 
 // A checked symmetric address: which segment, and the offset in it.

@@ -60,7 +60,7 @@ constexpr size_t kTeamRoundWords = 32;  // dissemination rounds: enough for 2^32
 constexpr size_t kTeamValueWords = 8;   // a split record
 constexpr size_t kTeamSyncWords = kTeamRoundWords + kTeamValueWords;
 // The words a team's barrier schedule (Team::sync) may use: the fewer of the team sync's (kTeamRoundWords) and the
-// data collectives' (kCollRounds, core/collectives.h), which walk the same schedule.
+// data collectives' (kCollRounds, core/coll_layout.h), which walk the same schedule.
 constexpr int kTeamScheduleWords = 16;
 constexpr unsigned kTeamSerialBits = 27;  // serials wrap (never 0): the C API's handle holds them (core/api.cpp)
 

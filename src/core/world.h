@@ -248,7 +248,7 @@ static_assert(kCollScratchOffset + kTeamSlots * kCollScratchBytes <= kByHostScra
 static_assert(kByHostScratchOffset + kTeamSlots * kByHostScratchBytes <= kControlBytes, "by-host scratch");
 // The DEVICE control block (kDeviceControlBytes, core/symmetric_heap.h): the device barrier (tether_device_barrier_t)
 // at its start, zeroed at start-up; the device team sync words at kDeviceTeamSyncOffset and the reductions' scratch at
-// kDeviceCollScratchOffset (core/collectives.h).
+// kDeviceCollScratchOffset (core/coll_layout.h).
 // barrier_all_on_stream's round words (a tether_device_barrier_t) in the DEVICE control block, after the device barrier.
 constexpr uint64_t kDeviceStreamBarrierOffset = 4096;
 static_assert(sizeof(tether_device_barrier_t) <= kDeviceStreamBarrierOffset &&
