@@ -12,15 +12,6 @@ namespace tether {
 
 static_assert(sizeof(Team::hashedRecord) >= sizeof(CollRecord::w), "Team caches one record");
 
-uint64_t CollRecord::hash() const {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (uint64_t v : w) {
-    h = (h ^ v) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  return h & ((uint64_t{1} << 62) - 1);
-}
-
 CollRecord CollTokens::Token::record() const {
   CollRecord r;
   std::memcpy(r.w, s_ + kRec, sizeof r.w);
@@ -124,7 +115,7 @@ Status CollTokens::post(const char* call, Team& t, uint64_t c, const CollRecord&
   if (c >= kEagerDepth && t.minDone < c + 1 - kEagerDepth)
     TETHER_TRY(waitDone(call, t, c + 1 - kEagerDepth / 2, true));
   uint64_t* s = slot(t, static_cast<size_t>(t.me), c);
-  s[kMeta] = (flags | (r.valid() ? kValid : 0)) | uint64_t{bytes} << 8;
+  s[kMeta] = (flags | (r.valid() ? kValidFlag : 0)) | uint64_t{bytes} << 8;
   // The hash is a serial chain of multiplies; the same record as the last call's (a stream of like calls) reuses it.
   if (!t.hashed || std::memcmp(t.hashedRecord, r.w, sizeof r.w) != 0) {
     std::memcpy(t.hashedRecord, r.w, sizeof r.w);

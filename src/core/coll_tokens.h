@@ -28,19 +28,10 @@
 
 #include "base/status.h"
 #include "core/coll_layout.h"
+#include "core/coll_record.h"
 #include "core/teams.h"
 
 namespace tether {
-
-// What the members of a collective agree on (core/collectives.cpp fills it; when they differ, what each publishes to
-// say why): its 62-bit hash decides, the words explain.
-struct CollRecord {
-  enum : size_t { kHead, kCount, kRoot, kDest, kSrc, kScounts, kSdispls, kWords };
-  static constexpr uint64_t kValidBit = uint64_t{1} << 25;  // in the head: the member's arguments were valid
-  uint64_t w[kWords] = {};
-  bool valid() const { return (w[kHead] & kValidBit) != 0; }
-  uint64_t hash() const;  // a multiply-xorshift mix of the words, 62 bits
-};
 
 class CollTokens {
  public:
@@ -52,7 +43,7 @@ class CollTokens {
   // A posted token as this PE reads it (a view of member m's slot).
   class Token {
    public:
-    bool valid() const { return (s_[kMeta] & kValid) != 0; }  // the poster's record was valid
+    bool valid() const { return (s_[kMeta] & kValidFlag) != 0; }  // the poster's record was valid
     bool inlined() const { return (s_[kMeta] & kInline) != 0; }
     bool staged() const { return (s_[kMeta] & kStaged) != 0; }
     uint64_t hash() const { return s_[kHash]; }
@@ -108,7 +99,7 @@ class CollTokens {
   // then the inline data (up to kEagerDataBytes); the full record in the slot's last cache line.
   enum : size_t { kSeq, kMeta, kHash, kData };
   static constexpr size_t kRec = (kEagerSlotBytes - 64) / sizeof(uint64_t);
-  static constexpr uint64_t kValid = 4;
+  static constexpr uint64_t kValidFlag = 4;
   static_assert(kRec + CollRecord::kWords <= kEagerSlotBytes / 8, "a token's record fits its slot");
   static_assert(kData * 8 + kEagerDataBytes <= kRec * 8, "a token's inline data ends before its record");
 

@@ -45,23 +45,6 @@ constexpr uint64_t kTagFailed = 0x6c011ec7;
 constexpr uint64_t failedValue(tether_status_t code) {
   return (kTagFailed << 12 | (static_cast<uint64_t>(code) & 0xfff)) << 2 | 2 | 1;
 }
-constexpr uint64_t kHeadEager = uint64_t{1} << 26;  // Record head: the eager broadcast form
-constexpr uint64_t kHeadGpu = uint64_t{1} << 27;    // Record head: the data phase runs on the GPU engine,
-constexpr int kHeadAlgoShift = 28;                   // with this allreduce algorithm (StreamCollCall::Algo, 2 bits)
-constexpr uint64_t kHeadEngine = kHeadGpu | uint64_t{3} << kHeadAlgoShift;
-constexpr uint64_t kHeadByHost = uint64_t{1} << 30;  // Record head: the call would run by host (TETHER_COLL_BY_HOST)
-constexpr uint64_t kHeadSrcAtRoot = uint64_t{1} << 31;  // Record head: CollArgs::srcAtRoot (src left out)
-
-const char* kindName(CollKind k) {
-  static const char* const names[] = {"broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall",
-                                      "alltoallv"};
-  return names[static_cast<int>(k)];
-}
-bool isReduction(CollKind k) {
-  return k == CollKind::Reduce || k == CollKind::Allreduce || k == CollKind::ReduceScatter;
-}
-bool hasRoot(CollKind k) { return k == CollKind::Broadcast || k == CollKind::Reduce; }
-
 const char* at(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
 char* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
@@ -357,7 +340,7 @@ Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Pl
                 a.dest, a.src, p->es, d.name);
   if (!p->inPlace && dest < src + p->srcBytes && src < dest + p->destBytes)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: dest [%p, +%zu) and src [%p, +%zu) overlap, and not in the in-place "
-                "form of %s (see tether.h)", call, a.dest, p->destBytes, a.src, p->srcBytes, kindName(a.kind));
+                "form of %s (see tether.h)", call, a.dest, p->destBytes, a.src, p->srcBytes, collKindName(a.kind));
   return Status::ok();
 }
 
@@ -536,57 +519,7 @@ Status Collectives::failedTogether(const char* call, Team& t, const Status& mine
 
 Status Collectives::mismatch(const char* call, const Team& t, const Record& mine, size_t m,
                              const Record& theirs) const {
-  static const char* const fields[] = {"collective, type, op or in-place form", "count", "root", "dest", "src",
-                                       "scounts", "sdispls"};
-  if (!theirs.valid())
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments or failed an "
-                "earlier step of a collective by host (its own error says which)", call, m, t.pes[m]);
-  const uint64_t engineDiff = (theirs.w[Record::kHead] ^ mine.w[Record::kHead]) & kHeadEngine;
-  if (engineDiff && engineDiff == (theirs.w[Record::kHead] ^ mine.w[Record::kHead])) {
-    auto engine = [](uint64_t head) {
-      const uint64_t algo = (head >> kHeadAlgoShift) & 3;
-      return !(head & kHeadGpu) ? "the CPU"
-             : algo == StreamCollCall::TwoShot ? "its GPU, two-shot"
-             : algo == StreamCollCall::OneShot ? "its GPU, one-shot"
-                                               : "its GPU";
-    };
-    TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the same arguments, but team PE %d (world PE %d) runs this call on %s and "
-                "team PE %zu (world PE %d) on %s: TETHER_COLL_GPU, TETHER_COLL_TWO_SHOT, TETHER_FORCE_PROXY or the "
-                "GPUs' peer access differ between them (they must be the same on every member)", call, t.me,
-                w_.myPe(), engine(mine.w[Record::kHead]), m, t.pes[m], engine(theirs.w[Record::kHead]));
-  }
-  // The by-host bit follows from the other fields (a broadcast's root) and from settings: a difference in it alone
-  // names the settings, next to another difference it is left out.
-  const bool byHostOnly = (theirs.w[Record::kHead] ^ mine.w[Record::kHead]) == kHeadByHost;
-  bool restEqual = true;
-  for (size_t f = 1; f < Record::kWords; ++f) restEqual = restEqual && theirs.w[f] == mine.w[f];
-  if (byHostOnly && restEqual)
-    TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the same arguments, but team PE %d (world PE %d) runs this call by host and "
-                "team PE %zu (world PE %d) %s: TETHER_COLL_BY_HOST, or the paths between PEs of one host "
-                "(TETHER_PATHS), differ between them (they must be the same on every member)", call, t.me, w_.myPe(),
-                m, t.pes[m], (mine.w[Record::kHead] & kHeadByHost) ? "does not" : "does");
-  for (size_t f = byHostOnly ? 1 : 0; f < Record::kWords; ++f) {
-    if (theirs.w[f] == mine.w[f]) continue;
-    auto show = [&](const Record& r) {
-      const uint64_t v = r.w[f];
-      if (f == Record::kHead) {
-        const auto type = static_cast<tether_dtype_t>((v >> 8) & 0xff);
-        const auto kind = static_cast<CollKind>(v & 0xff);
-        return strprintf("%s%s of %s%s%s%s", (v & kHeadEager) ? "eager " : "", kindName(kind), dtypeInfo(type).name,
-                         isReduction(kind) ? " op " : "",
-                         isReduction(kind) ? redOpName(static_cast<tether_red_op_t>((v >> 16) & 0xff)) : "",
-                         ((v >> 24) & 1) ? ", in place" : "");
-      }
-      if (f >= Record::kDest)
-        return strprintf("an object at offset %llu of the %s segment", static_cast<unsigned long long>(v >> 2),
-                         segKindName(static_cast<SegKind>(v & 3)));
-      return strprintf("%llu", static_cast<unsigned long long>(v));
-    };
-    TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: the members passed different arguments: team PE %d (world PE %d) passed %s "
-                "%s, team PE %zu (world PE %d) passed %s %s", call, t.me, w_.myPe(), fields[f], show(mine).c_str(), m,
-                t.pes[m], fields[f], show(theirs).c_str());
-  }
-  TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: team PE %zu (world PE %d) passed the same arguments", call, m, t.pes[m]);
+  return recordMismatch(call, t.me, w_.myPe(), mine, m, t.pes[m], theirs);
 }
 
 Status Collectives::explain(const char* call, Team& t, const Record& mine, const Status& localError) {
@@ -1113,12 +1046,12 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     const bool bcast = a.kind == CollKind::Broadcast;
     const uint64_t head = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.type) << 8 |
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
-                          uint64_t{p.inPlace && !bcast} << 24 | Record::kValidBit |
-                          (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? kHeadEager : 0) |
+                          uint64_t{p.inPlace && !bcast} << 24 | Record::kValid |
+                          (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? Record::kEager : 0) |
                           (byHostKind(t, a.kind) || byHostScratched(t, a, p.block) || byHostBroadcast(t, a, p.block)
-                               ? kHeadByHost : 0) |
-                          (bcast && a.srcAtRoot ? kHeadSrcAtRoot : 0) |
-                          (p.gpu ? kHeadGpu | uint64_t{p.gcall.algo} << kHeadAlgoShift : 0);
+                               ? Record::kByHost : 0) |
+                          (bcast && a.srcAtRoot ? Record::kSrcAtRoot : 0) |
+                          (p.gpu ? Record::kGpu | uint64_t{p.gcall.algo} << Record::kAlgoShift : 0);
     mine.w[Record::kHead] = head;
     mine.w[Record::kCount] = a.count;
     mine.w[Record::kRoot] = hasRoot(a.kind) ? static_cast<uint64_t>(a.root) : 0;

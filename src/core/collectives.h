@@ -182,6 +182,7 @@
 
 #include "base/status.h"
 #include "core/coll_layout.h"
+#include "core/coll_record.h"
 #include "core/coll_tokens.h"
 #include "core/teams.h"
 #include "tether/tether.h"
@@ -196,7 +197,6 @@ class World;
 struct SymRef;
 enum class SegKind;  // topology/topology.h
 
-enum class CollKind : uint8_t { Broadcast, Reduce, Allreduce, Allgather, ReduceScatter, Alltoall, Alltoallv, Count };
 
 struct CollArgs {
   CollKind kind = CollKind::Broadcast;
@@ -260,7 +260,7 @@ class Collectives {
   struct Plan;  // one call's checked arguments (collectives_plan.h)
   class Gets;   // copies from members batched: the gets to other hosts complete together (collectives.cpp)
  public:
-  using Record = CollRecord;  // what members agree on (core/coll_tokens.h)
+  using Record = CollRecord;  // what members agree on (core/coll_record.h)
 
  private:
   Status check(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
@@ -272,7 +272,7 @@ class Collectives {
   // A failure (timeout, transport) loses the team's collective state.
   Status rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
   Status roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
-  // The error a member with record mine returns when member m's record theirs differs (names the first field).
+  // The error a member with record mine returns when member m's record theirs differs (recordMismatch).
   Status mismatch(const char* call, const Team& t, const Record& mine, size_t m, const Record& theirs) const;
   // ---- tokens (their rings: tokens_, core/coll_tokens.h) and the eager forms (protocol above)
   // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as rounds'.

@@ -57,7 +57,7 @@ class CollTokensTest : public ::testing::Test {
   }
   static CollRecord record(uint64_t count) {
     CollRecord r;
-    r.w[CollRecord::kHead] = 2 | CollRecord::kValidBit;
+    r.w[CollRecord::kHead] = 2 | CollRecord::kValid;
     r.w[CollRecord::kCount] = count;
     r.w[CollRecord::kDest] = 4096 << 2;
     return r;
