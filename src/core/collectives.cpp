@@ -119,41 +119,13 @@ Status Collectives::deviceView(const char* call, TeamRef ref, const tether_devic
 
 Status Collectives::viewOf(const char* call, Team& t, const tether_device_handle_t& h,
                            tether_device_team_t* out) const {
-  if (h.my_pe != w_.myPe() || h.n_pes != w_.nPes())
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the handle is not one of this instance on this PE", call);
-  const int n = static_cast<int>(t.pes.size());
-  if (n > (1 << TETHER_DEVICE_TEAM_ROUNDS))
-    TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: device team views take up to %d members; the team has %d", call,
-                1 << TETHER_DEVICE_TEAM_ROUNDS, n);
-  const int stride = n > 1 ? t.pes[1] - t.pes[0] : 1;
-  for (int m = 0; m < n; ++m)
-    if (t.pes[static_cast<size_t>(m)] != t.pes[0] + m * stride)
-      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: device team views need members at a fixed world-PE stride; team PE %d "
-                  "is world PE %d, not %d", call, m, t.pes[static_cast<size_t>(m)], t.pes[0] + m * stride);
-  tether_device_team_t v{};
-  v.my_pe = t.me;
-  v.n_pes = n;
-  v.start = t.pes[0];
-  v.stride = stride;
-  v.index = t.slot;
-  v.seg = h.barrier_seg;
-  // The device broadcast by host (device.cuh) where each host's members form a run in team order, alike on all.
-  v.host_run = byHost_ && hostShaped(t) ? t.hostRun : 0;
-  const uint64_t words = static_cast<uint64_t>(t.slot) * kDeviceTeamWords * sizeof(uint64_t);
-  const uint64_t scratch = static_cast<uint64_t>(t.slot) * kCollScratchBytes;
-  v.scratch_bytes = gpu_.scratch;
-  if (h.barrier_seg == TETHER_DEVICE_SEG_DEVICE) {
-    v.sync = reinterpret_cast<uint64_t*>(w_.heap().device()->myBase() + kDeviceTeamSyncOffset + words);
-    v.scratch = w_.heap().device()->myBase() + kDeviceCollScratchOffset + scratch;
-  } else if (h.barrier_seg == TETHER_DEVICE_SEG_HOST) {
-    v.sync = reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + offsetof(ControlBlock, devTeams) + words);
-    v.scratch = w_.heap().host()->myBase() + kCollScratchOffset + scratch;
-  } else {
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: the handle's barrier segment %u is not a tether handle's", call,
-                h.barrier_seg);
-  }
-  *out = v;
-  return Status::ok();
+  CollViewBases b;
+  b.me = w_.myPe();
+  b.nPes = w_.nPes();
+  b.host = w_.heap().host()->myBase();
+  b.device = w_.heap().device() ? w_.heap().device()->myBase() : nullptr;
+  b.hostSyncOffset = offsetof(ControlBlock, devTeams);
+  return deviceTeamView(call, t, h, byHost_ && hostShaped(t) ? t.hostRun : 0, gpu_, b, out);
 }
 
 Status Collectives::resetDeviceWords(int slot) {
@@ -165,35 +137,6 @@ Status Collectives::resetDeviceWords(int slot) {
 }
 
 // ---- stream forms -------------------------------------------------------------------------------------------------
-
-namespace {
-
-// The device API's element type of a tether element type.
-StreamCollCall::Elem streamElem(tether_dtype_t t) {
-  const DtypeInfo& d = dtypeInfo(t);
-  if (t == TETHER_HALF) return StreamCollCall::F16;
-  if (t == TETHER_BFLOAT16) return StreamCollCall::BF16;
-  static const StreamCollCall::Elem sgn[] = {StreamCollCall::I8, StreamCollCall::I16, StreamCollCall::I32,
-                                             StreamCollCall::I64};
-  static const StreamCollCall::Elem uns[] = {StreamCollCall::U8, StreamCollCall::U16, StreamCollCall::U32,
-                                             StreamCollCall::U64};
-  const int k = d.size == 1 ? 0 : d.size == 2 ? 1 : d.size == 4 ? 2 : 3;
-  if (d.cls == DtypeClass::Float) return d.size == 4 ? StreamCollCall::F32 : StreamCollCall::F64;
-  return d.cls == DtypeClass::Signed ? sgn[k] : uns[k];
-}
-
-StreamCollCall::Kind streamKind(CollKind k) {
-  switch (k) {
-    case CollKind::Broadcast: return StreamCollCall::Broadcast;
-    case CollKind::Reduce: return StreamCollCall::Reduce;
-    case CollKind::Allreduce: return StreamCollCall::Allreduce;
-    case CollKind::Allgather: return StreamCollCall::Allgather;
-    case CollKind::ReduceScatter: return StreamCollCall::ReduceScatter;
-    default: return StreamCollCall::Alltoall;
-  }
-}
-
-}  // namespace
 
 Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bool syncOnly, void* stream) {
   std::shared_ptr<Team> team;
@@ -236,29 +179,12 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
 }
 
 StreamCollCall Collectives::streamCall(const Plan& p) const {
-  StreamCollCall c;
-  const CollArgs& a = p.a;
-  c.kind = streamKind(a.kind);
-  c.elem = streamElem(a.type);
-  c.op = a.op;
-  c.root = a.root;
-  c.dest = a.dest;
-  c.src = a.src;
-  c.count = a.count;
-  c.elemBytes = p.es;
-  if (a.kind == CollKind::Allreduce)
-    c.algo = p.n >= 3 && p.block >= gpu_.twoShot ? StreamCollCall::TwoShot : StreamCollCall::OneShot;
-  const size_t want = std::max<size_t>(1, p.destBytes / gpu_.blockBytes + (p.destBytes % gpu_.blockBytes != 0));
-  // 0: no limit of ours (the launch clamps to the resident blocks); the limit keeps the count an unsigned.
-  c.blocks = static_cast<unsigned>(std::min<size_t>(want, gpu_.maxBlocks ? gpu_.maxBlocks : UINT32_MAX));
-  // One block: a thread per 64 bytes of dest (a chunk of the reductions' vector loop; four 16-byte copies of the
-  // movers), in whole warps, 32 .. kCollBlockThreads. Every thread pays the kernel's per-thread costs (its share of
-  // the parameters in local memory, the fences of the team syncs): on one H200 an 8 B allreduce kernel took ~2.5 us
-  // more GPU time with 512 threads than with 32 (bench/results/h200/coll_threads_2026-12-04.txt). From agreed values
-  // only (destBytes), as in-place reductions need.
-  const size_t warps = (p.destBytes + 32 * 64 - 1) / (32 * 64);
-  c.threads = static_cast<unsigned>(std::min<size_t>(kCollBlockThreads, 32 * std::max<size_t>(1, warps)));
-  return c;
+  CollShape shape;
+  shape.n = p.n;
+  shape.block = p.block;
+  shape.elemBytes = p.es;
+  shape.destBytes = p.destBytes;
+  return streamCollCall(p.a.kind, p.a.type, p.a.dest, p.a.src, p.a.count, p.a.op, p.a.root, shape, gpu_);
 }
 
 // ---- the GPU engine (host forms on GPU memory) -------------------------------------------------------------------

@@ -130,8 +130,9 @@
 //     from that first member to the other hosts' first members, on each other host from its first member; dest is
 //     symmetric in the stream forms, so the later steps broadcast it in place. Through the CPU stream emulation
 //     across two netns hosts: broadcast 0.28-0.53x the time at 4 PEs, 0.13-0.24x at 8; allreduce 0.39-0.51x and
-//     0.17-0.21x (bench/results/cpu-2core-vm/coll_stream_by_host_ab.txt). Device views (viewOf): host_run =
-//     Team::hostRun where the team is host-shaped, so the device broadcast goes by host in the kernel (device.cuh).
+//     0.17-0.21x (bench/results/cpu-2core-vm/coll_stream_by_host_ab.txt). Device views (viewOf, deviceTeamView in
+//     core/coll_device.h): host_run = Team::hostRun where the team is host-shaped, so the device broadcast goes by
+//     host in the kernel (device.cuh).
 //     Broadcast (host forms, HOST/STATIC src, where this host's members map each other -- Team::hostMapped: the
 //     host team is a token team; a job whose hosts differ in that fails its broadcasts across hosts as a mismatch
 //     naming TETHER_COLL_BY_HOST and TETHER_PATHS): first to one member per host, then each of those broadcasts on
@@ -181,6 +182,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/coll_device.h"
 #include "core/coll_layout.h"
 #include "core/coll_record.h"
 #include "core/coll_tokens.h"
@@ -188,9 +190,6 @@
 #include "tether/tether.h"
 
 namespace tether {
-
-struct StreamCollCall;  // core/stream_ops.h
-class StreamOps;
 
 class Config;
 class World;
@@ -297,8 +296,7 @@ class Collectives {
   Status failedTogether(const char* call, Team& t, const Status& mine);
   Status dataPhase(const char* call, Team& t, const Plan& p);
   // ---- the GPU engine: collectives on GPU memory as the device form on a stream
-  // The stream record of p's call (one encoding for the stream forms and the host GPU engine): the allreduce
-  // algorithm and the block count by size (TETHER_COLL_TWO_SHOT, _BLOCKS, _BLOCK_BYTES).
+  // The stream record of p's call (streamCollCall, core/coll_device.h).
   StreamCollCall streamCall(const Plan& p) const;
   // Whether a host form runs on the GPU engine, from agreed values (object kinds, kind of call) and this PE's setup
   // (TETHER_COLL_GPU, a GPU stream layer, every member load/store reachable); a difference between members shows as
@@ -307,6 +305,7 @@ class Collectives {
   // After the agreement: the device form on the engine stream (after the legacy default stream's work so far, on the
   // GPU), waited for. Its closing team sync is the close.
   Status gpuData(const char* call, const Plan& p);
+  // t's device view for h (deviceTeamView, core/coll_device.h; host_run where the team goes by host).
   Status viewOf(const char* call, Team& t, const tether_device_handle_t& h, tether_device_team_t* out) const;
   // The first member (world PE) this PE cannot reach by loads and stores in kind's segment (TETHER_FORCE_PROXY: any
   // other), or -1.
@@ -385,13 +384,7 @@ class Collectives {
   bool crowded_ = false;
   bool eagerAlltoall_ = true;  // TETHER_COLL_EAGER_ALLTOALL: tether_team_alltoall_eager stores into the others' dest
   bool byHost_ = true;         // TETHER_COLL_BY_HOST: allreduces across hosts by host
-  struct GpuSettings {
-    bool host = true;                 // TETHER_COLL_GPU
-    size_t twoShot = 256 * 1024;      // TETHER_COLL_TWO_SHOT
-    unsigned maxBlocks = 0;           // TETHER_COLL_BLOCKS (0: no limit but the GPU's resident blocks)
-    size_t blockBytes = 64 * 1024;    // TETHER_COLL_BLOCK_BYTES
-    size_t scratch = kCollScratchBytes;  // TETHER_COLL_SCRATCH: of the device views (tether_device_team_t)
-  } gpu_;
+  CollGpuSettings gpu_;  // TETHER_COLL_GPU & co. (core/coll_device.h)
 };
 
 }  // namespace tether
