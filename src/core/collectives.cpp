@@ -33,18 +33,6 @@ constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much pe
 // more barrier over the network: coll_two_shot_remote_ab.txt).
 constexpr size_t kTwoShotLocalBytes = 4 * 1024;
 constexpr size_t kTwoShotBytes = 64 * 1024;
-// Tags of the barriers after the agreement: any value works (all members send the same); distinct ones make a
-// protocol slip show as a flagged barrier instead of a silent pairing.
-constexpr uint64_t kTagMiddle = 0x2c011ec7;
-constexpr uint64_t kTagClose = 0x3c011ec7;
-constexpr uint64_t kTagExplain = 0x4c011ec7;
-constexpr uint64_t kTagMask = (uint64_t{1} << 62) - 1;
-// A barrier value that passes a member's failure on (core/sync_failure.h): this tag above the status code (12 bits),
-// flagged. Read as one only where it is not the barrier's own tag.
-constexpr uint64_t kTagFailed = 0x6c011ec7;
-constexpr uint64_t failedValue(tether_status_t code) {
-  return (kTagFailed << 12 | (static_cast<uint64_t>(code) & 0xfff)) << 2 | 2 | 1;
-}
 const char* at(const void* p, size_t off) { return static_cast<const char*>(p) + off; }
 char* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
@@ -102,10 +90,6 @@ class DoneOnExit {
 
 uint64_t Collectives::wordsOffset(int slot) {
   return offsetof(ControlBlock, coll) + static_cast<uint64_t>(slot) * kCollWords * sizeof(uint64_t);
-}
-
-uint64_t* Collectives::words(int slot) const {
-  return reinterpret_cast<uint64_t*>(w_.heap().host()->myBase() + wordsOffset(slot));
 }
 
 // ---- device views -------------------------------------------------------------------------------------------------
@@ -319,7 +303,7 @@ Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, P
 // closing of a later call, which needs every member's token of that call (the agreement), so nobody misses a value.
 Status Collectives::phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged) {
   if (tokens_.team(t)) return w_.teams().lose(t, closeByWords(call, t, middle, raise, flagged));
-  return rounds(call, t, middle ? kTagMiddle : kTagClose, raise, flagged);
+  return rounds_.rounds(call, t, middle ? CollRounds::kTagMiddle : CollRounds::kTagClose, raise, flagged);
 }
 
 Status Collectives::closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged) {
@@ -348,123 +332,9 @@ Status Collectives::closeByWords(const char* call, Team& t, bool middle, bool fa
   return Status::ok();
 }
 
-Status Collectives::rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged) {
-  *flagged = raise;
-  if (t.pes.size() == 1) return Status::ok();
-  // A barrier that fails part-way leaves the members out of step: the team's collective state is lost.
-  return w_.teams().lose(t, roundsOnce(call, t, tag, raise, flagged));
-}
-
-Status Collectives::roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged) {
-  const size_t n = t.pes.size();
-  const size_t set = (t.collSeq++ & 1) * kCollRounds;
-  uint64_t* mine = words(t.slot) + set;
-  bool flag = raise;
-  tag &= kTagMask;
-  // A failure part-way goes on to the members on this host that this PE still owes a value (core/sync_failure.h).
-  auto failed = [&](size_t i, const Status& s) {
-    passSyncFailure(w_, t.sync, i, &t.pes, wordsOffset(t.slot) + set * sizeof(uint64_t), sizeof(uint64_t),
-                    failedValue(s.code()), TETHER_SIGNAL_SET);
-    return s;
-  };
-  // The team's schedule (core/sync_schedule.h: dissemination, or by host, where a leader's release carries its
-  // verdict to its host's other members). A value carries the sender's flag as it is when sent.
-  for (size_t i = 0; i < t.sync.steps.size(); ++i) {
-    const SyncStep& s = t.sync.steps[i];
-    if (s.to >= 0) {
-      const int to = t.pes[static_cast<size_t>(s.to)];
-      const SegPath& p = w_.path(to, SegKind::Host);
-      const RemoteAddr word =
-          w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + (set + s.word) * sizeof(uint64_t)});
-      const uint64_t value = tag << 2 | uint64_t{flag} << 1 | 1;
-      const Status sent = (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, to, word, value,
-                                                                                  TETHER_SIGNAL_SET);
-      if (!sent.isOk()) return failed(i, sent.withContext(call));
-    }
-    if (s.from < 0) continue;
-    const int from = t.pes[static_cast<size_t>(s.from)];
-    uint64_t* own = mine + s.word;
-    SpinWait spin(w_.timeout());
-    uint64_t got;
-    while ((got = __atomic_load_n(own, __ATOMIC_ACQUIRE)) == 0) {
-      if (w_.paths().progress()) spin.busy();
-      if (!spin.next())
-        return failed(i, Status(TETHER_ERR_TIMEOUT, strprintf(
-            "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d of %zu, team index %d), round %d, "
-            "waiting for world PE %d; did PE %d exit or skip the call?", call, w_.timeout(), w_.myPe(), t.me, n,
-            t.slot, s.word, from, from)));
-      if (spin.noteDue())
-        TETHER_LOG_WARN(LogSys::Sync, "%s: PE %d still waiting for PE %d (team index %d, round %d); %.0f s so far, "
-                        "%.0f s left of TETHER_TIMEOUT", call, w_.myPe(), from, t.slot, s.word, spin.elapsedSeconds(),
-                        spin.secondsLeft());
-    }
-    __atomic_store_n(own, 0, __ATOMIC_RELAXED);  // consumed; the same set is next used two barriers on
-    if ((got >> 2) != tag && (got >> 14) == kTagFailed) {
-      const auto code = static_cast<tether_status_t>((got >> 2) & 0xfff);
-      return failed(i, syncFailurePassed(call, w_.myPe(), from, s.word, code));
-    }
-    if ((got >> 2) != tag || (got & 2)) flag = true;
-  }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  *flagged = flag;
-  return Status::ok();
-}
-
-Status Collectives::gatherWords(const char* call, Team& t, const uint64_t* mine, size_t nw,
-                                std::vector<uint64_t>* all) {
-  const size_t n = t.pes.size();
-  uint64_t* values = words(t.slot) + 2 * kCollRounds;
-  std::memcpy(values, mine, nw * sizeof(uint64_t));
-  bool flagged = false;
-  TETHER_TRY(rounds(call, t, kTagExplain, false, &flagged));
-  all->assign(n * nw, 0);
-  for (size_t m = 0; m < n; ++m) {
-    const int pe = t.pes[m];
-    const SegPath& p = w_.path(pe, SegKind::Host);
-    const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, wordsOffset(t.slot) + 2 * kCollRounds * 8});
-    TETHER_TRY(w_.teams().lose(
-        t, p.ops->get(p.ctx, pe, all->data() + m * nw, from, nw * sizeof(uint64_t), false).withContext(call)));
-  }
-  TETHER_TRY(rounds(call, t, kTagExplain, false, &flagged));  // nobody reads this PE's words any more
-  std::memset(values, 0, nw * sizeof(uint64_t));
-  return Status::ok();
-}
-
-Status Collectives::failedTogether(const char* call, Team& t, const Status& mine) {
-  const uint64_t code = mine.isOk() ? 0 : static_cast<uint64_t>(mine.code());
-  std::vector<uint64_t> codes;
-  TETHER_TRY(gatherWords(call, t, &code, 1, &codes));
-  if (!mine.isOk()) return mine;
-  for (size_t m = 0; m < codes.size(); ++m)
-    if (codes[m] != 0)
-      return Status(static_cast<tether_status_t>(codes[m]),
-                    strprintf("%s: team PE %zu (world PE %d) failed while moving data (its own error says why); dest "
-                              "is undefined on this PE", call, m, t.pes[m]));
-  TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: the closing barrier was flagged but no member reports a failure", call);
-}
-
 Status Collectives::mismatch(const char* call, const Team& t, const Record& mine, size_t m,
                              const Record& theirs) const {
   return recordMismatch(call, t.me, w_.myPe(), mine, m, t.pes[m], theirs);
-}
-
-Status Collectives::explain(const char* call, Team& t, const Record& mine, const Status& localError) {
-  const size_t n = t.pes.size();
-  std::vector<uint64_t> words;
-  TETHER_TRY(gatherWords(call, t, mine.w, Record::kWords, &words));
-  std::vector<Record> all(n);
-  for (size_t m = 0; m < n; ++m) std::memcpy(all[m].w, words.data() + m * Record::kWords, sizeof all[m].w);
-
-  if (!localError.isOk()) return localError;
-  for (size_t m = 0; m < n; ++m)
-    if (!all[m].valid())
-      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: team PE %zu (world PE %d) passed invalid arguments or failed an "
-                  "earlier step of a collective by host (its own error says which); no member ran the collective",
-                  call, m, t.pes[m]);
-  for (size_t m = 0; m < n; ++m)
-    if (std::memcmp(all[m].w, mine.w, sizeof mine.w) != 0) return mismatch(call, t, mine, m, all[m]);
-  TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: the agreement barrier was flagged but every member's record is the same",
-              call);
 }
 
 // ---- data --------------------------------------------------------------------------------------------------------
@@ -683,7 +553,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
   const Status landed = gets.finish();
   if (err.isOk()) err = landed;
   TETHER_TRY(phaseBarrier(call, t, false, !err.isOk() || flagged, &flagged));
-  if (flagged) return failedTogether(call, t, err);
+  if (flagged) return rounds_.failedTogether(call, t, err);
   if (!temp.empty()) TETHER_TRY(writeLocal(call, dest, temp.data(), B, destDevice));
   return Status::ok();
 }
@@ -710,6 +580,26 @@ Status Collectives::setUp(const Config& config, int localPes) {
   links.lose = [this](Team& t, Status s) { return w_.teams().lose(t, std::move(s)); };
   links.timeout = w_.timeout();
   tokens_.attach(std::move(links));
+  CollRounds::Links rl;
+  rl.me = w_.myPe();
+  rl.timeout = w_.timeout();
+  rl.base = wordsOffset(0);
+  rl.mine = w_.heap().host()->myBase();
+  rl.signal = [this](int pe, uint64_t off, uint64_t value) {
+    const SegPath& p = w_.path(pe, SegKind::Host);
+    const RemoteAddr word = w_.remote(pe, SymRef{SegKind::Host, off});
+    return (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, pe, word, value, TETHER_SIGNAL_SET);
+  };
+  rl.get = [this](int pe, uint64_t off, void* dst, size_t bytes) {
+    const SegPath& p = w_.path(pe, SegKind::Host);
+    return p.ops->get(p.ctx, pe, dst, w_.remote(pe, SymRef{SegKind::Host, off}), bytes, false);
+  };
+  rl.progress = [this] { return w_.paths().progress(); };
+  rl.passFailure = [this](const Team& t, size_t failed, uint64_t off, uint64_t value) {
+    passSyncFailure(w_, t.sync, failed, &t.pes, off, sizeof(uint64_t), value, TETHER_SIGNAL_SET);
+  };
+  rl.lose = [this](Team& t, Status s) { return w_.teams().lose(t, std::move(s)); };
+  rounds_.attach(std::move(rl));
   eagerAlltoall_ = config.flag("TETHER_COLL_EAGER_ALLTOALL");
   byHost_ = config.flag("TETHER_COLL_BY_HOST");
   gpu_.host = config.flag("TETHER_COLL_GPU");
@@ -1031,8 +921,8 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     TETHER_TRY(agreeByTokens(call, t, mine, p.local, c));
   } else {
     bool flagged = false;
-    TETHER_TRY(rounds(call, t, mine.hash(), !p.local.isOk(), &flagged));
-    if (flagged) return explain(call, t, mine, p.local);
+    TETHER_TRY(rounds_.rounds(call, t, mine.hash(), !p.local.isOk(), &flagged));
+    if (flagged) return rounds_.explain(call, t, mine, p.local);
   }
   if (p.gpu) {
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: on the GPU (the stream form's kernel "

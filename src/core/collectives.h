@@ -8,9 +8,10 @@
 // Protocol of one call:
 //  1. Local checks (types, op, root, symmetric ranges, alignment, overlaps); a failure does not return at once:
 //     the PE takes part in step 2 marked invalid, so every member fails alike.
-//  2. Agreement (token teams: by tokens, below): a barrier over the team's schedule (Team::sync,
-//     core/sync_schedule.h: the dissemination described here, or by host where members span hosts -- each host's
-//     members disseminate, the leaders disseminate, each leader's release carries its verdict) whose messages carry
+//  2. Agreement (token teams: by tokens, below): a barrier over the team's schedule (Team::sync, walked by the
+//     room CollRounds, core/coll_rounds.h, member rounds_; core/sync_schedule.h: the dissemination described here,
+//     or by host where members span hosts -- each host's members disseminate, the leaders disseminate, each
+//     leader's release carries its verdict) whose messages carry
 //     a 62-bit hash of this PE's record (collective, type, op, count, root, in place, and where dest and src lie in
 //     the symmetric heap) and a flag. In round r a member
 //     SETs round word r of member me + 2^r to (hash << 2 | flag << 1 | 1), waits for its own word, zeroes it, and
@@ -185,6 +186,7 @@
 #include "core/coll_device.h"
 #include "core/coll_layout.h"
 #include "core/coll_record.h"
+#include "core/coll_rounds.h"
 #include "core/coll_tokens.h"
 #include "core/teams.h"
 #include "tether/tether.h"
@@ -267,18 +269,16 @@ class Collectives {
   Status checkObject(const char* call, const CollArgs& a, const char* what, const void* addr, uint64_t n,
                      SymRef* ref) const;
   Status checkV(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
-  // One barrier over t carrying tag; *flagged: some member raised its flag (or sent a different tag).
-  // A failure (timeout, transport) loses the team's collective state.
-  Status rounds(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
-  Status roundsOnce(const char* call, Team& t, uint64_t tag, bool raise, bool* flagged);
+  // (The barriers over the team's words, the record exchange and failedTogether: rounds_, core/coll_rounds.h.)
   // The error a member with record mine returns when member m's record theirs differs (recordMismatch).
   Status mismatch(const char* call, const Team& t, const Record& mine, size_t m, const Record& theirs) const;
   // ---- tokens (their rings: tokens_, core/coll_tokens.h) and the eager forms (protocol above)
-  // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as rounds'.
+  // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as
+  // CollRounds::rounds'.
   // middle: the barrier between a two-shot allreduce's halves instead (a lower value of the same word).
   Status closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged);
   // The data phase's closing barrier (middle: the one between a two-shot allreduce's halves), raising the flag when
-  // raise: close words on a token team, else the dissemination rounds. *flagged as rounds'.
+  // raise: close words on a token team, else the dissemination rounds. *flagged as CollRounds::rounds'.
   Status phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged);
   Status eagerBroadcast(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
   Status eagerRead(const char* call, Team& t, const Plan& p, const Record& mine, uint64_t c);
@@ -287,13 +287,6 @@ class Collectives {
   // The agreement of call c on a token team (its token posted): waits for every member's token and compares the
   // records; the error every member returns alike (its own first), or ok.
   Status agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError, uint64_t c);
-  // The slow path of a disagreement: every member's record, and the error every member returns.
-  Status explain(const char* call, Team& t, const Record& mine, const Status& localError);
-  // Every member publishes nw <= kCollValueWords words; *all = every member's (member m at m * nw). Two barriers.
-  Status gatherWords(const char* call, Team& t, const uint64_t* mine, size_t nw, std::vector<uint64_t>* all);
-  // After a closing barrier some member flagged: every member returns an error, its own or the first failing
-  // member's code naming it.
-  Status failedTogether(const char* call, Team& t, const Status& mine);
   Status dataPhase(const char* call, Team& t, const Plan& p);
   // ---- the GPU engine: collectives on GPU memory as the device form on a stream
   // The stream record of p's call (streamCollCall, core/coll_device.h).
@@ -375,10 +368,10 @@ class Collectives {
   // [ref.offset, + bytes) of PE pe's segment ref.kind into dst (CPU or GPU memory of this PE), one blocking get.
   Status copyFrom(const char* call, void* dst, const SymRef& ref, size_t bytes, int pe);
   Status writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice);
-  uint64_t* words(int slot) const;
 
   World& w_;
   CollTokens tokens_;  // the token rings (Links attached by setUp)
+  CollRounds rounds_;  // the barriers over the team's words (Links attached by setUp)
   // PEs outnumber cores on this host (setUp): waiting for the others costs more than copying, so the staged one-shot
   // paths go further (protocol above).
   bool crowded_ = false;
