@@ -56,8 +56,9 @@
 //     stored as each call returns, whatever it returns) shows it finished the call that used the slot last, so a token
 //     is never overwritten while someone may read it; a member that has to wait for that waits until half the ring is
 //     free (an eager root ahead of its readers then reads their done words once per kEagerDepth / 2 calls). On
-//     token teams the agreement of step 2 is not a barrier: each member waits for every member's token of call c and compares the records' 62-bit hashes (the full records only to
-//     name the differing field), so every member reaches the same verdict (its own error first, then the first invalid
+//     token teams the agreement of step 2 is not a barrier: each member waits for every member's token of call c
+//     and compares the records' 62-bit hashes (the full records only to name the differing field), so every member
+//     reaches the same verdict (its own error first, then the first invalid
 //     member, then the first differing one) with no second exchange, no barrier words left behind, and the team usable
 //     after it; one-shot collectives whose contribution fits the token read the others' tokens instead of the staging
 //     buffers. Non-token teams (a UCX peer) run the dissemination barrier of step 2. Every member must reach the same
