@@ -31,7 +31,7 @@ constexpr uint64_t kDeviceTeamSyncOffset = 8192;
 constexpr uint64_t kCollStageOffset = 64 * 1024;
 constexpr size_t kCollStageBytes = 2048;
 // Token rings (core/coll_tokens.h; the protocol in core/collectives.h "Tokens"): per team slot a 64-byte line whose
-// first word is this PE's done count (the second its close word: Collectives::closeByWords), then
+// first word is this PE's done count (the second its close word: CollTokens::closeCall), then
 // kEagerDepth slots of kEagerSlotBytes (a 24-byte head, up to kEagerDataBytes of inline data right after it, the full
 // record in the last cache line; kEagerHeadBytes is what is not data), in the HOST segment at kEagerOffset (after the
 // staging buffers, inside kControlBytes).

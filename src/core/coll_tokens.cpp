@@ -148,6 +148,32 @@ Status CollTokens::await(const char* call, Team& t, size_t m, uint64_t c, const 
   return Status::ok();
 }
 
+Status CollTokens::closeCall(const char* call, Team& t, bool middle, bool failed, bool* flagged) const {
+  // (call << 2) | (phase << 1) | failed, phase 0 the middle, 1 the close: one member's values only grow, and a member
+  // past the middle of call c shows a value at least its middle's (a failed middle makes its close fail too).
+  const uint64_t want = t.callSeq << 2 | uint64_t{!middle} << 1;
+  __atomic_store_n(close(t, static_cast<size_t>(t.me)), want | uint64_t{failed}, __ATOMIC_RELEASE);
+  bool any = failed;
+  for (size_t m = 0; m < t.pes.size(); ++m) {
+    if (m == static_cast<size_t>(t.me)) continue;
+    const uint64_t* word = close(t, m);
+    uint64_t got = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if (got < want) {
+      SpinWait spin(links_.timeout);
+      while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < want) {
+        if (!spin.next())
+          TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team "
+                      "index %d) waiting for team PE %zu (world PE %d) to %s; did it exit?", call,
+                      links_.timeout, links_.me, t.me, t.slot, m, t.pes[m],
+                      middle ? "finish the reduce-scatter half of a two-shot allreduce" : "finish moving data");
+      }
+    }
+    if (got & 1) any = true;
+  }
+  *flagged = any;
+  return Status::ok();
+}
+
 void CollTokens::prefetch(const Team& t, size_t m, uint64_t c, size_t bytes, bool write) const {
   const size_t lines = bytes <= kEagerDataBytes ? (kData * sizeof(uint64_t) + bytes + 63) / 64 : 1;
   char* head = reinterpret_cast<char*>(slot(t, m, c));

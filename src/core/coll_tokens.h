@@ -87,6 +87,10 @@ class CollTokens {
   Status stageRoom(const char* call, Team& t, size_t bytes, uint64_t c, uint64_t* off) const;
   // Waits until every other member's done word reaches calls; updateMin: t.minDone = the least seen.
   Status waitDone(const char* call, Team& t, uint64_t calls, bool updateMin) const;
+  // The closing of call t.callSeq's pulled data phase (in place of a closing barrier) by the close words: this
+  // member's is (call << 2) | (phase << 1) | failed, phase 0 the middle of a two-shot allreduce, 1 the close; it
+  // waits until every member's shows the same call and phase (or later); *flagged: some member failed.
+  Status closeCall(const char* call, Team& t, bool middle, bool failed, bool* flagged) const;
   // Teams::destroy's settle hook: every member's done word has passed every call this PE made on t.
   Status settle(const char* call, Team& t) const;
   // Token numbers across team lifetimes (Collectives::tokenBase, startTokens).

@@ -302,34 +302,8 @@ Status Collectives::checkV(const char* call, const Team& t, const CollArgs& a, P
 // depend on each other (each a wake-up of another PE where PEs share cores). A member's close word moves on only at the
 // closing of a later call, which needs every member's token of that call (the agreement), so nobody misses a value.
 Status Collectives::phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged) {
-  if (tokens_.team(t)) return w_.teams().lose(t, closeByWords(call, t, middle, raise, flagged));
+  if (tokens_.team(t)) return w_.teams().lose(t, tokens_.closeCall(call, t, middle, raise, flagged));
   return rounds_.rounds(call, t, middle ? CollRounds::kTagMiddle : CollRounds::kTagClose, raise, flagged);
-}
-
-Status Collectives::closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged) {
-  // (call << 2) | (phase << 1) | failed, phase 0 the middle, 1 the close: one member's values only grow, and a member
-  // past the middle of call c shows a value at least its middle's (a failed middle makes its close fail too).
-  const uint64_t want = t.callSeq << 2 | uint64_t{!middle} << 1;
-  __atomic_store_n(tokens_.close(t, static_cast<size_t>(t.me)), want | uint64_t{failed}, __ATOMIC_RELEASE);
-  bool any = failed;
-  for (size_t m = 0; m < t.pes.size(); ++m) {
-    if (m == static_cast<size_t>(t.me)) continue;
-    const uint64_t* word = tokens_.close(t, m);
-    uint64_t got = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-    if (got < want) {
-      SpinWait spin(w_.timeout());
-      while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < want) {
-        if (!spin.next())
-          TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team "
-                      "index %d) waiting for team PE %zu (world PE %d) to %s; did it exit?", call,
-                      w_.timeout(), w_.myPe(), t.me, t.slot, m, t.pes[m],
-                      middle ? "finish the reduce-scatter half of a two-shot allreduce" : "finish moving data");
-      }
-    }
-    if (got & 1) any = true;
-  }
-  *flagged = any;
-  return Status::ok();
 }
 
 Status Collectives::mismatch(const char* call, const Team& t, const Record& mine, size_t m,

@@ -26,7 +26,7 @@
 //     usable (every member agreed). Flag down: the data phase, then a closing barrier (its flag carries a data-phase
 //     failure of any member to all of them; state stays intact). The barriers also order memory: a member's sources
 //     are ready before anyone reads them and stay unread after the closing barrier (on token teams: the close words,
-//     closeByWords, which also stand in for the barrier between the two halves of a two-shot allreduce).
+//     CollTokens::closeCall, which also stand in for the barrier between the two halves of a two-shot allreduce).
 //  One-shot (small, HOST memory): each member first copies what the others need (its src; for alltoall and
 //     reduce_scatter all of it) into its staging buffer of the team (kCollStageBytes, two used alternately), then
 //     the agreement barrier, then every member reads the others' staging buffers and returns: no closing barrier.
@@ -274,10 +274,6 @@ class Collectives {
   // The error a member with record mine returns when member m's record theirs differs (recordMismatch).
   Status mismatch(const char* call, const Team& t, const Record& mine, size_t m, const Record& theirs) const;
   // ---- tokens (their rings: tokens_, core/coll_tokens.h) and the eager forms (protocol above)
-  // The closing of a pulled data phase on a token team (in place of the closing barrier); *flagged as
-  // CollRounds::rounds'.
-  // middle: the barrier between a two-shot allreduce's halves instead (a lower value of the same word).
-  Status closeByWords(const char* call, Team& t, bool middle, bool failed, bool* flagged);
   // The data phase's closing barrier (middle: the one between a two-shot allreduce's halves), raising the flag when
   // raise: close words on a token team, else the dissemination rounds. *flagged as CollRounds::rounds'.
   Status phaseBarrier(const char* call, Team& t, bool middle, bool raise, bool* flagged);

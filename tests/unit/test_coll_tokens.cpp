@@ -2,8 +2,9 @@
 // fake HOST segment (memory of this process) that the other "maps". What a token carries (flags, hash, record,
 // inline data) as the other member reads it; a slot reused only once every member's done word passed the call that
 // used it last; the staging ring's rooms (64-byte aligned, restarting at the ring's start, waiting for the calls they
-// overwrite); token numbers across team lifetimes; the waits bounded by the timeout, the team lost on an await's
-// expiry. Waits that must expire use a 0.2 s timeout (no time is asserted).
+// overwrite); the close words (a member's phase of a call, failures carried); token numbers across team lifetimes;
+// the waits bounded by the timeout, the team lost on an await's expiry. Waits that must expire use a 0.2 s timeout
+// (no time is asserted).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -187,6 +188,30 @@ TEST_F(CollTokensTest, StagingRoomsAreAlignedWrapAndWaitForTheCallsTheyOverwrite
   ASSERT_TRUE(pe(0).tokens.stageRoom("t", fresh, 128, 4, &off).isOk());
   EXPECT_EQ(off, 0u);
   EXPECT_EQ(fresh.minDone, 2u);
+}
+
+TEST_F(CollTokensTest, CloseWaitsForEveryMembersPhaseAndCarriesFailures) {
+  Team& t = pe(0).team;
+  ASSERT_TRUE(pe(0).tokens.team(t));
+  t.callSeq = 3;
+  uint64_t* close1 = doneOf(1) + 1;  // PE 1's close word, after its done word
+  bool flagged = true;
+  __atomic_store_n(close1, uint64_t{3} << 2, __ATOMIC_RELEASE);  // PE 1 past the middle of call 3 only
+  ASSERT_TRUE(pe(0).tokens.closeCall("t", t, true, false, &flagged).isOk());
+  EXPECT_FALSE(flagged);
+  EXPECT_EQ(__atomic_load_n(doneOf(0) + 1, __ATOMIC_ACQUIRE), uint64_t{3} << 2);  // this member's middle
+  EXPECT_EQ(pe(0).tokens.closeCall("t", t, false, false, &flagged).code(), TETHER_ERR_TIMEOUT);
+  EXPECT_EQ(__atomic_load_n(doneOf(0) + 1, __ATOMIC_ACQUIRE), (uint64_t{3} << 2) | 2);  // its close, posted first
+  __atomic_store_n(close1, (uint64_t{3} << 2) | 2, __ATOMIC_RELEASE);  // PE 1 closed call 3
+  ASSERT_TRUE(pe(0).tokens.closeCall("t", t, false, false, &flagged).isOk());
+  EXPECT_FALSE(flagged);
+  __atomic_store_n(close1, (uint64_t{3} << 2) | 2 | 1, __ATOMIC_RELEASE);  // ... and failed in it
+  ASSERT_TRUE(pe(0).tokens.closeCall("t", t, false, false, &flagged).isOk());
+  EXPECT_TRUE(flagged);
+  __atomic_store_n(close1, (uint64_t{3} << 2) | 2, __ATOMIC_RELEASE);
+  ASSERT_TRUE(pe(0).tokens.closeCall("t", t, false, true, &flagged).isOk());  // this member's own failure
+  EXPECT_TRUE(flagged);
+  EXPECT_EQ(__atomic_load_n(doneOf(0) + 1, __ATOMIC_ACQUIRE), (uint64_t{3} << 2) | 2 | 1);
 }
 
 TEST_F(CollTokensTest, TokenNumbersCarryAcrossTeamLifetimes) {
