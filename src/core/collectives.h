@@ -6,8 +6,8 @@
 // core/world.h), zero whenever no collective of the slot's team is in progress on this PE.
 //
 // Protocol of one call:
-//  1. Local checks (types, op, root, symmetric ranges, alignment, overlaps); a failure does not return at once:
-//     the PE takes part in step 2 marked invalid, so every member fails alike.
+//  1. Local checks (collCheck, core/coll_check.h: types, op, root, symmetric ranges, alignment, overlaps); a failure
+//     does not return at once: the PE takes part in step 2 marked invalid, so every member fails alike.
 //  2. Agreement (token teams: by tokens, below): a barrier over the team's schedule (Team::sync, walked by the
 //     room CollRounds, core/coll_rounds.h, member rounds_; core/sync_schedule.h: the dissemination described here,
 //     or by host where members span hosts -- each host's members disseminate, the leaders disseminate, each
@@ -259,17 +259,14 @@ class Collectives {
   void startTokens(Team& t, uint64_t base) { tokens_.start(t, base); }
 
  private:
-  struct Plan;  // one call's checked arguments (collectives_plan.h)
-  class Gets;   // copies from members batched: the gets to other hosts complete together (collectives.cpp)
+  class Gets;  // copies from members batched: the gets to other hosts complete together (collectives.cpp)
  public:
+  struct Plan;                // one call's checked arguments (collectives_plan.h; filled by collCheck)
   using Record = CollRecord;  // what members agree on (core/coll_record.h)
 
  private:
+  // Step 1 (collCheck, core/coll_check.h) with World::checkSymmetric, and for a.scratch this PE's by-host scratch.
   Status check(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
-  // dest or src of a (World::checkSymmetric; a.scratch: this PE's by-host scratch too).
-  Status checkObject(const char* call, const CollArgs& a, const char* what, const void* addr, uint64_t n,
-                     SymRef* ref) const;
-  Status checkV(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
   // (The barriers over the team's words, the record exchange and failedTogether: rounds_, core/coll_rounds.h.)
   // The error a member with record mine returns when member m's record theirs differs (recordMismatch).
   Status mismatch(const char* call, const Team& t, const Record& mine, size_t m, const Record& theirs) const;
