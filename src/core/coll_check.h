@@ -10,15 +10,23 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 
 #include "base/status.h"
 #include "core/collectives_plan.h"
 
 namespace tether {
 
-// [addr, addr + n) inside one symmetric object of this PE (*ref: its segment and offset), or the error naming what.
-using CollSymCheck = std::function<Status(const char* what, const void* addr, uint64_t n, SymRef* ref)>;
+// [addr, addr + n) inside one symmetric object of this PE (*ref: its segment and offset), or the error naming what:
+// fn(ctx, ...). A plain function and its context, not a std::function: the check runs twice in every collective,
+// and a std::function whose callable does not fit its small buffer allocates (2-core VM, 2 PEs: +9-11 ns on an
+// 8-32 B broadcast, +19-22 ns on fcollect; bench/results/cpu-2core-vm/coll_rooms_ab.txt).
+struct CollSymCheck {
+  Status (*fn)(const void* ctx, const char* what, const void* addr, uint64_t n, SymRef* ref) = nullptr;
+  const void* ctx = nullptr;
+  Status operator()(const char* what, const void* addr, uint64_t n, SymRef* ref) const {
+    return fn(ctx, what, addr, n, ref);
+  }
+};
 
 // a on a team of n members, this PE its member me: *p filled (p->a = a), or the first argument error.
 Status collCheck(const char* call, size_t n, size_t me, const CollArgs& a, const CollSymCheck& symmetric,

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "base/clock.h"
-#include "base/cpu.h"
 #include "base/log.h"
 
 namespace tether {
@@ -172,17 +171,6 @@ Status CollTokens::closeCall(const char* call, Team& t, bool middle, bool failed
   }
   *flagged = any;
   return Status::ok();
-}
-
-void CollTokens::prefetch(const Team& t, size_t m, uint64_t c, size_t bytes, bool write) const {
-  const size_t lines = bytes <= kEagerDataBytes ? (kData * sizeof(uint64_t) + bytes + 63) / 64 : 1;
-  char* head = reinterpret_cast<char*>(slot(t, m, c));
-  for (size_t l = 0; l < lines; ++l) {
-    if (write) prefetchWrite(head + l * 64);
-    else prefetchRead(head + l * 64);
-  }
-  if (write) prefetchWrite(slot(t, m, c + 1));
-  else prefetchRead(slot(t, m, c + 1));
 }
 
 }  // namespace tether

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "base/cpu.h"
 #include "base/status.h"
 #include "core/coll_layout.h"
 #include "core/coll_record.h"
@@ -82,7 +83,16 @@ class CollTokens {
   Status await(const char* call, Team& t, size_t m, uint64_t c, const char* role) const;
   // Starts loading (write: taking for writing) the lines of member m's token of call c that hold its head and bytes
   // of inline data, and the head of call c + 1.
-  void prefetch(const Team& t, size_t m, uint64_t c, size_t bytes, bool write) const;
+  void prefetch(const Team& t, size_t m, uint64_t c, size_t bytes, bool write) const {
+    const size_t lines = bytes <= kEagerDataBytes ? (kData * sizeof(uint64_t) + bytes + 63) / 64 : 1;
+    char* head = reinterpret_cast<char*>(slot(t, m, c));
+    for (size_t l = 0; l < lines; ++l) {
+      if (write) prefetchWrite(head + l * 64);
+      else prefetchRead(head + l * 64);
+    }
+    if (write) prefetchWrite(slot(t, m, c + 1));
+    else prefetchRead(slot(t, m, c + 1));
+  }
   // Room for bytes in this member's staging ring for call c: *off (contracts above).
   Status stageRoom(const char* call, Team& t, size_t bytes, uint64_t c, uint64_t* off) const;
   // Waits until every other member's done word reaches calls; updateMin: t.minDone = the least seen.

@@ -210,12 +210,19 @@ int Collectives::unreachableMember(const Team& t, SegKind kind) const {
 // ---- local checks ------------------------------------------------------------------------------------------------
 
 Status Collectives::check(const char* call, const Team& t, const CollArgs& a, Plan* p) const {
-  return collCheck(call, t.pes.size(), static_cast<size_t>(t.me), a,
-                   [this, &a, call](const char* what, const void* addr, uint64_t n, SymRef* ref) {
-                     if (a.scratch && inByHostScratch(w_, addr, n, ref)) return Status::ok();
-                     return w_.checkSymmetric(call, what, addr, n, ref);
-                   },
-                   p);
+  struct Ctx {
+    const World& w;
+    const CollArgs& a;
+    const char* call;
+  } ctx{w_, a, call};
+  CollSymCheck symmetric;
+  symmetric.ctx = &ctx;
+  symmetric.fn = [](const void* c, const char* what, const void* addr, uint64_t n, SymRef* ref) {
+    const Ctx& x = *static_cast<const Ctx*>(c);
+    if (x.a.scratch && inByHostScratch(x.w, addr, n, ref)) return Status::ok();
+    return x.w.checkSymmetric(x.call, what, addr, n, ref);
+  };
+  return collCheck(call, t.pes.size(), static_cast<size_t>(t.me), a, symmetric, p);
 }
 
 // ---- barriers ----------------------------------------------------------------------------------------------------

@@ -17,7 +17,18 @@ class CollCheck : public ::testing::Test {
  protected:
   char* at(size_t off) { return heap_ + off; }
   Status check(const CollArgs& a, size_t n = 4, size_t me = 1) {
-    return collCheck("t", n, me, a, sym_, &p_);
+    CollSymCheck sym;
+    sym.fn = &CollCheck::symmetric;
+    sym.ctx = heap_;
+    return collCheck("t", n, me, a, sym, &p_);
+  }
+  // The fake heap: heap_ itself (ctx).
+  static Status symmetric(const void* ctx, const char* what, const void* addr, uint64_t n, SymRef* ref) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(ctx);
+    if (a < b || a - b > kHeapBytes || n > kHeapBytes - (a - b))
+      return Status(TETHER_ERR_INVALID_ARG, std::string(what) + " is not symmetric");
+    *ref = SymRef{SegKind::Host, a - b};
+    return Status::ok();
   }
   static CollArgs args(CollKind kind, void* dest, const void* src, size_t count, tether_dtype_t type = TETHER_INT) {
     CollArgs a;
@@ -28,14 +39,8 @@ class CollCheck : public ::testing::Test {
     a.type = type;
     return a;
   }
-  alignas(64) char heap_[8192] = {};
-  CollSymCheck sym_ = [this](const char* what, const void* addr, uint64_t n, SymRef* ref) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(heap_);
-    if (a < b || a - b > sizeof heap_ || n > sizeof heap_ - (a - b))
-      return Status(TETHER_ERR_INVALID_ARG, std::string(what) + " is not symmetric");
-    *ref = SymRef{SegKind::Host, a - b};
-    return Status::ok();
-  };
+  static constexpr size_t kHeapBytes = 8192;
+  alignas(64) char heap_[kHeapBytes] = {};
   Collectives::Plan p_;
 };
 
