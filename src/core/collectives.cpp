@@ -474,6 +474,8 @@ Status Collectives::setUp(const Config& config, int localPes) {
   }
   TETHER_LOG_INFO(LogSys::Core, "collectives: %s host (%d PEs here, TETHER_COLL_CROWDED=%s)",
                   crowded_ ? "crowded" : "uncrowded", localPes, mode.c_str());
+  // Both rooms lose the team the same way (Teams::lose).
+  auto lose = [this](Team& t, Status s) { return w_.teams().lose(t, std::move(s)); };
   CollTokens::Links links;
   links.me = w_.myPe();
   links.host = [this](int pe, uint64_t off) -> char* {
@@ -481,7 +483,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
     const SegPath& sp = w_.path(pe, SegKind::Host);
     return sp.ops && (sp.ops->caps & kCapLoadStore) ? w_.remote(pe, SymRef{SegKind::Host, off}).ptr : nullptr;
   };
-  links.lose = [this](Team& t, Status s) { return w_.teams().lose(t, std::move(s)); };
+  links.lose = lose;
   links.timeout = w_.timeout();
   tokens_.attach(std::move(links));
   CollRounds::Links rl;
@@ -502,7 +504,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
   rl.passFailure = [this](const Team& t, size_t failed, uint64_t off, uint64_t value) {
     passSyncFailure(w_, t.sync, failed, &t.pes, off, sizeof(uint64_t), value, TETHER_SIGNAL_SET);
   };
-  rl.lose = [this](Team& t, Status s) { return w_.teams().lose(t, std::move(s)); };
+  rl.lose = lose;
   rounds_.attach(std::move(rl));
   eagerAlltoall_ = config.flag("TETHER_COLL_EAGER_ALLTOALL");
   byHost_ = config.flag("TETHER_COLL_BY_HOST");

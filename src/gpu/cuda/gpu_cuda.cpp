@@ -402,7 +402,8 @@ class CudaGpuContext : public GpuContext {
     // own memop wait.
     const cudaError_t le = gpukernels::preload();
     if (le != cudaSuccess) return cudaFail("loading the host path's atomic and signal kernels", le);
-    if (service.on) TETHER_TRY(HostService::create(device_, service.idleNs, service.pollers, service.timeoutSeconds, &service_));
+    if (service.on)
+      TETHER_TRY(HostService::create(device_, service.idleNs, service.pollers, service.timeoutSeconds, &service_));
     Status s = driver_.load();
     vmmOk_ = s.isOk();
     if (!vmmOk_) TETHER_LOG_INFO(LogSys::Heap, "VMM entry points unavailable (%s)", s.message().c_str());
