@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/coll_layout.h"
 #include "core/dtype.h"
 #include "core/reduce_ops.h"
 
@@ -11,7 +12,7 @@ namespace tether {
 namespace {
 
 // alltoallv: the four arrays (scounts and sdispls symmetric), each block inside dest/src, no overlap.
-Status checkV(const char* call, const CollArgs& a, const CollSymCheck& symmetric, Collectives::Plan* p) {
+Status checkV(const char* call, const CollArgs& a, const CollSymCheck& symmetric, CollPlan* p) {
   const size_t n = p->n, es = p->es;
   if (!a.rcounts || !a.rdispls || !a.scounts || !a.sdispls)
     TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: rcounts, rdispls, scounts and sdispls must not be NULL", call);
@@ -48,7 +49,7 @@ Status checkV(const char* call, const CollArgs& a, const CollSymCheck& symmetric
 }  // namespace
 
 Status collCheck(const char* call, size_t n, size_t me, const CollArgs& a, const CollSymCheck& symmetric,
-                 Collectives::Plan* p) {
+                 CollPlan* p) {
   p->a = a;
   p->n = n;
   p->me = me;

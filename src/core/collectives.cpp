@@ -1,6 +1,5 @@
 // Team data collectives, host engine (core/collectives.h has the protocol).
 #include "core/collectives.h"
-#include "core/collectives_plan.h"
 #include "core/coll_check.h"
 
 #include <algorithm>
@@ -110,7 +109,7 @@ Status Collectives::viewOf(const char* call, Team& t, const tether_device_handle
   b.host = w_.heap().host()->myBase();
   b.device = w_.heap().device() ? w_.heap().device()->myBase() : nullptr;
   b.hostSyncOffset = offsetof(ControlBlock, devTeams);
-  return deviceTeamView(call, t, h, byHost_ && hostShaped(t) ? t.hostRun : 0, gpu_, b, out);
+  return deviceTeamView(call, t, h, byHost_.hostRun(t), gpu_, b, out);
 }
 
 Status Collectives::resetDeviceWords(int slot) {
@@ -139,11 +138,10 @@ Status Collectives::enqueue(const char* call, TeamRef ref, const CollArgs& a, bo
       (!isHostMemory(p.dref.kind) || !isHostMemory(p.sref.kind)))
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the CPU stream emulation serves HOST and STATIC segments only", call);
   // By host (protocol above), where every subteam has a device view: the same collectives on the subteams, enqueued.
-  if (!syncOnly && p.block != 0 && byHostStream(t, a.kind) && t.hostStrided && t.byHost != 3) {
-    TETHER_TRY(makeByHost(call, t, ref));
-    if (t.byHost == 2)
-      return a.kind == CollKind::Broadcast ? byHostStreamBroadcast(call, t, p, so, stream)
-                                           : byHostSteps(call, t, p, so, stream);
+  if (!syncOnly) {
+    bool byHost = false;
+    TETHER_TRY(byHost_.enqueue(call, t, ref, p, so, stream, &byHost));
+    if (byHost) return Status::ok();
   }
   tether_device_handle_t h;
   TETHER_TRY(w_.deviceHandle(so->gpuAddresses(), &h).withContext(call));
@@ -474,7 +472,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
   }
   TETHER_LOG_INFO(LogSys::Core, "collectives: %s host (%d PEs here, TETHER_COLL_CROWDED=%s)",
                   crowded_ ? "crowded" : "uncrowded", localPes, mode.c_str());
-  // Both rooms lose the team the same way (Teams::lose).
+  // The rooms lose the team the same way (Teams::lose).
   auto lose = [this](Team& t, Status s) { return w_.teams().lose(t, std::move(s)); };
   CollTokens::Links links;
   links.me = w_.myPe();
@@ -507,7 +505,13 @@ Status Collectives::setUp(const Config& config, int localPes) {
   rl.lose = lose;
   rounds_.attach(std::move(rl));
   eagerAlltoall_ = config.flag("TETHER_COLL_EAGER_ALLTOALL");
-  byHost_ = config.flag("TETHER_COLL_BY_HOST");
+  CollByHost::Links bl;
+  bl.hostsOf = [this](const std::vector<int>& pes) { return w_.hostsOf(pes); };
+  bl.mapped = [this](int pe) { return tokens_.peer(pe); };
+  bl.split = [this](const char* call, TeamRef ref) { return w_.teams().splitByHost(call, ref); };
+  bl.lose = lose;
+  bl.scratch = w_.heap().host()->myBase() + kByHostScratchOffset;
+  byHost_.attach(config.flag("TETHER_COLL_BY_HOST"), std::move(bl));
   gpu_.host = config.flag("TETHER_COLL_GPU");
   gpu_.twoShot = config.size("TETHER_COLL_TWO_SHOT");
   gpu_.maxBlocks = static_cast<unsigned>(config.integer("TETHER_COLL_BLOCKS"));
@@ -770,8 +774,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                           (isReduction(a.kind) ? static_cast<uint64_t>(a.op) << 16 : 0) |
                           uint64_t{p.inPlace && !bcast} << 24 | Record::kValid |
                           (a.eager && (bcast || (a.kind == CollKind::Alltoall && eagerAlltoall_)) ? Record::kEager : 0) |
-                          (byHostKind(t, a.kind) || byHostScratched(t, a, p.block) || byHostBroadcast(t, a, p.block)
-                               ? Record::kByHost : 0) |
+                          (byHost_.recorded(t, a, p.block) ? Record::kByHost : 0) |
                           (bcast && a.srcAtRoot ? Record::kSrcAtRoot : 0) |
                           (p.gpu ? Record::kGpu | uint64_t{p.gcall.algo} << Record::kAlgoShift : 0);
     mine.w[Record::kHead] = head;
@@ -791,7 +794,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
   }
   if (t.pes.size() == 1 && !p.local.isOk()) return p.local;
   const bool tokens = tokens_.team(t);
-  if (a.srcAtRoot && !(tokens && a.eager && a.kind == CollKind::Broadcast))  // (internal: byHostBroadcastSteps)
+  if (a.srcAtRoot && !(tokens && a.eager && a.kind == CollKind::Broadcast))  // (internal: CollByHost)
     TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: a broadcast from the root's own place needs the eager form on a team whose "
                 "members map each other (team index %d)", call, t.slot);
   const uint64_t c = t.callSeq++;
@@ -804,9 +807,9 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
       isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind))
     return eagerAlltoall(call, t, p, mine, c);
   // By host (a function of the agreed record and the team's shape, so every member takes it alike): nothing staged,
-  // but a small broadcast's root (stagedBroadcast).
-  const bool byHost = p.local.isOk() && !tokens && byHostCall(t, p);
-  const size_t stagedB = p.local.isOk() && (!byHost || stagedBroadcast(p)) ? stagedBytes(p, tokens) : 0;
+  // but a small broadcast's root (CollByHost::stagedBroadcast).
+  const bool byHost = p.local.isOk() && !tokens && byHost_.call(t, p);
+  const size_t stagedB = p.local.isOk() && (!byHost || CollByHost::stagedBroadcast(p)) ? stagedBytes(p, tokens) : 0;
   const bool small = stagedB != 0;
   // Token teams carry small contributions in the token itself, larger ones in the members' staging rings (the
   // choice depends on the agreed record only). A broadcast's non-roots contribute nothing.
@@ -835,7 +838,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
                     "on the engine stream)", call, t.slot, p.n, a.count, dtypeInfo(a.type).name);
     return gpuData(call, p);
   }
-  if (byHost) return byHostData(call, t, ref, p);
+  if (byHost) return byHost_.data(call, t, ref, p);
   if (small) {
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: one-shot through the %s", call,
                     t.slot, p.n, a.count, dtypeInfo(a.type).name,

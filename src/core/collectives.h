@@ -107,71 +107,10 @@
 //     other slices (allgather).
 //     GPU memory is correct here but not fast: the GPU engine (kernels over NVLink, stream and device forms) is the
 //     next step of #21 (docs/collectives.md says what exists).
-//  By host (allreduce, and allgather where each host's members are consecutive in team order and every host holds as
-//     many (Team::hostRun), and broadcast and rooted reduce as below; HOST/STATIC objects on a team whose members
-//     span hosts with 2+ on some host; not on the GPU engine; TETHER_COLL_BY_HOST, on by default, in the record):
-//     after the agreement nothing above runs; instead three collectives on two subteams of the team, made by one
-//     split (Teams::splitByHost) at the team's first such call and destroyed with it. Allreduce: this host's members
-//     (in team order) reduce into the first one's dest (a
-//     reduce with root 0; a member alone on its host copies src to dest), those first members allreduce in place
-//     among themselves (their team has one member per host: flat), each broadcasts its dest on its host (eager
-//     broadcast). Allgather: this host's members allgather into their part of dest (blocks first .. first + run - 1),
-//     the first members allgather those parts in place, each broadcasts the whole dest on its host. Each is a whole
-//     collective with its own agreement and close, so the contracts hold as they do there (a member's src is read
-//     before its reduce returns, so an in-place member's dest is written only afterwards). Every member takes the
-//     path alike: it depends on the agreed record, the team's hosts, and the split's outcome, which is the same on
-//     every member (no free team index: all go on pulling, Team::byHost 3). Elements combine per host in team order,
-//     then across hosts in host order: every member gets the same bits, not always those of one team-order pass.
-//     One crossing per host pair instead of every member pulling every other host's members: 2-core VM, two netns
-//     hosts, --touch-src, allreduce: 4 PEs 0.54-0.69x, 8 PEs 0.27-0.48x the time (bench/results/cpu-2core-vm/
-//     coll_by_host_ab.txt); allgather (fcollect): 4 PEs 0.58-0.86x, 8 PEs 0.45-0.59x (coll_by_host_allgather_ab.txt).
-//     Stream forms (enqueue): the same three, enqueued as stream forms on the subteams, where every subteam has a
-//     device view (Team::hostStrided: members at a fixed world-PE stride, alike from the team's hosts); their first
-//     call makes the subteams (a blocking split: members enqueue stream collectives in the same order anyway). A
-//     stream broadcast (any root, any size) likewise: on the root's host from the root (its first member included),
-//     from that first member to the other hosts' first members, on each other host from its first member; dest is
-//     symmetric in the stream forms, so the later steps broadcast it in place. Through the CPU stream emulation
-//     across two netns hosts: broadcast 0.28-0.53x the time at 4 PEs, 0.13-0.24x at 8; allreduce 0.39-0.51x and
-//     0.17-0.21x (bench/results/cpu-2core-vm/coll_stream_by_host_ab.txt). Device views (viewOf, deviceTeamView in
-//     core/coll_device.h): host_run = Team::hostRun where the team is host-shaped, so the device broadcast goes by
-//     host in the kernel (device.cuh).
-//     Broadcast (host forms, HOST/STATIC src, where this host's members map each other -- Team::hostMapped: the
-//     host team is a token team; a job whose hosts differ in that fails its broadcasts across hosts as a mismatch
-//     naming TETHER_COLL_BY_HOST and TETHER_PATHS): first to one member per host, then each of those broadcasts on
-//     its host from where it holds the data (eager, CollArgs::srcAtRoot: the members' dests may lie at different
-//     offsets, so the readers take that member's place from its token instead of agreeing on a src). Up to
-//     kCollStageBytes (stagedBroadcast), from any root: the root stages its src before the agreement as on the
-//     one-shot path; after it the root's host reads that copy in place and the other hosts' first members fetch it
-//     (one get each instead of one per member). Over it, where the root is its host's first member in team order
-//     (Team::hostOf, hostLeader): the root broadcasts from its src to the hosts' first members (the leaders' team,
-//     agreed: each pulls the root's src, which the agreement above found ready). 2-core VM, two netns hosts,
-//     from root 0: 8 B-2 KiB 4 PEs 0.74-0.90x, 8 PEs 0.60-0.78x the time; 4-64 KiB 0.66-0.98x and 0.51-0.70x
-//     (bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt).
-//     Rooted reduce (host forms, HOST/STATIC objects, over kCollStageBytes up to kByHostScratchBytes, the root its
-//     host's first member or some host holding 3+: byHostScratched): no member's dest but the root's may change, so the
-//     partials go through the by-host scratch of the team's slot (kByHostScratchOffset, CollArgs::scratch): this
-//     host's members reduce into their first member's scratch (a member alone on its host copies its src there),
-//     those first members reduce into the root's dest where the root is its host's first member, else in place into
-//     the root host's first member's scratch, which then broadcasts it on that host (eager; the root into its dest,
-//     the others into their own scratch). Combination order as the allreduce's. 2-core VM, two netns hosts, 4-32
-//     KiB: root 0 0.76-0.87x the time at 4 PEs, 0.66-0.78x at 8; the last PE 0.70-0.80x at 8
-//     (bench/results/cpu-2core-vm/coll_by_host_reduce_ab.txt).
-//     Reduce_scatter (host forms, HOST/STATIC objects, the whole src up to kByHostScratchBytes, Team::hostRun
-//     members per host, consecutive: byHostScratched): this host's members reduce their whole src into their first
-//     member's by-host scratch; those first members reduce_scatter it in place among themselves (first member h keeps
-//     host h's run of blocks); each broadcasts its run on its host (eager, into the members' own scratch), and each
-//     member copies its block into dest. Combination order as the allreduce's. 2-core VM, two netns hosts: 4 PEs
-//     0.47-1.06x the time at 8-512 B per member, 0.54-0.68x at 1-8 KiB; 8 PEs 0.24-0.49x at 8 B-4 KiB
-//     (bench/results/cpu-2core-vm/coll_by_host_reduce_scatter_ab.txt).
-//     Alltoall (host forms, HOST/STATIC objects, Team::hostRun = m members per host, consecutive, where two regions
-//     of m * n blocks fit kByHostScratchBytes: byHostScratched): this host's members allgather their whole srcs into
-//     region a of each one's by-host scratch; the first member reorders them into region b by destination host
-//     (b[h][j][i] = a[j][h * m + i]: from this host's member j to host h's member i) and alltoalls b among the
-//     first members (blocks of m * m) into a; each broadcasts a on its host (eager), and member i of it takes
-//     a[h][j][i] as its dest block h * m + j. 2-core VM, two netns hosts: 4 PEs 0.59-1.07x the time, 8 PEs
-//     0.26-0.60x (bench/results/cpu-2core-vm/coll_by_host_alltoall_ab.txt).
-//     A host form whose step fails passes that failure into its later steps (CollArgs::invalid): their members fail
-//     at once, naming it, instead of waiting for it (netns_coll_peer_killed: a PE killed inside these steps).
+//  By host (allreduce, allgather, broadcast, rooted reduce, reduce_scatter, alltoall of HOST/STATIC objects on a team
+//     whose members span hosts with 2+ on some host; TETHER_COLL_BY_HOST, on by default, in the record): after the
+//     agreement nothing above runs; instead whole collectives on two subteams (this host's members, the hosts' first
+//     members). Which calls, the subteams and the steps: CollByHost (core/coll_by_host.h).
 //
 // Where its words and buffers lie: core/coll_layout.h. Who calls it: the C API (core/api.cpp) through
 // World::colls(). Thread-safety: collective calls on one team must
@@ -184,8 +123,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/coll_by_host.h"
 #include "core/coll_device.h"
 #include "core/coll_layout.h"
+#include "core/coll_plan.h"
 #include "core/coll_record.h"
 #include "core/coll_rounds.h"
 #include "core/coll_tokens.h"
@@ -200,30 +141,7 @@ struct SymRef;
 enum class SegKind;  // topology/topology.h
 
 
-struct CollArgs {
-  CollKind kind = CollKind::Broadcast;
-  void* dest = nullptr;
-  const void* src = nullptr;
-  size_t count = 0;                    // elements (per member block for allgather, reduce_scatter, alltoall)
-  tether_dtype_t type = TETHER_UINT8;  // an enumerator (the C API checks before it stores it)
-  tether_red_op_t op = TETHER_RED_SUM; // reductions only; an enumerator
-  int root = 0;                        // broadcast, reduce
-  bool eager = false;                  // broadcast, alltoall: the eager form (protocol above)
-  // Eager broadcast on a token team only (internal: the last step of a broadcast by host): the members' src is
-  // neither compared (left out of the record) nor read; readers that pull take the root's from its token.
-  bool srcAtRoot = false;
-  // Internal (the by-host steps): dest and src may lie in this PE's by-host scratch (kByHostScratchOffset), which
-  // the heap's checks refuse as part of the control area.
-  bool scratch = false;
-  Status invalid;  // an argument error the caller found (a bad enum: type and op then hold safe values); agreed on
-  // alltoallv: n_pes entries each, in elements; scounts and sdispls symmetric (the receivers read them).
-  const size_t* rcounts = nullptr;
-  const size_t* rdispls = nullptr;
-  const size_t* scounts = nullptr;
-  const size_t* sdispls = nullptr;
-};
-
-class Collectives {
+class Collectives : private CollByHost::Owner {
  public:
   explicit Collectives(World& w) : w_(w) {}
   // At init: whether this host is crowded (TETHER_COLL_CROWDED: auto = more PEs on the host, localPes, than online
@@ -260,11 +178,16 @@ class Collectives {
 
  private:
   class Gets;  // copies from members batched: the gets to other hosts complete together (collectives.cpp)
- public:
-  struct Plan;                // one call's checked arguments (collectives_plan.h; filled by collCheck)
+  using Plan = CollPlan;      // one call's checked arguments (core/coll_plan.h; filled by collCheck)
   using Record = CollRecord;  // what members agree on (core/coll_record.h)
 
- private:
+  // CollByHost::Owner: the by-host steps' calls (runOn: run; enqueueOn: enqueue; oneShot; pull: dataPhase).
+  Status runOn(const char* call, TeamRef sub, const CollArgs& r) override { return run(call, sub, r); }
+  Status enqueueOn(const char* call, TeamRef sub, const CollArgs& r, void* stream) override {
+    return enqueue(call, sub, r, false, stream);
+  }
+  Status pull(const char* call, Team& t, const Plan& p) override { return dataPhase(call, t, p); }
+
   // Step 1 (collCheck, core/coll_check.h) with World::checkSymmetric, and for a.scratch this PE's by-host scratch.
   Status check(const char* call, const Team& t, const CollArgs& a, Plan* p) const;
   // (The barriers over the team's words, the record exchange and failedTogether: rounds_, core/coll_rounds.h.)
@@ -301,7 +224,7 @@ class Collectives {
   // agreement barrier.
   size_t stagedBytes(const Plan& p, bool tokens) const;
   void stage(const Team& t, const Plan& p, size_t bytes);
-  Status oneShot(const char* call, Team& t, const Plan& p);
+  Status oneShot(const char* call, Team& t, const Plan& p) override;
   // Member m's staged bytes from off where this PE reads them in place (its tokens or ring when p.tokenCall or
   // p.ringCall say so, its own or a mapped staging buffer); nullptr where they must be fetched (another host).
   const char* stagedInPlace(const Team& t, const Plan& p, size_t m, size_t off) const;
@@ -315,48 +238,6 @@ class Collectives {
                    std::unique_ptr<char[]>* fetched, const char** at);
   uint64_t stageOffset(const Team& t) const;
   bool twoShot(Team& t, const Plan& p) const;  // the allreduce's data phase is reduce-scatter + allgather
-  // ---- by host (protocol above; collectives_by_host.cpp)
-  // t's members span hosts and some host holds 2+ (Team::byHost and hostRun, computed once).
-  bool hostShaped(Team& t) const;
-  bool byHostKind(Team& t, CollKind k) const;  // TETHER_COLL_BY_HOST and t's shape allow k by host
-  bool byHostStream(Team& t, CollKind k) const;  // the same for a stream form (broadcasts too)
-  // A call a of block bytes that goes by host through the by-host scratch (host forms only; TETHER_COLL_BY_HOST and
-  // t's shape): a rooted reduce whose block is over kCollStageBytes up to kByHostScratchBytes, the root its host's
-  // first member or some host holding 3+; a reduce_scatter whose whole src (block * members) is up to
-  // kByHostScratchBytes, an alltoall whose hosts' whole srcs fit the scratch twice, each host's members consecutive
-  // in team order, as many on every host (Team::hostRun).
-  bool byHostScratched(Team& t, const CollArgs& a, size_t block) const;
-  // A broadcast a of block bytes by host: TETHER_COLL_BY_HOST, over kCollStageBytes, t's shape, its root first on
-  // its host, this host's members mapped.
-  bool byHostBroadcast(Team& t, const CollArgs& a, size_t block) const;
-  bool byHostCall(Team& t, const Plan& p) const;  // p's data phase runs by host (agreed values and t's shape)
-  // t's subteams, made at the first call that needs them (Teams::splitByHost; Team::byHost 2, or 3 when no team
-  // index was free on some member: alike on all). A failure of the split loses t.
-  Status makeByHost(const char* call, Team& t, TeamRef ref);
-  // The data phase by host: the subteams, then the calls on them (byHostSteps, byHostBroadcastSteps), or the pull
-  // (no subteams).
-  Status byHostData(const char* call, Team& t, TeamRef ref, const Plan& p);
-  // This PE's by-host scratch of t's team index (kByHostScratchOffset: the same place on every member).
-  char* byHostScratch(const Team& t) const;
-  // One host-form step by host on subteam sub of t: r passes *failed (the first failure of the call's earlier steps,
-  // CollArgs::invalid) on, so the step's members fail at once naming this PE; this step's failure becomes *failed
-  // where none was. A failure loses t's collective state.
-  void hostStep(const char* call, Team& t, TeamRef sub, CollArgs r, const char* what, Status* failed);
-  // The three calls on the subteams: host forms, or (so) stream forms enqueued on stream.
-  Status byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
-  // A rooted reduce's steps (host forms) through the by-host scratch.
-  Status byHostReduceSteps(const char* call, Team& t, const Plan& p);
-  // A reduce_scatter's steps (host forms) through the by-host scratch.
-  Status byHostReduceScatterSteps(const char* call, Team& t, const Plan& p);
-  // An alltoall's steps (host forms) through the by-host scratch.
-  Status byHostAlltoallSteps(const char* call, Team& t, const Plan& p);
-  // A broadcast's two steps (host forms): to the hosts' first members (from the root's staged copy, or over
-  // kCollStageBytes by the leaders' broadcast), then on each host from its first member.
-  Status byHostBroadcastSteps(const char* call, Team& t, const Plan& p);
-  // A stream broadcast's steps, enqueued on stream: on the root's host from the root, to the other hosts' first
-  // members from the root's host's first one, on each other host from its first member.
-  Status byHostStreamBroadcast(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream);
-  static bool stagedBroadcast(const Plan& p);  // a broadcast by host whose root staged its src (one-shot sizes)
   Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
                      bool outDevice);
   // [ref.offset, + bytes) of PE pe's segment ref.kind into dst (CPU or GPU memory of this PE), one blocking get.
@@ -366,11 +247,11 @@ class Collectives {
   World& w_;
   CollTokens tokens_;  // the token rings (Links attached by setUp)
   CollRounds rounds_;  // the barriers over the team's words (Links attached by setUp)
+  CollByHost byHost_{*this};  // the data collectives by host (TETHER_COLL_BY_HOST and Links attached by setUp)
   // PEs outnumber cores on this host (setUp): waiting for the others costs more than copying, so the staged one-shot
   // paths go further (protocol above).
   bool crowded_ = false;
   bool eagerAlltoall_ = true;  // TETHER_COLL_EAGER_ALLTOALL: tether_team_alltoall_eager stores into the others' dest
-  bool byHost_ = true;         // TETHER_COLL_BY_HOST: allreduces across hosts by host
   CollGpuSettings gpu_;  // TETHER_COLL_GPU & co. (core/coll_device.h)
 };
 

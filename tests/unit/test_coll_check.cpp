@@ -41,7 +41,7 @@ class CollCheck : public ::testing::Test {
   }
   static constexpr size_t kHeapBytes = 8192;
   alignas(64) char heap_[kHeapBytes] = {};
-  Collectives::Plan p_;
+  CollPlan p_;
 };
 
 TEST_F(CollCheck, SizesRefsAndInPlaceForms) {

@@ -1,23 +1,21 @@
-// Team data collectives by host (core/collectives.h "By host"): which calls go by host, the subteams they run on,
-// and the steps on them. Part of the Collectives host engine (collectives.cpp runs the agreement and calls in).
+// CollByHost (core/coll_by_host.h): which calls go by host, the subteams they run on, and the steps on them.
+#include "core/coll_by_host.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "base/log.h"
-#include "core/collectives.h"
-#include "core/collectives_plan.h"
 #include "core/dtype.h"
 #include "core/stream_ops.h"
 #include "core/sync_schedule.h"
-#include "core/world.h"
 
 namespace tether {
 
-bool Collectives::hostShaped(Team& t) const {
+bool CollByHost::shaped(Team& t) const {
   if (t.byHost < 0) {
     size_t largest = 0;
-    const std::vector<std::vector<int>> groups = groupByHost(w_.hostsOf(t.pes));
+    const std::vector<std::vector<int>> groups = groupByHost(links_.hostsOf(t.pes));
     bool blocks = true;  // each host's members consecutive in team order, as many on every host
     for (const auto& g : groups) {
       largest = std::max(largest, g.size());
@@ -41,7 +39,7 @@ bool Collectives::hostShaped(Team& t) const {
       leaders.push_back(g[0]);
       t.hostStrided = t.hostStrided && strided(g);
       if (std::find(g.begin(), g.end(), t.me) != g.end())
-        for (int m : g) t.hostMapped = t.hostMapped && (m == t.me || tokens_.peer(t.pes[static_cast<size_t>(m)]));
+        for (int m : g) t.hostMapped = t.hostMapped && (m == t.me || links_.mapped(t.pes[static_cast<size_t>(m)]));
     }
     t.hostStrided = t.hostStrided && strided(leaders);
     t.hostLeader = leaders;
@@ -49,15 +47,11 @@ bool Collectives::hostShaped(Team& t) const {
   return t.byHost != 0;
 }
 
-bool Collectives::byHostKind(Team& t, CollKind k) const {
-  return byHost_ && hostShaped(t) && (k == CollKind::Allreduce || (k == CollKind::Allgather && t.hostRun > 0));
+bool CollByHost::kind(Team& t, CollKind k) const {
+  return enabled_ && shaped(t) && (k == CollKind::Allreduce || (k == CollKind::Allgather && t.hostRun > 0));
 }
 
-bool Collectives::byHostStream(Team& t, CollKind k) const {
-  return byHostKind(t, k) || (k == CollKind::Broadcast && byHost_ && hostShaped(t));
-}
-
-bool Collectives::byHostScratched(Team& t, const CollArgs& a, size_t block) const {
+bool CollByHost::scratched(Team& t, const CollArgs& a, size_t block) const {
   // Over the one-shot sizes (whose single round of staged gets beats three subteam collectives) up to the scratch;
   // a root that is not its host's first member costs a third step, which pays where a host holds 3+ members. (2-core
   // VM, two netns hosts, 3 rounds, by host at every size: root 0 at 4-32 KiB 0.65-0.75x the time at 4 PEs,
@@ -70,26 +64,26 @@ bool Collectives::byHostScratched(Team& t, const CollArgs& a, size_t block) cons
     // 512 B-4 KiB; this rule, twice: 4 PEs 0.47-1.06x at 8-512 B, 0.54-0.68x at 1-8 KiB; 8 PEs 0.24-0.49x at
     // 8 B-4 KiB; bench/results/cpu-2core-vm/coll_by_host_reduce_scatter_ab.txt.)
     size_t total = 0;
-    return byHost_ && !__builtin_mul_overflow(block, t.pes.size(), &total) && total > 0 &&
-           total <= kByHostScratchBytes && hostShaped(t) && t.hostRun > 0;
+    return enabled_ && !__builtin_mul_overflow(block, t.pes.size(), &total) && total > 0 &&
+           total <= kByHostScratchBytes && shaped(t) && t.hostRun > 0;
   }
   if (a.kind == CollKind::Alltoall) {  // two regions of a host's whole srcs (coll_by_host_alltoall_ab.txt)
     size_t total = 0;
-    return byHost_ && hostShaped(t) && t.hostRun > 0 &&
+    return enabled_ && shaped(t) && t.hostRun > 0 &&
            !__builtin_mul_overflow(block, t.pes.size() * static_cast<size_t>(t.hostRun) * 2, &total) && total > 0 &&
            total <= kByHostScratchBytes;
   }
-  if (!byHost_ || a.kind != CollKind::Reduce || block <= kCollStageBytes || block > kByHostScratchBytes ||
-      !hostShaped(t) || a.root < 0 || static_cast<size_t>(a.root) >= t.pes.size())
+  if (!enabled_ || a.kind != CollKind::Reduce || block <= kCollStageBytes || block > kByHostScratchBytes ||
+      !shaped(t) || a.root < 0 || static_cast<size_t>(a.root) >= t.pes.size())
     return false;
   const size_t root = static_cast<size_t>(a.root);
   return t.hostLeader[static_cast<size_t>(t.hostOf[root])] == a.root || t.hostMost >= 3;
 }
 
-bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) const {
+bool CollByHost::broadcast(Team& t, const CollArgs& a, size_t block) const {
   // (Both sizes from root 0 against every member pulling, 2-core VM, two netns hosts: 4 PEs 0.66-0.98x the time,
   // 8 PEs 0.51-0.78x; bench/results/cpu-2core-vm/coll_by_host_bcast_ab.txt.)
-  if (!byHost_ || a.kind != CollKind::Broadcast || !hostShaped(t) || !t.hostMapped || a.root < 0 ||
+  if (!enabled_ || a.kind != CollKind::Broadcast || !shaped(t) || !t.hostMapped || a.root < 0 ||
       static_cast<size_t>(a.root) >= t.pes.size())
     return false;
   // Over kCollStageBytes the leaders' broadcast pulls the root's src: the root must be one of them.
@@ -97,48 +91,62 @@ bool Collectives::byHostBroadcast(Team& t, const CollArgs& a, size_t block) cons
   return block <= kCollStageBytes || t.hostLeader[static_cast<size_t>(t.hostOf[root])] == a.root;
 }
 
-bool Collectives::byHostCall(Team& t, const Plan& p) const {
+bool CollByHost::call(Team& t, const CollPlan& p) const {
   if (p.a.kind == CollKind::Broadcast)  // (each member's dest is its own affair: only src is agreed)
-    return byHostBroadcast(t, p.a, p.block) && p.block != 0 && isHostMemory(p.sref.kind) && t.byHost != 3;
-  return (byHostKind(t, p.a.kind) || byHostScratched(t, p.a, p.block)) && !p.gpu && p.block != 0 &&
+    return broadcast(t, p.a, p.block) && p.block != 0 && isHostMemory(p.sref.kind) && t.byHost != 3;
+  return (kind(t, p.a.kind) || scratched(t, p.a, p.block)) && !p.gpu && p.block != 0 &&
          isHostMemory(p.sref.kind) && isHostMemory(p.dref.kind) && t.byHost != 3;
 }
 
-Status Collectives::makeByHost(const char* call, Team& t, TeamRef ref) {
+Status CollByHost::make(const char* call, Team& t, TeamRef ref) {
   if (t.byHost != 1) return Status::ok();
-  const Status made = w_.teams().splitByHost(call, ref);
+  const Status made = links_.split(call, ref);
   if (made.code() == TETHER_ERR_NO_MEMORY) {  // no free team index (every member alike): this call and later ones pull
     t.byHost = 3;
     TETHER_LOG_INFO(LogSys::Core, "%s: team index %d: no subteams by host (%s); pulling from every member", call,
                     t.slot, made.message().c_str());
     return Status::ok();
   }
-  TETHER_TRY(w_.teams().lose(t, made));
+  TETHER_TRY(links_.lose(t, made));
   t.byHost = 2;
   return Status::ok();
 }
 
-char* Collectives::byHostScratch(const Team& t) const {
-  return w_.heap().host()->myBase() + kByHostScratchOffset + static_cast<size_t>(t.slot) * kByHostScratchBytes;
+char* CollByHost::scratchOf(const Team& t) const {
+  return links_.scratch + static_cast<size_t>(t.slot) * kByHostScratchBytes;
 }
 
-void Collectives::hostStep(const char* call, Team& t, TeamRef sub, CollArgs r, const char* what, Status* failed) {
+void CollByHost::hostStep(const char* call, Team& t, TeamRef sub, CollArgs r, const char* what, Status* failed) {
   r.invalid = *failed;
-  const Status s = w_.teams().lose(t, run(call, sub, r)).withContext(what);
+  const Status s = links_.lose(t, owner_.runOn(call, sub, r)).withContext(what);
   if (failed->isOk()) *failed = s;
 }
 
-Status Collectives::byHostData(const char* call, Team& t, TeamRef ref, const Plan& p) {
-  TETHER_TRY(makeByHost(call, t, ref));
-  if (t.byHost == 3) return stagedBroadcast(p) ? oneShot(call, t, p) : dataPhase(call, t, p);
-  if (p.a.kind == CollKind::Broadcast) return byHostBroadcastSteps(call, t, p);
-  if (p.a.kind == CollKind::Reduce) return byHostReduceSteps(call, t, p);
-  if (p.a.kind == CollKind::ReduceScatter) return byHostReduceScatterSteps(call, t, p);
-  if (p.a.kind == CollKind::Alltoall) return byHostAlltoallSteps(call, t, p);
-  return byHostSteps(call, t, p, nullptr, nullptr);
+Status CollByHost::data(const char* call, Team& t, TeamRef ref, const CollPlan& p) {
+  TETHER_TRY(make(call, t, ref));
+  if (t.byHost == 3) return stagedBroadcast(p) ? owner_.oneShot(call, t, p) : owner_.pull(call, t, p);
+  if (p.a.kind == CollKind::Broadcast) return broadcastSteps(call, t, p);
+  if (p.a.kind == CollKind::Reduce) return reduceSteps(call, t, p);
+  if (p.a.kind == CollKind::ReduceScatter) return reduceScatterSteps(call, t, p);
+  if (p.a.kind == CollKind::Alltoall) return alltoallSteps(call, t, p);
+  return steps(call, t, p, nullptr, nullptr);
 }
 
-Status Collectives::byHostReduceSteps(const char* call, Team& t, const Plan& p) {
+Status CollByHost::enqueue(const char* call, Team& t, TeamRef ref, const CollPlan& p, StreamOps* so, void* stream,
+                           bool* done) {
+  *done = false;
+  const CollKind k = p.a.kind;
+  // (shaped() before hostStrided: it fills the shape fields.)
+  if (p.block == 0 || !(kind(t, k) || (k == CollKind::Broadcast && enabled_ && shaped(t))) || !t.hostStrided ||
+      t.byHost == 3)
+    return Status::ok();
+  TETHER_TRY(make(call, t, ref));
+  if (t.byHost != 2) return Status::ok();
+  *done = true;
+  return k == CollKind::Broadcast ? streamBroadcast(call, t, p, so, stream) : steps(call, t, p, so, stream);
+}
+
+Status CollByHost::reduceSteps(const char* call, Team& t, const CollPlan& p) {
   const size_t root = static_cast<size_t>(p.a.root);
   const int host = t.hostOf[p.me], rootHost = t.hostOf[root];
   const bool rootLeads = t.hostLeader[static_cast<size_t>(rootHost)] == p.a.root;
@@ -147,7 +155,7 @@ Status Collectives::byHostReduceSteps(const char* call, Team& t, const Plan& p) 
                   rootLeads ? "the root" : "the root's host's first member, which broadcasts to the root");
   // This PE's scratch of the team's slot (byHostScratched: the block fits): every member passes its own, at the same
   // offset (one symmetric object).
-  char* scratch = byHostScratch(t);
+  char* scratch = scratchOf(t);
   const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member (and so its first)
   // A step after a failed one passes that failure (its members fail at once, naming this PE); the first is returned.
   Status failed;
@@ -183,7 +191,7 @@ Status Collectives::byHostReduceSteps(const char* call, Team& t, const Plan& p) 
   return failed;
 }
 
-Status Collectives::byHostReduceScatterSteps(const char* call, Team& t, const Plan& p) {
+Status CollByHost::reduceScatterSteps(const char* call, Team& t, const CollPlan& p) {
   // Team::hostRun members per host, consecutive in team order: host h's are members h * perHost ... (h + 1) * perHost
   // - 1 (two or more: a host-shaped team's largest host, and all hold as many), its blocks a run of perHost.
   const size_t perHost = static_cast<size_t>(t.hostRun), host = static_cast<size_t>(t.hostOf[p.me]);
@@ -192,9 +200,9 @@ Status Collectives::byHostReduceScatterSteps(const char* call, Team& t, const Pl
                   dtypeInfo(p.a.type).name);
   // This PE's scratch of the team's slot (byHostScratched: the whole src fits); host h's run of blocks at h * runBytes,
   // the same place in every member's scratch.
-  char* scratch = byHostScratch(t);
+  char* scratch = scratchOf(t);
   char* ours = scratch + host * perHost * p.block;
-  Status failed;  // (hostStep: a later step passes the first failure on)
+  Status failed;  // (step(): a later step passes the first failure on)
   auto step = [&](TeamRef sub, const CollArgs& r, const char* what) { hostStep(call, t, sub, r, what, &failed); };
   CollArgs r;
   r.type = p.a.type;
@@ -223,16 +231,16 @@ Status Collectives::byHostReduceScatterSteps(const char* call, Team& t, const Pl
   return failed;
 }
 
-Status Collectives::byHostAlltoallSteps(const char* call, Team& t, const Plan& p) {
+Status CollByHost::alltoallSteps(const char* call, Team& t, const CollPlan& p) {
   // Team::hostRun = m members per host, consecutive: member (h, j) is team member h * m + j; H = n / m hosts.
   const size_t m = static_cast<size_t>(t.hostRun), n = p.n, hosts = n / m, B = p.block, j = p.me % m;
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (allgather on each host, "
                   "alltoall among the hosts' first members, broadcast on each host)", call, t.slot, n, p.a.count,
                   dtypeInfo(p.a.type).name);
   // This PE's scratch of the team's slot (byHostScratched: 2 * m * n blocks fit): region a, then region b.
-  char* a = byHostScratch(t);
+  char* a = scratchOf(t);
   char* b = a + m * n * B;
-  Status failed;  // (hostStep: a later step passes the first failure on)
+  Status failed;  // (step(): a later step passes the first failure on)
   auto step = [&](TeamRef sub, const CollArgs& r, const char* what) { hostStep(call, t, sub, r, what, &failed); };
   CollArgs r;
   r.type = p.a.type;
@@ -264,11 +272,7 @@ Status Collectives::byHostAlltoallSteps(const char* call, Team& t, const Plan& p
   return failed;
 }
 
-bool Collectives::stagedBroadcast(const Plan& p) {
-  return p.a.kind == CollKind::Broadcast && p.block <= kCollStageBytes;  // (by host: HOST src, so the root staged)
-}
-
-Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& p) {
+Status CollByHost::broadcastSteps(const char* call, Team& t, const CollPlan& p) {
   const size_t root = static_cast<size_t>(p.a.root);
   const bool staged = stagedBroadcast(p);
   const int host = t.hostOf[p.me], rootHost = t.hostOf[root];
@@ -285,7 +289,7 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
     // members fetch it (one get each), as the one-shot path does for every member; the others get it from their
     // host's first member below
     if (host == rootHost || t.hostLeader[static_cast<size_t>(host)] == static_cast<int>(p.me))
-      failed = oneShot(call, t, p);
+      failed = owner_.oneShot(call, t, p);
     else
       ++t.stageSeq;  // (oneShot flips it on the others: every member alike)
     if (host == rootHost) return failed;
@@ -293,7 +297,7 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
     r.root = rootHost;
     r.dest = p.a.dest;
     r.src = p.a.src;
-    failed = w_.teams().lose(t, run(call, t.leaderTeam, r)).withContext("between hosts");
+    failed = links_.lose(t, owner_.runOn(call, t.leaderTeam, r)).withContext("between hosts");
   }
   if (t.hostTeam.slot < 0) return failed;  // alone on its host
   // Each host's first member to the others, from where it holds the data: the root its src, the others their dest,
@@ -306,11 +310,11 @@ Status Collectives::byHostBroadcastSteps(const char* call, Team& t, const Plan& 
   r.invalid = failed;
   r.dest = p.me == root ? const_cast<void*>(p.a.src) : p.a.dest;
   r.src = r.dest;
-  const Status s = w_.teams().lose(t, run(call, t.hostTeam, r)).withContext("broadcasting on this host");
+  const Status s = links_.lose(t, owner_.runOn(call, t.hostTeam, r)).withContext("broadcasting on this host");
   return failed.isOk() ? s : failed;
 }
 
-Status Collectives::byHostStreamBroadcast(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {
+Status CollByHost::streamBroadcast(const char* call, Team& t, const CollPlan& p, StreamOps* so, void* stream) {
   const size_t root = static_cast<size_t>(p.a.root);
   const int host = t.hostOf[p.me], rootHost = t.hostOf[root];
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (on the root's host, then to "
@@ -326,7 +330,7 @@ Status Collectives::byHostStreamBroadcast(const char* call, Team& t, const Plan&
   auto step = [&](TeamRef sub, int from, const void* src, const char* what) {
     r.root = from;
     r.src = src;
-    return enqueue(call, sub, r, false, stream).withContext(what);
+    return owner_.enqueueOn(call, sub, r, stream).withContext(what);
   };
   const bool alone = t.hostTeam.slot < 0;  // this PE is its host's only member
   if (host == rootHost && !alone) {        // every member of the root's host, its first one included
@@ -341,7 +345,7 @@ Status Collectives::byHostStreamBroadcast(const char* call, Team& t, const Plan&
   return Status::ok();
 }
 
-Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, StreamOps* so, void* stream) {
+Status CollByHost::steps(const char* call, Team& t, const CollPlan& p, StreamOps* so, void* stream) {
   const bool gather = p.a.kind == CollKind::Allgather;
   TETHER_LOG_INFO(LogSys::Core, "%s: team index %d, %zu PEs, count %zu of %s: by host (%s each host's first member, "
                   "%s among those, broadcast on each host)%s", call, t.slot, p.n, p.a.count,
@@ -352,7 +356,7 @@ Status Collectives::byHostSteps(const char* call, Team& t, const Plan& p, Stream
   // (naming this PE) instead of leaving them to wait for it; the first failure is returned.
   Status failed;
   auto step = [&](TeamRef sub, const CollArgs& r, const char* what) {
-    if (so) return enqueue(call, sub, r, false, stream).withContext(what);
+    if (so) return owner_.enqueueOn(call, sub, r, stream).withContext(what);
     hostStep(call, t, sub, r, what, &failed);
     return Status::ok();
   };
