@@ -627,7 +627,10 @@ tether_status_t tether_team_device_view(tether_team_t team, const tether_device_
  * (cudaMemcpyAsync); signal SET, p of 4/8 bytes, waits (EQ, GE, GT) and barrier rounds by stream memory operations
  * (cuStreamBatchMemOp); signal ADD, atomics, p of 1/2 bytes and waits with NE/LT/LE by one-thread kernels; peers the
  * GPU cannot address (remote, TETHER_FORCE_PROXY=1) by a one-thread kernel that posts to the device API's proxy ring
- * and waits for completion. Everything is capturable in a CUDA graph (replays repeat the captured values).
+ * and waits for completion. Everything is capturable in a CUDA graph (replays repeat the captured values), and
+ * stream barriers synchronise again at every replay: on a stream being captured they are the world team's sync kernel
+ * (as tether_team_sync_on_stream on the world team; its epoch lives in GPU memory) instead of memory operations whose
+ * epochs would repeat (TETHER_STREAM_BARRIER=kernel takes that kernel always).
  *
  * Local buffers (src of put, dest of get, fetched) must be GPU memory or pinned host memory (cudaHostAlloc /
  * registered); for peers reached through the proxy: GPU memory, cudaHostAlloc'd memory or this PE's symmetric memory.
@@ -664,7 +667,9 @@ tether_status_t tether_fence_on_stream(tether_t world, void* stream);
 /* Collective over all PEs, in stream order: every PE enqueues the same sequence of stream barriers (on any one stream
  * each). Dissemination: round r writes the barrier epoch into PE (me + 2^r)'s round word (memop write; proxy signal
  * for proxied PEs) and waits on its own round word. barrier_all_on_stream = quiet_on_stream + sync_all_on_stream.
- * Not ordered with the host barrier or the device API's barrier (separate words). */
+ * Not ordered with the host barrier or the device API's barrier (separate words). Captured into a CUDA graph (or
+ * with TETHER_STREAM_BARRIER=kernel): the world team's sync kernel, one of the world team's stream collectives in
+ * their order (every PE must capture the same barriers), which synchronises again at every replay. */
 tether_status_t tether_barrier_all_on_stream(tether_t world, void* stream);
 tether_status_t tether_sync_all_on_stream(tether_t world, void* stream);
 /* Atomics in stream order, same operations and types as tether_atomic for 4- and 8-byte types. value/cond are read
@@ -687,8 +692,9 @@ tether_status_t tether_atomic_fetch_add_on_stream(tether_t world, uint64_t* dest
  *   TETHER_OP_PATCH_OFFSET: patch->offset is added to dest and src (checked: the shifted range must stay symmetric);
  *   TETHER_OP_PATCH_SIGNAL: patch->signal is added to the op's signal value (signal written, or waited for).
  * A set may be posted any number of times, on any streams, from several threads. It is rebuilt transparently when a
- * heap grew since it was built (HOST views re-registered). Barriers in a set take a new epoch per post. A set stays
- * valid until tether_op_set_free or tether_finalize (free it before finalize). */
+ * heap grew since it was built (HOST views re-registered). Barriers in a set take a new epoch per post (posted on a
+ * stream being captured: the world team's sync, built at the first such post, as tether_barrier_all_on_stream). A
+ * set stays valid until tether_op_set_free or tether_finalize (free it before finalize). */
 typedef struct tether_op_set* tether_op_set_t;
 
 typedef enum tether_op_kind {

@@ -87,6 +87,12 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_BARRIER_FLAT_MAX", ConfigType::Int, "8",
        "device, stream and team barriers of up to this many PEs take one round (every PE signals every other, then "
        "waits for all); larger ones take log2(n) dissemination rounds (1: always dissemination)", 1, 16},
+      {"TETHER_STREAM_BARRIER", ConfigType::String, "auto",
+       "Stream barriers (tether_barrier_all_on_stream, tether_sync_all_on_stream, barriers in prepared sets): auto = "
+       "stream memory operations whose epochs are chosen at the call, except on a stream being captured into a CUDA "
+       "graph, where they are the world team's sync kernel (tether_team_sync_on_stream on the world team: its epoch "
+       "lives in GPU memory, so every replay synchronises again); kernel = always that kernel. Must be the same on "
+       "every PE, as must which barriers are captured"},
       {"TETHER_SYNC_BY_HOST", ConfigType::String, "auto",
        "Host barriers of PEs on several hosts (tether_barrier_all, team syncs, the host collectives' agreement and "
        "closing rounds): 1 = each host's PEs meet first and one PE per host takes the rounds between hosts "

@@ -9,6 +9,9 @@
 // 4/8 bytes, EQ/GE/GT waits and barrier rounds become memory operations, and consecutive ones are merged into one
 // batch (one cuStreamBatchMemOp); the rest are single stream-op calls (kernels on CUDA).
 // Running: each step is enqueued in order; per-post values are patched into a copy of the memop array.
+// Barriers on a stream being captured into a CUDA graph (or TETHER_STREAM_BARRIER=kernel) compile to a Sync step
+// instead, the world team's sync kernel (StreamRuntime::barriersBySync): its epoch lives in GPU memory, where the
+// memops' epochs would be repeated by every replay.
 #include "core/stream.h"
 
 #include <cstddef>
@@ -30,7 +33,7 @@ namespace {
 constexpr unsigned kPatchOffset = TETHER_OP_PATCH_OFFSET, kPatchSignal = TETHER_OP_PATCH_SIGNAL;
 
 struct Step {
-  enum Kind { Copy, MemRun, Store, Signal, Amo, WaitCmp, Proxy } kind = Copy;
+  enum Kind { Copy, MemRun, Store, Signal, Amo, WaitCmp, Proxy, Sync } kind = Copy;
   unsigned patch = 0;       // kPatch* flags
   uint32_t barrier = 0;     // Proxy round write of barrier #barrier-1 of the plan: value = that barrier's epoch
   void* dst = nullptr;      // Copy
@@ -47,7 +50,7 @@ struct Step {
   bool isSigned = false;
   bool untimed = false;     // WaitCmp: no TETHER_TIMEOUT (Op::untimed)
   Op call;               // Proxy
-};
+};  // (Sync: the world team's sync on the stream, Plan::sync*)
 
 struct MemPatch {
   unsigned patch = 0;    // kPatchSignal: value += patch.signal
@@ -61,6 +64,10 @@ struct Plan {
   bool patched = false;   // some memop needs patching at post
   uint32_t barriers = 0;  // barriers in the plan (epochs taken per post)
   tether_device_handle_t handle{};  // for Proxy steps (the stream-op layer's address space)
+  // Sync steps (barriers by the world team's sync, StreamPlanner's bySync): a handle without a ring and the world
+  // team's device view with it.
+  tether_device_handle_t syncHandle{};
+  tether_device_team_t syncTeam{};
   uint64_t viewsEpoch = 0;
 };
 
@@ -69,7 +76,10 @@ struct Plan {
 // Compiles descriptors against one World (paths, heap control blocks) and its stream-op layer.
 class StreamPlanner {
  public:
-  StreamPlanner(World& w, StreamOps& so, const char* call) : w_(w), so_(so), call_(call) {}
+  // bySync: barriers compile to the world team's sync (one kernel whose epoch lives in the team's device words, so a
+  // graph replay synchronises again) instead of memory operations carrying epochs chosen at the post.
+  StreamPlanner(World& w, StreamOps& so, const char* call, bool bySync = false)
+      : w_(w), so_(so), call_(call), bySync_(bySync) {}
 
   Status compile(const Op* ops, size_t n, Plan* plan) {
     plan_ = plan;
@@ -350,11 +360,22 @@ class StreamPlanner {
 
   Status compileBarrier(bool quietFirst) {
     const int n = w_.nPes(), me = w_.myPe();
-    const uint32_t index = ++plan_->barriers;  // its epoch is taken per post
     StreamMemOp fence;
     fence.kind = StreamMemOp::Barrier;
     if (quietFirst || n == 1) memop(fence);
     if (n == 1) return Status::ok();
+    if (bySync_) {
+      if (!syncTaken_) {
+        TETHER_TRY(w_.deviceHandle(so_.gpuAddresses(), &plan_->syncHandle).withContext(call_));
+        TETHER_TRY(w_.colls().deviceView(call_, w_.teams().world(), plan_->syncHandle, &plan_->syncTeam));
+        syncTaken_ = true;
+      }
+      Step s;
+      s.kind = Step::Sync;
+      step(s);
+      return Status::ok();
+    }
+    const uint32_t index = ++plan_->barriers;  // its epoch is taken per post
     // Round words: DEVICE control block when the stream is a GPU one and every PE has a DEVICE heap, else HOST.
     const bool dev = so_.gpuAddresses() && w_.heap().device();
     const SegKind kind = dev ? SegKind::Device : SegKind::Host;
@@ -425,6 +446,8 @@ class StreamPlanner {
   const char* call_;
   Plan* plan_ = nullptr;
   bool handleTaken_ = false;
+  const bool bySync_;
+  bool syncTaken_ = false;
 };
 
 namespace {
@@ -477,6 +500,7 @@ Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uin
         TETHER_TRY(so.proxy(stream, plan.handle, c));
         break;
       }
+      case Step::Sync: TETHER_TRY(so.coll(stream, plan.syncHandle, plan.syncTeam, StreamCollCall())); break;
     }
   }
   return Status::ok();
@@ -486,11 +510,21 @@ Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uin
 
 class OpSet {
  public:
-  OpSet(World& w, std::vector<Op> descs) : w_(w), descs_(std::move(descs)) {}
+  OpSet(World& w, std::vector<Op> descs) : w_(w), descs_(std::move(descs)) {
+    for (const Op& d : descs_) barriers_ = barriers_ || d.kind == Op::Barrier;
+  }
 
-  Status build(StreamOps& so) {
-    StreamPlanner planner(w_, so, "tether_prepare");
-    return planner.compile(descs_.data(), descs_.size(), &plan_);
+  // tether_prepare: the plan with barriers as memory operations (its checks report bad operations at once).
+  Status prepare(StreamOps& so) {
+    TETHER_TRY(build(so, false));
+    built_ = true;
+    return Status::ok();
+  }
+
+  // The set's plan with its barriers as memory operations (bySync false) or as the world team's sync (true).
+  Status build(StreamOps& so, bool bySync) {
+    StreamPlanner planner(w_, so, "tether_prepare", bySync);
+    return planner.compile(descs_.data(), descs_.size(), bySync ? &syncPlan_ : &plan_);
   }
 
   Status post(void* stream, const tether_post_patch_t* patch) {
@@ -501,13 +535,21 @@ class OpSet {
     const uint64_t signal = patch ? patch->signal : 0;
     StreamPlanner planner(w_, *so, call);
     for (const Op& d : descs_) TETHER_TRY(planner.checkPatch(d, offset));
+    bool bySync = false;
+    if (barriers_) TETHER_TRY(w_.streams().barriersBySync(*so, stream, &bySync).withContext(call));
     std::lock_guard<std::mutex> lock(mu_);
-    if (plan_.viewsEpoch != w_.heap().viewsEpoch()) {  // a heap grew: GPU views moved, translate again
+    bool& built = bySync ? syncBuilt_ : built_;
+    Plan& plan = bySync ? syncPlan_ : plan_;
+    if (built && plan.viewsEpoch != w_.heap().viewsEpoch()) {  // a heap grew: GPU views moved, translate again
       TETHER_LOG_DEBUG(LogSys::Core, "%s: heap views changed since tether_prepare: rebuilding the set", call);
-      TETHER_TRY(build(*so).withContext(call));
+      built = false;
     }
-    const uint64_t epochBase = plan_.barriers ? w_.streams().nextBarrierEpochs(plan_.barriers) : 0;
-    return runPlan(*so, plan_, stream, offset, signal, epochBase, timeoutNs(w_));
+    if (!built) {  // (the sync plan: made at the first post that needs it)
+      TETHER_TRY(build(*so, bySync).withContext(call));
+      built = true;
+    }
+    const uint64_t epochBase = plan.barriers ? w_.streams().nextBarrierEpochs(plan.barriers) : 0;
+    return runPlan(*so, plan, stream, offset, signal, epochBase, timeoutNs(w_));
   }
 
   static uint64_t timeoutNs(const World& w) {
@@ -517,15 +559,19 @@ class OpSet {
  private:
   World& w_;
   std::vector<Op> descs_;
+  bool barriers_ = false;  // some operation is a barrier
   std::mutex mu_;
-  Plan plan_;
+  Plan plan_, syncPlan_;  // built_ / syncBuilt_: made (prepareOpSet builds plan_ at once)
+  bool built_ = false, syncBuilt_ = false;
 };
 
 Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void* stream) {
   StreamOps* so = nullptr;
   TETHER_TRY(w.streams().ops(&so).withContext(call));
+  bool bySync = false;
+  TETHER_TRY(w.streams().barriersBySync(*so, stream, &bySync).withContext(call));
   Plan plan;
-  StreamPlanner planner(w, *so, call);
+  StreamPlanner planner(w, *so, call, bySync);
   TETHER_TRY(planner.compile(ops, n, &plan));
   const uint64_t epochBase = plan.barriers ? w.streams().nextBarrierEpochs(plan.barriers) : 0;
   return runPlan(*so, plan, stream, 0, 0, epochBase, OpSet::timeoutNs(w));
@@ -577,7 +623,7 @@ Status prepareOpSet(World& w, const tether_op_desc_t* ops, size_t n, OpSet** out
   StreamOps* so = nullptr;
   TETHER_TRY(w.streams().ops(&so).withContext(call));
   std::unique_ptr<OpSet> set(new OpSet(w, std::move(descs)));
-  TETHER_TRY(set->build(*so));
+  TETHER_TRY(set->prepare(*so));
   *out = set.release();
   return Status::ok();
 }

@@ -101,6 +101,13 @@ class StreamOps {
   // has host-native atomics; the CPU emulation: yes unless built to say no). false: the planner sends RMWs on HOST and
   // STATIC words through the proxy (CPU atomics) instead.
   virtual bool hostAtomics() const = 0;
+  // *out: stream is being captured into a CUDA graph (its work will be replayed, repeating the values enqueued now:
+  // core/stream.cpp then takes the stream barriers' replayable form). The CPU emulation never captures.
+  virtual Status capturing(void* stream, bool* out) {
+    (void)stream;
+    *out = false;
+    return Status::ok();
+  }
 
   virtual Status copy(void* stream, void* dst, const void* src, size_t n) = 0;
   // In-order batch of writes, waits and barriers (CUDA: one cuStreamBatchMemOp per <= 256 entries).

@@ -1,8 +1,17 @@
 #include "core/stream_runtime.h"
 
+#include "base/config.h"
 #include "base/log.h"
 
 namespace tether {
+
+Status StreamRuntime::configure(const Config& config) {
+  const std::string mode = config.str("TETHER_STREAM_BARRIER");
+  if (mode != "auto" && mode != "kernel")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_STREAM_BARRIER=%s: expected auto or kernel", mode.c_str());
+  barrierKernel_ = mode == "kernel";
+  return Status::ok();
+}
 
 Status StreamRuntime::ops(StreamOps** out) {
   std::lock_guard<std::mutex> lock(mu_);

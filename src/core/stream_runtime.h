@@ -1,7 +1,8 @@
 // StreamRuntime: the stream-ordered side of one World (#6) -- its stream-op layer and the epochs of stream barriers.
 //
 // Owns: the stream-op layer (core/stream_ops.h): the CUDA one, made on first use when this PE has a GPU, or one a
-// test installed (install(), before the first stream operation); and the counter of barrier_all_on_stream epochs.
+// test installed (install(), before the first stream operation); the counter of barrier_all_on_stream epochs; and
+// which form stream barriers take (TETHER_STREAM_BARRIER, a stream being captured: barriersBySync).
 // Who calls it: the stream compiler (core/stream.cpp: *_on_stream calls and prepared sets), typed RMA's stream forms
 // (core/typed_rma.h) and the test hook tether_test_set_stream_ops (core/api.cpp), all through World::streams().
 // Thread-safety: ops() and install() may race (one mutex guards the creation); nextBarrierEpochs is atomic.
@@ -21,6 +22,8 @@
 #include "gpu/gpu.h"
 
 namespace tether {
+
+class Config;
 
 class StreamRuntime {
  public:
@@ -44,6 +47,15 @@ class StreamRuntime {
   Status engineStream(int lane, StreamOps** ops, void** stream);
   // Installs a stream-op layer (owned here; tests: the CPU emulation on a GPU-less PE).
   void install(std::unique_ptr<StreamOps> ops);
+  // TETHER_STREAM_BARRIER (auto or kernel; anything else is TETHER_ERR_INVALID_ARG). At init.
+  Status configure(const Config& config);
+  // *out: the stream barriers enqueued now on stream (of so) take the world team's sync kernel instead of memory
+  // operations -- TETHER_STREAM_BARRIER=kernel, or the stream is being captured into a CUDA graph (auto), where the
+  // memory operations' epochs would repeat on every replay.
+  Status barriersBySync(StreamOps& so, void* stream, bool* out) const {
+    *out = barrierKernel_;
+    return barrierKernel_ ? Status::ok() : so.capturing(stream, out);
+  }
   // Epochs of stream barriers, one per barrier in enqueue order (collective: every PE enqueues the same sequence).
   uint64_t nextBarrierEpochs(uint64_t count) { return barrierEpoch_.fetch_add(count) + 1; }
   // Destroys the stream-op layer (its streams drain first); later ops() calls make a new one.
@@ -60,6 +72,7 @@ class StreamRuntime {
   std::vector<void*> engines_;  // engineStream's, by lane, on ops_ (nullptr: not made yet)
   GpuStreamOpsOptions gpuOpts_;
   std::atomic<uint64_t> barrierEpoch_{0};
+  bool barrierKernel_ = false;  // TETHER_STREAM_BARRIER=kernel
 };
 
 }  // namespace tether

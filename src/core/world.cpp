@@ -128,6 +128,7 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   TETHER_TRY(discoverHosts());
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
   streams_.attach(gpu_.get(), job_.rank);
+  TETHER_TRY(streams_.configure(config_).withContext("tether_init"));
   TETHER_TRY(discoverTopology());
   noteSharedGpu();
   // auto: by host (since 2026-12-05 also where PEs have GPUs: the first-contact hang of GPU stream operations to

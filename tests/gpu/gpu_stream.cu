@@ -7,7 +7,8 @@
 //     signal_wait_until and wait_until with each comparison, quiet, fence, atomics (add, set, fetch_add, 32-bit
 //     fetch_or), barrier_all/sync_all on stream, with checks after a stream synchronisation;
 //  3. a prepared set posted many times with patched offset and signal values;
-//  4. CUDA graph capture of a whole exchange (put_signal, wait, check kernel, barrier) and 20 replays;
+//  4. CUDA graph capture of a whole exchange (put_signal, wait, check kernel, barrier) and 20 replays; 4b. a captured
+//     barrier_all_on_stream synchronises on each of 20 back-to-back replays (the world team's sync under capture);
 //  5. doorbell transfers: a put_signal set armed kPosts times before any ring; each round a kernel fills the source
 //     and rings the doorbell (tether::device::ring_doorbell), the copy engines send it, the peer waits and checks.
 // Every PE prints a line after each section (stdout line-buffered by mp::init: a hang shows where it stopped).
@@ -56,6 +57,16 @@ __global__ void checkFrom(const unsigned char* p, size_t n, int pe, const unsign
     if (p[k] != pat(pe, r, k)) atomicAdd(errors, 1ull);
 }
 __global__ void bump(unsigned long long* round) { ++*round; }
+__global__ void spinNs(uint64_t ns) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
+}
+// Counts slots[0 .. n) (this PE's copy) that differ from *round into *errors.
+__global__ void checkSlots(const volatile uint64_t* slots, int n, const unsigned long long* round,
+                           unsigned long long* errors) {
+  if (static_cast<int>(threadIdx.x) < n && slots[threadIdx.x] != *round) atomicAdd(errors, 1ull);
+}
 // One block: fills p for `round`, then rings the doorbell with `value` (after every thread's stores).
 __global__ void fillAndRing(tether::device::Handle h, unsigned char* p, size_t n, int pe, uint64_t round,
                             uint64_t* bell, uint64_t value) {
@@ -86,7 +97,8 @@ T* gpuView(tether_t w, T* sym) {
 void preloadKernels() {
   const void* const kernels[] = {reinterpret_cast<const void*>(fill),      reinterpret_cast<const void*>(check),
                                  reinterpret_cast<const void*>(fillFrom),  reinterpret_cast<const void*>(checkFrom),
-                                 reinterpret_cast<const void*>(bump),      reinterpret_cast<const void*>(fillAndRing)};
+                                 reinterpret_cast<const void*>(bump),      reinterpret_cast<const void*>(fillAndRing),
+                                 reinterpret_cast<const void*>(spinNs),    reinterpret_cast<const void*>(checkSlots)};
   cudaFuncAttributes a;
   for (const void* k : kernels) CK(cudaFuncGetAttributes(&a, k));
 }
@@ -251,8 +263,41 @@ int main() {
     MP_CHECK(r == 20);
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
-    CK(cudaFree(round));
     std::printf("PE %d %s: 4. graph capture, 20 replays: ok\n", me, kindName[ki]);
+
+    // 4b. a captured stream barrier synchronises on every replay (under capture it is the world team's sync, whose
+    // epoch lives in GPU memory): each replay bumps a round word, puts it into slot me of every PE (the copy engine
+    // reads it at run time), PE 0 after a ~200 us delay; after barrier_all_on_stream every slot must hold this
+    // replay's round, and a second barrier keeps round r + 1 out until every PE checked. With epochs captured as
+    // values (before), the second replay's barrier passed at once and the others saw PE 0's previous round.
+    {
+      uint64_t* slots = &words[32];  // n <= 16 words (words[32 .. 48))
+      MP_CHECK(n <= 16);
+      MP_OK(tether_put(w, slots, std::vector<uint64_t>(16, 0).data(), 16 * sizeof(uint64_t), me));
+      CK(cudaMemsetAsync(round, 0, sizeof *round, s));
+      CK(cudaStreamSynchronize(s));
+      MP_OK(tether_barrier_all(w));
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      bump<<<1, 1, 0, s>>>(round);
+      if (me == 0) spinNs<<<1, 1, 0, s>>>(200000);
+      for (int pe = 0; pe < n; ++pe) MP_OK(tether_putmem_on_stream(w, &slots[me], round, 8, pe, s));
+      MP_OK(tether_barrier_all_on_stream(w, s));
+      checkSlots<<<1, 32, 0, s>>>(gpuView(w, slots), n, round, errors);
+      MP_OK(tether_barrier_all_on_stream(w, s));
+      CK(cudaStreamEndCapture(s, &graph));
+      CK(cudaGraphInstantiate(&exec, graph, 0));
+      for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(exec, s));  // back to back: only the barriers keep order
+      CK(cudaStreamSynchronize(s));
+      CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
+      MP_CHECK(errs == 0);
+      CK(cudaMemcpy(&r, round, sizeof r, cudaMemcpyDeviceToHost));
+      MP_CHECK(r == 20);
+      CK(cudaGraphExecDestroy(exec));
+      CK(cudaGraphDestroy(graph));
+      MP_OK(tether_barrier_all(w));
+      std::printf("PE %d %s: 4b. captured barrier_all_on_stream, 20 replays: ok\n", me, kindName[ki]);
+    }
+    CK(cudaFree(round));
     // 5. doorbell: armed before any ring; rung from kernels; round i's copy has landed everywhere before fill i + 1
     // (every PE passes the stream's sync_all only after its own signal i arrived).
     {

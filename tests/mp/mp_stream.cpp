@@ -9,7 +9,9 @@
 //  2. prepared set posted kIters times, patching offset and signal: wait for the ack (cyclic GE on a patched value
 //     that starts "negative"), put_signal, wait, get the data and the signal word, ack; checks payloads and that the
 //     observed signal values are in order and within the flow-control window.
-//  3. barrier rounds: p_on_stream of the round number into every PE, barrier_all_on_stream, snapshot, sync_all.
+//  3. barrier rounds: p_on_stream of the round number into every PE, barrier_all_on_stream, snapshot, sync_all; the
+//     same as a prepared set posted kIters times (each post its own slots). With TETHER_STREAM_BARRIER=kernel
+//     (mp_stream_sync_barrier) the barriers are the world team's sync (what a CUDA graph capture takes).
 //  4. waits with each comparison (unsigned and signed): the stream must not pass before the host makes it true.
 //  5. atomics on stream (add, fetch_add into a local array, set) and argument errors.
 #include <unistd.h>
@@ -170,6 +172,38 @@ int main() {
       }
   MP_OK(tether_barrier_all(w));
   if (me == 0) std::printf("barrier_all_on_stream: ok (%d barriers)\n", kIters);
+  {  // the same rounds as a prepared set (puts into every PE, BARRIER_ALL, a get of this PE's slots, SYNC_ALL), each
+     // post with its own slots (patched offset: round k's at k * n words)
+    auto* rounds = static_cast<uint64_t*>(mp::hostZeroed(w, sizeof(uint64_t) * kIters * n));
+    MP_OK(tether_barrier_all(w));  // every PE's zeroing before any put
+    std::vector<uint64_t> vals(static_cast<size_t>(kIters) * n), log(static_cast<size_t>(kIters) * n);
+    for (int k = 0; k < kIters; ++k) vals[static_cast<size_t>(k) * n] = static_cast<uint64_t>(k) + 1;
+    std::vector<tether_op_desc_t> bops;
+    for (int pe = 0; pe < n; ++pe)
+      bops.push_back({TETHER_OP_PUT, pe, &rounds[me], vals.data(), 8, nullptr, 0, TETHER_SIGNAL_SET, TETHER_CMP_EQ,
+                     TETHER_OP_PATCH_OFFSET});
+    bops.push_back({TETHER_OP_BARRIER_ALL, 0, nullptr, nullptr, 0, nullptr, 0, TETHER_SIGNAL_SET, TETHER_CMP_EQ, 0});
+    bops.push_back({TETHER_OP_GET, me, log.data(), rounds, 8 * static_cast<size_t>(n), nullptr, 0, TETHER_SIGNAL_SET,
+                   TETHER_CMP_EQ, TETHER_OP_PATCH_OFFSET});
+    bops.push_back({TETHER_OP_SYNC_ALL, 0, nullptr, nullptr, 0, nullptr, 0, TETHER_SIGNAL_SET, TETHER_CMP_EQ, 0});
+    tether_op_set_t bset = nullptr;
+    MP_OK(tether_prepare(w, bops.data(), bops.size(), &bset));
+    for (int k = 0; k < kIters; ++k) {
+      const tether_post_patch_t at{8 * static_cast<size_t>(k) * n, 0};
+      MP_OK(tether_post_on_stream(bset, s, &at));
+    }
+    syncStream(so, s);
+    for (int k = 0; k < kIters; ++k)
+      for (int pe = 0; pe < n; ++pe)
+        if (log[static_cast<size_t>(k) * n + pe] != static_cast<uint64_t>(k) + 1) {
+          std::fprintf(stderr, "FAIL PE %d: after the set's barrier %d slot of PE %d holds %" PRIu64 "\n", me, k,
+                       pe, log[static_cast<size_t>(k) * n + pe]);
+          std::exit(1);
+        }
+    MP_OK(tether_op_set_free(bset));
+    MP_OK(tether_barrier_all(w));
+    if (me == 0) std::printf("barriers in a prepared set: ok (%d posts)\n", kIters);
+  }
 
   // ---- 4. waits with each comparison: the stream must not pass before the host makes the condition true
   struct Case {

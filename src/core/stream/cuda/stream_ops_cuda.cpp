@@ -247,6 +247,14 @@ class CudaStreamOps : public StreamOps {
     return Status::ok();
   }
 
+  Status capturing(void* stream, bool* out) override {
+    STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    STREAM_CUDA_TRY(cudaStreamIsCapturing(cuda(stream), &cap));
+    *out = cap != cudaStreamCaptureStatusNone;  // (invalidated: the capture fails at its end anyway)
+    return Status::ok();
+  }
+
   Status hostCall(void* stream, std::function<void()> fn) override {
     STREAM_CUDA_TRY(cudaSetDevice(gpu_.device()));
     // Run once: the callback frees its closure. Captured into a graph (replayed any number of times): the closure
