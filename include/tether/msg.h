@@ -130,7 +130,11 @@ tether_status_t tether_irecv_typed(tether_t world, void* buf, int64_t count, tet
  *  the stream's kernel waits are (tether.h): a request that has not completed by then fails the stream -- on a GPU
  *  the waiting kernel prints the word it waited for and traps (a CUDA error on the stream, and the context is
  *  unusable after it, as after any trap); with the CPU stream emulation the stream's sticky error is
- *  TETHER_ERR_TIMEOUT. The request itself stays pending on the host. */
+ *  TETHER_ERR_TIMEOUT. The request itself stays pending on the host.
+ *  CUDA graphs: a one-time request's stream calls (isend_on_stream, isend_typed_on_stream, post_on_stream /
+ *  post_all_on_stream, and wait_on_stream / waitall_on_stream of ordinary requests) on a stream being captured
+ *  return TETHER_ERR_UNSUPPORTED: every replay would repeat them after the request is gone. Persistent requests
+ *  (tether_send_init below) replay: their stream calls capture no round number. */
 tether_status_t tether_isend_on_stream(tether_t world, const void* buf, size_t bytes, int pe, int tag, void* stream,
                                        tether_request_t* req);
 /*  isend_typed_on_stream: a typed send (above) packed when the stream reaches this point (after the stream's earlier

@@ -268,6 +268,12 @@ class Messaging : private MsgByData::Owner, private MsgDirect::Owner {
   // Stream words (the region's stream area, words_): a free index, or TETHER_ERR_NO_MEMORY when all are in use.
   Status takeWord(const char* call, uint32_t* index);
   Status wordsInUse(const char* call) const;  // that error
+  // *out: stream is being captured into a CUDA graph. One-time requests refuse it (capturedError,
+  // TETHER_ERR_UNSUPPORTED): every replay would write and wait for their trigger and done words again, long after
+  // the request (and maybe the words' next owner) is gone. Persistent requests replay (their stream calls capture no
+  // value).
+  Status capturing(const char* call, void* stream, bool* out) const;
+  static Status capturedError(const char* call);
   void releaseWords(Req& r);
   void fireTriggers(bool* did);  // armed sends whose trigger the stream has set join their queue
   ProgressThread::Hooks threadHooks();  // pending: streamPending_; idle: only watched requests, no start queued

@@ -142,8 +142,26 @@ Status Messaging::post(const char* call, uint64_t req) {
   return progress(call, &did);
 }
 
+Status Messaging::capturing(const char* call, void* stream, bool* out) const {
+  *out = false;
+  StreamOps* so = nullptr;
+  // No stream layer: nothing captures (the call's own checks and its enqueue report what is wrong, as before).
+  if (!w_.streams().ops(&so).isOk()) return Status::ok();
+  return so->capturing(stream, out).withContext(call);
+}
+
+Status Messaging::capturedError(const char* call) {
+  TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the stream is being captured into a CUDA graph, whose every replay would "
+              "repeat this one-time request's stream work; use persistent requests (tether_send_init / "
+              "tether_recv_init with tether_msg_startall_on_stream and tether_msg_waitall_on_stream), whose rounds "
+              "replay", call);
+}
+
 Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
+  bool captured = false;
+  TETHER_TRY(capturing(call, stream, &captured));
+  if (captured) return capturedError(call);
   std::vector<Op> ops(n);
   std::vector<Typed*> typed;  // typed sends among them: packed on the stream first (they cannot complete before)
   {
@@ -242,12 +260,14 @@ Status Messaging::isendOnStream(const char* call, const void* buf, size_t bytes,
 }
 
 Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
-  bool persistentWait = false;
+  bool persistentWait = false, captured = false;
+  TETHER_TRY(capturing(call, stream, &captured));
   Op op;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Req* r = reqs_.find(req);
     if (r && r->persist) persistentWait = true;
+    else if (captured) return capturedError(call);
     else TETHER_TRY(doneWord(call, req, &op.sig, &op.value));
   }
   if (persistentWait) return waitallOnStream(call, 1, &req, stream);  // (its rounds: a word comparison)
@@ -268,6 +288,8 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
 // all m have counted (a later wait on it is satisfied by larger values).
 Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* reqs, void* stream) {
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
+  bool captured = false;
+  TETHER_TRY(capturing(call, stream, &captured));
   Op op;
   op.sig = nullptr;
   // Persistent requests: a word comparison per request, done >= start (every round started when the stream gets
@@ -291,6 +313,7 @@ Status Messaging::waitallOnStream(const char* call, size_t n, const uint64_t* re
         ++m;
       }
     }
+    if (m && captured) return capturedError(call);
     if (m) {
       uint32_t g = kNoWord;
       uint64_t until = 0;  // the group word's value once all m completed

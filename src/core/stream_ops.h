@@ -170,7 +170,9 @@ struct GpuStreamOpsOptions {
 Status createGpuStreamOps(GpuContext& gpu, const GpuStreamOpsOptions& opts, std::unique_ptr<StreamOps>* out);
 // CPU emulation (see above); waits are bounded by timeoutSeconds (<= 0: unbounded).
 // hostAtomics: what hostAtomics() reports (false: tests of the proxy route taken without host-native atomics).
-std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds, bool hostAtomics = true);
+// capturing: what capturing() reports for every stream (true: tests of the forms the library takes under a CUDA graph
+// capture; the emulation records nothing and runs the work once).
+std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds, bool hostAtomics = true, bool capturing = false);
 // Test hook (api.cpp; tests link tether_static): the World behind `world` uses `ops` for its stream operations.
 // Call before the first stream operation, on every PE.
 Status useStreamOpsForTesting(tether_t world, std::unique_ptr<StreamOps> ops);

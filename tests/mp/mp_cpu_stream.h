@@ -9,8 +9,9 @@
 
 namespace mp {
 
-inline tether::StreamOps* useCpuStreams(tether_t w, bool hostAtomics = true) {
-  std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60, hostAtomics);
+// capturing: every stream reports a CUDA graph capture (the library then takes its captured forms).
+inline tether::StreamOps* useCpuStreams(tether_t w, bool hostAtomics = true, bool capturing = false) {
+  std::unique_ptr<tether::StreamOps> ops = tether::createCpuStreamOps(60, hostAtomics, capturing);
   tether::StreamOps* so = ops.get();
   MP_CHECK(tether::useStreamOpsForTesting(w, std::move(ops)).isOk());
   return so;

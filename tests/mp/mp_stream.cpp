@@ -53,7 +53,10 @@ int main() {
   // without AtomicOps, so every AMO and ADD signal on these HOST words goes through the proxy (CPU atomics).
   const char* nha = std::getenv("MP_NO_HOST_ATOMICS");
   const bool noHostAtomics = nha && nha[0] == '1';
-  tether::StreamOps* so = mp::useCpuStreams(w, !noHostAtomics);
+  // MP_CAPTURING=1 (mp_stream_captured): every stream reports a CUDA graph capture, so barriers take their captured
+  // form (the world team's sync) with TETHER_STREAM_BARRIER=auto, prepared sets build it at their first post.
+  const char* cap = std::getenv("MP_CAPTURING");
+  tether::StreamOps* so = mp::useCpuStreams(w, !noHostAtomics, cap && cap[0] == '1');
   void* s = nullptr;
   MP_CHECK(so->createStream(&s).isOk());
 
@@ -175,7 +178,6 @@ int main() {
   {  // the same rounds as a prepared set (puts into every PE, BARRIER_ALL, a get of this PE's slots, SYNC_ALL), each
      // post with its own slots (patched offset: round k's at k * n words)
     auto* rounds = static_cast<uint64_t*>(mp::hostZeroed(w, sizeof(uint64_t) * kIters * n));
-    MP_OK(tether_barrier_all(w));  // every PE's zeroing before any put
     std::vector<uint64_t> vals(static_cast<size_t>(kIters) * n), log(static_cast<size_t>(kIters) * n);
     for (int k = 0; k < kIters; ++k) vals[static_cast<size_t>(k) * n] = static_cast<uint64_t>(k) + 1;
     std::vector<tether_op_desc_t> bops;

@@ -53,12 +53,15 @@ inline int finish() {
   return 0;
 }
 
-// n zeroed bytes of the HOST symmetric heap, 64-byte aligned (collective, as tether_malloc_kind). Exits on failure.
+// n zeroed bytes of the HOST symmetric heap, 64-byte aligned (collective, as tether_malloc_kind). Every PE's copy is
+// zeroed before any PE returns (a barrier after the memset: a peer's first write cannot land before it and be wiped,
+// as it could in mp_stream's prepared-set barriers before 2026-12-06). Exits on failure.
 inline void* hostZeroed(tether_t w, size_t n) {
   void* p = nullptr;
   if (tether_malloc_kind(w, TETHER_SEG_HOST, 64, n, &p) != TETHER_SUCCESS)
     fail(__FILE__, __LINE__, "hostZeroed", nullptr);
   std::memset(p, 0, n);
+  if (tether_barrier_all(w) != TETHER_SUCCESS) fail(__FILE__, __LINE__, "hostZeroed: tether_barrier_all", nullptr);
   return p;
 }
 

@@ -106,11 +106,16 @@ class CpuStream {
 
 class CpuStreamOps : public StreamOps {
  public:
-  CpuStreamOps(double timeout, bool hostAtomics) : timeout_(timeout > 0 ? timeout : 1e12), hostAtomics_(hostAtomics) {}
+  CpuStreamOps(double timeout, bool hostAtomics, bool capturing)
+      : timeout_(timeout > 0 ? timeout : 1e12), hostAtomics_(hostAtomics), capturing_(capturing) {}
 
   const char* name() const override { return "cpu-emulation"; }
   bool gpuAddresses() const override { return false; }
   bool hostAtomics() const override { return hostAtomics_; }
+  Status capturing(void*, bool* out) override {
+    *out = capturing_;
+    return Status::ok();
+  }
 
   Status copy(void* stream, void* dst, const void* src, size_t n) override {
     return enqueue(stream, [dst, src, n] {
@@ -351,6 +356,7 @@ class CpuStreamOps : public StreamOps {
 
   double timeout_;
   bool hostAtomics_;
+  bool capturing_;  // every stream reports a CUDA graph capture (tests of the captured forms; nothing is recorded)
   std::mutex mu_;
   std::vector<std::unique_ptr<CpuStream>> streams_;
   std::unique_ptr<CpuStream> nullStream_;
@@ -358,8 +364,8 @@ class CpuStreamOps : public StreamOps {
 
 }  // namespace
 
-std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds, bool hostAtomics) {
-  return std::unique_ptr<StreamOps>(new CpuStreamOps(timeoutSeconds, hostAtomics));
+std::unique_ptr<StreamOps> createCpuStreamOps(double timeoutSeconds, bool hostAtomics, bool capturing) {
+  return std::unique_ptr<StreamOps>(new CpuStreamOps(timeoutSeconds, hostAtomics, capturing));
 }
 
 }  // namespace tether
