@@ -207,6 +207,14 @@ void streamModel(const Ctx& c, cudaStream_t s) {
     CK(cudaStreamSynchronize(s));
     expectNone(c.bad, "stream model", sz);
     mark(c.r.me, "graph replay", sz);
+    if (sz == sizes(kSizes).front()) {  // a one-time request's stream call refuses the capture (msg.h) and leaves the capture intact
+      cudaGraph_t g;
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      tether_request_t once = TETHER_REQUEST_NULL;
+      MP_EXPECT_STATUS(tether_isend_on_stream(c.r.w, c.dSend, 8, c.r.next, 99, s, &once), TETHER_ERR_UNSUPPORTED);
+      CK(cudaStreamEndCapture(s, &g));
+      CK(cudaGraphDestroy(g));
+    }
     replay(s, round, 20);
     expectNone(c.bad, "stream model, graph replays", sz);
     uint64_t rounds = 0;
