@@ -448,6 +448,16 @@ Status TypedRma::transfer(const char* call, bool isPut, void* dest, tether_type_
     // (A GPU stream's proxy calls may reach a mapped peer by loads and stores in the kernel: their stage must be GPU
     // memory, so a host local buffer is refused there.)
     if (route == Route::Staged && (localOnGpu || !so->gpuAddresses())) {
+      // Not capturable: the stage and the run table are taken now and given back once the stream passes them, which
+      // every replay of a CUDA graph would repeat (a stage given back at the first replay is another transfer's by
+      // the next one).
+      bool captured = false;
+      TETHER_TRY(so->capturing(stream, &captured).withContext(call));
+      if (captured)
+        TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "%s: the staged route to PE %d on a stream being captured into a CUDA "
+                    "graph: its stage is taken at the call and given back once the stream passes it, which every "
+                    "replay would repeat; capture only direct routes (a load/store-reachable peer) or issue this "
+                    "transfer outside the graph", call, pe);
       GpuStages::Stage* stage = nullptr;
       if (so->gpuAddresses())
         TETHER_TRY(streamStages_.acquire(*w_.gpu(), static_cast<size_t>(n), "a GPU stage for a stream-ordered staged "

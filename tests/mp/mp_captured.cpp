@@ -1,11 +1,17 @@
-// Two-sided messaging's stream model on a stream being captured into a CUDA graph, through the CPU stream emulation
-// built to report a capture on every stream (core/stream_ops.h, createCpuStreamOps's capturing): the one-time stream
-// calls (isend_on_stream, isend_typed_on_stream, post_on_stream / post_all_on_stream of a prepared send,
-// wait_on_stream and waitall_on_stream of an ordinary request) are refused with TETHER_ERR_UNSUPPORTED naming the
-// persistent requests, leave nothing behind (the requests still complete from the host), while persistent requests'
-// stream calls (startall_on_stream, waitall_on_stream, wait_on_stream), which replay, run: 10 rounds with every byte
-// checked, and a stream barrier between rounds (its captured form, the world team's sync). 2+ PEs, ring.
+// Stream work on a stream being captured into a CUDA graph, through the CPU stream emulation built to report a
+// capture on every stream (core/stream_ops.h, createCpuStreamOps's capturing). The emulation records nothing and runs
+// the work once, so this checks the forms the library takes under a capture and its refusals, not replays.
+//  1. two-sided messaging: the one-time stream calls (isend_on_stream, isend_typed_on_stream, post_on_stream /
+//     post_all_on_stream of a prepared send, wait_on_stream and waitall_on_stream of an ordinary request) are refused
+//     with TETHER_ERR_UNSUPPORTED naming the persistent requests and leave nothing behind (the requests complete
+//     from the host);
+//  2. persistent requests' stream calls (startall_on_stream, waitall_on_stream, wait_on_stream), which replay, run: 10
+//     rounds with every byte checked, a stream barrier (its captured form, the world team's sync) between rounds;
+//  3. typed RMA on a stream: the staged route (TETHER_DT_RMA=staged, set by the ctest) is refused, the blocking form
+//     still moves the data.
+// 2+ PEs, ring.
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -84,10 +90,28 @@ int main() {
     MP_CHECK(so->synchronize(s).isOk());
   }
   MP_OK(tether_msg_waitall(w, 2, reqs, nullptr));
+  if (me == 0) std::printf("persistent rounds under capture: ok (%d rounds)\n", kRounds);
+
+  // 3. typed RMA's staged route on a captured stream is refused (its stage would be given back at the first replay)
+  auto* sym = static_cast<unsigned char*>(mp::hostZeroed(w, kBytes));
+  const char* route = std::getenv("TETHER_DT_RMA");
+  if (route && std::string(route) == "staged") {
+    const tether_status_t st = tether_put_typed_on_stream(w, sym, bytes, 1, out.data(), bytes, 1, next, s);
+    if (st != TETHER_ERR_UNSUPPORTED || std::string(tether_last_error()).find("CUDA graph") == std::string::npos) {
+      std::fprintf(stderr, "FAIL: staged tether_put_typed_on_stream under capture returned %d (%s)\n",
+                   static_cast<int>(st), tether_last_error());
+      return 1;
+    }
+    MP_OK(tether_put_typed(w, sym, bytes, 1, out.data(), bytes, 1, next));
+    MP_OK(tether_barrier_all(w));
+    for (size_t i = 0; i < kBytes; ++i)
+      MP_CHECK(sym[i] == static_cast<unsigned char>(prev * 7 + (kRounds - 1) * 3 + i));
+    if (me == 0) std::printf("staged typed RMA refused under capture: ok\n");
+  }
+  MP_OK(tether_free(w, sym));
   MP_OK(tether_msg_request_free(w, &ps));
   MP_OK(tether_msg_request_free(w, &pr));
   MP_OK(tether_type_free(&bytes));
-  if (me == 0) std::printf("persistent rounds under capture: ok (%d rounds)\n", kRounds);
   MP_CHECK(so->destroyStream(s).isOk());
   MP_OK(tether_msg_finalize(w));
   return mp::finish();
