@@ -14,6 +14,13 @@ Status World::deviceHandle(bool forGpu, tether_device_handle_t* out, bool withRi
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED,
                 "tether_device_handle: PE %d has no GPU (host-only build, no visible GPU, or TETHER_GPU=none); "
                 "tether_device_handle_cpu gives the handle for CPU threads", job_.rank);
+  // Stream operations compiled while the thread captures a CUDA graph take the handle too: its first peer table
+  // and proxy ring are allocated outside the capture (GpuContext::outsideCapture).
+  if (forGpu) return gpu_->outsideCapture([&] { return buildDeviceHandle(true, out, withRing); });
+  return buildDeviceHandle(false, out, withRing);
+}
+
+Status World::buildDeviceHandle(bool forGpu, tether_device_handle_t* out, bool withRing) {
   tether_device_handle_t h;
   std::memset(&h, 0, sizeof h);
   h.my_pe = job_.rank;

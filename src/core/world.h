@@ -170,6 +170,7 @@ class World {
   Status discoverHosts();
   Status discoverTopology();
   void noteSharedGpu();  // tells the GPU context when another PE of this host uses the same GPU
+  Status buildDeviceHandle(bool forGpu, tether_device_handle_t* out, bool withRing);  // deviceHandle's work
   Status setUpPaths();  // the path table over this World's heaps (transport/path_table.h)
   // Exchanges (seq, op, a, b, localError) with every PE; fails identically on every PE when any PE had a local
   // error or the records differ. Doubles as the entry barrier of the collective call.

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -143,6 +144,11 @@ class GpuContext {
   virtual Status memset(void* dst, int value, size_t n) = 0;  // blocking
   // Plain GPU memory of this PE's GPU for internal tables (the device handle's peer table); freed with the context.
   virtual Status allocDevice(size_t n, void** out) = 0;
+  // Runs f with the calling thread's CUDA graph capture mode relaxed (cudaThreadExchangeStreamCaptureMode), so the
+  // library's own allocations and copies in f run now while the thread captures a stream (in the thread-local or
+  // global mode they fail as unsafe calls: the first stream barrier or team collective captured makes the device
+  // handle's peer table); none of it becomes part of the graph. No GPU: f().
+  virtual Status outsideCapture(const std::function<Status()>& f) { return f(); }
   // Zeroed pinned host memory mapped for this GPU (the device API's proxy ring): *host for CPU threads, *device for
   // kernels. Freed with the context.
   virtual Status allocHostMapped(size_t n, void** host, void** device) = 0;

@@ -565,6 +565,14 @@ class CudaGpuContext : public GpuContext {
     return Status::ok();
   }
 
+  Status outsideCapture(const std::function<Status()>& f) override {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CUDA_TRY(cudaThreadExchangeStreamCaptureMode(&mode));
+    const Status s = f();
+    cudaThreadExchangeStreamCaptureMode(&mode);  // the caller's mode again
+    return s;
+  }
+
   Status allocHostMapped(size_t n, void** host, void** device) override {
     CUDA_TRY(cudaSetDevice(device_));
     CUDA_TRY(cudaHostAlloc(host, n, cudaHostAllocMapped | cudaHostAllocPortable));
