@@ -6,9 +6,10 @@
 // Status: its first run (H200, 2 PEs on one GPU) failed in the [local host] cases, from two causes in this file (the
 // writes to this PE's DEVICE buffer were not complete at the barrier after them: see fill; a target whose type map
 // names a byte twice was compared with "later entry wins", which the GPU engine does not promise: see
-// compareAnyEntry). Fixed, it passed on an H200 with 2 PEs on one GPU (2026-11-23). The stream cases were added after
-// that run and have not run yet. typedInGraph: a typed put captured into a CUDA graph and replayed (direct route),
-// or refused (staged).
+// compareAnyEntry). Fixed, it passed on an H200 with 2 PEs on one GPU (2026-11-23); with the stream cases and
+// typedInGraph (a typed put captured into a CUDA graph and replayed on the direct route, refused on the staged one)
+// at 2/4 PEs sharing one H100, default, direct and staged routes (2026-12-06,
+// bench/results/h100/gpu_tests_2026-12-06m.txt).
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>

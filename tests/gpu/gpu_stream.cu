@@ -12,9 +12,11 @@
 //  5. doorbell transfers: a put_signal set armed kPosts times before any ring; each round a kernel fills the source
 //     and rings the doorbell (tether::device::ring_doorbell), the copy engines send it, the peer waits and checks.
 // Every PE prints a line after each section (stdout line-buffered by mp::init: a hang shows where it stopped).
-// Exits 77 without a GPU. Not passed on a GPU yet: its first run (2 PEs on 2 H200s, 2026-11-23, commit 998e434)
-// printed nothing in 170 s; the likely cause, a lazy kernel load behind the armed doorbell in section 5, is fixed
-// below (preloadKernels) and in the library (its kernels are loaded at init), not yet run again.
+// Exits 77 without a GPU. Its first run (2 PEs on 2 H200s, 2026-11-23, commit 998e434) printed nothing in 170 s: a
+// lazy kernel load behind the armed doorbell in section 5, fixed below (preloadKernels) and in the library (its
+// kernels are loaded at init). Since then it passes: 2 H200s one PE per GPU (2026-11-26), and with section 4b at 2/4
+// PEs sharing one H100, directly and with the proxy, and under memcheck (2026-12-06,
+// bench/results/h100/gpu_tests_2026-12-06l.txt).
 #include <cuda_runtime.h>
 
 #include <cinttypes>
