@@ -444,7 +444,8 @@ tether_status_t tether_team_alltoallv(tether_team_t team, void* dest, const size
  * per 64 bytes of result in whole warps, 32 to 512, or a cooperative grid of 512-thread blocks, one per
  * TETHER_COLL_BLOCK_BYTES of result, up to the blocks the GPU holds resident and to TETHER_COLL_BLOCKS when set; an
  * allreduce of 3+ members two-shot from TETHER_COLL_TWO_SHOT bytes) after the stream's earlier work, and is complete
- * on every member before the stream's later work starts. Graph-capturable. Arguments are checked on this PE at the
+ * on every member before the stream's later work starts. Graph-capturable (a captured allreduce replayed 10 times
+ * combines every replay's inputs: gpu_coll's graphCase). Arguments are checked on this PE at the
  * call (the same local errors as the host forms); they are NOT compared across members (the call returns before the
  * others call), so different arguments on different members are undefined, as in NCCL.
  * Teams: members at a fixed world-PE stride (tether_team_device_view). Every tether_dtype_t; reductions need every

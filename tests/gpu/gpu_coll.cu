@@ -4,8 +4,8 @@
 // TETHER_COLL_BLOCK_BYTES per block) on a blocking stream, on the world team, the even PEs and the world reversed;
 // int64/double/uint8 allreduce with their ops, in place and not; int32/uint8 reduce and reduce_scatter (slices on
 // different 16-byte phases); broadcast, allgather, alltoall; a host allreduce whose src a kernel on the legacy default
-// stream fills late (legacyOrderCase). Results against a
-// reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
+// stream fills late (legacyOrderCase); a stream allreduce captured into a CUDA graph and replayed (graphCase). Results
+// against a reference the host computes from inputs every member generates from the seed (MP_SEED, printed).
 // GPU_COLL_MISMATCH=1: rank 1 starts with TETHER_COLL_GPU=0, so a host allreduce on DEVICE objects runs on the GPU on
 // every member but that one: every member must fail with TETHER_ERR_MISMATCH (and the team stay usable).
 // GPU_COLL_THREADS=1: two teams of every PE (the world in order and reversed), each driven by its own thread of every
@@ -257,6 +257,71 @@ void legacyOrderCase(tether_team_t team) {
   MP_OK(tether_team_sync(team));
 }
 
+// CUDA graphs: a stream allreduce captured (its inputs from a round counter the graph advances, a checking kernel
+// after it, a team sync) and replayed kGraphReplays times back to back on a non-blocking stream: every replay must
+// combine that replay's inputs (the stream forms keep their epochs in GPU memory; tether.h says graph-capturable).
+constexpr int kGraphReplays = 10;
+constexpr size_t kGraphCount = 4096;
+__host__ __device__ int64_t graphInput(int m, uint64_t round, size_t i) {
+  return (m + 1) * 1000 + static_cast<int64_t>(round) * 7 + static_cast<int64_t>(i % 97);
+}
+__global__ void kGraphBump(unsigned long long* round) { ++*round; }
+__global__ void kGraphFill(int64_t* src, int my, const unsigned long long* round) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < kGraphCount; i += gridDim.x * blockDim.x)
+    src[i] = graphInput(my, *round, i);
+}
+__global__ void kGraphCheck(const int64_t* dst, int n, const unsigned long long* round, unsigned long long* errors) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < kGraphCount; i += gridDim.x * blockDim.x) {
+    int64_t want = 0;
+    for (int m = 0; m < n; ++m) want += graphInput(m, *round, i);
+    if (dst[i] != want) atomicAdd(errors, 1ull);
+  }
+}
+void graphCase(tether_team_t team, const char* label) {
+  const int n = tether_team_n_pes(team), my = tether_team_my_pe(team);
+  auto* src = reinterpret_cast<int64_t*>(dA);
+  auto* dst = reinterpret_cast<int64_t*>(dB);
+  unsigned long long *round = nullptr, *errors = nullptr;
+  CK(cudaMalloc(&round, sizeof *round));
+  CK(cudaMalloc(&errors, sizeof *errors));
+  cudaStream_t gs = nullptr;
+  CK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
+  CK(cudaMemsetAsync(round, 0, sizeof *round, gs));
+  CK(cudaMemsetAsync(errors, 0, sizeof *errors, gs));
+  CK(cudaStreamSynchronize(gs));
+  MP_OK(tether_team_sync(team));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal));
+  kGraphBump<<<1, 1, 0, gs>>>(round);
+  kGraphFill<<<8, 256, 0, gs>>>(src, my, round);
+  MP_OK(tether_team_allreduce_on_stream(team, dst, src, kGraphCount, TETHER_INT64, TETHER_RED_SUM, gs));
+  kGraphCheck<<<8, 256, 0, gs>>>(dst, n, round, errors);
+  MP_OK(tether_team_sync_on_stream(team, gs));
+  CK(cudaStreamEndCapture(gs, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < kGraphReplays; ++i) CK(cudaGraphLaunch(exec, gs));
+  CK(cudaStreamSynchronize(gs));
+  unsigned long long errs = 0, r = 0;
+  CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(&r, round, sizeof r, cudaMemcpyDeviceToHost));
+  MP_CHECK(r == kGraphReplays);
+  if (errs != 0) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "%s: %llu wrong elements over %d replays of a captured allreduce", label, errs,
+                  kGraphReplays);
+    mp::fail(__FILE__, __LINE__, "graph", msg);
+  }
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  CK(cudaStreamDestroy(gs));
+  CK(cudaFree(round));
+  CK(cudaFree(errors));
+  MP_OK(tether_team_sync(team));
+  if (my == 0) std::printf("PE %d: %s (%d PEs): a captured stream allreduce, %d replays: OK\n", me, label, n,
+                           kGraphReplays);
+}
+
 void onTeam(tether_team_t team, const tether_device_handle_t& h, const char* label) {
   tether_device_team_t t;
   MP_OK(tether_team_device_view(team, &h, &t));
@@ -376,6 +441,8 @@ int main() {
   onTeam(world, h, "world");
   if (even) onTeam(even, h, "even PEs");
   onTeam(reversed, h, "reversed world");
+  graphCase(world, "world");
+  graphCase(reversed, "reversed world");
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_team_destroy(even));
   MP_OK(tether_team_destroy(reversed));
