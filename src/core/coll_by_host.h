@@ -1,4 +1,4 @@
-// CollByHost: the team data collectives by host (core/collectives.h step 4 where the team spans hosts): which calls
+// CollByHost: the team data collectives by host (core/collectives.h's step 4, where the team spans hosts): which calls
 // go by host (the team's shape, TETHER_COLL_BY_HOST), the subteams they run on (made at the first call that needs
 // them), and the steps: whole collectives on the subteams, called back through Owner (host forms, stream forms, the
 // one-shot read, the pull). A room of the Collectives engine; it knows no World (Links: the hosts, the mapping, the
@@ -14,22 +14,21 @@
 //
 // The protocol (moved here from core/collectives.h):
 // By host (allreduce, and allgather where each host's members are consecutive in team order and every host holds as
-// many (Team::hostRun), and broadcast and rooted reduce as below; HOST/STATIC objects on a team whose members
-// span hosts with 2+ on some host; not on the GPU engine; TETHER_COLL_BY_HOST, on by default, in the record):
-// after the agreement nothing above runs; instead three collectives on two subteams of the team, made by one
-// split (Teams::splitByHost) at the team's first such call and destroyed with it. Allreduce: this host's members
-// (in team order) reduce into the first one's dest (a
-// reduce with root 0; a member alone on its host copies src to dest), those first members allreduce in place
-// among themselves (their team has one member per host: flat), each broadcasts its dest on its host (eager
-// broadcast). Allgather: this host's members allgather into their part of dest (blocks first .. first + run - 1),
-// the first members allgather those parts in place, each broadcasts the whole dest on its host. Each is a whole
-// collective with its own agreement and close, so the contracts hold as they do there (a member's src is read
-// before its reduce returns, so an in-place member's dest is written only afterwards). Every member takes the
-// path alike: it depends on the agreed record, the team's hosts, and the split's outcome, which is the same on
-// every member (no free team index: all go on pulling, Team::byHost 3). Elements combine per host in team order,
-// then across hosts in host order: every member gets the same bits, not always those of one team-order pass.
-// One crossing per host pair instead of every member pulling every other host's members: 2-core VM, two netns
-// hosts, --touch-src, allreduce: 4 PEs 0.54-0.69x, 8 PEs 0.27-0.48x the time (bench/results/cpu-2core-vm/
+// many (Team::hostRun), and broadcast and rooted reduce as below; HOST/STATIC objects on a team whose members span
+// hosts with 2+ on some host; not on the GPU engine; TETHER_COLL_BY_HOST, on by default, in the record): after the
+// agreement none of core/collectives.h's data phases runs; instead three collectives on two subteams of the team, made
+// by one split (Teams::splitByHost) at the team's first such call and destroyed with it. Allreduce: this host's members
+// (in team order) reduce into the first one's dest (a reduce with root 0; a member alone on its host copies src to
+// dest), those first members allreduce in place among themselves (their team has one member per host: flat), each
+// broadcasts its dest on its host (eager broadcast). Allgather: this host's members allgather into their part of dest
+// (blocks first .. first + run - 1), the first members allgather those parts in place, each broadcasts the whole dest
+// on its host. Each is a whole collective with its own agreement and close, so the contracts hold as they do there (a
+// member's src is read before its reduce returns, so an in-place member's dest is written only afterwards). Every
+// member takes the path alike: it depends on the agreed record, the team's hosts, and the split's outcome, which is the
+// same on every member (no free team index: all go on pulling, Team::byHost 3). Elements combine per host in team
+// order, then across hosts in host order: every member gets the same bits, not always those of one team-order pass. One
+// crossing per host pair instead of every member pulling every other host's members: 2-core VM, two netns hosts,
+// --touch-src, allreduce: 4 PEs 0.54-0.69x, 8 PEs 0.27-0.48x the time (bench/results/cpu-2core-vm/
 // coll_by_host_ab.txt); allgather (fcollect): 4 PEs 0.58-0.86x, 8 PEs 0.45-0.59x (coll_by_host_allgather_ab.txt).
 // Stream forms (enqueue): the same three, enqueued as stream forms on the subteams, where every subteam has a
 // device view (Team::hostStrided: members at a fixed world-PE stride, alike from the team's hosts); their first
