@@ -161,18 +161,20 @@ Status Messaging::postOnStream(const char* call, size_t n, const uint64_t* reqs,
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
   bool captured = false;
   TETHER_TRY(capturing(call, stream, &captured));
-  if (captured) return capturedError(call);
   std::vector<Op> ops(n);
   std::vector<Typed*> typed;  // typed sends among them: packed on the stream first (they cannot complete before)
   {
     std::lock_guard<std::mutex> lock(mu_);
     Req* r0 = nullptr;
     for (size_t i = 0; i < n; ++i) TETHER_TRY(startable(call, reqs[i], &r0));
+    if (captured) return capturedError(call);  // (after the requests' own errors)
     for (size_t i = 0; i < n; ++i) {
       Req& r = *reqs_.find(reqs[i]);
-      if (r.posted)
+      if (r.posted) {  // listed twice (startable refused any posted before): the call changes nothing
+        for (size_t j = 0; j < i; ++j) reqs_.find(reqs[j])->posted = false;
         TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: request %llu appears twice", call,
                     static_cast<unsigned long long>(reqs[i]));
+      }
       r.posted = true;
       if (r.typed) typed.push_back(r.typed.get());
       ops[i].kind = Op::Signal;
@@ -267,7 +269,7 @@ Status Messaging::waitOnStream(const char* call, uint64_t req, void* stream) {
     std::lock_guard<std::mutex> lock(mu_);
     const Req* r = reqs_.find(req);
     if (r && r->persist) persistentWait = true;
-    else if (captured) return capturedError(call);
+    else if (captured && r) return capturedError(call);  // (an unknown request: doneWord's error)
     else TETHER_TRY(doneWord(call, req, &op.sig, &op.value));
   }
   if (persistentWait) return waitallOnStream(call, 1, &req, stream);  // (its rounds: a word comparison)

@@ -62,6 +62,9 @@ int main() {
   expectCaptureRefused(tether_msg_post_all_on_stream(w, 1, &sreq, s), "tether_msg_post_all_on_stream");
   MP_OK(tether_irecv(w, in.data(), kBytes, prev, 2, &rreq));
   expectCaptureRefused(tether_msg_wait_on_stream(w, rreq, s), "tether_msg_wait_on_stream");
+  // A bad request is reported as such under a capture too (its own error first).
+  MP_CHECK(tether_msg_wait_on_stream(w, 12345678, s) == TETHER_ERR_INVALID_ARG);
+  MP_CHECK(tether_msg_post_on_stream(w, rreq, s) == TETHER_ERR_INVALID_ARG);  // a receive, not a prepared send
   expectCaptureRefused(tether_msg_waitall_on_stream(w, 1, &rreq, s), "tether_msg_waitall_on_stream");
   for (size_t i = 0; i < kBytes; ++i) out[i] = static_cast<unsigned char>(me * 7 + i);
   MP_OK(tether_msg_post(w, sreq));  // the refused posts left the prepared send startable

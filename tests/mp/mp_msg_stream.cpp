@@ -143,6 +143,8 @@ int main() {
     }
     for (int k = 0; k < 2; ++k) MP_OK(tether_send_prepare(w, out[k].data(), sizes[k], next, 10 + k, &sr[k]));
     MP_OK(tether_signal_wait_until_on_stream(w, gate, TETHER_CMP_GE, 2, s));
+    const tether_request_t twice[3] = {sr[1], sr[0], sr[1]};  // refused, and changes nothing (both still postable)
+    MP_CHECK(tether_msg_post_all_on_stream(w, 3, twice, s) == TETHER_ERR_INVALID_ARG);
     const tether_request_t reversed[2] = {sr[1], sr[0]};
     MP_OK(tether_msg_post_all_on_stream(w, 2, reversed, s));
     MP_CHECK(tether_msg_post_all_on_stream(w, 1, &sr[0], s) == TETHER_ERR_INVALID_ARG);  // posted already
