@@ -452,6 +452,12 @@ class StreamPlanner {
 
 namespace {
 
+bool hasBarrier(const Op* ops, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (ops[i].kind == Op::Barrier) return true;
+  return false;
+}
+
 // Enqueues plan on stream with the per-post values (offset, signal, barrier epochs from epochBase).
 Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uint64_t signal, uint64_t epochBase,
                uint64_t timeoutNs) {
@@ -510,9 +516,8 @@ Status runPlan(StreamOps& so, const Plan& plan, void* stream, size_t offset, uin
 
 class OpSet {
  public:
-  OpSet(World& w, std::vector<Op> descs) : w_(w), descs_(std::move(descs)) {
-    for (const Op& d : descs_) barriers_ = barriers_ || d.kind == Op::Barrier;
-  }
+  OpSet(World& w, std::vector<Op> descs)
+      : w_(w), descs_(std::move(descs)), barriers_(hasBarrier(descs_.data(), descs_.size())) {}
 
   // tether_prepare: the plan with barriers as memory operations (its checks report bad operations at once).
   Status prepare(StreamOps& so) {
@@ -559,7 +564,7 @@ class OpSet {
  private:
   World& w_;
   std::vector<Op> descs_;
-  bool barriers_ = false;  // some operation is a barrier
+  const bool barriers_;  // some operation is a barrier
   std::mutex mu_;
   Plan plan_, syncPlan_;  // built_ / syncBuilt_: made (prepareOpSet builds plan_ at once)
   bool built_ = false, syncBuilt_ = false;
@@ -568,8 +573,10 @@ class OpSet {
 Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void* stream) {
   StreamOps* so = nullptr;
   TETHER_TRY(w.streams().ops(&so).withContext(call));
+  // (Only calls with a barrier ask whether the stream is being captured: the other stream operations' enqueue path
+  // stays free of that query.)
   bool bySync = false;
-  TETHER_TRY(w.streams().barriersBySync(*so, stream, &bySync).withContext(call));
+  if (hasBarrier(ops, n)) TETHER_TRY(w.streams().barriersBySync(*so, stream, &bySync).withContext(call));
   Plan plan;
   StreamPlanner planner(w, *so, call, bySync);
   TETHER_TRY(planner.compile(ops, n, &plan));
