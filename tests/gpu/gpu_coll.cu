@@ -290,18 +290,13 @@ void graphCase(tether_team_t team, const char* label) {
   CK(cudaMemsetAsync(errors, 0, sizeof *errors, gs));
   CK(cudaStreamSynchronize(gs));
   MP_OK(tether_team_sync(team));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal));
-  kGraphBump<<<1, 1, 0, gs>>>(round);
-  kGraphFill<<<8, 256, 0, gs>>>(src, my, round);
-  MP_OK(tether_team_allreduce_on_stream(team, dst, src, kGraphCount, TETHER_INT64, TETHER_RED_SUM, gs));
-  kGraphCheck<<<8, 256, 0, gs>>>(dst, n, round, errors);
-  MP_OK(tether_team_sync_on_stream(team, gs));
-  CK(cudaStreamEndCapture(gs, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < kGraphReplays; ++i) CK(cudaGraphLaunch(exec, gs));
-  CK(cudaStreamSynchronize(gs));
+  gpu_test::replay(gs, [&] {
+    kGraphBump<<<1, 1, 0, gs>>>(round);
+    kGraphFill<<<8, 256, 0, gs>>>(src, my, round);
+    MP_OK(tether_team_allreduce_on_stream(team, dst, src, kGraphCount, TETHER_INT64, TETHER_RED_SUM, gs));
+    kGraphCheck<<<8, 256, 0, gs>>>(dst, n, round, errors);
+    MP_OK(tether_team_sync_on_stream(team, gs));
+  }, kGraphReplays);
   unsigned long long errs = 0, r = 0;
   CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(&r, round, sizeof r, cudaMemcpyDeviceToHost));
@@ -312,8 +307,6 @@ void graphCase(tether_team_t team, const char* label) {
                   kGraphReplays);
     mp::fail(__FILE__, __LINE__, "graph", msg);
   }
-  CK(cudaGraphExecDestroy(exec));
-  CK(cudaGraphDestroy(graph));
   CK(cudaStreamDestroy(gs));
   CK(cudaFree(round));
   CK(cudaFree(errors));

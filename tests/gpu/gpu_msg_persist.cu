@@ -170,21 +170,6 @@ void hostModel(const Ctx& c) {
   }
 }
 
-// round() captured once into a CUDA graph on s, replayed `times` times; returns when s is through.
-template <class F>
-void replay(cudaStream_t s, F&& round, int times) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  round();
-  CK(cudaStreamEndCapture(s, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int k = 0; k < times; ++k) CK(cudaGraphLaunch(exec, s));
-  CK(cudaStreamSynchronize(s));
-  CK(cudaGraphExecDestroy(exec));
-  CK(cudaGraphDestroy(graph));
-}
-
 // 2. stream model, then the same captured into a graph and replayed
 void streamModel(const Ctx& c, cudaStream_t s) {
   uint64_t* dRound = nullptr;
@@ -215,7 +200,7 @@ void streamModel(const Ctx& c, cudaStream_t s) {
       CK(cudaStreamEndCapture(s, &g));
       CK(cudaGraphDestroy(g));
     }
-    replay(s, round, 20);
+    gpu_test::replay(s, round, 20);
     expectNone(c.bad, "stream model, graph replays", sz);
     uint64_t rounds = 0;
     CK(cudaMemcpy(&rounds, dRound, sizeof rounds, cudaMemcpyDeviceToHost));
@@ -309,7 +294,7 @@ void typedModels(const Ctx& c, cudaStream_t s) {
     CK(cudaStreamSynchronize(s));
     expectNone(c.bad, "typed, stream model", m);
     if (!serial) {
-      replay(s, round, 10);
+      gpu_test::replay(s, round, 10);
       expectNone(c.bad, "typed, stream model, graph replays", m);
     }
     uint64_t rounds = 0;

@@ -210,23 +210,21 @@ void typedInGraph(tether_type_t b) {
   MP_OK(tether_barrier_all(w));
   fill(sym, std::vector<unsigned char>(kGraphBlocks * kGraphStride, 0xa5));
   MP_OK(tether_barrier_all(w));
-  cudaGraph_t graph;
-  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  graphBump<<<1, 1, 0, st>>>(round);
-  graphFill<<<16, 256, 0, st>>>(loc, me, round);
-  const tether_status_t put = tether_put_typed_on_stream(w, sym, vec, 1, loc, con, 1, next, st);
-  MP_OK(tether_barrier_all_on_stream(w, st));
-  graphCheck<<<16, 256, 0, st>>>(sym, prev, round, errors);
-  MP_OK(tether_barrier_all_on_stream(w, st));
-  CK(cudaStreamEndCapture(st, &graph));
+  tether_status_t put = TETHER_SUCCESS;
+  const gpu_test::Graph graph(st, [&] {
+    graphBump<<<1, 1, 0, st>>>(round);
+    graphFill<<<16, 256, 0, st>>>(loc, me, round);
+    put = tether_put_typed_on_stream(w, sym, vec, 1, loc, con, 1, next, st);
+    MP_OK(tether_barrier_all_on_stream(w, st));
+    graphCheck<<<16, 256, 0, st>>>(sym, prev, round, errors);
+    MP_OK(tether_barrier_all_on_stream(w, st));
+  });
   if (!direct) {
     MP_CHECK(put == TETHER_ERR_UNSUPPORTED);
     if (me == 0) std::printf("typed put in a CUDA graph: the %s route refused the capture: ok\n", route);
   } else {
     MP_CHECK(put == TETHER_SUCCESS);
-    cudaGraphExec_t exec;
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int i = 0; i < 10; ++i) CK(cudaGraphLaunch(exec, st));
+    graph.launch(10);
     CK(cudaStreamSynchronize(st));
     unsigned long long errs = 0, r = 0;
     CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
@@ -236,10 +234,8 @@ void typedInGraph(tether_type_t b) {
       std::fprintf(stderr, "FAIL PE %d: typed put in a CUDA graph, %llu bytes wrong over 10 replays\n", me, errs);
       std::exit(1);
     }
-    CK(cudaGraphExecDestroy(exec));
     if (me == 0) std::printf("typed put in a CUDA graph (%s): 10 replays: ok\n", route);
   }
-  CK(cudaGraphDestroy(graph));
   MP_OK(tether_barrier_all(w));
   CK(cudaStreamDestroy(st));
   CK(cudaFree(loc));

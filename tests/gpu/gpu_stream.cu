@@ -238,21 +238,17 @@ int main() {
     unsigned long long* round = nullptr;
     CK(cudaMalloc(&round, sizeof *round));
     CK(cudaMemsetAsync(round, 0, sizeof *round, s));  // before the first replay on s (not on the legacy stream)
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    bump<<<1, 1, 0, s>>>(round);
-    fillFrom<<<32, 256, 0, s>>>(src, kBytes, me, round);
-    MP_OK(tether_putmem_signal_on_stream(w, buf, src, kBytes, &words[21], 1, TETHER_SIGNAL_SET, next, s));
-    MP_OK(tether_signal_wait_until_on_stream(w, &words[21], TETHER_CMP_EQ, 1, s));
-    checkFrom<<<32, 256, 0, s>>>(view, kBytes, prev, round, errors);
-    CK(cudaStreamEndCapture(s, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    // Captured values repeat on every replay (a captured stream barrier would reuse its epoch: not replayable yet),
-    // so the host resets the signal word between replays.
+    const gpu_test::Graph exchange(s, [&] {
+      bump<<<1, 1, 0, s>>>(round);
+      fillFrom<<<32, 256, 0, s>>>(src, kBytes, me, round);
+      MP_OK(tether_putmem_signal_on_stream(w, buf, src, kBytes, &words[21], 1, TETHER_SIGNAL_SET, next, s));
+      MP_OK(tether_signal_wait_until_on_stream(w, &words[21], TETHER_CMP_EQ, 1, s));
+      checkFrom<<<32, 256, 0, s>>>(view, kBytes, prev, round, errors);
+    });
+    // The signal's value repeats on every replay (SET 1, wait EQ 1), so the host resets the word between replays.
     const uint64_t zero = 0;
     for (int i = 0; i < 20; ++i) {
-      CK(cudaGraphLaunch(exec, s));
+      exchange.launch();
       CK(cudaStreamSynchronize(s));
       MP_OK(tether_barrier_all(w));
       MP_OK(tether_put(w, &words[21], &zero, 8, me));
@@ -263,8 +259,6 @@ int main() {
     uint64_t r = 0;
     CK(cudaMemcpy(&r, round, sizeof r, cudaMemcpyDeviceToHost));
     MP_CHECK(r == 20);
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
     std::printf("PE %d %s: 4. graph capture, 20 replays: ok\n", me, kindName[ki]);
 
     // 4b. a captured stream barrier synchronises on every replay (under capture it is the world team's sync, whose
@@ -279,23 +273,18 @@ int main() {
       CK(cudaMemsetAsync(round, 0, sizeof *round, s));
       CK(cudaStreamSynchronize(s));
       MP_OK(tether_barrier_all(w));
-      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      bump<<<1, 1, 0, s>>>(round);
-      if (me == 0) spinNs<<<1, 1, 0, s>>>(200000);
-      for (int pe = 0; pe < n; ++pe) MP_OK(tether_putmem_on_stream(w, &slots[me], round, 8, pe, s));
-      MP_OK(tether_barrier_all_on_stream(w, s));
-      checkSlots<<<1, 32, 0, s>>>(gpuView(w, slots), n, round, errors);
-      MP_OK(tether_barrier_all_on_stream(w, s));
-      CK(cudaStreamEndCapture(s, &graph));
-      CK(cudaGraphInstantiate(&exec, graph, 0));
-      for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(exec, s));  // back to back: only the barriers keep order
-      CK(cudaStreamSynchronize(s));
+      gpu_test::replay(s, [&] {  // 20 replays back to back: only the barriers keep order
+        bump<<<1, 1, 0, s>>>(round);
+        if (me == 0) spinNs<<<1, 1, 0, s>>>(200000);
+        for (int pe = 0; pe < n; ++pe) MP_OK(tether_putmem_on_stream(w, &slots[me], round, 8, pe, s));
+        MP_OK(tether_barrier_all_on_stream(w, s));
+        checkSlots<<<1, 32, 0, s>>>(gpuView(w, slots), n, round, errors);
+        MP_OK(tether_barrier_all_on_stream(w, s));
+      }, 20);
       CK(cudaMemcpy(&errs, errors, sizeof errs, cudaMemcpyDeviceToHost));
       MP_CHECK(errs == 0);
       CK(cudaMemcpy(&r, round, sizeof r, cudaMemcpyDeviceToHost));
       MP_CHECK(r == 20);
-      CK(cudaGraphExecDestroy(exec));
-      CK(cudaGraphDestroy(graph));
       MP_OK(tether_barrier_all(w));
       std::printf("PE %d %s: 4b. captured barrier_all_on_stream, 20 replays: ok\n", me, kindName[ki]);
     }

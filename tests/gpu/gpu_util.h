@@ -58,4 +58,40 @@ inline void* symAlloc(tether_t w, tether_seg_kind_t kind, size_t bytes) {
   return p;
 }
 
+// A CUDA graph of the work f() enqueues on s, captured once (thread-local mode) and instantiated; launch() replays it
+// on s. Freed with the object. A failing capture call fails the test; what f's tether calls return is f's to check.
+class Graph {
+ public:
+  template <class F>
+  Graph(cudaStream_t s, F&& f) : s_(s) {
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    f();
+    CK(cudaStreamEndCapture(s, &graph_));
+    CK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  // times replays back to back on s (enqueued; not waited for).
+  void launch(int times = 1) const {
+    for (int k = 0; k < times; ++k) CK(cudaGraphLaunch(exec_, s_));
+  }
+
+ private:
+  cudaStream_t s_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// f captured once into a graph on s and replayed `times` times back to back; returns when s is through.
+template <class F>
+void replay(cudaStream_t s, F&& f, int times) {
+  Graph g(s, f);
+  g.launch(times);
+  CK(cudaStreamSynchronize(s));
+}
+
 }  // namespace gpu_test
