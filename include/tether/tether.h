@@ -630,8 +630,10 @@ tether_status_t tether_team_device_view(tether_team_t team, const tether_device_
  * GPU cannot address (remote, TETHER_FORCE_PROXY=1) by a one-thread kernel that posts to the device API's proxy ring
  * and waits for completion. Everything is capturable in a CUDA graph (replays repeat the captured values), and
  * stream barriers synchronise again at every replay: on a stream being captured they are the world team's sync kernel
- * (as tether_team_sync_on_stream on the world team; its epoch lives in GPU memory) instead of memory operations whose
- * epochs would repeat (TETHER_STREAM_BARRIER=kernel takes that kernel always).
+ * (as tether_team_sync_on_stream on the world team; its epoch lives in GPU memory) or, where some GPU is used by two
+ * or more PEs, memory operations with fixed values that zero their words after each wait (two word sets, twice the
+ * rounds), instead of memory operations whose epochs would repeat (TETHER_STREAM_BARRIER=kernel / reset takes one of
+ * them always).
  *
  * Local buffers (src of put, dest of get, fetched) must be GPU memory or pinned host memory (cudaHostAlloc /
  * registered); for peers reached through the proxy: GPU memory, cudaHostAlloc'd memory or this PE's symmetric memory.
@@ -668,9 +670,10 @@ tether_status_t tether_fence_on_stream(tether_t world, void* stream);
 /* Collective over all PEs, in stream order: every PE enqueues the same sequence of stream barriers (on any one stream
  * each). Dissemination: round r writes the barrier epoch into PE (me + 2^r)'s round word (memop write; proxy signal
  * for proxied PEs) and waits on its own round word. barrier_all_on_stream = quiet_on_stream + sync_all_on_stream.
- * Not ordered with the host barrier or the device API's barrier (separate words). Captured into a CUDA graph (or
- * with TETHER_STREAM_BARRIER=kernel): the world team's sync kernel, one of the world team's stream collectives in
- * their order (every PE must capture the same barriers), which synchronises again at every replay. */
+ * Not ordered with the host barrier or the device API's barrier (separate words). Captured into a CUDA graph (every
+ * PE must capture the same barriers), in a form that synchronises again at every replay: the world team's sync
+ * kernel, one of the world team's stream collectives in their order, or where PEs share a GPU the rounds as memory
+ * operations with resets (above; TETHER_STREAM_BARRIER). */
 tether_status_t tether_barrier_all_on_stream(tether_t world, void* stream);
 tether_status_t tether_sync_all_on_stream(tether_t world, void* stream);
 /* Atomics in stream order, same operations and types as tether_atomic for 4- and 8-byte types. value/cond are read

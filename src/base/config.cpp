@@ -90,9 +90,11 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_STREAM_BARRIER", ConfigType::String, "auto",
        "Stream barriers (tether_barrier_all_on_stream, tether_sync_all_on_stream, barriers in prepared sets): auto = "
        "stream memory operations whose epochs are chosen at the call, except on a stream being captured into a CUDA "
-       "graph, where they are the world team's sync kernel (tether_team_sync_on_stream on the world team: its epoch "
-       "lives in GPU memory, so every replay synchronises again); kernel = always that kernel. Must be the same on "
-       "every PE, as must which barriers are captured"},
+       "graph (where those epochs would repeat): there, where some GPU is used by two or more PEs, memory operations "
+       "with fixed values on two word sets, each word zeroed after its wait (every replay synchronises again; twice "
+       "the rounds), else the world team's sync kernel (tether_team_sync_on_stream on the world team: its epoch lives "
+       "in GPU memory); kernel = always that kernel; reset = always the memory operations with resets. Must be the "
+       "same on every PE, as must which barriers are captured"},
       {"TETHER_SYNC_BY_HOST", ConfigType::String, "auto",
        "Host barriers of PEs on several hosts (tether_barrier_all, team syncs, the host collectives' agreement and "
        "closing rounds): 1 = each host's PEs meet first and one PE per host takes the rounds between hosts "

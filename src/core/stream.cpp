@@ -9,9 +9,10 @@
 // 4/8 bytes, EQ/GE/GT waits and barrier rounds become memory operations, and consecutive ones are merged into one
 // batch (one cuStreamBatchMemOp); the rest are single stream-op calls (kernels on CUDA).
 // Running: each step is enqueued in order; per-post values are patched into a copy of the memop array.
-// Barriers on a stream being captured into a CUDA graph (or TETHER_STREAM_BARRIER=kernel) compile to a Sync step
-// instead, the world team's sync kernel (StreamRuntime::barriersBySync): its epoch lives in GPU memory, where the
-// memops' epochs would be repeated by every replay.
+// Barriers take one of three forms (BarrierForm, core/stream_runtime.h; StreamRuntime::barrierForm picks per call):
+// memops carrying epochs chosen at the post (Epochs); on a stream being captured into a CUDA graph, where those epochs
+// would repeat on every replay, memops with fixed values on two word sets, each word zeroed once its wait passed
+// (Resets), or a Sync step, the world team's sync kernel, whose epoch lives in GPU memory (Sync).
 #include "core/stream.h"
 
 #include <cstddef>
@@ -62,10 +63,10 @@ struct Plan {
   std::vector<StreamMemOp> memops;
   std::vector<MemPatch> memPatch;
   bool patched = false;   // some memop needs patching at post
-  uint32_t barriers = 0;  // barriers in the plan (epochs taken per post)
+  uint32_t barriers = 0;  // barriers by epochs in the plan (epochs taken per post)
   tether_device_handle_t handle{};  // for Proxy steps (the stream-op layer's address space)
-  // Sync steps (barriers by the world team's sync, StreamPlanner's bySync): a handle without a ring and the world
-  // team's device view with it.
+  // Sync steps (barriers by the world team's sync, BarrierForm::Sync): a handle without a ring and the world team's
+  // device view with it.
   tether_device_handle_t syncHandle{};
   tether_device_team_t syncTeam{};
   uint64_t viewsEpoch = 0;
@@ -76,10 +77,9 @@ struct Plan {
 // Compiles descriptors against one World (paths, heap control blocks) and its stream-op layer.
 class StreamPlanner {
  public:
-  // bySync: barriers compile to the world team's sync (one kernel whose epoch lives in the team's device words, so a
-  // graph replay synchronises again) instead of memory operations carrying epochs chosen at the post.
-  StreamPlanner(World& w, StreamOps& so, const char* call, bool bySync = false)
-      : w_(w), so_(so), call_(call), bySync_(bySync) {}
+  // form: what barriers compile to (BarrierForm, core/stream_runtime.h).
+  StreamPlanner(World& w, StreamOps& so, const char* call, BarrierForm form = BarrierForm::Epochs)
+      : w_(w), so_(so), call_(call), form_(form) {}
 
   Status compile(const Op* ops, size_t n, Plan* plan) {
     plan_ = plan;
@@ -359,12 +359,12 @@ class StreamPlanner {
   }
 
   Status compileBarrier(bool quietFirst) {
-    const int n = w_.nPes(), me = w_.myPe();
+    const int n = w_.nPes();
     StreamMemOp fence;
     fence.kind = StreamMemOp::Barrier;
     if (quietFirst || n == 1) memop(fence);
     if (n == 1) return Status::ok();
-    if (bySync_) {
+    if (form_ == BarrierForm::Sync) {
       if (!syncTaken_) {
         TETHER_TRY(w_.deviceHandle(so_.gpuAddresses(), &plan_->syncHandle).withContext(call_));
         TETHER_TRY(w_.colls().deviceView(call_, w_.teams().world(), plan_->syncHandle, &plan_->syncTeam));
@@ -375,11 +375,26 @@ class StreamPlanner {
       step(s);
       return Status::ok();
     }
-    const uint32_t index = ++plan_->barriers;  // its epoch is taken per post
     // Round words: DEVICE control block when the stream is a GPU one and every PE has a DEVICE heap, else HOST.
     const bool dev = so_.gpuAddresses() && w_.heap().device();
+    if (form_ == BarrierForm::Epochs)
+      return barrierRounds(dev, dev ? kDeviceStreamBarrierOffset : offsetof(ControlBlock, streamBarrier),
+                           ++plan_->barriers);  // its epoch is taken per post
+    // Resets: a barrier over word set 0, then one over set 1, each zeroing a word once its wait passed. A PE writes a
+    // set again only one barrier later, after every PE arrived at the barrier between, which each did after zeroing
+    // its words of the set; and every barrier takes both sets, so each replay of a graph starts at set 0.
+    for (uint64_t set = 0; set < 2; ++set)
+      TETHER_TRY(barrierRounds(dev, (dev ? kDeviceStreamResetOffset : offsetof(ControlBlock, streamReset)) +
+                                        set * sizeof(tether_device_barrier_t), 0));
+    return Status::ok();
+  }
+
+  // One barrier's rounds over the round words (a tether_device_barrier_t) at block of the DEVICE (dev) or HOST
+  // control block. index > 0 (Epochs): writes carry the epoch of barrier #index-1 of the post and waits are GEQ it;
+  // index 0 (Resets): writes store 1, waits are EQ 1 and each own word is zeroed once its wait passed.
+  Status barrierRounds(bool dev, uint64_t block, uint32_t index) {
+    const int n = w_.nPes(), me = w_.myPe();
     const SegKind kind = dev ? SegKind::Device : SegKind::Host;
-    const uint64_t block = dev ? kDeviceStreamBarrierOffset : offsetof(ControlBlock, streamBarrier);
     char* symBase = dev ? w_.heap().device()->myBase() : w_.heap().host()->myBase();
     // The device barrier's schedule (tether::device::detail::barrierRounds): up to TETHER_BARRIER_FLAT_MAX PEs one
     // round -- a store into word d - 1 of PE me + d for every d, then the waits on this PE's n - 1 words --, above it
@@ -393,7 +408,12 @@ class StreamPlanner {
       char* mine = nullptr;
       TETHER_TRY(route(me, SymRef{kind, wordOff(r)}, &mine));
       if (!mine) TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: own barrier word not addressable from the stream", call_);
-      memop(wait(mine, StreamCond::Geq, 0), MemPatch{0, index});
+      if (index) {
+        memop(wait(mine, StreamCond::Geq, 0), MemPatch{0, index});
+      } else {
+        memop(wait(mine, StreamCond::Eq, 1));
+        memop(write(mine, 0, false));  // after the wait (memops run in order); the next set's writes release it
+      }
       return Status::ok();
     };
     int round = 0;
@@ -404,13 +424,14 @@ class StreamPlanner {
       char* toAddr = nullptr;
       TETHER_TRY(route(to, SymRef{kind, wordOff(round)}, &toAddr));
       if (toAddr) {
-        memop(write(toAddr, 0, true), MemPatch{0, index});
+        memop(write(toAddr, index ? 0 : 1, true), MemPatch{0, index});
       } else {
         Op c;
         c.kind = Op::Signal;
         c.pe = to;
         c.sig = reinterpret_cast<uint64_t*>(symBase + wordOff(round));
         c.sigOp = TETHER_SIGNAL_SET;
+        c.value = index ? 0 : 1;
         proxyStep(c, 0, index);
       }
       if (!flat) TETHER_TRY(waitOwn(round));
@@ -446,7 +467,7 @@ class StreamPlanner {
   const char* call_;
   Plan* plan_ = nullptr;
   bool handleTaken_ = false;
-  const bool bySync_;
+  const BarrierForm form_;
   bool syncTaken_ = false;
 };
 
@@ -519,17 +540,17 @@ class OpSet {
   OpSet(World& w, std::vector<Op> descs)
       : w_(w), descs_(std::move(descs)), barriers_(hasBarrier(descs_.data(), descs_.size())) {}
 
-  // tether_prepare: the plan with barriers as memory operations (its checks report bad operations at once).
+  // tether_prepare: the plan with barriers by epochs (its checks report bad operations at once).
   Status prepare(StreamOps& so) {
-    TETHER_TRY(build(so, false));
-    built_ = true;
+    TETHER_TRY(build(so, BarrierForm::Epochs));
+    built_[static_cast<int>(BarrierForm::Epochs)] = true;
     return Status::ok();
   }
 
-  // The set's plan with its barriers as memory operations (bySync false) or as the world team's sync (true).
-  Status build(StreamOps& so, bool bySync) {
-    StreamPlanner planner(w_, so, "tether_prepare", bySync);
-    return planner.compile(descs_.data(), descs_.size(), bySync ? &syncPlan_ : &plan_);
+  // The set's plan with its barriers in the given form.
+  Status build(StreamOps& so, BarrierForm form) {
+    StreamPlanner planner(w_, so, "tether_prepare", form);
+    return planner.compile(descs_.data(), descs_.size(), &plans_[static_cast<int>(form)]);
   }
 
   Status post(void* stream, const tether_post_patch_t* patch) {
@@ -540,17 +561,17 @@ class OpSet {
     const uint64_t signal = patch ? patch->signal : 0;
     StreamPlanner planner(w_, *so, call);
     for (const Op& d : descs_) TETHER_TRY(planner.checkPatch(d, offset));
-    bool bySync = false;
-    if (barriers_) TETHER_TRY(w_.streams().barriersBySync(*so, stream, &bySync).withContext(call));
+    BarrierForm form = BarrierForm::Epochs;
+    if (barriers_) TETHER_TRY(w_.streams().barrierForm(*so, stream, &form).withContext(call));
     std::lock_guard<std::mutex> lock(mu_);
-    bool& built = bySync ? syncBuilt_ : built_;
-    Plan& plan = bySync ? syncPlan_ : plan_;
+    bool& built = built_[static_cast<int>(form)];
+    Plan& plan = plans_[static_cast<int>(form)];
     if (built && plan.viewsEpoch != w_.heap().viewsEpoch()) {  // a heap grew: GPU views moved, translate again
       TETHER_LOG_DEBUG(LogSys::Core, "%s: heap views changed since tether_prepare: rebuilding the set", call);
       built = false;
     }
-    if (!built) {  // (the sync plan: made at the first post that needs it)
-      TETHER_TRY(build(*so, bySync).withContext(call));
+    if (!built) {  // (the other forms' plans: made at the first post that needs them)
+      TETHER_TRY(build(*so, form).withContext(call));
       built = true;
     }
     const uint64_t epochBase = plan.barriers ? w_.streams().nextBarrierEpochs(plan.barriers) : 0;
@@ -566,8 +587,8 @@ class OpSet {
   std::vector<Op> descs_;
   const bool barriers_;  // some operation is a barrier
   std::mutex mu_;
-  Plan plan_, syncPlan_;  // built_ / syncBuilt_: made (prepareOpSet builds plan_ at once)
-  bool built_ = false, syncBuilt_ = false;
+  Plan plans_[3];  // by BarrierForm; built_: made (prepareOpSet builds the Epochs plan at once)
+  bool built_[3] = {false, false, false};
 };
 
 Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void* stream) {
@@ -575,10 +596,10 @@ Status enqueueOnStream(World& w, const char* call, const Op* ops, size_t n, void
   TETHER_TRY(w.streams().ops(&so).withContext(call));
   // (Only calls with a barrier ask whether the stream is being captured: the other stream operations' enqueue path
   // stays free of that query.)
-  bool bySync = false;
-  if (hasBarrier(ops, n)) TETHER_TRY(w.streams().barriersBySync(*so, stream, &bySync).withContext(call));
+  BarrierForm form = BarrierForm::Epochs;
+  if (hasBarrier(ops, n)) TETHER_TRY(w.streams().barrierForm(*so, stream, &form).withContext(call));
   Plan plan;
-  StreamPlanner planner(w, *so, call, bySync);
+  StreamPlanner planner(w, *so, call, form);
   TETHER_TRY(planner.compile(ops, n, &plan));
   const uint64_t epochBase = plan.barriers ? w.streams().nextBarrierEpochs(plan.barriers) : 0;
   return runPlan(*so, plan, stream, 0, 0, epochBase, OpSet::timeoutNs(w));

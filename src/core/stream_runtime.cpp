@@ -5,11 +5,36 @@
 
 namespace tether {
 
-Status StreamRuntime::configure(const Config& config) {
+const char* barrierFormName(BarrierForm f) {
+  switch (f) {
+    case BarrierForm::Epochs: return "memory operations with epochs";
+    case BarrierForm::Resets: return "memory operations with resets";
+    case BarrierForm::Sync: return "the world team's sync kernel";
+  }
+  return "?";
+}
+
+Status StreamRuntime::configure(const Config& config, bool sharedGpu) {
   const std::string mode = config.str("TETHER_STREAM_BARRIER");
-  if (mode != "auto" && mode != "kernel")
-    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_STREAM_BARRIER=%s: expected auto or kernel", mode.c_str());
-  barrierKernel_ = mode == "kernel";
+  if (mode != "auto" && mode != "kernel" && mode != "reset")
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "TETHER_STREAM_BARRIER=%s: expected auto, kernel or reset", mode.c_str());
+  forced_ = mode != "auto";
+  forcedForm_ = mode == "kernel" ? BarrierForm::Sync : BarrierForm::Resets;
+  sharedGpu_ = sharedGpu;
+  if (mode == "auto")
+    TETHER_LOG_INFO(LogSys::Core, "stream barriers: memory operations with epochs; captured into a CUDA graph: %s",
+                    barrierFormName(sharedGpu ? BarrierForm::Resets : BarrierForm::Sync));
+  return Status::ok();
+}
+
+Status StreamRuntime::barrierForm(StreamOps& so, void* stream, BarrierForm* out) const {
+  if (forced_) {
+    *out = forcedForm_;
+    return Status::ok();
+  }
+  bool capturing = false;
+  TETHER_TRY(so.capturing(stream, &capturing));
+  *out = !capturing ? BarrierForm::Epochs : sharedGpu_ ? BarrierForm::Resets : BarrierForm::Sync;
   return Status::ok();
 }
 

@@ -128,9 +128,9 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   TETHER_TRY(discoverHosts());
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
   streams_.attach(gpu_.get(), job_.rank);
-  TETHER_TRY(streams_.configure(config_).withContext("tether_init"));
   TETHER_TRY(discoverTopology());
   noteSharedGpu();
+  TETHER_TRY(streams_.configure(config_, topo_.someGpuShared()).withContext("tether_init"));
   // auto: by host (since 2026-12-05 also where PEs have GPUs: the first-contact hang of GPU stream operations to
   // another host, calls P/Q on one H200, passed on one H100 with b985c53's preconnect --
   // bench/results/h100/gpu_tests_2026-12-05c.txt). The schedule stays flat where the hosts' shape gives nothing.

@@ -237,6 +237,7 @@ struct ControlBlock {
   Slot barrier[kMaxRounds];
   tether_device_barrier_t devBarrier;  // the device barrier's words when there is no DEVICE heap (CPU handle too)
   tether_device_barrier_t streamBarrier;  // barrier_all_on_stream's round words (#6) when they live in HOST memory
+  tether_device_barrier_t streamReset[2];  // the same for stream barriers with resets (BarrierForm::Resets), two sets
   alignas(64) uint64_t teams[kTeamSlots][kTeamSyncWords];  // each team slot's sync words (core/teams.h)
   alignas(64) uint64_t coll[kTeamSlots][kCollWords];       // each team slot's data-collective words (core/collectives.h)
   alignas(64) uint64_t devTeams[kTeamSlots][kDeviceTeamWords];  // device team sync words (HOST copy, collectives.h)
@@ -252,9 +253,13 @@ static_assert(kByHostScratchOffset + kTeamSlots * kByHostScratchBytes <= kContro
 // kDeviceCollScratchOffset (core/coll_layout.h).
 // barrier_all_on_stream's round words (a tether_device_barrier_t) in the DEVICE control block, after the device barrier.
 constexpr uint64_t kDeviceStreamBarrierOffset = 4096;
+// The two word sets of stream barriers with resets (BarrierForm::Resets, core/stream_runtime.h), after the team sync
+// words; zeroed at start-up with the rest below kDeviceCollScratchOffset (World::init).
+constexpr uint64_t kDeviceStreamResetOffset = 24576;
 static_assert(sizeof(tether_device_barrier_t) <= kDeviceStreamBarrierOffset &&
               kDeviceStreamBarrierOffset + sizeof(tether_device_barrier_t) <= kDeviceTeamSyncOffset &&
-              kDeviceTeamSyncOffset + kTeamSlots * kDeviceTeamWords * sizeof(uint64_t) <= kDeviceCollScratchOffset &&
+              kDeviceTeamSyncOffset + kTeamSlots * kDeviceTeamWords * sizeof(uint64_t) <= kDeviceStreamResetOffset &&
+              kDeviceStreamResetOffset + 2 * sizeof(tether_device_barrier_t) <= kDeviceCollScratchOffset &&
               kDeviceCollScratchOffset + kTeamSlots * kCollScratchBytes <= kDeviceControlBytes,
               "device control block layout");
 

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
+#include <utility>
 #include <sstream>
 
 #include "base/config.h"
@@ -201,6 +203,13 @@ Status parsePairLine(const std::vector<std::string>& tok, int* i, int* j, PairRe
 }
 
 }  // namespace
+
+bool Topology::someGpuShared() const {
+  std::set<std::pair<std::string, std::string>> gpus;  // (host, bus id) of each PE's GPU
+  for (const PeRecord& p : pes)
+    if (p.gpu.present && !gpus.insert({p.host, p.gpu.busId}).second) return true;
+  return false;
+}
 
 std::string Topology::serialize() const {
   std::ostringstream o;

@@ -52,6 +52,9 @@ struct Topology {
   int size() const { return static_cast<int>(pes.size()); }
   const PairRecord& pair(int i, int j) const { return pairs[static_cast<size_t>(i * size() + j)]; }
   bool sameHost(int i, int j) const { return pes[static_cast<size_t>(i)].host == pes[static_cast<size_t>(j)].host; }
+  // Whether some GPU is used by two or more PEs (same host, same bus id): a function of the whole record, so every PE
+  // of a job gets the same answer.
+  bool someGpuShared() const;
 
   // Line-oriented text, stable across versions (unknown keys ignored on parse); parse(serialize(t)) == t.
   std::string serialize() const;

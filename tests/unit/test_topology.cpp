@@ -165,6 +165,21 @@ TEST(Topology, ParseHandWritten) {
   EXPECT_FALSE(t.pair(0, 0).p2pAccess);  // unlisted: default
 }
 
+// someGpuShared: two PEs on one GPU of one host; the same bus id on two hosts is two GPUs; no GPU is no GPU.
+TEST(Topology, SomeGpuShared) {
+  EXPECT_TRUE(load("shared_gpu.topo").someGpuShared());
+  EXPECT_FALSE(load("two_hosts.topo").someGpuShared());
+  EXPECT_FALSE(load("h200x2_nv18.topo").someGpuShared());
+  Topology t = load("shared_gpu.topo");
+  t.pes[1].gpu.present = false;  // a PE without a GPU shares nothing
+  EXPECT_FALSE(t.someGpuShared());
+  t = load("shared_gpu.topo");
+  t.pes[1].gpu.busId = "0000:2a:00.0";
+  EXPECT_FALSE(t.someGpuShared());
+  t.pes.push_back(t.pes[0]);  // a third PE on PE 0's GPU
+  EXPECT_TRUE(t.someGpuShared());
+}
+
 TEST(Topology, ParseMalformedNamesTheLine) {
   struct Case {
     const char* text;
