@@ -23,7 +23,6 @@ namespace tether {
 
 namespace {
 
-constexpr size_t kChunkBytes = 64 * 1024;     // reductions combine this much per round of reads
 // Allreduce as reduce-scatter + allgather (twoShot) from these sizes on. One host (a token team) with HOST src: 4 KiB
 // and 2+ members -- a one-slice pull reads every member's whole src, lines their owners have just rewritten in a
 // real program; 2-core VM, osh_bench --touch-src, 2 and 4 PEs: 0.49-0.86x the time from 4 to 32 KiB (level at
@@ -57,12 +56,6 @@ bool inByHostScratch(const World& w, const void* addr, uint64_t n, SymRef* ref) 
   if (at < base || at - base >= total || n > total - (at - base)) return false;
   *ref = SymRef{SegKind::Host, kByHostScratchOffset + (at - base)};
   return true;
-}
-
-// Where this PE reads PE pe's HOST bytes at ref by loads (a load/store path), or nullptr (DEVICE memory, gets only).
-char* mappedHost(const World& w, int pe, const SymRef& ref) {
-  if (!isHostMemory(ref.kind) || !(w.path(pe, ref.kind).ops->caps & kCapLoadStore)) return nullptr;
-  return w.remote(pe, ref).ptr;
 }
 
 }  // namespace
@@ -241,137 +234,6 @@ Status Collectives::mismatch(const char* call, const Team& t, const Record& mine
 
 // ---- data --------------------------------------------------------------------------------------------------------
 
-// Copies from members' symmetric memory into this PE's CPU memory, the gets to other hosts batched: a HOST-memory
-// source that this PE reaches only by gets (another host, TETHER_PATHS=host=ucx) is queued, and finish() fetches the
-// queue with one TransportOps::getv per transport context (posted together, one round trip for the batch instead of
-// one per copy; one blocking get each where the transport has no getv). Load/store-mapped sources are copied at once
-// (memcpy), other sources (DEVICE memory) by a blocking get. A queued destination is written only inside finish().
-class Collectives::Gets {
- public:
-  Gets(World& w, const char* call) : w_(w), call_(call) {}
-
-  // [ref.offset, + bytes) of PE pe's segment ref.kind (a checked range: Plan's refs, the control area's words) into
-  // dst.
-  Status add(void* dst, int pe, SymRef ref, size_t bytes) {
-    if (bytes == 0) return Status::ok();
-    if (const char* mapped = mappedHost(w_, pe, ref)) {
-      std::memcpy(dst, mapped, bytes);
-      return Status::ok();
-    }
-    const SegPath& sp = w_.path(pe, ref.kind);
-    const RemoteAddr from = w_.remote(pe, ref);
-    if (!isHostMemory(ref.kind)) return sp.ops->get(sp.ctx, pe, dst, from, bytes, false).withContext(call_);
-    queued_.push_back(Queued{&sp, GetItem{pe, dst, from, bytes}});
-    return Status::ok();
-  }
-  Status finish() {
-    Status err;
-    std::vector<GetItem> items;
-    for (size_t i = 0; i < queued_.size(); ++i) {
-      const SegPath* sp = queued_[i].path;
-      if (!sp) continue;  // taken with an earlier context's batch
-      items.clear();
-      for (size_t j = i; j < queued_.size(); ++j)
-        if (queued_[j].path && queued_[j].path->ops == sp->ops && queued_[j].path->ctx == sp->ctx) {
-          items.push_back(queued_[j].item);
-          queued_[j].path = nullptr;
-        }
-      Status s;
-      if (sp->ops->getv) {
-        s = sp->ops->getv(sp->ctx, items.data(), items.size());
-      } else {
-        for (size_t k = 0; k < items.size() && s.isOk(); ++k)
-          s = sp->ops->get(sp->ctx, items[k].pe, items[k].dst, items[k].src, items[k].n, false);
-      }
-      if (err.isOk() && !s.isOk()) err = s.withContext(call_);
-    }
-    queued_.clear();
-    return err;
-  }
-
- private:
-  struct Queued {
-    const SegPath* path;
-    GetItem item;
-  };
-  World& w_;
-  const char* call_;
-  std::vector<Queued> queued_;
-};
-
-Status Collectives::copyFrom(const char* call, void* dst, const SymRef& ref, size_t bytes, int pe) {
-  if (bytes == 0) return Status::ok();
-  const SegPath& sp = w_.path(pe, ref.kind);
-  return sp.ops->get(sp.ctx, pe, dst, w_.remote(pe, ref), bytes, false).withContext(call);
-}
-
-Status Collectives::writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice) {
-  if (bytes == 0) return Status::ok();
-  if (dstDevice) return w_.put(call, dst, src, bytes, w_.myPe(), false);
-  std::memcpy(dst, src, bytes);
-  return Status::ok();
-}
-
-// out[0, len) (elements) = op over the members' src[srcElem, srcElem + len), in team order, chunk by chunk. out is
-// CPU memory, or (outDevice) this PE's DEVICE copy of a symmetric object. Members whose HOST memory is mapped are
-// read in place; the others' chunks are fetched kGetWindow members at a time (Gets: one round trip per window).
-Status Collectives::reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
-                                bool outDevice) {
-  constexpr size_t kGetWindow = 4;
-  const size_t es = p.es, chunk = std::max<size_t>(1, kChunkBytes / es), bufBytes = std::min(chunk, len) * es;
-  // Accumulate straight into out, unless out is GPU memory or this PE's own elements being read (in place: each
-  // chunk is read before it is overwritten, through the accumulator).
-  const uintptr_t o = reinterpret_cast<uintptr_t>(out), r = reinterpret_cast<uintptr_t>(at(p.a.src, srcElem * es));
-  const bool viaAcc = outDevice || (o < r + len * es && r < o + len * es);
-  std::unique_ptr<char[]> acc(viaAcc ? new char[bufBytes] : nullptr), in;
-  // A team of two copies the other member's mapped chunk into a buffer of its own before combining (memcpy) instead
-  // of combining from it in place: lines its owner has just rewritten come faster by a copy than by the combining
-  // loop's loads (2-core VM, osh_bench --touch-src, 2 PEs, 8-64 KiB: 0.81-0.88x the time; unchanged src: level; at
-  // 4 PEs, 3 such copies per window, 64 KiB was 1.07x slower, so only pairs: coll_reduce_copy_ab.txt).
-  const bool copyPeer = p.n == 2;
-  const void* from[kGetWindow];
-  for (size_t off = 0; off < len; off += chunk) {
-    const size_t c = std::min(chunk, len - off), bytes = c * es;
-    const SymRef src = p.sref.plus((srcElem + off) * es);
-    char* a = viaAcc ? acc.get() : out + off * es;
-    for (size_t k0 = 0; k0 < p.n; k0 += kGetWindow) {
-      const size_t k1 = std::min(p.n, k0 + kGetWindow);
-      Gets gets(w_, call);
-      for (size_t k = k0; k < k1; ++k) {
-        // Mapped HOST memory is read in place, except the other member of a pair (copyPeer: copied first).
-        const char* direct = mappedHost(w_, t.pes[k], src);
-        if (direct && !(copyPeer && t.pes[k] != w_.myPe())) {
-          from[k - k0] = direct;
-          continue;
-        }
-        // Member 0's elements start the accumulator: copied or fetched straight into it (CPU memory, which no mapped
-        // source of this chunk overlaps: the in-place case accumulates in acc).
-        char* slot = a;
-        if (k != 0) {
-          if (!in) in.reset(new char[kGetWindow * bufBytes]);
-          slot = in.get() + (k - k0) * bufBytes;
-        }
-        if (direct) std::memcpy(slot, direct, bytes);
-        else TETHER_TRY(gets.add(slot, t.pes[k], src, bytes));
-        from[k - k0] = slot;
-      }
-      TETHER_TRY(gets.finish());
-      size_t k = k0;
-      if (k0 == 0 && k1 == 1) {  // a team of one
-        if (from[0] != a) std::memcpy(a, from[0], bytes);
-        k = 1;
-      } else if (k0 == 0) {  // a = member 0's op member 1's (from[0] may be a itself: then a op= member 1's)
-        if (from[0] == a) reduceInto(p.a.type, p.a.op, a, from[1], c);
-        else reduceTo(p.a.type, p.a.op, a, from[0], from[1], c);
-        k = 2;
-      }
-      for (; k < k1; ++k) reduceInto(p.a.type, p.a.op, a, from[k - k0], c);
-    }
-    if (viaAcc) TETHER_TRY(writeLocal(call, out + off * es, a, bytes, outDevice));
-  }
-  return Status::ok();
-}
-
 bool Collectives::twoShot(Team& t, const Plan& p) const {
   if (p.a.kind != CollKind::Allreduce) return false;
   if (tokens_.team(t) && isHostMemory(p.sref.kind)) return p.n >= 2 && p.block >= kTwoShotLocalBytes;
@@ -392,14 +254,14 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
   std::vector<char> temp;  // in-place one-shot allreduce: the result waits here until nobody reads src any more
   // The movers' copies: into CPU memory batched (Gets: the gets to other hosts complete together at finish), into
   // GPU memory one by one.
-  Gets gets(w_, call);
+  CollReach::Gets gets(reach_, call);
   auto fetch = [&](void* dst, const SymRef& from, size_t bytes, int pe) {
-    return destDevice ? copyFrom(call, dst, from, bytes, pe) : gets.add(dst, pe, from, bytes);
+    return destDevice ? reach_.copyFrom(call, dst, from, bytes, pe) : gets.add(dst, pe, from, bytes);
   };
   switch (p.a.kind) {
     case CollKind::Broadcast:
-      if (me != static_cast<size_t>(p.a.root)) err = copyFrom(call, dest, p.sref, B, t.pes[p.a.root]);
-      else if (!p.inPlace) err = copyFrom(call, dest, p.sref, B, myPe);
+      if (me != static_cast<size_t>(p.a.root)) err = reach_.copyFrom(call, dest, p.sref, B, t.pes[p.a.root]);
+      else if (!p.inPlace) err = reach_.copyFrom(call, dest, p.sref, B, myPe);
       break;
     case CollKind::Allgather:
       visit([&](size_t k) {
@@ -413,8 +275,8 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
     case CollKind::Alltoallv:
       visit([&](size_t k) {
         size_t sc = 0, sd = 0;  // member k's count and displacement for this PE, from its symmetric arrays
-        TETHER_TRY(copyFrom(call, &sc, p.scRef.plus(me * sizeof sc), sizeof sc, t.pes[k]));
-        TETHER_TRY(copyFrom(call, &sd, p.sdRef.plus(me * sizeof sd), sizeof sd, t.pes[k]));
+        TETHER_TRY(reach_.copyFrom(call, &sc, p.scRef.plus(me * sizeof sc), sizeof sc, t.pes[k]));
+        TETHER_TRY(reach_.copyFrom(call, &sd, p.sdRef.plus(me * sizeof sd), sizeof sd, t.pes[k]));
         if (sc != p.a.rcounts[k])
           TETHER_FAIL(TETHER_ERR_MISMATCH, "%s: team PE %zu (world PE %d) expects rcounts[%zu] = %zu elements from "
                       "team PE %zu (world PE %d), whose scounts[%zu] is %zu", call, me, myPe, k, p.a.rcounts[k], k,
@@ -423,24 +285,27 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
         // is checked here, on this PE's copy of the object (the heaps are symmetric).
         SymRef from{};
         if (sc != 0) TETHER_TRY(w_.checkSymmetric(call, "src", at(p.a.src, sd * p.es), sc * p.es, &from));
-        return copyFrom(call, at(dest, p.a.rdispls[k] * p.es), from, sc * p.es, t.pes[k]);
+        return reach_.copyFrom(call, at(dest, p.a.rdispls[k] * p.es), from, sc * p.es, t.pes[k]);
       });
       break;
     case CollKind::Reduce:
-      if (me == static_cast<size_t>(p.a.root)) err = reduceSlice(call, t, p, 0, p.a.count, dest, destDevice);
+      if (me == static_cast<size_t>(p.a.root))
+        err = reach_.reduceSlice(call, t.pes, myPe, p, 0, p.a.count, dest, destDevice);
       break;
     case CollKind::ReduceScatter:
-      err = reduceSlice(call, t, p, me * p.a.count, p.a.count, dest, destDevice);
+      err = reach_.reduceSlice(call, t.pes, myPe, p, me * p.a.count, p.a.count, dest, destDevice);
       break;
     case CollKind::Allreduce:
       if (!twoShot(t, p)) {
         if (p.inPlace) temp.resize(B);
-        err = reduceSlice(call, t, p, 0, p.a.count, p.inPlace ? temp.data() : dest, p.inPlace ? false : destDevice);
+        err = reach_.reduceSlice(call, t.pes, myPe, p, 0, p.a.count, p.inPlace ? temp.data() : dest,
+                                 p.inPlace ? false : destDevice);
       } else {
         // Two-shot: member k owns slice k = [lo(k), lo(k + 1)) elements.
         const size_t q = p.a.count / n, r = p.a.count % n;
         auto lo = [&](size_t k) { return k * q + std::min(k, r); };
-        err = reduceSlice(call, t, p, lo(me), lo(me + 1) - lo(me), at(dest, lo(me) * p.es), destDevice);
+        err = reach_.reduceSlice(call, t.pes, myPe, p, lo(me), lo(me + 1) - lo(me), at(dest, lo(me) * p.es),
+                                 destDevice);
         TETHER_TRY(phaseBarrier(call, t, true, !err.isOk(), &flagged));
         if (err.isOk() && flagged) break;
         visit([&](size_t k) {
@@ -456,7 +321,7 @@ Status Collectives::dataPhase(const char* call, Team& t, const Plan& p) {
   if (err.isOk()) err = landed;
   TETHER_TRY(phaseBarrier(call, t, false, !err.isOk() || flagged, &flagged));
   if (flagged) return rounds_.failedTogether(call, t, err);
-  if (!temp.empty()) TETHER_TRY(writeLocal(call, dest, temp.data(), B, destDevice));
+  if (!temp.empty()) TETHER_TRY(reach_.writeLocal(call, dest, temp.data(), B, destDevice));
   return Status::ok();
 }
 
@@ -504,6 +369,28 @@ Status Collectives::setUp(const Config& config, int localPes) {
   };
   rl.lose = lose;
   rounds_.attach(std::move(rl));
+  CollReach::Links reach;
+  reach.mapped = [this](int pe, const SymRef& ref) -> char* {
+    if (!isHostMemory(ref.kind) || !(w_.path(pe, ref.kind).ops->caps & kCapLoadStore)) return nullptr;
+    return w_.remote(pe, ref).ptr;
+  };
+  reach.get = [this](int pe, void* dst, const SymRef& ref, size_t bytes) {
+    const SegPath& sp = w_.path(pe, ref.kind);
+    return sp.ops->get(sp.ctx, pe, dst, w_.remote(pe, ref), bytes, false);
+  };
+  reach.getAll = [this](const std::vector<CollReach::Fetch>& batch) {
+    std::vector<SegKind> kinds(batch.size());
+    std::vector<GetItem> items(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      kinds[i] = batch[i].ref.kind;
+      items[i] = GetItem{batch[i].pe, batch[i].dst, w_.remote(batch[i].pe, batch[i].ref), batch[i].bytes};
+    }
+    return w_.paths().getMany(kinds.data(), items.data(), items.size());
+  };
+  reach.putDevice = [this](const char* call, void* dst, const void* src, size_t bytes) {
+    return w_.put(call, dst, src, bytes, w_.myPe(), false);
+  };
+  reach_.attach(std::move(reach));
   eagerAlltoall_ = config.flag("TETHER_COLL_EAGER_ALLTOALL");
   CollByHost::Links bl;
   bl.hostsOf = [this](const std::vector<int>& pes) { return w_.hostsOf(pes); };
@@ -557,16 +444,13 @@ const char* Collectives::stagedInPlace(const Team& t, const Plan& p, size_t m, s
     return tokens_.stage(t, m, tokens_.token(t, m, p.ringCall - 1).dataWord() % kEagerStageTeamBytes) + off;
   const int pe = t.pes[m];
   if (pe == w_.myPe()) return w_.heap().host()->myBase() + stageOffset(t) + off;
-  return mappedHost(w_, pe, SymRef{SegKind::Host, stageOffset(t) + off});
+  return reach_.mapped(pe, SymRef{SegKind::Host, stageOffset(t) + off});
 }
 
 Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes,
                            char* scratch, const char** out) {
   if ((*out = stagedInPlace(t, p, m, off))) return Status::ok();
-  const int pe = t.pes[m];
-  const SegPath& sp = w_.path(pe, SegKind::Host);
-  const RemoteAddr from = w_.remote(pe, SymRef{SegKind::Host, stageOffset(t) + off});
-  TETHER_TRY(sp.ops->get(sp.ctx, pe, scratch, from, bytes, false).withContext(call));
+  TETHER_TRY(reach_.copyFrom(call, scratch, SymRef{SegKind::Host, stageOffset(t) + off}, bytes, t.pes[m]));
   *out = scratch;
   return Status::ok();
 }
@@ -574,7 +458,7 @@ Status Collectives::staged(const char* call, const Team& t, const Plan& p, size_
 Status Collectives::stagedAll(const char* call, const Team& t, const Plan& p, size_t off, size_t bytes,
                               std::unique_ptr<char[]>* fetched, const char** at) {
   const size_t n = p.n;
-  Gets gets(w_, call);
+  CollReach::Gets gets(reach_, call);
   for (size_t m = 0; m < n; ++m) {
     if ((at[m] = stagedInPlace(t, p, m, off))) continue;
     if (!*fetched) fetched->reset(new char[n * bytes]);
@@ -599,9 +483,9 @@ Status Collectives::oneShot(const char* call, Team& t, const Plan& p) {
     case CollKind::Broadcast:
       if (me != static_cast<size_t>(p.a.root)) {
         err = staged(call, t, p, static_cast<size_t>(p.a.root), 0, B, scratch, &from);
-        if (err.isOk()) err = writeLocal(call, dest, from, B, p.dref.kind == SegKind::Device);
+        if (err.isOk()) err = reach_.writeLocal(call, dest, from, B, p.dref.kind == SegKind::Device);
       } else if (!p.inPlace) {
-        if (p.dref.kind == SegKind::Device) err = copyFrom(call, dest, p.sref, B, w_.myPe());
+        if (p.dref.kind == SegKind::Device) err = reach_.copyFrom(call, dest, p.sref, B, w_.myPe());
         else std::memmove(dest, p.a.src, B);
       }
       break;
@@ -662,7 +546,7 @@ Status Collectives::eagerBroadcast(const char* call, Team& t, const Plan& p, con
   Status err;
   if (!p.inPlace && p.block != 0) {
     if (host && isHostMemory(p.dref.kind)) std::memmove(p.a.dest, p.a.src, p.block);
-    else err = copyFrom(call, p.a.dest, p.sref, p.block, w_.myPe());
+    else err = reach_.copyFrom(call, p.a.dest, p.sref, p.block, w_.myPe());
   }
   // Pull: the others read src until their done word passes this call.
   if (!inl && !staged) TETHER_TRY(w_.teams().lose(t, tokens_.waitDone(call, t, c + 1, false)));
@@ -679,7 +563,7 @@ Status Collectives::eagerAlltoall(const char* call, Team& t, const Plan& p, cons
     const int pe = t.pes[m];
     if (m == me) {
       std::memcpy(at(p.a.dest, me * B), from, B);
-    } else if (char* mapped = mappedHost(w_, pe, to)) {
+    } else if (char* mapped = reach_.mapped(pe, to)) {
       std::memcpy(mapped, from, B);
     } else {  // (every HOST segment of a token team is mapped; a path without mapping still works)
       const SegPath& sp = w_.path(pe, to.kind);
@@ -706,16 +590,16 @@ Status Collectives::eagerRead(const char* call, Team& t, const Plan& p, const Re
   // (This member's own token, just posted, holds the hash of its record.)
   if (s.hash() != tokens_.token(t, static_cast<size_t>(t.me), c).hash())
     return mismatch(call, t, mine, root, s.record());
-  if (s.inlined()) return writeLocal(call, p.a.dest, s.data(), p.block, p.dref.kind == SegKind::Device);
+  if (s.inlined()) return reach_.writeLocal(call, p.a.dest, s.data(), p.block, p.dref.kind == SegKind::Device);
   if (s.staged())  // the token's data word: where the root's copy lies in its staging ring
-    return writeLocal(call, p.a.dest, tokens_.stage(t, root, s.dataWord() % kEagerStageTeamBytes), p.block,
+    return reach_.writeLocal(call, p.a.dest, tokens_.stage(t, root, s.dataWord() % kEagerStageTeamBytes), p.block,
                       p.dref.kind == SegKind::Device);
-  if (!p.a.srcAtRoot) return copyFrom(call, p.a.dest, p.sref, p.block, t.pes[root]);
+  if (!p.a.srcAtRoot) return reach_.copyFrom(call, p.a.dest, p.sref, p.block, t.pes[root]);
   // The root's src, where its token says (a symmetric range here too: the heaps are symmetric; checked all the same).
   const SymRef ref{static_cast<SegKind>(s.dataWord() & 3), s.dataWord() >> 2};
   SymRef checked{};
   TETHER_TRY(w_.checkSymmetric(call, "the root's src", w_.heap().local(ref), p.block, &checked));
-  return copyFrom(call, p.a.dest, checked, p.block, t.pes[root]);
+  return reach_.copyFrom(call, p.a.dest, checked, p.block, t.pes[root]);
 }
 
 Status Collectives::agreeByTokens(const char* call, Team& t, const Record& mine, const Status& localError,

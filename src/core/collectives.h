@@ -99,9 +99,10 @@
 //  4. Data phase (pull: each member writes only its own dest): broadcast, allgather and alltoall copy from the
 //     members' copies; reductions combine members' elements in team order (core/reduce_ops.h) on the CPU, reading
 //     load/store-mapped HOST memory in place and everything else (DEVICE memory, network peers) into chunk buffers.
-//     Copies into CPU memory from HOST memory reached only by gets (another host) go through Gets: gets posted
-//     together (TransportOps::getv; one round trip for a call's copies, for reductions per window of 4 members and
-//     chunk), as do the one-shot path's reads of other hosts' staging buffers (stagedAll).
+//     How members' memory is reached, and the reductions over it: the room CollReach (core/coll_reach.h, member
+//     reach_). Copies into CPU memory from HOST memory reached only by gets (another host) go through its Gets: gets
+//     posted together (PathTable::getMany, TransportOps::getv; one round trip for a call's copies, for reductions
+//     per window of 4 members and chunk), as do the one-shot path's reads of other hosts' staging buffers (stagedAll).
 //     Allreduces of at least 4 KiB on one host (token teams, HOST src; 2+ members), elsewhere of 64 KiB on 3+
 //     members, are two-shot (twoShot): member k combines slice k (reduce-scatter), a barrier, every member pulls the
 //     other slices (allgather).
@@ -127,6 +128,7 @@
 #include "core/coll_device.h"
 #include "core/coll_layout.h"
 #include "core/coll_plan.h"
+#include "core/coll_reach.h"
 #include "core/coll_record.h"
 #include "core/coll_rounds.h"
 #include "core/coll_tokens.h"
@@ -177,7 +179,6 @@ class Collectives : private CollByHost::Owner {
   void startTokens(Team& t, uint64_t base) { tokens_.start(t, base); }
 
  private:
-  class Gets;  // copies from members batched: the gets to other hosts complete together (collectives.cpp)
   using Plan = CollPlan;      // one call's checked arguments (core/coll_plan.h; filled by collCheck)
   using Record = CollRecord;  // what members agree on (core/coll_record.h)
 
@@ -232,21 +233,17 @@ class Collectives : private CollByHost::Owner {
   Status staged(const char* call, const Team& t, const Plan& p, size_t m, size_t off, size_t bytes, char* scratch,
                 const char** out);
   // staged() for every member at once: at[m] (n entries) = member m's bytes [off, off + bytes). The members reached
-  // only by gets (another host) are fetched into *fetched by gets posted together (Gets), one round trip for all of
-  // them instead of one each.
+  // only by gets (another host) are fetched into *fetched by gets posted together (CollReach::Gets), one round trip
+  // for all of them instead of one each.
   Status stagedAll(const char* call, const Team& t, const Plan& p, size_t off, size_t bytes,
                    std::unique_ptr<char[]>* fetched, const char** at);
   uint64_t stageOffset(const Team& t) const;
   bool twoShot(Team& t, const Plan& p) const;  // the allreduce's data phase is reduce-scatter + allgather
-  Status reduceSlice(const char* call, const Team& t, const Plan& p, size_t srcElem, size_t len, char* out,
-                     bool outDevice);
-  // [ref.offset, + bytes) of PE pe's segment ref.kind into dst (CPU or GPU memory of this PE), one blocking get.
-  Status copyFrom(const char* call, void* dst, const SymRef& ref, size_t bytes, int pe);
-  Status writeLocal(const char* call, void* dst, const void* src, size_t bytes, bool dstDevice);
 
   World& w_;
   CollTokens tokens_;  // the token rings (Links attached by setUp)
   CollRounds rounds_;  // the barriers over the team's words (Links attached by setUp)
+  CollReach reach_;    // reading members' memory, the reductions over it (Links attached by setUp)
   CollByHost byHost_{*this};  // the data collectives by host (TETHER_COLL_BY_HOST and Links attached by setUp)
   // PEs outnumber cores on this host (setUp): waiting for the others costs more than copying, so the staged one-shot
   // paths go further (protocol above).

@@ -153,6 +153,32 @@ void PathTable::addInUse(const SegPath& p) {
   if (std::find(active_.begin(), active_.end(), p.provider) == active_.end()) active_.push_back(p.provider);
 }
 
+Status PathTable::getMany(const SegKind* kinds, const GetItem* items, size_t count) const {
+  Status err;
+  std::vector<bool> taken(count, false);
+  std::vector<GetItem> batch;
+  for (size_t i = 0; i < count; ++i) {
+    if (taken[i]) continue;  // fetched with an earlier item's context
+    const SegPath& sp = path(items[i].pe, kinds[i]);
+    batch.clear();
+    for (size_t j = i; j < count; ++j) {
+      const SegPath& o = path(items[j].pe, kinds[j]);
+      if (taken[j] || o.ops != sp.ops || o.ctx != sp.ctx) continue;
+      batch.push_back(items[j]);
+      taken[j] = true;
+    }
+    Status s;
+    if (sp.ops->getv) {
+      s = sp.ops->getv(sp.ctx, batch.data(), batch.size());
+    } else {
+      for (size_t k = 0; k < batch.size() && s.isOk(); ++k)
+        s = sp.ops->get(sp.ctx, batch[k].pe, batch[k].dst, batch[k].src, batch[k].n, false);
+    }
+    if (err.isOk() && !s.isOk()) err = s;
+  }
+  return err;
+}
+
 Status PathTable::quiet() const {
   for (const auto& o : opsInUse_) TETHER_TRY(o.first->quiet(o.second));
   return Status::ok();

@@ -73,6 +73,11 @@ class PathTable {
   // provider and exchanges the keys again.
   Status segmentsGrew(SegKind kind, const void* myBase, uint64_t myBytes, Bootstrap& boot);
 
+  // Blocking gets posted together: item i from PE items[i].pe's segment kinds[i]; one TransportOps::getv per
+  // (ops, ctx) in use (one round trip each), one blocking get per item where the transport has no getv. All complete
+  // at return; the first error is returned (with every posted get complete or cancelled: getv's contract).
+  Status getMany(const SegKind* kinds, const GetItem* items, size_t count) const;
+
   Status quiet() const;
   Status fence() const;
   // Lets every provider in use move its work on; cheap (one virtual call per provider in use; no-ops for the local
