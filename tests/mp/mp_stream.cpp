@@ -11,7 +11,9 @@
 //     observed signal values are in order and within the flow-control window.
 //  3. barrier rounds: p_on_stream of the round number into every PE, barrier_all_on_stream, snapshot, sync_all; the
 //     same as a prepared set posted kIters times (each post its own slots). With TETHER_STREAM_BARRIER=kernel
-//     (mp_stream_sync_barrier) the barriers are the world team's sync (what a CUDA graph capture takes).
+//     (mp_stream_sync_barrier) the barriers are the world team's sync (what a CUDA graph capture takes where no GPU
+//     is shared), with TETHER_STREAM_BARRIER=reset (mp_stream_reset*) memops with resets (what it takes where PEs
+//     share a GPU).
 //  4. waits with each comparison (unsigned and signed): the stream must not pass before the host makes it true.
 //  5. atomics on stream (add, fetch_add into a local array, set) and argument errors.
 #include <unistd.h>
@@ -54,7 +56,8 @@ int main() {
   const char* nha = std::getenv("MP_NO_HOST_ATOMICS");
   const bool noHostAtomics = nha && nha[0] == '1';
   // MP_CAPTURING=1 (mp_stream_captured): every stream reports a CUDA graph capture, so barriers take their captured
-  // form (the world team's sync) with TETHER_STREAM_BARRIER=auto, prepared sets build it at their first post.
+  // form with TETHER_STREAM_BARRIER=auto (the world team's sync: no GPU is shared here), prepared sets build it at
+  // their first post.
   const char* cap = std::getenv("MP_CAPTURING");
   tether::StreamOps* so = mp::useCpuStreams(w, !noHostAtomics, cap && cap[0] == '1');
   void* s = nullptr;
