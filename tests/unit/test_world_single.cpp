@@ -299,10 +299,10 @@ TEST(Init, BadConfigIsNamed) {
   EXPECT_EQ(tether_init_attr(&a, &w), TETHER_ERR_INVALID_ARG);
   EXPECT_NE(std::string(tether_last_error()).find("TETHER_SYNC_BY_HOST=sometimes: expected auto, 1 or 0"),
             std::string::npos) << tether_last_error();
-  const char* const cfg6[] = {"TETHER_STREAM_BARRIER=memops", "TETHER_GPU=none", nullptr};  // auto or kernel
+  const char* const cfg6[] = {"TETHER_STREAM_BARRIER=memops", "TETHER_GPU=none", nullptr};  // auto, kernel, reset
   a.config = cfg6;
   EXPECT_EQ(tether_init_attr(&a, &w), TETHER_ERR_INVALID_ARG);
-  EXPECT_NE(std::string(tether_last_error()).find("TETHER_STREAM_BARRIER=memops: expected auto or kernel"),
+  EXPECT_NE(std::string(tether_last_error()).find("TETHER_STREAM_BARRIER=memops: expected auto, kernel or reset"),
             std::string::npos) << tether_last_error();
   const char* const cfg4[] = {"TETHER_UCX_AMO=owner", "TETHER_GPU=none", "TETHER_HEAP_SIZE=1M", nullptr};
   a.config = cfg4;
