@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -487,4 +488,110 @@ TEST(PathTable, MappedPathsKeepTheirBaseWithoutLoadStore) {
     });
     EXPECT_EQ(errors, "") << pathKindName(kind);
   }
+}
+
+namespace {
+
+// getMany's fake transports: HOST paths through ops with getv, DEVICE paths through ops without; each call recorded.
+struct GetLog {
+  std::vector<size_t> getvSizes;  // items per getv call
+  std::vector<int> getvPes;       // the PE of each item, in the order getv received them
+  int gets = 0;                   // blocking gets
+  bool failGetv = false;
+};
+thread_local GetLog* tGetLog = nullptr;
+
+Status fakeGet(void*, int, void* dst, const RemoteAddr& src, size_t n, bool) {
+  ++tGetLog->gets;
+  std::memcpy(dst, src.ptr, n);
+  return Status::ok();
+}
+Status fakeGetv(void*, const GetItem* items, size_t count) {
+  tGetLog->getvSizes.push_back(count);
+  for (size_t i = 0; i < count; ++i) {
+    tGetLog->getvPes.push_back(items[i].pe);
+    std::memcpy(items[i].dst, items[i].src.ptr, items[i].n);
+  }
+  return tGetLog->failGetv ? Status(TETHER_ERR_UNREACHABLE, "getv failed") : Status::ok();
+}
+TransportOps withGetv() {
+  TransportOps o{};
+  o.name = "with-getv";
+  o.get = fakeGet;
+  o.getv = fakeGetv;
+  return o;
+}
+TransportOps withoutGetv() {
+  TransportOps o{};
+  o.name = "without-getv";
+  o.get = fakeGet;
+  return o;
+}
+const TransportOps kWithGetv = withGetv(), kWithoutGetv = withoutGetv();
+
+// Serves only one segment kind, with the given ops.
+class OneKindProvider final : public Provider {
+ public:
+  OneKindProvider(SegKind kind, const TransportOps* ops) : kind_(kind), ops_(ops) {}
+  const char* name() const override { return ops_->name; }
+  Status probe(const Topology&, int, int, SegKind k, const PathOverrides&, ProbeResult* out) const override {
+    *out = ProbeResult{k == kind_, 1, PathKind::Net, "test"};
+    return Status::ok();
+  }
+  Status connect(const Topology&, int, int, SegKind, Connection* out) override {
+    *out = Connection{ops_, this};
+    return Status::ok();
+  }
+
+ private:
+  SegKind kind_;
+  const TransportOps* ops_;
+};
+
+}  // namespace
+
+// PathTable::getMany: a batch spread over two transport contexts is one getv for the context that has it (its items
+// in batch order) and one blocking get per item for the one that has not; every dst is written; a getv failure is
+// returned while the other context's gets still run.
+TEST(PathTable, GetManyBatchesByContext) {
+  const std::string errors = runPes(3, [](int r, CountingBootstrap& boot) -> std::string {
+    const Topology t = oneHost(3);
+    std::vector<char> host(64, static_cast<char>('a' + r)), dev(64, static_cast<char>('A' + r));
+    SegmentMap segs[kSegKinds];
+    segs[0] = {true, host.data(), 64, [&](int) { return host.data(); }};
+    segs[1] = {true, dev.data(), 64, [&](int) { return dev.data(); }};
+    ProviderRegistry reg;
+    reg.add(std::unique_ptr<Provider>(new OneKindProvider(SegKind::Host, &kWithGetv)));
+    reg.add(std::unique_ptr<Provider>(new OneKindProvider(SegKind::Device, &kWithoutGetv)));
+    PathTable table;
+    Status s = table.setUp(t, r, PathOverrides{}, std::move(reg), segs, boot);
+    if (!s.isOk()) return "setUp: " + s.message();
+    for (bool fail : {false, true}) {
+      GetLog log;
+      log.failGetv = fail;
+      tGetLog = &log;
+      char out[5][4] = {};
+      // HOST of PE 2, DEVICE of PE 1, HOST of PE 0, HOST of PE 1, DEVICE of PE 2 (every source is this thread's own
+      // buffer: the fake ops copy from src.ptr).
+      const SegKind kinds[5] = {SegKind::Host, SegKind::Device, SegKind::Host, SegKind::Host, SegKind::Device};
+      const int pes[5] = {2, 1, 0, 1, 2};
+      GetItem items[5];
+      for (int i = 0; i < 5; ++i) {
+        char* src = (kinds[i] == SegKind::Host ? host : dev).data() + i;
+        items[i] = GetItem{pes[i], out[i], RemoteAddr{src, 0, kinds[i], nullptr, nullptr}, 4};
+      }
+      s = table.getMany(kinds, items, 5);
+      tGetLog = nullptr;
+      if (fail != !s.isOk()) return std::string("getMany returned ") + (s.isOk() ? "ok" : s.message());
+      if (fail && s.code() != TETHER_ERR_UNREACHABLE) return "wrong error: " + s.message();
+      if (log.getvSizes != std::vector<size_t>{3}) return "HOST items not one getv of 3";
+      if (log.getvPes != std::vector<int>{2, 0, 1}) return "getv items out of batch order";
+      if (log.gets != 2) return "DEVICE items: " + std::to_string(log.gets) + " blocking gets, expected 2";
+      for (int i = 0; i < 5; ++i)
+        if (out[i][0] != (kinds[i] == SegKind::Host ? 'a' + r : 'A' + r))
+          return "dst " + std::to_string(i) + " unwritten";
+    }
+    return "";
+  });
+  EXPECT_EQ(errors, "");
 }
