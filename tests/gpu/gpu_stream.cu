@@ -8,7 +8,8 @@
 //     fetch_or), barrier_all/sync_all on stream, with checks after a stream synchronisation;
 //  3. a prepared set posted many times with patched offset and signal values;
 //  4. CUDA graph capture of a whole exchange (put_signal, wait, check kernel, barrier) and 20 replays; 4b. a captured
-//     barrier_all_on_stream synchronises on each of 20 back-to-back replays (the world team's sync under capture);
+//     barrier_all_on_stream synchronises on each of 20 back-to-back replays (the world team's sync under capture,
+//     memops with resets where PEs share the GPU);
 //  5. doorbell transfers: a put_signal set armed kPosts times before any ring; each round a kernel fills the source
 //     and rings the doorbell (tether::device::ring_doorbell), the copy engines send it, the peer waits and checks.
 // Every PE prints a line after each section (stdout line-buffered by mp::init: a hang shows where it stopped).
@@ -262,9 +263,10 @@ int main() {
     std::printf("PE %d %s: 4. graph capture, 20 replays: ok\n", me, kindName[ki]);
 
     // 4b. a captured stream barrier synchronises on every replay (under capture it is the world team's sync, whose
-    // epoch lives in GPU memory): each replay bumps a round word, puts it into slot me of every PE (the copy engine
-    // reads it at run time), PE 0 after a ~200 us delay; after barrier_all_on_stream every slot must hold this
-    // replay's round, and a second barrier keeps round r + 1 out until every PE checked. With epochs captured as
+    // epoch lives in GPU memory, or where PEs share a GPU memops with resets): each replay bumps a round word, puts
+    // it into slot me of every PE (the copy engine reads it at run time), PE 0 after a ~200 us delay; after
+    // barrier_all_on_stream every slot must hold this replay's round, and a second barrier keeps round r + 1 out
+    // until every PE checked. With epochs captured as
     // values (before), the second replay's barrier passed at once and the others saw PE 0's previous round.
     {
       uint64_t* slots = &words[32];  // n <= 16 words (words[32 .. 48))
