@@ -451,12 +451,13 @@ TEST(PathTable, LocalProvidersExchangeEmptyKeys) {
 // A same-host path whose ops are not load/store (staged: the peer's DEVICE segment is mapped here for the owner's GPU,
 // whose copy engine the ops drive) keeps the peer's base; only the network path has none. (Until this test, the table
 // set the base only for load/store ops: every staged put got a null address, gpu_rma_staged failed on 4xH100.)
+// (only: the one segment kind it serves; by default every kind.)
 class KindProvider final : public Provider {
  public:
-  KindProvider(PathKind kind, const TransportOps* ops) : kind_(kind), ops_(ops) {}
+  KindProvider(PathKind kind, const TransportOps* ops, int only = -1) : kind_(kind), ops_(ops), only_(only) {}
   const char* name() const override { return ops_->name; }
-  Status probe(const Topology&, int, int, SegKind, const PathOverrides&, ProbeResult* out) const override {
-    *out = ProbeResult{true, 1, kind_, "test"};
+  Status probe(const Topology&, int, int, SegKind k, const PathOverrides&, ProbeResult* out) const override {
+    *out = ProbeResult{only_ < 0 || static_cast<int>(k) == only_, 1, kind_, "test"};
     return Status::ok();
   }
   Status connect(const Topology&, int, int, SegKind, Connection* out) override {
@@ -467,6 +468,7 @@ class KindProvider final : public Provider {
  private:
   PathKind kind_;
   const TransportOps* ops_;
+  int only_;
 };
 
 TEST(PathTable, MappedPathsKeepTheirBaseWithoutLoadStore) {
@@ -492,7 +494,8 @@ TEST(PathTable, MappedPathsKeepTheirBaseWithoutLoadStore) {
 
 namespace {
 
-// getMany's fake transports: HOST paths through ops with getv, DEVICE paths through ops without; each call recorded.
+// getMany's fake transports (served by KindProvider, above): HOST paths through ops with getv, DEVICE paths through
+// ops without; each call recorded.
 struct GetLog {
   std::vector<size_t> getvSizes;  // items per getv call
   std::vector<int> getvPes;       // the PE of each item, in the order getv received them
@@ -529,25 +532,6 @@ TransportOps withoutGetv() {
 }
 const TransportOps kWithGetv = withGetv(), kWithoutGetv = withoutGetv();
 
-// Serves only one segment kind, with the given ops.
-class OneKindProvider final : public Provider {
- public:
-  OneKindProvider(SegKind kind, const TransportOps* ops) : kind_(kind), ops_(ops) {}
-  const char* name() const override { return ops_->name; }
-  Status probe(const Topology&, int, int, SegKind k, const PathOverrides&, ProbeResult* out) const override {
-    *out = ProbeResult{k == kind_, 1, PathKind::Net, "test"};
-    return Status::ok();
-  }
-  Status connect(const Topology&, int, int, SegKind, Connection* out) override {
-    *out = Connection{ops_, this};
-    return Status::ok();
-  }
-
- private:
-  SegKind kind_;
-  const TransportOps* ops_;
-};
-
 }  // namespace
 
 // PathTable::getMany: a batch spread over two transport contexts is one getv for the context that has it (its items
@@ -561,8 +545,9 @@ TEST(PathTable, GetManyBatchesByContext) {
     segs[0] = {true, host.data(), 64, [&](int) { return host.data(); }};
     segs[1] = {true, dev.data(), 64, [&](int) { return dev.data(); }};
     ProviderRegistry reg;
-    reg.add(std::unique_ptr<Provider>(new OneKindProvider(SegKind::Host, &kWithGetv)));
-    reg.add(std::unique_ptr<Provider>(new OneKindProvider(SegKind::Device, &kWithoutGetv)));
+    const int hostOnly = static_cast<int>(SegKind::Host), deviceOnly = static_cast<int>(SegKind::Device);
+    reg.add(std::unique_ptr<Provider>(new KindProvider(PathKind::Net, &kWithGetv, hostOnly)));
+    reg.add(std::unique_ptr<Provider>(new KindProvider(PathKind::Net, &kWithoutGetv, deviceOnly)));
     PathTable table;
     Status s = table.setUp(t, r, PathOverrides{}, std::move(reg), segs, boot);
     if (!s.isOk()) return "setUp: " + s.message();
