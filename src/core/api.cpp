@@ -334,23 +334,28 @@ int tether_local_size(tether_t w) { return query(w, "tether_local_size", [](Worl
 
 // ---- heap
 
+namespace {
+// tether_malloc, tether_align and tether_malloc_kind: one allocation, errors named after the call made.
+tether_status_t allocate(const char* call, tether_t w, int kindValue, size_t alignment, size_t size, void** ptr) {
+  if (!ptr) return report(tether::Status(TETHER_ERR_INVALID_ARG, tether::strprintf("%s: ptr is NULL", call)));
+  *ptr = nullptr;
+  return guarded(w, call, [&](World& x) { return x.allocate(call, kindValue, alignment, size, false, ptr); });
+}
+}  // namespace
+
 tether_status_t tether_malloc(tether_t w, size_t size, void** ptr) {
-  return tether_malloc_kind(w, TETHER_SEG_DEFAULT, 0, size, ptr);
+  return allocate("tether_malloc", w, TETHER_SEG_DEFAULT, 0, size, ptr);
 }
 
 tether_status_t tether_align(tether_t w, size_t alignment, size_t size, void** ptr) {
   if (alignment == 0)
     return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_align: alignment 0 is not a power of two"));
-  return tether_malloc_kind(w, TETHER_SEG_DEFAULT, alignment, size, ptr);
+  return allocate("tether_align", w, TETHER_SEG_DEFAULT, alignment, size, ptr);
 }
 
 tether_status_t tether_malloc_kind(tether_t w, tether_seg_kind_t kind, size_t alignment, size_t size, void** ptr) {
-  if (!ptr) return report(tether::Status(TETHER_ERR_INVALID_ARG, "tether_malloc: ptr is NULL"));
-  *ptr = nullptr;
-  const int kindValue = tether::enumValue(kind);  // checked by allocate, on every PE (a collective failure)
-  return guarded(w, "tether_malloc", [&](World& x) {
-    return x.allocate("tether_malloc", kindValue, alignment, size, false, ptr);
-  });
+  // The kind is checked by allocate, on every PE (a collective failure).
+  return allocate("tether_malloc_kind", w, tether::enumValue(kind), alignment, size, ptr);
 }
 
 tether_status_t tether_calloc(tether_t w, size_t count, size_t size, void** ptr) {
@@ -437,17 +442,17 @@ static tether::Status elemBytes(const char* call, size_t nelems, size_t elemSize
 }
 
 tether_status_t tether_put_elems(tether_t w, void* d, const void* s, size_t nelems, size_t elemSize, int pe) {
-  return guarded(w, "tether_put", [&](World& x) {
+  return guarded(w, "tether_put_elems", [&](World& x) {
     size_t n;
-    TETHER_TRY(elemBytes("tether_put", nelems, elemSize, &n));
-    return x.put("tether_put", d, s, n, pe, false);
+    TETHER_TRY(elemBytes("tether_put_elems", nelems, elemSize, &n));
+    return x.put("tether_put_elems", d, s, n, pe, false);
   });
 }
 tether_status_t tether_get_elems(tether_t w, void* d, const void* s, size_t nelems, size_t elemSize, int pe) {
-  return guarded(w, "tether_get", [&](World& x) {
+  return guarded(w, "tether_get_elems", [&](World& x) {
     size_t n;
-    TETHER_TRY(elemBytes("tether_get", nelems, elemSize, &n));
-    return x.get("tether_get", d, s, n, pe, false);
+    TETHER_TRY(elemBytes("tether_get_elems", nelems, elemSize, &n));
+    return x.get("tether_get_elems", d, s, n, pe, false);
   });
 }
 
@@ -597,6 +602,9 @@ tether_status_t tether_signal_fetch(tether_t w, const uint64_t* sig, uint64_t* v
   return guarded(w, "tether_signal_fetch", [&](World& x) -> tether::Status {
     tether::SymRef ref;
     TETHER_TRY(x.checkSymmetric("tether_signal_fetch", "sig_addr", sig, sizeof *sig, &ref));
+    if (ref.offset % sizeof *sig)  // (as every signal call: a 64-bit word, read atomically)
+      TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_signal_fetch: sig_addr %p is not 8-byte aligned",
+                  static_cast<const void*>(sig));
     if (!value) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_signal_fetch: value is NULL");
     if (ref.kind == tether::SegKind::Device) return x.heap().readLocal(ref, value, sizeof *value);
     *value = __atomic_load_n(sig, __ATOMIC_ACQUIRE);

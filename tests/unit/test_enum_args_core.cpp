@@ -75,7 +75,7 @@ TEST_F(EnumArgsCore, StatusStringAndDtypeSize) {
 TEST_F(EnumArgsCore, MallocKind) {
   for (int v : badValues(TETHER_SEG_DEVICE + 1)) {
     void* p = reinterpret_cast<void*>(1);
-    expectBad(enum_malloc_kind(w_, v, &p), "tether_malloc", "kind", v, "tether_seg_kind_t");
+    expectBad(enum_malloc_kind(w_, v, &p), "tether_malloc_kind", "kind", v, "tether_seg_kind_t");
     EXPECT_EQ(p, nullptr);
   }
   void* p = nullptr;

@@ -40,7 +40,7 @@ std::vector<Call> everyGroup(void* sym) {
       {"tether_finalize", [](tether_t w) { return tether_finalize(w); }},
       {"tether_malloc", [](tether_t w) { void* p; return tether_malloc(w, 64, &p); }},
       {"tether_calloc", [](tether_t w) { void* p; return tether_calloc(w, 8, 8, &p); }},
-      {"tether_malloc", [](tether_t w) { void* p; return tether_malloc_kind(w, TETHER_SEG_HOST, 0, 64, &p); }},
+      {"tether_malloc_kind", [](tether_t w) { void* p; return tether_malloc_kind(w, TETHER_SEG_HOST, 0, 64, &p); }},
       {"tether_realloc", [=](tether_t w) { void* p; return tether_realloc(w, sym, 128, &p); }},
       {"tether_free", [=](tether_t w) { return tether_free(w, sym); }},
       {"tether_register_program_data", [](tether_t w) { return tether_register_program_data(w); }},

@@ -1,0 +1,649 @@
+// Random calls of the core C API (tether.h) with arguments drawn from good and bad classes, one 1-PE instance with the
+// CPU emulation of the stream-op layer. What every call must do (tether.h's contract, "clear errors, never a crash or
+// a hang"). The calls: put/get (blocking, nbi, elems), atomics (host and stream), wait_until/test, put_signal, the
+// signal calls, allocation, putmem/getmem/p on the stream, the world team's allreduce, prepared sets (prepare, post,
+// free). For each:
+//  - a call with an argument of a bad class (a PE outside [0, n_pes), a NULL or non-symmetric address, a byte count
+//    beyond the heap, an enum value no enumerator has, a misaligned word for an atomic, wait or signal) fails, with a
+//    status among tether.h's codes and a message naming the call;
+//  - a call whose arguments are all good succeeds, and what it moved is there (a put's bytes at dest, a get's in the
+//    local buffer, an atomic's old and new values, a signal's word);
+//  - nothing crashes (the asan preset runs this too), and no call takes longer than its bound (a watchdog aborts with
+//    the call that hung).
+// Waits are asked only for conditions that hold (or with bad arguments): a wait that times out takes TETHER_TIMEOUT,
+// and on a stream it would fail the emulated stream for the rest of the run. Prints its seed (TETHER_TEST_SEED repeats
+// a run).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpu_stream_world.h"
+#include "tether/tether.h"
+#include "test_seed.h"
+
+namespace {
+
+constexpr size_t kObj = 4096;  // bytes of each symmetric object
+constexpr int kCalls = 30000;
+
+class ApiFuzz : public CpuStreamWorld<4> {};
+
+// The classes an argument is drawn from, and whether the draw is a bad one.
+struct Addr {
+  char* p = nullptr;
+  bool bad = false;        // NULL or outside the symmetric heap
+  bool misaligned = false;  // inside, but not 8-byte aligned
+  size_t room = 0;          // good: bytes from p to the end of its object
+};
+
+class Fuzzer {
+ public:
+  Fuzzer(tether_t w, tether::StreamOps* so, void* stream, uint64_t seed)
+      : w_(w), so_(so), stream_(stream), rng_(seed), local_(kObj / 8), stackBuf_{} {}
+
+  ~Fuzzer() {
+    for (char* o : objs_) (void)tether_free(w_, o);
+  }
+
+  void run(int calls) {
+    for (int i = 0; i < 4; ++i) newObject();
+    watchdog_ = std::thread([this] { watch(); });
+    for (int i = 0; i < calls && !::testing::Test::HasFailure(); ++i) {
+      call_ = i;
+      step();
+      beat_.fetch_add(1, std::memory_order_relaxed);
+    }
+    done_.store(true);
+    watchdog_.join();
+    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "the emulated stream failed during the run";
+    std::printf("api fuzz: %d calls, %d must-fail, %d must-succeed, %d either\n", calls, nFail_, nOk_, nEither_);
+  }
+
+ private:
+  // Aborts (with the call in flight) when no call ended for 20 s: a hang is a failure, not a stuck CI job.
+  void watch() {
+    uint64_t last = beat_.load();
+    auto since = std::chrono::steady_clock::now();
+    while (!done_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const uint64_t b = beat_.load();
+      if (b != last) {
+        last = b;
+        since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(20)) {
+        std::fprintf(stderr, "FAIL api fuzz: call %d (%s) did not return in 20 s\n", call_.load(), verb_.load());
+        std::abort();
+      }
+    }
+  }
+
+  uint64_t uni(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
+  bool coin(unsigned percent) { return uni(100) < percent; }
+
+  void newObject() {
+    void* p = nullptr;
+    ASSERT_EQ(tether_calloc(w_, 1, kObj, &p), TETHER_SUCCESS) << tether_last_error();
+    objs_.push_back(static_cast<char*>(p));
+  }
+
+  // A symmetric address: good (an object at an 8-aligned offset), misaligned, or bad.
+  Addr sym(unsigned badPercent = 15, unsigned misPercent = 5) {
+    Addr a;
+    if (coin(badPercent)) {
+      a.bad = true;
+      switch (uni(4)) {
+        case 0: a.p = nullptr; break;
+        case 1: a.p = reinterpret_cast<char*>(stackBuf_); break;  // this program's memory, not the heap
+        case 2: a.p = objs_[0] + (size_t{1} << 40); break;        // far beyond the heap (never dereferenced)
+        default: a.p = reinterpret_cast<char*>(local_.data()); break;
+      }
+      return a;
+    }
+    char* o = objs_[uni(objs_.size())];
+    if (coin(misPercent)) {
+      a.p = o + 1 + 8 * uni(8);
+      a.misaligned = true;
+      a.room = kObj - static_cast<size_t>(a.p - o);
+      return a;
+    }
+    const size_t off = 8 * uni(kObj / 8);
+    a.p = o + off;
+    a.room = kObj - off;
+    return a;
+  }
+  // A byte count for an address with `room` bytes: within it, or beyond the heap (bad).
+  size_t bytes(size_t room, bool* bad) {
+    *bad = coin(10);
+    if (*bad) return uni(2) ? size_t{1} << 40 : SIZE_MAX - uni(8);
+    if (room == 0) return 0;
+    const size_t caps[] = {0, 1, 7, 8, 16, 64, 512, kObj};
+    return std::min(room, caps[uni(8)]);
+  }
+  int pe(bool* bad) {
+    *bad = coin(10);
+    if (!*bad) return 0;
+    const int bads[] = {1, -1, INT_MAX, INT_MIN, 2};
+    return bads[uni(5)];
+  }
+  // An enum value: a good one below draw, or a bad one (representable values that no enumerator has: the type has
+  // `enumerators` of them, 0 .. enumerators-1).
+  template <class E>
+  E enumOf(int draw, int enumerators, bool* bad) {
+    *bad = coin(8);
+    if (!*bad) return static_cast<E>(uni(static_cast<uint64_t>(draw)));
+    const int bads[] = {enumerators, enumerators + 1, 1000, INT_MAX};
+    return static_cast<E>(bads[uni(4)]);
+  }
+  void pattern(void* p, size_t n) {
+    auto* b = static_cast<unsigned char*>(p);
+    const unsigned char s = static_cast<unsigned char>(uni(256));
+    for (size_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>(s + i * 7);
+  }
+
+  // Checks one call's outcome against its class; mustFail wins over a good-looking rest.
+  void expect(const char* call, tether_status_t st, bool mustFail, bool mustSucceed) {
+    const std::string msg = st == TETHER_SUCCESS ? "" : tether_last_error();
+    ASSERT_TRUE(st >= TETHER_SUCCESS && st <= TETHER_ERR_TRUNCATED)
+        << "call " << call_ << " " << what_ << ": status " << static_cast<int>(st) << " is no tether_status_t";
+    if (mustFail) {
+      ++nFail_;
+      ASSERT_NE(st, TETHER_SUCCESS) << "call " << call_ << " " << what_ << " succeeded with a bad argument";
+    } else if (mustSucceed) {
+      ++nOk_;
+      ASSERT_EQ(st, TETHER_SUCCESS) << "call " << call_ << " " << what_ << ": " << msg;
+    } else {
+      ++nEither_;
+    }
+    if (st != TETHER_SUCCESS) {
+      ASSERT_NE(msg.find(call), std::string::npos)
+          << "call " << call_ << " " << what_ << ": the message does not name " << call << ": '" << msg << "'";
+    }
+  }
+  void describe(const char* call, const Addr& a, size_t n, int p) {
+    verb_.store(call);
+    char b[200];
+    std::snprintf(b, sizeof b, "%s(addr %p%s%s, %zu bytes, pe %d)", call, static_cast<void*>(a.p),
+                  a.bad ? " bad" : "", a.misaligned ? " misaligned" : "", n, p);
+    what_ = b;
+  }
+
+  void step() {
+    switch (uni(15)) {
+      case 0: rma(true, false); break;
+      case 1: rma(false, false); break;
+      case 2: rma(true, true); break;
+      case 3: rma(false, true); break;
+      case 4: elems(); break;
+      case 5: atomic(false); break;
+      case 6: atomic(true); break;
+      case 7: waitOrTest(); break;
+      case 8: putSignal(); break;
+      case 9: signalOps(); break;
+      case 10: alloc(); break;
+      case 11: streamRma(); break;
+      case 12: allreduce(); break;
+      case 13: prepared(); break;
+      default: {
+        verb_.store("tether_quiet/fence");
+        what_ = "tether_quiet/fence";
+        expect("tether_quiet", tether_quiet(w_), false, true);
+        expect("tether_fence", tether_fence(w_), false, true);
+      }
+    }
+  }
+
+  // put/get (blocking, or nbi then quiet) between the local buffer (or NULL) and a symmetric address.
+  void rma(bool isPut, bool nbi) {
+    const char* call = isPut ? (nbi ? "tether_put_nbi" : "tether_put") : (nbi ? "tether_get_nbi" : "tether_get");
+    Addr a = sym();
+    bool badN = false, badPe = false;
+    const size_t n = bytes(a.bad ? kObj : a.room, &badN);
+    const int p = pe(&badPe);
+    const bool nullLocal = coin(5);
+    char* loc = nullLocal ? nullptr : reinterpret_cast<char*>(local_.data());
+    describe(call, a, n, p);
+    if (isPut && loc) pattern(loc, std::min(n, kObj));
+    if (!isPut && !a.bad) pattern(a.p, std::min(n, a.room));
+    tether_status_t st;
+    if (isPut) st = (nbi ? tether_put_nbi : tether_put)(w_, a.p, loc, n, p);
+    else st = (nbi ? tether_get_nbi : tether_get)(w_, loc, a.p, n, p);
+    const bool mustFail = badPe || (n > 0 && (a.bad || nullLocal)) || badN;
+    const bool good = !mustFail && !a.bad;
+    expect(call, st, mustFail, good);
+    if (nbi) expect("tether_quiet", tether_quiet(w_), false, true);
+    if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc, n) != 0)
+      ADD_FAILURE() << "call " << call_ << " " << what_ << ": the bytes differ after the call";
+  }
+
+  // put_elems / get_elems: nelems * elem_size must not overflow.
+  void elems() {
+    const bool isPut = coin(50);
+    const char* call = isPut ? "tether_put_elems" : "tether_get_elems";
+    Addr a = sym();
+    bool badPe = false;
+    const int p = pe(&badPe);
+    const bool overflow = coin(10);
+    const size_t es = size_t{1} << (overflow ? 1 + uni(3) : uni(4));  // (1-byte elements cannot overflow)
+    size_t ne = a.bad ? uni(16) : uni(a.room / es + 1);
+    if (overflow) ne = SIZE_MAX / es + 1 + uni(4);
+    describe(call, a, ne * es, p);
+    char* loc = reinterpret_cast<char*>(local_.data());
+    if (isPut) pattern(loc, std::min(ne * es, kObj));
+    const tether_status_t st =
+        isPut ? tether_put_elems(w_, a.p, loc, ne, es, p) : tether_get_elems(w_, loc, a.p, ne, es, p);
+    const bool mustFail = badPe || overflow || (ne > 0 && a.bad);
+    expect(call, st, mustFail, !mustFail && !a.bad);
+    if (overflow && !badPe && st != TETHER_ERR_OVERFLOW && st != TETHER_ERR_INVALID_PE)
+      ADD_FAILURE() << "call " << call_ << " " << what_ << ": an overflowing count gave " << tether_status_string(st);
+  }
+
+  // tether_atomic (or its stream form) on a word of the types and ops tether.h lists, with bad classes mixed in.
+  void atomic(bool onStream) {
+    const char* call = onStream ? "tether_atomic_on_stream" : "tether_atomic";
+    Addr a = sym(15, 15);
+    bool badOp = false, badType = false, badPe = false;
+    const tether_amo_t op = enumOf<tether_amo_t>(TETHER_AMO_COUNT, TETHER_AMO_COUNT, &badOp);
+    // The 64-bit integer types every op takes, and a few that some ops refuse (those are "either").
+    const tether_dtype_t goodTypes[] = {TETHER_UINT64, TETHER_INT64, TETHER_ULONGLONG, TETHER_UINT32, TETHER_INT,
+                                        TETHER_DOUBLE, TETHER_SHORT};
+    bool badTypeEnum = coin(8);
+    tether_dtype_t type = badTypeEnum ? static_cast<tether_dtype_t>(TETHER_DTYPE_COUNT + uni(3))
+                                      : goodTypes[uni(sizeof goodTypes / sizeof *goodTypes)];
+    badType = badTypeEnum;
+    const int p = pe(&badPe);
+    describe(call, a, 8, p);
+    uint64_t value = uni(1000), cond = uni(3), fetched = 0;
+    const bool nullFetched = coin(10);
+    const bool fetching = op == TETHER_AMO_FETCH || op == TETHER_AMO_SWAP || op == TETHER_AMO_COMPARE_SWAP ||
+                          op == TETHER_AMO_FETCH_INC || op == TETHER_AMO_FETCH_ADD || op == TETHER_AMO_FETCH_AND ||
+                          op == TETHER_AMO_FETCH_OR || op == TETHER_AMO_FETCH_XOR;
+    uint64_t* fp = nullFetched ? nullptr : &fetched;
+    uint64_t before = 0;
+    if (!a.bad && !a.misaligned) std::memcpy(&before, a.p, 8);
+    tether_status_t st;
+    if (onStream) {
+      // fetched must be memory the stream can write (the emulation: any host memory; kept alive until the sync).
+      st = tether_atomic_on_stream(w_, op, type, a.p, &value, &cond, fp, p, stream_);
+      if (st == TETHER_SUCCESS) {
+        ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << call_ << " " << what_;
+      }
+    } else {
+      st = tether_atomic(w_, op, type, a.p, &value, &cond, fp, p);
+    }
+    const bool mustFail = badOp || badType || badPe || a.bad || a.misaligned || (fetching && nullFetched);
+    // Good: a 64-bit integer type (every op takes those), the word aligned, fetched given where the op fetches.
+    const bool wide = type == TETHER_UINT64 || type == TETHER_INT64 || type == TETHER_ULONGLONG;
+    const bool good = !mustFail && wide;
+    expect(call, st, mustFail, good);
+    if (good && st == TETHER_SUCCESS) {
+      uint64_t after = 0;
+      std::memcpy(&after, a.p, 8);
+      uint64_t want = before;
+      switch (op) {
+        case TETHER_AMO_SET: case TETHER_AMO_SWAP: want = value; break;
+        case TETHER_AMO_COMPARE_SWAP: want = before == cond ? value : before; break;
+        case TETHER_AMO_INC: case TETHER_AMO_FETCH_INC: want = before + 1; break;
+        case TETHER_AMO_ADD: case TETHER_AMO_FETCH_ADD: want = before + value; break;
+        case TETHER_AMO_AND: case TETHER_AMO_FETCH_AND: want = before & value; break;
+        case TETHER_AMO_OR: case TETHER_AMO_FETCH_OR: want = before | value; break;
+        case TETHER_AMO_XOR: case TETHER_AMO_FETCH_XOR: want = before ^ value; break;
+        default: break;
+      }
+      if (after != want) ADD_FAILURE() << "call " << call_ << " " << what_ << ": word " << after << ", want " << want;
+      if (fetching && fetched != before)
+        ADD_FAILURE() << "call " << call_ << " " << what_ << ": fetched " << fetched << ", old value " << before;
+    }
+  }
+
+  // tether_wait_until / tether_test on a word, for a condition that holds (EQ its value, GE 0, NE value+1) unless an
+  // argument is bad.
+  void waitOrTest() {
+    const bool isTest = coin(50);
+    const char* call = isTest ? "tether_test" : "tether_wait_until";
+    Addr a = sym(15, 10);
+    bool badCmp = false;
+    tether_cmp_t cmp = enumOf<tether_cmp_t>(3, TETHER_CMP_LE + 1, &badCmp);  // good: EQ, NE, GT
+    bool badType = coin(8);
+    const tether_dtype_t type = badType ? static_cast<tether_dtype_t>(TETHER_DTYPE_COUNT + uni(3)) : TETHER_UINT64;
+    describe(call, a, 8, 0);
+    uint64_t cur = 0;
+    if (!a.bad && !a.misaligned) std::memcpy(&cur, a.p, 8);
+    uint64_t value = cur;
+    if (!badCmp && cmp == TETHER_CMP_NE) value = cur + 1;
+    if (!badCmp && cmp == TETHER_CMP_GT) value = cur - 1;  // holds unless cur == 0 (then wraps: does not hold)
+    const bool holds = badCmp || cmp != TETHER_CMP_GT || cur != 0;
+    if (!holds && !isTest) return;  // never wait for what does not hold
+    const bool nullValue = coin(5);
+    int result = -1;
+    const tether_status_t st = isTest ? tether_test(w_, a.p, type, cmp, nullValue ? nullptr : &value, &result)
+                                      : tether_wait_until(w_, a.p, type, cmp, nullValue ? nullptr : &value);
+    const bool mustFail = badCmp || badType || a.bad || a.misaligned || nullValue;
+    expect(call, st, mustFail, !mustFail);
+    if (isTest && !mustFail && st == TETHER_SUCCESS && result != (holds ? 1 : 0))
+      ADD_FAILURE() << "call " << call_ << " " << what_ << ": result " << result << ", the condition "
+                    << (holds ? "holds" : "does not hold");
+  }
+
+  // put_signal (blocking or nbi) with the signal word drawn like any symmetric word.
+  void putSignal() {
+    const bool nbi = coin(50);
+    const char* call = nbi ? "tether_put_signal_nbi" : "tether_put_signal";
+    Addr a = sym(10, 0), s = sym(10, 10);
+    bool badN = false, badPe = false, badOp = false;
+    const size_t n = bytes(a.bad ? kObj : a.room, &badN);
+    const int p = pe(&badPe);
+    const tether_signal_op_t op = enumOf<tether_signal_op_t>(2, 2, &badOp);
+    describe(call, a, n, p);
+    what_ += " sig " + std::to_string(reinterpret_cast<uintptr_t>(s.p)) + (s.bad ? " bad" : "") +
+             (s.misaligned ? " misaligned" : "");
+    char* loc = reinterpret_cast<char*>(local_.data());
+    pattern(loc, std::min(n, kObj));
+    // The signal word must not overlap the data (that would be the caller's race; keep the draws apart).
+    if (!a.bad && !s.bad && s.p + 8 > a.p && s.p < a.p + n) return;
+    uint64_t before = 0;
+    if (!s.bad && !s.misaligned) std::memcpy(&before, s.p, 8);
+    const uint64_t sig = 1 + uni(100);
+    const tether_status_t st = (nbi ? tether_put_signal_nbi : tether_put_signal)(
+        w_, a.p, loc, n, reinterpret_cast<uint64_t*>(s.p), sig, op, p);
+    const bool mustFail = badN || badPe || badOp || (n > 0 && a.bad) || s.bad || s.misaligned;
+    const bool good = !mustFail && !a.bad;
+    expect(call, st, mustFail, good);
+    if (nbi) expect("tether_quiet", tether_quiet(w_), false, true);
+    if (good && st == TETHER_SUCCESS) {
+      uint64_t after = 0;
+      std::memcpy(&after, s.p, 8);
+      const uint64_t want = op == TETHER_SIGNAL_SET ? sig : before + sig;
+      if (after != want) ADD_FAILURE() << "call " << call_ << " " << what_ << ": signal " << after << ", want " << want;
+      if (n > 0 && std::memcmp(a.p, loc, n) != 0) ADD_FAILURE() << "call " << call_ << " " << what_ << ": data differ";
+    }
+  }
+
+  // signal_op, signal_fetch, signal_wait_until (a condition that holds).
+  void signalOps() {
+    Addr s = sym(15, 15);
+    bool badPe = false, badOp = false, badCmp = false;
+    auto* w = reinterpret_cast<uint64_t*>(s.p);
+    switch (uni(3)) {
+      case 0: {
+        const int p = pe(&badPe);
+        const tether_signal_op_t op = enumOf<tether_signal_op_t>(2, 2, &badOp);
+        describe("tether_signal_op", s, 8, p);
+        expect("tether_signal_op", tether_signal_op(w_, w, 1 + uni(9), op, p), badPe || badOp || s.bad || s.misaligned,
+               !(badPe || badOp || s.bad || s.misaligned));
+        break;
+      }
+      case 1: {
+        uint64_t v = 0;
+        const bool nullOut = coin(10);
+        describe("tether_signal_fetch", s, 8, 0);
+        const tether_status_t st = tether_signal_fetch(w_, w, nullOut ? nullptr : &v);
+        const bool mustFail = s.bad || s.misaligned || nullOut;
+        expect("tether_signal_fetch", st, mustFail, !mustFail);
+        if (!mustFail && st == TETHER_SUCCESS && std::memcmp(&v, s.p, 8) != 0)
+          ADD_FAILURE() << "call " << call_ << " " << what_ << ": fetched another value";
+        break;
+      }
+      default: {
+        const tether_cmp_t cmp = enumOf<tether_cmp_t>(1, TETHER_CMP_LE + 1, &badCmp);  // EQ when good
+        uint64_t cur = 0, seen = 0;
+        if (!s.bad && !s.misaligned) std::memcpy(&cur, s.p, 8);
+        describe("tether_signal_wait_until", s, 8, 0);
+        const tether_status_t st = tether_signal_wait_until(w_, w, cmp, cur, &seen);
+        const bool mustFail = s.bad || s.misaligned || badCmp;
+        expect("tether_signal_wait_until", st, mustFail, !mustFail);
+        if (!mustFail && st == TETHER_SUCCESS && seen != cur)
+          ADD_FAILURE() << "call " << call_ << " " << what_ << ": seen " << seen << ", value " << cur;
+      }
+    }
+  }
+
+  // The allocation calls (collective, 1 PE): objects come and go; bad sizes and alignments fail and change nothing.
+  void alloc() {
+    verb_.store("tether_malloc/calloc/align/realloc/free");
+    void* p = nullptr;
+    switch (uni(4)) {
+      case 0: {  // malloc of a size beyond the heap's maximum
+        what_ = "tether_malloc(beyond the heap)";
+        const size_t n = uni(2) ? SIZE_MAX - uni(64) : size_t{1} << 40;
+        expect("tether_malloc", tether_malloc(w_, n, &p), true, false);
+        break;
+      }
+      case 1: {  // calloc whose count * size overflows, or NULL out
+        const bool nullOut = coin(50);
+        what_ = nullOut ? "tether_calloc(out NULL)" : "tether_calloc(overflowing count)";
+        expect("tether_calloc", nullOut ? tether_calloc(w_, 1, 8, nullptr) : tether_calloc(w_, SIZE_MAX / 2, 4, &p),
+               true, false);
+        break;
+      }
+      case 2: {  // align with a bad alignment (not a power of two) or a good one
+        const bool badAlign = coin(40);
+        const size_t al = badAlign ? 3 + 2 * uni(100) : size_t{8} << uni(8);
+        what_ = "tether_align(" + std::to_string(al) + ")";
+        const tether_status_t st = tether_align(w_, al, kObj, &p);
+        expect("tether_align", st, badAlign, !badAlign);
+        if (st == TETHER_SUCCESS) {
+          if (reinterpret_cast<uintptr_t>(p) % al != 0) ADD_FAILURE() << what_ << " returned " << p;
+          std::memset(p, 0, kObj);
+          if (objs_.size() < 12) objs_.push_back(static_cast<char*>(p));
+          else expect("tether_free", tether_free(w_, p), false, true);
+        }
+        break;
+      }
+      default: {  // realloc an object to the same size (contents kept) or free one (a fresh one replaces it)
+        const size_t i = uni(objs_.size());
+        if (coin(50)) {
+          what_ = "tether_realloc(same size)";
+          std::vector<char> keep(objs_[i], objs_[i] + kObj);
+          const tether_status_t st = tether_realloc(w_, objs_[i], kObj, &p);
+          expect("tether_realloc", st, false, true);
+          if (st == TETHER_SUCCESS) {
+            objs_[i] = static_cast<char*>(p);
+            if (std::memcmp(p, keep.data(), kObj) != 0) ADD_FAILURE() << "realloc lost the contents";
+          }
+        } else if (objs_.size() > 2) {
+          what_ = "tether_free(object)";
+          expect("tether_free", tether_free(w_, objs_[i]), false, true);
+          objs_.erase(objs_.begin() + static_cast<std::ptrdiff_t>(i));
+          newObject();
+        }
+      }
+    }
+  }
+
+  // putmem/getmem/p on the emulated stream, then a sync: good calls move their bytes, bad ones fail at the call.
+  void streamRma() {
+    const unsigned kind = static_cast<unsigned>(uni(3));
+    const char* call = kind == 0 ? "tether_putmem_on_stream" : kind == 1 ? "tether_getmem_on_stream"
+                                                                          : "tether_p_on_stream";
+    Addr a = sym(15, kind == 2 ? 15 : 0);
+    bool badN = false, badPe = false;
+    size_t n = bytes(a.bad ? kObj : a.room, &badN);
+    bool badWidth = false;
+    if (kind == 2 && !badN) {
+      const size_t widths[] = {1, 2, 4, 8, 3, 16};
+      n = widths[uni(6)];
+      badWidth = n == 3 || n == 16;
+    }
+    const int p = pe(&badPe);
+    describe(call, a, n, p);
+    // The stream reads and writes these after the call returns: a buffer of its own, alive until the sync.
+    std::vector<char> loc(std::max<size_t>(n <= kObj ? n : 0, 8));
+    pattern(loc.data(), loc.size());
+    if (kind == 1 && !a.bad) pattern(a.p, std::min(n, a.room));
+    tether_status_t st;
+    if (kind == 0) st = tether_putmem_on_stream(w_, a.p, loc.data(), n, p, stream_);
+    else if (kind == 1) st = tether_getmem_on_stream(w_, loc.data(), a.p, n, p, stream_);
+    else st = tether_p_on_stream(w_, a.p, loc.data(), n, p, stream_);
+    const bool misalignedP = kind == 2 && !badWidth && !a.bad && reinterpret_cast<uintptr_t>(a.p) % n != 0;
+    const bool mustFail = badN || badPe || (n > 0 && a.bad) || badWidth || misalignedP;
+    const bool good = !mustFail && !a.bad;
+    expect(call, st, mustFail, good);
+    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << call_ << " " << what_ << ": the stream failed";
+    if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc.data(), n) != 0)
+      ADD_FAILURE() << "call " << call_ << " " << what_ << ": the bytes differ after the sync";
+  }
+
+  // A prepared set of 1-4 operations (puts, gets, put_signals, signals, waits that hold, quiets, barriers) with bad
+  // fields mixed in: tether_prepare refuses a set with any bad operation; a good set posts (patch: none, zero, or an
+  // offset beyond the heap, which the post refuses) and moves its bytes.
+  void prepared() {
+    verb_.store("tether_prepare");
+    tether_op_desc_t ops[4];
+    std::vector<std::vector<char>> srcs;  // put sources and get destinations: alive until the sync
+    const size_t n = 1 + uni(4);
+    bool anyBad = false;
+    struct Moved { char* sym; const char* loc; size_t n; };
+    std::vector<Moved> moved;
+    std::vector<std::pair<char*, size_t>> written;  // symmetric ranges this set writes (kept apart)
+    auto apart = [&](char* p, size_t len) {
+      for (auto& w : written)
+        if (p < w.first + w.second && w.first < p + len) return false;
+      written.emplace_back(p, len);
+      return true;
+    };
+    std::string text = "tether_prepare(";
+    bool flaggedData = false, flaggedEmpty = false;  // some data operation takes patch offsets (with bytes / none)
+    for (size_t i = 0; i < n; ++i) {
+      tether_op_desc_t& o = ops[i];
+      std::memset(&o, 0, sizeof o);
+      bool badKind = coin(5);
+      const int kind = badKind ? (uni(2) ? 0 : 9 + static_cast<int>(uni(1000))) : 1 + static_cast<int>(uni(8));
+      o.kind = static_cast<tether_op_kind_t>(kind);
+      bool badPe = false, badN = false, badOp = false, badCmp = false;
+      o.pe = pe(&badPe);
+      Addr d = sym(8, 0), sg = sym(8, 8);
+      o.nbytes = bytes(d.bad ? kObj : d.room, &badN);
+      srcs.emplace_back(std::max<size_t>(o.nbytes <= kObj ? o.nbytes : 0, 8));
+      pattern(srcs.back().data(), srcs.back().size());
+      o.sig_addr = reinterpret_cast<uint64_t*>(sg.p);
+      o.signal = 1 + uni(5);
+      o.sig_op = enumOf<tether_signal_op_t>(2, 2, &badOp);
+      o.cmp = TETHER_CMP_GE;
+      bool bad = badKind;
+      switch (kind) {
+        case TETHER_OP_PUT: case TETHER_OP_PUT_SIGNAL:
+          o.dest = d.p;
+          o.src = srcs.back().data();
+          bad = bad || badPe || badN || (o.nbytes > 0 && d.bad);
+          if (kind == TETHER_OP_PUT_SIGNAL) bad = bad || badOp || sg.bad || sg.misaligned;
+          // Writes that overlap within one set are the caller's race: such an operation becomes a quiet.
+          if (!bad && ((!d.bad && !apart(d.p, o.nbytes)) || (kind == TETHER_OP_PUT_SIGNAL && !apart(sg.p, 8)))) {
+            o.kind = TETHER_OP_QUIET;
+            break;
+          }
+          if (!bad && !d.bad && o.nbytes) moved.push_back({d.p, srcs.back().data(), o.nbytes});
+          if (coin(30)) o.flags = TETHER_OP_PATCH_OFFSET;
+          break;
+        case TETHER_OP_GET:
+          o.dest = srcs.back().data();
+          o.src = d.p;
+          bad = bad || badPe || badN || (o.nbytes > 0 && d.bad);
+          if (!bad && !d.bad && !apart(d.p, o.nbytes)) {  // (read while written: keep apart too)
+            o.kind = TETHER_OP_QUIET;
+            break;
+          }
+          if (!bad && !d.bad && o.nbytes) moved.push_back({d.p, srcs.back().data(), o.nbytes});
+          if (coin(30)) o.flags = TETHER_OP_PATCH_OFFSET;
+          break;
+        case TETHER_OP_SIGNAL:
+          bad = bad || badPe || badOp || sg.bad || sg.misaligned;
+          if (!bad && !apart(sg.p, 8)) o.kind = TETHER_OP_QUIET;
+          break;
+        case TETHER_OP_SIGNAL_WAIT:  // EQ the word's value now, which no other operation of the set writes
+          o.cmp = enumOf<tether_cmp_t>(1, TETHER_CMP_LE + 1, &badCmp);
+          bad = bad || badCmp || sg.bad || sg.misaligned;
+          if (!bad) {
+            std::memcpy(&o.signal, sg.p, 8);
+            if (!apart(sg.p, 8)) o.kind = TETHER_OP_QUIET;
+          }
+          break;
+        default: break;  // QUIET, BARRIER_ALL, SYNC_ALL and bad kinds
+      }
+      anyBad = anyBad || bad;
+      if (o.flags) (o.nbytes ? flaggedData : flaggedEmpty) = true;
+      text += std::to_string(kind) + (bad ? "!" : "") + " ";
+    }
+    what_ = text + ")";
+    tether_op_set_t set = nullptr;
+    const tether_status_t st = tether_prepare(w_, ops, n, &set);
+    expect("tether_prepare", st, anyBad, !anyBad);
+    if (st != TETHER_SUCCESS) {
+      if (set != nullptr) ADD_FAILURE() << "call " << call_ << " " << what_ << ": a failed prepare gave a set";
+      return;
+    }
+    verb_.store("tether_post_on_stream");
+    const unsigned how = static_cast<unsigned>(uni(3));
+    tether_post_patch_t patch{how == 2 ? size_t{1} << 40 : 0, 0};
+    const tether_status_t ps = tether_post_on_stream(set, stream_, how == 0 ? nullptr : &patch);
+    // A patch beyond the heap fails where an operation with bytes takes offsets (checked at the post, nothing
+    // enqueued); otherwise it is ignored or zero, and the post succeeds.
+    const bool postFails = how == 2 && flaggedData;
+    expect("tether_post_on_stream", ps, postFails, how != 2 || (!flaggedData && !flaggedEmpty));
+    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << call_ << " " << what_ << ": the stream failed";
+    for (const Moved& m : moved)
+      if (ps == TETHER_SUCCESS && std::memcmp(m.sym, m.loc, m.n) != 0)
+        ADD_FAILURE() << "call " << call_ << " " << what_ << ": bytes differ";
+    expect("tether_op_set_free", tether_op_set_free(set), false, true);
+  }
+
+  // tether_team_allreduce over the 1-member world team: dest = src (sum of one member) for good arguments.
+  void allreduce() {
+    Addr d = sym(10, 0), s = sym(10, 0);
+    bool badType = false, badOp = false;
+    // The classic types (INT .. USHORT); SUM, PROD, MIN, MAX, which every type takes.
+    const tether_dtype_t type = enumOf<tether_dtype_t>(TETHER_INT8, TETHER_DTYPE_COUNT, &badType);
+    const tether_red_op_t op = enumOf<tether_red_op_t>(4, TETHER_RED_COUNT, &badOp);
+    const size_t es = badType ? 8 : tether_dtype_size(type);
+    size_t count = es ? uni(std::min(d.bad ? kObj : d.room, s.bad ? kObj : s.room) / (es ? es : 1) + 1) : 0;
+    const bool overflow = coin(5);
+    if (overflow) count = SIZE_MAX / 2;
+    describe("tether_team_allreduce", d, count * es, 0);
+    // Overlapping dest and src other than exactly in place is refused; keep such draws out of the good class.
+    const bool inPlace = d.p == s.p;
+    const bool overlap = !d.bad && !s.bad && !inPlace && d.p < s.p + count * es && s.p < d.p + count * es;
+    if (!s.bad) pattern(s.p, std::min(count * es, s.room));
+    std::vector<char> want(s.bad ? 0 : std::min(count * es, s.room));
+    if (!want.empty()) std::memcpy(want.data(), s.p, want.size());
+    const tether_status_t st = tether_team_allreduce(tether_team_world(w_), d.p, s.p, count, type, op);
+    const bool mustFail = badType || badOp || overflow || (count > 0 && (d.bad || s.bad));
+    const bool good = !mustFail && !overlap && !d.bad && !s.bad;
+    expect("tether_team_allreduce", st, mustFail, good);
+    // SUM/PROD/MIN/MAX over one member: the member's own values (floats: the same bits, NaN patterns included --
+    // pattern() may make NaNs, which a sum of one member passes through unchanged or not: compare integers only).
+    const bool integer = type != TETHER_FLOAT && type != TETHER_DOUBLE;
+    if (good && integer && st == TETHER_SUCCESS && count > 0 && std::memcmp(d.p, want.data(), count * es) != 0)
+      ADD_FAILURE() << "call " << call_ << " " << what_ << ": dest differs from src (one member)";
+  }
+
+  tether_t w_;
+  tether::StreamOps* so_;
+  void* stream_;
+  std::mt19937_64 rng_;
+  std::vector<uint64_t> local_;
+  uint64_t stackBuf_[64];
+  std::vector<char*> objs_;
+  std::thread watchdog_;
+  std::atomic<uint64_t> beat_{0};
+  std::atomic<bool> done_{false};
+  std::atomic<int> call_{0};
+  std::atomic<const char*> verb_{""};  // the call in flight, for the watchdog (what_ is the main thread's)
+  std::string what_;
+  int nFail_ = 0, nOk_ = 0, nEither_ = 0;
+};
+
+TEST_F(ApiFuzz, RandomCallsKeepTheContract) {
+  const uint64_t seed = tether::testSeed("test_api_fuzz");
+  Fuzzer f(w_, so_, stream_, seed);
+  f.run(kCalls);
+}
+
+}  // namespace
