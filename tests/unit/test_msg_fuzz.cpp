@@ -1,0 +1,436 @@
+// Random two-sided messaging (tether/msg.h) on a 1-PE instance, every message to itself, against a model of MPI's
+// matching, with bad arguments and misused requests mixed in. Checked for every call:
+//  - bad arguments (a PE outside the job or a wildcard PE on a send, a negative tag other than the receive wildcard, a
+//    NULL buffer with bytes, a NULL request, a request id that names nothing -- never issued, or already completed)
+//    fail with TETHER_ERR_INVALID_ARG or _INVALID_PE and a message naming the call, and change nothing;
+//  - the model: a send matches the earliest posted receive that fits it, else waits as unexpected; a receive matches
+//    the earliest unexpected message that fits it, else waits as posted (messages from one PE are matched in the
+//    order they were sent). A receive the model has matched completes at its next test or wait with the message's
+//    tag, source 0, its bytes (or the receive's, TETHER_ERR_TRUNCATED when shorter) and its bytes in the buffer; one
+//    the model has not matched does not complete (test says not done);
+//  - sends (eager: at most 2 KiB here) complete at their test or wait; waitall and waitany complete what they should.
+// Ends by sending a message for every receive still posted and waiting for everything. Prints its seed
+// (TETHER_TEST_SEED repeats a run); a watchdog turns a hang into a failure naming the call.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tether/msg.h"
+#include "tether/tether.h"
+#include "test_seed.h"
+
+namespace {
+
+constexpr int kCalls = 20000;
+constexpr size_t kMaxSend = 2048;  // below the default eager size (8192): sends complete without a receive
+constexpr size_t kMaxPending = 48;  // sends (receives) outstanding at most: unexpected bytes stay well inside the pool
+
+const char* const kConfig[] = {"TETHER_HEAP_SIZE=16M", "TETHER_TIMEOUT=5", "TETHER_DEFAULT_SEGMENT=host",
+                               "TETHER_GPU=none", nullptr};
+
+struct Msg {  // a send, as the model knows it
+  uint64_t id = 0;
+  int tag = 0;
+  std::vector<unsigned char> data;
+};
+struct Recv {  // a receive, as the model knows it
+  tether_request_t req = TETHER_REQUEST_NULL;
+  int tag = TETHER_ANY_TAG;
+  std::unique_ptr<std::vector<unsigned char>> buf;  // stays put while the request is pending
+  size_t bytes = 0;
+  const Msg* matched = nullptr;  // (points into matched_)
+  int pe = TETHER_ANY_PE;
+};
+struct Send {
+  tether_request_t req = TETHER_REQUEST_NULL;
+  std::unique_ptr<std::vector<unsigned char>> buf;
+};
+
+class MsgFuzz {
+ public:
+  MsgFuzz(tether_t w, uint64_t seed) : w_(w), rng_(seed) {}
+
+  void run(int calls) {
+    watchdog_ = std::thread([this] { watch(); });
+    for (int i = 0; i < calls && !::testing::Test::HasFailure(); ++i) {
+      call_ = i;
+      step();
+      beat_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!::testing::Test::HasFailure()) drain();
+    done_.store(true);
+    watchdog_.join();
+    std::printf("msg fuzz: %d calls, %d sends, %d receives (%d truncated), %d refused as they should be\n", calls,
+                nSends_, nRecvs_, nTrunc_, nBad_);
+  }
+
+ private:
+  void watch() {
+    uint64_t last = beat_.load();
+    auto since = std::chrono::steady_clock::now();
+    while (!done_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const uint64_t b = beat_.load();
+      if (b != last) {
+        last = b;
+        since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(30)) {
+        std::fprintf(stderr, "FAIL msg fuzz: call %d (%s) did not return in 30 s\n", call_.load(), verb_.load());
+        std::abort();
+      }
+    }
+  }
+
+  uint64_t uni(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
+  bool coin(unsigned percent) { return uni(100) < percent; }
+  std::string at() const { return "call " + std::to_string(call_.load()) + " (" + verb_.load() + "): "; }
+
+  // A refused call: INVALID_ARG or INVALID_PE, the message naming it.
+  void refused(const char* call, tether_status_t st) {
+    ++nBad_;
+    ASSERT_TRUE(st == TETHER_ERR_INVALID_ARG || st == TETHER_ERR_INVALID_PE)
+        << at() << "a bad argument gave " << tether_status_string(st);
+    const std::string msg = tether_last_error();
+    ASSERT_NE(msg.find(call), std::string::npos) << at() << "the message does not name " << call << ": " << msg;
+  }
+  static bool fits(const Recv& r, const Msg& m) { return r.tag == TETHER_ANY_TAG || r.tag == m.tag; }
+
+  void step() {
+    switch (uni(9)) {
+      case 0: case 1: isend(); break;
+      case 2: case 3: irecv(); break;
+      case 4: testRecv(); break;
+      case 5: completeSend(); break;
+      case 6: waitMatched(); break;
+      case 7: waitGroup(); break;
+      default: bad();
+    }
+  }
+
+  void isend() {
+    verb_.store("tether_isend");
+    if (sends_.size() >= kMaxPending) return;
+    Msg m;
+    m.id = ++nextMsg_;
+    m.tag = static_cast<int>(uni(4));
+    m.data.resize(uni(kMaxSend + 1));
+    for (size_t i = 0; i < m.data.size(); ++i) m.data[i] = static_cast<unsigned char>(m.id * 131 + i * 7);
+    Send s;
+    s.buf = std::make_unique<std::vector<unsigned char>>(m.data);
+    ASSERT_EQ(tether_isend(w_, s.buf->data(), s.buf->size(), 0, m.tag, &s.req), TETHER_SUCCESS)
+        << at() << tether_last_error();
+    ASSERT_NE(s.req, TETHER_REQUEST_NULL) << at() << "no request";
+    ++nSends_;
+    sends_.push_back(std::move(s));
+    // The model: the earliest posted receive that fits, else unexpected.
+    matched_.push_back(std::move(m));
+    const Msg* mp = &matched_.back();
+    for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+      if (fits(**it, *mp)) {
+        (*it)->matched = mp;
+        posted_.erase(it);
+        return;
+      }
+    }
+    unexpected_.push_back(mp);
+  }
+
+  void irecv() {
+    verb_.store("tether_irecv");
+    if (recvs_.size() >= kMaxPending) return;
+    auto r = std::make_unique<Recv>();
+    r->tag = coin(25) ? TETHER_ANY_TAG : static_cast<int>(uni(4));
+    r->pe = coin(50) ? TETHER_ANY_PE : 0;
+    // Mostly room for any message; sometimes shorter than what comes (truncation).
+    r->bytes = coin(60) ? kMaxSend : coin(25) ? uni(64) : uni(kMaxSend + 1);
+    r->buf = std::make_unique<std::vector<unsigned char>>(r->bytes + 16, 0xee);  // 16 guard bytes
+    ASSERT_EQ(tether_irecv(w_, r->bytes ? r->buf->data() : (coin(50) ? nullptr : r->buf->data()), r->bytes, r->pe,
+                           r->tag, &r->req),
+              TETHER_SUCCESS)
+        << at() << tether_last_error();
+    ++nRecvs_;
+    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+      if (fits(*r, **it)) {
+        r->matched = *it;
+        unexpected_.erase(it);
+        break;
+      }
+    }
+    if (!r->matched) posted_.push_back(r.get());
+    recvs_.push_back(std::move(r));
+  }
+
+  // What a completed receive must show.
+  void checkRecv(const Recv& r, tether_status_t st, const tether_msg_status_t& s) {
+    const Msg& m = *r.matched;
+    const bool trunc = m.data.size() > r.bytes;
+    const size_t got = trunc ? r.bytes : m.data.size();
+    if (trunc) ++nTrunc_;
+    EXPECT_EQ(st, trunc ? TETHER_ERR_TRUNCATED : TETHER_SUCCESS) << at() << tether_last_error();
+    EXPECT_EQ(s.error, st) << at();
+    EXPECT_EQ(s.source, 0) << at();
+    EXPECT_EQ(s.tag, m.tag) << at() << "message " << m.id << " receive tag " << r.tag;
+    EXPECT_EQ(s.bytes, got) << at() << "message " << m.id;
+    if (got && std::memcmp(r.buf->data(), m.data.data(), got) != 0)
+      ADD_FAILURE() << at() << "message " << m.id << ": bytes differ";
+    for (size_t i = r.bytes; i < r.buf->size(); ++i)
+      if ((*r.buf)[i] != 0xee) {
+        ADD_FAILURE() << at() << "message " << m.id << ": a byte past the receive buffer was written";
+        break;
+      }
+  }
+  void forget(const Recv* r) {
+    for (auto it = recvs_.begin(); it != recvs_.end(); ++it)
+      if (it->get() == r) {
+        stale_.push_back((*it)->req);
+        recvs_.erase(it);
+        return;
+      }
+  }
+
+  // test a receive: done exactly when the model matched it (a matched eager message is there to be read).
+  void testRecv() {
+    verb_.store("tether_msg_test");
+    if (recvs_.empty()) return;
+    Recv& r = *recvs_[uni(recvs_.size())];
+    tether_request_t req = r.req;
+    int done = -1;
+    tether_msg_status_t s{};
+    const tether_status_t st = tether_msg_test(w_, &req, &done, &s);
+    if (!r.matched) {
+      ASSERT_EQ(st, TETHER_SUCCESS) << at() << tether_last_error();
+      ASSERT_EQ(done, 0) << at() << "a receive that nothing fits completed (tag " << r.tag << ")";
+      ASSERT_EQ(req, r.req) << at() << "test changed a pending request";
+      return;
+    }
+    ASSERT_EQ(done, 1) << at() << "a receive whose message was sent did not complete at test";
+    ASSERT_EQ(req, TETHER_REQUEST_NULL) << at();
+    checkRecv(r, st, s);
+    forget(&r);
+  }
+
+  // wait (or test) a send: eager sends to this PE complete.
+  void completeSend() {
+    verb_.store("tether_msg_wait(send)");
+    if (sends_.empty()) return;
+    const size_t i = uni(sends_.size());
+    tether_request_t req = sends_[i].req;
+    tether_msg_status_t s{};
+    const tether_status_t st = tether_msg_wait(w_, &req, &s);
+    ASSERT_EQ(st, TETHER_SUCCESS) << at() << tether_last_error();
+    ASSERT_EQ(req, TETHER_REQUEST_NULL) << at();
+    EXPECT_EQ(s.source, 0) << at();
+    EXPECT_EQ(s.bytes, sends_[i].buf->size()) << at();
+    stale_.push_back(sends_[i].req);
+    sends_.erase(sends_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+
+  // wait for a receive the model matched.
+  void waitMatched() {
+    verb_.store("tether_msg_wait(receive)");
+    for (auto& rp : recvs_) {
+      if (!rp->matched) continue;
+      tether_request_t req = rp->req;
+      tether_msg_status_t s{};
+      const tether_status_t st = tether_msg_wait(w_, &req, &s);
+      ASSERT_EQ(req, TETHER_REQUEST_NULL) << at();
+      checkRecv(*rp, st, s);
+      forget(rp.get());
+      return;
+    }
+  }
+
+  // waitall over every send and matched receive (with null entries mixed in), or waitany over them.
+  void waitGroup() {
+    const bool any = coin(50);
+    verb_.store(any ? "tether_msg_waitany" : "tether_msg_waitall");
+    std::vector<tether_request_t> reqs;
+    std::vector<const Recv*> who;  // nullptr: a send or a null entry
+    for (auto& s : sends_) reqs.push_back(s.req), who.push_back(nullptr);
+    for (auto& r : recvs_)
+      if (r->matched) reqs.push_back(r->req), who.push_back(r.get());
+    if (coin(30)) reqs.push_back(TETHER_REQUEST_NULL), who.push_back(nullptr);
+    std::vector<tether_msg_status_t> st(reqs.size());
+    if (any) {
+      size_t index = 0;
+      tether_msg_status_t s{};
+      const bool allNull = reqs.empty() || (reqs.size() == 1 && reqs[0] == TETHER_REQUEST_NULL);
+      const tether_status_t rc = tether_msg_waitany(w_, reqs.size(), reqs.data(), &index, &s);
+      if (allNull) {
+        ASSERT_EQ(rc, TETHER_SUCCESS) << at() << tether_last_error();
+        ASSERT_EQ(index, SIZE_MAX) << at() << "waitany over null requests";
+        return;
+      }
+      ASSERT_LT(index, reqs.size()) << at() << tether_last_error();
+      ASSERT_EQ(reqs[index], TETHER_REQUEST_NULL) << at();
+      complete(index, rc, s, who);
+      return;
+    }
+    const tether_status_t rc = tether_msg_waitall(w_, reqs.size(), reqs.data(), st.data());
+    tether_status_t first = TETHER_SUCCESS;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      ASSERT_EQ(reqs[i], TETHER_REQUEST_NULL) << at() << "entry " << i;
+      if (first == TETHER_SUCCESS) first = st[i].error;
+    }
+    ASSERT_EQ(rc, first) << at() << "waitall returns the first failure";
+    // (Null entries were null before: nothing to complete; the others in order.)
+    std::vector<tether_request_t> ids;
+    for (auto& s : sends_) ids.push_back(s.req);
+    size_t k = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (who[i]) {
+        checkRecv(*who[i], st[i].error, st[i]);
+        forget(who[i]);
+      } else if (k < ids.size()) {
+        EXPECT_EQ(st[i].error, TETHER_SUCCESS) << at();
+        stale_.push_back(ids[k++]);
+      }
+    }
+    sends_.clear();
+  }
+  void complete(size_t index, tether_status_t rc, const tether_msg_status_t& s, const std::vector<const Recv*>& who) {
+    if (who[index]) {
+      checkRecv(*who[index], rc, s);
+      forget(who[index]);
+      return;
+    }
+    ASSERT_LT(index, sends_.size()) << at() << "waitany completed a null entry";
+    EXPECT_EQ(rc, TETHER_SUCCESS) << at();
+    stale_.push_back(sends_[index].req);
+    sends_.erase(sends_.begin() + static_cast<std::ptrdiff_t>(index));
+  }
+
+  // Bad arguments and misused requests: refused, nothing changes.
+  void bad() {
+    unsigned char b[8] = {};
+    tether_request_t req = TETHER_REQUEST_NULL;
+    switch (uni(7)) {
+      case 0: {
+        verb_.store("tether_isend");
+        const int pes[] = {1, TETHER_ANY_PE, -2, INT_MAX, INT_MIN};
+        refused("tether_isend", tether_isend(w_, b, 8, pes[uni(5)], 0, &req));
+        break;
+      }
+      case 1: {
+        verb_.store("tether_isend");
+        const int tags[] = {-1, -2, INT_MIN};
+        refused("tether_isend", tether_isend(w_, b, 8, 0, tags[uni(3)], &req));
+        break;
+      }
+      case 2: {
+        verb_.store("tether_irecv");
+        const int tags[] = {-2, -100, INT_MIN};
+        refused("tether_irecv", tether_irecv(w_, b, 8, TETHER_ANY_PE, tags[uni(3)], &req));
+        break;
+      }
+      case 3: {
+        verb_.store("tether_isend");
+        refused("tether_isend", coin(50) ? tether_isend(w_, nullptr, 8, 0, 0, &req)
+                                         : tether_isend(w_, b, 8, 0, 0, nullptr));
+        break;
+      }
+      case 4: {
+        verb_.store("tether_irecv");
+        refused("tether_irecv", coin(50) ? tether_irecv(w_, nullptr, 8, 0, 0, &req)
+                                         : tether_irecv(w_, b, 8, 0, 0, nullptr));
+        break;
+      }
+      case 5: {  // a completed request again
+        verb_.store("tether_msg_wait(stale)");
+        if (stale_.empty()) return;
+        req = stale_[uni(stale_.size())];
+        tether_msg_status_t s{};
+        refused("tether_msg_wait", tether_msg_wait(w_, &req, &s));
+        break;
+      }
+      default: {  // an id never issued
+        verb_.store("tether_msg_test(unknown)");
+        req = (uint64_t{1} << 62) + uni(1000);
+        int done = 0;
+        refused("tether_msg_test", tether_msg_test(w_, &req, &done, nullptr));
+      }
+    }
+  }
+
+  // A message for every receive still posted (its tag, or tag 0 for a wildcard), then everything waited for.
+  void drain() {
+    verb_.store("drain");
+    std::vector<Recv*> open(posted_.begin(), posted_.end());
+    for (Recv* r : open) {
+      if (posted_.empty() || std::find(posted_.begin(), posted_.end(), r) == posted_.end()) continue;
+      Msg m;
+      m.id = ++nextMsg_;
+      m.tag = r->tag == TETHER_ANY_TAG ? 0 : r->tag;
+      m.data.assign(uni(64), static_cast<unsigned char>(m.id));
+      Send s;
+      s.buf = std::make_unique<std::vector<unsigned char>>(m.data);
+      ASSERT_EQ(tether_isend(w_, s.buf->data(), s.buf->size(), 0, m.tag, &s.req), TETHER_SUCCESS)
+          << tether_last_error();
+      sends_.push_back(std::move(s));
+      matched_.push_back(std::move(m));
+      const Msg* mp = &matched_.back();
+      for (auto it = posted_.begin(); it != posted_.end(); ++it)
+        if (fits(**it, *mp)) {
+          (*it)->matched = mp;
+          posted_.erase(it);
+          break;
+        }
+    }
+    ASSERT_TRUE(posted_.empty());
+    while (!recvs_.empty()) {
+      waitMatched();
+      if (::testing::Test::HasFailure()) return;
+    }
+    while (!sends_.empty()) {
+      completeSend();
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
+  tether_t w_;
+  std::mt19937_64 rng_;
+  std::deque<Msg> matched_;  // every message sent (deque: pointers stay valid)
+  std::deque<const Msg*> unexpected_;
+  std::deque<Recv*> posted_;
+  std::vector<std::unique_ptr<Recv>> recvs_;
+  std::vector<Send> sends_;
+  std::vector<tether_request_t> stale_;
+  uint64_t nextMsg_ = 0;
+  std::thread watchdog_;
+  std::atomic<uint64_t> beat_{0};
+  std::atomic<bool> done_{false};
+  std::atomic<int> call_{0};
+  std::atomic<const char*> verb_{""};
+  int nSends_ = 0, nRecvs_ = 0, nTrunc_ = 0, nBad_ = 0;
+};
+
+TEST(MsgFuzz, RandomMessagesToSelfFollowMpiMatching) {
+  tether_init_attr_t a;
+  tether_init_attr_default(&a);
+  a.rank = 0;
+  a.size = 1;
+  a.config = kConfig;
+  tether_t w = nullptr;
+  ASSERT_EQ(tether_init_attr(&a, &w), TETHER_SUCCESS) << tether_last_error();
+  ASSERT_EQ(tether_msg_init(w, nullptr), TETHER_SUCCESS) << tether_last_error();
+  {
+    MsgFuzz f(w, tether::testSeed("test_msg_fuzz"));
+    f.run(kCalls);
+  }
+  EXPECT_EQ(tether_msg_finalize(w), TETHER_SUCCESS) << tether_last_error();
+  EXPECT_EQ(tether_finalize(w), TETHER_SUCCESS) << tether_last_error();
+}
+
+}  // namespace
