@@ -15,19 +15,17 @@
 // a run).
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cpu_stream_world.h"
 #include "tether/tether.h"
+#include "call_watchdog.h"
 #include "test_seed.h"
 
 namespace {
@@ -56,36 +54,18 @@ class Fuzzer {
 
   void run(int calls) {
     for (int i = 0; i < 4; ++i) newObject();
-    watchdog_ = std::thread([this] { watch(); });
+    CallWatchdog dog("api fuzz", 20);
+    dog_ = &dog;
     for (int i = 0; i < calls && !::testing::Test::HasFailure(); ++i) {
-      call_ = i;
+      dog.enter(i, "");
       step();
-      beat_.fetch_add(1, std::memory_order_relaxed);
+      dog.left();
     }
-    done_.store(true);
-    watchdog_.join();
     ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "the emulated stream failed during the run";
     std::printf("api fuzz: %d calls, %d must-fail, %d must-succeed, %d either\n", calls, nFail_, nOk_, nEither_);
   }
 
  private:
-  // Aborts (with the call in flight) when no call ended for 20 s: a hang is a failure, not a stuck CI job.
-  void watch() {
-    uint64_t last = beat_.load();
-    auto since = std::chrono::steady_clock::now();
-    while (!done_.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const uint64_t b = beat_.load();
-      if (b != last) {
-        last = b;
-        since = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(20)) {
-        std::fprintf(stderr, "FAIL api fuzz: call %d (%s) did not return in 20 s\n", call_.load(), verb_.load());
-        std::abort();
-      }
-    }
-  }
-
   uint64_t uni(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
   bool coin(unsigned percent) { return uni(100) < percent; }
 
@@ -153,23 +133,23 @@ class Fuzzer {
   void expect(const char* call, tether_status_t st, bool mustFail, bool mustSucceed) {
     const std::string msg = st == TETHER_SUCCESS ? "" : tether_last_error();
     ASSERT_TRUE(st >= TETHER_SUCCESS && st <= TETHER_ERR_TRUNCATED)
-        << "call " << call_ << " " << what_ << ": status " << static_cast<int>(st) << " is no tether_status_t";
+        << "call " << dog_->index() << " " << what_ << ": status " << static_cast<int>(st) << " is no tether_status_t";
     if (mustFail) {
       ++nFail_;
-      ASSERT_NE(st, TETHER_SUCCESS) << "call " << call_ << " " << what_ << " succeeded with a bad argument";
+      ASSERT_NE(st, TETHER_SUCCESS) << "call " << dog_->index() << " " << what_ << " succeeded with a bad argument";
     } else if (mustSucceed) {
       ++nOk_;
-      ASSERT_EQ(st, TETHER_SUCCESS) << "call " << call_ << " " << what_ << ": " << msg;
+      ASSERT_EQ(st, TETHER_SUCCESS) << "call " << dog_->index() << " " << what_ << ": " << msg;
     } else {
       ++nEither_;
     }
     if (st != TETHER_SUCCESS) {
       ASSERT_NE(msg.find(call), std::string::npos)
-          << "call " << call_ << " " << what_ << ": the message does not name " << call << ": '" << msg << "'";
+          << "call " << dog_->index() << " " << what_ << ": the message does not name " << call << ": '" << msg << "'";
     }
   }
   void describe(const char* call, const Addr& a, size_t n, int p) {
-    verb_.store(call);
+    dog_->name(call);
     char b[200];
     std::snprintf(b, sizeof b, "%s(addr %p%s%s, %zu bytes, pe %d)", call, static_cast<void*>(a.p),
                   a.bad ? " bad" : "", a.misaligned ? " misaligned" : "", n, p);
@@ -193,7 +173,7 @@ class Fuzzer {
       case 12: allreduce(); break;
       case 13: prepared(); break;
       default: {
-        verb_.store("tether_quiet/fence");
+        dog_->name("tether_quiet/fence");
         what_ = "tether_quiet/fence";
         expect("tether_quiet", tether_quiet(w_), false, true);
         expect("tether_fence", tether_fence(w_), false, true);
@@ -221,7 +201,7 @@ class Fuzzer {
     expect(call, st, mustFail, good);
     if (nbi) expect("tether_quiet", tether_quiet(w_), false, true);
     if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc, n) != 0)
-      ADD_FAILURE() << "call " << call_ << " " << what_ << ": the bytes differ after the call";
+      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": the bytes differ after the call";
   }
 
   // put_elems / get_elems: nelems * elem_size must not overflow.
@@ -243,7 +223,7 @@ class Fuzzer {
     const bool mustFail = badPe || overflow || (ne > 0 && a.bad);
     expect(call, st, mustFail, !mustFail && !a.bad);
     if (overflow && !badPe && st != TETHER_ERR_OVERFLOW && st != TETHER_ERR_INVALID_PE)
-      ADD_FAILURE() << "call " << call_ << " " << what_ << ": an overflowing count gave " << tether_status_string(st);
+      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": an overflowing count gave " << tether_status_string(st);
   }
 
   // tether_atomic (or its stream form) on a word of the types and ops tether.h lists, with bad classes mixed in.
@@ -274,7 +254,7 @@ class Fuzzer {
       // fetched must be memory the stream can write (the emulation: any host memory; kept alive until the sync).
       st = tether_atomic_on_stream(w_, op, type, a.p, &value, &cond, fp, p, stream_);
       if (st == TETHER_SUCCESS) {
-        ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << call_ << " " << what_;
+        ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << dog_->index() << " " << what_;
       }
     } else {
       st = tether_atomic(w_, op, type, a.p, &value, &cond, fp, p);
@@ -298,9 +278,9 @@ class Fuzzer {
         case TETHER_AMO_XOR: case TETHER_AMO_FETCH_XOR: want = before ^ value; break;
         default: break;
       }
-      if (after != want) ADD_FAILURE() << "call " << call_ << " " << what_ << ": word " << after << ", want " << want;
+      if (after != want) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": word " << after << ", want " << want;
       if (fetching && fetched != before)
-        ADD_FAILURE() << "call " << call_ << " " << what_ << ": fetched " << fetched << ", old value " << before;
+        ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": fetched " << fetched << ", old value " << before;
     }
   }
 
@@ -329,7 +309,7 @@ class Fuzzer {
     const bool mustFail = badCmp || badType || a.bad || a.misaligned || nullValue;
     expect(call, st, mustFail, !mustFail);
     if (isTest && !mustFail && st == TETHER_SUCCESS && result != (holds ? 1 : 0))
-      ADD_FAILURE() << "call " << call_ << " " << what_ << ": result " << result << ", the condition "
+      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": result " << result << ", the condition "
                     << (holds ? "holds" : "does not hold");
   }
 
@@ -362,8 +342,8 @@ class Fuzzer {
       uint64_t after = 0;
       std::memcpy(&after, s.p, 8);
       const uint64_t want = op == TETHER_SIGNAL_SET ? sig : before + sig;
-      if (after != want) ADD_FAILURE() << "call " << call_ << " " << what_ << ": signal " << after << ", want " << want;
-      if (n > 0 && std::memcmp(a.p, loc, n) != 0) ADD_FAILURE() << "call " << call_ << " " << what_ << ": data differ";
+      if (after != want) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": signal " << after << ", want " << want;
+      if (n > 0 && std::memcmp(a.p, loc, n) != 0) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": data differ";
     }
   }
 
@@ -389,7 +369,7 @@ class Fuzzer {
         const bool mustFail = s.bad || s.misaligned || nullOut;
         expect("tether_signal_fetch", st, mustFail, !mustFail);
         if (!mustFail && st == TETHER_SUCCESS && std::memcmp(&v, s.p, 8) != 0)
-          ADD_FAILURE() << "call " << call_ << " " << what_ << ": fetched another value";
+          ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": fetched another value";
         break;
       }
       default: {
@@ -401,14 +381,14 @@ class Fuzzer {
         const bool mustFail = s.bad || s.misaligned || badCmp;
         expect("tether_signal_wait_until", st, mustFail, !mustFail);
         if (!mustFail && st == TETHER_SUCCESS && seen != cur)
-          ADD_FAILURE() << "call " << call_ << " " << what_ << ": seen " << seen << ", value " << cur;
+          ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": seen " << seen << ", value " << cur;
       }
     }
   }
 
   // The allocation calls (collective, 1 PE): objects come and go; bad sizes and alignments fail and change nothing.
   void alloc() {
-    verb_.store("tether_malloc/calloc/align/realloc/free");
+    dog_->name("tether_malloc/calloc/align/realloc/free");
     void* p = nullptr;
     switch (uni(4)) {
       case 0: {  // malloc of a size beyond the heap's maximum
@@ -487,16 +467,16 @@ class Fuzzer {
     const bool mustFail = badN || badPe || (n > 0 && a.bad) || badWidth || misalignedP;
     const bool good = !mustFail && !a.bad;
     expect(call, st, mustFail, good);
-    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << call_ << " " << what_ << ": the stream failed";
+    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << dog_->index() << " " << what_ << ": the stream failed";
     if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc.data(), n) != 0)
-      ADD_FAILURE() << "call " << call_ << " " << what_ << ": the bytes differ after the sync";
+      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": the bytes differ after the sync";
   }
 
   // A prepared set of 1-4 operations (puts, gets, put_signals, signals, waits that hold, quiets, barriers) with bad
   // fields mixed in: tether_prepare refuses a set with any bad operation; a good set posts (patch: none, zero, or an
   // offset beyond the heap, which the post refuses) and moves its bytes.
   void prepared() {
-    verb_.store("tether_prepare");
+    dog_->name("tether_prepare");
     tether_op_desc_t ops[4];
     std::vector<std::vector<char>> srcs;  // put sources and get destinations: alive until the sync
     const size_t n = 1 + uni(4);
@@ -577,10 +557,10 @@ class Fuzzer {
     const tether_status_t st = tether_prepare(w_, ops, n, &set);
     expect("tether_prepare", st, anyBad, !anyBad);
     if (st != TETHER_SUCCESS) {
-      if (set != nullptr) ADD_FAILURE() << "call " << call_ << " " << what_ << ": a failed prepare gave a set";
+      if (set != nullptr) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": a failed prepare gave a set";
       return;
     }
-    verb_.store("tether_post_on_stream");
+    dog_->name("tether_post_on_stream");
     const unsigned how = static_cast<unsigned>(uni(3));
     tether_post_patch_t patch{how == 2 ? size_t{1} << 40 : 0, 0};
     const tether_status_t ps = tether_post_on_stream(set, stream_, how == 0 ? nullptr : &patch);
@@ -588,10 +568,10 @@ class Fuzzer {
     // enqueued); otherwise it is ignored or zero, and the post succeeds.
     const bool postFails = how == 2 && flaggedData;
     expect("tether_post_on_stream", ps, postFails, how != 2 || (!flaggedData && !flaggedEmpty));
-    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << call_ << " " << what_ << ": the stream failed";
+    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << dog_->index() << " " << what_ << ": the stream failed";
     for (const Moved& m : moved)
       if (ps == TETHER_SUCCESS && std::memcmp(m.sym, m.loc, m.n) != 0)
-        ADD_FAILURE() << "call " << call_ << " " << what_ << ": bytes differ";
+        ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": bytes differ";
     expect("tether_op_set_free", tether_op_set_free(set), false, true);
   }
 
@@ -621,7 +601,7 @@ class Fuzzer {
     // pattern() may make NaNs, which a sum of one member passes through unchanged or not: compare integers only).
     const bool integer = type != TETHER_FLOAT && type != TETHER_DOUBLE;
     if (good && integer && st == TETHER_SUCCESS && count > 0 && std::memcmp(d.p, want.data(), count * es) != 0)
-      ADD_FAILURE() << "call " << call_ << " " << what_ << ": dest differs from src (one member)";
+      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": dest differs from src (one member)";
   }
 
   tether_t w_;
@@ -631,11 +611,7 @@ class Fuzzer {
   std::vector<uint64_t> local_;
   uint64_t stackBuf_[64];
   std::vector<char*> objs_;
-  std::thread watchdog_;
-  std::atomic<uint64_t> beat_{0};
-  std::atomic<bool> done_{false};
-  std::atomic<int> call_{0};
-  std::atomic<const char*> verb_{""};  // the call in flight, for the watchdog (what_ is the main thread's)
+  CallWatchdog* dog_ = nullptr;  // run()'s
   std::string what_;
   int nFail_ = 0, nOk_ = 0, nEither_ = 0;
 };

@@ -14,8 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -24,11 +22,11 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tether/msg.h"
 #include "tether/tether.h"
+#include "call_watchdog.h"
 #include "test_seed.h"
 
 namespace {
@@ -63,39 +61,22 @@ class MsgFuzz {
   MsgFuzz(tether_t w, uint64_t seed) : w_(w), rng_(seed) {}
 
   void run(int calls) {
-    watchdog_ = std::thread([this] { watch(); });
+    CallWatchdog dog("msg fuzz", 30);
+    dog_ = &dog;
     for (int i = 0; i < calls && !::testing::Test::HasFailure(); ++i) {
-      call_ = i;
+      dog.enter(i, "");
       step();
-      beat_.fetch_add(1, std::memory_order_relaxed);
+      dog.left();
     }
     if (!::testing::Test::HasFailure()) drain();
-    done_.store(true);
-    watchdog_.join();
     std::printf("msg fuzz: %d calls, %d sends, %d receives (%d truncated), %d refused as they should be\n", calls,
                 nSends_, nRecvs_, nTrunc_, nBad_);
   }
 
  private:
-  void watch() {
-    uint64_t last = beat_.load();
-    auto since = std::chrono::steady_clock::now();
-    while (!done_.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const uint64_t b = beat_.load();
-      if (b != last) {
-        last = b;
-        since = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(30)) {
-        std::fprintf(stderr, "FAIL msg fuzz: call %d (%s) did not return in 30 s\n", call_.load(), verb_.load());
-        std::abort();
-      }
-    }
-  }
-
   uint64_t uni(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
   bool coin(unsigned percent) { return uni(100) < percent; }
-  std::string at() const { return "call " + std::to_string(call_.load()) + " (" + verb_.load() + "): "; }
+  std::string at() const { return "call " + std::to_string(dog_->index()) + " (" + dog_->verb() + "): "; }
 
   // A refused call: INVALID_ARG or INVALID_PE, the message naming it.
   void refused(const char* call, tether_status_t st) {
@@ -120,7 +101,7 @@ class MsgFuzz {
   }
 
   void isend() {
-    verb_.store("tether_isend");
+    dog_->name("tether_isend");
     if (sends_.size() >= kMaxPending) return;
     Msg m;
     m.id = ++nextMsg_;
@@ -148,7 +129,7 @@ class MsgFuzz {
   }
 
   void irecv() {
-    verb_.store("tether_irecv");
+    dog_->name("tether_irecv");
     if (recvs_.size() >= kMaxPending) return;
     auto r = std::make_unique<Recv>();
     r->tag = coin(25) ? TETHER_ANY_TAG : static_cast<int>(uni(4));
@@ -202,7 +183,7 @@ class MsgFuzz {
 
   // test a receive: done exactly when the model matched it (a matched eager message is there to be read).
   void testRecv() {
-    verb_.store("tether_msg_test");
+    dog_->name("tether_msg_test");
     if (recvs_.empty()) return;
     Recv& r = *recvs_[uni(recvs_.size())];
     tether_request_t req = r.req;
@@ -223,7 +204,7 @@ class MsgFuzz {
 
   // wait (or test) a send: eager sends to this PE complete.
   void completeSend() {
-    verb_.store("tether_msg_wait(send)");
+    dog_->name("tether_msg_wait(send)");
     if (sends_.empty()) return;
     const size_t i = uni(sends_.size());
     tether_request_t req = sends_[i].req;
@@ -239,7 +220,7 @@ class MsgFuzz {
 
   // wait for a receive the model matched.
   void waitMatched() {
-    verb_.store("tether_msg_wait(receive)");
+    dog_->name("tether_msg_wait(receive)");
     for (auto& rp : recvs_) {
       if (!rp->matched) continue;
       tether_request_t req = rp->req;
@@ -255,7 +236,7 @@ class MsgFuzz {
   // waitall over every send and matched receive (with null entries mixed in), or waitany over them.
   void waitGroup() {
     const bool any = coin(50);
-    verb_.store(any ? "tether_msg_waitany" : "tether_msg_waitall");
+    dog_->name(any ? "tether_msg_waitany" : "tether_msg_waitall");
     std::vector<tether_request_t> reqs;
     std::vector<const Recv*> who;  // nullptr: a send or a null entry
     for (auto& s : sends_) reqs.push_back(s.req), who.push_back(nullptr);
@@ -318,37 +299,37 @@ class MsgFuzz {
     tether_request_t req = TETHER_REQUEST_NULL;
     switch (uni(7)) {
       case 0: {
-        verb_.store("tether_isend");
+        dog_->name("tether_isend");
         const int pes[] = {1, TETHER_ANY_PE, -2, INT_MAX, INT_MIN};
         refused("tether_isend", tether_isend(w_, b, 8, pes[uni(5)], 0, &req));
         break;
       }
       case 1: {
-        verb_.store("tether_isend");
+        dog_->name("tether_isend");
         const int tags[] = {-1, -2, INT_MIN};
         refused("tether_isend", tether_isend(w_, b, 8, 0, tags[uni(3)], &req));
         break;
       }
       case 2: {
-        verb_.store("tether_irecv");
+        dog_->name("tether_irecv");
         const int tags[] = {-2, -100, INT_MIN};
         refused("tether_irecv", tether_irecv(w_, b, 8, TETHER_ANY_PE, tags[uni(3)], &req));
         break;
       }
       case 3: {
-        verb_.store("tether_isend");
+        dog_->name("tether_isend");
         refused("tether_isend", coin(50) ? tether_isend(w_, nullptr, 8, 0, 0, &req)
                                          : tether_isend(w_, b, 8, 0, 0, nullptr));
         break;
       }
       case 4: {
-        verb_.store("tether_irecv");
+        dog_->name("tether_irecv");
         refused("tether_irecv", coin(50) ? tether_irecv(w_, nullptr, 8, 0, 0, &req)
                                          : tether_irecv(w_, b, 8, 0, 0, nullptr));
         break;
       }
       case 5: {  // a completed request again
-        verb_.store("tether_msg_wait(stale)");
+        dog_->name("tether_msg_wait(stale)");
         if (stale_.empty()) return;
         req = stale_[uni(stale_.size())];
         tether_msg_status_t s{};
@@ -356,7 +337,7 @@ class MsgFuzz {
         break;
       }
       default: {  // an id never issued
-        verb_.store("tether_msg_test(unknown)");
+        dog_->name("tether_msg_test(unknown)");
         req = (uint64_t{1} << 62) + uni(1000);
         int done = 0;
         refused("tether_msg_test", tether_msg_test(w_, &req, &done, nullptr));
@@ -366,7 +347,7 @@ class MsgFuzz {
 
   // A message for every receive still posted (its tag, or tag 0 for a wildcard), then everything waited for.
   void drain() {
-    verb_.store("drain");
+    dog_->name("drain");
     std::vector<Recv*> open(posted_.begin(), posted_.end());
     for (Recv* r : open) {
       if (posted_.empty() || std::find(posted_.begin(), posted_.end(), r) == posted_.end()) continue;
@@ -408,11 +389,7 @@ class MsgFuzz {
   std::vector<Send> sends_;
   std::vector<tether_request_t> stale_;
   uint64_t nextMsg_ = 0;
-  std::thread watchdog_;
-  std::atomic<uint64_t> beat_{0};
-  std::atomic<bool> done_{false};
-  std::atomic<int> call_{0};
-  std::atomic<const char*> verb_{""};
+  CallWatchdog* dog_ = nullptr;  // run()'s
   int nSends_ = 0, nRecvs_ = 0, nTrunc_ = 0, nBad_ = 0;
 };
 
