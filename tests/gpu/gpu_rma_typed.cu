@@ -179,6 +179,23 @@ __global__ void graphCheck(const unsigned char* sym, int from, const unsigned lo
   }
 }
 
+// The graph tests' types: the remote side kGraphBlocks blocks of kGraphBlockLen bytes every kGraphStride, the local
+// side as many bytes contiguous; freed with the object.
+struct GraphTypes {
+  tether_type_t vec = nullptr, con = nullptr;
+  explicit GraphTypes(tether_type_t b) {
+    TK(tether_type_vector(kGraphBlocks, kGraphBlockLen, kGraphStride, b, &vec));
+    TK(tether_type_contiguous(kGraphBlocks * kGraphBlockLen, b, &con));
+    committed(vec), committed(con);
+  }
+  ~GraphTypes() {
+    tether_type_free(&vec);
+    tether_type_free(&con);
+  }
+  GraphTypes(const GraphTypes&) = delete;
+  GraphTypes& operator=(const GraphTypes&) = delete;
+};
+
 // A typed put captured into a CUDA graph (bump a device round, fill the local side from it, put_typed_on_stream to
 // the next PE, barrier_all_on_stream, check what the previous PE put, barrier) and replayed 10 times back to back.
 // The direct (GPU) route replays; the staged route refuses the capture (TETHER_ERR_UNSUPPORTED, datatype.h) and the
@@ -186,10 +203,8 @@ __global__ void graphCheck(const unsigned char* sym, int from, const unsigned lo
 void typedInGraph(tether_type_t b) {
   tether_t w = mp::world();
   const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
-  tether_type_t vec = nullptr, con = nullptr;
-  TK(tether_type_vector(kGraphBlocks, kGraphBlockLen, kGraphStride, b, &vec));
-  TK(tether_type_contiguous(kGraphBlocks * kGraphBlockLen, b, &con));
-  committed(vec), committed(con);
+  const GraphTypes types(b);
+  tether_type_t vec = types.vec, con = types.con;
   auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_DEVICE, kGraphBlocks * kGraphStride));
   fill(sym, std::vector<unsigned char>(kGraphBlocks * kGraphStride, 0xa5));
   unsigned char* loc = nullptr;
@@ -242,8 +257,73 @@ void typedInGraph(tether_type_t b) {
   CK(cudaFree(round));
   CK(cudaFree(errors));
   MP_OK(tether_free(w, sym));
-  tether_type_free(&vec);
-  tether_type_free(&con);
+}
+
+// The same on the direct (CPU) route: the remote buffer in the HOST segment, the local side in pageable host memory,
+// so the captured typed put is a host call in the graph (the host reference copying into the peer's mapped segment).
+// The round, the fill and the check are host functions in the graph too; 10 replays back to back.
+struct HostRounds {
+  uint64_t round = 0, errors = 0;
+  int me = 0, prev = 0;
+  std::vector<unsigned char>* loc = nullptr;
+  const unsigned char* sym = nullptr;
+};
+void hostFill(void* p) {
+  auto* h = static_cast<HostRounds*>(p);
+  ++h->round;
+  for (int i = 0; i < kGraphBlocks * kGraphBlockLen; ++i)
+    (*h->loc)[i] = graphByte(h->me, h->round, i / kGraphBlockLen, i % kGraphBlockLen);
+}
+void hostCheck(void* p) {
+  auto* h = static_cast<HostRounds*>(p);
+  for (int i = 0; i < kGraphBlocks * kGraphStride; ++i) {
+    const int k = i / kGraphStride, j = i % kGraphStride;
+    const unsigned char want = j < kGraphBlockLen ? graphByte(h->prev, h->round, k, j) : 0xa5;
+    if (h->sym[i] != want) ++h->errors;
+  }
+}
+void typedInGraphHost(tether_type_t b) {
+  tether_t w = mp::world();
+  const int me = tether_my_pe(w), n = tether_n_pes(w), next = (me + 1) % n, prev = (me + n - 1) % n;
+  const GraphTypes types(b);
+  tether_type_t vec = types.vec, con = types.con;
+  auto* sym = static_cast<unsigned char*>(gpu_test::symAlloc(w, TETHER_SEG_HOST, kGraphBlocks * kGraphStride));
+  std::memset(sym, 0xa5, kGraphBlocks * kGraphStride);
+  std::vector<unsigned char> loc(kGraphBlocks * kGraphBlockLen);
+  HostRounds h;
+  h.me = me, h.prev = prev, h.loc = &loc, h.sym = sym;
+  const char* route = nullptr;
+  MP_OK(tether_typed_route(w, 1, sym, vec, 1, loc.data(), con, 1, next, &route));
+  if (std::string(route) != "direct (CPU)") {  // TETHER_DT_RMA=staged: a host local buffer has no stream route
+    if (me == 0) std::printf("typed put in a CUDA graph, HOST segment: the %s route, not captured\n", route);
+    MP_OK(tether_barrier_all(w));
+    MP_OK(tether_free(w, sym));
+    return;
+  }
+  cudaStream_t st = nullptr;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  MP_OK(tether_barrier_all(w));
+  tether_status_t put = TETHER_SUCCESS;
+  const gpu_test::Graph graph(st, [&] {
+    CK(cudaLaunchHostFunc(st, hostFill, &h));
+    put = tether_put_typed_on_stream(w, sym, vec, 1, loc.data(), con, 1, next, st);
+    MP_OK(tether_barrier_all_on_stream(w, st));
+    CK(cudaLaunchHostFunc(st, hostCheck, &h));
+    MP_OK(tether_barrier_all_on_stream(w, st));
+  });
+  MP_CHECK(put == TETHER_SUCCESS);
+  graph.launch(10);
+  CK(cudaStreamSynchronize(st));
+  MP_CHECK(h.round == 10);
+  if (h.errors != 0) {
+    std::fprintf(stderr, "FAIL PE %d: typed put (%s) in a CUDA graph, %" PRIu64 " bytes wrong over 10 replays\n", me,
+                 route, h.errors);
+    std::exit(1);
+  }
+  if (me == 0) std::printf("typed put in a CUDA graph (%s): 10 replays: ok\n", route);
+  MP_OK(tether_barrier_all(w));
+  CK(cudaStreamDestroy(st));
+  MP_OK(tether_free(w, sym));
 }
 
 }  // namespace
@@ -287,6 +367,7 @@ int main() {
     MP_OK(tether_free(w, sym));
   }
   typedInGraph(b);
+  typedInGraphHost(b);
   int done = 0;
   for (int it = 0; it < trees; ++it) {
     dt_test::Gen gen(seed * 1000003u + static_cast<uint64_t>(it));
