@@ -2,7 +2,7 @@
 // CPU emulation of the stream-op layer. What every call must do (tether.h's contract, "clear errors, never a crash or
 // a hang"). The calls: put/get (blocking, nbi, elems), atomics (host and stream), wait_until/test, put_signal, the
 // signal calls, allocation, putmem/getmem/p on the stream, the world team's allreduce, prepared sets (prepare, post,
-// free). For each:
+// free), teams (splits, destroys, calls on live, destroyed and garbage handles). For each:
 //  - a call with an argument of a bad class (a PE outside [0, n_pes), a NULL or non-symmetric address, a byte count
 //    beyond the heap, an enum value no enumerator has, a misaligned word for an atomic, wait or signal) fails, with a
 //    status among tether.h's codes and a message naming the call;
@@ -49,6 +49,7 @@ class Fuzzer {
       : w_(w), so_(so), stream_(stream), rng_(seed), local_(kObj / 8), stackBuf_{} {}
 
   ~Fuzzer() {
+    for (tether_team_t t : live_) (void)tether_team_destroy(t);
     for (char* o : objs_) (void)tether_free(w_, o);
   }
 
@@ -157,7 +158,7 @@ class Fuzzer {
   }
 
   void step() {
-    switch (uni(15)) {
+    switch (uni(16)) {
       case 0: rma(true, false); break;
       case 1: rma(false, false); break;
       case 2: rma(true, true); break;
@@ -172,6 +173,7 @@ class Fuzzer {
       case 11: streamRma(); break;
       case 12: allreduce(); break;
       case 13: prepared(); break;
+      case 14: teams(); break;
       default: {
         dog_->name("tether_quiet/fence");
         what_ = "tether_quiet/fence";
@@ -575,6 +577,85 @@ class Fuzzer {
     expect("tether_op_set_free", tether_op_set_free(set), false, true);
   }
 
+  // Teams: splits of the world team (good: start 0, size 1, any stride; bad: a PE outside the parent, size < 1,
+  // stride 0 with size > 1, config flags), destroys, and the calls on a team -- sync, allreduce, queries, a split of
+  // it -- with a live, a destroyed or a garbage handle (tether.h: checked, TETHER_ERR_INVALID_ARG / -1, never a
+  // crash).
+  void teams() {
+    dog_->name("teams");
+    tether_team_t world = tether_team_world(w_);
+    switch (uni(4)) {
+      case 0: {
+        if (live_.size() >= 8) return;
+        bool bad = coin(40);
+        int start = 0, stride = static_cast<int>(uni(5)) - 2, size = 1;
+        tether_team_config_t cfg{0};
+        if (bad) {
+          switch (uni(4)) {
+            case 0: start = coin(50) ? 1 : -1; break;
+            case 1: size = coin(50) ? 0 : -3; break;
+            case 2: size = 2, stride = coin(50) ? 0 : 1; break;  // stride 0 with size 2; PE 1 outside the parent
+            default: cfg.flags = 1u << uni(32);
+          }
+        }
+        what_ = "tether_team_split_strided(" + std::to_string(start) + ", " + std::to_string(stride) + ", " +
+                std::to_string(size) + ", flags " + std::to_string(cfg.flags) + ")";
+        tether_team_t t = TETHER_TEAM_INVALID;
+        const tether_status_t st = tether_team_split_strided(world, start, stride, size, cfg.flags || coin(70) ? &cfg : nullptr, &t);
+        expect("tether_team_split_strided", st, bad, !bad);
+        if (st != TETHER_SUCCESS) {
+          if (t != TETHER_TEAM_INVALID) ADD_FAILURE() << what_ << ": a failed split gave a team";
+          return;
+        }
+        if (tether_team_my_pe(t) != 0 || tether_team_n_pes(t) != 1 || tether_team_world_pe(t, 0) != 0)
+          ADD_FAILURE() << what_ << ": the new team's queries are wrong";
+        live_.push_back(t);
+        break;
+      }
+      case 1: {  // destroy a live team (it goes stale)
+        if (live_.empty()) return;
+        const size_t i = uni(live_.size());
+        what_ = "tether_team_destroy(live)";
+        expect("tether_team_destroy", tether_team_destroy(live_[i]), false, true);
+        stale_.push_back(live_[i]);
+        live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+      default: {  // a call on a live, stale or garbage handle
+        const unsigned kind = live_.empty() ? 1 + static_cast<unsigned>(uni(2)) : static_cast<unsigned>(uni(3));
+        tether_team_t t = kind == 0 ? live_[uni(live_.size())]
+                          : kind == 1 && !stale_.empty() ? stale_[uni(stale_.size())]
+                          : reinterpret_cast<tether_team_t>(coin(50) ? reinterpret_cast<uintptr_t>(stackBuf_) + 8
+                                                                     : (uint64_t{1} << 47) + 8 * uni(1 << 20));
+        // (A stale handle's address may be reused by a later split: then it names that live team again.)
+        bool good = kind == 0;
+        for (tether_team_t l : live_) good = good || l == t;
+        what_ = std::string("team call on a ") + (good ? "live" : kind == 1 ? "destroyed" : "garbage") + " handle";
+        switch (uni(4)) {
+          case 0: expect("tether_team_sync", tether_team_sync(t), !good, good); break;
+          case 1: {
+            const int me = tether_team_my_pe(t), n = tether_team_n_pes(t), ix = tether_team_index(t);
+            if (good ? (me != 0 || n != 1 || ix < 0) : (me != -1 || n != -1 || ix != -1))
+              ADD_FAILURE() << what_ << ": queries gave my_pe " << me << " n_pes " << n << " index " << ix;
+            break;
+          }
+          case 2: {
+            char* o = objs_[0];
+            expect("tether_team_allreduce", tether_team_allreduce(t, o, o, 4, TETHER_INT64, TETHER_RED_SUM), !good,
+                   good);
+            break;
+          }
+          default: {
+            tether_team_t sub = TETHER_TEAM_INVALID;
+            const tether_status_t st = tether_team_split_strided(t, 0, 1, 1, nullptr, &sub);
+            expect("tether_team_split_strided", st, !good, good && live_.size() < 8);
+            if (st == TETHER_SUCCESS) live_.push_back(sub);
+          }
+        }
+      }
+    }
+  }
+
   // tether_team_allreduce over the 1-member world team: dest = src (sum of one member) for good arguments.
   void allreduce() {
     Addr d = sym(10, 0), s = sym(10, 0);
@@ -611,6 +692,7 @@ class Fuzzer {
   std::vector<uint64_t> local_;
   uint64_t stackBuf_[64];
   std::vector<char*> objs_;
+  std::vector<tether_team_t> live_, stale_;  // teams split and not destroyed; destroyed
   CallWatchdog* dog_ = nullptr;  // run()'s
   std::string what_;
   int nFail_ = 0, nOk_ = 0, nEither_ = 0;
