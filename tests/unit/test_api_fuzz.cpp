@@ -67,6 +67,7 @@ class Fuzzer {
   }
 
  private:
+  std::string at() const { return "call " + std::to_string(dog_->index()) + " " + what_; }
   uint64_t uni(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
   bool coin(unsigned percent) { return uni(100) < percent; }
 
@@ -134,19 +135,19 @@ class Fuzzer {
   void expect(const char* call, tether_status_t st, bool mustFail, bool mustSucceed) {
     const std::string msg = st == TETHER_SUCCESS ? "" : tether_last_error();
     ASSERT_TRUE(st >= TETHER_SUCCESS && st <= TETHER_ERR_TRUNCATED)
-        << "call " << dog_->index() << " " << what_ << ": status " << static_cast<int>(st) << " is no tether_status_t";
+        << at() << ": status " << static_cast<int>(st) << " is no tether_status_t";
     if (mustFail) {
       ++nFail_;
-      ASSERT_NE(st, TETHER_SUCCESS) << "call " << dog_->index() << " " << what_ << " succeeded with a bad argument";
+      ASSERT_NE(st, TETHER_SUCCESS) << at() << " succeeded with a bad argument";
     } else if (mustSucceed) {
       ++nOk_;
-      ASSERT_EQ(st, TETHER_SUCCESS) << "call " << dog_->index() << " " << what_ << ": " << msg;
+      ASSERT_EQ(st, TETHER_SUCCESS) << at() << ": " << msg;
     } else {
       ++nEither_;
     }
     if (st != TETHER_SUCCESS) {
       ASSERT_NE(msg.find(call), std::string::npos)
-          << "call " << dog_->index() << " " << what_ << ": the message does not name " << call << ": '" << msg << "'";
+          << at() << ": the message does not name " << call << ": '" << msg << "'";
     }
   }
   void describe(const char* call, const Addr& a, size_t n, int p) {
@@ -203,7 +204,7 @@ class Fuzzer {
     expect(call, st, mustFail, good);
     if (nbi) expect("tether_quiet", tether_quiet(w_), false, true);
     if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc, n) != 0)
-      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": the bytes differ after the call";
+      ADD_FAILURE() << at() << ": the bytes differ after the call";
   }
 
   // put_elems / get_elems: nelems * elem_size must not overflow.
@@ -225,7 +226,7 @@ class Fuzzer {
     const bool mustFail = badPe || overflow || (ne > 0 && a.bad);
     expect(call, st, mustFail, !mustFail && !a.bad);
     if (overflow && !badPe && st != TETHER_ERR_OVERFLOW && st != TETHER_ERR_INVALID_PE)
-      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": an overflowing count gave " << tether_status_string(st);
+      ADD_FAILURE() << at() << ": an overflowing count gave " << tether_status_string(st);
   }
 
   // tether_atomic (or its stream form) on a word of the types and ops tether.h lists, with bad classes mixed in.
@@ -256,7 +257,7 @@ class Fuzzer {
       // fetched must be memory the stream can write (the emulation: any host memory; kept alive until the sync).
       st = tether_atomic_on_stream(w_, op, type, a.p, &value, &cond, fp, p, stream_);
       if (st == TETHER_SUCCESS) {
-        ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << dog_->index() << " " << what_;
+        ASSERT_TRUE(so_->synchronize(stream_).isOk()) << at();
       }
     } else {
       st = tether_atomic(w_, op, type, a.p, &value, &cond, fp, p);
@@ -280,9 +281,9 @@ class Fuzzer {
         case TETHER_AMO_XOR: case TETHER_AMO_FETCH_XOR: want = before ^ value; break;
         default: break;
       }
-      if (after != want) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": word " << after << ", want " << want;
+      if (after != want) ADD_FAILURE() << at() << ": word " << after << ", want " << want;
       if (fetching && fetched != before)
-        ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": fetched " << fetched << ", old value " << before;
+        ADD_FAILURE() << at() << ": fetched " << fetched << ", old value " << before;
     }
   }
 
@@ -311,7 +312,7 @@ class Fuzzer {
     const bool mustFail = badCmp || badType || a.bad || a.misaligned || nullValue;
     expect(call, st, mustFail, !mustFail);
     if (isTest && !mustFail && st == TETHER_SUCCESS && result != (holds ? 1 : 0))
-      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": result " << result << ", the condition "
+      ADD_FAILURE() << at() << ": result " << result << ", the condition "
                     << (holds ? "holds" : "does not hold");
   }
 
@@ -344,8 +345,8 @@ class Fuzzer {
       uint64_t after = 0;
       std::memcpy(&after, s.p, 8);
       const uint64_t want = op == TETHER_SIGNAL_SET ? sig : before + sig;
-      if (after != want) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": signal " << after << ", want " << want;
-      if (n > 0 && std::memcmp(a.p, loc, n) != 0) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": data differ";
+      if (after != want) ADD_FAILURE() << at() << ": signal " << after << ", want " << want;
+      if (n > 0 && std::memcmp(a.p, loc, n) != 0) ADD_FAILURE() << at() << ": data differ";
     }
   }
 
@@ -371,7 +372,7 @@ class Fuzzer {
         const bool mustFail = s.bad || s.misaligned || nullOut;
         expect("tether_signal_fetch", st, mustFail, !mustFail);
         if (!mustFail && st == TETHER_SUCCESS && std::memcmp(&v, s.p, 8) != 0)
-          ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": fetched another value";
+          ADD_FAILURE() << at() << ": fetched another value";
         break;
       }
       default: {
@@ -383,7 +384,7 @@ class Fuzzer {
         const bool mustFail = s.bad || s.misaligned || badCmp;
         expect("tether_signal_wait_until", st, mustFail, !mustFail);
         if (!mustFail && st == TETHER_SUCCESS && seen != cur)
-          ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": seen " << seen << ", value " << cur;
+          ADD_FAILURE() << at() << ": seen " << seen << ", value " << cur;
       }
     }
   }
@@ -469,9 +470,9 @@ class Fuzzer {
     const bool mustFail = badN || badPe || (n > 0 && a.bad) || badWidth || misalignedP;
     const bool good = !mustFail && !a.bad;
     expect(call, st, mustFail, good);
-    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << dog_->index() << " " << what_ << ": the stream failed";
+    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << at() << ": the stream failed";
     if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc.data(), n) != 0)
-      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": the bytes differ after the sync";
+      ADD_FAILURE() << at() << ": the bytes differ after the sync";
   }
 
   // A prepared set of 1-4 operations (puts, gets, put_signals, signals, waits that hold, quiets, barriers) with bad
@@ -559,7 +560,7 @@ class Fuzzer {
     const tether_status_t st = tether_prepare(w_, ops, n, &set);
     expect("tether_prepare", st, anyBad, !anyBad);
     if (st != TETHER_SUCCESS) {
-      if (set != nullptr) ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": a failed prepare gave a set";
+      if (set != nullptr) ADD_FAILURE() << at() << ": a failed prepare gave a set";
       return;
     }
     dog_->name("tether_post_on_stream");
@@ -570,10 +571,10 @@ class Fuzzer {
     // enqueued); otherwise it is ignored or zero, and the post succeeds.
     const bool postFails = how == 2 && flaggedData;
     expect("tether_post_on_stream", ps, postFails, how != 2 || (!flaggedData && !flaggedEmpty));
-    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "call " << dog_->index() << " " << what_ << ": the stream failed";
+    ASSERT_TRUE(so_->synchronize(stream_).isOk()) << at() << ": the stream failed";
     for (const Moved& m : moved)
       if (ps == TETHER_SUCCESS && std::memcmp(m.sym, m.loc, m.n) != 0)
-        ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": bytes differ";
+        ADD_FAILURE() << at() << ": bytes differ";
     expect("tether_op_set_free", tether_op_set_free(set), false, true);
   }
 
@@ -601,7 +602,8 @@ class Fuzzer {
         what_ = "tether_team_split_strided(" + std::to_string(start) + ", " + std::to_string(stride) + ", " +
                 std::to_string(size) + ", flags " + std::to_string(cfg.flags) + ")";
         tether_team_t t = TETHER_TEAM_INVALID;
-        const tether_status_t st = tether_team_split_strided(world, start, stride, size, cfg.flags || coin(70) ? &cfg : nullptr, &t);
+        const tether_team_config_t* c = cfg.flags || coin(70) ? &cfg : nullptr;
+        const tether_status_t st = tether_team_split_strided(world, start, stride, size, c, &t);
         expect("tether_team_split_strided", st, bad, !bad);
         if (st != TETHER_SUCCESS) {
           if (t != TETHER_TEAM_INVALID) ADD_FAILURE() << what_ << ": a failed split gave a team";
@@ -682,7 +684,7 @@ class Fuzzer {
     // pattern() may make NaNs, which a sum of one member passes through unchanged or not: compare integers only).
     const bool integer = type != TETHER_FLOAT && type != TETHER_DOUBLE;
     if (good && integer && st == TETHER_SUCCESS && count > 0 && std::memcmp(d.p, want.data(), count * es) != 0)
-      ADD_FAILURE() << "call " << dog_->index() << " " << what_ << ": dest differs from src (one member)";
+      ADD_FAILURE() << at() << ": dest differs from src (one member)";
   }
 
   tether_t w_;
