@@ -1,5 +1,7 @@
-// Random calls of the core C API (tether.h) with arguments drawn from good and bad classes, one 1-PE instance with the
-// CPU emulation of the stream-op layer. What every call must do (tether.h's contract, "clear errors, never a crash or
+// Random calls of the core C API (tether.h) with arguments drawn from good and bad classes, with the CPU emulation of
+// the stream-op layer: one 1-PE instance (ctest test_api_fuzz), and 2/4/8 PEs under tetherrun (mp_api_fuzz_*), where
+// every PE draws its one-sided calls on its own (good addresses in its own slice of each object, on any PE: only it
+// writes there) and the collective ones (allocation, the world allreduce, teams) alike from PE 0's seed. What every call must do (tether.h's contract, "clear errors, never a crash or
 // a hang"). The calls: put/get (blocking, nbi, elems), atomics (host and stream), wait_until/test, put_signal, the
 // signal calls, allocation, putmem/getmem/p on the stream, the world team's allreduce, prepared sets (prepare, post,
 // free), teams (splits, destroys, calls on live, destroyed and garbage handles). For each:
@@ -18,15 +20,16 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "cpu_stream_world.h"
-#include "tether/tether.h"
 #include "call_watchdog.h"
+#include "cpu_stream_world.h"
 #include "test_seed.h"
+#include "tether/tether.h"
 
 namespace {
 
@@ -40,20 +43,27 @@ struct Addr {
   char* p = nullptr;
   bool bad = false;        // NULL or outside the symmetric heap
   bool misaligned = false;  // inside, but not 8-byte aligned
-  size_t room = 0;          // good: bytes from p to the end of its object
+  size_t room = 0;          // good: bytes from p to the end of this PE's slice of its object
 };
 
 class Fuzzer {
  public:
+  // seed: the same on every PE (the calls that are collective are drawn from it alike everywhere).
   Fuzzer(tether_t w, tether::StreamOps* so, void* stream, uint64_t seed)
-      : w_(w), so_(so), stream_(stream), rng_(seed), local_(kObj / 8), stackBuf_{} {}
+      : w_(w), so_(so), stream_(stream), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
+        slice_(kObj / static_cast<size_t>(n_) / 8 * 8), rng_(seed ^ (0x9e3779b97f4a7c15ull * (me_ + 1u))),
+        shared_(seed), local_(kObj / 8), stackBuf_{} {}
 
   ~Fuzzer() {
     for (tether_team_t t : live_) (void)tether_team_destroy(t);
     for (char* o : objs_) (void)tether_free(w_, o);
+    (void)tether_free(w_, coll_);
   }
 
   void run(int calls) {
+    void* c = nullptr;
+    ASSERT_EQ(tether_calloc(w_, 1, kObj, &c), TETHER_SUCCESS) << tether_last_error();
+    coll_ = static_cast<char*>(c);
     for (int i = 0; i < 4; ++i) newObject();
     CallWatchdog dog("api fuzz", 20);
     dog_ = &dog;
@@ -63,13 +73,40 @@ class Fuzzer {
       dog.left();
     }
     ASSERT_TRUE(so_->synchronize(stream_).isOk()) << "the emulated stream failed during the run";
+    if (!::testing::Test::HasFailure()) {  // (no PE leaves while another still reaches into its objects)
+      ASSERT_EQ(tether_barrier_all(w_), TETHER_SUCCESS) << tether_last_error();
+    }
     std::printf("api fuzz: %d calls, %d must-fail, %d must-succeed, %d either\n", calls, nFail_, nOk_, nEither_);
   }
 
  private:
   std::string at() const { return "call " + std::to_string(dog_->index()) + " " + what_; }
+  // Draws of this PE (its one-sided calls), and draws alike on every PE (suni, scoin: collective calls).
   uint64_t uni(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng_); }
   bool coin(unsigned percent) { return uni(100) < percent; }
+  uint64_t suni(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(shared_); }
+  bool scoin(unsigned percent) { return suni(100) < percent; }
+  // The bytes at (pe, addr): this PE's own memory, or a get (which must work: only this PE writes its slice).
+  std::vector<char> readBack(int pe, const char* addr, size_t n) {
+    std::vector<char> v(n);
+    if (pe == me_) {
+      if (n) std::memcpy(v.data(), addr, n);
+    } else if (n) {
+      EXPECT_EQ(tether_get(w_, v.data(), addr, n, pe), TETHER_SUCCESS) << at() << ": read back: " << tether_last_error();
+    }
+    return v;
+  }
+  // Writes n pattern bytes to (pe, addr) and returns them.
+  std::vector<char> plant(int pe, char* addr, size_t n) {
+    std::vector<char> v(n);
+    pattern(v.data(), n);
+    if (pe == me_) {
+      if (n) std::memcpy(addr, v.data(), n);
+    } else if (n) {
+      EXPECT_EQ(tether_put(w_, addr, v.data(), n, pe), TETHER_SUCCESS) << at() << ": plant: " << tether_last_error();
+    }
+    return v;
+  }
 
   void newObject() {
     void* p = nullptr;
@@ -90,16 +127,17 @@ class Fuzzer {
       }
       return a;
     }
-    char* o = objs_[uni(objs_.size())];
+    // Good addresses lie in this PE's slice of an object, on whichever PE: only this PE writes there.
+    char* o = objs_[uni(objs_.size())] + static_cast<size_t>(me_) * slice_;
     if (coin(misPercent)) {
-      a.p = o + 1 + 8 * uni(8);
+      a.p = o + 1 + 8 * uni(std::min<size_t>(8, slice_ / 8));
       a.misaligned = true;
-      a.room = kObj - static_cast<size_t>(a.p - o);
+      a.room = slice_ - static_cast<size_t>(a.p - o);
       return a;
     }
-    const size_t off = 8 * uni(kObj / 8);
+    const size_t off = 8 * uni(slice_ / 8);
     a.p = o + off;
-    a.room = kObj - off;
+    a.room = slice_ - off;
     return a;
   }
   // A byte count for an address with `room` bytes: within it, or beyond the heap (bad).
@@ -112,18 +150,20 @@ class Fuzzer {
   }
   int pe(bool* bad) {
     *bad = coin(10);
-    if (!*bad) return 0;
-    const int bads[] = {1, -1, INT_MAX, INT_MIN, 2};
+    if (!*bad) return static_cast<int>(uni(static_cast<uint64_t>(n_)));
+    const int bads[] = {n_, -1, INT_MAX, INT_MIN, n_ + 1};
     return bads[uni(5)];
   }
   // An enum value: a good one below draw, or a bad one (representable values that no enumerator has: the type has
   // `enumerators` of them, 0 .. enumerators-1).
+  // alike: drawn alike on every PE (collective calls).
   template <class E>
-  E enumOf(int draw, int enumerators, bool* bad) {
-    *bad = coin(8);
-    if (!*bad) return static_cast<E>(uni(static_cast<uint64_t>(draw)));
+  E enumOf(int draw, int enumerators, bool* bad, bool alike = false) {
+    auto u = [&](uint64_t n) { return alike ? suni(n) : uni(n); };
+    *bad = u(100) < 8;
+    if (!*bad) return static_cast<E>(u(static_cast<uint64_t>(draw)));
     const int bads[] = {enumerators, enumerators + 1, 1000, INT_MAX};
-    return static_cast<E>(bads[uni(4)]);
+    return static_cast<E>(bads[u(4)]);
   }
   void pattern(void* p, size_t n) {
     auto* b = static_cast<unsigned char*>(p);
@@ -159,7 +199,7 @@ class Fuzzer {
   }
 
   void step() {
-    switch (uni(16)) {
+    switch (suni(16)) {
       case 0: rma(true, false); break;
       case 1: rma(false, false); break;
       case 2: rma(true, true); break;
@@ -194,17 +234,20 @@ class Fuzzer {
     const bool nullLocal = coin(5);
     char* loc = nullLocal ? nullptr : reinterpret_cast<char*>(local_.data());
     describe(call, a, n, p);
+    const bool mustFail = badPe || (n > 0 && (a.bad || nullLocal)) || badN;
+    const bool good = !mustFail && !a.bad;
     if (isPut && loc) pattern(loc, std::min(n, kObj));
-    if (!isPut && !a.bad) pattern(a.p, std::min(n, a.room));
+    std::vector<char> want;  // a get's: the bytes planted at the source first
+    if (!isPut && good) want = plant(p, a.p, n);
     tether_status_t st;
     if (isPut) st = (nbi ? tether_put_nbi : tether_put)(w_, a.p, loc, n, p);
     else st = (nbi ? tether_get_nbi : tether_get)(w_, loc, a.p, n, p);
-    const bool mustFail = badPe || (n > 0 && (a.bad || nullLocal)) || badN;
-    const bool good = !mustFail && !a.bad;
     expect(call, st, mustFail, good);
     if (nbi) expect("tether_quiet", tether_quiet(w_), false, true);
-    if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc, n) != 0)
-      ADD_FAILURE() << at() << ": the bytes differ after the call";
+    if (good && st == TETHER_SUCCESS && n > 0) {
+      const std::vector<char> got = isPut ? readBack(p, a.p, n) : std::vector<char>(loc, loc + n);
+      if (std::memcmp(got.data(), isPut ? loc : want.data(), n) != 0) ADD_FAILURE() << at() << ": the bytes differ";
+    }
   }
 
   // put_elems / get_elems: nelems * elem_size must not overflow.
@@ -251,7 +294,7 @@ class Fuzzer {
                           op == TETHER_AMO_FETCH_OR || op == TETHER_AMO_FETCH_XOR;
     uint64_t* fp = nullFetched ? nullptr : &fetched;
     uint64_t before = 0;
-    if (!a.bad && !a.misaligned) std::memcpy(&before, a.p, 8);
+    if (!a.bad && !a.misaligned && !badPe) std::memcpy(&before, readBack(p, a.p, 8).data(), 8);
     tether_status_t st;
     if (onStream) {
       // fetched must be memory the stream can write (the emulation: any host memory; kept alive until the sync).
@@ -269,7 +312,7 @@ class Fuzzer {
     expect(call, st, mustFail, good);
     if (good && st == TETHER_SUCCESS) {
       uint64_t after = 0;
-      std::memcpy(&after, a.p, 8);
+      std::memcpy(&after, readBack(p, a.p, 8).data(), 8);
       uint64_t want = before;
       switch (op) {
         case TETHER_AMO_SET: case TETHER_AMO_SWAP: want = value; break;
@@ -333,7 +376,7 @@ class Fuzzer {
     // The signal word must not overlap the data (that would be the caller's race; keep the draws apart).
     if (!a.bad && !s.bad && s.p + 8 > a.p && s.p < a.p + n) return;
     uint64_t before = 0;
-    if (!s.bad && !s.misaligned) std::memcpy(&before, s.p, 8);
+    if (!s.bad && !s.misaligned && !badPe) std::memcpy(&before, readBack(p, s.p, 8).data(), 8);
     const uint64_t sig = 1 + uni(100);
     const tether_status_t st = (nbi ? tether_put_signal_nbi : tether_put_signal)(
         w_, a.p, loc, n, reinterpret_cast<uint64_t*>(s.p), sig, op, p);
@@ -343,10 +386,10 @@ class Fuzzer {
     if (nbi) expect("tether_quiet", tether_quiet(w_), false, true);
     if (good && st == TETHER_SUCCESS) {
       uint64_t after = 0;
-      std::memcpy(&after, s.p, 8);
+      std::memcpy(&after, readBack(p, s.p, 8).data(), 8);
       const uint64_t want = op == TETHER_SIGNAL_SET ? sig : before + sig;
       if (after != want) ADD_FAILURE() << at() << ": signal " << after << ", want " << want;
-      if (n > 0 && std::memcmp(a.p, loc, n) != 0) ADD_FAILURE() << at() << ": data differ";
+      if (n > 0 && std::memcmp(readBack(p, a.p, n).data(), loc, n) != 0) ADD_FAILURE() << at() << ": data differ";
     }
   }
 
@@ -389,48 +432,51 @@ class Fuzzer {
     }
   }
 
-  // The allocation calls (collective, 1 PE): objects come and go; bad sizes and alignments fail and change nothing.
+  // The allocation calls (collective: drawn alike on every PE): objects come and go; bad sizes and alignments fail and change nothing.
   void alloc() {
     dog_->name("tether_malloc/calloc/align/realloc/free");
     void* p = nullptr;
-    switch (uni(4)) {
+    switch (suni(4)) {
       case 0: {  // malloc of a size beyond the heap's maximum
         what_ = "tether_malloc(beyond the heap)";
-        const size_t n = uni(2) ? SIZE_MAX - uni(64) : size_t{1} << 40;
+        const size_t n = suni(2) ? SIZE_MAX - suni(64) : size_t{1} << 40;
         expect("tether_malloc", tether_malloc(w_, n, &p), true, false);
         break;
       }
       case 1: {  // calloc whose count * size overflows, or NULL out
-        const bool nullOut = coin(50);
+        const bool nullOut = scoin(50);
         what_ = nullOut ? "tether_calloc(out NULL)" : "tether_calloc(overflowing count)";
         expect("tether_calloc", nullOut ? tether_calloc(w_, 1, 8, nullptr) : tether_calloc(w_, SIZE_MAX / 2, 4, &p),
                true, false);
         break;
       }
       case 2: {  // align with a bad alignment (not a power of two) or a good one
-        const bool badAlign = coin(40);
-        const size_t al = badAlign ? 3 + 2 * uni(100) : size_t{8} << uni(8);
+        const bool badAlign = scoin(40);
+        const size_t al = badAlign ? 3 + 2 * suni(100) : size_t{8} << suni(8);
         what_ = "tether_align(" + std::to_string(al) + ")";
         const tether_status_t st = tether_align(w_, al, kObj, &p);
         expect("tether_align", st, badAlign, !badAlign);
         if (st == TETHER_SUCCESS) {
           if (reinterpret_cast<uintptr_t>(p) % al != 0) ADD_FAILURE() << what_ << " returned " << p;
-          std::memset(p, 0, kObj);
+          std::memset(static_cast<char*>(p) + static_cast<size_t>(me_) * slice_, 0, slice_);  // this PE's slice
           if (objs_.size() < 12) objs_.push_back(static_cast<char*>(p));
           else expect("tether_free", tether_free(w_, p), false, true);
         }
         break;
       }
       default: {  // realloc an object to the same size (contents kept) or free one (a fresh one replaces it)
-        const size_t i = uni(objs_.size());
-        if (coin(50)) {
+        const size_t i = suni(objs_.size());
+        if (scoin(50)) {
           what_ = "tether_realloc(same size)";
-          std::vector<char> keep(objs_[i], objs_[i] + kObj);
+          // (This PE's slice: the others' may still change until their PEs enter the call.)
+          char* mine = objs_[i] + static_cast<size_t>(me_) * slice_;
+          std::vector<char> keep(mine, mine + slice_);
           const tether_status_t st = tether_realloc(w_, objs_[i], kObj, &p);
           expect("tether_realloc", st, false, true);
           if (st == TETHER_SUCCESS) {
             objs_[i] = static_cast<char*>(p);
-            if (std::memcmp(p, keep.data(), kObj) != 0) ADD_FAILURE() << "realloc lost the contents";
+            if (std::memcmp(objs_[i] + static_cast<size_t>(me_) * slice_, keep.data(), slice_) != 0)
+              ADD_FAILURE() << "realloc lost the contents";
           }
         } else if (objs_.size() > 2) {
           what_ = "tether_free(object)";
@@ -461,18 +507,22 @@ class Fuzzer {
     // The stream reads and writes these after the call returns: a buffer of its own, alive until the sync.
     std::vector<char> loc(std::max<size_t>(n <= kObj ? n : 0, 8));
     pattern(loc.data(), loc.size());
-    if (kind == 1 && !a.bad) pattern(a.p, std::min(n, a.room));
+    const bool misalignedP = kind == 2 && !badWidth && !a.bad && reinterpret_cast<uintptr_t>(a.p) % n != 0;
+    const bool mustFail = badN || badPe || (n > 0 && a.bad) || badWidth || misalignedP;
+    const bool good = !mustFail && !a.bad;
+    std::vector<char> want;  // a get's: the bytes planted at the source first
+    if (kind == 1 && good) want = plant(p, a.p, n);
     tether_status_t st;
     if (kind == 0) st = tether_putmem_on_stream(w_, a.p, loc.data(), n, p, stream_);
     else if (kind == 1) st = tether_getmem_on_stream(w_, loc.data(), a.p, n, p, stream_);
     else st = tether_p_on_stream(w_, a.p, loc.data(), n, p, stream_);
-    const bool misalignedP = kind == 2 && !badWidth && !a.bad && reinterpret_cast<uintptr_t>(a.p) % n != 0;
-    const bool mustFail = badN || badPe || (n > 0 && a.bad) || badWidth || misalignedP;
-    const bool good = !mustFail && !a.bad;
     expect(call, st, mustFail, good);
     ASSERT_TRUE(so_->synchronize(stream_).isOk()) << at() << ": the stream failed";
-    if (good && st == TETHER_SUCCESS && n > 0 && std::memcmp(a.p, loc.data(), n) != 0)
-      ADD_FAILURE() << at() << ": the bytes differ after the sync";
+    if (good && st == TETHER_SUCCESS && n > 0) {
+      const std::vector<char> got = kind == 1 ? std::vector<char>(loc.begin(), loc.begin() + n) : readBack(p, a.p, n);
+      if (std::memcmp(got.data(), kind == 1 ? want.data() : loc.data(), n) != 0)
+        ADD_FAILURE() << at() << ": the bytes differ after the sync";
+    }
   }
 
   // A prepared set of 1-4 operations (puts, gets, put_signals, signals, waits that hold, quiets, barriers) with bad
@@ -484,7 +534,7 @@ class Fuzzer {
     std::vector<std::vector<char>> srcs;  // put sources and get destinations: alive until the sync
     const size_t n = 1 + uni(4);
     bool anyBad = false;
-    struct Moved { char* sym; const char* loc; size_t n; };
+    struct Moved { int pe; char* sym; const char* loc; size_t n; };
     std::vector<Moved> moved;
     std::vector<std::pair<char*, size_t>> written;  // symmetric ranges this set writes (kept apart)
     auto apart = [&](char* p, size_t len) {
@@ -499,7 +549,9 @@ class Fuzzer {
       tether_op_desc_t& o = ops[i];
       std::memset(&o, 0, sizeof o);
       bool badKind = coin(5);
-      const int kind = badKind ? (uni(2) ? 0 : 9 + static_cast<int>(uni(1000))) : 1 + static_cast<int>(uni(8));
+      int kind = badKind ? (uni(2) ? 0 : 9 + static_cast<int>(uni(1000))) : 1 + static_cast<int>(uni(8));
+      // (Barriers in a set are collective: with several PEs, whose sets differ, a quiet instead.)
+      if (n_ > 1 && (kind == TETHER_OP_BARRIER_ALL || kind == TETHER_OP_SYNC_ALL)) kind = TETHER_OP_QUIET;
       o.kind = static_cast<tether_op_kind_t>(kind);
       bool badPe = false, badN = false, badOp = false, badCmp = false;
       o.pe = pe(&badPe);
@@ -523,7 +575,7 @@ class Fuzzer {
             o.kind = TETHER_OP_QUIET;
             break;
           }
-          if (!bad && !d.bad && o.nbytes) moved.push_back({d.p, srcs.back().data(), o.nbytes});
+          if (!bad && !d.bad && o.nbytes) moved.push_back({o.pe, d.p, srcs.back().data(), o.nbytes});
           if (coin(30)) o.flags = TETHER_OP_PATCH_OFFSET;
           break;
         case TETHER_OP_GET:
@@ -534,7 +586,7 @@ class Fuzzer {
             o.kind = TETHER_OP_QUIET;
             break;
           }
-          if (!bad && !d.bad && o.nbytes) moved.push_back({d.p, srcs.back().data(), o.nbytes});
+          if (!bad && !d.bad && o.nbytes) moved.push_back({o.pe, d.p, srcs.back().data(), o.nbytes});
           if (coin(30)) o.flags = TETHER_OP_PATCH_OFFSET;
           break;
         case TETHER_OP_SIGNAL:
@@ -573,83 +625,85 @@ class Fuzzer {
     expect("tether_post_on_stream", ps, postFails, how != 2 || (!flaggedData && !flaggedEmpty));
     ASSERT_TRUE(so_->synchronize(stream_).isOk()) << at() << ": the stream failed";
     for (const Moved& m : moved)
-      if (ps == TETHER_SUCCESS && std::memcmp(m.sym, m.loc, m.n) != 0)
+      if (ps == TETHER_SUCCESS && std::memcmp(readBack(m.pe, m.sym, m.n).data(), m.loc, m.n) != 0)
         ADD_FAILURE() << at() << ": bytes differ";
     expect("tether_op_set_free", tether_op_set_free(set), false, true);
   }
 
-  // Teams: splits of the world team (good: start 0, size 1, any stride; bad: a PE outside the parent, size < 1,
-  // stride 0 with size > 1, config flags), destroys, and the calls on a team -- sync, allreduce, queries, a split of
-  // it -- with a live, a destroyed or a garbage handle (tether.h: checked, TETHER_ERR_INVALID_ARG / -1, never a
-  // crash).
+  // Teams, every decision alike on every PE (splits, syncs and collectives are collective): splits of the world team
+  // (good: start 0, stride 1, every PE -- with one PE any stride; bad: a PE outside the parent, size < 1, stride 0
+  // with several PEs, config flags), destroys, and sync/allreduce/queries/splits with a live or a garbage handle, and
+  // queries with a destroyed one (tether.h: checked, TETHER_ERR_INVALID_ARG / -1, never a crash). A destroyed handle
+  // is not passed to collective calls with several PEs: its address may name a later team on one PE and not another.
   void teams() {
     dog_->name("teams");
     tether_team_t world = tether_team_world(w_);
-    switch (uni(4)) {
+    switch (suni(4)) {
       case 0: {
         if (live_.size() >= 8) return;
-        bool bad = coin(40);
-        int start = 0, stride = static_cast<int>(uni(5)) - 2, size = 1;
+        bool bad = scoin(40);
+        int start = 0, stride = n_ == 1 ? static_cast<int>(suni(5)) - 2 : 1, size = n_;
         tether_team_config_t cfg{0};
         if (bad) {
-          switch (uni(4)) {
-            case 0: start = coin(50) ? 1 : -1; break;
-            case 1: size = coin(50) ? 0 : -3; break;
-            case 2: size = 2, stride = coin(50) ? 0 : 1; break;  // stride 0 with size 2; PE 1 outside the parent
-            default: cfg.flags = 1u << uni(32);
+          switch (suni(4)) {
+            case 0: start = scoin(50) ? n_ : -1; break;
+            case 1: size = scoin(50) ? 0 : -3; break;
+            case 2: size = n_ + 1, stride = scoin(50) ? 0 : 1; break;  // a PE outside the parent (stride 0: twice)
+            default: cfg.flags = 1u << suni(32);
           }
         }
         what_ = "tether_team_split_strided(" + std::to_string(start) + ", " + std::to_string(stride) + ", " +
                 std::to_string(size) + ", flags " + std::to_string(cfg.flags) + ")";
         tether_team_t t = TETHER_TEAM_INVALID;
-        const tether_team_config_t* c = cfg.flags || coin(70) ? &cfg : nullptr;
+        const tether_team_config_t* c = cfg.flags || scoin(70) ? &cfg : nullptr;
         const tether_status_t st = tether_team_split_strided(world, start, stride, size, c, &t);
         expect("tether_team_split_strided", st, bad, !bad);
         if (st != TETHER_SUCCESS) {
           if (t != TETHER_TEAM_INVALID) ADD_FAILURE() << what_ << ": a failed split gave a team";
           return;
         }
-        if (tether_team_my_pe(t) != 0 || tether_team_n_pes(t) != 1 || tether_team_world_pe(t, 0) != 0)
+        if (tether_team_my_pe(t) != me_ || tether_team_n_pes(t) != n_ || tether_team_world_pe(t, 0) != 0)
           ADD_FAILURE() << what_ << ": the new team's queries are wrong";
         live_.push_back(t);
         break;
       }
       case 1: {  // destroy a live team (it goes stale)
         if (live_.empty()) return;
-        const size_t i = uni(live_.size());
+        const size_t i = suni(live_.size());
         what_ = "tether_team_destroy(live)";
         expect("tether_team_destroy", tether_team_destroy(live_[i]), false, true);
         stale_.push_back(live_[i]);
         live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
         break;
       }
-      default: {  // a call on a live, stale or garbage handle
-        const unsigned kind = live_.empty() ? 1 + static_cast<unsigned>(uni(2)) : static_cast<unsigned>(uni(3));
-        tether_team_t t = kind == 0 ? live_[uni(live_.size())]
-                          : kind == 1 && !stale_.empty() ? stale_[uni(stale_.size())]
+      default: {  // a call on a live, destroyed or garbage handle
+        const unsigned kind = live_.empty() ? 1 + static_cast<unsigned>(suni(2)) : static_cast<unsigned>(suni(3));
+        const unsigned call = static_cast<unsigned>(suni(4));
+        const bool staleOk = n_ == 1 || call == 1;  // (queries are local)
+        const bool garbage = kind == 2 || (kind == 1 && (stale_.empty() || !staleOk));
+        tether_team_t t = kind == 0 ? live_[suni(live_.size())]
+                          : !garbage ? stale_[suni(stale_.size())]
                           : reinterpret_cast<tether_team_t>(coin(50) ? reinterpret_cast<uintptr_t>(stackBuf_) + 8
                                                                      : (uint64_t{1} << 47) + 8 * uni(1 << 20));
-        // (A stale handle's address may be reused by a later split: then it names that live team again.)
+        // (A destroyed handle's address may be reused by a later split: then it names that live team again.)
         bool good = kind == 0;
         for (tether_team_t l : live_) good = good || l == t;
-        what_ = std::string("team call on a ") + (good ? "live" : kind == 1 ? "destroyed" : "garbage") + " handle";
-        switch (uni(4)) {
+        what_ = std::string("team call on a ") + (good ? "live" : garbage ? "garbage" : "destroyed") + " handle";
+        switch (call) {
           case 0: expect("tether_team_sync", tether_team_sync(t), !good, good); break;
           case 1: {
             const int me = tether_team_my_pe(t), n = tether_team_n_pes(t), ix = tether_team_index(t);
-            if (good ? (me != 0 || n != 1 || ix < 0) : (me != -1 || n != -1 || ix != -1))
+            if (good ? (me != me_ || n != n_ || ix < 0) : (me != -1 || n != -1 || ix != -1))
               ADD_FAILURE() << what_ << ": queries gave my_pe " << me << " n_pes " << n << " index " << ix;
             break;
           }
-          case 2: {
-            char* o = objs_[0];
-            expect("tether_team_allreduce", tether_team_allreduce(t, o, o, 4, TETHER_INT64, TETHER_RED_SUM), !good,
-                   good);
+          case 2:
+            expect("tether_team_allreduce", tether_team_allreduce(t, coll_, coll_, 4, TETHER_INT64, TETHER_RED_MAX),
+                   !good, good);
             break;
-          }
           default: {
             tether_team_t sub = TETHER_TEAM_INVALID;
-            const tether_status_t st = tether_team_split_strided(t, 0, 1, 1, nullptr, &sub);
+            const tether_status_t st = tether_team_split_strided(t, 0, 1, n_, nullptr, &sub);
             expect("tether_team_split_strided", st, !good, good && live_.size() < 8);
             if (st == TETHER_SUCCESS) live_.push_back(sub);
           }
@@ -658,42 +712,57 @@ class Fuzzer {
     }
   }
 
-  // tether_team_allreduce over the 1-member world team: dest = src (sum of one member) for good arguments.
+  // tether_team_allreduce over the world team, every argument drawn alike on every PE: src in the first half of the
+  // collectives' object, dest in the second half or in place (no one-sided call touches that object), bad classes
+  // (a pointer outside the heap, a bad type or op, a count that overflows) the same on every member. Every member's
+  // src holds the same values, so MIN and MAX (and any op with one PE) give them back.
   void allreduce() {
-    Addr d = sym(10, 0), s = sym(10, 0);
+    dog_->name("tether_team_allreduce");
     bool badType = false, badOp = false;
     // The classic types (INT .. USHORT); SUM, PROD, MIN, MAX, which every type takes.
-    const tether_dtype_t type = enumOf<tether_dtype_t>(TETHER_INT8, TETHER_DTYPE_COUNT, &badType);
-    const tether_red_op_t op = enumOf<tether_red_op_t>(4, TETHER_RED_COUNT, &badOp);
+    const tether_dtype_t type = enumOf<tether_dtype_t>(TETHER_INT8, TETHER_DTYPE_COUNT, &badType, true);
+    const tether_red_op_t op = enumOf<tether_red_op_t>(4, TETHER_RED_COUNT, &badOp, true);
     const size_t es = badType ? 8 : tether_dtype_size(type);
-    size_t count = es ? uni(std::min(d.bad ? kObj : d.room, s.bad ? kObj : s.room) / (es ? es : 1) + 1) : 0;
-    const bool overflow = coin(5);
+    const size_t half = kObj / 2;
+    const size_t so = 8 * suni(half / 8), dof = half + 8 * suni(half / 8);
+    const bool inPlace = scoin(20);
+    char* src = coll_ + so;
+    char* dest = inPlace ? src : coll_ + dof;
+    const size_t room = std::min(half - so, inPlace ? half - so : kObj - dof);
+    const unsigned badAddr = scoin(10) ? 1 + static_cast<unsigned>(suni(2)) : 0;  // 1: dest, 2: src outside the heap
+    if (badAddr == 1) dest = reinterpret_cast<char*>(stackBuf_);
+    if (badAddr == 2) src = coll_ + (size_t{1} << 40);
+    size_t count = suni(room / es + 1);
+    const bool overflow = scoin(5);
     if (overflow) count = SIZE_MAX / 2;
-    describe("tether_team_allreduce", d, count * es, 0);
-    // Overlapping dest and src other than exactly in place is refused; keep such draws out of the good class.
-    const bool inPlace = d.p == s.p;
-    const bool overlap = !d.bad && !s.bad && !inPlace && d.p < s.p + count * es && s.p < d.p + count * es;
-    if (!s.bad) pattern(s.p, std::min(count * es, s.room));
-    std::vector<char> want(s.bad ? 0 : std::min(count * es, s.room));
-    if (!want.empty()) std::memcpy(want.data(), s.p, want.size());
-    const tether_status_t st = tether_team_allreduce(tether_team_world(w_), d.p, s.p, count, type, op);
-    const bool mustFail = badType || badOp || overflow || (count > 0 && (d.bad || s.bad));
-    const bool good = !mustFail && !overlap && !d.bad && !s.bad;
-    expect("tether_team_allreduce", st, mustFail, good);
-    // SUM/PROD/MIN/MAX over one member: the member's own values (floats: the same bits, NaN patterns included --
-    // pattern() may make NaNs, which a sum of one member passes through unchanged or not: compare integers only).
-    const bool integer = type != TETHER_FLOAT && type != TETHER_DOUBLE;
-    if (good && integer && st == TETHER_SUCCESS && count > 0 && std::memcmp(d.p, want.data(), count * es) != 0)
-      ADD_FAILURE() << at() << ": dest differs from src (one member)";
+    what_ = "tether_team_allreduce(" + std::to_string(count) + " x type " + std::to_string(type) + ", op " +
+            std::to_string(op) + (inPlace ? ", in place" : "") + (badAddr ? ", outside the heap" : "") + ")";
+    const bool mustFail = badType || badOp || overflow || (count > 0 && badAddr);
+    std::vector<char> want(mustFail ? 0 : count * es);
+    if (!want.empty()) {
+      const unsigned char s0 = static_cast<unsigned char>(suni(256));
+      for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<char>(s0 + i * 7);
+      std::memcpy(src, want.data(), want.size());
+    }
+    const tether_status_t st = tether_team_allreduce(tether_team_world(w_), dest, src, count, type, op);
+    expect("tether_team_allreduce", st, mustFail, !mustFail);
+    const bool integer = type != TETHER_FLOAT && type != TETHER_DOUBLE;  // (patterns may be NaNs)
+    const bool same = n_ == 1 || op == TETHER_RED_MIN || op == TETHER_RED_MAX;
+    if (!mustFail && integer && same && st == TETHER_SUCCESS && count > 0 &&
+        std::memcmp(dest, want.data(), want.size()) != 0)
+      ADD_FAILURE() << at() << ": dest is not every member's src";
   }
 
   tether_t w_;
   tether::StreamOps* so_;
   void* stream_;
-  std::mt19937_64 rng_;
+  const int me_, n_;
+  const size_t slice_;  // each PE's share of an object: one-sided calls of PE p write only [p*slice_, (p+1)*slice_)
+  std::mt19937_64 rng_, shared_;
   std::vector<uint64_t> local_;
   uint64_t stackBuf_[64];
   std::vector<char*> objs_;
+  char* coll_ = nullptr;  // the collectives' object (no one-sided call touches it)
   std::vector<tether_team_t> live_, stale_;  // teams split and not destroyed; destroyed
   CallWatchdog* dog_ = nullptr;  // run()'s
   std::string what_;
@@ -701,9 +770,16 @@ class Fuzzer {
 };
 
 TEST_F(ApiFuzz, RandomCallsKeepTheContract) {
-  const uint64_t seed = tether::testSeed("test_api_fuzz");
+  // PE 0's seed on every PE: the collective calls are drawn from it alike everywhere.
+  words_[1] = tether::testSeed("test_api_fuzz");
+  ASSERT_EQ(tether_team_broadcast(tether_team_world(w_), &words_[0], &words_[1], 1, TETHER_UINT64, 0), TETHER_SUCCESS)
+      << tether_last_error();
+  const uint64_t seed = words_[0];
+  if (tether_n_pes(w_) > 1 && tether_my_pe(w_) == 0)
+    std::printf("api fuzz: %d PEs, PE 0's seed %llu on all\n", tether_n_pes(w_), static_cast<unsigned long long>(seed));
+  const char* calls = std::getenv("API_FUZZ_CALLS");
   Fuzzer f(w_, so_, stream_, seed);
-  f.run(kCalls);
+  f.run(calls ? std::atoi(calls) : kCalls);
 }
 
 }  // namespace
