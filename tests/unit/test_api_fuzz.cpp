@@ -1,10 +1,11 @@
 // Random calls of the core C API (tether.h) with arguments drawn from good and bad classes, with the CPU emulation of
 // the stream-op layer: one 1-PE instance (ctest test_api_fuzz), and 2/4/8 PEs under tetherrun (mp_api_fuzz_*), where
 // every PE draws its one-sided calls on its own (good addresses in its own slice of each object, on any PE: only it
-// writes there) and the collective ones (allocation, the world allreduce, teams) alike from PE 0's seed. What every call must do (tether.h's contract, "clear errors, never a crash or
-// a hang"). The calls: put/get (blocking, nbi, elems), atomics (host and stream), wait_until/test, put_signal, the
-// signal calls, allocation, putmem/getmem/p on the stream, the world team's allreduce, prepared sets (prepare, post,
-// free), teams (splits, destroys, calls on live, destroyed and garbage handles). For each:
+// writes there) and the collective ones (allocation, the world allreduce, teams) alike from PE 0's seed. What every
+// call must do: tether.h's contract, "clear errors, never a crash or a hang". The calls: put/get (blocking, nbi,
+// elems), atomics (host and stream), wait_until/test, put_signal, the signal calls, allocation, putmem/getmem/p on the
+// stream, the world team's allreduce, prepared sets (prepare, post, free), teams (splits, destroys, calls on live,
+// destroyed and garbage handles). For each:
 //  - a call with an argument of a bad class (a PE outside [0, n_pes), a NULL or non-symmetric address, a byte count
 //    beyond the heap, an enum value no enumerator has, a misaligned word for an atomic, wait or signal) fails, with a
 //    status among tether.h's codes and a message naming the call;
@@ -92,7 +93,8 @@ class Fuzzer {
     if (pe == me_) {
       if (n) std::memcpy(v.data(), addr, n);
     } else if (n) {
-      EXPECT_EQ(tether_get(w_, v.data(), addr, n, pe), TETHER_SUCCESS) << at() << ": read back: " << tether_last_error();
+      EXPECT_EQ(tether_get(w_, v.data(), addr, n, pe), TETHER_SUCCESS)
+          << at() << ": read back: " << tether_last_error();
     }
     return v;
   }
@@ -432,7 +434,8 @@ class Fuzzer {
     }
   }
 
-  // The allocation calls (collective: drawn alike on every PE): objects come and go; bad sizes and alignments fail and change nothing.
+  // The allocation calls (collective: drawn alike on every PE): objects come and go; bad sizes and alignments fail
+  // and change nothing.
   void alloc() {
     dog_->name("tether_malloc/calloc/align/realloc/free");
     void* p = nullptr;
