@@ -9,7 +9,8 @@
 // compareAnyEntry). Fixed, it passed on an H200 with 2 PEs on one GPU (2026-11-23); with the stream cases and
 // typedInGraph (a typed put captured into a CUDA graph and replayed on the direct route, refused on the staged one)
 // at 2/4 PEs sharing one H100, default, direct and staged routes (2026-12-06,
-// bench/results/h100/gpu_tests_2026-12-06m.txt).
+// bench/results/h100/gpu_tests_2026-12-06m.txt); typedInGraphHost (the direct (CPU) route in a graph) at 2 PEs on one
+// H200, 4 PEs default and staged (bench/results/h200/gpu_tests_2026-12-06p.txt).
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>
