@@ -8,7 +8,10 @@
 //    order they were sent). A receive the model has matched completes at its next test or wait with the message's
 //    tag, source 0, its bytes (or the receive's, TETHER_ERR_TRUNCATED when shorter) and its bytes in the buffer; one
 //    the model has not matched does not complete (test says not done);
-//  - sends (eager: at most 2 KiB here) complete at their test or wait; waitall and waitany complete what they should.
+//  - sends (eager: at most 2 KiB here) complete at their test or wait; waitall and waitany complete what they should;
+//  - persistent requests (send_init / recv_init): each start is a send or a posted receive of the model; starting or
+//    freeing an active one is refused; wait/test leave a completed one inactive with its id; on an inactive one they
+//    return at once with an empty status; a freed one's id is stale.
 // Ends by sending a message for every receive still posted and waiting for everything. Prints its seed
 // (TETHER_TEST_SEED repeats a run); a watchdog turns a hang into a failure naming the call.
 #include <gtest/gtest.h>
@@ -69,8 +72,8 @@ class MsgFuzz {
       dog.left();
     }
     if (!::testing::Test::HasFailure()) drain();
-    std::printf("msg fuzz: %d calls, %d sends, %d receives (%d truncated), %d refused as they should be\n", calls,
-                nSends_, nRecvs_, nTrunc_, nBad_);
+    std::printf("msg fuzz: %d calls, %d sends, %d receives (%d truncated), %d persistent rounds, %d refused as they "
+                "should be\n", calls, nSends_, nRecvs_, nTrunc_, nRounds_, nBad_);
   }
 
  private:
@@ -89,13 +92,14 @@ class MsgFuzz {
   static bool fits(const Recv& r, const Msg& m) { return r.tag == TETHER_ANY_TAG || r.tag == m.tag; }
 
   void step() {
-    switch (uni(9)) {
+    switch (uni(10)) {
       case 0: case 1: isend(); break;
       case 2: case 3: irecv(); break;
       case 4: testRecv(); break;
       case 5: completeSend(); break;
       case 6: waitMatched(); break;
       case 7: waitGroup(); break;
+      case 8: persistent(); break;
       default: bad();
     }
   }
@@ -103,11 +107,7 @@ class MsgFuzz {
   void isend() {
     dog_->name("tether_isend");
     if (sends_.size() >= kMaxPending) return;
-    Msg m;
-    m.id = ++nextMsg_;
-    m.tag = static_cast<int>(uni(4));
-    m.data.resize(uni(kMaxSend + 1));
-    for (size_t i = 0; i < m.data.size(); ++i) m.data[i] = static_cast<unsigned char>(m.id * 131 + i * 7);
+    Msg m = newMsg(kMaxSend);
     Send s;
     s.buf = std::make_unique<std::vector<unsigned char>>(m.data);
     ASSERT_EQ(tether_isend(w_, s.buf->data(), s.buf->size(), 0, m.tag, &s.req), TETHER_SUCCESS)
@@ -115,7 +115,11 @@ class MsgFuzz {
     ASSERT_NE(s.req, TETHER_REQUEST_NULL) << at() << "no request";
     ++nSends_;
     sends_.push_back(std::move(s));
-    // The model: the earliest posted receive that fits, else unexpected.
+    modelSend(std::move(m));
+  }
+
+  // The model. A message sent: the earliest posted receive that fits takes it, else it waits as unexpected.
+  void modelSend(Msg m) {
     matched_.push_back(std::move(m));
     const Msg* mp = &matched_.back();
     for (auto it = posted_.begin(); it != posted_.end(); ++it) {
@@ -126,6 +130,26 @@ class MsgFuzz {
       }
     }
     unexpected_.push_back(mp);
+  }
+  // A receive posted: it takes the earliest unexpected message that fits, else waits as posted.
+  void modelRecv(Recv* r) {
+    r->matched = nullptr;
+    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+      if (fits(*r, **it)) {
+        r->matched = *it;
+        unexpected_.erase(it);
+        return;
+      }
+    }
+    posted_.push_back(r);
+  }
+  Msg newMsg(size_t maxBytes) {
+    Msg m;
+    m.id = ++nextMsg_;
+    m.tag = static_cast<int>(uni(4));
+    m.data.resize(uni(maxBytes + 1));
+    for (size_t i = 0; i < m.data.size(); ++i) m.data[i] = static_cast<unsigned char>(m.id * 131 + i * 7);
+    return m;
   }
 
   void irecv() {
@@ -142,14 +166,7 @@ class MsgFuzz {
               TETHER_SUCCESS)
         << at() << tether_last_error();
     ++nRecvs_;
-    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-      if (fits(*r, **it)) {
-        r->matched = *it;
-        unexpected_.erase(it);
-        break;
-      }
-    }
-    if (!r->matched) posted_.push_back(r.get());
+    modelRecv(r.get());
     recvs_.push_back(std::move(r));
   }
 
@@ -345,29 +362,134 @@ class MsgFuzz {
     }
   }
 
-  // A message for every receive still posted (its tag, or tag 0 for a wildcard), then everything waited for.
+  // Persistent requests (send_init / recv_init): a start is a send or a posted receive in the model; a start of an
+  // active request and a free of an active one are refused; wait/test complete an active one (a receive: once the
+  // model matched it) and leave it inactive, *req kept; on an inactive one they return at once with an empty status;
+  // a freed one's id is stale.
+  struct Persist {
+    tether_request_t req = TETHER_REQUEST_NULL;
+    bool isSend = false, active = false;
+    std::unique_ptr<std::vector<unsigned char>> sendBuf;  // a send's; a receive's is recv.buf
+    int tag = 0;
+    Recv recv;  // a receive's, as the model knows it
+  };
+  void persistent() {
+    switch (uni(5)) {
+      case 0: {
+        dog_->name("tether_send_init/recv_init");
+        if (pers_.size() >= 8) return;
+        auto p = std::make_unique<Persist>();
+        p->isSend = coin(50);
+        if (p->isSend) {
+          p->tag = static_cast<int>(uni(4));
+          p->sendBuf = std::make_unique<std::vector<unsigned char>>(uni(kMaxSend + 1));
+          ASSERT_EQ(tether_send_init(w_, p->sendBuf->data(), p->sendBuf->size(), 0, p->tag, &p->req), TETHER_SUCCESS)
+              << at() << tether_last_error();
+        } else {
+          Recv& r = p->recv;
+          r.tag = coin(25) ? TETHER_ANY_TAG : static_cast<int>(uni(4));
+          r.pe = coin(50) ? TETHER_ANY_PE : 0;
+          r.bytes = coin(70) ? kMaxSend : uni(kMaxSend + 1);
+          r.buf = std::make_unique<std::vector<unsigned char>>(r.bytes + 16, 0xee);
+          ASSERT_EQ(tether_recv_init(w_, r.buf->data(), r.bytes, r.pe, r.tag, &p->req), TETHER_SUCCESS)
+              << at() << tether_last_error();
+          r.req = p->req;
+        }
+        pers_.push_back(std::move(p));
+        break;
+      }
+      case 1: {  // start
+        dog_->name("tether_msg_start");
+        if (pers_.empty()) return;
+        Persist& p = *pers_[uni(pers_.size())];
+        if (p.active) {
+          refused("tether_msg_start", tether_msg_start(w_, p.req));
+          return;
+        }
+        Msg m;
+        if (p.isSend) {  // this round's bytes, written into the request's buffer before the start
+          m = newMsg(p.sendBuf->size());
+          m.data.resize(p.sendBuf->size());
+          for (size_t i = 0; i < m.data.size(); ++i) m.data[i] = static_cast<unsigned char>(m.id * 131 + i * 7);
+          m.tag = p.tag;
+          std::copy(m.data.begin(), m.data.end(), p.sendBuf->begin());
+        } else {
+          std::fill(p.recv.buf->begin(), p.recv.buf->end(), 0xee);
+        }
+        ASSERT_EQ(tether_msg_start(w_, p.req), TETHER_SUCCESS) << at() << tether_last_error();
+        p.active = true;
+        ++nRounds_;
+        if (p.isSend) modelSend(std::move(m));
+        else modelRecv(&p.recv);
+        break;
+      }
+      case 2: case 3: {  // wait or test
+        if (pers_.empty()) return;
+        Persist& p = *pers_[uni(pers_.size())];
+        completePersist(p, coin(50));
+        break;
+      }
+      default: {  // free
+        dog_->name("tether_msg_request_free");
+        if (pers_.empty()) return;
+        const size_t i = uni(pers_.size());
+        tether_request_t req = pers_[i]->req;
+        if (pers_[i]->active) {
+          refused("tether_msg_request_free", tether_msg_request_free(w_, &req));
+          return;
+        }
+        ASSERT_EQ(tether_msg_request_free(w_, &req), TETHER_SUCCESS) << at() << tether_last_error();
+        ASSERT_EQ(req, TETHER_REQUEST_NULL) << at();
+        stale_.push_back(pers_[i]->req);
+        pers_.erase(pers_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+  }
+  // wait (or test) a persistent request; an active receive the model has not matched is only tested.
+  void completePersist(Persist& p, bool test) {
+    dog_->name(test ? "tether_msg_test(persistent)" : "tether_msg_wait(persistent)");
+    const bool pending = p.active && !p.isSend && !p.recv.matched;
+    if (pending) test = true;
+    tether_request_t req = p.req;
+    tether_msg_status_t s{};
+    int done = -1;
+    const tether_status_t st = test ? tether_msg_test(w_, &req, &done, &s) : tether_msg_wait(w_, &req, &s);
+    ASSERT_EQ(req, p.req) << at() << "a persistent request's id changed";
+    if (test && pending) {
+      ASSERT_EQ(st, TETHER_SUCCESS) << at() << tether_last_error();
+      ASSERT_EQ(done, 0) << at() << "a persistent receive that nothing fits completed";
+      return;
+    }
+    if (test) {
+      ASSERT_EQ(done, 1) << at();
+    }
+    if (!p.active) {
+      ASSERT_EQ(st, TETHER_SUCCESS) << at() << tether_last_error();
+      EXPECT_TRUE(s.source == TETHER_ANY_PE && s.tag == TETHER_ANY_TAG && s.bytes == 0) << at() << "not empty";
+      return;
+    }
+    p.active = false;
+    if (p.isSend) {
+      EXPECT_EQ(st, TETHER_SUCCESS) << at() << tether_last_error();
+      EXPECT_EQ(s.bytes, p.sendBuf->size()) << at();
+      return;
+    }
+    checkRecv(p.recv, st, s);
+  }
+
+  // A message for every receive still posted (its tag, or tag 0 for a wildcard), then everything waited for and the
+  // persistent requests freed.
   void drain() {
     dog_->name("drain");
-    std::vector<Recv*> open(posted_.begin(), posted_.end());
-    for (Recv* r : open) {
-      if (posted_.empty() || std::find(posted_.begin(), posted_.end(), r) == posted_.end()) continue;
-      Msg m;
-      m.id = ++nextMsg_;
-      m.tag = r->tag == TETHER_ANY_TAG ? 0 : r->tag;
-      m.data.assign(uni(64), static_cast<unsigned char>(m.id));
+    while (!posted_.empty()) {  // (a message that fits the earliest posted receive goes to it)
+      Msg m = newMsg(64);
+      m.tag = posted_.front()->tag == TETHER_ANY_TAG ? 0 : posted_.front()->tag;
       Send s;
       s.buf = std::make_unique<std::vector<unsigned char>>(m.data);
       ASSERT_EQ(tether_isend(w_, s.buf->data(), s.buf->size(), 0, m.tag, &s.req), TETHER_SUCCESS)
           << tether_last_error();
       sends_.push_back(std::move(s));
-      matched_.push_back(std::move(m));
-      const Msg* mp = &matched_.back();
-      for (auto it = posted_.begin(); it != posted_.end(); ++it)
-        if (fits(**it, *mp)) {
-          (*it)->matched = mp;
-          posted_.erase(it);
-          break;
-        }
+      modelSend(std::move(m));
     }
     ASSERT_TRUE(posted_.empty());
     while (!recvs_.empty()) {
@@ -378,6 +500,12 @@ class MsgFuzz {
       completeSend();
       if (::testing::Test::HasFailure()) return;
     }
+    for (auto& p : pers_) {
+      if (p->active) completePersist(*p, false);
+      if (::testing::Test::HasFailure()) return;
+      ASSERT_EQ(tether_msg_request_free(w_, &p->req), TETHER_SUCCESS) << tether_last_error();
+    }
+    pers_.clear();
   }
 
   tether_t w_;
@@ -387,10 +515,11 @@ class MsgFuzz {
   std::deque<Recv*> posted_;
   std::vector<std::unique_ptr<Recv>> recvs_;
   std::vector<Send> sends_;
+  std::vector<std::unique_ptr<Persist>> pers_;
   std::vector<tether_request_t> stale_;
   uint64_t nextMsg_ = 0;
   CallWatchdog* dog_ = nullptr;  // run()'s
-  int nSends_ = 0, nRecvs_ = 0, nTrunc_ = 0, nBad_ = 0;
+  int nSends_ = 0, nRecvs_ = 0, nTrunc_ = 0, nBad_ = 0, nRounds_ = 0;
 };
 
 TEST(MsgFuzz, RandomMessagesToSelfFollowMpiMatching) {
