@@ -524,6 +524,9 @@ Status Builder::build(const Type& t, Seq* out, bool* runs) {
       TETHER_TRY(build(*t.children()[0], &s, &plain));
       break;
     case Kind::HVector: {
+      // No data (count or blocklength 0): nothing to build. (The block would be built first, and a huge blocklength
+      // of a type with no instances was accepted -- its size is 0 -- but overflows the block's arithmetic.)
+      if (t.count() == 0 || t.blocklength() == 0) break;
       const Type& c = *t.children()[0];
       const Seq* cs = nullptr;
       Seq block;

@@ -431,6 +431,26 @@ TEST(Datatype, UnpackLeavesGapsUntouched) {
   }
 }
 
+// A vector with no instances (count 0) but a blocklength whose block alone would overflow int64 is an empty type (size
+// 0): it commits, packs nothing, and nests -- found by test_datatype_fuzz under UBSan: the commit built the block
+// before applying the count and overflowed there (signed overflow in canonical.cpp's normalize).
+TEST(Datatype, EmptyVectorWithHugeBlocklengthCommits) {
+  T cplx, v, h, outer;
+  OK(tether_type_basic(TETHER_BASIC_DOUBLE_COMPLEX, cplx.out()));
+  OK(tether_type_vector(0, INT64_MAX / 3, 1, cplx, v.out()));
+  OK(tether_type_hvector(0, INT64_MAX, -3, cplx, h.out()));
+  OK(tether_type_contiguous(5, v, outer.out()));
+  for (T* t : {&v, &h, &outer}) {
+    committed(t);
+    int64_t size = -1, n = -1;
+    OK(tether_type_size(*t, &size));
+    EXPECT_EQ(size, 0);
+    unsigned char buf[16] = {0}, packed[16];
+    OK(tether_type_pack(*t, 3, buf, 0, 16, packed, &n));
+    EXPECT_EQ(n, 0);
+  }
+}
+
 TEST(Datatype, FreeKeepsReferencedTypesAlive) {
   tether_type_t i32 = nullptr, c = nullptr, v = nullptr;
   OK(tether_type_basic(TETHER_BASIC_INT32, &i32));
