@@ -18,6 +18,7 @@
 // a run).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include "call_watchdog.h"
 #include "cpu_stream_world.h"
 #include "test_seed.h"
+#include "tether/datatype.h"
 #include "tether/tether.h"
 
 namespace {
@@ -77,7 +79,8 @@ class Fuzzer {
     if (!::testing::Test::HasFailure()) {  // (no PE leaves while another still reaches into its objects)
       ASSERT_EQ(tether_barrier_all(w_), TETHER_SUCCESS) << tether_last_error();
     }
-    std::printf("api fuzz: %d calls, %d must-fail, %d must-succeed, %d either\n", calls, nFail_, nOk_, nEither_);
+    std::printf("api fuzz: %d calls, %d must-fail, %d must-succeed, %d either; typed: %d checked, %d refused\n", calls,
+                nFail_, nOk_, nEither_, nTyped_, nTypedBad_);
   }
 
  private:
@@ -201,7 +204,7 @@ class Fuzzer {
   }
 
   void step() {
-    switch (suni(16)) {
+    switch (suni(17)) {
       case 0: rma(true, false); break;
       case 1: rma(false, false); break;
       case 2: rma(true, true); break;
@@ -217,6 +220,7 @@ class Fuzzer {
       case 12: allreduce(); break;
       case 13: prepared(); break;
       case 14: teams(); break;
+      case 15: typed(); break;
       default: {
         dog_->name("tether_quiet/fence");
         what_ = "tether_quiet/fence";
@@ -633,6 +637,92 @@ class Fuzzer {
     expect("tether_op_set_free", tether_op_set_free(set), false, true);
   }
 
+  // The address of a buffer's byte -lo (the origin of a type whose bytes start lo from it; lo may be positive, the
+  // origin then before the buffer): computed as an address.
+  static char* origin(std::vector<char>& v, int64_t lo) {
+    return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(v.data()) - static_cast<uintptr_t>(lo));
+  }
+  // Typed put/get (tether/datatype.h) with the symmetric side a random small type -- two blocks at displacements
+  // from small to +-2^40 bytes, resized or not, 1-3 instances -- at an address of this PE's slice: where the whole true
+  // extent stays in the slice the call must succeed and move exactly what the host reference unpacks
+  // (tether_type_unpack into a copy of the bytes before); where it reaches 2^40 bytes away (outside any heap) it must
+  // fail with nothing written; in between (inside the heap, outside the slice) it is not made. The local side is
+  // contiguous bytes.
+  void typed() {
+    dog_->name("tether_put_typed/get_typed");
+    const int64_t disps[] = {0, 1, 7, -5, 24, -40, 100, INT64_C(1) << 40, -(INT64_C(1) << 40)};
+    const int64_t d0 = disps[uni(7)], d1 = coin(15) ? disps[7 + uni(2)] : disps[uni(7)];
+    const int64_t lens[2] = {1 + static_cast<int64_t>(uni(8)), static_cast<int64_t>(uni(8))};
+    const int64_t ds[2] = {d0, d1};
+    tether_type_t byte = nullptr, t = nullptr, flat = nullptr;
+    ASSERT_EQ(tether_type_basic(TETHER_BASIC_BYTE, &byte), TETHER_SUCCESS);
+    ASSERT_EQ(tether_type_hindexed(2, lens, ds, byte, &t), TETHER_SUCCESS) << tether_type_last_error();
+    if (coin(30)) {  // an extent of its own (instances overlap or leave gaps)
+      tether_type_t r = nullptr;
+      ASSERT_EQ(tether_type_resized(t, -static_cast<int64_t>(uni(8)), 1 + static_cast<int64_t>(uni(40)), &r),
+                TETHER_SUCCESS);
+      tether_type_free(&t);
+      t = r;
+    }
+    ASSERT_EQ(tether_type_commit(t), TETHER_SUCCESS) << tether_type_last_error();
+    const int64_t count = 1 + static_cast<int64_t>(uni(3));
+    int64_t size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
+    tether_type_size(t, &size);
+    tether_type_extent(t, &lb, &extent);
+    tether_type_true_extent(t, &tlb, &textent);
+    const int64_t n = size * count;
+    ASSERT_EQ(tether_type_contiguous(n, byte, &flat), TETHER_SUCCESS);
+    ASSERT_EQ(tether_type_commit(flat), TETHER_SUCCESS);
+    // The instances' true span around the origin: [lo, hi).
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t i = 0; i < count; ++i) {
+      lo = std::min(lo, i * extent + tlb);
+      hi = std::max(hi, i * extent + tlb + textent);
+    }
+    Addr a = sym(0, 0);
+    bool badPe = false;
+    const int p = pe(&badPe);
+    const int64_t from = static_cast<int64_t>(a.room) - static_cast<int64_t>(slice_);  // the slice's start - a.p
+    const bool inside = lo >= from && hi <= static_cast<int64_t>(a.room);
+    const bool far = lo <= -(INT64_C(1) << 39) || hi >= (INT64_C(1) << 39);
+    const bool isPut = coin(50);
+    const char* call = isPut ? "tether_put_typed" : "tether_get_typed";
+    what_ = std::string(call) + "(" + std::to_string(count) + " x [" + std::to_string(lo) + ", " +
+            std::to_string(hi) + "), pe " + std::to_string(p) + ")";
+    if (n > 0 && (inside || far || badPe)) {
+      std::vector<char> local(static_cast<size_t>(n));
+      pattern(local.data(), local.size());
+      std::vector<char> before, want;
+      if (inside && !badPe) {
+        before = readBack(p, a.p + lo, static_cast<size_t>(hi - lo));
+        want = before;
+        if (isPut) {
+          int64_t done = 0;
+          ASSERT_EQ(tether_type_unpack(t, count, local.data(), 0, n, origin(want, lo), &done), TETHER_SUCCESS);
+        }
+      }
+      const tether_status_t st = isPut ? tether_put_typed(w_, a.p, t, count, local.data(), flat, 1, p)
+                                       : tether_get_typed(w_, local.data(), flat, 1, a.p, t, count, p);
+      const bool mustFail = badPe || far;
+      expect(call, st, mustFail, !mustFail);
+      ++(mustFail ? nTypedBad_ : nTyped_);
+      if (!mustFail && st == TETHER_SUCCESS) {
+        if (isPut) {
+          if (readBack(p, a.p + lo, static_cast<size_t>(hi - lo)) != want)
+            ADD_FAILURE() << at() << ": the target differs from the host reference's unpack";
+        } else {
+          std::vector<char> packed(static_cast<size_t>(n));
+          int64_t done = 0;
+          ASSERT_EQ(tether_type_pack(t, count, origin(before, lo), 0, n, packed.data(), &done), TETHER_SUCCESS);
+          if (packed != local) ADD_FAILURE() << at() << ": the bytes got differ from the host reference's pack";
+        }
+      }
+    }
+    tether_type_free(&flat);
+    tether_type_free(&t);
+    tether_type_free(&byte);
+  }
+
   // Teams, every decision alike on every PE (splits, syncs and collectives are collective): splits of the world team
   // (good: start 0, stride 1, every PE -- with one PE any stride; bad: a PE outside the parent, size < 1, stride 0
   // with several PEs, config flags), destroys, and sync/allreduce/queries/splits with a live or a garbage handle, and
@@ -769,7 +859,7 @@ class Fuzzer {
   std::vector<tether_team_t> live_, stale_;  // teams split and not destroyed; destroyed
   CallWatchdog* dog_ = nullptr;  // run()'s
   std::string what_;
-  int nFail_ = 0, nOk_ = 0, nEither_ = 0;
+  int nFail_ = 0, nOk_ = 0, nEither_ = 0, nTyped_ = 0, nTypedBad_ = 0;
 };
 
 TEST_F(ApiFuzz, RandomCallsKeepTheContract) {
