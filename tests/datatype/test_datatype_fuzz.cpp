@@ -27,7 +27,7 @@
 
 namespace {
 
-constexpr int kSteps = 4000;
+constexpr int kSteps = 10000;
 constexpr int64_t kSpanMax = 256 << 10;  // bytes a pack check may touch
 
 struct Made {

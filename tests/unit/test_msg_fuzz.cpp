@@ -34,7 +34,7 @@
 
 namespace {
 
-constexpr int kCalls = 20000;
+constexpr int kCalls = 50000;
 constexpr size_t kMaxSend = 2048;  // below the default eager size (8192): sends complete without a receive
 constexpr size_t kMaxPending = 48;  // sends (receives) outstanding at most: unexpected bytes stay well inside the pool
 
