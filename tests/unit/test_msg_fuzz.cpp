@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "tether/msg.h"
-#include "tether/tether.h"
 #include "call_watchdog.h"
 #include "test_seed.h"
+#include "tether/msg.h"
+#include "tether/tether.h"
 
 namespace {
 
