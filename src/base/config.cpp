@@ -58,7 +58,8 @@ const std::vector<ConfigVar>& configVars() {
        "Datatype GPU engine: folder of the cost model's calibration files (default $XDG_CACHE_HOME/tether or "
        "~/.cache/tether)"},
       {"TETHER_GPU", ConfigType::String, "auto",
-       "GPU of this PE: auto (node-local PE modulo visible GPUs), an ordinal, or none (host segments only)"},
+       "GPU of this PE: auto (node-local PE modulo visible GPUs; none if no GPU is visible), an ordinal (init fails "
+       "where no GPU can serve it), or none (host segments only)"},
       {"TETHER_DEFAULT_SEGMENT", ConfigType::String, "auto",
        "Segment kind of tether_malloc & co.: auto (DEVICE when this PE has a GPU, else HOST), host or device"},
       {"TETHER_DEVICE_HEAP_SIZE", ConfigType::Size, "256M", "Initial size of each PE's DEVICE (GPU memory) heap",

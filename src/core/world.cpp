@@ -85,6 +85,12 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   TETHER_TRY(config_.validate(&unknown).withContext("tether_init"));
   for (const auto& u : unknown)
     TETHER_LOG_WARN(LogSys::Config, "%s is not a tether variable (typo?); see tether-info --config", u.c_str());
+  // TETHER_GPU's form, in every build and whether or not a GPU is visible (GpuContext::create serves it).
+  const std::string gpuSel = config_.str("TETHER_GPU");
+  int64_t ordinal = -1;
+  if (gpuSel != "auto" && gpuSel != "none" && !(parseInt(gpuSel, &ordinal) && ordinal >= 0))
+    TETHER_FAIL(TETHER_ERR_INVALID_ARG, "tether_init: TETHER_GPU=%s: expected auto, none or a GPU ordinal",
+                gpuSel.c_str());
   timeout_ = config_.seconds("TETHER_TIMEOUT");
   forceProxy_ = config_.flag("TETHER_FORCE_PROXY");
   const std::string byHost = config_.str("TETHER_SYNC_BY_HOST");

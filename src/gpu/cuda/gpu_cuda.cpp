@@ -762,7 +762,9 @@ Status GpuContext::create(const Config& config, int localPe, std::unique_ptr<Gpu
   if (e != cudaSuccess || count == 0) {
     cudaGetLastError();
     TETHER_LOG_INFO(LogSys::Core, "no GPU context: %s", e != cudaSuccess ? cudaGetErrorString(e) : "no GPU visible");
-    if (sel != "auto") TETHER_FAIL(TETHER_ERR_CUDA, "TETHER_GPU=%s but no GPU is usable here", sel.c_str());
+    if (sel != "auto")
+      TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "TETHER_GPU=%s but no GPU is usable here (%s)", sel.c_str(),
+                  e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
     return Status::ok();
   }
   int dev = localPe % count;
