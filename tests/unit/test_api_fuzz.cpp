@@ -68,7 +68,7 @@ class Fuzzer {
     ASSERT_EQ(tether_calloc(w_, 1, kObj, &c), TETHER_SUCCESS) << tether_last_error();
     coll_ = static_cast<char*>(c);
     for (int i = 0; i < 4; ++i) newObject();
-    CallWatchdog dog("api fuzz", 20);
+    CallWatchdog dog("api fuzz", 60);  // (above the mp runs' TETHER_TIMEOUT=20: a wait that times out reports first)
     dog_ = &dog;
     for (int i = 0; i < calls && !::testing::Test::HasFailure(); ++i) {
       dog.enter(i, "");
