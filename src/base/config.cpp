@@ -285,6 +285,8 @@ Config Config::fromEnvironment() {
   }
   for (char** p = environ; p && *p; ++p) {
     if (std::strncmp(*p, "TETHER_", 7) != 0) continue;
+    // TETHER_TEST_* belong to tether's test programs (seeds, tree counts): not the library's, and no typo.
+    if (std::strncmp(*p, "TETHER_TEST_", 12) == 0) continue;
     std::string name(*p, std::strcspn(*p, "="));
     bool known = false;
     for (const auto& v : configVars()) known = known || name == v.name;

@@ -15,7 +15,7 @@
 // only when the results differ are they counted as "standard-reading cases" and excluded from the comparison. A
 // difference in any other tree fails.
 //
-// Usage: datatype_oracle [--seed S] [--trees N]   (env TETHER_DT_SEED overrides the default seed 1)
+// Usage: datatype_oracle [--seed S] [--trees N]   (env TETHER_TEST_DT_SEED overrides the default seed 1)
 // Tree i uses seed S + i; a failure prints it: replay with --seed <that> --trees 1.
 #include <mpi.h>
 
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "datatype/handle.h"  // canonical form, printed with TETHER_DT_VERBOSE
+#include "datatype/handle.h"  // canonical form, printed with TETHER_TEST_DT_VERBOSE
 #include "tether/datatype.h"
 
 namespace {
@@ -369,7 +369,7 @@ void runTree(uint64_t seed, Stats* st) {
   for (auto& b : user) b = static_cast<unsigned char>(g.uni(0, 255));
   const unsigned char* origin = user.data() + margin - lo;
 
-  if (std::getenv("TETHER_DT_VERBOSE"))
+  if (std::getenv("TETHER_TEST_DT_VERBOSE"))
     std::printf("tree seed %" PRIu64 ": count %d %s\n  canonical: %s\n", seed, count, n.text.c_str(),
                 tether::dt::describe(*n.ours->canonical).c_str());
   std::fflush(stdout);
@@ -399,7 +399,7 @@ void runTree(uint64_t seed, Stats* st) {
     if (p1 == pos && std::memcmp(single.data(), ref.data(), static_cast<size_t>(pos)) != 0 &&
         std::memcmp(single.data(), ours.data(), static_cast<size_t>(pos)) == 0) {
       ++st->mpichInconsistent;
-      if (std::getenv("TETHER_DT_VERBOSE")) std::printf("  MPICH inconsistent with its own extent\n");
+      if (std::getenv("TETHER_TEST_DT_VERBOSE")) std::printf("  MPICH inconsistent with its own extent\n");
       return;
     }
     // MPICH 4.0.2 also packs consecutive elements of a negative-extent type inconsistently with the extent it
@@ -461,7 +461,7 @@ void runTree(uint64_t seed, Stats* st) {
 int main(int argc, char** argv) {
   uint64_t seed = 1;
   int trees = 300;
-  if (const char* e = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(e, nullptr, 0);
+  if (const char* e = std::getenv("TETHER_TEST_DT_SEED")) seed = std::strtoull(e, nullptr, 0);
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--seed")) seed = std::strtoull(argv[i + 1], nullptr, 0);
     else if (!std::strcmp(argv[i], "--trees")) trees = std::atoi(argv[i + 1]);

@@ -219,10 +219,10 @@ struct Arena {
   const unsigned char* origin = nullptr;
 };
 
-// Seeded generator of a randomized test: TETHER_DT_SEED overrides the default seed; the seed is printed.
+// Seeded generator of a randomized test: TETHER_TEST_DT_SEED overrides the default seed; the seed is printed.
 struct Rng {
   Rng(const char* test, uint64_t fallback) : seed(fallback) {
-    if (const char* e = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(e, nullptr, 0);
+    if (const char* e = std::getenv("TETHER_TEST_DT_SEED")) seed = std::strtoull(e, nullptr, 0);
     std::printf("%s: seed %llu\n", test, static_cast<unsigned long long>(seed));
     gen.seed(seed);
   }
@@ -590,7 +590,7 @@ TEST(Datatype, DerivedBoundsOverflowIsReported) {
 }
 
 // Random layouts: the canonical form of a type equals the canonical form of the hindexed list of its contiguous
-// blocks (in pack order), and pack through both is identical. Seed: TETHER_DT_SEED (printed).
+// blocks (in pack order), and pack through both is identical. Seed: TETHER_TEST_DT_SEED (printed).
 TEST(Datatype, RandomTreesMatchTheirBlockLists) {
   Rng uni("RandomTreesMatchTheirBlockLists", 7);
   const uint64_t seed = uni.seed;

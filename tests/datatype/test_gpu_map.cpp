@@ -3,7 +3,7 @@
 // random fragments, at two launch widths (2 and 132 SMs). Checks: every packed byte of the fragment is written exactly
 // once, the bytes equal the host reference pack, unpack equals the host reference unpack, and every copy respects the
 // access width the launcher would choose. This is what CI can verify of the kernels without a GPU; the kernels
-// themselves run in tests/gpu/gpu_datatype.cu. Seed: TETHER_DT_SEED (default 1); failures print the tree's seed.
+// themselves run in tests/gpu/gpu_datatype.cu. Seed: TETHER_TEST_DT_SEED (default 1); failures print the tree's seed.
 #include <gtest/gtest.h>
 
 #include <cinttypes>
@@ -183,14 +183,16 @@ void batchCheck(const tether::dt::Canonical& c, unsigned char* user, int64_t pac
 
 TEST(GpuMap, EmulatedKernelsMatchHostReference) {
   uint64_t seed = 1;
-  if (const char* s = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
-  // Replay of one tree packed by gpu_datatype: TETHER_DT_SEED=S TETHER_DT_TREES=1 TETHER_DT_MAX_PACKED=0 (no size cap).
-  const char* nt = std::getenv("TETHER_DT_TREES");
-  const char* mp = std::getenv("TETHER_DT_MAX_PACKED");
+  if (const char* s = std::getenv("TETHER_TEST_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
+  // Replay of one tree packed by gpu_datatype:
+  //   TETHER_TEST_DT_SEED=S TETHER_TEST_DT_TREES=1 TETHER_TEST_DT_MAX_PACKED=0 (no size cap).
+  const char* nt = std::getenv("TETHER_TEST_DT_TREES");
+  const char* mp = std::getenv("TETHER_TEST_DT_MAX_PACKED");
   const int trees = nt ? std::atoi(nt) : 400;
   const int64_t maxPacked = mp && std::atoll(mp) == 0 ? INT64_MAX : mp ? std::atoll(mp) : int64_t{1} << 17;
   const bool replay = nt != nullptr;
-  std::printf("GpuMap: seed %" PRIu64 ", %d trees (tree i uses seed + i; replay with TETHER_DT_SEED)\n", seed, trees);
+  std::printf("GpuMap: seed %" PRIu64 ", %d trees (tree i uses seed + i; replay with TETHER_TEST_DT_SEED)\n", seed,
+              trees);
   int checked = 0, elemTables = 0;
   for (int i = 0; i < trees; ++i) {
     const uint64_t ts = seed + static_cast<uint64_t>(i);

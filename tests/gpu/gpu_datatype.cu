@@ -3,8 +3,9 @@
 // structs of mixed basic types), plus a transpose, a small struct and an indexed_block over several instances (the
 // elem scheme's user-order, inline-table and periodic-table paths), packed and unpacked on the GPU with every scheme
 // that applies (auto, thread, warp, copy2d, copy3d, elem, batch), whole and in random resumable fragments; auto also
-// between every pair of memory kinds that mixes device, pinned host and pageable host memory (six pairs). Unpack goes into a poisoned buffer and must equal the host reference's unpack into the same poison (gaps
-// untouched). Usage: gpu_datatype [--seed S] [--trees N] (env TETHER_DT_SEED); every failure prints the tree's seed.
+// between every pair of memory kinds that mixes device, pinned host and pageable host memory (six pairs). Unpack goes
+// into a poisoned buffer and must equal the host reference's unpack into the same poison (gaps untouched).
+// Usage: gpu_datatype [--seed S] [--trees N] (env TETHER_TEST_DT_SEED); every failure prints the tree's seed.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -238,7 +239,7 @@ void runFixed(cudaStream_t st) {
 int main(int argc, char** argv) {
   uint64_t seed = 1;
   int trees = 300;
-  if (const char* s = std::getenv("TETHER_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
+  if (const char* s = std::getenv("TETHER_TEST_DT_SEED")) seed = std::strtoull(s, nullptr, 0);
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 0);
     else if (!std::strcmp(argv[i], "--trees") && i + 1 < argc) trees = std::atoi(argv[++i]);
