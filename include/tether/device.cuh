@@ -684,15 +684,16 @@ TETHER_HD void get_nbi(const Handle& h, T* dest, const T* src, size_t nelems, in
   getmem_nbi<S>(h, dest, src, nelems * sizeof(T), pe);
 }
 
-// Single element, one thread. p: weak store (visible at quiet/fence/signal); g: relaxed system-scope load for 2/4/8-
-// byte T (sees the latest value reaching this GPU), plain load otherwise.
+// Single element, one thread. p: weak store (visible at quiet/fence/signal), relaxed at system scope for 2/4/8-byte T,
+// plain otherwise (1 byte, 16-byte types); g: relaxed system-scope load for 2/4/8-byte T (sees the latest value
+// reaching this GPU), plain load otherwise.
 // Through the proxy ring: p posts the value inline (8-byte pieces; complete at quiet), g waits for it.
 template <typename T>
 TETHER_HD void p(const Handle& h, T* dest, T value, int pe) {
   const detail::Target t = detail::target(h, dest, pe);
   if (!t.ptr) return detail::proxyPutInline(h, pe, t, &value, sizeof(T));
   T* d = reinterpret_cast<T*>(t.ptr);
-  if (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)
+  if constexpr (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)
     detail::storeRelaxed(d, value);
   else
     *d = value;
@@ -706,8 +707,8 @@ TETHER_HD T g(const Handle& h, const T* src, int pe) {
     return v;
   }
   const T* s = reinterpret_cast<const T*>(t.ptr);
-  if (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) return detail::loadRelaxed(s);
-  return *s;
+  if constexpr (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) return detail::loadRelaxed(s);
+  else return *s;
 }
 
 // ================================================================================================================
