@@ -27,11 +27,16 @@
 #include <string>
 #include <vector>
 
-#include "../unit/test_seed.h"
+#include "fuzz_common.h"
 #include "mp_util.h"
 #include "tether/device.cuh"
 
 namespace device_fuzz {
+
+using fuzz::amoApply;
+using fuzz::amoFetches;
+using fuzz::Draw;
+using fuzz::mix;
 
 namespace dev = tether::device;
 
@@ -218,41 +223,6 @@ class Env {
   tether_seg_kind_t seg = TETHER_SEG_HOST;  // of the symmetric objects
 };
 
-inline uint64_t mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-class Draw {  // the same draws on every PE for the same key
- public:
-  explicit Draw(uint64_t key) : s_(mix(key)) {}
-  uint64_t next() { return s_ = mix(s_); }
-  size_t below(size_t k) { return static_cast<size_t>(next() % k); }
-  bool chance(int percent) { return below(100) < static_cast<size_t>(percent); }
-
- private:
-  uint64_t s_;
-};
-
-inline uint64_t amoApply(tether_amo_t op, uint64_t old, uint64_t v, uint64_t cond) {
-  switch (op) {
-    case TETHER_AMO_FETCH: return old;
-    case TETHER_AMO_SET: case TETHER_AMO_SWAP: return v;
-    case TETHER_AMO_COMPARE_SWAP: return old == cond ? v : old;
-    case TETHER_AMO_INC: case TETHER_AMO_FETCH_INC: return old + 1;
-    case TETHER_AMO_ADD: case TETHER_AMO_FETCH_ADD: return old + v;
-    case TETHER_AMO_AND: case TETHER_AMO_FETCH_AND: return old & v;
-    case TETHER_AMO_OR: case TETHER_AMO_FETCH_OR: return old | v;
-    case TETHER_AMO_XOR: case TETHER_AMO_FETCH_XOR: return old ^ v;
-    default: return old;
-  }
-}
-inline bool amoFetches(tether_amo_t op) {
-  return op == TETHER_AMO_FETCH || op == TETHER_AMO_SWAP || op == TETHER_AMO_COMPARE_SWAP ||
-         op == TETHER_AMO_FETCH_INC || op == TETHER_AMO_FETCH_ADD || op == TETHER_AMO_FETCH_AND ||
-         op == TETHER_AMO_FETCH_OR || op == TETHER_AMO_FETCH_XOR;
-}
 inline const char* kindName(int k) {
   static const char* names[] = {"putmem", "putmem_nbi", "getmem", "getmem_nbi", "p", "g", "putmem_signal",
                                 "putmem_signal_nbi", "signal_op", "atomic", "quiet", "fence", "signal_wait_until",
@@ -284,12 +254,10 @@ class DeviceFuzz {
  public:
   DeviceFuzz(tether_t w, Env& env, uint64_t seed)
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
-        cells_(static_cast<size_t>(n_) * n_ * kWriters) {
+        cells_(static_cast<size_t>(n_) * n_ * kWriters),
+        objs_(w, env.seg, static_cast<size_t>(n_) * kWriters, kRegion), data_(objs_.data), sig_(objs_.sig),
+        cnt_(objs_.cnt) {
     const size_t writers = static_cast<size_t>(n_) * kWriters;
-    data_ = static_cast<unsigned char*>(symZeroed(writers * kRegion));
-    sig_ = static_cast<uint64_t*>(symZeroed(writers * 8));
-    cnt_ = static_cast<uint64_t*>(symZeroed(writers * 8));
-    MP_OK(tether_barrier_all(w_));
     MP_OK(env_.handle(w_, &h_));
     srcStride_ = kMaxOps * kRegion;
     snapStride_ = (kMaxOps + kMaxWaits) * kRegion + writers * kRegion;  // + writer 0's snapshot after the collective
@@ -301,8 +269,6 @@ class DeviceFuzz {
   }
   ~DeviceFuzz() {
     for (unsigned char* p : {src_, snap_, fetched_, ops_, scratch_}) env_.freeLocal(p);
-    for (void* p : {static_cast<void*>(data_), static_cast<void*>(sig_), static_cast<void*>(cnt_)})
-      MP_OK(tether_free(w_, p));
   }
 
   void run(int rounds) {
@@ -316,13 +282,6 @@ class DeviceFuzz {
   }
 
  private:
-  void* symZeroed(size_t bytes) {
-    void* p = nullptr;
-    MP_OK(tether_malloc_kind(w_, env_.seg, 64, bytes, &p));
-    const std::vector<unsigned char> zero(bytes, 0);
-    MP_OK(tether_put(w_, p, zero.data(), bytes, me_));
-    return p;
-  }
   size_t writer(int q, int w) const { return static_cast<size_t>(q) * kWriters + static_cast<size_t>(w); }
   Cell& cell(int target, size_t wr) { return cells_[static_cast<size_t>(target) * n_ * kWriters + wr]; }
   static unsigned char srcByte(uint64_t key, size_t k) { return static_cast<unsigned char>(mix(key + k) >> 56); }
@@ -573,11 +532,9 @@ class DeviceFuzz {
   void check(int r, const std::vector<unsigned char>& snap, const std::vector<uint64_t>& fetched,
              const std::vector<Expect>& exp) {
     const size_t writers = static_cast<size_t>(n_) * kWriters;
-    std::vector<unsigned char> data(writers * kRegion);
-    std::vector<uint64_t> sig(writers), cnt(writers);
-    MP_OK(tether_get(w_, data.data(), data_, data.size(), me_));
-    MP_OK(tether_get(w_, sig.data(), sig_, writers * 8, me_));
-    MP_OK(tether_get(w_, cnt.data(), cnt_, writers * 8, me_));
+    std::vector<unsigned char> data;
+    std::vector<uint64_t> sig, cnt;
+    objs_.read(&data, &sig, &cnt);
     for (size_t wr = 0; wr < writers; ++wr) {
       const Cell& c = cell(me_, wr);
       for (size_t k = 0; k < kRegion; ++k)
@@ -616,9 +573,10 @@ class DeviceFuzz {
   const int me_, n_;
   std::vector<Cell> cells_;
   tether_device_handle_t h_{};
-  unsigned char* data_ = nullptr;
-  uint64_t* sig_ = nullptr;
-  uint64_t* cnt_ = nullptr;
+  fuzz::WriterObjects objs_;
+  unsigned char* const data_;
+  uint64_t* const sig_;
+  uint64_t* const cnt_;
   size_t srcStride_ = 0, snapStride_ = 0;
   unsigned char *src_ = nullptr, *snap_ = nullptr, *fetched_ = nullptr, *ops_ = nullptr, *scratch_ = nullptr;
   int counts_[kKinds] = {};
@@ -629,16 +587,8 @@ class DeviceFuzz {
 // The fuzz on env after tether_init (every PE): PE 0's seed (printed as `name seed N`) on all; DEVICE_FUZZ_ROUNDS
 // rounds (default `rounds`).
 inline void run(tether_t w, Env& env, const char* name, int rounds) {
-  auto* words = static_cast<uint64_t*>(mp::hostZeroed(w, 16));
-  if (tether_my_pe(w) == 0) words[1] = tether::testSeed(name);
-  MP_OK(tether_team_broadcast(tether_team_world(w), &words[0], &words[1], 1, TETHER_UINT64, 0));
-  const char* e = std::getenv("DEVICE_FUZZ_ROUNDS");
-  {
-    DeviceFuzz f(w, env, words[0]);
-    f.run(e ? std::atoi(e) : rounds);
-  }
-  MP_OK(tether_barrier_all(w));
-  MP_OK(tether_free(w, words));
+  DeviceFuzz f(w, env, fuzz::agreedSeed(w, name));
+  f.run(fuzz::rounds("DEVICE_FUZZ_ROUNDS", rounds));
 }
 
 }  // namespace device_fuzz

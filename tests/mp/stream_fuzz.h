@@ -30,10 +30,15 @@
 #include <string>
 #include <vector>
 
-#include "../unit/test_seed.h"
+#include "fuzz_common.h"
 #include "mp_util.h"
 
 namespace stream_fuzz {
+
+using fuzz::amoApply;
+using fuzz::amoFetches;
+using fuzz::Draw;
+using fuzz::mix;
 
 // Where the fuzz runs: its streams, its local buffers, the segment of its symmetric objects.
 class Env {
@@ -56,25 +61,6 @@ constexpr size_t kPad = 512;     // slack before every local arena: a prepared s
 constexpr size_t kCollMax = 16;  // int64 elements of the collectives' objects
 constexpr size_t kMaxOps = 12;   // phase A operations of a stream in a round, at most
 constexpr size_t kMaxWaits = 4;  // phase B waits of a stream in a round, at most
-
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// The same draws on every PE for the same key (no standard distribution: those may differ between libraries).
-class Draw {
- public:
-  explicit Draw(uint64_t key) : s_(mix(key)) {}
-  uint64_t next() { return s_ = mix(s_); }
-  size_t below(size_t k) { return static_cast<size_t>(next() % k); }
-  bool chance(int percent) { return below(100) < static_cast<size_t>(percent); }
-
- private:
-  uint64_t s_;
-};
 
 enum class Kind { Put, P, Get, PutSignal, Signal, Amo, Quiet, Fence, Bad };
 const char* kindName(Kind k) {
@@ -124,24 +110,6 @@ struct Expect {
   uint64_t value = 0;
 };
 
-uint64_t amoApply(tether_amo_t op, uint64_t old, uint64_t v, uint64_t cond) {
-  switch (op) {
-    case TETHER_AMO_FETCH: return old;
-    case TETHER_AMO_SET: case TETHER_AMO_SWAP: return v;
-    case TETHER_AMO_COMPARE_SWAP: return old == cond ? v : old;
-    case TETHER_AMO_INC: case TETHER_AMO_FETCH_INC: return old + 1;
-    case TETHER_AMO_ADD: case TETHER_AMO_FETCH_ADD: return old + v;
-    case TETHER_AMO_AND: case TETHER_AMO_FETCH_AND: return old & v;
-    case TETHER_AMO_OR: case TETHER_AMO_FETCH_OR: return old | v;
-    case TETHER_AMO_XOR: case TETHER_AMO_FETCH_XOR: return old ^ v;
-    default: return old;
-  }
-}
-bool amoFetches(tether_amo_t op) {
-  return op == TETHER_AMO_FETCH || op == TETHER_AMO_SWAP || op == TETHER_AMO_COMPARE_SWAP ||
-         op == TETHER_AMO_FETCH_INC || op == TETHER_AMO_FETCH_ADD || op == TETHER_AMO_FETCH_AND ||
-         op == TETHER_AMO_FETCH_OR || op == TETHER_AMO_FETCH_XOR;
-}
 
 enum class Coll { None, BarrierAll, SyncAll, SetBarrier, TeamSync, Allreduce, Broadcast, Count };
 const char* collName(Coll c) {
@@ -155,13 +123,11 @@ class StreamFuzz {
  public:
   StreamFuzz(tether_t w, Env& env, uint64_t seed)
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
-        cells_(static_cast<size_t>(n_) * n_ * kStreams) {
-    const size_t writers = static_cast<size_t>(n_) * kStreams;
-    data_ = static_cast<unsigned char*>(symZeroed(writers * kRegion));
-    sig_ = static_cast<uint64_t*>(symZeroed(writers * 8));
-    cnt_ = static_cast<uint64_t*>(symZeroed(writers * 8));
-    csrc_ = static_cast<int64_t*>(symZeroed(kCollMax * 8));
-    cdst_ = static_cast<int64_t*>(symZeroed(kCollMax * 8));
+        cells_(static_cast<size_t>(n_) * n_ * kStreams),
+        objs_(w, env.seg, static_cast<size_t>(n_) * kStreams, kRegion), data_(objs_.data), sig_(objs_.sig),
+        cnt_(objs_.cnt) {
+    csrc_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
+    cdst_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
     MP_OK(tether_barrier_all(w_));  // every PE's objects zeroed before anyone writes them
     // Local arenas at their largest (kMaxOps puts or gets, kMaxWaits snapshots, one per PE after the collective).
     srcCap_ = kPad + kMaxOps * kRegion;
@@ -180,9 +146,7 @@ class StreamFuzz {
       env_.freeLocal(snap_[t]);
       env_.freeLocal(reinterpret_cast<unsigned char*>(fetched_[t]));
     }
-    for (void* p : {static_cast<void*>(data_), static_cast<void*>(sig_), static_cast<void*>(cnt_),
-                    static_cast<void*>(csrc_), static_cast<void*>(cdst_)})
-      MP_OK(tether_free(w_, p));
+    for (void* p : {static_cast<void*>(csrc_), static_cast<void*>(cdst_)}) MP_OK(tether_free(w_, p));
   }
 
   void run(int rounds) {
@@ -200,13 +164,6 @@ class StreamFuzz {
 
  private:
   // A zeroed symmetric object in env_.seg (zeroed by a put to this PE: any segment; the caller's barrier follows).
-  void* symZeroed(size_t bytes) {
-    void* p = nullptr;
-    MP_OK(tether_malloc_kind(w_, env_.seg, 64, bytes, &p));
-    const std::vector<unsigned char> zero(bytes, 0);
-    MP_OK(tether_put(w_, p, zero.data(), bytes, me_));
-    return p;
-  }
   Cell& cell(int target, int q, int t) {
     return cells_[(static_cast<size_t>(target) * n_ + q) * kStreams + static_cast<size_t>(t)];
   }
@@ -683,13 +640,10 @@ class StreamFuzz {
              const std::vector<Expect>* expects, Coll coll, size_t count,
              bool inPlace, int root) {
     // This PE's objects, read by gets from itself (any segment).
-    const size_t writers = static_cast<size_t>(n_) * kStreams;
-    std::vector<unsigned char> data(writers * kRegion);
-    std::vector<uint64_t> sig(writers), cnt(writers);
+    std::vector<unsigned char> data;
+    std::vector<uint64_t> sig, cnt;
     int64_t collOut[kCollMax];
-    MP_OK(tether_get(w_, data.data(), data_, data.size(), me_));
-    MP_OK(tether_get(w_, sig.data(), sig_, writers * 8, me_));
-    MP_OK(tether_get(w_, cnt.data(), cnt_, writers * 8, me_));
+    objs_.read(&data, &sig, &cnt);
     MP_OK(tether_get(w_, collOut, coll == Coll::Allreduce && inPlace ? csrc_ : cdst_, sizeof collOut, me_));
     for (int q = 0; q < n_; ++q)
       for (int t = 0; t < kStreams; ++t) {
@@ -757,9 +711,10 @@ class StreamFuzz {
   unsigned char* snap_[kStreams] = {};
   uint64_t* fetched_[kStreams] = {};
   size_t srcCap_ = 0, snapCap_ = 0;
-  unsigned char* data_ = nullptr;
-  uint64_t* sig_ = nullptr;
-  uint64_t* cnt_ = nullptr;
+  fuzz::WriterObjects objs_;
+  unsigned char* const data_;
+  uint64_t* const sig_;
+  uint64_t* const cnt_;
   int64_t* csrc_ = nullptr;
   int64_t* cdst_ = nullptr;
   int counts_[static_cast<int>(Kind::Bad) + 1] = {};
@@ -770,16 +725,8 @@ class StreamFuzz {
 // The fuzz on env after tether_init (every PE): PE 0's seed (printed as `name seed N`) on all; STREAM_FUZZ_ROUNDS
 // rounds (default `rounds`).
 inline void run(tether_t w, Env& env, const char* name, int rounds) {
-  auto* words = static_cast<uint64_t*>(mp::hostZeroed(w, 16));
-  if (tether_my_pe(w) == 0) words[1] = tether::testSeed(name);
-  MP_OK(tether_team_broadcast(tether_team_world(w), &words[0], &words[1], 1, TETHER_UINT64, 0));
-  const char* e = std::getenv("STREAM_FUZZ_ROUNDS");
-  {
-    StreamFuzz f(w, env, words[0]);
-    f.run(e ? std::atoi(e) : rounds);
-  }
-  MP_OK(tether_barrier_all(w));
-  MP_OK(tether_free(w, words));
+  StreamFuzz f(w, env, fuzz::agreedSeed(w, name));
+  f.run(fuzz::rounds("STREAM_FUZZ_ROUNDS", rounds));
 }
 
 }  // namespace stream_fuzz
