@@ -40,6 +40,7 @@ int main() {
   mp::init();
   tether_t w = mp::world();
   CpuEnv env(mp::useCpuStreams(w, !envFlag("MP_NO_HOST_ATOMICS"), envFlag("MP_CAPTURING")));
+  env.typedOps = true;  // (gpu_stream_fuzz not yet: its pinned local buffers take no GPU route, datatype.h)
   stream_fuzz::run(w, env, "mp_stream_fuzz", 1000);
   return mp::finish();
 }

@@ -1,7 +1,9 @@
 // The stream fuzz: stream-ordered operations under random sequences on several streams per PE (issue #6), against a
 // model. Run by tests/mp/mp_stream_fuzz.cpp (the CPU emulation of the stream-op layer, HOST objects) and
-// tests/gpu/gpu_stream_fuzz.cu (CUDA streams, DEVICE or HOST objects) through an Env. Every round, each of a PE's kStreams streams gets:
-//   phase A, nothing that waits: puts, p (1/2/4/8 bytes), gets, put_signal and signal (SET and ADD), atomics (every
+// tests/gpu/gpu_stream_fuzz.cu (CUDA streams, DEVICE or HOST objects) through an Env. Every round, each of a PE's
+// kStreams streams gets:
+//   phase A, nothing that waits: puts, p (1/2/4/8 bytes), gets, typed puts and gets (a vector of bytes on the region
+//     side; where the Env allows), put_signal and signal (SET and ADD), atomics (every
 //     tether_amo_t on 64-bit words, fetched values kept), quiet and fence, bad calls (must fail at the call, naming
 //     it, and enqueue nothing), and runs of these grouped into a prepared set posted with patched offset and signal;
 //   then, on one stream per PE (its choice), the round's collective, the same on every PE: barrier_all, sync_all, a
@@ -32,6 +34,7 @@
 
 #include "fuzz_common.h"
 #include "mp_util.h"
+#include "tether/datatype.h"
 
 namespace stream_fuzz {
 
@@ -53,6 +56,7 @@ class Env {
   virtual void freeLocal(unsigned char* p) = 0;
   tether_seg_kind_t seg = TETHER_SEG_HOST;  // of the symmetric objects
   bool phaseAFirst = false;                 // synchronize phase A before the collective and phase B (see above)
+  bool typedOps = false;                    // typed put/get on the stream with these local buffers (datatype.h)
 };
 
 constexpr int kStreams = 3;
@@ -62,9 +66,10 @@ constexpr size_t kCollMax = 16;  // int64 elements of the collectives' objects
 constexpr size_t kMaxOps = 12;   // phase A operations of a stream in a round, at most
 constexpr size_t kMaxWaits = 4;  // phase B waits of a stream in a round, at most
 
-enum class Kind { Put, P, Get, PutSignal, Signal, Amo, Quiet, Fence, Bad };
+enum class Kind { Put, P, Get, PutSignal, Signal, Amo, Quiet, Fence, PutTyped, GetTyped, Bad };
 const char* kindName(Kind k) {
-  static const char* names[] = {"put", "p", "get", "put_signal", "signal", "atomic", "quiet", "fence", "bad call"};
+  static const char* names[] = {"put", "p", "get", "put_signal", "signal", "atomic", "quiet", "fence", "typed put",
+                                "typed get", "bad call"};
   return names[static_cast<int>(k)];
 }
 
@@ -80,6 +85,14 @@ struct Op {
   int set = -1;             // the prepared set it is posted in (-1: a single call)
   size_t local = 0;         // put: source offset; get: snapshot offset; fetching atomic: fetched index
   uint64_t old = 0;         // atomics: the counter's value before (what a fetching one returns)
+  // typed put/get: the region side is dc instances of vector(vc, vb, vs) of bytes at off (len: the packed bytes);
+  // the local side len contiguous bytes
+  size_t vc = 0, vb = 0, vs = 0, dc = 0;
+  // The region offset of packed byte j.
+  size_t typedAt(size_t j) const {
+    const size_t per = vc * vb, ext = (vc - 1) * vs + vb, i = j / per, x = (j % per) / vb, y = j % vb;
+    return off + i * ext + x * vs + y;
+  }
 };
 
 struct Wait {
@@ -126,6 +139,7 @@ class StreamFuzz {
         cells_(static_cast<size_t>(n_) * n_ * kStreams),
         objs_(w, env.seg, static_cast<size_t>(n_) * kStreams, kRegion), data_(objs_.data), sig_(objs_.sig),
         cnt_(objs_.cnt) {
+    MP_CHECK(tether_type_basic(TETHER_BASIC_BYTE, &byte_) == TETHER_SUCCESS);
     csrc_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
     cdst_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
     MP_OK(tether_barrier_all(w_));  // every PE's objects zeroed before anyone writes them
@@ -147,6 +161,7 @@ class StreamFuzz {
       env_.freeLocal(reinterpret_cast<unsigned char*>(fetched_[t]));
     }
     for (void* p : {static_cast<void*>(csrc_), static_cast<void*>(cdst_)}) MP_OK(tether_free(w_, p));
+    MP_CHECK(tether_type_free(&byte_) == TETHER_SUCCESS);
   }
 
   void run(int rounds) {
@@ -187,6 +202,8 @@ class StreamFuzz {
       op.kind = pick < 22 ? Kind::Put : pick < 32 ? Kind::P : pick < 42 ? Kind::Get : pick < 60 ? Kind::PutSignal
               : pick < 70 ? Kind::Signal : pick < 86 ? Kind::Amo : pick < 90 ? Kind::Quiet : pick < 93 ? Kind::Fence
                                                                                               : Kind::Bad;
+      if ((op.kind == Kind::Put || op.kind == Kind::Get) && env_.typedOps && d.chance(30))
+        op.kind = op.kind == Kind::Put ? Kind::PutTyped : Kind::GetTyped;
       op.pe = static_cast<int>(d.below(static_cast<size_t>(n_)));
       Cell& c = cell(op.pe, q, t);
       const bool groupable = op.kind == Kind::Put || op.kind == Kind::Get || op.kind == Kind::PutSignal ||
@@ -244,6 +261,32 @@ class StreamFuzz {
           }
           c.cnt = amoApply(op.amo, c.cnt, op.value, op.cond);
           break;
+        case Kind::PutTyped: case Kind::GetTyped: {
+          op.off = d.below(kRegion / 2);
+          op.vb = 1 + d.below(8);
+          op.vs = op.vb + d.below(9);
+          op.vc = 1 + d.below(8);
+          op.dc = 1 + d.below(2);
+          while (op.off + op.dc * ((op.vc - 1) * op.vs + op.vb) > kRegion) (op.vc > 1 ? op.vc : op.dc)--;
+          op.len = op.vc * op.vb * op.dc;
+          if (op.kind == Kind::GetTyped) {
+            op.local = *snapBytes;
+            *snapBytes += op.len;
+            if (exp) {
+              Expect e{where(op, exp->size()), kPad + op.local, std::vector<unsigned char>(op.len), {}};
+              for (size_t j = 0; j < op.len; ++j) e.bytes[j] = c.bytes[op.typedAt(j)];
+              exp->push_back(std::move(e));
+            }
+            break;
+          }
+          op.local = *srcBytes;
+          *srcBytes += op.len;
+          for (size_t j = 0; j < op.len; ++j) {
+            c.bytes[op.typedAt(j)] = srcByte(opKey(r, q, t, op.local), j);
+            c.dirty[op.typedAt(j)] = true;
+          }
+          break;
+        }
         case Kind::Bad: op.bad = static_cast<int>(d.below(8)); break;
         default: break;
       }
@@ -318,7 +361,7 @@ class StreamFuzz {
       std::memset(snap[t], 0xee, kPad + snapBytes[t]);
       for (size_t i = 0; i < fetched[t]; ++i) fetchedOut[t][i] = 0xdeadbeefull;
       for (const Op& op : mine[t])
-        if (op.kind == Kind::Put || op.kind == Kind::PutSignal)
+        if (op.kind == Kind::Put || op.kind == Kind::PutSignal || op.kind == Kind::PutTyped)
           for (size_t k = 0; k < op.len; ++k) src[t][kPad + op.local + k] = srcByte(opKey(r, me_, t, op.local), k);
     }
     if (coll == Coll::Allreduce || coll == Coll::Broadcast) {
@@ -360,6 +403,8 @@ class StreamFuzz {
     drain(r);
     MP_OK(tether_barrier_all(w_));
     for (auto h : setHandles) MP_OK(tether_op_set_free(h));
+    for (auto& ty : types_) MP_CHECK(tether_type_free(&ty) == TETHER_SUCCESS);
+    types_.clear();
     check(r, snap, fetchedOut, expects, coll, collCount, inPlace, root);
     MP_OK(tether_barrier_all(w_));  // nobody writes round r + 1 here before this PE checked round r
     colls_[static_cast<int>(coll)]++;
@@ -464,6 +509,24 @@ class StreamFuzz {
       }
       case Kind::Quiet: call = "tether_quiet_on_stream"; st = tether_quiet_on_stream(w_, s); break;
       case Kind::Fence: call = "tether_fence_on_stream"; st = tether_fence_on_stream(w_, s); break;
+      case Kind::PutTyped: case Kind::GetTyped: {
+        tether_type_t vec = nullptr;
+        if (tether_type_vector(static_cast<int64_t>(op.vc), static_cast<int64_t>(op.vb), static_cast<int64_t>(op.vs),
+                               byte_, &vec) != TETHER_SUCCESS ||
+            tether_type_commit(vec) != TETHER_SUCCESS)
+          failAt(r, t, "tether_type_vector", tether_type_last_error());
+        types_.push_back(vec);  // kept until the stream ran the transfer (freed at the round's end)
+        unsigned char* at = region(me_, t) + op.off;
+        const auto dc = static_cast<int64_t>(op.dc), len = static_cast<int64_t>(op.len);
+        if (op.kind == Kind::PutTyped) {
+          call = "tether_put_typed_on_stream";
+          st = tether_put_typed_on_stream(w_, at, vec, dc, &src[kPad + op.local], byte_, len, op.pe, s);
+        } else {
+          call = "tether_get_typed_on_stream";
+          st = tether_get_typed_on_stream(w_, &snap[kPad + op.local], byte_, len, at, vec, dc, op.pe, s);
+        }
+        break;
+      }
       case Kind::Bad: badCall(r, t, op.bad, s); return i + 1;
     }
     if (st != TETHER_SUCCESS) failAt(r, t, call, tether_last_error());
@@ -706,6 +769,8 @@ class StreamFuzz {
   const int me_, n_;
   std::vector<Cell> cells_;
   std::vector<int> collStream_;  // the round's stream of each PE for the collective
+  tether_type_t byte_ = nullptr;           // TETHER_BASIC_BYTE
+  std::vector<tether_type_t> types_;       // the round's typed transfers' types
   void* streams_[kStreams] = {};
   unsigned char* src_[kStreams] = {};
   unsigned char* snap_[kStreams] = {};
