@@ -5,8 +5,9 @@
 //   phase A, nothing that waits: putmem / putmem_nbi / getmem / getmem_nbi at thread or warp scope, p (1/2/4/8 B), g,
 //     putmem_signal / putmem_signal_nbi (SET and ADD, thread or warp scope), signal_op, every atomic on 64-bit words
 //     (fetched values kept), quiet (thread or warp scope) and fence; the writer's quiet ends it;
-//   the round's collective over the block and all PEs (barrier_all, sync_all, or none); after one, warp 0 snapshots
-//     every writer's region here (all complete then);
+//   the round's collective over the block and all PEs (barrier_all, sync_all, the world team's team_sync,
+//     team_allreduce (sum, in place or not, one- or two-shot) or team_broadcast, or none); after a barrier or sync,
+//     warp 0 snapshots every writer's region here (all complete then);
 //   phase B: waits on this PE's signal words with every comparison (and counter words), each that implies the
 //     writer's last signal followed by a warp-scope get of that writer's region here.
 // Each writer writes only its own region, signal word and counter word on every PE. Every PE draws every writer's
@@ -44,6 +45,10 @@ constexpr int kWriters = 4;        // warps of the block, each one writer
 constexpr size_t kRegion = 256;    // bytes of each writer's region on each PE
 constexpr int kMaxOps = 16;        // phase A operations of a writer in a round, at most
 constexpr int kMaxWaits = 4;       // phase B waits of a writer, at most
+constexpr size_t kCollMax = 16;    // int64 elements of the team collectives' objects
+constexpr int kColls = 6;          // Round::coll's values
+inline const char* const collNames[kColls] = {"none", "barrier_all", "sync_all", "team_sync", "team_allreduce",
+                                              "team_broadcast"};
 
 enum Kind : uint8_t { kPut, kPutNbi, kGet, kGetNbi, kP, kG, kPutSignal, kPutSignalNbi, kSignal, kAmo, kQuiet,
                       kFence, kWaitSig, kWaitCnt, kKinds };
@@ -76,7 +81,14 @@ struct Round {
   uint64_t* fetched;     // local: writer w's fetched values at w * kMaxOps * 2
   unsigned char* scratch;  // local: writer w's getmem_nbi destination at w * kRegion
   uint32_t srcStride, snapStride;
-  int coll;              // 0 none, 1 barrier_all, 2 sync_all
+  int coll;              // 0 none, 1 barrier_all, 2 sync_all, 3 team_sync, 4 team_allreduce, 5 team_broadcast
+  tether_device_team_t team;  // the world team's view (3-5)
+  int64_t* csrc;         // symmetric: the team collectives' source and destination, collCount elements
+  int64_t* cdst;
+  uint32_t collCount;
+  int inPlace;           // allreduce into csrc
+  int root;              // broadcast
+  int algo;              // allreduce: ReduceAlgo
   uint32_t collSnap;     // warp 0's snapshot offset of every writer's region after the collective
   int me, npes;
 };
@@ -199,8 +211,13 @@ TETHER_HD void runRound(const dev::Handle& h, const Round& r) {
   dev::quiet<Scope::Warp>(h);  // the writer's phase A is complete everywhere
   if (r.coll) {
     if (r.coll == 1) dev::barrier_all<Scope::Block>(h);
-    else dev::sync_all<Scope::Block>(h);
-    if (w == 0)  // every writer's region here, in one get (complete everywhere before the collective)
+    else if (r.coll == 2) dev::sync_all<Scope::Block>(h);
+    else if (r.coll == 3) dev::team_sync<Scope::Block>(h, r.team);
+    else if (r.coll == 4)
+      dev::team_allreduce<Scope::Block>(h, r.team, r.inPlace ? r.csrc : r.cdst, r.csrc, r.collCount, dev::RedOp::Sum,
+                                        static_cast<dev::ReduceAlgo>(r.algo));
+    else dev::team_broadcast<Scope::Block>(h, r.team, r.cdst, r.csrc, r.collCount * sizeof(int64_t), r.root);
+    if (w == 0 && r.coll <= 3)  // every writer's region here, in one get (complete everywhere before the collective)
       dev::getmem<Scope::Warp>(h, r.snap + r.collSnap, r.data, static_cast<size_t>(r.npes) * kWriters * kRegion, r.me);
   }
   for (int i = r.bBegin[w]; i < r.bBegin[w + 1]; ++i) runOp(h, r, w, lane, r.ops[i]);
@@ -259,6 +276,10 @@ class DeviceFuzz {
         cnt_(objs_.cnt) {
     const size_t writers = static_cast<size_t>(n_) * kWriters;
     MP_OK(env_.handle(w_, &h_));
+    MP_OK(tether_team_device_view(tether_team_world(w_), &h_, &team_));
+    csrc_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
+    cdst_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
+    MP_OK(tether_barrier_all(w_));
     srcStride_ = kMaxOps * kRegion;
     snapStride_ = (kMaxOps + kMaxWaits) * kRegion + writers * kRegion;  // + writer 0's snapshot after the collective
     src_ = env_.allocLocal(srcStride_ * kWriters);
@@ -269,6 +290,7 @@ class DeviceFuzz {
   }
   ~DeviceFuzz() {
     for (unsigned char* p : {src_, snap_, fetched_, ops_, scratch_}) env_.freeLocal(p);
+    for (void* p : {static_cast<void*>(csrc_), static_cast<void*>(cdst_)}) MP_OK(tether_free(w_, p));
   }
 
   void run(int rounds) {
@@ -276,8 +298,9 @@ class DeviceFuzz {
     if (me_ == 0) {
       std::printf("device fuzz: %d PEs x %d writers, %d rounds: ok;", n_, kWriters, rounds);
       for (int k = 0; k < kKinds; ++k) std::printf(" %s %d,", kindName(k), counts_[k]);
-      std::printf(" warp scope %d, snapshots %d, collectives barrier_all %d sync_all %d\n", warpOps_, snapshots_,
-                  colls_[1], colls_[2]);
+      std::printf(" warp scope %d, snapshots %d, collectives", warpOps_, snapshots_);
+      for (int c = 1; c < kColls; ++c) std::printf(" %s %d", collNames[c], colls_[c]);
+      std::printf("\n");
     }
   }
 
@@ -414,7 +437,10 @@ class DeviceFuzz {
         if (q == me_) mine[w] = std::move(ops);
       }
     Draw dc(seed_ ^ (static_cast<uint64_t>(r) << 32) ^ 0xc011);
-    const int coll = static_cast<int>(dc.below(3));
+    const int coll = static_cast<int>(dc.below(kColls));
+    const auto collCount = static_cast<uint32_t>(1 + dc.below(kCollMax));
+    const int inPlace = dc.chance(30), root = static_cast<int>(dc.below(static_cast<size_t>(n_))),
+              algo = static_cast<int>(dc.below(3));
     // Phase B of this PE's writers: waits on its own words (the model is complete now).
     std::vector<Op> waits[kWriters];
     uint32_t snapEnd[kWriters];
@@ -437,6 +463,22 @@ class DeviceFuzz {
     rd.srcStride = static_cast<uint32_t>(srcStride_);
     rd.snapStride = static_cast<uint32_t>(snapStride_);
     rd.coll = coll;
+    rd.team = team_;
+    rd.csrc = csrc_;
+    rd.cdst = cdst_;
+    rd.collCount = collCount;
+    rd.inPlace = inPlace;
+    rd.root = root;
+    rd.algo = algo;
+    if (coll >= 4) {
+      int64_t in[kCollMax], out[kCollMax];
+      for (size_t i = 0; i < kCollMax; ++i) {
+        in[i] = collValue(r, me_, i);
+        out[i] = -1;
+      }
+      MP_OK(tether_put(w_, csrc_, in, sizeof in, me_));
+      MP_OK(tether_put(w_, cdst_, out, sizeof out, me_));
+    }
     rd.collSnap = static_cast<uint32_t>((kMaxOps + kMaxWaits) * kRegion);
     rd.me = me_;
     rd.npes = n_;
@@ -464,10 +506,9 @@ class DeviceFuzz {
     env_.toLocal(src_, src.data(), src.size());
     env_.toLocal(snap_, snap.data(), snap.size());
     env_.toLocal(fetched_, fetched.data(), fetched.size() * 8);
-    if (coll) {
+    if (coll >= 1 && coll <= 3) {
       const size_t nwr = static_cast<size_t>(n_) * kWriters;
-      Expect e{std::string("every region after the round's ") + (coll == 1 ? "barrier_all" : "sync_all") +
-                   ", round " + std::to_string(r),
+      Expect e{std::string("every region after the round's ") + collNames[coll] + ", round " + std::to_string(r),
                0, false, rd.collSnap, std::vector<unsigned char>(nwr * kRegion), {}, 0};
       for (size_t wr = 0; wr < nwr; ++wr) std::memcpy(&e.bytes[wr * kRegion], cell(me_, wr).bytes, kRegion);
       exp.push_back(std::move(e));
@@ -479,6 +520,7 @@ class DeviceFuzz {
     env_.fromLocal(snap.data(), snap_, snap.size());
     env_.fromLocal(fetched.data(), fetched_, fetched.size() * 8);
     check(r, snap, fetched, exp);
+    if (coll >= 4) checkColl(r, coll, collCount, inPlace, root);
     MP_OK(tether_barrier_all(w_));  // nobody writes round r + 1 here before this PE checked round r
     colls_[coll]++;
   }
@@ -562,6 +604,28 @@ class DeviceFuzz {
     }
   }
 
+  int64_t collValue(int r, int pe, size_t i) const {
+    return static_cast<int64_t>(mix(seed_ ^ (static_cast<uint64_t>(r) << 24) ^ (static_cast<uint64_t>(pe) << 8) ^ i) &
+                                0xffff);
+  }
+  // The team allreduce (sum) or broadcast of round r: elements past collCount untouched.
+  void checkColl(int r, int coll, size_t count, bool inPlace, int root) {
+    int64_t out[kCollMax];
+    MP_OK(tether_get(w_, out, coll == 4 && inPlace ? csrc_ : cdst_, sizeof out, me_));
+    for (size_t i = 0; i < kCollMax; ++i) {
+      int64_t want = coll == 4 && inPlace ? collValue(r, me_, i) : -1;
+      if (i < count && coll == 4) {
+        want = 0;
+        for (int p = 0; p < n_; ++p) want += collValue(r, p, i);
+      } else if (i < count) {
+        want = collValue(r, root, i);
+      }
+      if (out[i] != want)
+        failAt(r, collNames[coll], "element " + std::to_string(i) + " is " + std::to_string(out[i]) + ", expected " +
+                                       std::to_string(want));
+    }
+  }
+
   [[noreturn]] void failAt(int r, const std::string& what, const std::string& why) {
     std::fprintf(stderr, "FAIL PE %d (seed %" PRIu64 ") round %d: %s: %s\n", me_, seed_, r, what.c_str(), why.c_str());
     std::exit(1);
@@ -573,14 +637,17 @@ class DeviceFuzz {
   const int me_, n_;
   std::vector<Cell> cells_;
   tether_device_handle_t h_{};
+  tether_device_team_t team_{};
   fuzz::WriterObjects objs_;
   unsigned char* const data_;
   uint64_t* const sig_;
   uint64_t* const cnt_;
+  int64_t* csrc_ = nullptr;
+  int64_t* cdst_ = nullptr;
   size_t srcStride_ = 0, snapStride_ = 0;
   unsigned char *src_ = nullptr, *snap_ = nullptr, *fetched_ = nullptr, *ops_ = nullptr, *scratch_ = nullptr;
   int counts_[kKinds] = {};
-  int colls_[3] = {};
+  int colls_[6] = {};
   int warpOps_ = 0, snapshots_ = 0;
 };
 
