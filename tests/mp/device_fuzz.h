@@ -45,7 +45,7 @@ constexpr int kWriters = 4;        // warps of the block, each one writer
 constexpr size_t kRegion = 256;    // bytes of each writer's region on each PE
 constexpr int kMaxOps = 16;        // phase A operations of a writer in a round, at most
 constexpr int kMaxWaits = 4;       // phase B waits of a writer, at most
-constexpr size_t kCollMax = 16;    // int64 elements of the team collectives' objects
+constexpr size_t kCollMax = fuzz::CollObjects::kMax;  // int64 elements of the team collectives' objects
 constexpr int kColls = 6;          // Round::coll's values
 inline const char* const collNames[kColls] = {"none", "barrier_all", "sync_all", "team_sync", "team_allreduce",
                                               "team_broadcast"};
@@ -272,14 +272,11 @@ class DeviceFuzz {
   DeviceFuzz(tether_t w, Env& env, uint64_t seed)
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
         cells_(static_cast<size_t>(n_) * n_ * kWriters),
-        objs_(w, env.seg, static_cast<size_t>(n_) * kWriters, kRegion), data_(objs_.data), sig_(objs_.sig),
-        cnt_(objs_.cnt) {
+        objs_(w, env.seg, static_cast<size_t>(n_) * kWriters, kRegion), coll_(w, env.seg, seed), data_(objs_.data),
+        sig_(objs_.sig), cnt_(objs_.cnt), csrc_(coll_.src), cdst_(coll_.dst) {
     const size_t writers = static_cast<size_t>(n_) * kWriters;
     MP_OK(env_.handle(w_, &h_));
     MP_OK(tether_team_device_view(tether_team_world(w_), &h_, &team_));
-    csrc_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
-    cdst_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
-    MP_OK(tether_barrier_all(w_));
     srcStride_ = kMaxOps * kRegion;
     snapStride_ = (kMaxOps + kMaxWaits) * kRegion + writers * kRegion;  // + writer 0's snapshot after the collective
     src_ = env_.allocLocal(srcStride_ * kWriters);
@@ -290,7 +287,6 @@ class DeviceFuzz {
   }
   ~DeviceFuzz() {
     for (unsigned char* p : {src_, snap_, fetched_, ops_, scratch_}) env_.freeLocal(p);
-    for (void* p : {static_cast<void*>(csrc_), static_cast<void*>(cdst_)}) MP_OK(tether_free(w_, p));
   }
 
   void run(int rounds) {
@@ -470,15 +466,7 @@ class DeviceFuzz {
     rd.inPlace = inPlace;
     rd.root = root;
     rd.algo = algo;
-    if (coll >= 4) {
-      int64_t in[kCollMax], out[kCollMax];
-      for (size_t i = 0; i < kCollMax; ++i) {
-        in[i] = collValue(r, me_, i);
-        out[i] = -1;
-      }
-      MP_OK(tether_put(w_, csrc_, in, sizeof in, me_));
-      MP_OK(tether_put(w_, cdst_, out, sizeof out, me_));
-    }
+    if (coll >= 4) coll_.fill(r);
     rd.collSnap = static_cast<uint32_t>((kMaxOps + kMaxWaits) * kRegion);
     rd.me = me_;
     rd.npes = n_;
@@ -520,7 +508,10 @@ class DeviceFuzz {
     env_.fromLocal(snap.data(), snap_, snap.size());
     env_.fromLocal(fetched.data(), fetched_, fetched.size() * 8);
     check(r, snap, fetched, exp);
-    if (coll >= 4) checkColl(r, coll, collCount, inPlace, root);
+    if (coll >= 4) {
+      const std::string bad = coll_.check(r, coll == 4, collCount, inPlace, root);
+      if (!bad.empty()) failAt(r, collNames[coll], bad);
+    }
     MP_OK(tether_barrier_all(w_));  // nobody writes round r + 1 here before this PE checked round r
     colls_[coll]++;
   }
@@ -604,28 +595,6 @@ class DeviceFuzz {
     }
   }
 
-  int64_t collValue(int r, int pe, size_t i) const {
-    return static_cast<int64_t>(mix(seed_ ^ (static_cast<uint64_t>(r) << 24) ^ (static_cast<uint64_t>(pe) << 8) ^ i) &
-                                0xffff);
-  }
-  // The team allreduce (sum) or broadcast of round r: elements past collCount untouched.
-  void checkColl(int r, int coll, size_t count, bool inPlace, int root) {
-    int64_t out[kCollMax];
-    MP_OK(tether_get(w_, out, coll == 4 && inPlace ? csrc_ : cdst_, sizeof out, me_));
-    for (size_t i = 0; i < kCollMax; ++i) {
-      int64_t want = coll == 4 && inPlace ? collValue(r, me_, i) : -1;
-      if (i < count && coll == 4) {
-        want = 0;
-        for (int p = 0; p < n_; ++p) want += collValue(r, p, i);
-      } else if (i < count) {
-        want = collValue(r, root, i);
-      }
-      if (out[i] != want)
-        failAt(r, collNames[coll], "element " + std::to_string(i) + " is " + std::to_string(out[i]) + ", expected " +
-                                       std::to_string(want));
-    }
-  }
-
   [[noreturn]] void failAt(int r, const std::string& what, const std::string& why) {
     std::fprintf(stderr, "FAIL PE %d (seed %" PRIu64 ") round %d: %s: %s\n", me_, seed_, r, what.c_str(), why.c_str());
     std::exit(1);
@@ -639,11 +608,12 @@ class DeviceFuzz {
   tether_device_handle_t h_{};
   tether_device_team_t team_{};
   fuzz::WriterObjects objs_;
+  fuzz::CollObjects coll_;
   unsigned char* const data_;
   uint64_t* const sig_;
   uint64_t* const cnt_;
-  int64_t* csrc_ = nullptr;
-  int64_t* cdst_ = nullptr;
+  int64_t* const csrc_;
+  int64_t* const cdst_;
   size_t srcStride_ = 0, snapStride_ = 0;
   unsigned char *src_ = nullptr, *snap_ = nullptr, *fetched_ = nullptr, *ops_ = nullptr, *scratch_ = nullptr;
   int counts_[kKinds] = {};

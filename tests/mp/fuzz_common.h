@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "../unit/test_seed.h"
@@ -114,6 +115,67 @@ class WriterObjects {
   unsigned char* const data;
   uint64_t* const sig;
   uint64_t* const cnt;
+};
+
+// The team collectives' objects of a fuzzer: kMax int64 source and destination elements in a segment, zeroed on every
+// PE (collective, as its destructor); round r's inputs drawn from the seed.
+class CollObjects {
+ public:
+  static constexpr size_t kMax = 16;
+  CollObjects(tether_t w, tether_seg_kind_t seg, uint64_t seed)
+      : w_(w), seed_(seed), src(static_cast<int64_t*>(symZeroed(w, seg, kMax * 8))),
+        dst(static_cast<int64_t*>(symZeroed(w, seg, kMax * 8))) {
+    MP_OK(tether_barrier_all(w));
+  }
+  ~CollObjects() {
+    MP_OK(tether_free(w_, src));
+    MP_OK(tether_free(w_, dst));
+  }
+  CollObjects(const CollObjects&) = delete;
+  CollObjects& operator=(const CollObjects&) = delete;
+  int64_t value(int r, int pe, size_t i) const {
+    return static_cast<int64_t>(mix(seed_ ^ (static_cast<uint64_t>(r) << 24) ^ (static_cast<uint64_t>(pe) << 8) ^ i) &
+                                0xffff);
+  }
+  // This PE's inputs of round r into src, dst poisoned (-1); by puts to this PE (any segment).
+  void fill(int r) {
+    const int me = tether_my_pe(w_);
+    int64_t in[kMax], out[kMax];
+    for (size_t i = 0; i < kMax; ++i) {
+      in[i] = value(r, me, i);
+      out[i] = -1;
+    }
+    MP_OK(tether_put(w_, src, in, sizeof in, me));
+    MP_OK(tether_put(w_, dst, out, sizeof out, me));
+  }
+  // "" or the first element that differs from round r's allreduce (sum; into src when inPlace) or broadcast from
+  // root, of count elements (the others untouched).
+  std::string check(int r, bool allreduce, size_t count, bool inPlace, int root) const {
+    const int me = tether_my_pe(w_), n = tether_n_pes(w_);
+    const bool inSrc = allreduce && inPlace;
+    int64_t out[kMax];
+    MP_OK(tether_get(w_, out, inSrc ? src : dst, sizeof out, me));
+    for (size_t i = 0; i < kMax; ++i) {
+      int64_t want = inSrc ? value(r, me, i) : -1;
+      if (i < count && allreduce) {
+        want = 0;
+        for (int p = 0; p < n; ++p) want += value(r, p, i);
+      } else if (i < count) {
+        want = value(r, root, i);
+      }
+      if (out[i] != want)
+        return "element " + std::to_string(i) + " is " + std::to_string(out[i]) + ", expected " + std::to_string(want);
+    }
+    return "";
+  }
+
+ private:
+  tether_t w_;
+  uint64_t seed_;
+
+ public:
+  int64_t* const src;
+  int64_t* const dst;
 };
 
 }  // namespace fuzz

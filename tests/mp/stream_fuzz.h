@@ -62,7 +62,7 @@ class Env {
 constexpr int kStreams = 3;
 constexpr size_t kRegion = 256;  // bytes of each writer stream's region on each PE
 constexpr size_t kPad = 512;     // slack before every local arena: a prepared set's patched offset moves below it
-constexpr size_t kCollMax = 16;  // int64 elements of the collectives' objects
+constexpr size_t kCollMax = fuzz::CollObjects::kMax;  // int64 elements of the collectives' objects
 constexpr size_t kMaxOps = 12;   // phase A operations of a stream in a round, at most
 constexpr size_t kMaxWaits = 4;  // phase B waits of a stream in a round, at most
 
@@ -138,11 +138,8 @@ class StreamFuzz {
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
         cells_(static_cast<size_t>(n_) * n_ * kStreams),
         objs_(w, env.seg, static_cast<size_t>(n_) * kStreams, kRegion), data_(objs_.data), sig_(objs_.sig),
-        cnt_(objs_.cnt) {
+        cnt_(objs_.cnt), coll_(w, env.seg, seed), csrc_(coll_.src), cdst_(coll_.dst) {
     MP_CHECK(tether_type_basic(TETHER_BASIC_BYTE, &byte_) == TETHER_SUCCESS);
-    csrc_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
-    cdst_ = static_cast<int64_t*>(fuzz::symZeroed(w_, env_.seg, kCollMax * 8));
-    MP_OK(tether_barrier_all(w_));  // every PE's objects zeroed before anyone writes them
     // Local arenas at their largest (kMaxOps puts or gets, kMaxWaits snapshots, one per PE after the collective).
     srcCap_ = kPad + kMaxOps * kRegion;
     snapCap_ = kPad + (kMaxOps + kMaxWaits + static_cast<size_t>(n_)) * kRegion;
@@ -160,7 +157,6 @@ class StreamFuzz {
       env_.freeLocal(snap_[t]);
       env_.freeLocal(reinterpret_cast<unsigned char*>(fetched_[t]));
     }
-    for (void* p : {static_cast<void*>(csrc_), static_cast<void*>(cdst_)}) MP_OK(tether_free(w_, p));
     MP_CHECK(tether_type_free(&byte_) == TETHER_SUCCESS);
   }
 
@@ -185,10 +181,7 @@ class StreamFuzz {
   size_t writer(int q, int t) const { return static_cast<size_t>(q) * kStreams + static_cast<size_t>(t); }
   unsigned char* region(int q, int t) { return data_ + writer(q, t) * kRegion; }
   static unsigned char srcByte(uint64_t key, size_t k) { return static_cast<unsigned char>(mix(key + k) >> 56); }
-  int64_t collValue(int r, int pe, size_t i) const {
-    return static_cast<int64_t>(mix(seed_ ^ (static_cast<uint64_t>(r) << 24) ^ (static_cast<uint64_t>(pe) << 8) ^ i) &
-                                0xffff);
-  }
+
 
   // Phase A of writer (q, t) in round r, applied to the model as it is drawn.
   // exp (this PE's own streams only): what each get and fetching atomic must return, the model at that point.
@@ -364,15 +357,7 @@ class StreamFuzz {
         if (op.kind == Kind::Put || op.kind == Kind::PutSignal || op.kind == Kind::PutTyped)
           for (size_t k = 0; k < op.len; ++k) src[t][kPad + op.local + k] = srcByte(opKey(r, me_, t, op.local), k);
     }
-    if (coll == Coll::Allreduce || coll == Coll::Broadcast) {
-      int64_t in[kCollMax], out[kCollMax];
-      for (size_t i = 0; i < kCollMax; ++i) {
-        in[i] = collValue(r, me_, i);
-        out[i] = -1;
-      }
-      MP_OK(tether_put(w_, csrc_, in, sizeof in, me_));
-      MP_OK(tether_put(w_, cdst_, out, sizeof out, me_));
-    }
+    if (coll == Coll::Allreduce || coll == Coll::Broadcast) coll_.fill(r);
 
     // Enqueue: phase A of every stream (interleaved), the collective on this PE's stream, phase B.
     std::vector<tether_op_set_t> setHandles;
@@ -705,9 +690,7 @@ class StreamFuzz {
     // This PE's objects, read by gets from itself (any segment).
     std::vector<unsigned char> data;
     std::vector<uint64_t> sig, cnt;
-    int64_t collOut[kCollMax];
     objs_.read(&data, &sig, &cnt);
-    MP_OK(tether_get(w_, collOut, coll == Coll::Allreduce && inPlace ? csrc_ : cdst_, sizeof collOut, me_));
     for (int q = 0; q < n_; ++q)
       for (int t = 0; t < kStreams; ++t) {
         const Cell& c = cell(me_, q, t);
@@ -738,22 +721,8 @@ class StreamFuzz {
                                      ", expected " + std::to_string(e.bytes[k]));
       }
     if (coll == Coll::Allreduce || coll == Coll::Broadcast) {
-      const int64_t* out = collOut;
-      const bool inSrc = coll == Coll::Allreduce && inPlace;  // (elements past count keep this PE's inputs)
-      for (size_t i = 0; i < kCollMax; ++i) {
-        int64_t want = -1;
-        if (i < count && coll == Coll::Allreduce) {
-          want = 0;
-          for (int p = 0; p < n_; ++p) want += collValue(r, p, i);
-        } else if (i < count) {
-          want = collValue(r, root, i);
-        } else if (inSrc) {
-          want = collValue(r, me_, i);
-        }
-        if (out[i] != want)
-          failAt(r, -1, collName(coll), "element " + std::to_string(i) + " is " + std::to_string(out[i]) +
-                                            ", expected " + std::to_string(want));
-      }
+      const std::string bad = coll_.check(r, coll == Coll::Allreduce, count, inPlace, root);
+      if (!bad.empty()) failAt(r, -1, collName(coll), bad);
     }
   }
 
@@ -780,8 +749,9 @@ class StreamFuzz {
   unsigned char* const data_;
   uint64_t* const sig_;
   uint64_t* const cnt_;
-  int64_t* csrc_ = nullptr;
-  int64_t* cdst_ = nullptr;
+  fuzz::CollObjects coll_;
+  int64_t* const csrc_;
+  int64_t* const cdst_;
   int counts_[static_cast<int>(Kind::Bad) + 1] = {};
   int colls_[static_cast<int>(Coll::Count)] = {};
   int inSets_ = 0, waits_ = 0, snapshots_ = 0;
