@@ -587,7 +587,10 @@ class StreamFuzz {
         call = "tether_atomic_on_stream";
         st = tether_atomic_on_stream(w_, TETHER_AMO_COUNT, TETHER_UINT64, sig, &one, &one, local, me_, s);
         break;
-      case 6: call = "tether_getmem_on_stream"; st = tether_getmem_on_stream(w_, local, dst, size_t{1} << 40, me_, s); break;
+      case 6:
+        call = "tether_getmem_on_stream";
+        st = tether_getmem_on_stream(w_, local, dst, size_t{1} << 40, me_, s);
+        break;
       default:
         call = "tether_putmem_signal_on_stream";
         st = tether_putmem_signal_on_stream(w_, dst, local, 8, sig, 1, static_cast<tether_signal_op_t>(9), me_, s);
@@ -624,7 +627,9 @@ class StreamFuzz {
         st = tether_team_allreduce_on_stream(world, inPlace ? csrc_ : cdst_, csrc_, count, TETHER_INT64,
                                              TETHER_RED_SUM, s);
         break;
-      case Coll::Broadcast: st = tether_team_broadcast_on_stream(world, cdst_, csrc_, count, TETHER_INT64, root, s); break;
+      case Coll::Broadcast:
+        st = tether_team_broadcast_on_stream(world, cdst_, csrc_, count, TETHER_INT64, root, s);
+        break;
       default: break;
     }
     if (st != TETHER_SUCCESS) failAt(r, cs, collName(coll), tether_last_error());
@@ -668,7 +673,8 @@ class StreamFuzz {
       o[1].nbytes = kRegion;
       o[1].flags = TETHER_OP_PATCH_OFFSET;
       tether_op_set_t set = nullptr;
-      if (tether_prepare(w_, o, 2, &set) != TETHER_SUCCESS) failAt(r, t, "tether_prepare (a wait)", tether_last_error());
+      if (tether_prepare(w_, o, 2, &set) != TETHER_SUCCESS)
+        failAt(r, t, "tether_prepare (a wait)", tether_last_error());
       handles->push_back(set);
       if (tether_post_on_stream(set, s, &patch) != TETHER_SUCCESS)
         failAt(r, t, "tether_post_on_stream (a wait)", tether_last_error());
