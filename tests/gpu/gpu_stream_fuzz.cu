@@ -1,5 +1,7 @@
 // The stream fuzz (tests/mp/stream_fuzz.h) on CUDA streams: three non-blocking streams per PE, local buffers in pinned
-// host memory, the symmetric objects in GPU memory (STREAM_FUZZ_SEG=host: the HOST segment). Each PE synchronizes its
+// host memory (STREAM_FUZZ_LOCAL=device: GPU memory, and typed puts and gets join the mix: a stream's typed route needs
+// the local side in GPU memory), the symmetric objects in GPU memory (STREAM_FUZZ_SEG=host: the HOST segment). Each
+// PE synchronizes its
 // streams' phase A before it enqueues the collective and the waits (Env::phaseAFirst: the header says why). The
 // copies, memop writes and waits, one-thread kernels, proxy calls (TETHER_FORCE_PROXY=1), prepared sets and
 // the stream barriers and collectives of the library all run here; the model checks what they leave. Exits 77 without
@@ -17,6 +19,7 @@ namespace {
 
 class CudaEnv : public stream_fuzz::Env {
  public:
+  bool onGpu = false;  // local buffers in GPU memory (else pinned host memory)
   void* createStream() override {
     cudaStream_t s = nullptr;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -29,10 +32,24 @@ class CudaEnv : public stream_fuzz::Env {
   }
   unsigned char* allocLocal(size_t bytes) override {
     void* p = nullptr;
-    CK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+    if (onGpu)
+      CK(cudaMalloc(&p, bytes));
+    else
+      CK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
     return static_cast<unsigned char*>(p);
   }
-  void freeLocal(unsigned char* p) override { CK(cudaFreeHost(p)); }
+  void freeLocal(unsigned char* p) override {
+    if (onGpu)
+      CK(cudaFree(p));
+    else
+      CK(cudaFreeHost(p));
+  }
+  void toLocal(void* local, const void* host, size_t bytes) override {
+    CK(cudaMemcpy(local, host, bytes, cudaMemcpyDefault));
+  }
+  void fromLocal(void* host, const void* local, size_t bytes) override {
+    CK(cudaMemcpy(host, local, bytes, cudaMemcpyDefault));
+  }
 };
 
 }  // namespace
@@ -44,6 +61,9 @@ int main() {
   CudaEnv env;
   const char* seg = std::getenv("STREAM_FUZZ_SEG");
   env.seg = seg && std::strcmp(seg, "host") == 0 ? TETHER_SEG_HOST : TETHER_SEG_DEVICE;
+  const char* local = std::getenv("STREAM_FUZZ_LOCAL");
+  env.onGpu = local && std::strcmp(local, "device") == 0;
+  env.typedOps = env.onGpu;
   env.phaseAFirst = true;
   stream_fuzz::run(w, env, "gpu_stream_fuzz", 200);
   return mp::finish();

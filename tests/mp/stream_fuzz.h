@@ -54,6 +54,9 @@ class Env {
   // Local memory a stream operation may use (put sources, get destinations, fetched values), and its release.
   virtual unsigned char* allocLocal(size_t bytes) = 0;
   virtual void freeLocal(unsigned char* p) = 0;
+  // Copies bytes into (toLocal) or out of (fromLocal) local memory while no stream uses it (memcpy: host memory).
+  virtual void toLocal(void* local, const void* host, size_t bytes) { std::memcpy(local, host, bytes); }
+  virtual void fromLocal(void* host, const void* local, size_t bytes) { std::memcpy(host, local, bytes); }
   tether_seg_kind_t seg = TETHER_SEG_HOST;  // of the symmetric objects
   bool phaseAFirst = false;                 // synchronize phase A before the collective and phase B (see above)
   bool typedOps = false;                    // typed put/get on the stream with these local buffers (datatype.h)
@@ -345,17 +348,23 @@ class StreamFuzz {
     const size_t barrierSnap = snapBytes[cs];
     if (collOrders(coll)) snapBytes[cs] += static_cast<size_t>(n_) * kRegion;
 
-    // Local arenas (pad first): sources filled, snapshots and fetched values poisoned; the collective's objects.
+    // Local arenas (pad first): sources filled, snapshots and fetched values poisoned (through host copies: the Env's
+    // local memory may be GPU memory); the collective's objects.
     unsigned char* const* src = src_;
     unsigned char* const* snap = snap_;
     uint64_t* const* fetchedOut = fetched_;
     for (int t = 0; t < kStreams; ++t) {
       MP_CHECK(kPad + srcBytes[t] <= srcCap_ && kPad + snapBytes[t] <= snapCap_ && fetched[t] <= kMaxOps);
-      std::memset(snap[t], 0xee, kPad + snapBytes[t]);
-      for (size_t i = 0; i < fetched[t]; ++i) fetchedOut[t][i] = 0xdeadbeefull;
+      std::vector<unsigned char>& hs = hostSnap_[t];
+      hs.assign(kPad + snapBytes[t], 0xee);
+      env_.toLocal(snap[t], hs.data(), hs.size());
+      hostFetched_[t].assign(fetched[t], 0xdeadbeefull);
+      env_.toLocal(fetchedOut[t], hostFetched_[t].data(), fetched[t] * 8);
+      std::vector<unsigned char> hsrc(kPad + srcBytes[t], 0);
       for (const Op& op : mine[t])
         if (op.kind == Kind::Put || op.kind == Kind::PutSignal || op.kind == Kind::PutTyped)
-          for (size_t k = 0; k < op.len; ++k) src[t][kPad + op.local + k] = srcByte(opKey(r, me_, t, op.local), k);
+          for (size_t k = 0; k < op.len; ++k) hsrc[kPad + op.local + k] = srcByte(opKey(r, me_, t, op.local), k);
+      env_.toLocal(src[t], hsrc.data(), hsrc.size());
     }
     if (coll == Coll::Allreduce || coll == Coll::Broadcast) coll_.fill(r);
 
@@ -390,7 +399,11 @@ class StreamFuzz {
     for (auto h : setHandles) MP_OK(tether_op_set_free(h));
     for (auto& ty : types_) MP_CHECK(tether_type_free(&ty) == TETHER_SUCCESS);
     types_.clear();
-    check(r, snap, fetchedOut, expects, coll, collCount, inPlace, root);
+    for (int t = 0; t < kStreams; ++t) {
+      env_.fromLocal(hostSnap_[t].data(), snap[t], hostSnap_[t].size());
+      env_.fromLocal(hostFetched_[t].data(), fetchedOut[t], hostFetched_[t].size() * 8);
+    }
+    check(r, expects, coll, collCount, inPlace, root);
     MP_OK(tether_barrier_all(w_));  // nobody writes round r + 1 here before this PE checked round r
     colls_[static_cast<int>(coll)]++;
   }
@@ -690,9 +703,8 @@ class StreamFuzz {
     }
   }
 
-  void check(int r, const unsigned char* const* snap, const uint64_t* const* fetchedOut,
-             const std::vector<Expect>* expects, Coll coll, size_t count,
-             bool inPlace, int root) {
+  // Checks the round; the local arenas' bytes and fetched values are in hostSnap_ and hostFetched_.
+  void check(int r, const std::vector<Expect>* expects, Coll coll, size_t count, bool inPlace, int root) {
     // This PE's objects, read by gets from itself (any segment).
     std::vector<unsigned char> data;
     std::vector<uint64_t> sig, cnt;
@@ -716,14 +728,14 @@ class StreamFuzz {
     for (int t = 0; t < kStreams; ++t)
       for (const Expect& e : expects[t]) {
         if (e.fetched) {
-          const uint64_t got = fetchedOut[t][e.at];
+          const uint64_t got = hostFetched_[t][e.at];
           if (got != e.value)
             failAt(r, t, e.what, "fetched " + std::to_string(got) + ", expected " + std::to_string(e.value));
           continue;
         }
         for (size_t k = 0; k < e.bytes.size(); ++k)
-          if ((e.skip.empty() || !e.skip[k]) && snap[t][e.at + k] != e.bytes[k])
-            failAt(r, t, e.what, "byte " + std::to_string(k) + " is " + std::to_string(snap[t][e.at + k]) +
+          if ((e.skip.empty() || !e.skip[k]) && hostSnap_[t][e.at + k] != e.bytes[k])
+            failAt(r, t, e.what, "byte " + std::to_string(k) + " is " + std::to_string(hostSnap_[t][e.at + k]) +
                                      ", expected " + std::to_string(e.bytes[k]));
       }
     if (coll == Coll::Allreduce || coll == Coll::Broadcast) {
@@ -750,6 +762,8 @@ class StreamFuzz {
   unsigned char* src_[kStreams] = {};
   unsigned char* snap_[kStreams] = {};
   uint64_t* fetched_[kStreams] = {};
+  std::vector<unsigned char> hostSnap_[kStreams];  // the round's snapshot arena, as copied in and out
+  std::vector<uint64_t> hostFetched_[kStreams];    // the round's fetched values, as copied in and out
   size_t srcCap_ = 0, snapCap_ = 0;
   fuzz::WriterObjects objs_;
   unsigned char* const data_;
