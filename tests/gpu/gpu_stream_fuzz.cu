@@ -45,10 +45,10 @@ class CudaEnv : public stream_fuzz::Env {
       CK(cudaFreeHost(p));
   }
   void toLocal(void* local, const void* host, size_t bytes) override {
-    CK(cudaMemcpy(local, host, bytes, cudaMemcpyDefault));
+    if (bytes) CK(cudaMemcpy(local, host, bytes, cudaMemcpyDefault));
   }
   void fromLocal(void* host, const void* local, size_t bytes) override {
-    CK(cudaMemcpy(host, local, bytes, cudaMemcpyDefault));
+    if (bytes) CK(cudaMemcpy(host, local, bytes, cudaMemcpyDefault));
   }
 };
 

@@ -55,8 +55,13 @@ class Env {
   virtual unsigned char* allocLocal(size_t bytes) = 0;
   virtual void freeLocal(unsigned char* p) = 0;
   // Copies bytes into (toLocal) or out of (fromLocal) local memory while no stream uses it (memcpy: host memory).
-  virtual void toLocal(void* local, const void* host, size_t bytes) { std::memcpy(local, host, bytes); }
-  virtual void fromLocal(void* host, const void* local, size_t bytes) { std::memcpy(host, local, bytes); }
+  // bytes may be 0, with a null host pointer.
+  virtual void toLocal(void* local, const void* host, size_t bytes) {
+    if (bytes) std::memcpy(local, host, bytes);
+  }
+  virtual void fromLocal(void* host, const void* local, size_t bytes) {
+    if (bytes) std::memcpy(host, local, bytes);
+  }
   tether_seg_kind_t seg = TETHER_SEG_HOST;  // of the symmetric objects
   bool phaseAFirst = false;                 // synchronize phase A before the collective and phase B (see above)
   bool typedOps = false;                    // typed put/get on the stream with these local buffers (datatype.h)
