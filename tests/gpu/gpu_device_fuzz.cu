@@ -25,9 +25,7 @@ class CudaEnv : public device_fuzz::Env {
     return static_cast<unsigned char*>(p);
   }
   void freeLocal(unsigned char* p) override { CK(cudaFree(p)); }
-  void toLocal(unsigned char* dst, const void* src, size_t n) override {
-    CK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
-  }
+  void toLocal(unsigned char* dst, const void* src, size_t n) override { gpu_test::copyLanded(dst, src, n); }
   void fromLocal(void* dst, const unsigned char* src, size_t n) override {
     CK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
   }

@@ -44,9 +44,7 @@ class CudaEnv : public stream_fuzz::Env {
     else
       CK(cudaFreeHost(p));
   }
-  void toLocal(void* local, const void* host, size_t bytes) override {
-    if (bytes) CK(cudaMemcpy(local, host, bytes, cudaMemcpyDefault));
-  }
+  void toLocal(void* local, const void* host, size_t bytes) override { gpu_test::copyLanded(local, host, bytes); }
   void fromLocal(void* host, const void* local, size_t bytes) override {
     if (bytes) CK(cudaMemcpy(host, local, bytes, cudaMemcpyDefault));
   }

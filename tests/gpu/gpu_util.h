@@ -51,6 +51,15 @@ inline void loadKernels(std::initializer_list<const void*> kernels) {
   for (const void* k : kernels) CK(cudaFuncGetAttributes(&fa, k));
 }
 
+// Copies host bytes (pageable or not) to any memory and returns when they have landed. cudaMemcpy from pageable memory
+// may return before its DMA lands, and work on a non-blocking stream is not ordered after it: the legacy stream's
+// sync waits for the DMA too.
+inline void copyLanded(void* dst, const void* src, size_t n) {
+  if (!n) return;
+  CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, cudaStreamLegacy));
+  CK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
 // A symmetric allocation of the given kind (256-byte aligned); failure fails the test.
 inline void* symAlloc(tether_t w, tether_seg_kind_t kind, size_t bytes) {
   void* p = nullptr;
