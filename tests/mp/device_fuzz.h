@@ -9,7 +9,9 @@
 //     team_allreduce (sum, in place or not, one- or two-shot) or team_broadcast, or none); after a barrier or sync,
 //     warp 0 snapshots every writer's region here (all complete then);
 //   phase B: waits on this PE's signal words with every comparison (and counter words), each that implies the
-//     writer's last signal followed by a warp-scope get of that writer's region here.
+//     writer's last signal followed by a warp-scope get of that writer's region here, a signal_fetch and a test of
+//     that word; waits and tests over every writer's signal word here at once (wait_until_all/any/some,
+//     test_all/any/some; a status array excludes some), their results checked against the words' final values.
 // Each writer writes only its own region, signal word and counter word on every PE. Every PE draws every writer's
 // lists from PE 0's seed; the model (per target PE and writer: bytes, signal, counter) gives what every get, g and
 // fetched value must hold, what each snapshot holds -- the bytes a put_signal carried and those the writer quieted
@@ -51,21 +53,25 @@ inline const char* const collNames[kColls] = {"none", "barrier_all", "sync_all",
                                               "team_broadcast"};
 
 enum Kind : uint8_t { kPut, kPutNbi, kGet, kGetNbi, kP, kG, kPutSignal, kPutSignalNbi, kSignal, kAmo, kQuiet,
-                      kFence, kWaitSig, kWaitCnt, kKinds };
+                      kFence, kWaitSig, kWaitCnt, kWaitMulti, kKinds };
+// kWaitMulti's forms (Op::amo), over every writer's signal word on this PE with comparison GE.
+enum Multi : uint8_t { kWaitAll, kWaitAny, kWaitSome, kTestAll, kTestAny, kTestSome, kMultis };
+constexpr size_t kMultiMax = 64;  // writers a kWaitMulti covers at most (its status is a 64-bit mask)
 
 // One operation of a writer (plain data: copied to the GPU).
 struct Op {
   uint8_t kind = kQuiet;
   uint8_t warp = 0;     // warp scope (else thread scope: lane 0)
   uint8_t sigOp = 0;    // SignalOp
-  uint8_t amo = 0;      // tether_amo_t
+  uint8_t amo = 0;      // tether_amo_t; kWaitMulti: Multi
   uint8_t cmp = 0;      // Cmp (waits)
   uint8_t snapshot = 0; // waits: a get of the writer's region here follows
   int16_t writer = 0;   // waits: the writer (global index q * kWriters + w) whose word here it waits on
   int32_t pe = 0;
   uint32_t off = 0, len = 0;  // in the region (p/g: len = width)
   uint32_t local = 0;         // put: source offset; get/snapshot: snapshot offset; g/fetching atomic: fetched index
-  uint64_t value = 0, cond = 0;
+  uint32_t slot = 0;          // waits: the fetched index of their results (2 values)
+  uint64_t value = 0, cond = 0;  // kWaitMulti: cond = the excluded writers' mask
 };
 
 // A round as the interpreter sees it (plain data, passed by value to the kernel).
@@ -95,6 +101,38 @@ struct Round {
 
 TETHER_HD unsigned char* regionOf(const Round& r, int q, int w) {
   return r.data + (static_cast<size_t>(q) * kWriters + static_cast<size_t>(w)) * kRegion;
+}
+
+// A kWaitMulti over every writer's signal word here (GE op.value; op.cond: the excluded writers): out[0] = the count
+// (all: 1 if test_all holds after the wait or test, else 0; any: 1 or 0 for SIZE_MAX), out[1] = the returned
+// indices' mask.
+TETHER_HD void runMulti(const dev::Handle& h, const Round& r, const Op& op, uint64_t* out) {
+  const size_t n = static_cast<size_t>(r.npes) * kWriters;
+  int status[kMultiMax];
+  size_t idx[kMultiMax];
+  for (size_t i = 0; i < n; ++i) status[i] = static_cast<int>((op.cond >> i) & 1);
+  uint64_t count = 0, mask = 0;
+  const dev::Cmp ge = dev::Cmp::GE;
+  switch (op.amo) {
+    case kWaitAll: dev::wait_until_all(h, r.sig, n, status, ge, op.value); count = 1; break;
+    case kTestAll: count = dev::test_all(h, r.sig, n, status, ge, op.value); break;
+    case kWaitAny: case kTestAny: {
+      const size_t i = op.amo == kWaitAny ? dev::wait_until_any(h, r.sig, n, status, ge, op.value)
+                                          : dev::test_any(h, r.sig, n, status, ge, op.value);
+      if (i != SIZE_MAX) {
+        count = 1;
+        mask = i < 64 ? uint64_t{1} << i : ~uint64_t{0};
+      }
+      break;
+    }
+    default:
+      count = op.amo == kWaitSome ? dev::wait_until_some(h, r.sig, n, status, ge, op.value, idx)
+                                  : dev::test_some(h, r.sig, n, status, ge, op.value, idx);
+      for (size_t k = 0; k < count && k < kMultiMax; ++k) mask |= idx[k] < 64 ? uint64_t{1} << idx[k] : ~uint64_t{0};
+  }
+  if (op.amo == kWaitAll && !dev::test_all(h, r.sig, n, status, ge, op.value)) count = 0;
+  out[0] = count;
+  out[1] = mask;
 }
 
 // One operation by writer w's warp (lane: its rank in the warp). Thread-scope operations run on lane 0; every
@@ -194,11 +232,20 @@ TETHER_HD void runOp(const dev::Handle& h, const Round& r, int w, int lane, cons
     case kWaitCnt:
       if (lead) (void)dev::wait_until(h, r.cnt + op.writer, static_cast<dev::Cmp>(op.cmp), op.value);
       break;
+    case kWaitMulti:
+      if (lead) runMulti(h, r, op, r.fetched + static_cast<size_t>(w) * kMaxOps * 2 + op.slot);
+      break;
     default: break;
   }
   dev::detail::groupSync<Scope::Warp>();
   if ((op.kind == kWaitSig || op.kind == kWaitCnt) && op.snapshot)
     dev::getmem<Scope::Warp>(h, snap, r.data + static_cast<size_t>(op.writer) * kRegion, kRegion, me);
+  if (op.kind == kWaitSig && op.snapshot && lead) {  // the word holds the writer's last signal now
+    uint64_t* out = r.fetched + static_cast<size_t>(w) * kMaxOps * 2 + op.slot;
+    const uint64_t* word = r.sig + op.writer;
+    out[0] = dev::signal_fetch(h, word);
+    out[1] = dev::test(h, word, dev::Cmp::EQ, out[0]) && !dev::test(h, word, dev::Cmp::GT, out[0]);
+  }
 }
 
 // The round on one block of kWriters warps (tid: the thread's index in the block; warp = tid / warp size).
@@ -243,7 +290,7 @@ class Env {
 inline const char* kindName(int k) {
   static const char* names[] = {"putmem", "putmem_nbi", "getmem", "getmem_nbi", "p", "g", "putmem_signal",
                                 "putmem_signal_nbi", "signal_op", "atomic", "quiet", "fence", "signal_wait_until",
-                                "wait_until"};
+                                "wait_until", "multi-word wait or test"};
   return k >= 0 && k < kKinds ? names[k] : "?";
 }
 
@@ -265,6 +312,10 @@ struct Expect {
   std::vector<unsigned char> bytes;
   std::vector<bool> skip;
   uint64_t value;
+  int multi = -1;       // a kWaitMulti's results at fetched `at` (count) and `at` + 1 (mask): its Multi form
+  uint64_t allowed = 0; // kWaitMulti: the writers it may return (included, their words reach its value)
+  uint64_t value2 = 0;  // fetched: the value at `at` + 1 too, where `pair`
+  bool pair = false;
 };
 
 class DeviceFuzz {
@@ -446,7 +497,10 @@ class DeviceFuzz {
         if (op.kind == kGet || op.kind == kGetNbi) snapEnd[w] = op.local + op.len;
       Draw d(seed_ ^ (static_cast<uint64_t>(r) << 32) ^ (writer(me_, w) << 8) ^ 0xb);
       waits[w].resize(d.below(kMaxWaits + 1));
-      for (auto& op : waits[w]) drawWait(r, w, d, op, &snapEnd[w], &exp);
+      for (size_t i = 0; i < waits[w].size(); ++i) {
+        waits[w][i].slot = static_cast<uint32_t>(kMaxOps + 2 * i);
+        drawWait(r, w, d, waits[w][i], &snapEnd[w], &exp);
+      }
     }
     Round rd{};
     rd.data = data_;
@@ -526,6 +580,7 @@ class DeviceFuzz {
     if (!signalled.empty() && d.chance(70)) wr = signalled[d.below(signalled.size())];
     op.writer = static_cast<int16_t>(wr);
     const Cell& c = cell(me_, wr);
+    if (c.sig != c.sigAtStart && writers <= kMultiMax && d.chance(25)) return drawMulti(r, w, d, op, wr, exp);
     if (d.chance(15)) {
       counts_[kWaitCnt]++;
       op.kind = kWaitCnt;
@@ -550,6 +605,12 @@ class DeviceFuzz {
                0};
       for (size_t k = 0; k < kRegion; ++k) e.skip[k] = c.skipAtSig[k] || c.afterSig[k];
       exp->push_back(std::move(e));
+      Expect fe{std::string("signal_fetch and test (EQ, not GT) of writer ") + std::to_string(wr) +
+                    "'s word after its wait, round " + std::to_string(r),
+                w, true, op.slot, {}, {}, f};
+      fe.pair = true;
+      fe.value2 = 1;
+      exp->push_back(std::move(fe));
     } else if (f > f0 && how == 3) {
       op.cmp = static_cast<uint8_t>(TETHER_CMP_NE);  // passes at the first signal of the round
       op.value = f0;
@@ -560,6 +621,52 @@ class DeviceFuzz {
       op.cmp = static_cast<uint8_t>(TETHER_CMP_LT);
       op.value = f + 1 + d.below(3);
     }
+  }
+
+  // A wait or test over every writer's signal word here (GE value), some excluded: value in (start, final] of writer
+  // wr's word (it signalled this round); included: wr, others at random (for a wait_until_all only those whose words
+  // reach value: it would wait forever on the others).
+  void drawMulti(int r, int w, Draw& d, Op& op, size_t wr, std::vector<Expect>* exp) {
+    const size_t writers = static_cast<size_t>(n_) * kWriters;
+    const Cell& c = cell(me_, wr);
+    counts_[kWaitMulti]++;
+    op.kind = kWaitMulti;
+    op.amo = static_cast<uint8_t>(d.below(kMultis));
+    op.value = c.sigAtStart + 1 + d.below(c.sig - c.sigAtStart);
+    uint64_t excluded = 0, allowed = 0;
+    for (size_t i = 0; i < writers; ++i) {
+      const bool reaches = cell(me_, i).sig >= op.value;
+      const bool in = i == wr || ((reaches || op.amo != kWaitAll) && d.chance(60));
+      if (!in) excluded |= uint64_t{1} << i;
+      if (in && reaches) allowed |= uint64_t{1} << i;
+    }
+    op.cond = excluded;
+    static const char* const forms[kMultis] = {"wait_until_all", "wait_until_any", "wait_until_some", "test_all",
+                                               "test_any", "test_some"};
+    Expect e{std::string(forms[op.amo]) + " (GE " + std::to_string(op.value) + ", excluded mask " +
+                 std::to_string(excluded) + "), round " + std::to_string(r),
+             w, true, op.slot, {}, {}, 0};
+    e.multi = op.amo;
+    e.allowed = allowed;
+    exp->push_back(std::move(e));
+  }
+
+  // What a kWaitMulti returned (count, mask), against its form and the writers it may return; "" or what is wrong.
+  static std::string checkMulti(const Expect& e, uint64_t count, uint64_t mask) {
+    int bits = 0;
+    for (uint64_t m = mask; m; m &= m - 1) ++bits;
+    const bool within = (mask & ~e.allowed) == 0;
+    bool ok = false;
+    switch (e.multi) {
+      case kWaitAll: ok = count == 1 && mask == 0; break;
+      case kTestAll: ok = count <= 1 && mask == 0; break;
+      case kWaitAny: ok = count == 1 && bits == 1 && within; break;
+      case kTestAny: ok = count <= 1 && bits == static_cast<int>(count) && within; break;
+      case kWaitSome: ok = count >= 1 && bits == static_cast<int>(count) && within; break;
+      default: ok = bits == static_cast<int>(count) && within; break;
+    }
+    return ok ? std::string() : "count " + std::to_string(count) + ", indices mask " + std::to_string(mask) +
+                                    " (may return mask " + std::to_string(e.allowed) + ")";
   }
 
   void check(int r, const std::vector<unsigned char>& snap, const std::vector<uint64_t>& fetched,
@@ -582,9 +689,17 @@ class DeviceFuzz {
     }
     for (const Expect& e : exp) {
       if (e.fetched) {
-        const uint64_t got = fetched[static_cast<size_t>(e.writer) * kMaxOps * 2 + e.at];
+        const size_t at = static_cast<size_t>(e.writer) * kMaxOps * 2 + e.at;
+        const uint64_t got = fetched[at];
+        if (e.multi >= 0) {
+          const std::string bad = checkMulti(e, got, fetched[at + 1]);
+          if (!bad.empty()) failAt(r, e.what, bad);
+          continue;
+        }
         if (got != e.value)
           failAt(r, e.what, "returned " + std::to_string(got) + ", expected " + std::to_string(e.value));
+        if (e.pair && fetched[at + 1] != e.value2)
+          failAt(r, e.what, "then " + std::to_string(fetched[at + 1]) + ", expected " + std::to_string(e.value2));
         continue;
       }
       const unsigned char* got = &snap[static_cast<size_t>(e.writer) * snapStride_ + e.at];
