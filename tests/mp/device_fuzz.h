@@ -5,9 +5,10 @@
 //   phase A, nothing that waits: putmem / putmem_nbi / getmem / getmem_nbi at thread or warp scope, p (1/2/4/8 B), g,
 //     putmem_signal / putmem_signal_nbi (SET and ADD, thread or warp scope), signal_op, every atomic on 64-bit words
 //     (fetched values kept), quiet (thread or warp scope) and fence; the writer's quiet ends it;
-//   the round's collective over the block and all PEs (barrier_all, sync_all, the world team's team_sync,
-//     team_allreduce (sum, in place or not, one- or two-shot) or team_broadcast, or none); after a barrier or sync,
-//     warp 0 snapshots every writer's region here (all complete then);
+//   the round's collective over the block and all PEs (barrier_all, sync_all, the world team's team_sync, or a data
+//     collective of fuzz::CollKind -- allreduce (one- or two-shot), broadcast, reduce, allgather, reduce_scatter,
+//     alltoall; sums of int64, in place where the kind has a form --, or none); after a barrier or sync, warp 0
+//     snapshots every writer's region here (all complete then);
 //   phase B: waits on this PE's signal words with every comparison (and counter words), each that implies the
 //     writer's last signal followed by a warp-scope get of that writer's region here, a signal_fetch and a test of
 //     that word; waits and tests over every writer's signal word here at once (wait_until_all/any/some,
@@ -47,10 +48,13 @@ constexpr int kWriters = 4;        // warps of the block, each one writer
 constexpr size_t kRegion = 256;    // bytes of each writer's region on each PE
 constexpr int kMaxOps = 16;        // phase A operations of a writer in a round, at most
 constexpr int kMaxWaits = 4;       // phase B waits of a writer, at most
-constexpr size_t kCollMax = fuzz::CollObjects::kMax;  // int64 elements of the team collectives' objects
-constexpr int kColls = 6;          // Round::coll's values
-inline const char* const collNames[kColls] = {"none", "barrier_all", "sync_all", "team_sync", "team_allreduce",
-                                              "team_broadcast"};
+constexpr size_t kCollMax = fuzz::CollObjects::kMax;  // int64 elements per block of the team collectives' objects
+constexpr int kCollData = 4;       // Round::coll of the first data collective (then in fuzz::CollKind's order)
+constexpr int kColls = kCollData + static_cast<int>(fuzz::CollKind::Count);  // Round::coll's values
+inline const char* collName(int c) {
+  static const char* const sync[kCollData] = {"none", "barrier_all", "sync_all", "team_sync"};
+  return c < kCollData ? sync[c] : fuzz::collKindName(static_cast<fuzz::CollKind>(c - kCollData));
+}
 
 enum Kind : uint8_t { kPut, kPutNbi, kGet, kGetNbi, kP, kG, kPutSignal, kPutSignalNbi, kSignal, kAmo, kQuiet,
                       kFence, kWaitSig, kWaitCnt, kWaitMulti, kKinds };
@@ -87,13 +91,12 @@ struct Round {
   uint64_t* fetched;     // local: writer w's fetched values at w * kMaxOps * 2
   unsigned char* scratch;  // local: writer w's getmem_nbi destination at w * kRegion
   uint32_t srcStride, snapStride;
-  int coll;              // 0 none, 1 barrier_all, 2 sync_all, 3 team_sync, 4 team_allreduce, 5 team_broadcast
-  tether_device_team_t team;  // the world team's view (3-5)
-  int64_t* csrc;         // symmetric: the team collectives' source and destination, collCount elements
-  int64_t* cdst;
+  int coll;              // 0 none, 1 barrier_all, 2 sync_all, 3 team_sync, kCollData + fuzz::CollKind: that one
+  tether_device_team_t team;  // the world team's view (3 on)
+  int64_t* csrc;         // symmetric: the data collective's src and dest (fuzz::CollObjects::args), collCount
+  int64_t* cdst;         // elements per block
   uint32_t collCount;
-  int inPlace;           // allreduce into csrc
-  int root;              // broadcast
+  int root;              // broadcast, reduce
   int algo;              // allreduce: ReduceAlgo
   uint32_t collSnap;     // warp 0's snapshot offset of every writer's region after the collective
   int me, npes;
@@ -248,6 +251,27 @@ TETHER_HD void runOp(const dev::Handle& h, const Round& r, int w, int lane, cons
   }
 }
 
+// The round's data collective at block scope (sum of int64).
+TETHER_HD void dataColl(const dev::Handle& h, const Round& r) {
+  using dev::Scope;
+  const size_t n = r.collCount, bytes = n * sizeof(int64_t);
+  switch (static_cast<fuzz::CollKind>(r.coll - kCollData)) {
+    case fuzz::CollKind::Allreduce:
+      dev::team_allreduce<Scope::Block>(h, r.team, r.cdst, r.csrc, n, dev::RedOp::Sum,
+                                        static_cast<dev::ReduceAlgo>(r.algo));
+      break;
+    case fuzz::CollKind::Broadcast: dev::team_broadcast<Scope::Block>(h, r.team, r.cdst, r.csrc, bytes, r.root); break;
+    case fuzz::CollKind::Reduce:
+      dev::team_reduce<Scope::Block>(h, r.team, r.cdst, r.csrc, n, dev::RedOp::Sum, r.root);
+      break;
+    case fuzz::CollKind::Allgather: dev::team_allgather<Scope::Block>(h, r.team, r.cdst, r.csrc, bytes); break;
+    case fuzz::CollKind::ReduceScatter:
+      dev::team_reduce_scatter<Scope::Block>(h, r.team, r.cdst, r.csrc, n, dev::RedOp::Sum);
+      break;
+    default: dev::team_alltoall<Scope::Block>(h, r.team, r.cdst, r.csrc, bytes); break;
+  }
+}
+
 // The round on one block of kWriters warps (tid: the thread's index in the block; warp = tid / warp size).
 TETHER_HD void runRound(const dev::Handle& h, const Round& r) {
   using dev::Scope;
@@ -260,11 +284,9 @@ TETHER_HD void runRound(const dev::Handle& h, const Round& r) {
     if (r.coll == 1) dev::barrier_all<Scope::Block>(h);
     else if (r.coll == 2) dev::sync_all<Scope::Block>(h);
     else if (r.coll == 3) dev::team_sync<Scope::Block>(h, r.team);
-    else if (r.coll == 4)
-      dev::team_allreduce<Scope::Block>(h, r.team, r.inPlace ? r.csrc : r.cdst, r.csrc, r.collCount, dev::RedOp::Sum,
-                                        static_cast<dev::ReduceAlgo>(r.algo));
-    else dev::team_broadcast<Scope::Block>(h, r.team, r.cdst, r.csrc, r.collCount * sizeof(int64_t), r.root);
-    if (w == 0 && r.coll <= 3)  // every writer's region here, in one get (complete everywhere before the collective)
+    else
+      dataColl(h, r);
+    if (w == 0 && r.coll < kCollData)  // every writer's region here, in one get (complete everywhere before the collective)
       dev::getmem<Scope::Warp>(h, r.snap + r.collSnap, r.data, static_cast<size_t>(r.npes) * kWriters * kRegion, r.me);
   }
   for (int i = r.bBegin[w]; i < r.bBegin[w + 1]; ++i) runOp(h, r, w, lane, r.ops[i]);
@@ -324,7 +346,7 @@ class DeviceFuzz {
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
         cells_(static_cast<size_t>(n_) * n_ * kWriters),
         objs_(w, env.seg, static_cast<size_t>(n_) * kWriters, kRegion), coll_(w, env.seg, seed), data_(objs_.data),
-        sig_(objs_.sig), cnt_(objs_.cnt), csrc_(coll_.src), cdst_(coll_.dst) {
+        sig_(objs_.sig), cnt_(objs_.cnt) {
     const size_t writers = static_cast<size_t>(n_) * kWriters;
     MP_OK(env_.handle(w_, &h_));
     MP_OK(tether_team_device_view(tether_team_world(w_), &h_, &team_));
@@ -346,7 +368,7 @@ class DeviceFuzz {
       std::printf("device fuzz: %d PEs x %d writers, %d rounds: ok;", n_, kWriters, rounds);
       for (int k = 0; k < kKinds; ++k) std::printf(" %s %d,", kindName(k), counts_[k]);
       std::printf(" warp scope %d, snapshots %d, collectives", warpOps_, snapshots_);
-      for (int c = 1; c < kColls; ++c) std::printf(" %s %d", collNames[c], colls_[c]);
+      for (int c = 1; c < kColls; ++c) std::printf(" %s %d", collName(c), colls_[c]);
       std::printf("\n");
     }
   }
@@ -485,9 +507,12 @@ class DeviceFuzz {
       }
     Draw dc(seed_ ^ (static_cast<uint64_t>(r) << 32) ^ 0xc011);
     const int coll = static_cast<int>(dc.below(kColls));
-    const auto collCount = static_cast<uint32_t>(1 + dc.below(kCollMax));
-    const int inPlace = dc.chance(30), root = static_cast<int>(dc.below(static_cast<size_t>(n_))),
-              algo = static_cast<int>(dc.below(3));
+    fuzz::CollObjects::Call call;
+    call.kind = static_cast<fuzz::CollKind>(coll >= kCollData ? coll - kCollData : 0);
+    call.count = 1 + dc.below(kCollMax);
+    call.inPlace = dc.chance(30);
+    call.root = static_cast<int>(dc.below(static_cast<size_t>(n_)));
+    const int algo = static_cast<int>(dc.below(3));
     // Phase B of this PE's writers: waits on its own words (the model is complete now).
     std::vector<Op> waits[kWriters];
     uint32_t snapEnd[kWriters];
@@ -514,13 +539,11 @@ class DeviceFuzz {
     rd.snapStride = static_cast<uint32_t>(snapStride_);
     rd.coll = coll;
     rd.team = team_;
-    rd.csrc = csrc_;
-    rd.cdst = cdst_;
-    rd.collCount = collCount;
-    rd.inPlace = inPlace;
-    rd.root = root;
+    coll_.args(call, &rd.cdst, &rd.csrc);
+    rd.collCount = static_cast<uint32_t>(call.count);
+    rd.root = call.root;
     rd.algo = algo;
-    if (coll >= 4) coll_.fill(r);
+    if (coll >= kCollData) coll_.fill(r, call);
     rd.collSnap = static_cast<uint32_t>((kMaxOps + kMaxWaits) * kRegion);
     rd.me = me_;
     rd.npes = n_;
@@ -548,9 +571,9 @@ class DeviceFuzz {
     env_.toLocal(src_, src.data(), src.size());
     env_.toLocal(snap_, snap.data(), snap.size());
     env_.toLocal(fetched_, fetched.data(), fetched.size() * 8);
-    if (coll >= 1 && coll <= 3) {
+    if (coll >= 1 && coll < kCollData) {
       const size_t nwr = static_cast<size_t>(n_) * kWriters;
-      Expect e{std::string("every region after the round's ") + collNames[coll] + ", round " + std::to_string(r),
+      Expect e{std::string("every region after the round's ") + collName(coll) + ", round " + std::to_string(r),
                0, false, rd.collSnap, std::vector<unsigned char>(nwr * kRegion), {}, 0};
       for (size_t wr = 0; wr < nwr; ++wr) std::memcpy(&e.bytes[wr * kRegion], cell(me_, wr).bytes, kRegion);
       exp.push_back(std::move(e));
@@ -562,9 +585,9 @@ class DeviceFuzz {
     env_.fromLocal(snap.data(), snap_, snap.size());
     env_.fromLocal(fetched.data(), fetched_, fetched.size() * 8);
     check(r, snap, fetched, exp);
-    if (coll >= 4) {
-      const std::string bad = coll_.check(r, coll == 4, collCount, inPlace, root);
-      if (!bad.empty()) failAt(r, collNames[coll], bad);
+    if (coll >= kCollData) {
+      const std::string bad = coll_.check(r, call);
+      if (!bad.empty()) failAt(r, collName(coll), bad);
     }
     MP_OK(tether_barrier_all(w_));  // nobody writes round r + 1 here before this PE checked round r
     colls_[coll]++;
@@ -727,12 +750,10 @@ class DeviceFuzz {
   unsigned char* const data_;
   uint64_t* const sig_;
   uint64_t* const cnt_;
-  int64_t* const csrc_;
-  int64_t* const cdst_;
   size_t srcStride_ = 0, snapStride_ = 0;
   unsigned char *src_ = nullptr, *snap_ = nullptr, *fetched_ = nullptr, *ops_ = nullptr, *scratch_ = nullptr;
   int counts_[kKinds] = {};
-  int colls_[6] = {};
+  int colls_[kColls] = {};
   int warpOps_ = 0, snapshots_ = 0;
 };
 

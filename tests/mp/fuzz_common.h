@@ -117,14 +117,32 @@ class WriterObjects {
   uint64_t* const cnt;
 };
 
-// The team collectives' objects of a fuzzer: kMax int64 source and destination elements in a segment, zeroed on every
-// PE (collective, as its destructor); round r's inputs drawn from the seed.
+// The team data collectives a fuzzer runs (int64 elements, sum), in the order of their names.
+enum class CollKind { Allreduce, Broadcast, Reduce, Allgather, ReduceScatter, Alltoall, Count };
+inline const char* collKindName(CollKind k) {
+  static const char* const names[] = {"team_allreduce", "team_broadcast", "team_reduce", "team_allgather",
+                                      "team_reduce_scatter", "team_alltoall"};
+  return names[static_cast<int>(k)];
+}
+
+// The team collectives' objects of a fuzzer: kMax blocks of n_pes int64 elements each, source and destination, in a
+// segment, zeroed on every PE (collective, as its destructor); round r's inputs drawn from the seed. One call: kind,
+// count (elements per block, 1..kMax), in place or not (docs/collectives.md: dest == src for allreduce, reduce and
+// broadcast; src == dest + my_pe * count for allgather; dest == src + my_pe * count for reduce_scatter; alltoall never),
+// root.
 class CollObjects {
  public:
   static constexpr size_t kMax = 16;
+  struct Call {
+    CollKind kind = CollKind::Allreduce;
+    size_t count = 1;
+    bool inPlace = false;
+    int root = 0;
+  };
   CollObjects(tether_t w, tether_seg_kind_t seg, uint64_t seed)
-      : w_(w), seed_(seed), src(static_cast<int64_t*>(symZeroed(w, seg, kMax * 8))),
-        dst(static_cast<int64_t*>(symZeroed(w, seg, kMax * 8))) {
+      : w_(w), seed_(seed), me_(tether_my_pe(w)), elems_(kMax * static_cast<size_t>(tether_n_pes(w))),
+        src(static_cast<int64_t*>(symZeroed(w, seg, elems_ * 8))),
+        dst(static_cast<int64_t*>(symZeroed(w, seg, elems_ * 8))) {
     MP_OK(tether_barrier_all(w));
   }
   ~CollObjects() {
@@ -137,41 +155,76 @@ class CollObjects {
     return static_cast<int64_t>(mix(seed_ ^ (static_cast<uint64_t>(r) << 24) ^ (static_cast<uint64_t>(pe) << 8) ^ i) &
                                 0xffff);
   }
-  // This PE's inputs of round r into src, dst poisoned (-1); by puts to this PE (any segment).
-  void fill(int r) {
-    const int me = tether_my_pe(w_);
-    int64_t in[kMax], out[kMax];
-    for (size_t i = 0; i < kMax; ++i) {
-      in[i] = value(r, me, i);
-      out[i] = -1;
-    }
-    MP_OK(tether_put(w_, src, in, sizeof in, me));
-    MP_OK(tether_put(w_, dst, out, sizeof out, me));
+  // The call's in-place flag as the kind allows it.
+  static bool inPlace(const Call& c) { return c.inPlace && c.kind != CollKind::Alltoall; }
+  // The call's dest and src (symmetric addresses).
+  void args(const Call& c, int64_t** d, int64_t** s) const {
+    const size_t mine = static_cast<size_t>(me_) * c.count;
+    *d = dst;
+    *s = src;
+    if (!inPlace(c)) return;
+    if (c.kind == CollKind::Allgather) *s = dst + mine;
+    else if (c.kind == CollKind::ReduceScatter) *d = src + mine;
+    else *d = src;
   }
-  // "" or the first element that differs from round r's allreduce (sum; into src when inPlace) or broadcast from
-  // root, of count elements (the others untouched).
-  std::string check(int r, bool allreduce, size_t count, bool inPlace, int root) const {
-    const int me = tether_my_pe(w_), n = tether_n_pes(w_);
-    const bool inSrc = allreduce && inPlace;
-    int64_t out[kMax];
-    MP_OK(tether_get(w_, out, inSrc ? src : dst, sizeof out, me));
-    for (size_t i = 0; i < kMax; ++i) {
-      int64_t want = inSrc ? value(r, me, i) : -1;
-      if (i < count && allreduce) {
-        want = 0;
-        for (int p = 0; p < n; ++p) want += value(r, p, i);
-      } else if (i < count) {
-        want = value(r, root, i);
+  // This PE's inputs of round r into src (every element), dst poisoned (-1) but for an in-place allgather's own
+  // block (its input); by puts to this PE (any segment).
+  void fill(int r, const Call& c) {
+    std::vector<int64_t> in, out;
+    expectedInputs(r, c, &in, &out);
+    MP_OK(tether_put(w_, src, in.data(), elems_ * 8, me_));
+    MP_OK(tether_put(w_, dst, out.data(), elems_ * 8, me_));
+  }
+  // "" or the first element of src or dst that differs from what round r's call leaves there.
+  std::string check(int r, const Call& c) const {
+    const int n = tether_n_pes(w_);
+    std::vector<int64_t> ws, wd;
+    expectedInputs(r, c, &ws, &wd);
+    const size_t mine = static_cast<size_t>(me_) * c.count;
+    const bool ip = inPlace(c);
+    auto sum = [&](size_t i) {
+      int64_t v = 0;
+      for (int p = 0; p < n; ++p) v += value(r, p, i);
+      return v;
+    };
+    for (size_t i = 0; i < c.count; ++i) switch (c.kind) {
+        case CollKind::Allreduce: (ip ? ws : wd)[i] = sum(i); break;
+        case CollKind::Reduce: if (me_ == c.root) (ip ? ws : wd)[i] = sum(i); break;
+        case CollKind::Broadcast: (ip ? ws : wd)[i] = value(r, c.root, i); break;
+        case CollKind::ReduceScatter: (ip ? ws : wd)[(ip ? mine : 0) + i] = sum(mine + i); break;
+        case CollKind::Allgather:
+          for (int p = 0; p < n; ++p) wd[static_cast<size_t>(p) * c.count + i] = value(r, p, i);
+          break;
+        default:
+          for (int p = 0; p < n; ++p) wd[static_cast<size_t>(p) * c.count + i] = value(r, p, mine + i);
       }
-      if (out[i] != want)
-        return "element " + std::to_string(i) + " is " + std::to_string(out[i]) + ", expected " + std::to_string(want);
-    }
+    std::vector<int64_t> gs(elems_), gd(elems_);
+    MP_OK(tether_get(w_, gs.data(), src, elems_ * 8, me_));
+    MP_OK(tether_get(w_, gd.data(), dst, elems_ * 8, me_));
+    for (int k = 0; k < 2; ++k)
+      for (size_t i = 0; i < elems_; ++i) {
+        const int64_t got = (k ? gd : gs)[i], want = (k ? wd : ws)[i];
+        if (got != want)
+          return std::string(collKindName(c.kind)) + " (count " + std::to_string(c.count) + (ip ? ", in place" : "") +
+                 ", root " + std::to_string(c.root) + "): " + (k ? "dest" : "src") + " element " + std::to_string(i) +
+                 " is " + std::to_string(got) + ", expected " + std::to_string(want);
+      }
     return "";
   }
 
  private:
+  void expectedInputs(int r, const Call& c, std::vector<int64_t>* in, std::vector<int64_t>* out) const {
+    in->resize(elems_);
+    out->assign(elems_, -1);
+    for (size_t i = 0; i < elems_; ++i) (*in)[i] = value(r, me_, i);
+    if (c.kind == CollKind::Allgather && inPlace(c))
+      for (size_t i = 0; i < c.count; ++i) (*out)[static_cast<size_t>(me_) * c.count + i] = value(r, me_, i);
+  }
+
   tether_t w_;
   uint64_t seed_;
+  int me_;
+  size_t elems_;
 
  public:
   int64_t* const src;

@@ -7,8 +7,9 @@
 //     tether_amo_t on 64-bit words, fetched values kept), quiet and fence, bad calls (must fail at the call, naming
 //     it, and enqueue nothing), and runs of these grouped into a prepared set posted with patched offset and signal;
 //   then, on one stream per PE (its choice), the round's collective, the same on every PE: barrier_all, sync_all, a
-//     prepared BARRIER_ALL, team sync, a team allreduce (in place or not) or broadcast on the stream, or none; after a
-//     barrier or sync, a snapshot of what each PE's collective stream put here;
+//     prepared BARRIER_ALL, team sync, a team data collective on the stream (fuzz::CollKind: allreduce, broadcast,
+//     reduce, allgather, reduce_scatter, alltoall; in place where the kind has a form), or none; after a barrier or
+//     sync, a snapshot of what each PE's collective stream put here;
 //   phase B: waits on this PE's signal words with every comparison (and on counter words), alone or in a prepared set
 //     with a get, each wait that implies the signaller's last signal followed by a snapshot (a get from this PE) of
 //     the bytes that stream put here before that signal (bytes it put after it may or may not have landed: skipped).
@@ -132,11 +133,13 @@ struct Expect {
 };
 
 
-enum class Coll { None, BarrierAll, SyncAll, SetBarrier, TeamSync, Allreduce, Broadcast, Count };
+// The round's collective: a barrier or sync, or from Data on a data collective of fuzz::CollKind (in its order).
+enum class Coll { None, BarrierAll, SyncAll, SetBarrier, TeamSync, Data,
+                  Count = Data + static_cast<int>(fuzz::CollKind::Count) };
 const char* collName(Coll c) {
-  static const char* names[] = {"none", "barrier_all", "sync_all", "prepared barrier", "team_sync", "allreduce",
-                                "broadcast"};
-  return names[static_cast<int>(c)];
+  static const char* names[] = {"none", "barrier_all", "sync_all", "prepared barrier", "team_sync"};
+  return c < Coll::Data ? names[static_cast<int>(c)]
+                        : fuzz::collKindName(static_cast<fuzz::CollKind>(static_cast<int>(c) - int(Coll::Data)));
 }
 bool collOrders(Coll c) { return c == Coll::BarrierAll || c == Coll::SyncAll || c == Coll::SetBarrier; }
 
@@ -146,7 +149,7 @@ class StreamFuzz {
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
         cells_(static_cast<size_t>(n_) * n_ * kStreams),
         objs_(w, env.seg, static_cast<size_t>(n_) * kStreams, kRegion), data_(objs_.data), sig_(objs_.sig),
-        cnt_(objs_.cnt), coll_(w, env.seg, seed), csrc_(coll_.src), cdst_(coll_.dst) {
+        cnt_(objs_.cnt), coll_(w, env.seg, seed) {
     MP_CHECK(tether_type_basic(TETHER_BASIC_BYTE, &byte_) == TETHER_SUCCESS);
     // Local arenas at their largest (kMaxOps puts or gets, kMaxWaits snapshots, one per PE after the collective).
     srcCap_ = kPad + kMaxOps * kRegion;
@@ -339,9 +342,11 @@ class StreamFuzz {
     std::vector<int>& collStream = collStream_;
     collStream.assign(static_cast<size_t>(n_), 0);
     for (auto& s : collStream) s = static_cast<int>(dc.below(kStreams));
-    const size_t collCount = 1 + dc.below(kCollMax);
-    const bool inPlace = dc.chance(30);
-    const int root = static_cast<int>(dc.below(static_cast<size_t>(n_)));
+    fuzz::CollObjects::Call call;
+    call.kind = static_cast<fuzz::CollKind>(coll >= Coll::Data ? static_cast<int>(coll) - int(Coll::Data) : 0);
+    call.count = 1 + dc.below(kCollMax);
+    call.inPlace = dc.chance(30);
+    call.root = static_cast<int>(dc.below(static_cast<size_t>(n_)));
     // This PE's phase B: waits on its own words (the model is complete now).
     std::vector<Wait> waits[kStreams];
     for (int t = 0; t < kStreams; ++t) {
@@ -371,7 +376,7 @@ class StreamFuzz {
           for (size_t k = 0; k < op.len; ++k) hsrc[kPad + op.local + k] = srcByte(opKey(r, me_, t, op.local), k);
       env_.toLocal(src[t], hsrc.data(), hsrc.size());
     }
-    if (coll == Coll::Allreduce || coll == Coll::Broadcast) coll_.fill(r);
+    if (coll >= Coll::Data) coll_.fill(r, call);
 
     // Enqueue: phase A of every stream (interleaved), the collective on this PE's stream, phase B.
     std::vector<tether_op_set_t> setHandles;
@@ -386,7 +391,7 @@ class StreamFuzz {
       next[t] = enqueueA(r, t, mine[t], next[t], src[t], snap[t], fetchedOut[t], &setHandles, order);
     }
     if (env_.phaseAFirst) drain(r);
-    enqueueColl(r, coll, cs, collCount, inPlace, root, barrierSnap, snap[cs], &setHandles);
+    enqueueColl(r, coll, cs, call, barrierSnap, snap[cs], &setHandles);
     for (int t = 0; t < kStreams; ++t)
       for (auto& wt : waits[t]) enqueueWait(r, t, wt, snap[t], &setHandles, order, &expects[t]);
     if (collOrders(coll))
@@ -408,7 +413,7 @@ class StreamFuzz {
       env_.fromLocal(hostSnap_[t].data(), snap[t], hostSnap_[t].size());
       env_.fromLocal(hostFetched_[t].data(), fetchedOut[t], hostFetched_[t].size() * 8);
     }
-    check(r, expects, coll, collCount, inPlace, root);
+    check(r, expects, coll, call);
     MP_OK(tether_barrier_all(w_));  // nobody writes round r + 1 here before this PE checked round r
     colls_[static_cast<int>(coll)]++;
   }
@@ -619,7 +624,25 @@ class StreamFuzz {
       failAt(r, t, call, std::string("the error does not name the call: ") + tether_last_error());
   }
 
-  void enqueueColl(int r, Coll coll, int cs, size_t count, bool inPlace, int root, size_t barrierSnap,
+  // The round's data collective on stream s (sums of int64).
+  tether_status_t dataColl(tether_team_t world, const fuzz::CollObjects::Call& call, void* s) {
+    int64_t *d = nullptr, *src = nullptr;
+    coll_.args(call, &d, &src);
+    const size_t n = call.count;
+    const tether_dtype_t i64 = TETHER_INT64;
+    switch (call.kind) {
+      case fuzz::CollKind::Allreduce: return tether_team_allreduce_on_stream(world, d, src, n, i64, TETHER_RED_SUM, s);
+      case fuzz::CollKind::Broadcast: return tether_team_broadcast_on_stream(world, d, src, n, i64, call.root, s);
+      case fuzz::CollKind::Reduce:
+        return tether_team_reduce_on_stream(world, d, src, n, i64, TETHER_RED_SUM, call.root, s);
+      case fuzz::CollKind::Allgather: return tether_team_allgather_on_stream(world, d, src, n, i64, s);
+      case fuzz::CollKind::ReduceScatter:
+        return tether_team_reduce_scatter_on_stream(world, d, src, n, i64, TETHER_RED_SUM, s);
+      default: return tether_team_alltoall_on_stream(world, d, src, n, i64, s);
+    }
+  }
+
+  void enqueueColl(int r, Coll coll, int cs, const fuzz::CollObjects::Call& call, size_t barrierSnap,
                    unsigned char* snap, std::vector<tether_op_set_t>* handles) {
     void* s = streams_[cs];
     tether_team_t world = tether_team_world(w_);
@@ -641,14 +664,7 @@ class StreamFuzz {
         break;
       }
       case Coll::TeamSync: st = tether_team_sync_on_stream(world, s); break;
-      case Coll::Allreduce:
-        st = tether_team_allreduce_on_stream(world, inPlace ? csrc_ : cdst_, csrc_, count, TETHER_INT64,
-                                             TETHER_RED_SUM, s);
-        break;
-      case Coll::Broadcast:
-        st = tether_team_broadcast_on_stream(world, cdst_, csrc_, count, TETHER_INT64, root, s);
-        break;
-      default: break;
+      default: st = dataColl(world, call, s); break;
     }
     if (st != TETHER_SUCCESS) failAt(r, cs, collName(coll), tether_last_error());
     if (collOrders(coll))  // everything each PE's collective stream did before it is here now: a snapshot of each
@@ -709,7 +725,7 @@ class StreamFuzz {
   }
 
   // Checks the round; the local arenas' bytes and fetched values are in hostSnap_ and hostFetched_.
-  void check(int r, const std::vector<Expect>* expects, Coll coll, size_t count, bool inPlace, int root) {
+  void check(int r, const std::vector<Expect>* expects, Coll coll, const fuzz::CollObjects::Call& call) {
     // This PE's objects, read by gets from itself (any segment).
     std::vector<unsigned char> data;
     std::vector<uint64_t> sig, cnt;
@@ -743,8 +759,8 @@ class StreamFuzz {
             failAt(r, t, e.what, "byte " + std::to_string(k) + " is " + std::to_string(hostSnap_[t][e.at + k]) +
                                      ", expected " + std::to_string(e.bytes[k]));
       }
-    if (coll == Coll::Allreduce || coll == Coll::Broadcast) {
-      const std::string bad = coll_.check(r, coll == Coll::Allreduce, count, inPlace, root);
+    if (coll >= Coll::Data) {
+      const std::string bad = coll_.check(r, call);
       if (!bad.empty()) failAt(r, -1, collName(coll), bad);
     }
   }
@@ -775,8 +791,6 @@ class StreamFuzz {
   uint64_t* const sig_;
   uint64_t* const cnt_;
   fuzz::CollObjects coll_;
-  int64_t* const csrc_;
-  int64_t* const cdst_;
   int counts_[static_cast<int>(Kind::Bad) + 1] = {};
   int colls_[static_cast<int>(Coll::Count)] = {};
   int inSets_ = 0, waits_ = 0, snapshots_ = 0;
