@@ -92,11 +92,12 @@ struct Round {
   unsigned char* scratch;  // local: writer w's getmem_nbi destination at w * kRegion
   uint32_t srcStride, snapStride;
   int coll;              // 0 none, 1 barrier_all, 2 sync_all, 3 team_sync, kCollData + fuzz::CollKind: that one
-  tether_device_team_t team;  // the world team's view (3 on)
+  tether_device_team_t team;  // the world team's view (team_sync)
+  tether_device_team_t dteam; // the data collective's team's view (this PE a member)
   int64_t* csrc;         // symmetric: the data collective's src and dest (fuzz::CollObjects::args), collCount
   int64_t* cdst;         // elements per block
   uint32_t collCount;
-  int root;              // broadcast, reduce
+  int root;              // broadcast, reduce: a team PE number
   int algo;              // allreduce: ReduceAlgo
   uint32_t collSnap;     // warp 0's snapshot offset of every writer's region after the collective
   int me, npes;
@@ -257,18 +258,18 @@ TETHER_HD void dataColl(const dev::Handle& h, const Round& r) {
   const size_t n = r.collCount, bytes = n * sizeof(int64_t);
   switch (static_cast<fuzz::CollKind>(r.coll - kCollData)) {
     case fuzz::CollKind::Allreduce:
-      dev::team_allreduce<Scope::Block>(h, r.team, r.cdst, r.csrc, n, dev::RedOp::Sum,
+      dev::team_allreduce<Scope::Block>(h, r.dteam, r.cdst, r.csrc, n, dev::RedOp::Sum,
                                         static_cast<dev::ReduceAlgo>(r.algo));
       break;
-    case fuzz::CollKind::Broadcast: dev::team_broadcast<Scope::Block>(h, r.team, r.cdst, r.csrc, bytes, r.root); break;
+    case fuzz::CollKind::Broadcast: dev::team_broadcast<Scope::Block>(h, r.dteam, r.cdst, r.csrc, bytes, r.root); break;
     case fuzz::CollKind::Reduce:
-      dev::team_reduce<Scope::Block>(h, r.team, r.cdst, r.csrc, n, dev::RedOp::Sum, r.root);
+      dev::team_reduce<Scope::Block>(h, r.dteam, r.cdst, r.csrc, n, dev::RedOp::Sum, r.root);
       break;
-    case fuzz::CollKind::Allgather: dev::team_allgather<Scope::Block>(h, r.team, r.cdst, r.csrc, bytes); break;
+    case fuzz::CollKind::Allgather: dev::team_allgather<Scope::Block>(h, r.dteam, r.cdst, r.csrc, bytes); break;
     case fuzz::CollKind::ReduceScatter:
-      dev::team_reduce_scatter<Scope::Block>(h, r.team, r.cdst, r.csrc, n, dev::RedOp::Sum);
+      dev::team_reduce_scatter<Scope::Block>(h, r.dteam, r.cdst, r.csrc, n, dev::RedOp::Sum);
       break;
-    default: dev::team_alltoall<Scope::Block>(h, r.team, r.cdst, r.csrc, bytes); break;
+    default: dev::team_alltoall<Scope::Block>(h, r.dteam, r.cdst, r.csrc, bytes); break;
   }
 }
 
@@ -286,7 +287,8 @@ TETHER_HD void runRound(const dev::Handle& h, const Round& r) {
     else if (r.coll == 3) dev::team_sync<Scope::Block>(h, r.team);
     else
       dataColl(h, r);
-    if (w == 0 && r.coll < kCollData)  // every writer's region here, in one get (complete everywhere before the collective)
+    // every writer's region here, in one get (complete everywhere before the collective)
+    if (w == 0 && r.coll < kCollData)
       dev::getmem<Scope::Warp>(h, r.snap + r.collSnap, r.data, static_cast<size_t>(r.npes) * kWriters * kRegion, r.me);
   }
   for (int i = r.bBegin[w]; i < r.bBegin[w + 1]; ++i) runOp(h, r, w, lane, r.ops[i]);
@@ -345,11 +347,14 @@ class DeviceFuzz {
   DeviceFuzz(tether_t w, Env& env, uint64_t seed)
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
         cells_(static_cast<size_t>(n_) * n_ * kWriters),
-        objs_(w, env.seg, static_cast<size_t>(n_) * kWriters, kRegion), coll_(w, env.seg, seed), data_(objs_.data),
+        objs_(w, env.seg, static_cast<size_t>(n_) * kWriters, kRegion), coll_(w, env.seg, seed), teams_(w),
+        data_(objs_.data),
         sig_(objs_.sig), cnt_(objs_.cnt) {
     const size_t writers = static_cast<size_t>(n_) * kWriters;
     MP_OK(env_.handle(w_, &h_));
     MP_OK(tether_team_device_view(tether_team_world(w_), &h_, &team_));
+    for (int i = 0; i < fuzz::FuzzTeams::kCount; ++i)
+      if (teams_.get(i) != TETHER_TEAM_INVALID) MP_OK(tether_team_device_view(teams_.get(i), &h_, &views_[i]));
     srcStride_ = kMaxOps * kRegion;
     snapStride_ = (kMaxOps + kMaxWaits) * kRegion + writers * kRegion;  // + writer 0's snapshot after the collective
     src_ = env_.allocLocal(srcStride_ * kWriters);
@@ -509,6 +514,9 @@ class DeviceFuzz {
     const int coll = static_cast<int>(dc.below(kColls));
     fuzz::CollObjects::Call call;
     call.kind = static_cast<fuzz::CollKind>(coll >= kCollData ? coll - kCollData : 0);
+    const int ti = static_cast<int>(dc.below(fuzz::FuzzTeams::kCount));
+    call.team = teams_.get(ti);
+    call.teamName = fuzz::FuzzTeams::name(ti);
     call.count = 1 + dc.below(kCollMax);
     call.inPlace = dc.chance(30);
     call.root = static_cast<int>(dc.below(static_cast<size_t>(n_)));
@@ -537,11 +545,14 @@ class DeviceFuzz {
     rd.scratch = scratch_;
     rd.srcStride = static_cast<uint32_t>(srcStride_);
     rd.snapStride = static_cast<uint32_t>(snapStride_);
-    rd.coll = coll;
+    rd.coll = coll >= kCollData && !call.member() ? 0 : coll;  // a non-member's objects stay as they are
     rd.team = team_;
-    coll_.args(call, &rd.cdst, &rd.csrc);
+    if (rd.coll >= kCollData) {
+      coll_.args(call, &rd.cdst, &rd.csrc);
+      rd.dteam = views_[ti];
+      rd.root = call.teamRoot();
+    }
     rd.collCount = static_cast<uint32_t>(call.count);
-    rd.root = call.root;
     rd.algo = algo;
     if (coll >= kCollData) coll_.fill(r, call);
     rd.collSnap = static_cast<uint32_t>((kMaxOps + kMaxWaits) * kRegion);
@@ -747,6 +758,8 @@ class DeviceFuzz {
   tether_device_team_t team_{};
   fuzz::WriterObjects objs_;
   fuzz::CollObjects coll_;
+  fuzz::FuzzTeams teams_;
+  tether_device_team_t views_[fuzz::FuzzTeams::kCount] = {};  // of the teams this PE is a member of
   unsigned char* const data_;
   uint64_t* const sig_;
   uint64_t* const cnt_;

@@ -125,19 +125,51 @@ inline const char* collKindName(CollKind k) {
   return names[static_cast<int>(k)];
 }
 
+// The teams a fuzzer's data collectives run on: the world, the world reversed (stride -1), every other PE from 0, and
+// every PE but 0; made at construction (collective over the world), destroyed with it.
+class FuzzTeams {
+ public:
+  static constexpr int kCount = 4;
+  explicit FuzzTeams(tether_t w) : teams_{tether_team_world(w)} {
+    const int n = tether_n_pes(w);
+    MP_OK(tether_team_split_strided(teams_[0], n - 1, -1, n, nullptr, &teams_[1]));
+    MP_OK(tether_team_split_strided(teams_[0], 0, 2, (n + 1) / 2, nullptr, &teams_[2]));
+    MP_OK(tether_team_split_strided(teams_[0], 1, 1, n - 1, nullptr, &teams_[3]));
+  }
+  ~FuzzTeams() {
+    for (int i = 1; i < kCount; ++i) MP_OK(tether_team_destroy(teams_[i]));
+  }
+  FuzzTeams(const FuzzTeams&) = delete;
+  FuzzTeams& operator=(const FuzzTeams&) = delete;
+  // Team i on this PE; TETHER_TEAM_INVALID where it is not a member.
+  tether_team_t get(int i) const { return teams_[i]; }
+  static const char* name(int i) {
+    static const char* const names[kCount] = {"world", "world reversed", "even PEs", "PEs 1.."};
+    return names[i];
+  }
+
+ private:
+  tether_team_t teams_[kCount] = {};
+};
+
 // The team collectives' objects of a fuzzer: kMax blocks of n_pes int64 elements each, source and destination, in a
 // segment, zeroed on every PE (collective, as its destructor); round r's inputs drawn from the seed. One call: kind,
-// count (elements per block, 1..kMax), in place or not (docs/collectives.md: dest == src for allreduce, reduce and
-// broadcast; src == dest + my_pe * count for allgather; dest == src + my_pe * count for reduce_scatter; alltoall never),
-// root.
+// team (this PE's handle: TETHER_TEAM_INVALID where it is not a member, whose objects must stay untouched), count
+// (elements per block, 1..kMax), in place or not (docs/collectives.md: dest == src for allreduce, reduce and
+// broadcast; src == dest + my_pe * count for allgather; dest == src + my_pe * count for reduce_scatter; alltoall
+// never), root (a team PE number).
 class CollObjects {
  public:
   static constexpr size_t kMax = 16;
   struct Call {
     CollKind kind = CollKind::Allreduce;
+    tether_team_t team = TETHER_TEAM_INVALID;
+    const char* teamName = "";
     size_t count = 1;
     bool inPlace = false;
-    int root = 0;
+    int root = 0;  // taken modulo the team's size (teamRoot)
+    bool member() const { return team != TETHER_TEAM_INVALID; }
+    int teamRoot() const { return root % tether_team_n_pes(team); }
   };
   CollObjects(tether_t w, tether_seg_kind_t seg, uint64_t seed)
       : w_(w), seed_(seed), me_(tether_my_pe(w)), elems_(kMax * static_cast<size_t>(tether_n_pes(w))),
@@ -157,9 +189,9 @@ class CollObjects {
   }
   // The call's in-place flag as the kind allows it.
   static bool inPlace(const Call& c) { return c.inPlace && c.kind != CollKind::Alltoall; }
-  // The call's dest and src (symmetric addresses).
+  // The call's dest and src (symmetric addresses) on a member.
   void args(const Call& c, int64_t** d, int64_t** s) const {
-    const size_t mine = static_cast<size_t>(me_) * c.count;
+    const size_t mine = static_cast<size_t>(tether_team_my_pe(c.team)) * c.count;
     *d = dst;
     *s = src;
     if (!inPlace(c)) return;
@@ -175,28 +207,30 @@ class CollObjects {
     MP_OK(tether_put(w_, src, in.data(), elems_ * 8, me_));
     MP_OK(tether_put(w_, dst, out.data(), elems_ * 8, me_));
   }
-  // "" or the first element of src or dst that differs from what round r's call leaves there.
+  // "" or the first element of src or dst that differs from what round r's call leaves there (a non-member's: its
+  // inputs).
   std::string check(int r, const Call& c) const {
-    const int n = tether_n_pes(w_);
     std::vector<int64_t> ws, wd;
     expectedInputs(r, c, &ws, &wd);
-    const size_t mine = static_cast<size_t>(me_) * c.count;
     const bool ip = inPlace(c);
+    const int n = c.member() ? tether_team_n_pes(c.team) : 0, me = c.member() ? tether_team_my_pe(c.team) : -1;
+    const size_t mine = static_cast<size_t>(me) * c.count;
+    auto pe = [&](int m) { return tether_team_world_pe(c.team, m); };
     auto sum = [&](size_t i) {
       int64_t v = 0;
-      for (int p = 0; p < n; ++p) v += value(r, p, i);
+      for (int m = 0; m < n; ++m) v += value(r, pe(m), i);
       return v;
     };
-    for (size_t i = 0; i < c.count; ++i) switch (c.kind) {
+    for (size_t i = 0; i < c.count && c.member(); ++i) switch (c.kind) {
         case CollKind::Allreduce: (ip ? ws : wd)[i] = sum(i); break;
-        case CollKind::Reduce: if (me_ == c.root) (ip ? ws : wd)[i] = sum(i); break;
-        case CollKind::Broadcast: (ip ? ws : wd)[i] = value(r, c.root, i); break;
+        case CollKind::Reduce: if (me == c.teamRoot()) (ip ? ws : wd)[i] = sum(i); break;
+        case CollKind::Broadcast: (ip ? ws : wd)[i] = value(r, pe(c.teamRoot()), i); break;
         case CollKind::ReduceScatter: (ip ? ws : wd)[(ip ? mine : 0) + i] = sum(mine + i); break;
         case CollKind::Allgather:
-          for (int p = 0; p < n; ++p) wd[static_cast<size_t>(p) * c.count + i] = value(r, p, i);
+          for (int m = 0; m < n; ++m) wd[static_cast<size_t>(m) * c.count + i] = value(r, pe(m), i);
           break;
         default:
-          for (int p = 0; p < n; ++p) wd[static_cast<size_t>(p) * c.count + i] = value(r, p, mine + i);
+          for (int m = 0; m < n; ++m) wd[static_cast<size_t>(m) * c.count + i] = value(r, pe(m), mine + i);
       }
     std::vector<int64_t> gs(elems_), gd(elems_);
     MP_OK(tether_get(w_, gs.data(), src, elems_ * 8, me_));
@@ -205,9 +239,10 @@ class CollObjects {
       for (size_t i = 0; i < elems_; ++i) {
         const int64_t got = (k ? gd : gs)[i], want = (k ? wd : ws)[i];
         if (got != want)
-          return std::string(collKindName(c.kind)) + " (count " + std::to_string(c.count) + (ip ? ", in place" : "") +
-                 ", root " + std::to_string(c.root) + "): " + (k ? "dest" : "src") + " element " + std::to_string(i) +
-                 " is " + std::to_string(got) + ", expected " + std::to_string(want);
+          return std::string(collKindName(c.kind)) + " on " + c.teamName + (c.member() ? "" : " (not a member)") +
+                 " (count " + std::to_string(c.count) + (ip ? ", in place" : "") + ", root " +
+                 std::to_string(c.member() ? c.teamRoot() : -1) + "): " + (k ? "dest" : "src") + " element " +
+                 std::to_string(i) + " is " + std::to_string(got) + ", expected " + std::to_string(want);
       }
     return "";
   }
@@ -217,8 +252,9 @@ class CollObjects {
     in->resize(elems_);
     out->assign(elems_, -1);
     for (size_t i = 0; i < elems_; ++i) (*in)[i] = value(r, me_, i);
-    if (c.kind == CollKind::Allgather && inPlace(c))
-      for (size_t i = 0; i < c.count; ++i) (*out)[static_cast<size_t>(me_) * c.count + i] = value(r, me_, i);
+    if (c.kind == CollKind::Allgather && inPlace(c) && c.member())
+      for (size_t i = 0; i < c.count; ++i)
+        (*out)[static_cast<size_t>(tether_team_my_pe(c.team)) * c.count + i] = value(r, me_, i);
   }
 
   tether_t w_;

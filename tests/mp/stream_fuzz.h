@@ -149,7 +149,7 @@ class StreamFuzz {
       : w_(w), env_(env), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)),
         cells_(static_cast<size_t>(n_) * n_ * kStreams),
         objs_(w, env.seg, static_cast<size_t>(n_) * kStreams, kRegion), data_(objs_.data), sig_(objs_.sig),
-        cnt_(objs_.cnt), coll_(w, env.seg, seed) {
+        cnt_(objs_.cnt), coll_(w, env.seg, seed), teams_(w) {
     MP_CHECK(tether_type_basic(TETHER_BASIC_BYTE, &byte_) == TETHER_SUCCESS);
     // Local arenas at their largest (kMaxOps puts or gets, kMaxWaits snapshots, one per PE after the collective).
     srcCap_ = kPad + kMaxOps * kRegion;
@@ -344,6 +344,9 @@ class StreamFuzz {
     for (auto& s : collStream) s = static_cast<int>(dc.below(kStreams));
     fuzz::CollObjects::Call call;
     call.kind = static_cast<fuzz::CollKind>(coll >= Coll::Data ? static_cast<int>(coll) - int(Coll::Data) : 0);
+    const int ti = static_cast<int>(dc.below(fuzz::FuzzTeams::kCount));
+    call.team = teams_.get(ti);
+    call.teamName = fuzz::FuzzTeams::name(ti);
     call.count = 1 + dc.below(kCollMax);
     call.inPlace = dc.chance(30);
     call.root = static_cast<int>(dc.below(static_cast<size_t>(n_)));
@@ -624,21 +627,22 @@ class StreamFuzz {
       failAt(r, t, call, std::string("the error does not name the call: ") + tether_last_error());
   }
 
-  // The round's data collective on stream s (sums of int64).
-  tether_status_t dataColl(tether_team_t world, const fuzz::CollObjects::Call& call, void* s) {
+  // The round's data collective on stream s (sums of int64), this PE a member of its team.
+  tether_status_t dataColl(const fuzz::CollObjects::Call& call, void* s) {
+    const tether_team_t team = call.team;
     int64_t *d = nullptr, *src = nullptr;
     coll_.args(call, &d, &src);
     const size_t n = call.count;
     const tether_dtype_t i64 = TETHER_INT64;
     switch (call.kind) {
-      case fuzz::CollKind::Allreduce: return tether_team_allreduce_on_stream(world, d, src, n, i64, TETHER_RED_SUM, s);
-      case fuzz::CollKind::Broadcast: return tether_team_broadcast_on_stream(world, d, src, n, i64, call.root, s);
+      case fuzz::CollKind::Allreduce: return tether_team_allreduce_on_stream(team, d, src, n, i64, TETHER_RED_SUM, s);
+      case fuzz::CollKind::Broadcast: return tether_team_broadcast_on_stream(team, d, src, n, i64, call.teamRoot(), s);
       case fuzz::CollKind::Reduce:
-        return tether_team_reduce_on_stream(world, d, src, n, i64, TETHER_RED_SUM, call.root, s);
-      case fuzz::CollKind::Allgather: return tether_team_allgather_on_stream(world, d, src, n, i64, s);
+        return tether_team_reduce_on_stream(team, d, src, n, i64, TETHER_RED_SUM, call.teamRoot(), s);
+      case fuzz::CollKind::Allgather: return tether_team_allgather_on_stream(team, d, src, n, i64, s);
       case fuzz::CollKind::ReduceScatter:
-        return tether_team_reduce_scatter_on_stream(world, d, src, n, i64, TETHER_RED_SUM, s);
-      default: return tether_team_alltoall_on_stream(world, d, src, n, i64, s);
+        return tether_team_reduce_scatter_on_stream(team, d, src, n, i64, TETHER_RED_SUM, s);
+      default: return tether_team_alltoall_on_stream(team, d, src, n, i64, s);
     }
   }
 
@@ -664,7 +668,10 @@ class StreamFuzz {
         break;
       }
       case Coll::TeamSync: st = tether_team_sync_on_stream(world, s); break;
-      default: st = dataColl(world, call, s); break;
+      default:
+        if (!call.member()) return;  // its objects stay as they are
+        st = dataColl(call, s);
+        break;
     }
     if (st != TETHER_SUCCESS) failAt(r, cs, collName(coll), tether_last_error());
     if (collOrders(coll))  // everything each PE's collective stream did before it is here now: a snapshot of each
@@ -791,6 +798,7 @@ class StreamFuzz {
   uint64_t* const sig_;
   uint64_t* const cnt_;
   fuzz::CollObjects coll_;
+  fuzz::FuzzTeams teams_;
   int counts_[static_cast<int>(Kind::Bad) + 1] = {};
   int colls_[static_cast<int>(Coll::Count)] = {};
   int inSets_ = 0, waits_ = 0, snapshots_ = 0;
