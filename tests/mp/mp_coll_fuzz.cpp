@@ -1,9 +1,11 @@
 // The host collectives fuzz (issue #21): random sequences of the team collectives of the C API (tether.h) called from
 // the host on HOST memory, against a reference each PE computes (coll_types.h). Every round, every PE draws from PE 0's
-// seed the same list of 1-6 calls. A call: a team of six (the world, the world reversed, every other PE, PEs 1.., this
-// PE's row and its column of a 2-wide grid), a kind (team_sync, broadcast, broadcast_eager, reduce, allreduce,
-// allgather, reduce_scatter, alltoall, alltoall_eager after a team sync, alltoallv), an element type, a reduction op
-// the type allows, a count (0 up to the two-shot sizes, log-uniform), in place where the kind has a form, a root. The
+// seed the same list of 1-6 calls. A call: a team of seven (the world, the world reversed, every other PE, PEs 1..,
+// this PE's row and its column of a 2-wide grid, and a team destroyed and split anew with a random start, stride and
+// size at the start of about a third of the rounds, its index free for reuse), a kind (team_sync, broadcast,
+// broadcast_eager, reduce, allreduce, allgather, reduce_scatter, alltoall, alltoall_eager after a team sync,
+// alltoallv), an element type, a reduction op the type allows, a count (0 up to 128 KiB, log-uniform), in place where
+// the kind has a form, a root. The
 // members of its team run the calls in order with no barrier between them, and the same two symmetric objects serve
 // every call: a member rewrites its src and poisons its dest while others may still be in an earlier call on another
 // team (the contract: a collective reads a member's src and writes its dest only once that member has entered it, and
@@ -34,8 +36,9 @@ enum Kind { kSync, kBroadcast, kBroadcastEager, kReduce, kAllreduce, kAllgather,
             kAlltoallEager, kAlltoallv, kKinds };
 const char* const kKindNames[kKinds] = {"team_sync", "broadcast", "broadcast_eager", "reduce", "allreduce",
                                         "allgather", "reduce_scatter", "alltoall", "alltoall_eager", "alltoallv"};
-constexpr int kTeams = 6;
-const char* const kTeamNames[kTeams] = {"world", "world reversed", "even PEs", "PEs 1..", "grid row", "grid column"};
+constexpr int kTeams = 7;
+const char* const kTeamNames[kTeams] = {"world", "world reversed", "even PEs", "PEs 1..", "grid row", "grid column",
+                                        "churned team"};
 
 struct Call {
   int kind = kSync, team = 0;
@@ -61,6 +64,7 @@ class CollFuzz {
     MP_OK(tether_barrier_all(w_));
     MP_OK(tether_team_destroy(row_));
     MP_OK(tether_team_destroy(col_));
+    MP_OK(tether_team_destroy(churn_));
     for (void* p : {static_cast<void*>(a_), static_cast<void*>(b_), static_cast<void*>(scounts_),
                     static_cast<void*>(sdispls_)})
       MP_OK(tether_free(w_, p));
@@ -69,6 +73,7 @@ class CollFuzz {
   void run(int rounds) {
     for (int r = 0; r < rounds; ++r) {
       Draw d(seed_ ^ (static_cast<uint64_t>(r) << 32) ^ 0xc0);
+      if (r == 0 || d.chance(30)) churn(d);
       const size_t calls = 1 + d.below(6);
       for (size_t k = 0; k < calls; ++k) {
         Call c = draw(d);
@@ -81,12 +86,27 @@ class CollFuzz {
     if (me_ == 0) {
       std::printf("coll fuzz: %d PEs, %d rounds: ok;", n_, rounds);
       for (int k = 0; k < kKinds; ++k) std::printf(" %s %d,", kKindNames[k], counts_[k]);
-      std::printf(" in place %d, mismatched %d\n", inPlace_, mismatched_);
+      std::printf(" in place %d, mismatched %d, teams churned %d\n", inPlace_, mismatched_, churns_);
     }
   }
 
  private:
-  tether_team_t team(int i) const { return i == 4 ? row_ : i == 5 ? col_ : teams_.get(i); }
+  tether_team_t team(int i) const { return i == 4 ? row_ : i == 5 ? col_ : i == 6 ? churn_ : teams_.get(i); }
+
+  // The churned team: destroyed (its index free again; a member's destroy waits for the others to finish its data
+  // collectives on it) and split anew from the world with a random start, stride (-3..3) and size: the new team
+  // may take the old one's index, whose words must then be fresh for it.
+  void churn(Draw& d) {
+    MP_OK(tether_team_destroy(churn_));
+    churn_ = TETHER_TEAM_INVALID;
+    const int start = static_cast<int>(d.below(static_cast<size_t>(n_)));
+    int stride = static_cast<int>(d.below(7)) - 3;
+    if (stride == 0) stride = 1;
+    const int most = stride > 0 ? (n_ - 1 - start) / stride + 1 : start / -stride + 1;
+    const int size = 1 + static_cast<int>(d.below(static_cast<size_t>(most)));
+    MP_OK(tether_team_split_strided(tether_team_world(w_), start, size == 1 ? 0 : stride, size, nullptr, &churn_));
+    churns_++;
+  }
   static bool reduces(int k) { return k == kReduce || k == kAllreduce || k == kReduceScatter; }
   static bool blocks(int k) { return k >= kAllgather; }  // the objects hold n_pes blocks
 
@@ -193,7 +213,8 @@ class CollFuzz {
     const size_t srcAt = static_cast<size_t>(src - (srcInA ? a_ : b_)) / sz;
     const size_t dstAt = static_cast<size_t>(dst - (dstInA ? a_ : b_)) / sz;
     size_t resultElems = cnt;
-    if (c.kind == kAllgather || c.kind == kAlltoall || c.kind == kAlltoallEager) resultElems = static_cast<size_t>(n) * cnt;
+    if (c.kind == kAllgather || c.kind == kAlltoall || c.kind == kAlltoallEager)
+      resultElems = static_cast<size_t>(n) * cnt;
     if (c.kind == kAlltoallv) resultElems = rdispls.back() + rcounts.back();
     size_t endA = srcInA ? srcAt + srcElems : 0, endB = srcInA ? 0 : srcAt + srcElems;
     size_t& endD = dstInA ? endA : endB;
@@ -267,13 +288,13 @@ class CollFuzz {
   const uint64_t seed_;
   const int me_, n_;
   fuzz::FuzzTeams teams_;
-  tether_team_t row_ = TETHER_TEAM_INVALID, col_ = TETHER_TEAM_INVALID;
+  tether_team_t row_ = TETHER_TEAM_INVALID, col_ = TETHER_TEAM_INVALID, churn_ = TETHER_TEAM_INVALID;
   char* a_ = nullptr;
   char* b_ = nullptr;
   size_t* scounts_ = nullptr;
   size_t* sdispls_ = nullptr;
   int counts_[kKinds] = {};
-  int inPlace_ = 0, mismatched_ = 0;
+  int inPlace_ = 0, mismatched_ = 0, churns_ = 0;
 };
 
 }  // namespace
