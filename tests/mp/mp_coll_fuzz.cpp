@@ -13,6 +13,7 @@
 // and the bytes after the result untouched. About 4 % of the agreed calls are mismatched (team PE 0 passes count + 1):
 // every member must fail with TETHER_ERR_MISMATCH, and the team stays usable. Prints its seed (TETHER_TEST_SEED
 // repeats a run); COLL_FUZZ_ROUNDS sets the rounds (default 500).
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -107,7 +108,6 @@ class CollFuzz {
     MP_OK(tether_team_split_strided(tether_team_world(w_), start, size == 1 ? 0 : stride, size, nullptr, &churn_));
     churns_++;
   }
-  static bool reduces(int k) { return k == kReduce || k == kAllreduce || k == kReduceScatter; }
   static bool blocks(int k) { return k >= kAllgather; }  // the objects hold n_pes blocks
 
   Call draw(Draw& d) const {
