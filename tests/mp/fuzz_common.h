@@ -1,5 +1,6 @@
-// What the multi-process fuzzers (stream_fuzz.h, device_fuzz.h) share: draws every PE makes alike from a key, the
-// model of a 64-bit atomic, and PE 0's seed agreed by every PE.
+// What the multi-process fuzzers (stream_fuzz.h, device_fuzz.h, mp_coll_fuzz.cpp) share: draws every PE makes alike
+// from a key, the model of a 64-bit atomic, PE 0's seed agreed by every PE, the writers' objects, the teams the
+// data collectives run on and those collectives' objects with their reference.
 #pragma once
 
 #include <cstddef>
