@@ -1,22 +1,25 @@
-// The host collectives fuzz (issue #21): random sequences of the team collectives of the C API (tether.h) called from
-// the host on HOST memory, against a reference each PE computes (coll_types.h). Every round, every PE draws from PE 0's
-// seed the same list of 1-6 calls. A call: a team of seven (the world, the world reversed, every other PE, PEs 1..,
-// this PE's row and its column of a 2-wide grid, and a team destroyed and split anew with a random start, stride and
-// size at the start of about a third of the rounds, its index free for reuse), a kind (team_sync, broadcast,
-// broadcast_eager, reduce, allreduce, allgather, reduce_scatter, alltoall, alltoall_eager after a team sync,
-// alltoallv), an element type, a reduction op the type allows, a count (0 up to 128 KiB, log-uniform), in place where
-// the kind has a form, a root. The
-// members of its team run the calls in order with no barrier between them, and the same two symmetric objects serve
-// every call: a member rewrites its src and poisons its dest while others may still be in an earlier call on another
-// team (the contract: a collective reads a member's src and writes its dest only once that member has entered it, and
-// src may be reused at return). Each member checks its result at return: dest (and src in place) element by element,
-// and the bytes after the result untouched. About 4 % of the agreed calls are mismatched (team PE 0 passes count + 1):
-// every member must fail with TETHER_ERR_MISMATCH, and the team stays usable. Prints its seed (TETHER_TEST_SEED
-// repeats a run); COLL_FUZZ_ROUNDS sets the rounds (default 500).
+// The host collectives fuzz (issue #21): random sequences of the team collectives of the C API (tether.h) called
+// from the host on HOST memory (or GPU memory: COLL_FUZZ_SEG below), against a reference each PE computes
+// (coll_types.h). Every round, every PE draws from PE 0's seed the same list of 1-6 calls. A call: a team of seven
+// (the world, the world reversed, every other PE, PEs 1.., this PE's row and its column of a 2-wide grid, and a team
+// destroyed and split anew with a random start, stride and size at the start of about a third of the rounds, its index
+// free for reuse), a kind (team_sync, broadcast, broadcast_eager, reduce, allreduce, allgather, reduce_scatter,
+// alltoall, alltoall_eager after a team sync, alltoallv), an element type, a reduction op the type allows, a count (0
+// up to 128 KiB, log-uniform), in place where the kind has a form, a root. The members of its team run the calls in
+// order with no barrier between them, and the same two symmetric objects serve every call: a member rewrites its src
+// and poisons its dest while others may still be in an earlier call on another team (the contract: a collective reads
+// a member's src and writes its dest only once that member has entered it, and src may be reused at return). Each
+// member checks its result at return: dest (and src in place) element by element, and the elements after the result
+// untouched. About 4 % of the agreed calls are mismatched (team PE 0 passes count + 1): every member must fail with
+// TETHER_ERR_MISMATCH, and the team stays usable. Prints its seed (TETHER_TEST_SEED repeats a run);
+// COLL_FUZZ_ROUNDS sets the rounds (default 500). COLL_FUZZ_SEG=device: the objects in GPU memory (gpu_coll_fuzz_*,
+// label gpu; exits 77 where the DEVICE segment cannot be had); they are written and read by puts and gets to this PE,
+// so the same code serves both.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -53,9 +56,10 @@ struct Call {
 
 class CollFuzz {
  public:
-  CollFuzz(tether_t w, uint64_t seed) : w_(w), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)), teams_(w) {
-    a_ = static_cast<char*>(mp::hostZeroed(w, kMaxBytes + kGuard));
-    b_ = static_cast<char*>(mp::hostZeroed(w, kMaxBytes + kGuard));
+  CollFuzz(tether_t w, tether_seg_kind_t seg, uint64_t seed)
+      : w_(w), seed_(seed), me_(tether_my_pe(w)), n_(tether_n_pes(w)), teams_(w) {
+    a_ = static_cast<char*>(fuzz::symZeroed(w, seg, kMaxBytes + kGuard));
+    b_ = static_cast<char*>(fuzz::symZeroed(w, seg, kMaxBytes + kGuard));
     scounts_ = static_cast<size_t*>(mp::hostZeroed(w, static_cast<size_t>(n_) * sizeof(size_t)));
     sdispls_ = static_cast<size_t*>(mp::hostZeroed(w, static_cast<size_t>(n_) * sizeof(size_t)));
     MP_OK(tether_team_split_2d(tether_team_world(w), 2, nullptr, &row_, nullptr, &col_));
@@ -144,17 +148,17 @@ class CollFuzz {
     const tether_dtype_t ty = c.ti->t;
     counts_[c.kind]++;
     inPlace_ += c.inPlace;
-    // src: this member's inputs; dest: poisoned (an in-place allgather's own block: its input).
-    char* src = a_;
-    char* dst = b_;
+    // Where src and dest lie (object A or B, element offset), how many elements src holds and the result has.
+    bool srcInA = true, dstInA = false;
+    size_t srcAt = 0, dstAt = 0;
     if (c.inPlace) {
-      if (c.kind == kAllgather) src = b_ + mine * sz;
-      else if (c.kind == kReduceScatter) dst = a_ + mine * sz;
-      else dst = a_;
+      if (c.kind == kAllgather) srcInA = false, srcAt = mine;
+      else if (c.kind == kReduceScatter) dstInA = true, dstAt = mine;
+      else dstInA = true;
     }
-    std::memset(b_, 0xa5, kMaxBytes + kGuard);
-    std::memset(a_, 0x5a, kMaxBytes + kGuard);
+    const bool blockKind = c.kind == kAllgather || c.kind == kAlltoall || c.kind == kAlltoallEager;
     size_t srcElems = blocks(c.kind) && c.kind != kAllgather ? static_cast<size_t>(n) * cnt : cnt;
+    size_t resultElems = blockKind ? static_cast<size_t>(n) * cnt : cnt;
     std::vector<size_t> rcounts(static_cast<size_t>(n)), rdispls(static_cast<size_t>(n));
     if (c.kind == kAlltoallv) {
       size_t at = 0;
@@ -170,8 +174,24 @@ class CollFuzz {
         rdispls[static_cast<size_t>(j)] = at;
         at += rcounts[static_cast<size_t>(j)];
       }
+      resultElems = at;
     }
-    for (size_t i = 0; i < srcElems; ++i) coll_types::store(src, i, sz, in(c, my, i));
+    // The objects' images up to a guard past the last element stored or written: poison, then this member's inputs
+    // (an in-place allgather's own block in dest); stored by puts to this PE (any segment).
+    const size_t elems = kMaxBytes / sz;
+    size_t endA = srcInA ? srcAt + srcElems : 0, endB = srcInA ? 0 : srcAt + srcElems;
+    size_t& endD = dstInA ? endA : endB;
+    endD = std::max(endD, dstAt + resultElems);
+    endA = std::min(elems, endA + kGuard / sz);
+    endB = std::min(elems, endB + kGuard / sz);
+    std::vector<uint64_t> wantA(endA, 0x5a5a5a5a5a5a5a5aull >> (64 - 8 * sz));
+    std::vector<uint64_t> wantB(endB, 0xa5a5a5a5a5a5a5a5ull >> (64 - 8 * sz));
+    std::vector<uint64_t>& S = srcInA ? wantA : wantB;
+    for (size_t i = 0; i < srcElems; ++i) S[srcAt + i] = in(c, my, i);
+    putImage(a_, wantA, sz);
+    putImage(b_, wantB, sz);
+    char* src = (srcInA ? a_ : b_) + srcAt * sz;
+    char* dst = (dstInA ? a_ : b_) + dstAt * sz;
     const bool mismatch = c.mismatch && n > 1;  // (a team of one agrees with itself)
     const size_t passed = mismatch && my == 0 ? cnt + 1 : cnt;
     tether_status_t st = TETHER_SUCCESS;
@@ -185,7 +205,7 @@ class CollFuzz {
       case kReduceScatter: st = tether_team_reduce_scatter(t, dst, src, passed, ty, c.op); break;
       case kAlltoall: st = tether_team_alltoall(t, dst, src, passed, ty); break;
       case kAlltoallEager:  // its precondition: every member's dest free once any member enters (a sync after the
-        MP_OK(tether_team_sync(t));  // poisoning above)
+        MP_OK(tether_team_sync(t));  // images were stored)
         st = tether_team_alltoall_eager(t, dst, src, passed, ty);
         break;
       default:
@@ -205,26 +225,7 @@ class CollFuzz {
     }
     if (st != TETHER_SUCCESS) fail(where, std::string("failed: ") + tether_last_error());
     if (c.kind == kSync) return;
-    // What a_ and b_ must hold now, up to a guard past the last element stored or written: the poison, the inputs
-    // stored, then the result.
-    const size_t elems = kMaxBytes / sz;
-    auto inA = [&](const char* p) { return p >= a_ && p < a_ + kMaxBytes; };
-    const bool srcInA = inA(src), dstInA = inA(dst);
-    const size_t srcAt = static_cast<size_t>(src - (srcInA ? a_ : b_)) / sz;
-    const size_t dstAt = static_cast<size_t>(dst - (dstInA ? a_ : b_)) / sz;
-    size_t resultElems = cnt;
-    if (c.kind == kAllgather || c.kind == kAlltoall || c.kind == kAlltoallEager)
-      resultElems = static_cast<size_t>(n) * cnt;
-    if (c.kind == kAlltoallv) resultElems = rdispls.back() + rcounts.back();
-    size_t endA = srcInA ? srcAt + srcElems : 0, endB = srcInA ? 0 : srcAt + srcElems;
-    size_t& endD = dstInA ? endA : endB;
-    endD = std::max(endD, dstAt + resultElems);
-    endA = std::min(elems, endA + kGuard / sz);
-    endB = std::min(elems, endB + kGuard / sz);
-    std::vector<uint64_t> wantA(endA, 0x5a5a5a5a5a5a5a5aull >> (64 - 8 * sz));
-    std::vector<uint64_t> wantB(endB, 0xa5a5a5a5a5a5a5a5ull >> (64 - 8 * sz));
-    std::vector<uint64_t>& S = srcInA ? wantA : wantB;
-    for (size_t i = 0; i < srcElems; ++i) S[srcAt + i] = in(c, my, i);
+    // The result on top of the images.
     std::vector<uint64_t>& want = dstInA ? wantA : wantB;
     auto D = [&](size_t i) -> uint64_t& { return want.at(dstAt + i); };
     auto reduce = [&](size_t i) {
@@ -265,12 +266,22 @@ class CollFuzz {
     compare(where, "object B (dest)", b_, wantB, *c.ti);
   }
 
-  void compare(const std::string& where, const char* obj, const char* got, const std::vector<uint64_t>& want,
+  // The elements of image into object obj's start (a put to this PE: any segment).
+  void putImage(char* obj, const std::vector<uint64_t>& image, size_t sz) const {
+    std::vector<char> bytes(image.size() * sz);
+    for (size_t i = 0; i < image.size(); ++i) coll_types::store(bytes.data(), i, sz, image[i]);
+    MP_OK(tether_put(w_, obj, bytes.data(), bytes.size(), me_));
+  }
+
+  // Object obj's first want.size() elements (read by a get from this PE: any segment) against want.
+  void compare(const std::string& where, const char* what, const char* obj, const std::vector<uint64_t>& want,
                const TypeInfo& ti) const {
+    std::vector<char> got(want.size() * ti.size);
+    MP_OK(tether_get(w_, got.data(), obj, got.size(), me_));
     for (size_t i = 0; i < want.size(); ++i) {
-      const uint64_t g = coll_types::load(got, i, ti.size);
+      const uint64_t g = coll_types::load(got.data(), i, ti.size);
       if (!coll_types::sameValue(ti, g, want[i]))
-        fail(where, std::string(obj) + " element " + std::to_string(i) + " is 0x" + hex(g) + ", expected 0x" +
+        fail(where, std::string(what) + " element " + std::to_string(i) + " is 0x" + hex(g) + ", expected 0x" +
                         hex(want[i]));
     }
   }
@@ -302,8 +313,19 @@ class CollFuzz {
 int main() {
   mp::init();
   tether_t w = mp::world();
+  const char* segName = std::getenv("COLL_FUZZ_SEG");
+  const bool device = segName && std::strcmp(segName, "device") == 0;
+  if (device) {  // (collective: every PE learns the same)
+    void* probe = nullptr;
+    if (tether_malloc_kind(w, TETHER_SEG_DEVICE, 64, 64, &probe) != TETHER_SUCCESS) {
+      if (tether_my_pe(w) == 0) std::printf("SKIP: no DEVICE segment (%s)\n", tether_last_error());
+      mp::finish();
+      return 77;
+    }
+    MP_OK(tether_free(w, probe));
+  }
   {
-    CollFuzz f(w, fuzz::agreedSeed(w, "mp_coll_fuzz"));
+    CollFuzz f(w, device ? TETHER_SEG_DEVICE : TETHER_SEG_HOST, fuzz::agreedSeed(w, "mp_coll_fuzz"));
     f.run(fuzz::rounds("COLL_FUZZ_ROUNDS", 500));
   }
   return mp::finish();
