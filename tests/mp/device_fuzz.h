@@ -5,10 +5,11 @@
 //   phase A, nothing that waits: putmem / putmem_nbi / getmem / getmem_nbi at thread or warp scope, p (1/2/4/8 B), g,
 //     putmem_signal / putmem_signal_nbi (SET and ADD, thread or warp scope), signal_op, every atomic on 64-bit words
 //     (fetched values kept), quiet (thread or warp scope) and fence; the writer's quiet ends it;
-//   the round's collective over the block and all PEs (barrier_all, sync_all, the world team's team_sync, or a data
-//     collective of fuzz::CollKind -- allreduce (one- or two-shot), broadcast, reduce, allgather, reduce_scatter,
-//     alltoall; sums of int64, in place where the kind has a form --, or none); after a barrier or sync, warp 0
-//     snapshots every writer's region here (all complete then);
+//   the round's collective over the block and all PEs (barrier_all, sync_all, the world team's team_sync), or over
+//     the members of one of fuzz::FuzzTeams a data collective of fuzz::CollKind -- allreduce (one- or two-shot),
+//     broadcast, reduce, allgather, reduce_scatter, alltoall; sums of int64, in place where the kind has a form; a
+//     non-member's objects stay as they are --, or none; after a barrier or sync, warp 0 snapshots every writer's
+//     region here (all complete then);
 //   phase B: waits on this PE's signal words with every comparison (and counter words), each that implies the
 //     writer's last signal followed by a warp-scope get of that writer's region here, a signal_fetch and a test of
 //     that word; waits and tests over every writer's signal word here at once (wait_until_all/any/some,

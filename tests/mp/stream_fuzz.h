@@ -8,8 +8,8 @@
 //     it, and enqueue nothing), and runs of these grouped into a prepared set posted with patched offset and signal;
 //   then, on one stream per PE (its choice), the round's collective, the same on every PE: barrier_all, sync_all, a
 //     prepared BARRIER_ALL, team sync, a team data collective on the stream (fuzz::CollKind: allreduce, broadcast,
-//     reduce, allgather, reduce_scatter, alltoall; in place where the kind has a form), or none; after a barrier or
-//     sync, a snapshot of what each PE's collective stream put here;
+//     reduce, allgather, reduce_scatter, alltoall; in place where the kind has a form) on one of fuzz::FuzzTeams by
+//     its members, or none; after a barrier or sync, a snapshot of what each PE's collective stream put here;
 //   phase B: waits on this PE's signal words with every comparison (and on counter words), alone or in a prepared set
 //     with a get, each wait that implies the signaller's last signal followed by a snapshot (a get from this PE) of
 //     the bytes that stream put here before that signal (bytes it put after it may or may not have landed: skipped).
