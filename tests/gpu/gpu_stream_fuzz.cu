@@ -1,11 +1,10 @@
 // The stream fuzz (tests/mp/stream_fuzz.h) on CUDA streams: three non-blocking streams per PE, local buffers in pinned
 // host memory (STREAM_FUZZ_LOCAL=device: GPU memory, and typed puts and gets join the mix: a stream's typed route needs
 // the local side in GPU memory), the symmetric objects in GPU memory (STREAM_FUZZ_SEG=host: the HOST segment). Each
-// PE synchronizes its
-// streams' phase A before it enqueues the collective and the waits (Env::phaseAFirst: the header says why). The
-// copies, memop writes and waits, one-thread kernels, proxy calls (TETHER_FORCE_PROXY=1), prepared sets and
-// the stream barriers and collectives of the library all run here; the model checks what they leave. Exits 77 without
-// a GPU. Prints its seed (TETHER_TEST_SEED repeats a run); STREAM_FUZZ_ROUNDS sets the rounds (default 200).
+// PE synchronizes its streams' phase A before it enqueues the collective and the waits (Env::phaseAFirst: the header
+// says why). The copies, memop writes and waits, one-thread kernels, proxy calls (TETHER_FORCE_PROXY=1), prepared sets
+// and the stream barriers and collectives of the library all run here; the model checks what they leave. Exits 77
+// without a GPU. Prints its seed (TETHER_TEST_SEED repeats a run); STREAM_FUZZ_ROUNDS sets the rounds (default 200).
 #include <cuda_runtime.h>
 
 #include <cstdlib>

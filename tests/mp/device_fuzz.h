@@ -49,7 +49,6 @@ constexpr int kWriters = 4;        // warps of the block, each one writer
 constexpr size_t kRegion = 256;    // bytes of each writer's region on each PE
 constexpr int kMaxOps = 16;        // phase A operations of a writer in a round, at most
 constexpr int kMaxWaits = 4;       // phase B waits of a writer, at most
-constexpr size_t kCollMax = fuzz::CollObjects::kMax;  // int64 elements per block of the team collectives' objects
 constexpr int kCollData = 4;       // Round::coll of the first data collective (then in fuzz::CollKind's order)
 constexpr int kColls = kCollData + static_cast<int>(fuzz::CollKind::Count);  // Round::coll's values
 inline const char* collName(int c) {
@@ -513,14 +512,8 @@ class DeviceFuzz {
       }
     Draw dc(seed_ ^ (static_cast<uint64_t>(r) << 32) ^ 0xc011);
     const int coll = static_cast<int>(dc.below(kColls));
-    fuzz::CollObjects::Call call;
-    call.kind = static_cast<fuzz::CollKind>(coll >= kCollData ? coll - kCollData : 0);
-    const int ti = static_cast<int>(dc.below(fuzz::FuzzTeams::kCount));
-    call.team = teams_.get(ti);
-    call.teamName = fuzz::FuzzTeams::name(ti);
-    call.count = 1 + dc.below(kCollMax);
-    call.inPlace = dc.chance(30);
-    call.root = static_cast<int>(dc.below(static_cast<size_t>(n_)));
+    const fuzz::CollObjects::Call call =
+        fuzz::drawCollCall(dc, static_cast<fuzz::CollKind>(coll >= kCollData ? coll - kCollData : 0), teams_, n_);
     const int algo = static_cast<int>(dc.below(3));
     // Phase B of this PE's writers: waits on its own words (the model is complete now).
     std::vector<Op> waits[kWriters];
@@ -550,7 +543,7 @@ class DeviceFuzz {
     rd.team = team_;
     if (rd.coll >= kCollData) {
       coll_.args(call, &rd.cdst, &rd.csrc);
-      rd.dteam = views_[ti];
+      rd.dteam = views_[call.teamIndex];
       rd.root = call.teamRoot();
     }
     rd.collCount = static_cast<uint32_t>(call.count);

@@ -165,6 +165,7 @@ class CollObjects {
   struct Call {
     CollKind kind = CollKind::Allreduce;
     tether_team_t team = TETHER_TEAM_INVALID;
+    int teamIndex = 0;  // in FuzzTeams
     const char* teamName = "";
     size_t count = 1;
     bool inPlace = false;
@@ -267,5 +268,20 @@ class CollObjects {
   int64_t* const src;
   int64_t* const dst;
 };
+
+// Round r's data collective call of kind `kind` (a fuzzer's draw dc, the same on every PE): its team among teams
+// (this PE's handle), count, in-place flag and root.
+inline CollObjects::Call drawCollCall(Draw& dc, CollKind kind, const FuzzTeams& teams, int npes) {
+  CollObjects::Call call;
+  call.kind = kind;
+  const int ti = static_cast<int>(dc.below(FuzzTeams::kCount));
+  call.team = teams.get(ti);
+  call.teamIndex = ti;
+  call.teamName = FuzzTeams::name(ti);
+  call.count = 1 + dc.below(CollObjects::kMax);
+  call.inPlace = dc.chance(30);
+  call.root = static_cast<int>(dc.below(static_cast<size_t>(npes)));
+  return call;
+}
 
 }  // namespace fuzz

@@ -71,7 +71,6 @@ class Env {
 constexpr int kStreams = 3;
 constexpr size_t kRegion = 256;  // bytes of each writer stream's region on each PE
 constexpr size_t kPad = 512;     // slack before every local arena: a prepared set's patched offset moves below it
-constexpr size_t kCollMax = fuzz::CollObjects::kMax;  // int64 elements of the collectives' objects
 constexpr size_t kMaxOps = 12;   // phase A operations of a stream in a round, at most
 constexpr size_t kMaxWaits = 4;  // phase B waits of a stream in a round, at most
 
@@ -342,14 +341,9 @@ class StreamFuzz {
     std::vector<int>& collStream = collStream_;
     collStream.assign(static_cast<size_t>(n_), 0);
     for (auto& s : collStream) s = static_cast<int>(dc.below(kStreams));
-    fuzz::CollObjects::Call call;
-    call.kind = static_cast<fuzz::CollKind>(coll >= Coll::Data ? static_cast<int>(coll) - int(Coll::Data) : 0);
-    const int ti = static_cast<int>(dc.below(fuzz::FuzzTeams::kCount));
-    call.team = teams_.get(ti);
-    call.teamName = fuzz::FuzzTeams::name(ti);
-    call.count = 1 + dc.below(kCollMax);
-    call.inPlace = dc.chance(30);
-    call.root = static_cast<int>(dc.below(static_cast<size_t>(n_)));
+    const fuzz::CollObjects::Call call = fuzz::drawCollCall(
+        dc, static_cast<fuzz::CollKind>(coll >= Coll::Data ? static_cast<int>(coll) - int(Coll::Data) : 0), teams_,
+        n_);
     // This PE's phase B: waits on its own words (the model is complete now).
     std::vector<Wait> waits[kStreams];
     for (int t = 0; t < kStreams; ++t) {
