@@ -758,10 +758,9 @@ tether_status_t tether_op_set_free(tether_op_set_t set); /* NULL is a no-op */
  * first launch of a kernel under CUDA's lazy loading (the default since CUDA 12.2; loading may synchronise the
  * context) would wait for the arm, i.e. forever. Load the ringing kernel, and any other kernel first launched while
  * an arm is pending, before arming (cudaFuncGetAttributes on it, or one launch), or run with
- * CUDA_MODULE_LOADING=EAGER. tether loads its host-path kernels at init and its stream kernels with the first
- * stream operation. The datatype engine's kernels load at their first use unless tether_type_gpu_calibrate ran
- * (it loads them all); a type's first GPU pack allocates its device metadata and tether_type_free of such a type
- * frees it (cudaFree synchronises): do both while no arm is pending. */
+ * CUDA_MODULE_LOADING=EAGER. tether loads its host-path kernels and the datatype engine's pack kernels at init
+ * (TETHER_DT_PRELOAD=0: the pack kernels at their first use) and its stream kernels with the first stream
+ * operation; a type's GPU metadata is allocated and freed in stream order (no synchronising call). */
 typedef struct tether_doorbell* tether_doorbell_t;
 tether_status_t tether_doorbell_create(tether_op_set_t set, uint64_t* word, tether_doorbell_t* db);
 /* patch may be NULL (no change). */

@@ -11,6 +11,7 @@
 #include "base/enum_arg.h"
 #include "base/log.h"
 #include "base/unique_fd.h"
+#include "datatype/gpu_pack.h"
 
 namespace tether {
 namespace {
@@ -133,6 +134,12 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   TETHER_LOG_INFO(LogSys::Core, "PE %d of %d (launcher %s)", job_.rank, job_.size, job_.launcher.c_str());
   TETHER_TRY(discoverHosts());
   TETHER_TRY(GpuContext::create(config_, localPe_, &gpu_).withContext("tether_init"));
+  if (gpu_ && config_.flag("TETHER_DT_PRELOAD")) {  // (dt::gpuPreload says why: before any wait can be pending)
+    const uint64_t t0 = nowNs();
+    TETHER_TRY(dt::gpuPreload(gpu_->device()).withContext("tether_init"));
+    TETHER_LOG_INFO(LogSys::Core, "datatype engine: pack kernels loaded on GPU %d in %.1f ms (TETHER_DT_PRELOAD=1)",
+                    gpu_->device(), static_cast<double>(nowNs() - t0) / 1e6);
+  }
   streams_.attach(gpu_.get(), job_.rank);
   TETHER_TRY(discoverTopology());
   noteSharedGpu();

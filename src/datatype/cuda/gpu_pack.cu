@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -41,11 +42,36 @@ struct Plan {
 };
 
 // Host tables + device allocation of one canonical form (gpu_map.h).
+// The device copy is stream-ordered pool memory of the engine's setup stream (EngineStreams), released there after
+// every recorded use: never by cudaFree, which waits for the whole device -- forever where a stream of this PE waits
+// for something this thread has yet to do (tether_type_free with a stream wait pending). Launches reading it record
+// their stream's use (noteUse) unless the stream is capturing: a CUDA graph that packs the type must not run after
+// the type is freed.
 class CudaMeta final : public GpuMeta {
  public:
+  explicit CudaMeta(cudaStream_t setup) : setup_(setup) {}
   ~CudaMeta() override {
-    if (dev_) cudaFree(dev_);
-    if (elemTable) cudaFree(elemTable);
+    for (const auto& u : uses_) {
+      cudaStreamWaitEvent(setup_, u.second, 0);
+      cudaEventDestroy(u.second);  // (its resources go once the recorded work is done)
+    }
+    if (dev_) cudaFreeAsync(dev_, setup_);
+    if (elemTable) cudaFreeAsync(elemTable, setup_);
+  }
+  // After a launch on `stream` that reads the device copy: the release waits for it.
+  cudaError_t noteUse(cudaStream_t stream) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(stream, &cs);
+    if (e != cudaSuccess || cs != cudaStreamCaptureStatusNone) return e;
+    std::lock_guard<std::mutex> lock(useMu_);
+    auto it = std::find_if(uses_.begin(), uses_.end(), [stream](const auto& u) { return u.first == stream; });
+    if (it == uses_.end()) {
+      cudaEvent_t ev = nullptr;
+      if ((e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)) != cudaSuccess) return e;
+      uses_.emplace_back(stream, ev);
+      it = uses_.end() - 1;
+    }
+    return cudaEventRecord(it->second, stream);
   }
   int device = -1;
   const Canonical* owner = nullptr;
@@ -70,6 +96,11 @@ class CudaMeta final : public GpuMeta {
   // gpuEstimate()'s last answer (whole packs of estimateCount instances; guarded like `last`).
   int64_t estimateCount = -1;
   GpuEstimate estimate;
+
+ private:
+  const cudaStream_t setup_;
+  std::mutex useMu_;
+  std::vector<std::pair<cudaStream_t, cudaEvent_t>> uses_;  // a stream that read the copy, its last read (useMu_)
 };
 
 Status cudaFail(cudaError_t e, const char* what) {
@@ -81,31 +112,46 @@ Status cudaFail(cudaError_t e, const char* what) {
     if (e_ != cudaSuccess) return cudaFail(e_, what); \
   } while (0)
 
-// Host -> device uploads of metadata on a private stream, complete when finish() returns. Not cudaMemcpy: from
+// The streams the engine's own work runs on, one pair per GPU ordinal for the process (like the CUDA runtime's own
+// per-device state), non-blocking, never destroyed: `setup` carries metadata allocations, uploads and releases
+// (CudaMeta), `calib` the calibration's launches (measure). Made by gpuPreload at tether_init, before any work of
+// the program can be waiting, else at first need -- not per use: a type's first pack may come while a stream of
+// this PE waits, and only stream-ordered work (no stream made, no synchronising call) is safe then.
+struct EngineStreams {
+  cudaStream_t setup = nullptr, calib = nullptr;
+};
+Status engineStreams(int dev, EngineStreams* out) {
+  static std::mutex mu;
+  static std::map<int, EngineStreams> byDevice;
+  std::lock_guard<std::mutex> lock(mu);
+  EngineStreams& s = byDevice[dev];
+  for (cudaStream_t* p : {&s.setup, &s.calib})
+    if (!*p) DT_CUDA(cudaStreamCreateWithFlags(p, cudaStreamNonBlocking), "the engine's streams");
+  *out = s;
+  return Status::ok();
+}
+
+// Host -> device uploads of metadata on the setup stream, complete when finish() returns. Not cudaMemcpy: from
 // pageable memory it returns once the bytes are staged, before the DMA lands, and the kernels run on streams that
 // do not wait for the legacy stream (a first pack of a type with a large table read it half-written on an H200,
 // gpu_datatype seed 89, 2026-11-26).
 class Uploader {
  public:
-  ~Uploader() {
-    if (st_) cudaStreamDestroy(st_);
-  }
+  explicit Uploader(cudaStream_t st) : st_(st) {}
   cudaError_t copy(void* dst, const void* src, size_t n) {
-    if (!st_) {
-      const cudaError_t e = cudaStreamCreateWithFlags(&st_, cudaStreamNonBlocking);
-      if (e != cudaSuccess) return e;
-    }
     return cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st_);
   }
-  cudaError_t finish() { return st_ ? cudaStreamSynchronize(st_) : cudaSuccess; }
+  cudaError_t finish() { return cudaStreamSynchronize(st_); }
 
  private:
-  cudaStream_t st_ = nullptr;
+  cudaStream_t st_;
 };
 
 Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out) {
-  auto m = std::make_shared<CudaMeta>();
-  Uploader up;
+  EngineStreams es;
+  TETHER_TRY(engineStreams(device, &es));
+  auto m = std::make_shared<CudaMeta>(es.setup);
+  Uploader up(es.setup);
   m->device = device;
   m->owner = &c;
   m->tables = buildTables(c);
@@ -113,7 +159,8 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
   // One allocation: segments, pieces, flat offsets, flat packed starts (each 8-byte aligned).
   const size_t segBytes = t.segs.size() * sizeof(DSeg), pieceBytes = t.pieces.size() * sizeof(DPiece),
                flatBytes = t.flatOff.size() * sizeof(int64_t);
-  DT_CUDA(cudaMalloc(&m->dev_, std::max<size_t>(segBytes + pieceBytes + 2 * flatBytes, 16)), "metadata allocation");
+  DT_CUDA(cudaMallocAsync(&m->dev_, std::max<size_t>(segBytes + pieceBytes + 2 * flatBytes, 16), es.setup),
+          "metadata allocation");
   char* const d = static_cast<char*>(m->dev_);
   const std::pair<const void*, size_t> parts[] = {{t.segs.data(), segBytes}, {t.pieces.data(), pieceBytes},
                                                   {t.flatOff.data(), flatBytes}, {t.flatPacked.data(), flatBytes}};
@@ -133,7 +180,7 @@ Status buildMeta(const Canonical& c, int device, std::shared_ptr<CudaMeta>* out)
     m->elemWide = *lo < INT32_MIN || *hi > INT32_MAX;
     auto upload = [&](const auto& v) -> Status {
       const size_t bytes = v.size() * sizeof(v[0]);
-      DT_CUDA(cudaMalloc(&m->elemTable, bytes), "metadata allocation");
+      DT_CUDA(cudaMallocAsync(&m->elemTable, bytes, es.setup), "metadata allocation");
       DT_CUDA(up.copy(m->elemTable, v.data(), bytes), "metadata upload");
       DT_CUDA(up.finish(), "metadata upload");  // before v (a temporary for 32-bit offsets) goes
       return Status::ok();
@@ -694,16 +741,23 @@ Scheme choose(const Table& t, const Canonical& c, double meanBlock, int64_t coun
 // and then timed (best of 3) for each scheme; launch cost from a 64-byte pack.
 Status measure(Table* t, std::string* summary) {
   const int64_t packedBytes = int64_t{64} << 20;
-  char *src = nullptr, *dst = nullptr;
-  DT_CUDA(cudaMalloc(&src, static_cast<size_t>(packedBytes * 2)), "calibration buffers");
-  DT_CUDA(cudaMalloc(&dst, static_cast<size_t>(packedBytes)), "calibration buffers");
-  cudaStream_t st;
-  cudaEvent_t e0, e1;
-  DT_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "calibration stream");
-  DT_CUDA(cudaEventCreate(&e0), "calibration events");
-  DT_CUDA(cudaEventCreate(&e1), "calibration events");
   int dev = 0, sms = 0;
   DT_CUDA(cudaGetDevice(&dev), "calibration");
+  // Stream-ordered buffers on the engine's calibration stream: a calibration may run while a stream of this PE waits
+  // (a type's first pack), where cudaMalloc/cudaFree's synchronisation could wait for that wait.
+  EngineStreams es;
+  TETHER_TRY(engineStreams(dev, &es));
+  const cudaStream_t st = es.calib;
+  char *src = nullptr, *dst = nullptr;
+  DT_CUDA(cudaMallocAsync(&src, static_cast<size_t>(packedBytes * 2), st), "calibration buffers");
+  cudaError_t ae = cudaMallocAsync(&dst, static_cast<size_t>(packedBytes), st);
+  if (ae != cudaSuccess) {
+    cudaFreeAsync(src, st);
+    return cudaFail(ae, "calibration buffers");
+  }
+  cudaEvent_t e0, e1;
+  DT_CUDA(cudaEventCreate(&e0), "calibration events");
+  DT_CUDA(cudaEventCreate(&e1), "calibration events");
   DT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "calibration");
   std::ostringstream sum;
   cudaError_t bad = cudaSuccess;
@@ -782,9 +836,10 @@ Status measure(Table* t, std::string* summary) {
   t->launchUs[static_cast<int>(Scheme::Copy3D)] = t->launchUs[static_cast<int>(Scheme::Copy2D)];
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  cudaStreamDestroy(st);
-  cudaFree(src);
-  cudaFree(dst);
+  cudaFreeAsync(src, st);
+  cudaFreeAsync(dst, st);
+  const cudaError_t fe = cudaStreamSynchronize(st);
+  if (bad == cudaSuccess) bad = fe;
   t->have = bad == cudaSuccess;
   if (summary) *summary = sum.str();
   return bad == cudaSuccess ? Status::ok() : cudaFail(bad, "calibration");
@@ -908,12 +963,25 @@ cudaError_t preloadWidth() {
 }  // namespace
 
 // ---- entry points -------------------------------------------------------------------------------------------------------
+Status gpuPreload(int device) {
+  int prev = -1;
+  DT_CUDA(cudaGetDevice(&prev), "no usable GPU");
+  if (device >= 0 && device != prev) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  const int dev = device >= 0 ? device : prev;
+  cudaError_t bad = cudaSuccess;
+  for (cudaError_t e : {preloadWidth<uint4>(), preloadWidth<uint2>(), preloadWidth<uint32_t>(), preloadWidth<uint16_t>(),
+                        preloadWidth<uint8_t>()})
+    if (bad == cudaSuccess) bad = e;
+  EngineStreams es;
+  const Status s = bad != cudaSuccess ? cudaFail(bad, "loading the pack kernels") : engineStreams(dev, &es);
+  if (dev != prev) cudaSetDevice(prev);
+  return s;
+}
+
 Status gpuCalibrate(bool force, std::string* summary) {
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
-  for (cudaError_t e : {preloadWidth<uint4>(), preloadWidth<uint2>(), preloadWidth<uint32_t>(), preloadWidth<uint16_t>(),
-                        preloadWidth<uint8_t>()})
-    DT_CUDA(e, "loading the pack kernels");
+  TETHER_TRY(gpuPreload(dev));
   Table t;
   return tableFor(dev, force, &t, summary);
 }
@@ -1087,6 +1155,7 @@ Status gpuPack(const GpuPackRequest& r, GpuCache* cache, Scheme* used) {
   } else {
     // packed points at fragment byte 0; the kernels index it with (pack byte - off).
     e = launchPlan(dec.plan, *meta, userBuf, packedBuf, r.packedOffset, r.packedOffset + r.len, stream);
+    if (e == cudaSuccess) e = meta->noteUse(stream);
   }
   DT_CUDA(e, schemeName(s));
   *used = s;
