@@ -137,8 +137,8 @@ Status World::init(const tether_init_attr_t& attr, const void* mpiComm) {
   if (gpu_ && config_.flag("TETHER_DT_PRELOAD")) {  // (dt::gpuPreload says why: before any wait can be pending)
     const uint64_t t0 = nowNs();
     TETHER_TRY(dt::gpuPreload(gpu_->device()).withContext("tether_init"));
-    TETHER_LOG_INFO(LogSys::Core, "datatype engine: pack kernels loaded on GPU %d in %.1f ms (TETHER_DT_PRELOAD=1)",
-                    gpu_->device(), static_cast<double>(nowNs() - t0) / 1e6);
+    TETHER_LOG_INFO(LogSys::Core, "datatype engine ready on GPU %d in %.1f ms: pack kernels loaded, cost model read or "
+                    "measured (TETHER_DT_PRELOAD=1)", gpu_->device(), static_cast<double>(nowNs() - t0) / 1e6);
   }
   streams_.attach(gpu_.get(), job_.rank);
   TETHER_TRY(discoverTopology());

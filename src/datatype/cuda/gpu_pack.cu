@@ -963,17 +963,27 @@ cudaError_t preloadWidth() {
 }  // namespace
 
 // ---- entry points -------------------------------------------------------------------------------------------------------
+// Every pack kernel loaded into the current context, and the engine's streams of GPU dev made.
+static Status loadEngine(int dev) {
+  cudaError_t bad = cudaSuccess;
+  for (cudaError_t e : {preloadWidth<uint4>(), preloadWidth<uint2>(), preloadWidth<uint32_t>(), preloadWidth<uint16_t>(),
+                        preloadWidth<uint8_t>()})
+    if (bad == cudaSuccess) bad = e;
+  if (bad != cudaSuccess) return cudaFail(bad, "loading the pack kernels");
+  EngineStreams es;
+  return engineStreams(dev, &es);
+}
+
 Status gpuPreload(int device) {
   int prev = -1;
   DT_CUDA(cudaGetDevice(&prev), "no usable GPU");
   if (device >= 0 && device != prev) DT_CUDA(cudaSetDevice(device), "cudaSetDevice");
   const int dev = device >= 0 ? device : prev;
-  cudaError_t bad = cudaSuccess;
-  for (cudaError_t e : {preloadWidth<uint4>(), preloadWidth<uint2>(), preloadWidth<uint32_t>(), preloadWidth<uint16_t>(),
-                        preloadWidth<uint8_t>()})
-    if (bad == cudaSuccess) bad = e;
-  EngineStreams es;
-  const Status s = bad != cudaSuccess ? cudaFail(bad, "loading the pack kernels") : engineStreams(dev, &es);
+  Table t;  // the cost model's table too (read from its file, else measured now rather than in a typed call)
+  const Status s = [&] {
+    TETHER_TRY(loadEngine(dev));
+    return tableFor(dev, false, &t, nullptr);
+  }();
   if (dev != prev) cudaSetDevice(prev);
   return s;
 }
@@ -981,7 +991,7 @@ Status gpuPreload(int device) {
 Status gpuCalibrate(bool force, std::string* summary) {
   int dev = 0;
   DT_CUDA(cudaGetDevice(&dev), "no usable GPU");
-  TETHER_TRY(gpuPreload(dev));
+  TETHER_TRY(loadEngine(dev));
   Table t;
   return tableFor(dev, force, &t, summary);
 }
