@@ -1,12 +1,13 @@
 // A PE's first typed transfers while one of its streams waits: stream A waits for a word of this PE (HOST segment)
 // that this thread sets only after them. Under CUDA's lazy loading a kernel's first launch may synchronise the
 // context, i.e. wait for that wait: a hang, unless tether loaded the pack kernels at tether_init (TETHER_DT_PRELOAD,
-// dt::gpuPreload; gpu_stream_fuzz hung so through the proxy on one H100, 2026-12-07). Under the same wait: the
-// type's metadata is built and uploaded, the cost model calibrated (run it with TETHER_DT_CALIBRATION naming a folder
-// with no calibration file, as its ctest does: measured here), a put and a get on stream B (pack and unpack
-// kernels), and the type freed (its metadata released, no synchronising free). A watchdog thread sets the word after
-// GPU_WAIT_WATCHDOG seconds (default 30) if this thread has not: the test then fails, naming the call that hung.
-// Exits 77 without a GPU.
+// dt::gpuPreload; gpu_stream_fuzz hung so through the proxy on one H100, 2026-12-07). Its ctest names no calibration
+// file (TETHER_DT_CALIBRATION=/dev/null/none), so the cost model is measured in every run: at tether_init, or with
+// TETHER_DT_PRELOAD=0 in the first typed call, under the wait (which also hung on one H100 with the kernels loaded,
+// 2026-12-07). Under the wait: the type's metadata built and uploaded, a put and a get on stream B (pack and unpack
+// kernels; through the proxy's staged route, a stage made), and the type freed (its metadata released, no
+// synchronising free). A watchdog thread sets the word after GPU_WAIT_WATCHDOG seconds (default 30) if this thread
+// has not: the test then fails, naming the call that hung. Exits 77 without a GPU.
 #include <cuda_runtime.h>
 
 #include <chrono>
