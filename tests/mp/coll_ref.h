@@ -1,7 +1,9 @@
-// Inputs and the reference combination shared by the team-collective tests (mp_coll_device.cpp on CPU threads,
-// tests/gpu/gpu_coll.cu on GPUs): every member generates every member's input from (seed, case, member, index), so
-// each PE can compute the expected result of a collective itself. Written here, independently of the library's
-// reduction code (core/reduce_ops.h, device.cuh's redApply).
+// Inputs and the reference combination shared by the team-collective tests that run on C++ element types
+// (mp_coll_device.cpp on CPU threads, mp_coll_stream.cpp, tests/gpu/gpu_coll.cu on GPUs): every member generates
+// every member's input from (seed, case, member, index), so each PE can compute the expected result of a collective
+// itself. Written here, independently of the library's reduction code (core/reduce_ops.h, device.cuh's redApply).
+// The host tests that dispatch on tether_dtype_t at run time use coll_types.h instead (the same math on each
+// type's bit encoding, half and bfloat16 included, which have no C++ type here).
 #pragma once
 
 #include <cstdint>
@@ -10,16 +12,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "fuzz_common.h"
 #include "tether/device.cuh"
 
 namespace coll_ref {
 
-inline uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using fuzz::mix;
 
 // MP_SEED (default 1); PE 0 prints it with the program's name, so a failing run can be repeated.
 inline uint64_t seedFromEnv(const char* program, int me) {
