@@ -193,7 +193,8 @@ tether_status_t tether_get_typed_nbi(tether_t world, void* dest, tether_type_t d
  * the blocking form after synchronising the stream. CUDA graphs: the staged route on a stream being captured fails
  * with TETHER_ERR_UNSUPPORTED (its stage is taken at the call and given back when the stream passes it, which replays
  * would repeat); the direct (GPU) route replays (tested: a vector put from a contiguous GPU buffer, 10 replays; the
- * first GPU use of a type may calibrate the cost model, which allocates: do it outside a capture). */
+ * first GPU use of a type builds its device metadata, and with TETHER_DT_PRELOAD=0 may calibrate the cost model:
+ * do it outside a capture). A graph that packs a type must not run after the type is freed. */
 tether_status_t tether_put_typed_on_stream(tether_t world, void* dest, tether_type_t dest_type, int64_t dest_count,
                                            const void* src, tether_type_t src_type, int64_t src_count, int pe,
                                            void* stream);
