@@ -55,10 +55,11 @@ const std::vector<ConfigVar>& configVars() {
        "model's choice; "
        "read by the datatype library at each pack"},
       {"TETHER_DT_PRELOAD", ConfigType::Bool, "1",
-       "Datatype GPU engine: 1 = tether_init loads every pack kernel and makes the engine's streams, so that no typed "
-       "call loads a kernel (CUDA's lazy loading may synchronise the context: a hang where a stream or kernel of this "
-       "PE waits for that call's caller); 0 = at first use (less start-up time and GPU memory; safe only where no "
-       "typed transfer starts while a wait of this PE is pending)"},
+       "Datatype GPU engine: 1 = tether_init loads every pack kernel, makes the engine's streams and reads (or "
+       "measures) the cost model's table, so that no typed call loads a kernel or calibrates (CUDA's lazy loading may "
+       "synchronise the context: a hang where a stream or kernel of this PE waits for that call's caller); 0 = at "
+       "first use (less start-up time and GPU memory; safe only where no typed transfer starts while a wait of this "
+       "PE is pending)"},
       {"TETHER_DT_CALIBRATION", ConfigType::String, "",
        "Datatype GPU engine: folder of the cost model's calibration files (default $XDG_CACHE_HOME/tether or "
        "~/.cache/tether)"},
