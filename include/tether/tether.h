@@ -640,6 +640,10 @@ tether_status_t tether_team_device_view(tether_team_t team, const tether_device_
  * Waits: GE/GT on a stream are CYCLIC comparisons, as CUDA's ((int64_t)(word - value) >= 0): valid while the word
  * and the value differ by less than 2^63 (counters and signals that count up). Memop waits (EQ/GE/GT) are not
  * bounded by TETHER_TIMEOUT (the hardware waits); kernel waits (NE/LT/LE) are, and trap naming the word on expiry.
+ * A pending memop wait can hold back this process's work on its OTHER streams too (they share the GPU's hardware
+ * queues; on one H100, 2026-12-07, a kernel or copies on another stream did not start until the wait ended): do not
+ * make its release depend on later work of this process on another stream (a host thread that first synchronises
+ * that stream, say); wait with NE/LT/LE (a polling kernel, which did not hold other streams back) where it must.
  * A failure while the stream runs (a trap) is a CUDA error on the stream; errors found at the call are returned. */
 
 tether_status_t tether_putmem_on_stream(tether_t world, void* dest, const void* src, size_t nbytes, int pe,

@@ -88,11 +88,13 @@ Status gpuScratchFree(int device, void* stream, void* p);
 // Makes the engine ready on GPU `device` (-1: the current one) before any work of the program can be waiting
 // (tether_init calls it): loads every pack kernel into the context, makes the engine's own streams and reads the
 // cost model's table from its file, or measures it now (~140 ms on an H200, once per GPU while no file is kept).
-// Under CUDA's lazy loading a kernel's first launch may synchronise the context, which waits for every pending wait
-// of the context -- a stream wait or a proxy call of this PE that needs this very thread to go on first: a hang (a
-// first typed put on a stream while another stream's put_signal waited for the proxy, gpu_stream_fuzz on one H100,
-// 2026-12-07); a calibration in a typed call under such a wait hung too (gpu_typed_under_wait, one H100,
-// 2026-12-07). After it no pack call makes a stream, loads a kernel, calibrates or calls a synchronising allocator.
+// Under CUDA's lazy loading a kernel's first launch waits for every pending wait of the context (driver 580 on an
+// H100: the launch returns, the kernel starts only once the wait has ended, bench/results/h100/
+// wait_hold_2026-12-07.txt) -- a stream wait or a proxy call of this PE whose end needs this thread to go on first
+// means a hang (a first typed put on a stream while another stream's put_signal waited for the proxy, gpu_stream_fuzz
+// on one H100, 2026-12-07; a calibration inside the first typed call, which synchronises its own stream, under a
+// stream wait: gpu_typed_under_wait with TETHER_DT_PRELOAD=0). After it no pack call makes a stream, loads a kernel,
+// calibrates or calls a synchronising allocator.
 // Idempotent.
 Status gpuPreload(int device);
 // Measures (or reloads) the cost model's table for the current GPU; force: measure even if a file exists.

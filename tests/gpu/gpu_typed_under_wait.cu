@@ -1,13 +1,17 @@
 // A PE's first typed transfers while one of its streams waits: stream A waits for a word of this PE (HOST segment)
-// that this thread sets only after them. Under CUDA's lazy loading a kernel's first launch may synchronise the
-// context, i.e. wait for that wait: a hang, unless tether loaded the pack kernels at tether_init (TETHER_DT_PRELOAD,
-// dt::gpuPreload; gpu_stream_fuzz hung so through the proxy on one H100, 2026-12-07). Its ctest names no calibration
-// file (TETHER_DT_CALIBRATION=/dev/null/none), so the cost model is measured in every run: at tether_init, or with
-// TETHER_DT_PRELOAD=0 in the first typed call, under the wait (which also hung on one H100 with the kernels loaded,
-// 2026-12-07). Under the wait: the type's metadata built and uploaded, a put and a get on stream B (pack and unpack
-// kernels; through the proxy's staged route, a stage made), and the type freed (its metadata released, no
-// synchronising free). A watchdog thread sets the word after GPU_WAIT_WATCHDOG seconds (default 30) if this thread
-// has not: the test then fails, naming the call that hung. Exits 77 without a GPU.
+// that this thread sets only after them. Under CUDA's lazy loading a kernel's first launch is held until the context's
+// pending work is done, i.e. until that wait ends: a hang, unless tether loaded the pack kernels at tether_init
+// (TETHER_DT_PRELOAD, dt::gpuPreload; gpu_stream_fuzz hung so through the proxy on one H100, 2026-12-07). Its ctest
+// names no calibration file (TETHER_DT_CALIBRATION=/dev/null/none), so the cost model is measured in every run: at
+// tether_init, or with TETHER_DT_PRELOAD=0 in the first typed call, under the wait. Under the wait: the type's
+// metadata built and uploaded, a put and a get on stream B (pack and unpack kernels or copies; through the proxy's
+// staged route, a stage made), stream B synchronised, and the type freed (its metadata released, no synchronising
+// free). A watchdog thread sets the word after GPU_WAIT_WATCHDOG seconds (default 30) if this thread has not: the
+// test then fails, naming the call that hung. Exits 77 without a GPU.
+// A's wait is a polling kernel (tether_signal_wait_until_on_stream with NE, a kernel wait), not a stream memop wait
+// (EQ/GE/GT): a pending memop wait can hold back the process's work on its other streams by itself (they share the
+// GPU's hardware queues; on one H100, 2026-12-07, stream B's copies and kernels did not run until it was released,
+// the pack kernels loaded or not), which is CUDA's, not tether's, and tether.h says so.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -93,7 +97,7 @@ int main() {
   MP_OK(tether_barrier_all(w));  // every PE's dst is zero before anyone puts
 
   // The wait, then everything else while it is pending.
-  MP_OK(tether_signal_wait_until_on_stream(w, word, TETHER_CMP_GE, 1, a));
+  MP_OK(tether_signal_wait_until_on_stream(w, word, TETHER_CMP_NE, 0, a));  // a polling kernel (see the top)
   std::string hung;  // the first call that returned only after the watchdog fired
   {
     Watchdog dog(word, watchdogSeconds);
