@@ -4,7 +4,8 @@
 // before; first launch under lazy loading; loaded by cudaFuncGetAttributes or cuFuncLoad), 1D/2D copies between
 // cudaMalloc and VMM (cuMemCreate) memory, H2D, memset, cudaMallocAsync, an event record. No libtether.
 // Build: nvcc -O2 -arch=sm_90 -std=c++17 -o wait_hold bench/stream/probes/wait_hold.cu -lcuda
-// Run: ./wait_hold (one GPU); CUDA_MODULE_LOADING=EAGER ./wait_hold for the eager rows.
+// Run: ./wait_hold (one GPU); CUDA_MODULE_LOADING=EAGER ./wait_hold for the eager rows. The last cases time host
+// calls that may synchronise (allocations, frees, registration, stream and event creation) under the wait.
 // Results: bench/results/h100/wait_hold_2026-12-07.txt.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -92,6 +93,9 @@ int main() {
       printf("touch5 after cuFuncLoad: %d\n", st == CU_FUNCTION_LOADING_STATE_LOADED);
   }
   static char host[4096];
+  void* spare = nullptr;
+  cudaStream_t spareStream = nullptr;
+  char* pageable = static_cast<char*>(aligned_alloc(4096, 1 << 20));
   struct Case {
     const char* name;
     std::function<void(cudaStream_t)> f;
@@ -139,6 +143,23 @@ int main() {
          CK(cudaEventRecord(ev, b));
        }},
       {"kernel touch3 first launch", [&](cudaStream_t b) { touch3<<<1, 32, 0, b>>>(cnt); }},
+      // Host calls that may synchronise: "enqueue" is the call itself (B gets nothing).
+      {"cudaMalloc 8 MiB", [&](cudaStream_t) { CK(cudaMalloc(&spare, 8 << 20)); }},
+      {"cudaFree (of that 8 MiB)", [&](cudaStream_t) { CK(cudaFree(spare)); }},
+      {"cudaHostAlloc 1 MiB", [&](cudaStream_t) { CK(cudaHostAlloc(&spare, 1 << 20, cudaHostAllocDefault)); }},
+      {"cudaFreeHost (of that 1 MiB)", [&](cudaStream_t) { CK(cudaFreeHost(spare)); }},
+      {"cudaHostRegister 1 MiB", [&](cudaStream_t) { CK(cudaHostRegister(pageable, 1 << 20, 0)); }},
+      {"cudaHostUnregister", [&](cudaStream_t) { CK(cudaHostUnregister(pageable)); }},
+      {"cudaStreamCreateWithFlags (non-blocking)", [&](cudaStream_t) {
+         cudaStream_t s;
+         CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+         spareStream = s;
+       }},
+      {"cudaStreamDestroy (of that stream)", [&](cudaStream_t) { CK(cudaStreamDestroy(spareStream)); }},
+      {"cudaEventCreate", [&](cudaStream_t) {
+         cudaEvent_t ev;
+         CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+       }},
   };
   for (auto& c : cases) {
     cudaStream_t a, b;
