@@ -169,12 +169,12 @@ class GpuContext {
   //  - openRegion: maps the allocation that ref names, exported by another process that the caller calls `owner`
   //    (any key: two-sided messaging uses the PE), into this GPU's context (cudaIpcOpenMemHandle, peer access
   //    enabled lazily) and returns in *mapped its base here: the region is at *mapped + ref.offset. Mappings are
-  //    cached by (owner, ref.bufferId), at most 64 per owner; opening a 65th closes the least recently used. So
-  //    *mapped stays valid until the next openRegion on this context (which may close it) or the context's end:
-  //    use it with blocking copies at once (callers sharing the context between threads hold their own lock over
-  //    both). Fails with TETHER_ERR_CUDA when CUDA refuses: a handle of this same process (cudaIpcOpenMemHandle
-  //    cannot open those: a self-send copies from the address instead), GPUs without peer access, IPC not
-  //    permitted (some containers). The context closes every mapping it holds when it is destroyed.
+  //    cached by (owner, ref.bufferId), at most 64 per owner, and closed only when the context ends (closing one
+  //    waits for every pending wait of the context); a 65th buffer of one owner fails with TETHER_ERR_NO_MEMORY and
+  //    nothing changes. *mapped stays valid until the context's end. Fails with TETHER_ERR_CUDA when CUDA refuses:
+  //    a handle of this same process (cudaIpcOpenMemHandle cannot open those: a self-send copies from the address
+  //    instead), GPUs without peer access, IPC not permitted (some containers). The context closes every mapping it
+  //    holds when it is destroyed.
   //  Lifetime: a cached mapping outlives the sends that used it and may outlive the owner's allocation. CUDA calls
   //  freeing an exported allocation before every importer closes it undefined behaviour; cached mappings rely on
   //  what drivers do in practice, as the IPC caches of MPI libraries do (a stale mapping is never read again: a new

@@ -682,11 +682,13 @@ class CudaGpuContext : public GpuContext {
         *mapped = it->base;
         return Status::ok();
       }
+    // Full: refuse rather than close one. cudaIpcCloseMemHandle returns only once every pending wait of the context
+    // has ended (one H100, 2026-12-07, bench/results/h100/wait_hold_2026-12-07.txt), and the caller may be the
+    // progress of a message that a stream or kernel of this PE is waiting for: a hang.
+    if (cache.size() >= kIpcCacheMax)
+      TETHER_FAIL(TETHER_ERR_NO_MEMORY, "CUDA IPC: %zu GPU buffers of this owner are open here already (the most "
+                  "kept; none is closed before the context ends)", kIpcCacheMax);
     CUDA_TRY(cudaSetDevice(device_));
-    if (cache.size() >= kIpcCacheMax) {  // no copy uses it: the callers' copies through a mapping are blocking
-      if (cudaIpcCloseMemHandle(cache.back().base) != cudaSuccess) cudaGetLastError();
-      cache.pop_back();
-    }
     cudaIpcMemHandle_t h;
     std::memcpy(&h, ref.handle, sizeof h);
     void* q = nullptr;
