@@ -16,6 +16,8 @@
 // receive -- compute-sanitizer runs a process's GPU work one item at a time, so the progress thread's copy of a typed
 // send issued after the stream's polling wait kernel waited for that kernel, which waited for the peer's send, stuck
 // the same way (both PEs timed out, 1 run in 12+: bench/results/h100/gpu_tests_2026-12-05f.txt).
+// With GPU_MSG_IPC_FULL=1 (ctest gpu_msg_ipc_full_*) it runs only ipcFullOnly below: 70 private GPU send buffers,
+// each under a stream wait for its receive, more than a receiver keeps open by CUDA IPC.
 // With GPU_MSG_TIMEOUT=stream|persist|kernel (ctests gpu_msg_timeout_*, a short TETHER_TIMEOUT) it runs only one
 // wait on a message that never comes -- tether_msg_wait_on_stream on a receive, a stream-started round of a
 // persistent receive and its stream wait, or a kernel's msg_wait -- and checks that the wait ends: the stream
@@ -183,10 +185,63 @@ int timeoutOnly(const mp::MsgRing& ring, const char* mode) {
 
 }  // namespace
 
+// GPU_MSG_IPC_FULL: more private GPU send buffers than a receiver keeps open by CUDA IPC (64 per source): 70
+// allocations, each sent once to the next PE while the receiver's stream waits for that very receive
+// (tether_msg_wait_on_stream: a polling kernel). Closing a mapping to make room would wait for that wait
+// (cudaIpcCloseMemHandle returns only once the context's pending waits end: bench/results/h100/
+// wait_hold_2026-12-07.txt), i.e. until the kernel's TETHER_TIMEOUT; past 64 the messages come through the ring
+// instead. Each buffer's bytes differ from every other's. A mode of its own: the full cache would send the main run's
+// later private-buffer sections through the ring. Returns the process's exit status.
+int ipcFullOnly(const mp::MsgRing& ring) {
+  const tether_t w = ring.w;
+  const int me = ring.me, to = ring.next, from = ring.prev;
+  constexpr int kBufs = 70;
+  const size_t sz = 65536;  // a rendezvous message
+  std::vector<unsigned char*> bufs(kBufs, nullptr);
+  std::vector<unsigned char> hSend(sz), check(sz);
+  void* dRecv = nullptr;
+  CK(cudaMalloc(&dRecv, sz));
+  cudaStream_t ws = nullptr;
+  CK(cudaStreamCreateWithFlags(&ws, cudaStreamNonBlocking));
+  mark(me, "more private GPU send buffers than a receiver keeps open", sz);
+  for (int k = 0; k < kBufs; ++k) {
+    unsigned char*& buf = bufs[static_cast<size_t>(k)];
+    CK(cudaMalloc(&buf, sz));
+    const int salt = 101 + k;
+    for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me + salt, i);
+    CK(cudaMemcpy(buf, hSend.data(), sz, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dRecv, 0, sz));
+    tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+    MP_OK(tether_irecv(w, dRecv, sz, from, 3000 + k, &rr));
+    MP_OK(tether_msg_wait_on_stream(w, rr, ws));
+    MP_OK(tether_barrier_all(w));  // every receiver's stream waits before any send
+    MP_OK(tether_isend(w, buf, sz, to, 3000 + k, &sr));
+    MP_OK(tether_msg_wait(w, &sr, nullptr));
+    CK(cudaStreamSynchronize(ws));
+    MP_OK(tether_msg_wait(w, &rr, nullptr));
+    CK(cudaMemcpy(check.data(), dRecv, sz, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < sz; ++i)
+      if (check[i] != pattern(sz, from + salt, i)) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "send buffer %d of %d: byte %zu is %u, expected %u", k, kBufs, i, check[i],
+                      pattern(sz, from + salt, i));
+        mp::fail(__FILE__, __LINE__, "contents", msg);
+      }
+  }
+  MP_OK(tether_msg_finalize(w));  // (its barrier: every receive is done before the buffers go)
+  for (unsigned char* b : bufs) CK(cudaFree(b));
+  CK(cudaStreamDestroy(ws));
+  CK(cudaFree(dRecv));
+  if (me == 0)
+    std::printf("gpu_msg: %d PEs: %d private GPU send buffers, each under a stream wait: OK\n", ring.n, kBufs);
+  return mp::finish();
+}
+
 int main() {
   mp::MsgRing ring;
   if (!gpu_test::msgRingWithGpu(&ring)) return 77;
   if (const char* mode = std::getenv("GPU_MSG_TIMEOUT")) return timeoutOnly(ring, mode);
+  if (std::getenv("GPU_MSG_IPC_FULL")) return ipcFullOnly(ring);
   const tether_t w = ring.w;
   const int me = ring.me, n = ring.n, to = ring.next, from = ring.prev;
   gpu_test::loadKernels({reinterpret_cast<const void*>(kFill), reinterpret_cast<const void*>(kCheck),
@@ -511,48 +566,6 @@ int main() {
     MP_OK(tether_free(w, symHost));
     MP_OK(tether_free(w, symDev));
   }
-  // More private GPU send buffers than a receiver keeps open by CUDA IPC (64 per source): 70 allocations, each sent
-  // once while the receiver's stream waits for that very receive (tether_msg_wait_on_stream: a polling kernel).
-  // Closing a mapping to make room would wait for that wait (cudaIpcCloseMemHandle returns only once the context's
-  // pending waits end: bench/results/h100/wait_hold_2026-12-07.txt), i.e. until the kernel's TETHER_TIMEOUT; past 64
-  // the messages come through the ring instead. Each buffer's bytes differ from every other's. Before the section
-  // below: a buffer freed and allocated again at the same address cannot be opened while the stale mapping stays
-  // (cudaErrorAlreadyMapped, one H100, 2026-12-07), and the receiver then takes that source's messages through the
-  // ring for good.
-  {
-    constexpr int kBufs = 70;
-    const size_t sz = 65536;  // a rendezvous message
-    std::vector<unsigned char*> bufs(kBufs, nullptr);
-    cudaStream_t ws = nullptr;
-    CK(cudaStreamCreateWithFlags(&ws, cudaStreamNonBlocking));
-    mark(me, "more private GPU send buffers than a receiver keeps open", sz);
-    for (int k = 0; k < kBufs; ++k) {
-      CK(cudaMalloc(&bufs[static_cast<size_t>(k)], sz));
-      const int salt = 101 + k;
-      for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me + salt, i);
-      CK(cudaMemcpy(bufs[static_cast<size_t>(k)], hSend.data(), sz, cudaMemcpyHostToDevice));
-      CK(cudaMemset(dRecv, 0, sz));
-      tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
-      MP_OK(tether_irecv(w, dRecv, sz, from, 3000 + k, &rr));
-      MP_OK(tether_msg_wait_on_stream(w, rr, ws));
-      MP_OK(tether_barrier_all(w));  // every receiver's stream waits before any send
-      MP_OK(tether_isend(w, bufs[static_cast<size_t>(k)], sz, to, 3000 + k, &sr));
-      MP_OK(tether_msg_wait(w, &sr, nullptr));
-      CK(cudaStreamSynchronize(ws));
-      MP_OK(tether_msg_wait(w, &rr, nullptr));
-      CK(cudaMemcpy(check.data(), dRecv, sz, cudaMemcpyDeviceToHost));
-      for (size_t i = 0; i < sz; ++i)
-        if (check[i] != pattern(sz, from + salt, i)) {
-          char msg[160];
-          std::snprintf(msg, sizeof msg, "send buffer %d of %d: byte %zu is %u, expected %u", k, kBufs, i, check[i],
-                        pattern(sz, from + salt, i));
-          mp::fail(__FILE__, __LINE__, "contents", msg);
-        }
-    }
-    MP_OK(tether_barrier_all(w));  // every receive is done before the buffers go
-    for (unsigned char* b : bufs) CK(cudaFree(b));
-    CK(cudaStreamDestroy(ws));
-  }
   // Private GPU send buffers at an odd offset (4096 + 3) inside their allocations: two allocations in turn to the same
   // peer; then the first is freed and allocated again (often at the same address, with a new buffer id: a receiver's
   // cached mapping of the old memory must not be read) and sent from; last a self-send. Every round has its own
@@ -609,6 +622,6 @@ int main() {
   MP_OK(tether_msg_finalize(w));
   CK(cudaFree(dSend));
   CK(cudaFree(dRecv));
-  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model, typed vectors, direct rendezvous from the symmetric heap, private GPU send buffers (offset, two allocations, reallocated, self, 70 under stream waits), typed stream and kernel models OK\n", n);
+  if (me == 0) std::printf("gpu_msg: %d PEs: host/GPU send x host/GPU receive, eager and rendezvous, truncation, stream model, prepared sends, kernel model, typed vectors, direct rendezvous from the symmetric heap, private GPU send buffers (offset, two allocations, reallocated, self), typed stream and kernel models OK\n", n);
   return mp::finish();
 }
