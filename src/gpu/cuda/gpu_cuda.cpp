@@ -10,6 +10,7 @@
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "base/log.h"
 #include "bootstrap/bootstrap.h"
@@ -675,11 +676,10 @@ class CudaGpuContext : public GpuContext {
 
   Status openRegion(uint64_t owner, const GpuIpcRef& ref, char** mapped) override {
     std::lock_guard<std::mutex> lock(ipcMu_);
-    std::list<Opened>& cache = opened_[owner];
-    for (auto it = cache.begin(); it != cache.end(); ++it)
-      if (it->bufferId == ref.bufferId) {
-        cache.splice(cache.begin(), cache, it);
-        *mapped = it->base;
+    std::vector<Opened>& cache = opened_[owner];
+    for (const Opened& o : cache)
+      if (o.bufferId == ref.bufferId) {
+        *mapped = o.base;
         return Status::ok();
       }
     // Full: refuse rather than close one. cudaIpcCloseMemHandle returns only once every pending wait of the context
@@ -697,14 +697,14 @@ class CudaGpuContext : public GpuContext {
       cudaGetLastError();
       return cudaFail("cudaIpcOpenMemHandle (a GPU buffer of another process)", e);
     }
-    cache.push_front(Opened{ref.bufferId, static_cast<char*>(q)});
+    cache.push_back(Opened{ref.bufferId, static_cast<char*>(q)});
     *mapped = static_cast<char*>(q);
     return Status::ok();
   }
 
  private:
-  // CUDA IPC of user buffers: exportRegion's handles by allocation, openRegion's mappings by owner; both lists most
-  // recently used first, at most kIpcCacheMax long (per owner for the mappings).
+  // CUDA IPC of user buffers: exportRegion's handles by allocation (most recently used first) and openRegion's
+  // mappings by owner (kept until the context ends), each at most kIpcCacheMax long (per owner for the mappings).
   static constexpr size_t kIpcCacheMax = 64;
   struct Exported {
     CUdeviceptr base;
@@ -717,7 +717,7 @@ class CudaGpuContext : public GpuContext {
   };
   std::mutex ipcMu_;  // exported_, opened_
   std::list<Exported> exported_;
-  std::unordered_map<uint64_t, std::list<Opened>> opened_;
+  std::unordered_map<uint64_t, std::vector<Opened>> opened_;
   std::string pointersMissing_;  // why the entry points exportRegion needs are missing (empty: resolved)
   std::mutex madeMu_;                                // made_, allocs_, hostAllocs_
   // Waits for the copies of the pool and of every stream createStream made (quiet() without the host service).
