@@ -475,8 +475,8 @@ tether_status_t tether_team_alltoall_on_stream(tether_team_t team, void* dest, c
  *   off = a - seg[k].sym_base   (a lies in segment k when off < seg[k].size)
  *   direct:   seg[k].window + pe * seg[k].stride + off        (flags & TETHER_DEVICE_DIRECT: no memory access)
  *   else:     peers[pe].base[k] + off, or unreachable when peers[pe].base[k] == 0
- * Lifetime: valid until tether_finalize, and until the next collective allocation that grows a heap (HOST views are
- * re-registered with the GPU then, and their aliases may move): take a fresh handle after allocating.
+ * Lifetime: valid until tether_finalize, and until the next collective allocation that grows a heap (segment sizes
+ * change, and a HOST view may be registered with the GPU again, its alias moved): take a fresh handle after allocating.
  *
  * Proxy ring (proxy_ring != NULL, flag TETHER_DEVICE_PROXY): (pe, segment) pairs with peers[pe].base[k] == 0 that
  * the World reaches by its host path (TETHER_FORCE_PROXY=1: every PE but this one) are served by a proxy thread of
@@ -700,9 +700,9 @@ tether_status_t tether_atomic_fetch_add_on_stream(tether_t world, uint64_t* dest
  *   TETHER_OP_PATCH_OFFSET: patch->offset is added to dest and src (checked: the shifted range must stay symmetric);
  *   TETHER_OP_PATCH_SIGNAL: patch->signal is added to the op's signal value (signal written, or waited for).
  * A set may be posted any number of times, on any streams, from several threads. It is rebuilt transparently when a
- * heap grew since it was built (HOST views re-registered). Barriers in a set take a new epoch per post (posted on a
- * stream being captured: the world team's sync, built at the first such post, as tether_barrier_all_on_stream). A
- * set stays valid until tether_op_set_free or tether_finalize (free it before finalize). */
+ * heap's GPU views moved since it was built (a HOST view registered again after growth). Barriers in a set take a
+ * new epoch per post (posted on a stream being captured: the world team's sync, built at the first such post, as
+ * tether_barrier_all_on_stream). A set stays valid until tether_op_set_free or tether_finalize (free it before finalize). */
 typedef struct tether_op_set* tether_op_set_t;
 
 typedef enum tether_op_kind {

@@ -108,22 +108,46 @@ Status SymmetricHeap::deviceAccess(const Config& config, std::vector<int>* out) 
 }
 
 Status SymmetricHeap::registerHostViews(uint64_t committed) {
-  // Every same-host PE's HOST segment, as mapped here, becomes GPU-addressable (pinned, mapped) as ONE registered
-  // range [0, committed) (re-registered after growth), so one device alias delta serves the whole view. Copy engines
-  // and kernels use that alias.
-  TETHER_TRY(gpu_->quiet());
+  // Every same-host PE's HOST segment, as mapped here, is GPU-addressable (pinned, mapped) with ONE GPU - CPU delta
+  // over [0, committed), so one add serves the whole view; copy engines and kernels use that alias. After growth the
+  // added range is registered on its own and kept when its alias continues the view's delta (then nothing registered
+  // before changes and nothing waits: cudaHostUnregister returns only once every pending stream wait of the GPU
+  // context has ended, bench/results/h100/wait_hold_2026-12-07.txt, and a collective tether_malloc may run while a
+  // stream of this PE waits for what the thread does next). Otherwise the view is registered again as one range,
+  // after in-flight copies end, and prepared stream plans translate again (viewsEpoch).
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   hostAlias_.resize(static_cast<size_t>(localSize_), 0);
+  hostPieces_.resize(static_cast<size_t>(localSize_));
+  bool moved = false;
   for (int j = 0; j < localSize_; ++j) {
     char* cpu = host_->base(j);
-    if (registered_) TETHER_TRY(gpu_->unregisterHost(cpu));
+    std::vector<char*>& pieces = hostPieces_[static_cast<size_t>(j)];
+    if (registered_ && reinterpret_cast<uintptr_t>(cpu + registered_) % page == 0) {
+      char* gpu = nullptr;
+      TETHER_TRY(gpu_->registerHost(cpu + registered_, committed - registered_, &gpu));
+      pieces.push_back(cpu + registered_);
+      if (gpu - (cpu + registered_) == hostAlias_[static_cast<size_t>(j)]) {
+        TETHER_LOG_DEBUG(LogSys::Heap, "HOST view of local PE %d: [%llu, %llu) registered, its alias continues", j,
+                         static_cast<unsigned long long>(registered_), static_cast<unsigned long long>(committed));
+        continue;
+      }
+      TETHER_LOG_INFO(LogSys::Heap, "HOST view of local PE %d grew to %llu bytes: the added range's GPU address does "
+                      "not continue the view's, so it is registered again as a whole", j,
+                      static_cast<unsigned long long>(committed));
+    }
+    if (registered_ && !moved) TETHER_TRY(gpu_->quiet());  // copies in flight may use the old registration
+    moved = moved || registered_ != 0;
+    for (char* piece : pieces) TETHER_TRY(gpu_->unregisterHost(piece));
+    pieces.clear();
     char* gpu = nullptr;
     TETHER_TRY(gpu_->registerHost(cpu, committed, &gpu));
+    pieces.push_back(cpu);
     hostAlias_[static_cast<size_t>(j)] = gpu - cpu;
     TETHER_LOG_DEBUG(LogSys::Heap, "HOST view of local PE %d at %p (+%llu bytes) registered; GPU alias %p", j,
                      static_cast<void*>(cpu), static_cast<unsigned long long>(committed), static_cast<void*>(gpu));
   }
   registered_ = committed;
-  viewsEpoch_.fetch_add(1, std::memory_order_release);
+  if (moved) viewsEpoch_.fetch_add(1, std::memory_order_release);
   return Status::ok();
 }
 

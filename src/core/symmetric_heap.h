@@ -98,7 +98,8 @@ class SymmetricHeap {
   // Commits heap memory of kind up to its allocator's high-water mark and zeroes [zeroOffset, +zeroBytes) of this
   // PE's copy. *local: this PE's outcome (exchanged by the caller). Returns a failure of the collective DEVICE growth.
   Status commit(const char* call, SegKind kind, uint64_t zeroOffset, uint64_t zeroBytes, Status* local);
-  // After every PE committed: the GPU views of the HOST segments follow their growth (re-registered).
+  // After every PE committed: the GPU views of the HOST segments follow their growth (the added range registered;
+  // a view whose new range gets a GPU address that does not continue it is registered again as a whole).
   Status registerGrowth();
 
   // ---- STATIC segment (World::registerStatic runs the collective protocol around them)
@@ -136,8 +137,8 @@ class SymmetricHeap {
   // Zeroes n bytes of this PE's own symmetric memory (a DEVICE segment through the GPU); [offset, +n) may lie in the
   // control block.
   Status zeroLocal(SymRef ref, size_t n);
-  // Counts changes of the GPU views of HOST segments (re-registration after growth): prepared stream plans that
-  // translated addresses under an older count are rebuilt before use.
+  // Counts changes of the GPU views of HOST segments (a view registered again after growth): prepared stream plans
+  // that translated addresses under an older count are rebuilt before use.
   uint64_t viewsEpoch() const { return viewsEpoch_.load(std::memory_order_acquire); }
 
  private:
@@ -160,6 +161,7 @@ class SymmetricHeap {
   SegKind defaultKind_ = SegKind::Host;
   uint64_t registered_ = 0;           // HOST bytes registered with the GPU (every same-host view)
   std::vector<intptr_t> hostAlias_;   // by local index: GPU address - CPU address of that HOST view
+  std::vector<std::vector<char*>> hostPieces_;  // by local index: starts of the ranges registered for that view
   std::string heapTag_, heapSecret_;  // name the fd-exchange sockets of this job's segments / authenticate fetches
   std::vector<int> localRanks_;       // global rank of each same-host PE, by local index
   std::unique_ptr<HostSegmentGroup> static_;

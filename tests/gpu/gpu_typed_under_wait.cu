@@ -6,7 +6,9 @@
 // tether_init, or with TETHER_DT_PRELOAD=0 in the first typed call, under the wait. Under the wait: the type's
 // metadata built and uploaded, a put and a get on stream B (pack and unpack kernels or copies; through the proxy's
 // staged route, a stage made), stream B synchronised, and the type freed (its metadata released, no synchronising
-// free). A watchdog thread sets the word after GPU_WAIT_WATCHDOG seconds (default 30) if this thread has not: the
+// free), then the HOST heap grown by a collective tether_malloc (the added range registered with the GPU: no
+// cudaHostUnregister of the old range, which would wait for A) and a stream put into the peer's new bytes. A
+// watchdog thread sets the word after GPU_WAIT_WATCHDOG seconds (default 30) if this thread has not: the
 // test then fails, naming the call that hung. Exits 77 without a GPU.
 // A's wait is a polling kernel (tether_signal_wait_until_on_stream with NE, a kernel wait), not a stream memop wait
 // (EQ/GE/GT): a pending memop wait can hold back the process's work on its other streams by itself (they share the
@@ -31,6 +33,9 @@ namespace {
 
 constexpr int64_t kBlock = 24, kCount = 1000;  // a vector of kCount blocks of kBlock bytes at stride 2 * kBlock
 constexpr int64_t kPacked = kBlock * kCount, kSpan = 2 * kBlock * kCount;
+// The HOST-heap allocation made under the wait: past TETHER_HEAP_SIZE's default (64M), so the heap grows; its last
+// kTail bytes are put into from the peer.
+constexpr size_t kGrow = size_t{96} << 20, kTail = 4096;
 
 unsigned char pattern(int pe, int64_t i) { return static_cast<unsigned char>((pe * 131 + i * 7 + 1) & 0xff); }
 
@@ -99,6 +104,7 @@ int main() {
   // The wait, then everything else while it is pending.
   MP_OK(tether_signal_wait_until_on_stream(w, word, TETHER_CMP_NE, 0, a));  // a polling kernel (see the top)
   std::string hung;  // the first call that returned only after the watchdog fired
+  void* grown = nullptr;
   {
     Watchdog dog(word, watchdogSeconds);
     auto step = [&](const char* what, tether_status_t st) {
@@ -115,6 +121,13 @@ int main() {
     const cudaError_t e = cudaStreamSynchronize(b);  // b does not wait for a
     step("cudaStreamSynchronize(b)", e == cudaSuccess ? TETHER_SUCCESS : TETHER_ERR_CUDA);
     step("tether_type_free", tether_type_free(&vec));
+    // The HOST heap grows (collective): its GPU views take the added range. Then a stream put into the peer's new
+    // bytes (a copy through the peer's view, which must cover them).
+    step("tether_malloc_kind (HOST heap growth)", tether_malloc_kind(w, TETHER_SEG_HOST, 256, kGrow, &grown));
+    step("tether_putmem_on_stream (into the grown HOST heap)",
+         tether_putmem_on_stream(w, static_cast<unsigned char*>(grown) + kGrow - kTail, src, kTail, peer, b));
+    const cudaError_t e2 = cudaStreamSynchronize(b);
+    step("cudaStreamSynchronize(b) after the growth", e2 == cudaSuccess ? TETHER_SUCCESS : TETHER_ERR_CUDA);
     dog.disarm();
     if (hung.empty() && dog.fired()) hung = "(the watchdog fired as the calls ended)";
   }
@@ -146,10 +159,17 @@ int main() {
       mp::fail(__FILE__, __LINE__, "typed put", "wrong byte");
     }
   }
+  const unsigned char* tail = static_cast<const unsigned char*>(grown) + kGrow - kTail;  // from's src, first kTail
+  for (size_t i = 0; i < kTail; ++i)
+    if (tail[i] != pattern(from, static_cast<int64_t>(i))) {
+      std::printf("[%d] grown heap byte %zu = %u, want %u\n", me, i, tail[i], pattern(from, static_cast<int64_t>(i)));
+      mp::fail(__FILE__, __LINE__, "put into the grown HOST heap", "wrong byte");
+    }
   if (me == 0) std::printf("gpu_typed_under_wait: %d PEs: first typed put/get, calibration, type free under a pending "
                            "stream wait: ok\n", n);
   MP_CHECK(tether_type_free(&byte) == TETHER_SUCCESS);
   MP_OK(tether_barrier_all(w));
+  MP_OK(tether_free(w, grown));
   CK(cudaStreamDestroy(a));
   CK(cudaStreamDestroy(b));
   CK(cudaFree(src));
