@@ -18,7 +18,7 @@ MsgDirect::MsgDirect(const Settings& s, StreamWords& words, Owner& owner)
       owner_(owner),
       cmaOk_(static_cast<size_t>(s.nPes), 1),
       ipcOk_(static_cast<size_t>(s.nPes), 1),
-      ipcFull_(static_cast<size_t>(s.nPes), 0) {}
+      ipcRefused_(static_cast<size_t>(s.nPes), 0) {}
 
 bool MsgDirect::offer(Offer& o, int pe, const void* src, size_t bytes, bool gpu, Ticket* t) {
   // (No word free: the ring path.)
@@ -115,11 +115,13 @@ MsgDirect::Outcome MsgDirect::read(const char* call, int src, const Ticket& t, c
     if (src != s_.me) {
       char* mapped = nullptr;
       const Status o = links_.gpu->openRegion(static_cast<uint64_t>(src), ipc, &mapped);
-      if (!o.isOk() && o.code() == TETHER_ERR_NO_MEMORY) {  // src's buffers open here are at the most kept
-        if (!ipcFull_[from])
-          TETHER_LOG_INFO(LogSys::Core, "PE %d: %s: rendezvous messages from other private GPU buffers of PE %d come "
-                          "through the ring", s_.me, o.message().c_str(), src);
-        ipcFull_[from] = 1;
+      // This buffer only (src's open ones are at the most kept, or one it freed still holds the range here).
+      if (!o.isOk() && (o.code() == TETHER_ERR_NO_MEMORY || o.code() == TETHER_ERR_UNSUPPORTED)) {
+        const char bit = o.code() == TETHER_ERR_NO_MEMORY ? 1 : 2;
+        if (!(ipcRefused_[from] & bit))
+          TETHER_LOG_INFO(LogSys::Core, "PE %d: %s: rendezvous messages from such GPU buffers of PE %d come through "
+                          "the ring", s_.me, o.message().c_str(), src);
+        ipcRefused_[from] = static_cast<char>(ipcRefused_[from] | bit);
         return Outcome::Ring;  // claimed: the sender streams it when the CTS comes
       }
       if (!o.isOk()) {

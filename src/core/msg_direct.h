@@ -118,7 +118,8 @@ class MsgDirect {
   std::list<Offer*> offers_;          // offered, until delivered, withdrawn or released
   std::vector<char> cmaOk_;           // per source: process_vm_readv works (cleared at the first refusal)
   std::vector<char> ipcOk_;           // per source: its GPU buffers open by CUDA IPC here (cleared at first refusal)
-  std::vector<char> ipcFull_;         // per source: as many of its buffers are open here as are kept (logged once)
+  std::vector<char> ipcRefused_;      // per source: openRegion refused one of its buffers: 1 cache full, 2 a stale
+                                      // mapping over its range (each reason logged once)
   std::set<std::string> ipcRefusals_;  // why send buffers could not be exported (each logged once)
 };
 

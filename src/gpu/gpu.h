@@ -171,7 +171,9 @@ class GpuContext {
   //    enabled lazily) and returns in *mapped its base here: the region is at *mapped + ref.offset. Mappings are
   //    cached by (owner, ref.bufferId), at most 64 per owner, and closed only when the context ends (closing one
   //    waits for every pending wait of the context); a 65th buffer of one owner fails with TETHER_ERR_NO_MEMORY and
-  //    nothing changes. *mapped stays valid until the context's end. Fails with TETHER_ERR_CUDA when CUDA refuses:
+  //    nothing changes, and so does, with TETHER_ERR_UNSUPPORTED, a buffer that the owner allocated over the range of
+  //    one it freed while it is still mapped here (cudaErrorAlreadyMapped): the owner's other buffers still open.
+  //    *mapped stays valid until the context's end. Fails with TETHER_ERR_CUDA when CUDA refuses:
   //    a handle of this same process (cudaIpcOpenMemHandle cannot open those: a self-send copies from the address
   //    instead), GPUs without peer access, IPC not permitted (some containers). The context closes every mapping it
   //    holds when it is destroyed.

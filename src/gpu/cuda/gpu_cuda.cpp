@@ -695,6 +695,11 @@ class CudaGpuContext : public GpuContext {
     const cudaError_t e = cudaIpcOpenMemHandle(&q, h, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
       cudaGetLastError();
+      // The owner freed a buffer that is still mapped here and allocated this one over its range: the driver will
+      // not map the range twice, and the stale mapping is not closed before the context ends (above).
+      if (e == cudaErrorAlreadyMapped)
+        TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "CUDA IPC: a freed GPU buffer of this owner is still mapped here over "
+                    "the range of this one (cudaErrorAlreadyMapped; none is closed before the context ends)");
       return cudaFail("cudaIpcOpenMemHandle (a GPU buffer of another process)", e);
     }
     cache.push_back(Opened{ref.bufferId, static_cast<char*>(q)});
