@@ -7,8 +7,8 @@
 // metadata built and uploaded, a put and a get on stream B (pack and unpack kernels or copies; through the proxy's
 // staged route, a stage made), stream B synchronised, and the type freed (its metadata released, no synchronising
 // free), then the HOST heap grown by a collective tether_malloc (the added range registered with the GPU: no
-// cudaHostUnregister of the old range, which would wait for A) and a stream put into the peer's new bytes. A
-// watchdog thread sets the word after GPU_WAIT_WATCHDOG seconds (default 30) if this thread has not: the
+// cudaHostUnregister of the old range, which would wait for A) and a stream put into the peer's new bytes, and the
+// DEVICE heap grown (cuMemCreate, cuMemMap, cuMemSetAccess of every PE's new chunk). A watchdog thread sets the word after GPU_WAIT_WATCHDOG seconds (default 30) if this thread has not: the
 // test then fails, naming the call that hung. Exits 77 without a GPU.
 // A's wait is a polling kernel (tether_signal_wait_until_on_stream with NE, a kernel wait), not a stream memop wait
 // (EQ/GE/GT): a pending memop wait can hold back the process's work on its other streams by itself (they share the
@@ -33,8 +33,8 @@ namespace {
 
 constexpr int64_t kBlock = 24, kCount = 1000;  // a vector of kCount blocks of kBlock bytes at stride 2 * kBlock
 constexpr int64_t kPacked = kBlock * kCount, kSpan = 2 * kBlock * kCount;
-// The HOST-heap allocation made under the wait: past TETHER_HEAP_SIZE's default (64M), so the heap grows; its last
-// kTail bytes are put into from the peer.
+// The HOST and DEVICE allocations made under the wait: past TETHER_HEAP_SIZE's default (64M) and the ctests'
+// TETHER_DEVICE_HEAP_SIZE (64M), so both heaps grow; the HOST one's last kTail bytes are put into from the peer.
 constexpr size_t kGrow = size_t{96} << 20, kTail = 4096;
 
 unsigned char pattern(int pe, int64_t i) { return static_cast<unsigned char>((pe * 131 + i * 7 + 1) & 0xff); }
@@ -104,7 +104,7 @@ int main() {
   // The wait, then everything else while it is pending.
   MP_OK(tether_signal_wait_until_on_stream(w, word, TETHER_CMP_NE, 0, a));  // a polling kernel (see the top)
   std::string hung;  // the first call that returned only after the watchdog fired
-  void* grown = nullptr;
+  void *grown = nullptr, *grownDev = nullptr;
   {
     Watchdog dog(word, watchdogSeconds);
     auto step = [&](const char* what, tether_status_t st) {
@@ -128,6 +128,8 @@ int main() {
          tether_putmem_on_stream(w, static_cast<unsigned char*>(grown) + kGrow - kTail, src, kTail, peer, b));
     const cudaError_t e2 = cudaStreamSynchronize(b);
     step("cudaStreamSynchronize(b) after the growth", e2 == cudaSuccess ? TETHER_SUCCESS : TETHER_ERR_CUDA);
+    // The DEVICE heap grows too (its ctests start it at 64M): a VMM chunk made, exported, and every PE's mapped.
+    step("tether_malloc_kind (DEVICE heap growth)", tether_malloc_kind(w, TETHER_SEG_DEVICE, 256, kGrow, &grownDev));
     dog.disarm();
     if (hung.empty() && dog.fired()) hung = "(the watchdog fired as the calls ended)";
   }
@@ -170,6 +172,7 @@ int main() {
   MP_CHECK(tether_type_free(&byte) == TETHER_SUCCESS);
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_free(w, grown));
+  MP_OK(tether_free(w, grownDev));
   CK(cudaStreamDestroy(a));
   CK(cudaStreamDestroy(b));
   CK(cudaFree(src));

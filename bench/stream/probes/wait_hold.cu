@@ -5,7 +5,8 @@
 // cudaMalloc and VMM (cuMemCreate) memory, H2D, memset, cudaMallocAsync, an event record. No libtether.
 // Build: nvcc -O2 -arch=sm_90 -std=c++17 -o wait_hold bench/stream/probes/wait_hold.cu -lcuda
 // Run: ./wait_hold (one GPU); CUDA_MODULE_LOADING=EAGER ./wait_hold for the eager rows. The last cases time host
-// calls that may synchronise (allocations, frees, registration, stream and event creation) under the wait.
+// calls that may synchronise (allocations, frees, registration, VMM create/map/unmap as in DEVICE heap growth, stream
+// and event creation) under the wait.
 // Results: bench/results/h100/wait_hold_2026-12-07.txt.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -96,6 +97,24 @@ int main() {
   void* spare = nullptr;
   cudaStream_t spareStream = nullptr;
   char* pageable = static_cast<char*>(aligned_alloc(4096, 1 << 20));
+  // DEVICE heap growth (tether's VmmDeviceHeap::addChunk): a chunk created with a POSIX fd, exported, imported
+  // again from that fd (as a peer's import), mapped into reserved VA with access set; then unmapped and released.
+  CUmemAllocationProp fdProp = prop;
+  fdProp.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  size_t fdGran = 0;
+  cuMemGetAllocationGranularity(&fdGran, &fdProp, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  const size_t chunk = ((2 << 20) + fdGran - 1) / fdGran * fdGran;
+  CUdeviceptr growVa = 0;
+  if (cuMemAddressReserve(&growVa, 2 * chunk, 0, 0, 0) != CUDA_SUCCESS) {
+    printf("reserve failed\n");
+    return 1;
+  }
+  auto vmmOk = [](CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) {
+      printf("%s: driver error %d\n", what, static_cast<int>(r));
+      exit(1);
+    }
+  };
   struct Case {
     const char* name;
     std::function<void(cudaStream_t)> f;
@@ -156,6 +175,24 @@ int main() {
          spareStream = s;
        }},
       {"cudaStreamDestroy (of that stream)", [&](cudaStream_t) { CK(cudaStreamDestroy(spareStream)); }},
+      {"cuMemCreate(fd) + export + import + cuMemMap x2 + cuMemSetAccess 2 MiB", [&](cudaStream_t) {
+         CUmemGenericAllocationHandle g, g2;
+         int fd = -1;
+         vmmOk(cuMemCreate(&g, chunk, &fdProp, 0), "cuMemCreate");
+         vmmOk(cuMemExportToShareableHandle(&fd, g, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "export");
+         vmmOk(cuMemImportFromShareableHandle(&g2, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), "import");
+         close(fd);
+         vmmOk(cuMemMap(growVa, chunk, 0, g, 0), "cuMemMap");
+         vmmOk(cuMemMap(growVa + chunk, chunk, 0, g2, 0), "cuMemMap (imported)");
+         vmmOk(cuMemSetAccess(growVa, 2 * chunk, &acc, 1), "cuMemSetAccess");
+         cuMemRelease(g);
+         cuMemRelease(g2);
+       }},
+      {"cuMemUnmap x2 (of those; releases them)", [&](cudaStream_t) {
+         vmmOk(cuMemUnmap(growVa, chunk), "cuMemUnmap");
+         vmmOk(cuMemUnmap(growVa + chunk, chunk), "cuMemUnmap");
+       }},
       {"cudaEventCreate", [&](cudaStream_t) {
          cudaEvent_t ev;
          CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
