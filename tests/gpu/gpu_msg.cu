@@ -18,6 +18,8 @@
 // the same way (both PEs timed out, 1 run in 12+: bench/results/h100/gpu_tests_2026-12-05f.txt).
 // With GPU_MSG_IPC_FULL=1 (ctest gpu_msg_ipc_full_*) it runs only ipcFullOnly below: 70 private GPU send buffers,
 // each under a stream wait for its receive, more than a receiver keeps open by CUDA IPC.
+// With GPU_MSG_REALLOC=1 (ctest gpu_msg_realloc_*) it runs only reallocOnly below: sends from buffers allocated
+// after a larger, still mapped send buffer was freed.
 // With GPU_MSG_TIMEOUT=stream|persist|kernel (ctests gpu_msg_timeout_*, a short TETHER_TIMEOUT) it runs only one
 // wait on a message that never comes -- tether_msg_wait_on_stream on a receive, a stream-started round of a
 // persistent receive and its stream wait, or a kernel's msg_wait -- and checks that the wait ends: the stream
@@ -237,11 +239,67 @@ int ipcFullOnly(const mp::MsgRing& ring) {
   return mp::finish();
 }
 
+// GPU_MSG_REALLOC: a send buffer freed after the receiver mapped it (mappings stay open until finalize) and smaller
+// ones allocated after it, which may land inside the freed range: a receiver's cudaIpcOpenMemHandle of such a buffer
+// can fail with cudaErrorAlreadyMapped (seen once, 2026-12-07), and then that buffer's messages come through the ring
+// while the source's other buffers still open (logged at info). Each send's bytes differ from every other's; where
+// each new buffer landed is printed. Returns the process's exit status.
+int reallocOnly(const mp::MsgRing& ring) {
+  const tether_t w = ring.w;
+  const int me = ring.me, to = ring.next, from = ring.prev;
+  const size_t big = size_t{8} << 20, small = size_t{2} << 20, sz = 65536;
+  std::vector<unsigned char> hSend(sz), check(sz);
+  void* dRecv = nullptr;
+  CK(cudaMalloc(&dRecv, sz));
+  int salt = 301;
+  auto sendFrom = [&](unsigned char* buf, const char* what) {
+    ++salt;
+    for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me + salt, i);
+    CK(cudaMemcpy(buf, hSend.data(), sz, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dRecv, 0, sz));
+    tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
+    MP_OK(tether_irecv(w, dRecv, sz, from, 4000 + salt, &rr));
+    MP_OK(tether_isend(w, buf, sz, to, 4000 + salt, &sr));
+    MP_OK(tether_msg_wait(w, &sr, nullptr));
+    MP_OK(tether_msg_wait(w, &rr, nullptr));
+    CK(cudaMemcpy(check.data(), dRecv, sz, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < sz; ++i)
+      if (check[i] != pattern(sz, from + salt, i)) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "%s: byte %zu is %u, expected %u", what, i, check[i],
+                      pattern(sz, from + salt, i));
+        mp::fail(__FILE__, __LINE__, "contents", msg);
+      }
+    MP_OK(tether_barrier_all(w));  // every receiver has read buf
+  };
+  unsigned char* a = nullptr;
+  CK(cudaMalloc(&a, big));
+  sendFrom(a + 4096, "the 8 MiB buffer");
+  CK(cudaFree(a));  // still mapped by the receiver
+  std::vector<unsigned char*> b(4, nullptr);
+  for (unsigned char*& p : b) CK(cudaMalloc(&p, small));
+  int inside = 0;
+  for (unsigned char* p : b) inside += p >= a && p < a + big;
+  if (me == 0)
+    std::printf("gpu_msg: after freeing the 8 MiB buffer, %d of 4 new 2 MiB buffers lie in its range\n", inside);
+  for (unsigned char* p : b) sendFrom(p + 8, "a 2 MiB buffer allocated after the 8 MiB one was freed");
+  unsigned char* c = nullptr;
+  CK(cudaMalloc(&c, small));
+  sendFrom(c, "another buffer after those");
+  MP_OK(tether_msg_finalize(w));
+  for (unsigned char* p : b) CK(cudaFree(p));
+  CK(cudaFree(c));
+  CK(cudaFree(dRecv));
+  if (me == 0) std::printf("gpu_msg: %d PEs: send buffers allocated over a freed, still mapped one: OK\n", ring.n);
+  return mp::finish();
+}
+
 int main() {
   mp::MsgRing ring;
   if (!gpu_test::msgRingWithGpu(&ring)) return 77;
   if (const char* mode = std::getenv("GPU_MSG_TIMEOUT")) return timeoutOnly(ring, mode);
   if (std::getenv("GPU_MSG_IPC_FULL")) return ipcFullOnly(ring);
+  if (std::getenv("GPU_MSG_REALLOC")) return reallocOnly(ring);
   const tether_t w = ring.w;
   const int me = ring.me, n = ring.n, to = ring.next, from = ring.prev;
   gpu_test::loadKernels({reinterpret_cast<const void*>(kFill), reinterpret_cast<const void*>(kCheck),
