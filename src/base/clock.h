@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "base/sleep_word.h"
+
 namespace tether {
 
 inline uint64_t nowNs() {
@@ -55,6 +57,9 @@ class Deadline {
 // Seconds between progress notes of a long wait: TETHER_WAIT_REPORT (default 10; 0 = never), read from the
 // environment at each call (config.cpp), so call it when a wait has already lasted, not on a fast path.
 double waitReportSeconds();
+// TETHER_WAIT_SLOW_YIELD in ns (default 500 us; 0 in the variable = never: UINT64_MAX), read from the environment once
+// per process (config.cpp).
+uint64_t slowYieldNs();
 
 // Paces the progress notes of a long wait (bootstrap loops): due() is true once every `intervalSeconds`, the first
 // time one interval after construction; never when intervalSeconds <= 0.
@@ -103,10 +108,31 @@ inline void cpuRelax() {
 // the CI VM. A wait thus lasts its timeout plus its first 63 calls.
 // A wait that lasts: `if (w.noteDue()) log(what is waited for, w.elapsedSeconds(), w.secondsLeft())` in the loop
 // says so every TETHER_WAIT_REPORT seconds (the interval is read once the waiter has started sleeping).
+// Slow yields: four yields in a row (timed together: one clock read per 4 yields) that kept the core away longer
+// than TETHER_WAIT_SLOW_YIELD (default 500 us) end the yielding of this wait: the core went to a process that kept it
+// for a time slice -- most likely a CPU-bound process outside the job (a peer PE gives the core back as soon as it
+// waits itself) -- and every further yield would hand it another slice (two outside CPU hogs made host tests 6-100x
+// slower: bench/results/cpu-2core-vm/cpu_hogs_2026-12-07.txt). When kSlowOf16 (4) of the thread's last 16 timed
+// groups were slow, its next waits also skip yielding for kNoYieldNs (50 ms): a few slices lost per window instead
+// of one per wait (a host collective waits thousands of times a second). Beside two hogs about half the single
+// yields were slow (they alternate with fast ones); on the quiet 2-core VM, 4 PEs, about 2 of 30000-130000 yields per
+// PE and osh_bench run (a peer kept the core; EEVDF deprioritises a task that yields often) -- but some tests' peers
+// keep it often (mp_coll_fuzz): two slow yields within 20 ms as the trigger made it 60 % slower there, and a clock
+// read per yield made 8 PEs' small broadcasts ~15 % slower (bench/results/cpu-2core-vm/wait_slow_yield_2026-12-07.txt).
+// With a sleep word (base/sleep_word.h: this PE's, whose writers wake it after their stores), the sleeps are futex
+// waits on it of at most the same 20 us: a wake ends one at once. The first sleeping call arms the word and returns
+// without sleeping (the caller checks once more after arming); the destructor and busy() disarm it.
 class SpinWait {
  public:
   static constexpr uint64_t kSpinCalls = 16;
-  explicit SpinWait(double timeoutSeconds) : seconds_(timeoutSeconds) {}
+  static constexpr uint64_t kSleepNs = 20000;  // 20 us: an oversubscribed waiter must give its core away
+  static constexpr uint64_t kYieldCalls = 4096;  // calls before sleeping (unless a yield was slow)
+  static constexpr int kSlowOf16 = 4;  // slow groups among the thread's last 16 that make its waits skip yielding
+  static constexpr uint64_t kNoYieldNs = 50000000;  // ... for this long (50 ms)
+  explicit SpinWait(double timeoutSeconds, SleepWord* word = nullptr) : seconds_(timeoutSeconds), word_(word) {}
+  ~SpinWait() { disarm(); }
+  SpinWait(const SpinWait&) = delete;
+  SpinWait& operator=(const SpinWait&) = delete;
   // Backs off once; returns false when the deadline has passed.
   bool next() {
     ++iter_;
@@ -119,17 +145,37 @@ class SpinWait {
       } else if (deadline_.expiredAt(now)) {
         return false;
       }
-      if (iter_ >= 4096) checkNote(now);
+      if (iter_ >= kYieldCalls) checkNote(now);
     }
     if (backoff_ < kSpinCalls) {
       cpuRelax();
       return true;
     }
-    if (backoff_ < 4096) {
+    if (backoff_ == kSpinCalls) {  // the yielding stage starts (or skips, within a no-yield window)
+      yieldEnd_ = nowNs();
+      if (yieldEnd_ < noYieldUntil()) backoff_ = kYieldCalls;
+    }
+    if (backoff_ < kYieldCalls) {
+      // Every 4th yield: slow = those 4 yields (with the caller's short checks between them) took over the threshold.
       sched_yield();
-    } else {
-      timespec ts{0, 20000};  // 20 us: an oversubscribed waiter must give its core away
+      if ((backoff_ - kSpinCalls + 1) % 4 != 0) return true;
+      const uint64_t after = nowNs();
+      const bool slow = after - yieldEnd_ > slowYieldNs();
+      yieldEnd_ = after;
+      yieldHistory() = yieldHistory() << 1 | (slow ? 1u : 0u);
+      if (slow) {  // the core went away for a slice: sleep now (and skip yields a while when it keeps happening)
+        backoff_ = kYieldCalls;
+        if (__builtin_popcount(yieldHistory() & 0xffffu) >= kSlowOf16) noYieldUntil() = after + kNoYieldNs;
+      }
+    } else if (!word_) {
+      timespec ts{0, static_cast<long>(kSleepNs)};
       nanosleep(&ts, nullptr);
+    } else if (!armed_) {
+      seen_ = armSleepWord(word_);
+      armed_ = true;
+    } else {
+      sleepOnWord(word_, seen_, kSleepNs);
+      seen_ = sleepWordSeq(word_);
     }
     return true;
   }
@@ -140,9 +186,13 @@ class SpinWait {
     return due;
   }
   // The wait did useful work (progressed a transport): back to spinning. The deadline is unaffected.
-  void busy() { backoff_ = 0; }
+  void busy() {
+    backoff_ = 0;
+    disarm();
+  }
   // True once next() has backed off to sleeping (for tests).
-  bool sleeping() const { return backoff_ >= 4096; }
+  bool sleeping() const { return backoff_ >= kYieldCalls; }
+  bool armed() const { return armed_; }  // (for tests)
   double elapsedSeconds() const { return started_ ? deadline_.elapsedSeconds() : 0; }
   double secondsLeft() const { return started_ ? deadline_.secondsLeft() : (seconds_ > 0 ? seconds_ : 0); }
 
@@ -158,11 +208,28 @@ class SpinWait {
       nextNote_ = now + noteNs_;
     }
   }
+  // Until when (nowNs) this thread's waits skip yielding (0: they yield): what the scheduler showed this thread.
+  static uint64_t& noYieldUntil() {
+    static thread_local uint64_t until = 0;
+    return until;
+  }
+  static uint32_t& yieldHistory() {  // this thread's last 32 timed groups of 4 yields, the latest in bit 0: 1 = slow
+    static thread_local uint32_t bits = 0;
+    return bits;
+  }
+  void disarm() {
+    if (armed_) disarmSleepWord(word_);
+    armed_ = false;
+  }
   double seconds_;
+  SleepWord* word_;
+  bool armed_ = false;
+  uint32_t seen_ = 0;  // the sleep word's seq, read before the caller's latest check
   bool started_ = false;
   Deadline deadline_{0, 0};  // set at the first check (started_)
   uint64_t iter_ = 0;     // calls to next(): deadline and note cadence
   uint64_t backoff_ = 0;  // calls since the start or the last busy(): the backoff stage
+  uint64_t yieldEnd_ = 0;  // the clock at the start of the yielding stage, then at each 4th yield
   uint64_t nextNote_ = 0;  // 0: interval not read yet
   uint64_t noteNs_ = 0;
   bool noteDue_ = false;

@@ -208,6 +208,17 @@ const std::vector<ConfigVar>& configVars() {
       {"TETHER_MSG_REMOTE_PIECE_HOST", ConfigType::Bool, "0",
        "Two-sided messaging: host send buffers over TETHER_MSG_REMOTE_PIECE that the transport moves go in pieces "
        "too (no copy; for tests of the piece protocol without a GPU)"},
+      {"TETHER_WAIT_SLOW_YIELD", ConfigType::Seconds, "500us",
+       "A host wait yields its core while it waits (for a PE that shares the core) until one yield keeps the core "
+       "away longer than this -- a CPU-bound process outside the job took it -- and then sleeps; 0 = never (yield "
+       "for 4096 calls). Read from the environment once per process, like TETHER_LOG",
+       0, 1},
+      {"TETHER_WAIT_FUTEX", ConfigType::Bool, "0",
+       "1 = host waits on words that PEs of this host store (barriers, team syncs, collectives' tokens, messaging, "
+       "wait_until) sleep on a futex that the storing PE wakes, so a sleeping waiter wakes at once instead of after "
+       "its 20 us sleep. Off by default: on the 2-core VM it made 8 PEs' small broadcasts ~20 % slower (a wake "
+       "of a sleeper is a system call on the storing PE's path) and gained little beside outside CPU hogs once slow "
+       "yields end the yielding (bench/results/cpu-2core-vm/wait_slow_yield_2026-12-07.txt)"},
       {"TETHER_WAIT_REPORT", ConfigType::Seconds, "10",
        "A wait that lasts longer (bootstrap rendezvous and collectives, barrier, wait_until) logs a note this often "
        "naming what it waits for and the time left; 0 = never. Read from the environment, like TETHER_LOG",
@@ -413,6 +424,17 @@ bool Config::flag(const std::string& name) const {
   bool v = false;
   if (!parseBool(raw(name), &v)) parseBool(var(name).defaultValue, &v);
   return v;
+}
+
+uint64_t slowYieldNs() {
+  // Once per process (a wait's first yield asks): a malformed value means the default, as for TETHER_WAIT_REPORT.
+  static const uint64_t ns = [] {
+    double v = 500e-6;
+    const char* e = std::getenv("TETHER_WAIT_SLOW_YIELD");
+    if (e && *e && !parseSeconds(e, &v)) v = 500e-6;
+    return v > 0 ? static_cast<uint64_t>(v * 1e9) : UINT64_MAX;
+  }();
+  return ns;
 }
 
 double waitReportSeconds() {

@@ -54,7 +54,7 @@ Status CollRounds::roundsOnce(const char* call, Team& t, uint64_t tag, bool rais
     if (s.from < 0) continue;
     const int from = t.pes[static_cast<size_t>(s.from)];
     uint64_t* own = mine + s.word;
-    SpinWait spin(links_.timeout);
+    SpinWait spin(links_.timeout, links_.sleepWord);
     uint64_t got;
     while ((got = __atomic_load_n(own, __ATOMIC_ACQUIRE)) == 0) {
       if (links_.progress()) spin.busy();

@@ -21,6 +21,7 @@
 #include <functional>
 #include <vector>
 
+#include "base/sleep_word.h"
 #include "base/status.h"
 #include "core/coll_layout.h"
 #include "core/coll_record.h"
@@ -51,6 +52,7 @@ class CollRounds {
     std::function<void(const Team& t, size_t failed, uint64_t off, uint64_t value)> passFailure;
     // The team loses its collective state with status s (Teams::lose), which it returns.
     std::function<Status(Team& t, Status s)> lose;
+    SleepWord* sleepWord = nullptr;  // this PE's (core/wakeups.h; signal wakes the target's): the waits sleep on it
   };
 
   void attach(Links links) { links_ = std::move(links); }  // before the first call

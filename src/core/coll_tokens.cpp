@@ -91,7 +91,7 @@ Status CollTokens::waitDone(const char* call, Team& t, uint64_t calls, bool upda
       least = std::min(least, got);
       continue;
     }
-    SpinWait spin(links_.timeout);
+    SpinWait spin(links_.timeout, sleepWord());
     while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < calls) {
       if (!spin.next())
         TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team index "
@@ -125,13 +125,14 @@ Status CollTokens::post(const char* call, Team& t, uint64_t c, const CollRecord&
   std::memcpy(s + kRec, r.w, sizeof r.w);
   if (bytes) std::memcpy(s + kData, data, bytes);
   __atomic_store_n(&s[kSeq], c + 1, __ATOMIC_RELEASE);
+  wakeTeam(t);
   return Status::ok();
 }
 
 Status CollTokens::await(const char* call, Team& t, size_t m, uint64_t c, const char* role) const {
   const uint64_t* s = slot(t, m, c);
   if (__atomic_load_n(&s[kSeq], __ATOMIC_ACQUIRE) == c + 1) return Status::ok();  // posted: no SpinWait (clock)
-  SpinWait spin(links_.timeout);
+  SpinWait spin(links_.timeout, sleepWord());
   while (__atomic_load_n(&s[kSeq], __ATOMIC_ACQUIRE) != c + 1) {
     if (!spin.next())
       return links_.lose(t, Status(TETHER_ERR_TIMEOUT, strprintf(
@@ -152,13 +153,14 @@ Status CollTokens::closeCall(const char* call, Team& t, bool middle, bool failed
   // past the middle of call c shows a value at least its middle's (a failed middle makes its close fail too).
   const uint64_t want = t.callSeq << 2 | uint64_t{!middle} << 1;
   __atomic_store_n(close(t, static_cast<size_t>(t.me)), want | uint64_t{failed}, __ATOMIC_RELEASE);
+  wakeTeam(t);
   bool any = failed;
   for (size_t m = 0; m < t.pes.size(); ++m) {
     if (m == static_cast<size_t>(t.me)) continue;
     const uint64_t* word = close(t, m);
     uint64_t got = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     if (got < want) {
-      SpinWait spin(links_.timeout);
+      SpinWait spin(links_.timeout, sleepWord());
       while ((got = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < want) {
         if (!spin.next())
           TETHER_FAIL(TETHER_ERR_TIMEOUT, "%s: timed out after %.1f s (TETHER_TIMEOUT) on PE %d (team PE %d, team "

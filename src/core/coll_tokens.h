@@ -28,6 +28,7 @@
 
 #include "base/cpu.h"
 #include "base/status.h"
+#include "core/wakeups.h"
 #include "core/coll_layout.h"
 #include "core/coll_record.h"
 #include "core/teams.h"
@@ -65,6 +66,9 @@ class CollTokens {
     // The team loses its collective state with status s (Teams::lose), which it returns.
     std::function<Status(Team& t, Status s)> lose;
     double timeout = 0;  // TETHER_TIMEOUT, seconds
+    // This host's sleep words (core/wakeups.h): a member's stores that others wait for (its token, done and close
+    // words, in its own segment) wake every other member; the waits sleep on this PE's. Null: plain sleeps.
+    const Wakeups* wakeups = nullptr;
   };
 
   void attach(Links links) { links_ = std::move(links); }  // before the first call
@@ -74,6 +78,11 @@ class CollTokens {
   // Member m's words (token teams; m a team PE number).
   uint64_t* done(const Team& t, size_t m) const { return t.rings[m]; }
   uint64_t* close(const Team& t, size_t m) const { return t.rings[m] + 1; }
+  // This PE finished its part of the team's first `calls` calls: its done word, then the other members' wakes.
+  void markDone(const Team& t, uint64_t calls) const {
+    __atomic_store_n(done(t, static_cast<size_t>(t.me)), calls, __ATOMIC_RELEASE);
+    wakeTeam(t);
+  }
   char* stage(const Team& t, size_t m, uint64_t off) const;  // member m's staging ring at off
   Token token(const Team& t, size_t m, uint64_t c) const { return Token(slot(t, m, c)); }
 
@@ -108,6 +117,12 @@ class CollTokens {
   void start(Team& t, uint64_t base) const;
 
  private:
+  void wakeTeam(const Team& t) const {
+    if (links_.wakeups)
+      for (int pe : t.pes)
+        if (pe != links_.me) links_.wakeups->wake(pe);
+  }
+  SleepWord* sleepWord() const { return links_.wakeups ? links_.wakeups->mine() : nullptr; }
   // Slot layout, so that a small collective reads as few cache lines of each member as its data needs (one up to 40
   // bytes): word 0 the call number + 1 (stored last), word 1 flags | inline bytes << 8, word 2 the record's hash,
   // then the inline data (up to kEagerDataBytes); the full record in the slot's last cache line.

@@ -67,15 +67,16 @@ namespace {
 // Sets a token team's done word to the calls completed when the call returns, whatever it returns.
 class DoneOnExit {
  public:
-  DoneOnExit(uint64_t* word, uint64_t calls) : word_(word), calls_(calls) {}
+  DoneOnExit(const CollTokens* tokens, const Team& t, uint64_t calls) : tokens_(tokens), t_(t), calls_(calls) {}
   ~DoneOnExit() {
-    if (word_) __atomic_store_n(word_, calls_, __ATOMIC_RELEASE);
+    if (tokens_) tokens_->markDone(t_, calls_);
   }
   DoneOnExit(const DoneOnExit&) = delete;
   DoneOnExit& operator=(const DoneOnExit&) = delete;
 
  private:
-  uint64_t* word_;
+  const CollTokens* tokens_;
+  const Team& t_;
   uint64_t calls_;
 };
 
@@ -348,6 +349,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
   };
   links.lose = lose;
   links.timeout = w_.timeout();
+  links.wakeups = &w_.wakeups();
   tokens_.attach(std::move(links));
   CollRounds::Links rl;
   rl.me = w_.myPe();
@@ -357,7 +359,10 @@ Status Collectives::setUp(const Config& config, int localPes) {
   rl.signal = [this](int pe, uint64_t off, uint64_t value) {
     const SegPath& p = w_.path(pe, SegKind::Host);
     const RemoteAddr word = w_.remote(pe, SymRef{SegKind::Host, off});
-    return (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, pe, word, value, TETHER_SIGNAL_SET);
+    const Status s = (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, pe, word, value,
+                                                                              TETHER_SIGNAL_SET);
+    w_.wakeups().wake(pe);
+    return s;
   };
   rl.get = [this](int pe, uint64_t off, void* dst, size_t bytes) {
     const SegPath& p = w_.path(pe, SegKind::Host);
@@ -368,6 +373,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
     passSyncFailure(w_, t.sync, failed, &t.pes, off, sizeof(uint64_t), value, TETHER_SIGNAL_SET);
   };
   rl.lose = lose;
+  rl.sleepWord = w_.wakeups().mine();
   rounds_.attach(std::move(rl));
   CollReach::Links reach;
   reach.mapped = [this](int pe, const SymRef& ref) -> char* {
@@ -682,7 +688,7 @@ Status Collectives::run(const char* call, TeamRef ref, const CollArgs& a) {
     TETHER_FAIL(TETHER_ERR_INTERNAL, "%s: a broadcast from the root's own place needs the eager form on a team whose "
                 "members map each other (team index %d)", call, t.slot);
   const uint64_t c = t.callSeq++;
-  DoneOnExit done(tokens ? tokens_.done(t, p.me) : nullptr, c + 1);
+  DoneOnExit done(tokens ? &tokens_ : nullptr, t, c + 1);
   if (tokens && a.eager && a.kind == CollKind::Broadcast) return eagerBroadcast(call, t, p, mine, c);
   // The eager alltoall of HOST objects, where TETHER_COLL_EAGER_ALLTOALL allows it (a function of the agreed record,
   // the setting's eager bit included, so all members take it when they agree): members store their blocks into each

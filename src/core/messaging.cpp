@@ -476,7 +476,7 @@ Status Messaging::timeout(const char* call, uint64_t id, double waited) {
 Status Messaging::waitall(const char* call, size_t n, uint64_t* reqs, tether_msg_status_t* sts) {
   if (n && !reqs) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs is NULL", call);
   Status first;
-  SpinWait spin(w_.timeout());
+  SpinWait spin(w_.timeout(), w_.wakeups().mine());
   SmallArray<char, 8> left(n, 1);
   SmallArray<Look, 8> looks(n, Look());
   size_t remaining = n;
@@ -549,7 +549,7 @@ Status Messaging::recvBlocking(const char* call, void* buf, size_t bytes, int pe
 Status Messaging::waitany(const char* call, size_t n, uint64_t* reqs, size_t* index, tether_msg_status_t* st) {
   if (!index || (n && !reqs)) TETHER_FAIL(TETHER_ERR_INVALID_ARG, "%s: reqs or index is NULL", call);
   *index = SIZE_MAX;
-  SpinWait spin(w_.timeout());
+  SpinWait spin(w_.timeout(), w_.wakeups().mine());
   SmallArray<Look, 8> looks(n, Look());
   bool expired = false;
   for (;;) {

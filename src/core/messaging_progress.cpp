@@ -74,6 +74,7 @@ Status Messaging::publishAck(const char* call, int src) {
   if (char* d = mapped_[static_cast<size_t>(src)]) {
     __atomic_store_n(reinterpret_cast<uint64_t*>(d + (reinterpret_cast<char*>(acked_ + me_) - region_)), v,
                      __ATOMIC_RELEASE);
+    w_.wakeups().wake(src);
     return Status::ok();
   }
   // Another host: ADD what was consumed since the last publish, posted (no wait for the owner's reply: a round trip
@@ -86,7 +87,9 @@ Status Messaging::postSignal(const char* call, int pe, void* at, uint64_t value,
   TETHER_TRY(wordRef(call, pe, at, &ref));
   void* ctx = nullptr;
   const TransportOps& ops = opsTo(pe, ref.kind, &ctx);
-  return (ops.signalPost ? ops.signalPost : ops.signal)(ctx, pe, w_.remote(pe, ref), value, op).withContext(call);
+  const Status s = (ops.signalPost ? ops.signalPost : ops.signal)(ctx, pe, w_.remote(pe, ref), value, op);
+  w_.wakeups().wake(pe);
+  return s.withContext(call);
 }
 
 const TransportOps& Messaging::opsTo(int pe, SegKind kind, void** ctx) const {
@@ -355,6 +358,7 @@ Status Messaging::writeSlot(const char* call, int dst, const SlotHead& head, con
     std::memcpy(direct + sizeof(uint64_t), reinterpret_cast<const char*>(&h) + sizeof(uint64_t), body);
     if (n) std::memcpy(direct + sizeof(SlotHead), payload, n);
     __atomic_store_n(reinterpret_cast<uint64_t*>(direct), sent + 1, __ATOMIC_RELEASE);
+    w_.wakeups().wake(dst);
   } else if (!direct && ops.putFlagged && sizeof(SlotHead) + n <= kFlaggedPutMax) {
     // Another host: the whole slot as one flagged put (one message, seq visible last), built in staging_; a GPU
     // payload is copied there first by the copy engine (sibling context: never behind the legacy stream), since a

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/world.h"
+
 namespace tether {
 
 // A receive r matched an RTS: ask for min(message, buffer) bytes (a CTS through this PE's ring to src).
@@ -17,6 +19,7 @@ Status Messaging::matchRts(const char* call, Req& r, int src, const SlotHead& h,
     Status read;
     switch (direct_.read(call, src, MsgDirect::Ticket{h.how, h.b, h.c, h.pid}, ipc, r.dst, r.gpu, r.allowed, &read)) {
       case MsgDirect::Outcome::Read:
+        w_.wakeups().wake(src);  // its send is complete (the claim word MsgDirect::read stored)
         complete(r, read);
         return Status::ok();
       case MsgDirect::Outcome::Withdrawn:

@@ -215,8 +215,10 @@ Status checkProxyDesc(const char* what, const ProxyOp& t) {
   return Status::ok();
 }
 
-Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bool nbi, uint64_t* old,
-             PathCtx* paths) {
+namespace {
+
+Status transportOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bool nbi, uint64_t* old,
+                   PathCtx* paths) {
   const int pe = op.pe;
   switch (op.kind) {
     case Op::Put:
@@ -253,6 +255,15 @@ Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bo
     default: break;
   }
   TETHER_FAIL(TETHER_ERR_INTERNAL, "runOp: operation kind %d is not a transport operation", static_cast<int>(op.kind));
+}
+
+}  // namespace
+
+Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bool nbi, uint64_t* old,
+             PathCtx* paths) {
+  const Status s = transportOp(w, op, target, sig, nbi, old, paths);
+  if (op.kind != Op::Get) w.wakeups().wake(op.pe);
+  return s;
 }
 
 }  // namespace tether

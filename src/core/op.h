@@ -123,7 +123,8 @@ class PathCtx {
 // PutSignal of 0 bytes move nothing. P puts op.value's first nbytes. Amo: AmoArgs{amo, nbytes, value, cond}; *old
 // gets the old value as the transport returns it (op.fetched is the caller's business). PutSignal: the data, then,
 // when the signal word's path has another transport context, a quiet of the data's context (a transport orders a
-// signal only after its own puts), then the signal. paths: null = each path's own context.
+// signal only after its own puts), then the signal. paths: null = each path's own context. Every operation but Get
+// then wakes the target (core/wakeups.h: a thread of it may sleep waiting for the word).
 Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bool nbi, uint64_t* old,
              PathCtx* paths = nullptr);
 

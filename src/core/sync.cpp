@@ -98,7 +98,7 @@ Status World::waitOrTest(const char* call, WaitMode mode, bool block, void* ivar
 
   // _any: start after the entry this array last returned (fairness, see anyStart); the others scan from 0.
   const size_t start = mode == WaitMode::Any ? anyStart(ivars, n) : 0;
-  SpinWait spin(timeout_);
+  SpinWait spin(timeout_, wakeups_.mine());
   size_t pending = SIZE_MAX;  // an entry not yet satisfied (for the timeout message)
   uint64_t pendingBits = 0;
   for (;;) {
@@ -207,11 +207,12 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
       const uint64_t at = slot0 + static_cast<uint64_t>(s.word) * sizeof(ControlBlock::Slot);
       const Status sent = (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(
           p.ctx, s.to, remote(s.to, SymRef{SegKind::Host, at}), 1, TETHER_SIGNAL_ADD);
+      wakeups_.wake(s.to);
       if (!sent.isOk()) return failed(i, sent);
     }
     if (s.from < 0) continue;
     uint64_t* mine = &ctl->barrier[s.word].value;
-    SpinWait spin(timeout_);
+    SpinWait spin(timeout_, wakeups_.mine());
     uint64_t seen;
     while ((seen = __atomic_load_n(mine, __ATOMIC_ACQUIRE)) < epoch) {
       if (paths_.progress()) spin.busy();

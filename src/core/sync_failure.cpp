@@ -15,6 +15,7 @@ void passSyncFailure(const World& w, const SyncSchedule& s, size_t failed, const
     if (!p.ops || !(p.ops->caps & kCapLoadStore)) continue;
     const RemoteAddr at = w.remote(to, SymRef{SegKind::Host, base + static_cast<uint64_t>(step.word) * stride});
     (void)p.ops->signal(p.ctx, to, at, value, op);
+    w.wakeups().wake(to);
   }
 }
 

@@ -125,12 +125,13 @@ Status Teams::rounds(const char* call, const Team& t, bool post) {
       // post (the barrier, after its quiet): the transport need not wait for the signal to apply (UCX: no reply).
       const Status sent = ((post && p.ops->signalPost) ? p.ops->signalPost : p.ops->signal)(p.ctx, to, at, 1,
                                                                                             TETHER_SIGNAL_ADD);
+      w_.wakeups().wake(to);
       if (!sent.isOk()) return failed(i, sent.withContext(call));
     }
     if (s.from < 0) continue;
     const int from = t.pes[static_cast<size_t>(s.from)];
     uint64_t* word = mine + s.word;
-    SpinWait spin(w_.timeout());
+    SpinWait spin(w_.timeout(), w_.wakeups().mine());
     uint64_t seen;
     while ((seen = __atomic_load_n(word, __ATOMIC_ACQUIRE)) < 1) {
       if (w_.paths().progress()) spin.busy();

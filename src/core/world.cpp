@@ -234,10 +234,19 @@ Status World::setUpPaths() {
     // that may be spinning on this word (a device-side wait, a device barrier) -- and both would wait forever.
     void* ctx = self.ctx;
     if (gpu_ && self.ctx == gpu_.get()) TETHER_TRY(ownerGpu(&ctx));
-    if (o.signal) return self.ops->signal(ctx, job_.rank, at, o.value, o.sigOp);
-    return self.ops->amo(ctx, job_.rank, at, o.amo, fetched);
+    const Status done = o.signal ? self.ops->signal(ctx, job_.rank, at, o.value, o.sigOp)
+                                 : self.ops->amo(ctx, job_.rank, at, o.amo, fetched);
+    wakeups_.wake(job_.rank);  // a thread of this PE may sleep waiting for the word
+    return done;
   };
   registry.add(makeUcxProvider(ucx));
+  // Each PE of this host has its sleep word in its control block, at the start of its HOST heap (core/wakeups.h).
+  std::vector<SleepWord*> words(static_cast<size_t>(job_.size), nullptr);
+  if (config_.flag("TETHER_WAIT_FUTEX"))
+    for (int pe = 0; pe < job_.size; ++pe)
+      if (topo_.sameHost(pe, job_.rank))
+        words[static_cast<size_t>(pe)] = &reinterpret_cast<ControlBlock*>(host->base(local(pe)))->wake;
+  wakeups_.setUp(std::move(words), job_.rank);
   TETHER_TRY(paths_.setUp(topo_, job_.rank, ov, std::move(registry), segs, *bootstrap_));
   // Peers' GPU-word operations may arrive while this PE's first kernel already runs: make their context now (a
   // context made later, inside the message handler, would load its kernels while that kernel runs).

@@ -27,6 +27,7 @@
 #include "base/config.h"
 #include "base/status.h"
 #include "bootstrap/bootstrap.h"
+#include "core/wakeups.h"
 #include "core/collectives.h"
 #include "core/device_handle_cache.h"
 #include "core/messaging.h"
@@ -71,6 +72,8 @@ class World {
   const SegPath& path(int pe, SegKind kind) const { return paths_.path(pe, kind); }
   // The path table (transport/path_table.h): quiet/fence over the paths in use, progress of their providers.
   const PathTable& paths() const { return paths_; }
+  // The sleep words of this host's PEs (core/wakeups.h): wake a PE after a store it may wait for; wait on mine().
+  const Wakeups& wakeups() const { return wakeups_; }
   GpuContext* gpu() const { return gpu_.get(); }
   // The symmetric heap (core/symmetric_heap.h): segments, allocators, GPU views.
   SymmetricHeap& heap() { return heap_; }
@@ -199,6 +202,7 @@ class World {
   // (transport/ucx): made at init in jobs with network peers, released before the DEVICE heap like the proxy's.
   std::mutex ownerGpuMu_;
   std::unique_ptr<GpuContext> ownerGpu_;
+  Wakeups wakeups_;  // this host's PEs' sleep words (core/wakeups.h), set up with the paths
   PathTable paths_;  // one PeerPath per PE, the providers (and staged contexts) behind them
   DeviceHandleCache handles_;  // device-handle peer tables (core/device_handle_cache.h)
   std::mutex proxyMu_;         // creation of proxy_ and the rings of device handles
@@ -241,6 +245,7 @@ struct ControlBlock {
   alignas(64) uint64_t teams[kTeamSlots][kTeamSyncWords];  // each team slot's sync words (core/teams.h)
   alignas(64) uint64_t coll[kTeamSlots][kCollWords];       // each team slot's data-collective words (core/collectives.h)
   alignas(64) uint64_t devTeams[kTeamSlots][kDeviceTeamWords];  // device team sync words (HOST copy, collectives.h)
+  SleepWord wake;  // this PE's sleep word (core/wakeups.h): its host waits sleep on it, writers on this host wake it
 };
 static_assert(sizeof(ControlBlock) <= kCollStageOffset, "control block too large");
 static_assert(kCollStageOffset + kTeamSlots * 2 * kCollStageBytes <= kEagerOffset, "staging buffers");
