@@ -125,65 +125,6 @@ inline HostGroup& hostGroup(Scope s) {
   static thread_local HostGroup groups[4];  // per CPU thread: the host stand-in for threadIdx/blockDim
   return groups[static_cast<int>(s)];
 }
-
-// Bounded spinning, on the GPU and (host compilation) on the CPU.
-struct Spin {
-  uint64_t start = 0, limit = 0;
-  unsigned n = 0;
-  uint64_t yieldEnd = 0;  // (CPU) the clock at the first yield, then at each 4th
-  TETHER_HD explicit Spin(uint64_t timeoutNs) : limit(timeoutNs) { start = now(); }
-#if !defined(__CUDA_ARCH__)
-  static uint64_t& noYieldUntil() {  // per thread: until when its waits skip yielding (0: they yield)
-    static thread_local uint64_t until = 0;
-    return until;
-  }
-  static uint32_t& yieldHistory() {  // per thread: its last 32 yields, the latest in bit 0: 1 = slow
-    static thread_local uint32_t bits = 0;
-    return bits;
-  }
-#endif
-  TETHER_HD static uint64_t now() {
-#if defined(__CUDA_ARCH__)
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-#else
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-#endif
-  }
-  // false once the time limit passed (checked every 256 polls). On the CPU: yields after 64 polls, 20 us sleeps after
-  // 10000 -- or at once after 4 yields in a row (timed together) that kept the core away over 500 us (a CPU-bound
-  // process outside the job took it for time slices; yielding again would give it more); when 4 of the thread's last
-  // 16 timed groups were slow, its waits skip yielding for 50 ms (SpinWait in src/base/clock.h does the same).
-  TETHER_HD bool next() {
-    ++n;
-#if !defined(__CUDA_ARCH__)
-    if (n == 65) {
-      yieldEnd = now();
-      if (yieldEnd < noYieldUntil()) n = 10001;
-    }
-    if (n > 10000) {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    } else if (n > 64) {
-      std::this_thread::yield();
-      if ((n - 64) % 4 == 0) {
-        const uint64_t after = now();
-        const bool slow = after - yieldEnd > 500000;
-        yieldEnd = after;
-        yieldHistory() = yieldHistory() << 1 | (slow ? 1u : 0u);
-        if (slow) {
-          n = 10000;
-          if (__builtin_popcount(yieldHistory() & 0xffffu) >= 4) noYieldUntil() = after + 50000000;
-        }
-      }
-    }
-#endif
-    if (limit && (n & 255) == 0 && now() - start > limit) return false;
-    return true;
-  }
-};
 }  // namespace detail
 
 // Sense-reversing barrier for a fixed number of CPU threads (acquire/release: what a thread wrote before arrive() is
@@ -198,8 +139,8 @@ class HostBarrier {
       __atomic_store_n(&gen_, gen + 1, __ATOMIC_RELEASE);
       return;
     }
-    detail::Spin spin(0);  // no time limit (a block's threads all arrive); yields, sleeps as every CPU wait does
-    while (__atomic_load_n(&gen_, __ATOMIC_ACQUIRE) == gen) spin.next();
+    for (int i = 0; __atomic_load_n(&gen_, __ATOMIC_ACQUIRE) == gen; ++i)
+      if (i > 64) std::this_thread::yield();
   }
   static void syncFn(void* self) { static_cast<HostBarrier*>(self)->arrive(); }
 
@@ -273,7 +214,7 @@ TETHER_HD void groupSync() {
 #endif
 }
 
-// ---- failure (bounded spinning: detail::Spin, above) ------------------------------------------------------------
+// ---- failure and bounded spinning ------------------------------------------------------------------------------
 TETHER_HD void fail(const char* what, const void* addr, int pe) {
 #if defined(__CUDA_ARCH__)
   printf("tether device API: %s (address %p, PE %d) in block (%d,%d,%d) thread (%d,%d,%d)\n", what, addr, pe,
@@ -284,6 +225,35 @@ TETHER_HD void fail(const char* what, const void* addr, int pe) {
   std::abort();
 #endif
 }
+
+struct Spin {
+  uint64_t start = 0, limit = 0;
+  unsigned n = 0;
+  TETHER_HD explicit Spin(uint64_t timeoutNs) : limit(timeoutNs) { start = now(); }
+  TETHER_HD static uint64_t now() {
+#if defined(__CUDA_ARCH__)
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+#else
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+#endif
+  }
+  // false once the time limit passed (checked every 256 polls).
+  TETHER_HD bool next() {
+    ++n;
+#if !defined(__CUDA_ARCH__)
+    if (n > 10000)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    else if (n > 64)
+      std::this_thread::yield();
+#endif
+    if (limit && (n & 255) == 0 && now() - start > limit) return false;
+    return true;
+  }
+};
 
 // ---- translation -------------------------------------------------------------------------------------------------
 // Segment of symmetric address a (DEVICE first: the hot case in kernels), -1 if none; *off = offset in it.
