@@ -426,23 +426,25 @@ bool Config::flag(const std::string& name) const {
   return v;
 }
 
+namespace {
+// A duration variable read straight from the environment, by waits that have no Config at hand: unset, empty or
+// malformed means fallback (Config::validate() has reported a malformed value at init).
+double envSeconds(const char* name, double fallback) {
+  double v = fallback;
+  const char* e = std::getenv(name);
+  if (e && *e && !parseSeconds(e, &v)) v = fallback;
+  return v;
+}
+}  // namespace
+
 uint64_t slowYieldNs() {
-  // Once per process (a wait's first yield asks): a malformed value means the default, as for TETHER_WAIT_REPORT.
-  static const uint64_t ns = [] {
-    double v = 500e-6;
-    const char* e = std::getenv("TETHER_WAIT_SLOW_YIELD");
-    if (e && *e && !parseSeconds(e, &v)) v = 500e-6;
+  static const uint64_t ns = [] {  // once per process (first asked at a wait's 4th yield)
+    const double v = envSeconds("TETHER_WAIT_SLOW_YIELD", 500e-6);
     return v > 0 ? static_cast<uint64_t>(v * 1e9) : UINT64_MAX;
   }();
   return ns;
 }
 
-double waitReportSeconds() {
-  // Config::validate() has checked the value at init; here a malformed one means the default.
-  double v = 10;
-  const char* e = std::getenv("TETHER_WAIT_REPORT");
-  if (e && *e && !parseSeconds(e, &v)) v = 10;
-  return v;
-}
+double waitReportSeconds() { return envSeconds("TETHER_WAIT_REPORT", 10); }
 
 }  // namespace tether

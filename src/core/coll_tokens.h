@@ -118,7 +118,7 @@ class CollTokens {
 
  private:
   void wakeTeam(const Team& t) const {
-    if (links_.wakeups)
+    if (links_.wakeups && links_.wakeups->any())
       for (int pe : t.pes)
         if (pe != links_.me) links_.wakeups->wake(pe);
   }

@@ -8,6 +8,7 @@
 // Thread-safety: set up once in tether_init before any operation; read-only afterwards.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -18,15 +19,19 @@ namespace tether {
 
 class Wakeups {
  public:
-  // words[pe]: PE pe's sleep word as mapped here, or nullptr; me: this PE.
+  // words[pe]: PE pe's sleep word as mapped here, or nullptr; me: this PE. No word at all (TETHER_WAIT_FUTEX=0):
+  // kept empty, so that wake() is one compare and any() lets callers skip their loops over PEs.
   void setUp(std::vector<SleepWord*> words, int me) {
-    words_ = std::move(words);
-    mine_ = words_[static_cast<size_t>(me)];
+    const size_t i = static_cast<size_t>(me);
+    mine_ = i < words.size() ? words[i] : nullptr;
+    const bool some = std::any_of(words.begin(), words.end(), [](const SleepWord* w) { return w != nullptr; });
+    words_ = some ? std::move(words) : std::vector<SleepWord*>{};
   }
   // After a store that PE pe may wait for (any PE number; before setUp and for other hosts' PEs: nothing).
   void wake(int pe) const {
     if (static_cast<size_t>(pe) < words_.size()) wakeSleepers(words_[static_cast<size_t>(pe)]);
   }
+  bool any() const { return !words_.empty(); }  // some PE has a sleep word: wakes can do something
   SleepWord* mine() const { return mine_; }
 
  private:

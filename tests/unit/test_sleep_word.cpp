@@ -1,7 +1,7 @@
 // Sleep words (base/sleep_word.h) and the waits that sleep on them (SpinWait, base/clock.h): a wake ends a sleep
 // long before its bound, across processes too (a shared futex on MAP_SHARED memory); an unarmed word costs a wake
 // nothing; SpinWait arms only when it sleeps and disarms when done; a yield that loses the core to a CPU-bound
-// thread for a time slice ends the yielding stage.
+// thread for a time slice ends the yielding stage; Wakeups hands wakes to the words it has.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/sleep_word.h"
+#include "core/wakeups.h"
 
 namespace tether {
 namespace {
@@ -89,6 +90,33 @@ TEST(SleepWord, WakeWithoutSleepersChangesNothing) {
   wakeSleepers(&word);
   EXPECT_NE(sleepWordSeq(&word), seen);
   disarmSleepWord(&word);
+}
+
+// Wakeups (core/wakeups.h): with no word at all (TETHER_WAIT_FUTEX=0) it keeps none, so any() lets loops over PEs be
+// skipped and wake() of any PE number does nothing; with some, wake(pe) reaches PE pe's word and mine() is this PE's.
+TEST(SleepWord, WakeupsReachTheWordsTheyHave) {
+  Wakeups none;
+  none.setUp({nullptr, nullptr, nullptr}, 1);
+  EXPECT_FALSE(none.any());
+  EXPECT_EQ(none.mine(), nullptr);
+  none.wake(-1);
+  none.wake(0);
+  none.wake(7);
+  SleepWord a{}, c{};
+  Wakeups some;
+  some.setUp({&a, nullptr, &c}, 2);
+  EXPECT_TRUE(some.any());
+  EXPECT_EQ(some.mine(), &c);
+  const uint32_t seenA = armSleepWord(&a), seenC = armSleepWord(&c);
+  some.wake(1);  // no word: nothing
+  some.wake(3);  // out of range: nothing
+  EXPECT_EQ(sleepWordSeq(&a), seenA);
+  EXPECT_EQ(sleepWordSeq(&c), seenC);
+  some.wake(0);
+  EXPECT_NE(sleepWordSeq(&a), seenA);
+  EXPECT_EQ(sleepWordSeq(&c), seenC);
+  disarmSleepWord(&a);
+  disarmSleepWord(&c);
 }
 
 // A sleep that finds seq already moved on returns at once (the wake came between arm and sleep).
