@@ -36,6 +36,16 @@ T* gpuAlloc(size_t elements) {
   return static_cast<T*>(p);
 }
 
+// Host memory into GPU memory, landed when this returns. A cudaMemcpy from pageable memory may return before its DMA
+// lands (CUDA runtime API, "API synchronization behavior"), and the applications' streams are non-blocking (not
+// ordered after the legacy default stream that DMA runs on): a kernel on them could still read the old contents --
+// e.g. a model's first step reading the previous model's final field instead of the reset one.
+template <class T>
+void copyToGpu(T* dev, const T* host, size_t elements) {
+  J2D_CUDA(cudaMemcpy(dev, host, elements * sizeof(T), cudaMemcpyHostToDevice));
+  J2D_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
 template <class T>
 std::vector<T> copyToHost(const T* dev, size_t elements) {
   std::vector<T> h(elements);
@@ -151,8 +161,7 @@ void beginKernelPersistGpu(tether_t w, State& g, int total) {
   beginPersist(w, g, total);
   const std::vector<PersistMsgs> m = persistMsgs(w, g.persist);
   g.devMsgs = gpuAlloc<PersistMsgs>(std::max<size_t>(m.size(), 1));
-  if (!m.empty())
-    J2D_CUDA(cudaMemcpy(g.devMsgs, m.data(), m.size() * sizeof(PersistMsgs), cudaMemcpyHostToDevice));
+  if (!m.empty()) copyToGpu(g.devMsgs, m.data(), m.size());
 }
 template <class State>
 void endPersistGpu(tether_t w, State& g) {

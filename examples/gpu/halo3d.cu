@@ -209,7 +209,7 @@ void setup(tether_t w, GpuState* g, bool kernelModel) {
     g->maxCount = std::max(g->maxCount, h.count());
   }
   g->boxes = j2d::gpuAlloc<HaloBoxes>(boxes.size());
-  J2D_CUDA(cudaMemcpy(g->boxes, boxes.data(), boxes.size() * sizeof(HaloBoxes), cudaMemcpyHostToDevice));
+  j2d::copyToGpu(g->boxes, boxes.data(), boxes.size());
   // Load every kernel now (docs/msg.md "Load your kernels first"): a lazy module load at a first launch inside the
   // loop may synchronise the context, which then waits for a pending stream or kernel wait: a hang.
   cudaFuncAttributes attr;
@@ -248,7 +248,7 @@ void teardown(GpuState* g) {
 // Both copies back to the initial values (ghosts poisoned). The stream is idle here.
 void resetFields(const GpuState& g) {
   const std::vector<cell_t> init = h3d::initialField(g.d);
-  for (cell_t* f : g.field) J2D_CUDA(cudaMemcpy(f, init.data(), init.size() * sizeof(cell_t), cudaMemcpyHostToDevice));
+  for (cell_t* f : g.field) j2d::copyToGpu(f, init.data(), init.size());  // landed before g.stream's next kernel
 }
 
 // ---- the stream-ordered pieces of the host and stream models ------------------------------------------------------

@@ -230,7 +230,7 @@ void teardown(GpuState* g) {
 // Both iterates back to the initial values (boundary halo cells included). The stream is idle here.
 void resetFields(const GpuState& g) {
   const std::vector<double> init = j2d::initialField(g.d);
-  for (double* f : g.field) J2D_CUDA(cudaMemcpy(f, init.data(), init.size() * sizeof(double), cudaMemcpyHostToDevice));
+  for (double* f : g.field) j2d::copyToGpu(f, init.data(), init.size());  // landed before g.stream's next kernel
 }
 
 // ---- the exchange and compute steps shared by the host and stream models ------------------------------------------
