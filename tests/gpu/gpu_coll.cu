@@ -85,7 +85,7 @@ void allreduceCase(tether_team_t team, const tether_device_handle_t& h, const te
   for (size_t i = 0; i < count; ++i) in[i] = input<T>(c, my, i);
   T* src = reinterpret_cast<T*>(dA);
   T* dst = inPlace ? src : reinterpret_cast<T*>(dB);
-  CK(cudaMemcpy(src, in.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  gpu_test::copyLanded(src, in.data(), count * sizeof(T));
   const tether_dtype_t dt = std::is_same<T, double>::value ? TETHER_DOUBLE
                                    : sizeof(T) == 1                ? TETHER_UINT8
                                                                    : TETHER_INT64;
@@ -131,9 +131,9 @@ void rootedCase(tether_team_t team, const tether_device_handle_t& h, const tethe
   for (size_t i = 0; i < total; ++i) in[i] = input<T>(c, my, i);
   T* src = reinterpret_cast<T*>(dA);
   T* dst = !inPlace ? reinterpret_cast<T*>(dB) : root >= 0 ? src : src + static_cast<size_t>(my) * count;
-  CK(cudaMemcpy(src, in.data(), total * sizeof(T), cudaMemcpyHostToDevice));
+  gpu_test::copyLanded(src, in.data(), total * sizeof(T));
   const T mark = input<T>(c + 1000000, my, 0);  // a non-root's dest must stay as it was (not in place)
-  if (!inPlace) CK(cudaMemcpy(dst, &mark, sizeof(T), cudaMemcpyHostToDevice));
+  if (!inPlace) gpu_test::copyLanded(dst, &mark, sizeof(T));
   const tether_dtype_t dt = sizeof(T) == 1 ? TETHER_UINT8 : TETHER_INT32;
   const auto rop = static_cast<tether_red_op_t>(op);
   if (form == 0) {
@@ -178,7 +178,7 @@ void moversCase(tether_team_t team, const tether_device_handle_t& h, const tethe
   const size_t words = bytes / 4 * static_cast<size_t>(n);
   std::vector<uint32_t> in(words), out(words);
   for (size_t i = 0; i < words; ++i) in[i] = input<uint32_t>(c, my, i);
-  CK(cudaMemcpy(dA, in.data(), words * 4, cudaMemcpyHostToDevice));
+  gpu_test::copyLanded(dA, in.data(), words * 4);
   if (form == 0) {
     const size_t cnt = bytes / 4;
     if (which == 0) MP_OK(tether_team_broadcast(team, dB, dA, cnt, TETHER_UINT32, root));
@@ -236,7 +236,7 @@ void legacyOrderCase(tether_team_t team) {
   char* src = dA;
   char* dst = dA + kB;
   char* staged = dB;
-  CK(cudaMemcpy(staged, in.data(), kB, cudaMemcpyHostToDevice));
+  gpu_test::copyLanded(staged, in.data(), kB);
   CK(cudaMemset(src, 0, kB));
   CK(cudaDeviceSynchronize());
   MP_OK(tether_team_sync(team));  // every member's src is zero now
@@ -382,7 +382,7 @@ int threadsCase() {
     for (int it = 0; it < kIters; ++it) {
       const uint64_t c = uint64_t(k) * 1000 + uint64_t(it);
       for (size_t i = 0; i < kCount; ++i) in[i] = input<int64_t>(c, my, i);
-      CK(cudaMemcpy(src, in.data(), kCount * 8, cudaMemcpyHostToDevice));
+      gpu_test::copyLanded(src, in.data(), kCount * 8);
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
       MP_OK(tether_team_allreduce(team, dst, src, kCount, TETHER_INT64, TETHER_RED_SUM));
       CK(cudaMemcpy(out.data(), dst, kCount * 8, cudaMemcpyDeviceToHost));

@@ -210,7 +210,7 @@ namespace {
 void symWrite(tether_seg_kind_t kind, void* sym, const void* src, size_t n) {
   if (kind == TETHER_SEG_DEVICE) {
     // A pageable-to-device cudaMemcpy may return before its DMA lands; peers read right after the next barrier.
-    CK(cudaMemcpy(sym, src, n, cudaMemcpyHostToDevice));
+    gpu_test::copyLanded(sym, src, n);
     CK(cudaDeviceSynchronize());
   } else {
     std::memcpy(sym, src, n);
@@ -316,7 +316,7 @@ int main() {
           if (isGet)
             symWrite(kind, sym + off, hostBuf.data(), nb);
           else
-            CK(cudaMemcpy(local + loff, hostBuf.data(), nb, cudaMemcpyHostToDevice));
+            gpu_test::copyLanded(local + loff, hostBuf.data(), nb);
           CK(cudaDeviceSynchronize());
           MP_OK(tether_barrier_all(w));
           uint64_t expect = 0;

@@ -211,7 +211,7 @@ int ipcFullOnly(const mp::MsgRing& ring) {
     CK(cudaMalloc(&buf, sz));
     const int salt = 101 + k;
     for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me + salt, i);
-    CK(cudaMemcpy(buf, hSend.data(), sz, cudaMemcpyHostToDevice));
+    gpu_test::copyLanded(buf, hSend.data(), sz);
     CK(cudaMemset(dRecv, 0, sz));
     tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
     MP_OK(tether_irecv(w, dRecv, sz, from, 3000 + k, &rr));
@@ -255,7 +255,7 @@ int reallocOnly(const mp::MsgRing& ring) {
   auto sendFrom = [&](unsigned char* buf, const char* what) {
     ++salt;
     for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me + salt, i);
-    CK(cudaMemcpy(buf, hSend.data(), sz, cudaMemcpyHostToDevice));
+    gpu_test::copyLanded(buf, hSend.data(), sz);
     CK(cudaMemset(dRecv, 0, sz));
     tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
     MP_OK(tether_irecv(w, dRecv, sz, from, 4000 + salt, &rr));
@@ -327,7 +327,7 @@ int main() {
         mark(me, sendGpu ? (recvGpu ? "host model GPU->GPU" : "host model GPU->host")
                          : (recvGpu ? "host model host->GPU" : "host model host->host"), sz);
         for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me, i);
-        if (sendGpu) CK(cudaMemcpy(dSend, hSend.data(), sz, cudaMemcpyHostToDevice));
+        if (sendGpu) gpu_test::copyLanded(dSend, hSend.data(), sz);
         CK(cudaMemset(dRecv, 0, sz + 1 <= maxBytes ? sz + 1 : sz));
         std::fill(hRecv.begin(), hRecv.begin() + static_cast<long>(sz), 0);
         tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
@@ -355,7 +355,7 @@ int main() {
     mark(me, "truncation", 0);
     const size_t sz = 1 << 20, cap = 50000;
     for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me, i);
-    CK(cudaMemcpy(dSend, hSend.data(), sz, cudaMemcpyHostToDevice));
+    gpu_test::copyLanded(dSend, hSend.data(), sz);
     tether_request_t rr = TETHER_REQUEST_NULL, sr = TETHER_REQUEST_NULL;
     MP_OK(tether_irecv(w, dRecv, cap, from, 999, &rr));
     MP_OK(tether_isend(w, dSend, sz, to, 999, &sr));
@@ -477,7 +477,7 @@ int main() {
       MP_OK(tether_type_commit(vec));
       const size_t span = static_cast<size_t>(blocks) * 5 * 4;  // bytes the strided layout covers
       for (size_t i = 0; i < span; ++i) hSend[i] = pattern(span, me, i);
-      CK(cudaMemcpy(dSend, hSend.data(), span, cudaMemcpyHostToDevice));
+      gpu_test::copyLanded(dSend, hSend.data(), span);
       for (int recvGpu = 0; recvGpu < 2; ++recvGpu) {
         const int tg = 800 + recvGpu + static_cast<int>(blocks % 7) * 2;
         CK(cudaMemset(dRecv, 0, span));
@@ -590,7 +590,7 @@ int main() {
     MP_OK(tether_malloc_kind(w, TETHER_SEG_DEVICE, 256, sz, &symDev));
     MP_OK(tether_malloc_kind(w, TETHER_SEG_HOST, 256, sz, &symHost));
     for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me, i);
-    CK(cudaMemcpy(symDev, hSend.data(), sz, cudaMemcpyHostToDevice));
+    gpu_test::copyLanded(symDev, hSend.data(), sz);
     std::copy(hSend.begin(), hSend.begin() + static_cast<long>(sz), static_cast<unsigned char*>(symHost));
     struct Case { void* src; int recvGpu; const char* what; };
     const Case cases[] = {{symDev, 1, "symmetric DEVICE -> GPU"}, {symDev, 0, "symmetric DEVICE -> host"},
@@ -637,7 +637,7 @@ int main() {
       mark(me, what, sz);
       const int salt = 17 * (k + 1);  // pattern(sz, PE + salt, i): this round's bytes
       for (size_t i = 0; i < sz; ++i) hSend[i] = pattern(sz, me + salt, i);
-      CK(cudaMemcpy(alloc[which] + off, hSend.data(), sz, cudaMemcpyHostToDevice));
+      gpu_test::copyLanded(alloc[which] + off, hSend.data(), sz);
       const bool recvGpu = k % 2 == 0;
       CK(cudaMemset(dRecv, 0, sz));
       std::fill(hRecv.begin(), hRecv.begin() + static_cast<long>(sz), 0);

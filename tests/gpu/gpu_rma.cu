@@ -59,7 +59,7 @@ int main() {
         const size_t salt = sz + 7 * tk + 3 * local;
         for (size_t i = 0; i < sz; ++i) check[i] = pattern(me, i, salt);
         if (local)
-          CK(cudaMemcpy(devBuf, check.data(), sz, cudaMemcpyHostToDevice));
+          gpu_test::copyLanded(devBuf, check.data(), sz);
         else
           std::memcpy(hostBuf.data(), check.data(), sz);
         // put to next (blocking for odd sizes, nbi + quiet otherwise), barrier, then prev's data is in my target.

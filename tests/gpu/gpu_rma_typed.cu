@@ -36,7 +36,7 @@ using typed_test::side;
 // before its DMA is done, and the peer writes or reads the buffer right after the next barrier, which orders nothing
 // on this process's streams (the put's completion does not help either: it is the peer's).
 void fill(unsigned char* sym, const std::vector<unsigned char>& v) {
-  CK(cudaMemcpy(sym, v.data(), v.size(), cudaMemcpyHostToDevice));
+  gpu_test::copyLanded(sym, v.data(), v.size());
   CK(cudaStreamSynchronize(nullptr));
 }
 
@@ -53,7 +53,7 @@ void exchange(const Side& remote, const Side& local, bool localOnGpu, uint64_t s
   if (localOnGpu) CK(cudaMalloc(&devLocal, lb));
   unsigned char* loc = localOnGpu ? devLocal : hostLocal.data();
   auto setLocal = [&](const std::vector<unsigned char>& v) {
-    if (localOnGpu) CK(cudaMemcpy(devLocal, v.data(), lb, cudaMemcpyHostToDevice));
+    if (localOnGpu) gpu_test::copyLanded(devLocal, v.data(), lb);
     else std::copy(v.begin(), v.end(), hostLocal.begin());  // loc stays valid
   };
   auto getLocal = [&]() {
@@ -139,7 +139,7 @@ void exchangeOnStream(const Side& remote, const Side& local, uint64_t seed, cons
   MP_OK(tether_barrier_all(w));
 
   fill(sym, data(remote.bytes(), seed + 1, me));
-  CK(cudaMemcpy(loc, poison(local.bytes()).data(), lb, cudaMemcpyHostToDevice));
+  gpu_test::copyLanded(loc, poison(local.bytes()).data(), lb);
   MP_OK(tether_barrier_all(w));
   MP_OK(tether_get_typed_on_stream(w, loc + local.origin(), local.type, local.count, sym + remote.origin(),
                                    remote.type, remote.count, next, st));

@@ -167,9 +167,9 @@ int main() {
     Seg& g = seg[k];
     std::vector<uint64_t> zeros(static_cast<size_t>(n) + 1, 0);
     if (g.kind == TETHER_SEG_DEVICE) {
-      CK(cudaMemcpy(g.src, srcBytes.data(), kSlot, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(g.sig, zeros.data(), sizeof(uint64_t) * static_cast<size_t>(n), cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(g.ctr, zeros.data(), sizeof(uint64_t), cudaMemcpyHostToDevice));
+      gpu_test::copyLanded(g.src, srcBytes.data(), kSlot);
+      gpu_test::copyLanded(g.sig, zeros.data(), sizeof(uint64_t) * static_cast<size_t>(n));
+      gpu_test::copyLanded(g.ctr, zeros.data(), sizeof(uint64_t));
       CK(cudaDeviceSynchronize());
     } else {
       std::memcpy(g.src, srcBytes.data(), kSlot);
@@ -203,7 +203,7 @@ int main() {
     const bool localOnGpu = mine.model != kHost || mine.hostLocalOnGpu;
     unsigned char* local = localOnGpu ? devLocal : hostLocal.data();
     if (mine.op != kGet) {
-      if (localOnGpu) CK(cudaMemcpy(devLocal, buf.data(), mine.bytes, cudaMemcpyHostToDevice));
+      if (localOnGpu) gpu_test::copyLanded(devLocal, buf.data(), mine.bytes);
       else std::memcpy(hostLocal.data(), buf.data(), mine.bytes);
     } else if (localOnGpu) {
       CK(cudaMemset(devLocal, 0xEE, mine.bytes));
