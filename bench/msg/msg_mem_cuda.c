@@ -67,8 +67,13 @@ void mm_free(int mem, void* p) {
 }
 
 void mm_write(int mem, void* dst, const void* src, size_t n) {
-  if (mem == MB_DEVICE_MEM) ck(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
-  else memcpy(dst, src, n);
+  if (mem == MB_DEVICE_MEM) {
+    /* From pageable memory cudaMemcpy may return before its DMA lands: wait, as the contract says (msg_mem.h). */
+    ck(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  } else {
+    memcpy(dst, src, n);
+  }
 }
 
 void mm_read(int mem, void* dst, const void* src, size_t n) {
