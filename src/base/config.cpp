@@ -209,9 +209,9 @@ const std::vector<ConfigVar>& configVars() {
        "Two-sided messaging: host send buffers over TETHER_MSG_REMOTE_PIECE that the transport moves go in pieces "
        "too (no copy; for tests of the piece protocol without a GPU)"},
       {"TETHER_WAIT_SLOW_YIELD", ConfigType::Seconds, "500us",
-       "A host wait yields its core while it waits (for a PE that shares the core) until one yield keeps the core "
-       "away longer than this -- a CPU-bound process outside the job took it -- and then sleeps; 0 = never (yield "
-       "for 4096 calls). Read from the environment once per process, like TETHER_LOG",
+       "A host wait yields its core while it waits (for a PE that shares the core) until four yields in a row keep "
+       "the core away longer than this -- a CPU-bound process outside the job took it -- and then sleeps; 0 = never "
+       "(yield for 4096 calls). Read from the environment once per process, like TETHER_LOG",
        0, 1},
       {"TETHER_WAIT_FUTEX", ConfigType::Bool, "0",
        "1 = host waits on words that PEs of this host store (barriers, team syncs, collectives' tokens, messaging, "

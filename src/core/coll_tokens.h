@@ -28,10 +28,10 @@
 
 #include "base/cpu.h"
 #include "base/status.h"
-#include "core/wakeups.h"
 #include "core/coll_layout.h"
 #include "core/coll_record.h"
 #include "core/teams.h"
+#include "core/wakeups.h"
 
 namespace tether {
 
