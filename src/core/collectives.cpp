@@ -14,6 +14,7 @@
 #include "base/cpu.h"
 #include "base/log.h"
 #include "core/dtype.h"
+#include "core/op.h"
 #include "core/reduce_ops.h"
 #include "core/stream_ops.h"
 #include "core/sync_failure.h"
@@ -357,12 +358,7 @@ Status Collectives::setUp(const Config& config, int localPes) {
   rl.base = wordsOffset(0);
   rl.mine = w_.heap().host()->myBase();
   rl.signal = [this](int pe, uint64_t off, uint64_t value) {
-    const SegPath& p = w_.path(pe, SegKind::Host);
-    const RemoteAddr word = w_.remote(pe, SymRef{SegKind::Host, off});
-    const Status s = (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(p.ctx, pe, word, value,
-                                                                              TETHER_SIGNAL_SET);
-    w_.wakeups().wake(pe);
-    return s;
+    return signalWord(w_, pe, SymRef{SegKind::Host, off}, value, TETHER_SIGNAL_SET, /*post=*/true);
   };
   rl.get = [this](int pe, uint64_t off, void* dst, size_t bytes) {
     const SegPath& p = w_.path(pe, SegKind::Host);

@@ -85,11 +85,7 @@ Status Messaging::publishAck(const char* call, int src) {
 Status Messaging::postSignal(const char* call, int pe, void* at, uint64_t value, tether_signal_op_t op) {
   SymRef ref;
   TETHER_TRY(wordRef(call, pe, at, &ref));
-  void* ctx = nullptr;
-  const TransportOps& ops = opsTo(pe, ref.kind, &ctx);
-  const Status s = (ops.signalPost ? ops.signalPost : ops.signal)(ctx, pe, w_.remote(pe, ref), value, op);
-  w_.wakeups().wake(pe);
-  return s.withContext(call);
+  return signalWord(w_, pe, ref, value, op, /*post=*/true, paths_.get()).withContext(call);
 }
 
 const TransportOps& Messaging::opsTo(int pe, SegKind kind, void** ctx) const {

@@ -266,4 +266,14 @@ Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bo
   return s;
 }
 
+Status signalWord(const World& w, int pe, const SymRef& word, uint64_t value, tether_signal_op_t op, bool post,
+                  PathCtx* paths) {
+  const SegPath& p = w.path(pe, word.kind);
+  void* ctx = paths ? paths->ctx(p) : p.ctx;
+  const Status s = (post && p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(ctx, pe, w.remote(pe, word), value,
+                                                                                  op);
+  w.wakeups().wake(pe);
+  return s;
+}
+
 }  // namespace tether

@@ -128,4 +128,13 @@ class PathCtx {
 Status runOp(World& w, const Op& op, const SymRef& target, const SymRef& sig, bool nbi, uint64_t* old,
              PathCtx* paths = nullptr);
 
+// The one signal of a word that a PE waits on from the host -- the barrier's and team syncs' rounds, the collective
+// rounds, a failure passed on (core/sync_failure.h), messaging's acks and slot words to other hosts: the signal
+// through the path to pe's segment of `word` (posted where post is set and the transport can: signalPost, no reply to
+// wait for; the waiter waits for the word, not this call), then the wake of pe (core/wakeups.h), whatever the
+// signal's status, since a failed signal may have half-applied. paths: as for runOp. Callers add their own context
+// to the status.
+Status signalWord(const World& w, int pe, const SymRef& word, uint64_t value, tether_signal_op_t op, bool post,
+                  PathCtx* paths = nullptr);
+
 }  // namespace tether

@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "core/dtype.h"
+#include "core/op.h"
 #include "core/sync_failure.h"
 #include "core/world.h"
 
@@ -202,12 +203,9 @@ Status World::barrierRounds(const char* call, bool quietFirst) {
   for (size_t i = 0; i < steps.size(); ++i) {
     const SyncStep& s = steps[i];
     if (s.to >= 0) {
-      const SegPath& p = path(s.to, SegKind::Host);
       // Posted where the transport can (UCX: no reply to wait for): `to` waits for it; quietFirst was done above.
       const uint64_t at = slot0 + static_cast<uint64_t>(s.word) * sizeof(ControlBlock::Slot);
-      const Status sent = (p.ops->signalPost ? p.ops->signalPost : p.ops->signal)(
-          p.ctx, s.to, remote(s.to, SymRef{SegKind::Host, at}), 1, TETHER_SIGNAL_ADD);
-      wakeups_.wake(s.to);
+      const Status sent = signalWord(*this, s.to, SymRef{SegKind::Host, at}, 1, TETHER_SIGNAL_ADD, /*post=*/true);
       if (!sent.isOk()) return failed(i, sent);
     }
     if (s.from < 0) continue;

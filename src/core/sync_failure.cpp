@@ -1,5 +1,6 @@
 #include "core/sync_failure.h"
 
+#include "core/op.h"
 #include "core/sync_schedule.h"
 #include "core/world.h"
 
@@ -13,9 +14,8 @@ void passSyncFailure(const World& w, const SyncSchedule& s, size_t failed, const
     const int to = pes ? (*pes)[static_cast<size_t>(step.to)] : step.to;
     const SegPath& p = w.path(to, SegKind::Host);
     if (!p.ops || !(p.ops->caps & kCapLoadStore)) continue;
-    const RemoteAddr at = w.remote(to, SymRef{SegKind::Host, base + static_cast<uint64_t>(step.word) * stride});
-    (void)p.ops->signal(p.ctx, to, at, value, op);
-    w.wakeups().wake(to);
+    (void)signalWord(w, to, SymRef{SegKind::Host, base + static_cast<uint64_t>(step.word) * stride}, value, op,
+                     /*post=*/false);
   }
 }
 

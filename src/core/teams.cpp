@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "core/op.h"
 #include "core/sync_failure.h"
 #include "core/world.h"
 
@@ -120,12 +121,9 @@ Status Teams::rounds(const char* call, const Team& t, bool post) {
     const SyncStep& s = t.sync.steps[i];
     if (s.to >= 0) {
       const int to = t.pes[static_cast<size_t>(s.to)];
-      const SegPath& p = w_.path(to, SegKind::Host);
-      const RemoteAddr at = w_.remote(to, SymRef{SegKind::Host, wordsOffset(t.slot) + s.word * sizeof(uint64_t)});
+      const SymRef at{SegKind::Host, wordsOffset(t.slot) + s.word * sizeof(uint64_t)};
       // post (the barrier, after its quiet): the transport need not wait for the signal to apply (UCX: no reply).
-      const Status sent = ((post && p.ops->signalPost) ? p.ops->signalPost : p.ops->signal)(p.ctx, to, at, 1,
-                                                                                            TETHER_SIGNAL_ADD);
-      w_.wakeups().wake(to);
+      const Status sent = signalWord(w_, to, at, 1, TETHER_SIGNAL_ADD, post);
       if (!sent.isOk()) return failed(i, sent.withContext(call));
     }
     if (s.from < 0) continue;
