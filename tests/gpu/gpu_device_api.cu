@@ -420,8 +420,11 @@ int main() {
     zeroDevice(slots, 64 * 8);
     MP_OK(tether_barrier_all(w));
     // Through the proxy with shared GPUs every barrier round waits for time slices: 8 PEs on 4 H100s ran past the
-    // test's 120 s in these loops at full count (2026-11-26, after the atomics section passed). Such runs take 200/50.
-    const int iters = sharedProxy ? 200 : 2000, gridIters = sharedProxy ? 50 : 500;
+    // test's 120 s in these loops at full count (2026-11-26, after the atomics section passed). So did 8 PEs on ONE
+    // H100 without the proxy (2026-12-07, -j1; 4 PEs there took 74 s for the whole test): more than 4 kernels taking
+    // turns on a GPU. Such runs take 200/50.
+    const bool sliced = sharedProxy || n > 4 * gpus;
+    const int iters = sliced ? 200 : 2000, gridIters = sliced ? 50 : 500;
     barrierLoop<Scope::Block><<<1, 256>>>(h, slots, iters, errs);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
