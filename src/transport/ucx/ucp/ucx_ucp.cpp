@@ -30,13 +30,10 @@
 // (FlushTracker::peerFlushNeeded; blocking puts are complete already), so a barrier round costs one round trip.
 // Every wait progresses the worker and is bounded by TETHER_TIMEOUT; an endpoint error (the peer exited, its
 // connection broke) is recorded by the error callback and becomes TETHER_ERR_PEER_LOST naming the PE.
-// Two-sided data (TransportOps::expectData/cancelData/sendData, messaging's rendezvous to other hosts): one active
-// message kAmData per piece of a transfer (its header: token, offset, total), eager or rendezvous as UCX picks,
-// posted (its completion callback stores the sender's word); the receiver's expectations live in expected_ (its own
-// mutex), and the handler copies or ucp_am_recv_data_nbx's into the expected buffer at the piece's offset (onData),
-// counting the bytes until the total has landed (pieceLanded). With CUDA memory the HOST paths carry kCapDataGpu
-// (kUcxCudaOps): GPU sources and destinations are legal, and a GPU destination is filled only by a rendezvous (the
-// sender forces it, toGpu), which UCX completes with its own CUDA copies.
+// Two-sided data (TransportOps::expectData/cancelData/sendData, messaging's rendezvous to other hosts): UcxData
+// (ucx_data.h), its own room with its own lock, over this provider's worker, endpoints and memory-type check; its
+// active-message handler is registered here (kAmData). With CUDA memory the HOST paths carry kCapDataGpu
+// (kUcxCudaOps): GPU sources and destinations are legal.
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
@@ -45,7 +42,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -56,6 +52,7 @@
 #include "base/log.h"
 #include "gpu/gpu.h"
 #include "transport/ucx/flush_tracker.h"
+#include "transport/ucx/ucp/ucx_data.h"
 #include "transport/ucx/ucx.h"
 
 namespace tether {
@@ -152,36 +149,6 @@ struct KeyHeader {
   uint64_t serial;  // registration number (changes at every re-registration)
 };
 
-// A sendData active message's header (its data: the piece's bytes; eager or rendezvous as UCX chooses).
-struct DataHeader {
-  uint64_t token;
-  int32_t from;
-  uint32_t pad;
-  uint64_t offset;  // the piece's place in the message
-  uint64_t total;   // the message's bytes (all its pieces)
-};
-
-// A sendData under way: its header (UCX reads it until the send completes: a queued send goes out later) and the
-// caller's word, stored by the send's callback.
-struct DataSend {
-  DataHeader h;
-  class UcxProvider* self;
-  int pe;
-  uint64_t* sent;
-};
-
-// An expected sendData (expectData), by (sender, token): complete when its pieces' bytes reach the message's total
-// (or one failed and none is being written any more).
-struct Expected {
-  void* dst;
-  size_t n;
-  uint64_t* done;
-  bool gpu;            // dst is GPU memory: only a rendezvous (UCX writes it) may fill it, never the handler's memcpy
-  int receiving = 0;   // pieces being written into dst (a copy, or a rendezvous receive under way)
-  size_t got = 0;      // bytes of the pieces landed
-  bool failed = false;
-};
-
 struct Peer {
   std::mutex mu;                 // ep creation and the rkey cache
   ucp_ep_h ep = nullptr;
@@ -244,18 +211,8 @@ class UcxProvider final : public Provider {
   // TransportOps::putFlagged: one eager active message; the target's handler copies bytes 8.. and then stores the
   // flag word with release order (serveFlaggedPut). Returns at local completion.
   Status putFlagged(int pe, const RemoteAddr& dst, const void* src, size_t n);
-  // TransportOps::expectData / cancelData / sendData: one active message (kAmData) per piece whose protocol UCX picks
-  // (eager or rendezvous, as for its tag messages); the receiver's handler finds the expectation by (sender, token)
-  // and copies the bytes (eager) or receives them into dst + offset (ucp_am_recv_data_nbx), then, once the pieces'
-  // bytes reach the total, stores *done. sendData posts the
-  // message and returns; its completion callback stores *sent. GPU buffers with a CUDA-aware UCX (kCapDataGpu): a
-  // source's memory type is named to UCX; toGpu (the receiver's dst is GPU memory) forces the rendezvous protocol, so
-  // UCX itself moves the bytes into dst (its CUDA copies) and the handler never touches GPU memory.
-  Status expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done);
-  bool cancelData(int pe, uint64_t token);
-  Status sendData(int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total, bool toGpu,
-                  uint64_t* sent);
-
+  // Two-sided data (TransportOps::expectData / cancelData / sendData): its own room, ucx_data.h.
+  UcxData& data() { return data_; }
  private:
   Status makeWorker(int npes);
   Status setAmHandlers();
@@ -278,6 +235,7 @@ class UcxProvider final : public Provider {
   bool userInside() const { return inUserProgress_.load(std::memory_order_seq_cst) != 0; }
   Status target(int pe, const RemoteAddr& a, size_t n, const char* what, Target* t);
   Status endpoint(Peer& p, int pe, const char* what);  // p.mu held: p.ep made on first use
+  Status endpointTo(int pe, const char* what, ucp_ep_h* ep);  // the same, taking p.mu: the endpoint to pe
   Status localBuffer(const void* buf, const char* what, int pe, ucp_request_param_t* prm) const;
   // Owner execution: sends `op` to PE pe (the owner of the word at `at`) and waits for its reply.
   Status ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched, const char* what);
@@ -289,11 +247,6 @@ class UcxProvider final : public Provider {
   void serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp);
   static ucs_status_t onFlaggedPut(void* arg, const void* header, size_t headerLen, void* data, size_t len,
                                    const ucp_am_recv_param_t* param);
-  static ucs_status_t onData(void* arg, const void* header, size_t headerLen, void* data, size_t len,
-                             const ucp_am_recv_param_t* param);
-  // A piece of an expected transfer is over (ok: its bytes are in dst): *done once every byte has landed (total + 1)
-  // or, after a failure, once no piece is being written any more (kDataFailed); the expectation is then dropped.
-  void pieceLanded(int from, uint64_t token, bool ok, size_t bytes, size_t total);
   // Waits for r (progressing the worker, bounded by TETHER_TIMEOUT); a completion with status alsoOk counts as done.
   Status wait(ucs_status_ptr_t r, int pe, const char* what, ucs_status_t alsoOk = UCS_OK);
   Status detach(ucs_status_ptr_t r, int pe, const char* what);
@@ -323,8 +276,7 @@ class UcxProvider final : public Provider {
     std::vector<char> key;
   };
   Registration registered_[kSegKinds];  // the latest registration per kind
-  std::mutex expectedMu_;
-  std::map<std::pair<int, uint64_t>, Expected> expected_;  // sendData transfers this PE expects, by (sender, token)
+  UcxData data_;  // two-sided data (its AM handler's arg: set up with the worker)
   std::mutex pendingMu_;
   std::unordered_map<uint64_t, Pending*> pending_;  // owner-executed operations waiting for a reply, by token
   std::atomic<uint64_t> nextToken_{1};
@@ -357,12 +309,12 @@ Status ucxPutFlagged(void* ctx, int pe, const RemoteAddr& dst, const void* src, 
   return ucx(ctx).putFlagged(pe, dst, src, n);
 }
 Status ucxExpectData(void* ctx, int pe, uint64_t token, void* dst, size_t n, uint64_t* done) {
-  return ucx(ctx).expectData(pe, token, dst, n, done);
+  return ucx(ctx).data().expect(pe, token, dst, n, done);
 }
-bool ucxCancelData(void* ctx, int pe, uint64_t token) { return ucx(ctx).cancelData(pe, token); }
+bool ucxCancelData(void* ctx, int pe, uint64_t token) { return ucx(ctx).data().cancel(pe, token); }
 Status ucxSendData(void* ctx, int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total,
                    bool toGpu, uint64_t* sent) {
-  return ucx(ctx).sendData(pe, token, src, n, offset, total, toGpu, sent);
+  return ucx(ctx).data().send(pe, token, src, n, offset, total, toGpu, sent);
 }
 Status ucxSignalPost(void* ctx, int pe, const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   return ucx(ctx).signalPost(pe, sig, value, op);
@@ -435,6 +387,16 @@ Status UcxProvider::makeWorker(int npes) {
   if (s != UCS_OK || wa.thread_mode != UCS_THREAD_MODE_MULTI)
     TETHER_FAIL(TETHER_ERR_UNSUPPORTED, "this UCX gives no thread-safe worker (UCS_THREAD_MODE_MULTI): rebuild UCX "
                 "with --enable-mt");
+  UcxData::Links links;
+  links.worker = worker_;
+  links.me = me_;
+  links.amId = kAmData;
+  links.endpoint = [this](int pe, const char* what, ucp_ep_h* ep) { return endpointTo(pe, what, ep); };
+  links.localBuffer = [this](const void* buf, const char* what, int pe, ucp_request_param_t* prm) {
+    return localBuffer(buf, what, pe, prm);
+  };
+  links.failure = [this](int pe, ucs_status_t st, const char* what) { return failure(pe, st, what); };
+  data_.attach(std::move(links));
   TETHER_TRY(setAmHandlers());
   if (opts_.wakeup) {
     s = ucp_worker_get_efd(worker_, &efd_);
@@ -457,8 +419,8 @@ Status UcxProvider::setAmHandlers() {
     hp.cb = id == kAmOwnerRequest ? onOwnerRequest
             : id == kAmOwnerReply ? onOwnerReply
             : id == kAmFlaggedPut ? onFlaggedPut
-                                  : onData;
-    hp.arg = this;
+                                  : UcxData::onData;
+    hp.arg = id == kAmData ? static_cast<void*>(&data_) : this;
     if (id == kAmData) {  // one callback per message (eager data of many fragments assembled first)
       hp.field_mask |= UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
       hp.flags = UCP_AM_FLAG_WHOLE_MSG;
@@ -783,6 +745,14 @@ Status UcxProvider::endpoint(Peer& p, int pe, const char* what) {
   return Status::ok();
 }
 
+Status UcxProvider::endpointTo(int pe, const char* what, ucp_ep_h* ep) {
+  Peer& p = *peers_[static_cast<size_t>(pe)];
+  std::lock_guard<std::mutex> lock(p.mu);
+  TETHER_TRY(endpoint(p, pe, what));
+  *ep = p.ep;
+  return Status::ok();
+}
+
 Status UcxProvider::put(int pe, const RemoteAddr& dst, const void* src, size_t n, bool nbi, bool local) {
   ucp_request_param_t prm{};
   TETHER_TRY(localBuffer(src, "put", pe, &prm));
@@ -810,9 +780,8 @@ Status UcxProvider::get(int pe, void* dst, const RemoteAddr& src, size_t n, bool
 
 Status UcxProvider::preconnect(int pe) {
   if (pe < 0 || static_cast<size_t>(pe) >= peers_.size() || !peers_[static_cast<size_t>(pe)]) return Status::ok();
-  Peer& p = *peers_[static_cast<size_t>(pe)];
-  std::lock_guard<std::mutex> lock(p.mu);
-  return endpoint(p, pe, "endpoint (made ahead of the proxy)");
+  ucp_ep_h ep = nullptr;
+  return endpointTo(pe, "endpoint (made ahead of the proxy)", &ep);
 }
 
 Status UcxProvider::getv(const GetItem* items, size_t count) {
@@ -916,151 +885,6 @@ Status UcxProvider::putFlagged(int pe, const RemoteAddr& dst, const void* src, s
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   prm.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler gets the bytes at once (no rendezvous to serve)
   return wait(ucp_am_send_nbx(t.ep, kAmFlaggedPut, &h, sizeof h, src, n, &prm), pe, "flagged put");
-}
-
-Status UcxProvider::expectData(int pe, uint64_t token, void* dst, size_t n, uint64_t* done) {
-  ucp_request_param_t prm{};
-  TETHER_TRY(localBuffer(dst, "data receive", pe, &prm));  // GPU memory only with a CUDA-aware UCX
-  const bool gpu = (prm.op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) != 0;
-  std::lock_guard<std::mutex> lock(expectedMu_);
-  if (!expected_.emplace(std::make_pair(pe, token), Expected{dst, n, done, gpu}).second)
-    TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx: data with token %llu from PE %d is expected twice",
-                static_cast<unsigned long long>(token), pe);
-  return Status::ok();
-}
-
-bool UcxProvider::cancelData(int pe, uint64_t token) {
-  std::lock_guard<std::mutex> lock(expectedMu_);
-  auto it = expected_.find(std::make_pair(pe, token));
-  if (it == expected_.end()) return true;  // landed already (or never expected)
-  if (it->second.receiving) return false;  // a piece is being written: *done follows
-  expected_.erase(it);
-  return true;
-}
-
-Status UcxProvider::sendData(int pe, uint64_t token, const void* src, size_t n, size_t offset, size_t total,
-                             bool toGpu, uint64_t* sent) {
-  if (offset > total || n > total - offset)
-    TETHER_FAIL(TETHER_ERR_INTERNAL, "ucx: data piece of %zu bytes at %zu passes the message's %zu", n, offset, total);
-  ucp_request_param_t prm{};
-  TETHER_TRY(localBuffer(src, "data send", pe, &prm));
-  if (toGpu) {  // the receiver's buffer is GPU memory: UCX's rendezvous writes it (the handler never copies into it)
-    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-    prm.flags = UCP_AM_SEND_FLAG_RNDV;
-  }
-  Peer& p = *peers_[static_cast<size_t>(pe)];
-  ucp_ep_h ep = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(p.mu);
-    TETHER_TRY(endpoint(p, pe, "data send"));
-    ep = p.ep;
-  }
-  auto* d = new DataSend{DataHeader{token, me_, 0, offset, total}, this, pe, sent};
-  prm.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  prm.cb.send = [](void* request, ucs_status_t status, void* user) {
-    auto* ds = static_cast<DataSend*>(user);
-    // CANCELED: the receiver dropped a rendezvous (its receive was withdrawn, cancelData): the send is over as well.
-    const bool ok = status == UCS_OK || status == UCS_ERR_CANCELED;
-    if (!ok)
-      TETHER_LOG_ERROR(LogSys::Transport, "%s", ds->self->failure(ds->pe, status, "data send").message().c_str());
-    __atomic_store_n(ds->sent, ok ? uint64_t{1} : kDataFailed, __ATOMIC_RELEASE);
-    delete ds;
-    ucp_request_free(request);
-  };
-  prm.user_data = d;
-  const ucs_status_ptr_t r = ucp_am_send_nbx(ep, kAmData, &d->h, sizeof d->h, src, n, &prm);
-  if (UCS_PTR_IS_PTR(r)) return Status::ok();  // the callback finishes it
-  delete d;
-  if (UCS_PTR_IS_ERR(r)) return failure(pe, UCS_PTR_STATUS(r), "data send");
-  __atomic_store_n(sent, uint64_t{1}, __ATOMIC_RELEASE);
-  return Status::ok();
-}
-
-// *done is stored under the lock: once cancelData finds no expectation, the word is no longer written (its owner may
-// reuse it).
-void UcxProvider::pieceLanded(int from, uint64_t token, bool ok, size_t bytes, size_t total) {
-  std::lock_guard<std::mutex> lock(expectedMu_);
-  auto it = expected_.find(std::make_pair(from, token));
-  if (it == expected_.end()) return;
-  Expected& e = it->second;
-  --e.receiving;
-  if (ok)
-    e.got += bytes;
-  else
-    e.failed = true;
-  if (e.receiving > 0 || (!e.failed && e.got < total)) return;  // more to come
-  __atomic_store_n(e.done, e.failed ? kDataFailed : e.got + 1, __ATOMIC_RELEASE);
-  expected_.erase(it);
-}
-
-// Runs in whichever thread progresses the worker. An eager piece is copied at once; a rendezvous one is received into
-// the expected buffer at its offset (UCX fetches the bytes; the callback, or an immediate completion, counts it).
-// Data nobody expects (its receive withdrawn, or failed) is dropped: a rendezvous descriptor released, so the sender's
-// send completes.
-ucs_status_t UcxProvider::onData(void* arg, const void* header, size_t headerLen, void* data, size_t len,
-                                 const ucp_am_recv_param_t* param) {
-  auto* self = static_cast<UcxProvider*>(arg);
-  DataHeader h{};
-  if (headerLen != sizeof h) return UCS_OK;
-  std::memcpy(&h, header, sizeof h);
-  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  Expected e{};
-  bool fits = false;
-  {
-    std::lock_guard<std::mutex> lock(self->expectedMu_);
-    auto it = self->expected_.find(std::make_pair(static_cast<int>(h.from), h.token));
-    if (it == self->expected_.end() || it->second.failed) {
-      if (rndv) ucp_am_data_release(self->worker_, data);
-      return UCS_OK;
-    }
-    e = it->second;
-    ++it->second.receiving;  // cancelData now waits for *done: bytes are being written into dst
-    fits = h.offset <= e.n && len <= e.n - h.offset && h.total <= e.n && len <= h.total;
-  }
-  if (!fits || (!rndv && e.gpu)) {
-    if (!fits)
-      TETHER_LOG_ERROR(LogSys::Transport, "ucx: PE %d sent a piece of %zu bytes at %llu of %llu (token %llu) for a "
-                       "receive buffer of %zu bytes: dropped", h.from, len, static_cast<unsigned long long>(h.offset),
-                       static_cast<unsigned long long>(h.total), static_cast<unsigned long long>(h.token), e.n);
-    else  // a sender that did not ask for the rendezvous (sendData's toGpu): refused, not memcpy'd
-      TETHER_LOG_ERROR(LogSys::Transport, "ucx: PE %d sent %zu bytes eagerly into a GPU receive buffer (token %llu); "
-                       "a GPU destination takes the rendezvous protocol only: dropped", h.from, len,
-                       static_cast<unsigned long long>(h.token));
-    if (rndv) ucp_am_data_release(self->worker_, data);
-    self->pieceLanded(h.from, h.token, false, 0, h.total);
-    return UCS_OK;
-  }
-  char* at = static_cast<char*>(e.dst) + h.offset;
-  if (!rndv) {
-    std::memcpy(at, data, len);
-    self->pieceLanded(h.from, h.token, true, len, h.total);
-    return UCS_OK;
-  }
-  struct Landing {
-    UcxProvider* self;
-    int from;
-    uint64_t token;
-    size_t n, total;
-  };
-  auto* l = new Landing{self, h.from, h.token, len, h.total};
-  ucp_request_param_t prm{};
-  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  prm.cb.recv_am = [](void* request, ucs_status_t status, size_t, void* user) {
-    auto* done = static_cast<Landing*>(user);
-    done->self->pieceLanded(done->from, done->token, status == UCS_OK, done->n, done->total);
-    delete done;
-    ucp_request_free(request);
-  };
-  prm.user_data = l;
-  if (e.gpu) {  // named, sparing UCX its detection
-    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    prm.memory_type = UCS_MEMORY_TYPE_CUDA;
-  }
-  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, at, len, &prm);
-  if (UCS_PTR_IS_PTR(r)) return UCS_OK;  // the callback finishes it
-  self->pieceLanded(h.from, h.token, !UCS_PTR_IS_ERR(r), len, h.total);
-  delete l;
-  return UCS_OK;
 }
 
 // Runs in whichever thread progresses the worker: the bytes after the flag word, then the flag (release), into this
