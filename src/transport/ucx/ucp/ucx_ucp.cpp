@@ -20,11 +20,10 @@
 // quiet with nothing issued (the barrier's, back to back) costs no round trip. A quiet in another thread that races
 // an nbi operation may flush it or not; one ordered after it (the caller's own, or synchronised) always does.
 // Owner-executed atomics and signals (DEVICE words always: UCX's AMOs on CUDA memory are not atomic against GPU
-// atomics; HOST/STATIC words unless TETHER_UCX_AMO=native): an active message [OwnerRequest] sent with
-// UCP_AM_SEND_FLAG_REPLY; the owner's handler applies it through UcxOptions::applyOwnerOp (its own local path) and
-// answers [OwnerReply] on the reply endpoint without waiting (the reply is released by its send callback); the
-// initiator progresses until the reply with its token arrives (bounded by TETHER_TIMEOUT; a lost endpoint ends it
-// with TETHER_ERR_PEER_LOST). An owner-executed signal first flushes the endpoint (remote completion of every earlier
+// atomics; HOST/STATIC words unless TETHER_UCX_AMO=native): UcxOwnerOps (ucx_owner.h: the wire format, the calls
+// waiting for a reply, the owner's handler applying through UcxOptions::applyOwnerOp and answering at once); this
+// provider sends the request [OwnerRequest] with UCP_AM_SEND_FLAG_REPLY and progresses until the reply with its token
+// arrives (bounded by TETHER_TIMEOUT; a lost endpoint ends it with TETHER_ERR_PEER_LOST). An owner-executed signal first flushes the endpoint (remote completion of every earlier
 // put to that PE: UCX does not order an active message after RMA), so the data is in place before the owner updates
 // the signal word; only when an nbi put to that PE was issued since the last flush covering it
 // (FlushTracker::peerFlushNeeded; blocking puts are complete already), so a barrier round costs one round trip.
@@ -45,7 +44,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -53,6 +51,7 @@
 #include "gpu/gpu.h"
 #include "transport/ucx/flush_tracker.h"
 #include "transport/ucx/ucp/ucx_data.h"
+#include "transport/ucx/ucp/ucx_owner.h"
 #include "transport/ucx/ucx.h"
 
 namespace tether {
@@ -71,27 +70,6 @@ struct FlaggedPut {
   uint32_t pad;
 };
 
-// An owner-executed atomic or signal (the AM's data; no AM header).
-struct OwnerRequest {
-  uint64_t token;     // the initiator's, echoed in the reply; 0: no reply (a posted signal)
-  uint64_t offset;
-  uint64_t value;     // AMO operand or signal value
-  uint64_t cond;      // COMPARE_SWAP's comparand
-  int32_t from;       // the initiator's PE (for messages)
-  uint32_t kind;      // SegKind
-  uint32_t signal;    // 1: signal (op = tether_signal_op_t), 0: AMO (op = tether_amo_t)
-  uint32_t op;
-  uint32_t width;     // AMO word width (4 or 8)
-  uint32_t pad;
-};
-
-struct OwnerReply {
-  uint64_t token;
-  uint64_t fetched;
-  int32_t status;     // tether_status_t of the owner's local operation
-  char message[236];  // its message when it failed
-};
-
 // The owner-executed form of a signal on word sig.
 OwnerOp signalOp(const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   OwnerOp o;
@@ -102,46 +80,6 @@ OwnerOp signalOp(const RemoteAddr& sig, uint64_t value, tether_signal_op_t op) {
   o.sigOp = op;
   return o;
 }
-
-// The request for an owner-executed operation; token 0: no reply wanted (a posted signal).
-OwnerRequest ownerRequest(const OwnerOp& op, uint64_t token, int from) {
-  OwnerRequest rq{};
-  rq.token = token;
-  rq.offset = op.offset;
-  rq.from = from;
-  rq.kind = static_cast<uint32_t>(op.kind);
-  rq.signal = op.signal ? 1u : 0u;
-  rq.op = op.signal ? static_cast<uint32_t>(op.sigOp) : static_cast<uint32_t>(op.amo.op);
-  rq.width = op.signal ? 8u : op.amo.width;
-  rq.value = op.signal ? op.value : op.amo.value;
-  rq.cond = op.amo.cond;
-  return rq;
-}
-
-// Sends msg as an eager active message that nobody waits for: the message stays on the heap until UCX is done with
-// it (the send callback, or at once). Returns UCX's error when the send failed at once.
-template <typename Msg>
-ucs_status_t sendOwned(ucp_ep_h ep, unsigned id, std::unique_ptr<Msg> msg) {
-  ucp_request_param_t prm{};
-  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  prm.flags = UCP_AM_SEND_FLAG_EAGER;
-  prm.cb.send = [](void* request, ucs_status_t, void* user) {
-    delete static_cast<Msg*>(user);
-    ucp_request_free(request);
-  };
-  prm.user_data = msg.get();
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, nullptr, 0, msg.get(), sizeof(Msg), &prm);
-  if (UCS_PTR_IS_PTR(r)) msg.release();  // the callback frees it
-  return UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r) : UCS_OK;
-}
-
-// One owner-executed operation waiting for its reply (registered under UcxProvider::pendingMu_).
-struct Pending {
-  std::atomic<bool> done{false};
-  uint64_t fetched = 0;
-  int32_t status = 0;
-  std::string message;
-};
 
 struct KeyHeader {
   uint64_t base;    // the owner's segment base address
@@ -240,11 +178,6 @@ class UcxProvider final : public Provider {
   // Owner execution: sends `op` to PE pe (the owner of the word at `at`) and waits for its reply.
   Status ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op, uint64_t* fetched, const char* what);
   bool ownerExecuted(SegKind kind) const { return kind == SegKind::Device || opts_.ownerAmo; }
-  static ucs_status_t onOwnerRequest(void* arg, const void* header, size_t headerLen, void* data, size_t len,
-                                     const ucp_am_recv_param_t* param);
-  static ucs_status_t onOwnerReply(void* arg, const void* header, size_t headerLen, void* data, size_t len,
-                                   const ucp_am_recv_param_t* param);
-  void serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp);
   static ucs_status_t onFlaggedPut(void* arg, const void* header, size_t headerLen, void* data, size_t len,
                                    const ucp_am_recv_param_t* param);
   // Waits for r (progressing the worker, bounded by TETHER_TIMEOUT); a completion with status alsoOk counts as done.
@@ -277,11 +210,8 @@ class UcxProvider final : public Provider {
   };
   Registration registered_[kSegKinds];  // the latest registration per kind
   UcxData data_;  // two-sided data (its AM handler's arg: set up with the worker)
-  std::mutex pendingMu_;
-  std::unordered_map<uint64_t, Pending*> pending_;  // owner-executed operations waiting for a reply, by token
-  std::atomic<uint64_t> nextToken_{1};
   FlushTracker flush_;  // what quiet and a signal's endpoint flush must still complete
-  std::atomic<uint64_t> ownerServed_{0};  // owner-executed operations applied here for peers (logged at the end)
+  UcxOwnerOps owner_;  // owner-executed atomics and signals (their AM handlers' arg: set up with the worker)
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> userProgress_{0};  // userProgress() calls so far
   std::atomic<int> inUserProgress_{0};     // userProgress() calls running now
@@ -397,6 +327,7 @@ Status UcxProvider::makeWorker(int npes) {
   };
   links.failure = [this](int pe, ucs_status_t st, const char* what) { return failure(pe, st, what); };
   data_.attach(std::move(links));
+  owner_.attach(UcxOwnerOps::Links{me_, kAmOwnerRequest, kAmOwnerReply, opts_.applyOwnerOp});
   TETHER_TRY(setAmHandlers());
   if (opts_.wakeup) {
     s = ucp_worker_get_efd(worker_, &efd_);
@@ -416,11 +347,13 @@ Status UcxProvider::setAmHandlers() {
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = id;
-    hp.cb = id == kAmOwnerRequest ? onOwnerRequest
-            : id == kAmOwnerReply ? onOwnerReply
+    hp.cb = id == kAmOwnerRequest ? UcxOwnerOps::onRequest
+            : id == kAmOwnerReply ? UcxOwnerOps::onReply
             : id == kAmFlaggedPut ? onFlaggedPut
                                   : UcxData::onData;
-    hp.arg = id == kAmData ? static_cast<void*>(&data_) : this;
+    hp.arg = id == kAmData ? static_cast<void*>(&data_)
+             : id == kAmFlaggedPut ? static_cast<void*>(this)
+                                   : static_cast<void*>(&owner_);
     if (id == kAmData) {  // one callback per message (eager data of many fragments assembled first)
       hp.field_mask |= UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
       hp.flags = UCP_AM_FLAG_WHOLE_MSG;
@@ -607,8 +540,8 @@ UcxProvider::~UcxProvider() {
   if (progressThread_.joinable()) progressThread_.join();
   if (worker_)
     TETHER_LOG_INFO(LogSys::Transport, "ucx: owner-executed operations: served %llu for peers, sent %llu",
-                    static_cast<unsigned long long>(ownerServed_.load()),
-                    static_cast<unsigned long long>(nextToken_.load() - 1));
+                    static_cast<unsigned long long>(owner_.served()),
+                    static_cast<unsigned long long>(owner_.sent()));
   for (auto& p : peers_) {
     for (ucp_rkey_h r : p->rkey)
       if (r) ucp_rkey_destroy(r);
@@ -868,8 +801,7 @@ Status UcxProvider::signalPost(int pe, const RemoteAddr& sig, uint64_t value, te
   if (!ownerExecuted(sig.kind)) return signal(pe, sig, value, op);
   Target t;
   TETHER_TRY(target(pe, sig, 8, "signal", &t));
-  const ucs_status_t sent = sendOwned(t.ep, kAmOwnerRequest,
-                                     std::make_unique<OwnerRequest>(ownerRequest(signalOp(sig, value, op), 0, me_)));
+  const ucs_status_t sent = owner_.post(t.ep, signalOp(sig, value, op));
   return sent == UCS_OK ? Status::ok() : failure(pe, sent, "signal");
 }
 
@@ -928,120 +860,23 @@ Status UcxProvider::ownerExecute(int pe, const RemoteAddr& at, const OwnerOp& op
     TETHER_TRY(wait(ucp_ep_flush_nbx(t.ep, &flush), pe, "signal (completing earlier puts)"));
     flush_.peerFlushed(pe, mark);
   }
-  const OwnerRequest rq = ownerRequest(op, nextToken_.fetch_add(1, std::memory_order_relaxed), me_);
-  Pending p;
-  {
-    std::lock_guard<std::mutex> lock(pendingMu_);
-    pending_[rq.token] = &p;
-  }
-  auto unregister = [&] {
-    std::lock_guard<std::mutex> lock(pendingMu_);
-    pending_.erase(rq.token);
-  };
+  UcxOwnerOps::Call call(owner_, op);  // registered until it returns (a late reply is dropped)
   ucp_request_param_t prm{};
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   prm.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-  Status sent = wait(ucp_am_send_nbx(t.ep, kAmOwnerRequest, nullptr, 0, &rq, sizeof rq, &prm), pe, what);
-  if (!sent.isOk()) {
-    unregister();
-    return sent;
-  }
+  TETHER_TRY(wait(ucp_am_send_nbx(t.ep, kAmOwnerRequest, nullptr, 0, &call.request(), sizeof(OwnerRequest), &prm),
+                  pe, what));
   SpinWait spin(opts_.timeoutSeconds);
   Peer& peer = *peers_[static_cast<size_t>(pe)];
-  while (!p.done.load(std::memory_order_acquire)) {
+  while (!call.done()) {
     if (userProgress() != 0) continue;
-    if (const int f = peer.failed.load()) {
-      unregister();
-      return failure(pe, static_cast<ucs_status_t>(f), what);
-    }
-    if (!spin.next()) {
-      unregister();
+    if (const int f = peer.failed.load()) return failure(pe, static_cast<ucs_status_t>(f), what);
+    if (!spin.next())
       TETHER_FAIL(TETHER_ERR_TIMEOUT, "ucx %s with PE %d (executed by its owner): no reply after %.1f s "
                   "(TETHER_TIMEOUT); is PE %d alive and calling tether (or is TETHER_UCX_PROGRESS_US 0 while it "
                   "computes)?", what, pe, opts_.timeoutSeconds, pe);
-    }
   }
-  unregister();
-  if (p.status != TETHER_SUCCESS)
-    TETHER_FAIL(static_cast<tether_status_t>(p.status), "ucx %s executed by PE %d (its %s word at offset 0x%llx) "
-                "failed there: %s", what, pe, segKindName(op.kind), static_cast<unsigned long long>(op.offset),
-                p.message.c_str());
-  if (fetched) *fetched = p.fetched;
-  return Status::ok();
-}
-
-// Runs in whichever thread progresses the worker. Applies the request through the World's local path and answers
-// without waiting: the reply lives on the heap until its send completes.
-ucs_status_t UcxProvider::onOwnerRequest(void* arg, const void*, size_t, void* data, size_t len,
-                                         const ucp_am_recv_param_t* param) {
-  auto* self = static_cast<UcxProvider*>(arg);
-  OwnerRequest rq{};
-  if (len == sizeof(OwnerRequest)) std::memcpy(&rq, data, sizeof rq);
-  if (len != sizeof(OwnerRequest) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
-      (rq.token != 0 && !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))) {
-    TETHER_LOG_ERROR(LogSys::Transport, "ucx: malformed owner-executed request (%zu bytes, attributes 0x%llx) "
-                     "dropped; its sender times out", len, static_cast<unsigned long long>(param->recv_attr));
-    return UCS_OK;
-  }
-  self->serveOwnerRequest(rq, rq.token ? param->reply_ep : nullptr);
-  return UCS_OK;
-}
-
-void UcxProvider::serveOwnerRequest(const OwnerRequest& rq, ucp_ep_h replyEp) {
-  auto reply = std::make_unique<OwnerReply>();
-  reply->token = rq.token;
-  Status s;
-  if (rq.kind >= static_cast<uint32_t>(kSegKinds)) {
-    s = Status(TETHER_ERR_INTERNAL, strprintf("unknown segment kind %u", rq.kind));
-  } else if (!opts_.applyOwnerOp) {
-    s = Status(TETHER_ERR_INTERNAL, "this PE applies no owner-executed operations (no World callback)");
-  } else {
-    OwnerOp o;
-    o.kind = static_cast<SegKind>(rq.kind);
-    o.offset = rq.offset;
-    o.signal = rq.signal != 0;
-    o.amo = AmoArgs{static_cast<tether_amo_t>(rq.op), rq.width, rq.value, rq.cond};
-    o.value = rq.value;
-    o.sigOp = static_cast<tether_signal_op_t>(rq.op);
-    s = opts_.applyOwnerOp(o, &reply->fetched);
-    ownerServed_.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (!replyEp) {  // a posted signal: nobody waits for an answer
-    if (!s.isOk())
-      TETHER_LOG_ERROR(LogSys::Transport, "ucx: a signal posted by PE %d failed here: %s", rq.from,
-                       s.message().c_str());
-    return;
-  }
-  reply->status = static_cast<int32_t>(s.code());
-  if (!s.isOk()) {
-    std::snprintf(reply->message, sizeof reply->message, "%s", s.message().c_str());
-    TETHER_LOG_WARN(LogSys::Transport, "ucx: owner-executed operation from PE %d failed here: %s", rq.from,
-                    s.message().c_str());
-  }
-  const ucs_status_t sent = sendOwned(replyEp, kAmOwnerReply, std::move(reply));
-  if (sent != UCS_OK)
-    TETHER_LOG_WARN(LogSys::Transport, "ucx: reply to PE %d's owner-executed operation not sent: %s (it fails there)",
-                    rq.from, ucs_status_string(sent));
-}
-
-ucs_status_t UcxProvider::onOwnerReply(void* arg, const void*, size_t, void* data, size_t len,
-                                       const ucp_am_recv_param_t* param) {
-  auto* self = static_cast<UcxProvider*>(arg);
-  if (len != sizeof(OwnerReply) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-    TETHER_LOG_ERROR(LogSys::Transport, "ucx: malformed owner-executed reply (%zu bytes) dropped", len);
-    return UCS_OK;
-  }
-  OwnerReply rp;
-  std::memcpy(&rp, data, sizeof rp);
-  std::lock_guard<std::mutex> lock(self->pendingMu_);
-  auto it = self->pending_.find(rp.token);
-  if (it == self->pending_.end()) return UCS_OK;  // its initiator gave up (timeout, lost peer)
-  Pending& p = *it->second;
-  p.fetched = rp.fetched;
-  p.status = rp.status;
-  if (rp.status != TETHER_SUCCESS) p.message.assign(rp.message, strnlen(rp.message, sizeof rp.message));
-  p.done.store(true, std::memory_order_release);
-  return UCS_OK;
+  return call.result(pe, what, fetched);
 }
 
 Status UcxProvider::quiet() {
