@@ -211,7 +211,6 @@ void symWrite(tether_seg_kind_t kind, void* sym, const void* src, size_t n) {
   if (kind == TETHER_SEG_DEVICE) {
     // A pageable-to-device cudaMemcpy may return before its DMA lands; peers read right after the next barrier.
     gpu_test::copyLanded(sym, src, n);
-    CK(cudaDeviceSynchronize());
   } else {
     std::memcpy(sym, src, n);
   }
@@ -317,7 +316,6 @@ int main() {
             symWrite(kind, sym + off, hostBuf.data(), nb);
           else
             gpu_test::copyLanded(local + loff, hostBuf.data(), nb);
-          CK(cudaDeviceSynchronize());
           MP_OK(tether_barrier_all(w));
           uint64_t expect = 0;
           if (isSig) expect = ++sigCount[kindIdx];

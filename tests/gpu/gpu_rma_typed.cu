@@ -32,13 +32,9 @@ using typed_test::poison;
 using typed_test::Side;
 using typed_test::side;
 
-// Writes this PE's DEVICE buffer and waits until the bytes have landed: a cudaMemcpy from pageable memory may return
-// before its DMA is done, and the peer writes or reads the buffer right after the next barrier, which orders nothing
-// on this process's streams (the put's completion does not help either: it is the peer's).
-void fill(unsigned char* sym, const std::vector<unsigned char>& v) {
-  gpu_test::copyLanded(sym, v.data(), v.size());
-  CK(cudaStreamSynchronize(nullptr));
-}
+// Writes this PE's DEVICE buffer; copyLanded returns once the bytes have landed, as they must: the peer writes or
+// reads the buffer right after the next barrier, which orders nothing on this process's streams.
+void fill(unsigned char* sym, const std::vector<unsigned char>& v) { gpu_test::copyLanded(sym, v.data(), v.size()); }
 
 // put then get around the ring of PEs (put to next, check what prev put; get from next); remote side in the DEVICE segment, local side in GPU or pageable host memory.
 std::map<std::string, int> routes;  // tether_typed_route's answers over the run (printed at the end)

@@ -170,7 +170,6 @@ int main() {
       gpu_test::copyLanded(g.src, srcBytes.data(), kSlot);
       gpu_test::copyLanded(g.sig, zeros.data(), sizeof(uint64_t) * static_cast<size_t>(n));
       gpu_test::copyLanded(g.ctr, zeros.data(), sizeof(uint64_t));
-      CK(cudaDeviceSynchronize());
     } else {
       std::memcpy(g.src, srcBytes.data(), kSlot);
       std::memset(g.sig, 0, sizeof(uint64_t) * static_cast<size_t>(n));
