@@ -11,18 +11,11 @@
 // job. Any failure of a collective seen by rank 0 (mismatch, timeout, lost rank) is sent as an Error frame to every
 // other rank, so all of them fail with the same cause instead of waiting. Once failed, a bootstrap stays failed.
 // All sockets are non-blocking, close-on-exec, TCP_NODELAY; every wait is a poll() bounded by the timeout; sends use
-// MSG_NOSIGNAL. Nothing here is global, so several bootstraps may live in one process.
-//
-// Wire format (little-endian): header of 24 bytes {u32 magic, u16 op, u16 code, u32 seq, i32 aux, u64 bytes}.
-//   Hello:    aux = rank, bytes = payload length; payload {u32 version, i32 rank, i32 size, u32 secretLen, secret}.
-//   Accept:   aux = size.   Reject: code = reason.   Error: code = tether_status_t, payload = message text.
-//   Collective request: op, seq, aux = root (broadcast), bytes = the caller's byte count; payload as the op needs.
-//   Collective reply:   op, seq, bytes = payload length.
+// MSG_NOSIGNAL (tcp_io.h). Nothing here is global, so several bootstraps may live in one process. The frames on the
+// wire are tcp_wire.h's.
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,232 +30,19 @@
 #include "base/log.h"
 #include "base/unique_fd.h"
 #include "bootstrap/launcher_env.h"
+#include "bootstrap/tcp_io.h"
+#include "bootstrap/tcp_wire.h"
 
 namespace tether {
 namespace {
 
-constexpr uint32_t kMagic = 0x42485454;  // "TTHB"
-constexpr uint32_t kProtocolVersion = 1;
-constexpr size_t kHeaderBytes = 24;
-constexpr size_t kHelloFixedBytes = 16;
-constexpr size_t kMaxSecretBytes = 1024;
-constexpr size_t kMaxErrorText = 4096;
+using namespace tcp_io;
+using namespace tcp_wire;
+
 constexpr size_t kMaxPending = 64;        // unauthenticated connections held at once; the oldest is dropped beyond
 constexpr double kHandshakeSeconds = 10;  // a connection must present its hello within this
 
-enum Op : uint16_t {
-  kHello = 1,
-  kAccept = 2,
-  kReject = 3,
-  kAllgather = 4,
-  kBarrier = 5,
-  kAlltoall = 6,
-  kBroadcast = 7,
-  kError = 8,
-};
-
-const char* opName(uint16_t op) {
-  switch (op) {
-    case kHello: return "hello";
-    case kAccept: return "accept";
-    case kReject: return "reject";
-    case kAllgather: return "allgather";
-    case kBarrier: return "barrier";
-    case kAlltoall: return "alltoall";
-    case kBroadcast: return "broadcast";
-    case kError: return "error";
-    default: return "unknown-op";
-  }
-}
-
-enum RejectReason : uint16_t {
-  kRejectVersion = 1,
-  kRejectSecret = 2,
-  kRejectSize = 3,
-  kRejectRank = 4,
-  kRejectDuplicate = 5,
-};
-
-const char* rejectText(uint16_t reason) {
-  switch (reason) {
-    case kRejectVersion: return "different tether protocol version (mixed tether builds?)";
-    case kRejectSecret: return "wrong job secret (TETHER_JOB_SECRET differs from rank 0's)";
-    case kRejectSize: return "different job size than rank 0's";
-    case kRejectRank: return "rank outside the job";
-    case kRejectDuplicate: return "another process already joined with this rank";
-    default: return "unknown reason";
-  }
-}
-
-struct Header {
-  uint32_t magic = kMagic;
-  uint16_t op = 0;
-  uint16_t code = 0;
-  uint32_t seq = 0;
-  int32_t aux = 0;
-  uint64_t bytes = 0;
-};
-
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-void encodeHeader(const Header& h, uint8_t* p) {
-  put32(p, h.magic);
-  put16(p + 4, h.op);
-  put16(p + 6, h.code);
-  put32(p + 8, h.seq);
-  put32(p + 12, static_cast<uint32_t>(h.aux));
-  put64(p + 16, h.bytes);
-}
-
-Header decodeHeader(const uint8_t* p) {
-  Header h;
-  h.magic = get32(p);
-  h.op = get16(p + 4);
-  h.code = get16(p + 6);
-  h.seq = get32(p + 8);
-  h.aux = static_cast<int32_t>(get32(p + 12));
-  h.bytes = get64(p + 16);
-  return h;
-}
-
-enum class Io { Ok, Timeout, Closed, Error, Incoming };
-struct IoResult {
-  Io kind = Io::Ok;
-  int err = 0;
-};
-
-IoResult fromErrno(int err) {
-  if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ECONNABORTED) return {Io::Closed, err};
-  return {Io::Error, err};
-}
-
-// Writes all n bytes before the deadline. With watchIncoming, stops early (Io::Incoming) when the peer has sent
-// something: rank 0 only speaks first to report an error, and waiting for our send to drain could then hang.
-IoResult sendAll(int fd, const void* data, size_t n, const Deadline& dl, bool watchIncoming) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k > 0) {
-      p += k;
-      n -= static_cast<size_t>(k);
-      continue;
-    }
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return fromErrno(errno);
-    for (;;) {
-      int ms = dl.msLeft();
-      if (ms == 0) return {Io::Timeout, 0};
-      pollfd pfd{fd, static_cast<short>(POLLOUT | (watchIncoming ? POLLIN : 0)), 0};
-      int r = ::poll(&pfd, 1, ms);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return {Io::Error, errno};
-      if (r == 0) continue;
-      if (watchIncoming && (pfd.revents & (POLLIN | POLLHUP))) return {Io::Incoming, 0};
-      break;  // writable, or an error the next send() reports
-    }
-  }
-  return {};
-}
-
-// Reads exactly n bytes before the deadline.
-IoResult recvAll(int fd, void* data, size_t n, const Deadline& dl) {
-  uint8_t* p = static_cast<uint8_t*>(data);
-  while (n > 0) {
-    ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);
-    if (k > 0) {
-      p += k;
-      n -= static_cast<size_t>(k);
-      continue;
-    }
-    if (k == 0) return {Io::Closed, 0};
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return fromErrno(errno);
-    for (;;) {
-      int ms = dl.msLeft();
-      if (ms == 0) return {Io::Timeout, 0};
-      pollfd pfd{fd, POLLIN, 0};
-      int r = ::poll(&pfd, 1, ms);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return {Io::Error, errno};
-      if (r > 0) break;
-    }
-  }
-  return {};
-}
-
-std::string peerName(int fd) {
-  sockaddr_in sa{};
-  socklen_t len = sizeof sa;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0 || sa.sin_family != AF_INET) return "?";
-  char ip[INET_ADDRSTRLEN] = "?";
-  ::inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
-  return strprintf("%s:%u", ip, static_cast<unsigned>(ntohs(sa.sin_port)));
-}
-
-void setNoDelay(int fd) {
-  int one = 1;
-  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-    TETHER_LOG_DEBUG(LogSys::Bootstrap, "setsockopt(TCP_NODELAY): %s", std::strerror(errno));
-}
-
-Status resolveIPv4(const std::string& host, int port, const std::string& addr, sockaddr_in* out) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || !res)
-    TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "bootstrap: cannot resolve rendezvous host '%s' of '%s' to an IPv4 address: %s",
-                host.c_str(), addr.c_str(), rc != 0 ? ::gai_strerror(rc) : "no result");
-  std::memcpy(out, res->ai_addr, sizeof *out);
-  out->sin_port = htons(static_cast<uint16_t>(port));
-  ::freeaddrinfo(res);
-  return Status::ok();
-}
-
-// Constant time in the contents of `got` (its length and the expected length are not secret).
-bool secretMatches(const std::string& expected, const uint8_t* got, size_t gotLen) {
-  unsigned diff = expected.size() != gotLen ? 1u : 0u;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    uint8_t g = gotLen ? got[i % gotLen] : 0;
-    diff |= static_cast<unsigned>(static_cast<uint8_t>(expected[i]) ^ g);
-  }
-  return diff == 0;
-}
-
 // "1, 3-5, 7"
-// Waits until fd is readable (or closed, or in error) or dl expires, calling note(seconds waited, seconds left) every
-// TETHER_WAIT_REPORT seconds meanwhile; the read that follows finds out which.
-void awaitReadable(int fd, const Deadline& dl, const std::function<void(double, double)>& note) {
-  NoteTimer timer(waitReportSeconds());
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, std::min(dl.msLeft(), timer.msToNext()));
-    if (n != 0 || dl.expired()) return;
-    if (timer.due()) note(dl.elapsedSeconds(), dl.secondsLeft());
-  }
-}
-
 std::string rankList(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size();) {
@@ -357,18 +137,16 @@ Status TcpBootstrap::fail(Status s) {
   broken_ = s;
   TETHER_LOG_ERROR(LogSys::Bootstrap, "%s", s.message().c_str());
   if (rank_ != 0) return s;
-  std::string text = s.message().substr(0, kMaxErrorText);
-  std::vector<uint8_t> frame(kHeaderBytes + text.size());
+  const std::string text = s.message().substr(0, kMaxErrorText);
   Header h;
   h.op = kError;
   h.code = static_cast<uint16_t>(s.code());
   h.seq = seq_;
   h.bytes = text.size();
-  encodeHeader(h, frame.data());
-  std::memcpy(frame.data() + kHeaderBytes, text.data(), text.size());
+  const std::vector<uint8_t> f = frame(h, text.data(), text.size());
   Deadline dl(0.5);
   for (auto& p : peers_)
-    if (p) (void)sendAll(p.get(), frame.data(), frame.size(), dl, false);
+    if (p) (void)sendAll(p.get(), f.data(), f.size(), dl, false);
   return s;
 }
 
@@ -433,12 +211,11 @@ Status TcpBootstrap::serve(const JobInfo& job) {
 void TcpBootstrap::reject(Pending& p, uint16_t reason, const char* why, int claimedRank, int claimedSize) {
   connWarnings_.warn(LogSys::Bootstrap, "refused connection from %s (claimed rank %d of %d): %s", p.peer.c_str(),
                      claimedRank, claimedSize, why);
-  uint8_t frame[kHeaderBytes];
   Header h;
   h.op = kReject;
   h.code = reason;
-  encodeHeader(h, frame);
-  (void)::send(p.fd.get(), frame, sizeof frame, MSG_NOSIGNAL | MSG_DONTWAIT);
+  const std::vector<uint8_t> f = frame(h);
+  (void)::send(p.fd.get(), f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 bool TcpBootstrap::readHello(Pending& p) {
@@ -464,10 +241,9 @@ bool TcpBootstrap::readHello(Pending& p) {
     return true;
   }
   const uint8_t* b = p.buf.data();
-  uint32_t version = get32(b);
-  int claimedRank = static_cast<int32_t>(get32(b + 4));
-  int claimedSize = static_cast<int32_t>(get32(b + 8));
-  uint32_t secretLen = get32(b + 12);
+  const HelloFixed hello = decodeHelloFixed(b);
+  const uint32_t version = hello.version, secretLen = hello.secretLen;
+  const int claimedRank = hello.rank, claimedSize = hello.size;
   if (secretLen != p.buf.size() - kHelloFixedBytes) {
     connWarnings_.warn(LogSys::Bootstrap, "refused connection from %s: malformed hello", p.peer.c_str());
     return false;
@@ -588,14 +364,14 @@ Status TcpBootstrap::rendezvous(int listenFd) {
       }
     }
   }
-  uint8_t frame[kHeaderBytes];
   Header h;
   h.op = kAccept;
   h.aux = size_;
-  encodeHeader(h, frame);
+  const std::vector<uint8_t> acceptFrame = frame(h);
   Deadline sendDl(timeout_);
   for (int r = 1; r < size_; ++r) {
-    IoResult io = sendAll(peers_[static_cast<size_t>(r)].get(), frame, sizeof frame, sendDl, false);
+    const int fd = peers_[static_cast<size_t>(r)].get();
+    IoResult io = sendAll(fd, acceptFrame.data(), acceptFrame.size(), sendDl, false);
     if (io.kind != Io::Ok)
       return fail(Status(TETHER_ERR_PEER_LOST,
                          strprintf("bootstrap rendezvous: %s went away before it was accepted", rankName(r).c_str())));
@@ -704,7 +480,7 @@ Status TcpBootstrap::reply(int r, uint16_t op, uint32_t seq, const void* data, s
   h.op = op;
   h.seq = seq;
   h.bytes = n;
-  encodeHeader(h, hb);
+  encodeHeader(h, hb);  // the payload goes from the caller's buffer, not copied into a frame
   int fd = peers_[static_cast<size_t>(r)].get();
   IoResult io = sendAll(fd, hb, sizeof hb, dl, false);
   if (io.kind == Io::Ok && n) io = sendAll(fd, data, n, dl, false);
@@ -777,18 +553,7 @@ Status TcpBootstrap::join() {
   }
   setNoDelay(server_.get());
 
-  std::vector<uint8_t> hello(kHeaderBytes + kHelloFixedBytes + secret_.size());
-  Header h;
-  h.op = kHello;
-  h.aux = rank_;
-  h.bytes = kHelloFixedBytes + secret_.size();
-  encodeHeader(h, hello.data());
-  uint8_t* b = hello.data() + kHeaderBytes;
-  put32(b, kProtocolVersion);
-  put32(b + 4, static_cast<uint32_t>(rank_));
-  put32(b + 8, static_cast<uint32_t>(size_));
-  put32(b + 12, static_cast<uint32_t>(secret_.size()));
-  std::memcpy(b + kHelloFixedBytes, secret_.data(), secret_.size());
+  const std::vector<uint8_t> hello = helloFrame(rank_, size_, secret_);
   IoResult io = sendAll(server_.get(), hello.data(), hello.size(), total, true);
 
   uint8_t rb[kHeaderBytes];

@@ -1,7 +1,9 @@
 // A job started by a foreign launcher with no tether address: under a PMIx launcher through tether_init (built
 // without MPI), or from MPI_COMM_WORLD through tether_init_mpi (built with LAUNCH_WITH_MPI against one MPI).
 // Each round: init, the position matches the launcher's (OMPI_COMM_WORLD_* / PMIX_RANK, or MPI_Comm_rank/size),
-// a ring put and get on the symmetric heap, a barrier, finalize; two rounds (re-init must take a fresh rendezvous).
+// a ring put and get on the symmetric heap, a barrier, finalize; four rounds (each re-init must take a fresh
+// rendezvous, and under PMIx stay in step with the server's fences: PMIx finalized after each init desynchronised
+// them, a rank waiting alone in the second round's fence, in 2 of 7 runs on a loaded 2-core machine).
 // With MPI, the bad calls first: before MPI_Init, a NULL comm, an attribute that also sets rank. With MPI and the
 // arguments "absent R": rank R does not call tether_init_mpi; every other rank must fail within a few TETHER_TIMEOUTs
 // (R = 0: the offer's MPI_Ibcast times out; R > 0: the TCP rendezvous does), then R joins the broadcast late so MPI
@@ -57,6 +59,8 @@ void expectedPosition(int* pe, int* n) {
 #endif
 }
 
+constexpr int kRounds = 4;  // init/finalize cycles of one process (see the top)
+
 void runRound(int r) {
   tether_t w = nullptr;
   tether_status_t s = init(&w);
@@ -87,7 +91,7 @@ void runRound(int r) {
     CHECK(tether_free(w, cell) == TETHER_SUCCESS, "free: %s", tether_last_error());
   }
   CHECK(tether_finalize(w) == TETHER_SUCCESS, "finalize: %s", tether_last_error());
-  if (r == 1 && failures == 0) std::printf("launch_job ok %d/%d\n", me, n);
+  if (r == kRounds - 1 && failures == 0) std::printf("launch_job ok %d/%d\n", me, n);
 }
 
 void absentRank(int absent) {
@@ -151,8 +155,7 @@ int main(int argc, char** argv) {
     return failures == 0 ? 0 : 1;
   }
 #endif
-  runRound(0);
-  runRound(1);
+  for (int r = 0; r < kRounds; ++r) runRound(r);
 #ifdef LAUNCH_WITH_MPI
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();

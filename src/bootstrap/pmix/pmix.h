@@ -22,8 +22,9 @@ inline bool pmixEnvironment(const EnvLookup& env) { return env("PMIX_RANK") && e
 
 // Under a PMIx launcher: rank and size from PMIx (PMIX_JOB_SIZE), local rank/size when the server tells them
 // (PMIX_LOCAL_RANK, PMIX_LOCAL_SIZE), and for a job of 2+ PEs rank 0's offer through one PMIx fence bounded by
-// timeoutSeconds (PMIX_TIMEOUT, as far as the server honours it). job->launcher is "pmix". PMIx is finalized
-// before return (tether needs it only here). Without PMIx in the build: TETHER_ERR_UNSUPPORTED naming libpmix-dev.
+// timeoutSeconds (PMIX_TIMEOUT, as far as the server honours it). job->launcher is "pmix". PMIx stays initialised
+// from the first call until the process exits (re-initialising it between tether_inits desynchronises the server's
+// fences: pmix_client.cpp). Without PMIx in the build: TETHER_ERR_UNSUPPORTED naming libpmix-dev.
 Status pmixJob(const Config& config, double timeoutSeconds, JobInfo* job);
 
 }  // namespace tether

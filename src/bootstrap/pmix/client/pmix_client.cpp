@@ -1,8 +1,10 @@
 // PMIx launch over libpmix (pmix.h): job position from the PMIx server, rank 0's rendezvous offer through one fence.
 #include <pmix.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "base/log.h"
@@ -16,17 +18,26 @@ Status pmixError(const char* what, pmix_status_t rc) {
   TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "PMIx launch: %s failed: %s (%d)", what, PMIx_Error_string(rc), rc);
 }
 
-// PMIx_Init on construction, PMIx_Finalize on destruction (PMIx counts nested inits, e.g. an MPI library's).
+// This process's PMIx client: PMIx_Init by init(), PMIx_Finalize on destruction (PMIx counts nested inits, e.g. an
+// MPI library's). There is one, made at the first tether_init under PMIx and kept until the process exits
+// (pmixSession): a client that cycles PMIx_Init/PMIx_Finalize falls out of step with the server's fences -- the
+// server drops a finalized client from a fence that its next incarnation still has to join, so the others pass it
+// and the late one waits alone (openpmix issues 3931 and 4113). Seen here: launch_pmix_4pe's second init hung in
+// PMIx_Fence on one rank in 2 of 7 runs on a loaded 2-core machine while PMIx was finalized after each init.
 class PmixClient {
  public:
+  bool live() const { return live_; }
   Status init() {
     pmix_status_t rc = PMIx_Init(&me_, nullptr, 0);
     if (rc != PMIX_SUCCESS) return pmixError("PMIx_Init (is the PMIx server that started this process alive?)", rc);
     live_ = true;
+    owner_ = ::getpid();
     return Status::ok();
   }
+  // Only in the process that initialised it: a child forked later inherits this object (and the connection to the
+  // server), and its exit must not finalize the parent's client.
   ~PmixClient() {
-    if (live_) (void)PMIx_Finalize(nullptr, 0);
+    if (live_ && owner_ == ::getpid()) (void)PMIx_Finalize(nullptr, 0);
   }
   const pmix_proc_t& me() const { return me_; }
   pmix_proc_t rankProc(pmix_rank_t rank) const {
@@ -59,7 +70,19 @@ class PmixClient {
  private:
   pmix_proc_t me_{};
   bool live_ = false;
+  pid_t owner_ = -1;
 };
+
+// The process's client, initialised at the first call and finalized when the process exits (a static's destructor).
+// PMIx's client state is process-wide by nature, like the offer keys below; the mutex makes concurrent inits safe.
+Status pmixSession(const PmixClient** out) {
+  static std::mutex mu;
+  static PmixClient client;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!client.live()) TETHER_TRY(client.init());
+  *out = &client;
+  return Status::ok();
+}
 
 Status toInt(const char* key, uint64_t v, int* out) {
   if (v > 0x7fffffff) TETHER_FAIL(TETHER_ERR_BOOTSTRAP, "PMIx launch: %s=%llu is out of range", key,
@@ -142,8 +165,9 @@ Status carryOffer(const PmixClient& pmix, double timeoutSeconds, int rank, char*
 bool pmixBuilt() { return true; }
 
 Status pmixJob(const Config& config, double timeoutSeconds, JobInfo* job) {
-  PmixClient pmix;
-  TETHER_TRY(pmix.init());
+  const PmixClient* session = nullptr;
+  TETHER_TRY(pmixSession(&session));
+  const PmixClient& pmix = *session;
   JobInfo j;
   j.launcher = "pmix";
   TETHER_TRY(readPosition(pmix, &j));
